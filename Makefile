@@ -1,0 +1,217 @@
+# CFS — one non-recursive Makefile.  `make help` lists the targets.
+#
+# Every target that is about to need a Debian package installs it first
+# (tools/ensure-deps.sh): a fresh Debian 12 machine needs nothing but this.
+
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DESTDIR     ?=
+B           ?= build
+V           ?= 0
+FUZZ_SECONDS ?= 60
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# Debian packages, by the targets that need them.
+BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
+              libfuse3-dev fuse3 libleveldb-dev
+TEST_PKGS  := libcriterion-dev iproute2 procps
+FUZZ_PKGS  := clang libclang-rt-14-dev
+export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
+ENSURE := tools/ensure-deps.sh
+
+# Goals that need neither a compiler nor any package.
+NOCONFIG_GOALS := clean help lint
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out $(NOCONFIG_GOALS),$(MAKECMDGOALS)),)
+SKIP_CONFIG := 1
+endif
+endif
+
+ifndef SKIP_CONFIG
+include $(B)/config.mk
+endif
+
+# pkg-config output, recorded once after the packages are in place.  LevelDB
+# ships no .pc file on Debian 12, hence the fallback.
+$(B)/config.mk: Makefile $(ENSURE)
+	$(Q)$(ENSURE) $(BUILD_PKGS)
+	$(Q)mkdir -p $(B)
+	$(Q){ \
+	  echo "UV_CFLAGS := $$(pkg-config --cflags libuv)"; \
+	  echo "UV_LIBS := $$(pkg-config --libs libuv)"; \
+	  echo "SODIUM_CFLAGS := $$(pkg-config --cflags libsodium)"; \
+	  echo "SODIUM_LIBS := $$(pkg-config --libs libsodium)"; \
+	  echo "MSGPACK_CFLAGS := $$(pkg-config --cflags msgpack)"; \
+	  echo "MSGPACK_LIBS := $$(pkg-config --libs msgpack)"; \
+	  echo "FUSE_CFLAGS := $$(pkg-config --cflags fuse3)"; \
+	  echo "FUSE_LIBS := $$(pkg-config --libs fuse3)"; \
+	  echo "LEVELDB_LIBS := $$(pkg-config --libs leveldb 2>/dev/null || echo -lleveldb)"; \
+	} > $@.tmp && mv $@.tmp $@
+
+CC      ?= gcc
+OPT     ?= -O2
+SAN     ?=
+WARN    := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
+           -Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter
+CFLAGS_ALL = -std=gnu11 $(OPT) -g $(WARN) $(SAN) -I. -MMD -MP \
+           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS_ALL = $(SAN) $(EXTRA_LDFLAGS)
+CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
+
+# ---------------------------------------------------------------- modules
+# One static archive per folder; dependencies point down:
+#   cfsd → chord → common        (dhash, cfs-fuse, publisher follow)
+COMMON_SRCS := $(wildcard common/*.c)
+CFSD_LIB_SRCS := cfsd/ctl.c
+CFSD_SRCS   := cfsd/cfsd.c
+CFSCTL_SRCS := cfsd/cfsctl.c
+
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+
+LIBCOMMON := $(B)/libcfs_common.a
+LIBCFSD   := $(B)/libcfsd.a
+
+$(LIBCOMMON): $(call obj,$(COMMON_SRCS))
+$(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
+
+$(B)/%.a:
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/%.o: %.c $(B)/config.mk
+	@mkdir -p $(dir $@)
+	@[ "$(V)" = 1 ] || echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl
+
+$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCOMMON)
+$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCOMMON)
+$(PROGRAMS):
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.DEFAULT_GOAL := all
+.PHONY: all
+all: $(PROGRAMS)
+
+# ---------------------------------------------------------------- tests
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(B)/tests/unit-tests
+CRITERION_CFLAGS = $(shell pkg-config --cflags criterion 2>/dev/null)
+CRITERION_LIBS   = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+
+$(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
+	@mkdir -p $(dir $@)
+	@[ "$(V)" = 1 ] || echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
+
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBCOMMON) | deps-test
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(CORE_LIBS) $(CRITERION_LIBS)
+
+.PHONY: deps-test unit integration test
+deps-test: $(B)/config.mk
+	$(Q)$(ENSURE) $(TEST_PKGS)
+
+# Criterion runs each test in its own process; --jobs keeps the 2 cores busy.
+unit: $(UNIT_BIN)
+	$(Q)$(UNIT_BIN) --jobs 2 $(UNIT_ARGS)
+
+integration: $(PROGRAMS) | deps-test
+	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh
+
+# The shell-driven integration tests first, Criterion's synthesis last.
+test: $(PROGRAMS) $(UNIT_BIN)
+	$(Q)st=0; \
+	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
+	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || st=1; \
+	exit $$st
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
+.PHONY: asan
+asan:
+	$(Q)$(MAKE) --no-print-directory B=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  unit UNIT_ARGS="$(UNIT_ARGS)"
+
+# ---------------------------------------------------------------- fuzzing
+FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(B)/config.mk
+	$(Q)$(ENSURE) $(FUZZ_PKGS)
+	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
+	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
+	  $(FUZZ_TARGETS)
+
+build-fuzz/fuzz/%: tests/fuzz/%.c build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(CORE_LIBS)
+
+# Each target runs FUZZ_SECONDS (default 60) from its seed corpus.
+fuzz: fuzz-build
+	$(Q)for f in $(FUZZ_TARGETS); do \
+	  n=$$(basename $$f); corpus=build-fuzz/corpus/$$n; mkdir -p $$corpus; \
+	  echo "== $$n: $(FUZZ_SECONDS) s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=70000 -print_final_stats=1 \
+	      $$corpus tests/fuzz/corpus/$$n 2>&1 | tail -n 12 || exit 1; \
+	done
+
+# ---------------------------------------------------------------- benchmarks
+BENCH_RPC := $(B)/bench/rpc-bench
+$(BENCH_RPC): $(call obj,tests/bench/rpc_bench.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.PHONY: bench-rpc
+bench-rpc: $(BENCH_RPC)
+	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
+
+# ---------------------------------------------------------------- demo
+.PHONY: demo
+demo: $(PROGRAMS)
+	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tools/demo.sh
+
+# ---------------------------------------------------------------- install
+.PHONY: install
+install: $(PROGRAMS)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
+
+# ---------------------------------------------------------------- hygiene
+# Layering in miniature: lower folders never include upper ones, and the
+# libraries that belong to one module stay in it.
+.PHONY: lint
+lint:
+	$(Q)tools/lint.sh
+
+.PHONY: clean
+clean:
+	rm -rf build build-asan build-fuzz
+
+.PHONY: help
+help:
+	@echo "make            build the programs (installs missing Debian packages)"
+	@echo "make demo       run the main job on a local default (see README)"
+	@echo "make test       run every test: integration scripts, then unit tests"
+	@echo "make unit       Criterion unit tests only"
+	@echo "make asan       unit tests under AddressSanitizer + UBSan"
+	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
+	@echo "make bench-rpc  RPC rate and round trips between two processes"
+	@echo "make lint       check the layering rules"
+	@echo "make install    install programs (PREFIX=$(PREFIX), DESTDIR honoured)"
+	@echo "make clean      remove build trees"
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,482 @@
+/*
+ * common — the shared lower layer of CFS: everything chord/, dhash/, the
+ * daemon and the file-system tools stand on.
+ *
+ *   - 256-bit identifiers and ring arithmetic modulo 2^256
+ *   - BLAKE2b-256 hashing and Ed25519 signatures (libsodium only)
+ *   - the canonical text form of keys and volume names
+ *   - leveled logging to stderr, monotonic time, a seeded RNG, histograms
+ *   - the message codec: every node-to-node and client-to-daemon message,
+ *     msgpack-encoded, versioned, decoded strictly
+ *   - the UDP RPC transport (request IDs, timeouts, STP window) and the
+ *     length-prefixed framing for local UNIX-socket clients
+ *
+ * Errors are negative errno values; see docs/PROTOCOL.md for the wire format.
+ * Nothing here knows about the ring, blocks or file systems.
+ */
+#ifndef CFS_COMMON_H
+#define CFS_COMMON_H
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define CFS_WUR __attribute__((warn_unused_result))
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
+#define CFS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------ memory */
+
+/* Allocate or abort: out of memory is not an error callers handle. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+void *xmemdup(const void *p, size_t n);
+
+/* ------------------------------------------------------------ logging */
+
+enum cfs_log_level { CFS_LOG_ERROR, CFS_LOG_WARN, CFS_LOG_INFO, CFS_LOG_DEBUG };
+
+/* Set the program name and threshold; CFS_LOG_LEVEL in the environment
+ * (error, warn, info, debug) overrides the level given here. */
+void cfs_log_init(const char *progname, enum cfs_log_level level);
+void cfs_log_set_level(enum cfs_log_level level);
+enum cfs_log_level cfs_log_get_level(void);
+/* Parse "error", "warn", "info" or "debug"; -EINVAL otherwise. */
+int cfs_log_parse_level(const char *s, enum cfs_log_level *ret);
+void cfs_log(enum cfs_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Log "msg: strerror(-r)" at `level` and return r, so call sites can write
+ * `return log_error_errno(r, "...")`. */
+int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define log_error(...) cfs_log(CFS_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  cfs_log(CFS_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  cfs_log(CFS_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) \
+	do { if (cfs_log_get_level() >= CFS_LOG_DEBUG) cfs_log(CFS_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define log_error_errno(r, ...) cfs_log_errno(CFS_LOG_ERROR, (r), __VA_ARGS__)
+#define log_warn_errno(r, ...)  cfs_log_errno(CFS_LOG_WARN, (r), __VA_ARGS__)
+
+/* ------------------------------------------------------------ time, rng */
+
+/* Monotonic clock, never goes back; for timeouts and RTTs. */
+uint64_t cfs_now_us(void);
+uint64_t cfs_now_ms(void);
+/* Wall-clock seconds since the epoch; for issue and expiry times only. */
+uint64_t cfs_wall_s(void);
+
+/* xoshiro256** — fast, seedable, reproducible: same seed, same sequence.
+ * Not for secrets (use randombytes_buf for nonces and keys). */
+struct cfs_rng { uint64_t s[4]; };
+void cfs_rng_seed(struct cfs_rng *r, uint64_t seed);
+uint64_t cfs_rng_next(struct cfs_rng *r);
+/* Uniform in [0, 1). */
+double cfs_rng_double(struct cfs_rng *r);
+
+/* ------------------------------------------------------------ histogram */
+
+/* Log-linear histogram of non-negative integers (e.g. microseconds):
+ * 16 sub-buckets per power of two, so quantiles are within ~6 %. */
+#define CFS_HIST_BUCKETS (16 * 44)
+struct cfs_hist {
+	uint64_t count, sum, min, max;
+	uint64_t b[CFS_HIST_BUCKETS];
+};
+void cfs_hist_reset(struct cfs_hist *h);
+void cfs_hist_add(struct cfs_hist *h, uint64_t v);
+/* The value at quantile q in [0, 1] (upper edge of its bucket, capped at
+ * max); 0 when empty. */
+uint64_t cfs_hist_quantile(const struct cfs_hist *h, double q);
+double cfs_hist_mean(const struct cfs_hist *h);
+
+/* ------------------------------------------------------------ identifiers */
+
+#define CFS_ID_BYTES 32
+#define CFS_ID_BITS 256
+
+/* A point on the identifier circle, big-endian: b[0] is most significant. */
+struct cfs_id { uint8_t b[CFS_ID_BYTES]; };
+
+int cfs_id_cmp(const struct cfs_id *a, const struct cfs_id *b);
+bool cfs_id_eq(const struct cfs_id *a, const struct cfs_id *b);
+bool cfs_id_is_zero(const struct cfs_id *a);
+/* ret = a + b mod 2^256 (ret may alias a or b). */
+void cfs_id_add(struct cfs_id *ret, const struct cfs_id *a, const struct cfs_id *b);
+/* ret = a - b mod 2^256. */
+void cfs_id_sub(struct cfs_id *ret, const struct cfs_id *a, const struct cfs_id *b);
+/* ret = clockwise distance from `from` to `to`: to - from mod 2^256. */
+void cfs_id_distance(struct cfs_id *ret, const struct cfs_id *from, const struct cfs_id *to);
+/* ret = a + 2^i mod 2^256, 0 <= i < 256 (the start of finger i+1). */
+void cfs_id_add_pow2(struct cfs_id *ret, const struct cfs_id *a, unsigned i);
+/*
+ * Interval membership on the circle, walking clockwise from a to b.
+ * When a == b the interval wraps the whole circle: (a, a) is every point but
+ * a, (a, a] and [a, a) are every point. This is the Chord convention: a lone
+ * node is the successor of every key. An empty interval is (a, a+1).
+ */
+bool cfs_id_in_oo(const struct cfs_id *x, const struct cfs_id *a, const struct cfs_id *b);
+bool cfs_id_in_oc(const struct cfs_id *x, const struct cfs_id *a, const struct cfs_id *b);
+bool cfs_id_in_co(const struct cfs_id *x, const struct cfs_id *a, const struct cfs_id *b);
+/* The id as a fraction of the circle, in [0, 1). */
+double cfs_id_to_unit(const struct cfs_id *a);
+/* First 8 hex digits, for logs: buf must hold 9 bytes. Returns buf. */
+const char *cfs_id_short(const struct cfs_id *a, char buf[static 9]);
+/* All 64 hex digits: buf must hold 65 bytes. Returns buf. */
+const char *cfs_id_hex(const struct cfs_id *a, char buf[static 65]);
+
+/* ------------------------------------------------------------ crypto */
+
+#define CFS_HASH_BYTES 32
+#define CFS_PUBKEY_BYTES 32
+#define CFS_SECKEY_BYTES 64
+#define CFS_SIG_BYTES 64
+
+struct cfs_pubkey { uint8_t b[CFS_PUBKEY_BYTES]; };
+struct cfs_seckey { uint8_t b[CFS_SECKEY_BYTES]; };
+
+/* Initialise libsodium; call once before anything below. 0 or -EIO. */
+int cfs_crypto_init(void);
+
+/* BLAKE2b-256 of the bytes as given. */
+void cfs_hash(struct cfs_id *ret, const void *data, size_t len);
+/* Incremental BLAKE2b-256, for hashes over several pieces. */
+struct cfs_hasher { uint8_t opaque[384] __attribute__((aligned(64))); };
+void cfs_hasher_init(struct cfs_hasher *h);
+void cfs_hasher_update(struct cfs_hasher *h, const void *data, size_t len);
+void cfs_hasher_final(struct cfs_hasher *h, struct cfs_id *ret);
+
+/* Make an Ed25519 key pair from the system's CSPRNG. */
+void cfs_sign_keypair(struct cfs_pubkey *ret_pk, struct cfs_seckey *ret_sk);
+/* Derive the public key held inside a secret key. */
+void cfs_seckey_pubkey(const struct cfs_seckey *sk, struct cfs_pubkey *ret_pk);
+/* Sign msg; sig receives CFS_SIG_BYTES bytes. */
+void cfs_sign(uint8_t sig[static CFS_SIG_BYTES], const void *msg, size_t len,
+              const struct cfs_seckey *sk);
+/* 0 if sig is pk's signature of msg, -EBADMSG otherwise. */
+int cfs_verify(const uint8_t sig[static CFS_SIG_BYTES], const void *msg, size_t len,
+               const struct cfs_pubkey *pk) CFS_WUR;
+/* Wipe a secret key (sodium_memzero). */
+void cfs_seckey_wipe(struct cfs_seckey *sk);
+
+/* ------------------------------------------------------------ text names */
+
+/*
+ * The one canonical text form of a 32-byte key or volume name: lowercase
+ * RFC 4648 base32, unpadded, exactly 52 characters, the 4 unused low bits
+ * of the last character zero. Every tool prints and accepts only this.
+ */
+#define CFS_NAME_LEN 52
+/* Encode; out receives CFS_NAME_LEN characters and a NUL. */
+void cfs_name_encode(char out[static CFS_NAME_LEN + 1], const uint8_t in[static 32]);
+/* Decode s; -EINVAL with *ret_why (a static string) for anything but the
+ * canonical form: wrong length, a character outside a-z2-7, padding,
+ * uppercase, nonzero trailing bits. */
+int cfs_name_decode(uint8_t out[static 32], const char *s, const char **ret_why) CFS_WUR;
+
+/* ------------------------------------------------------------ addresses */
+
+/* A UDP endpoint, IPv4 or IPv6. */
+struct cfs_addr {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	};
+};
+/* Parse "HOST:PORT", "[V6]:PORT" or a bare "PORT" (loopback), numeric
+ * hosts and names ("localhost"). -EINVAL with a message logged otherwise. */
+int cfs_addr_parse(struct cfs_addr *ret, const char *s) CFS_WUR;
+/* Build from an IP literal and a port; -EINVAL if host is not a literal. */
+int cfs_addr_from_ip(struct cfs_addr *ret, const char *ip, uint16_t port) CFS_WUR;
+/* "1.2.3.4:5" or "[::1]:5"; buf must hold CFS_ADDR_STRLEN bytes. */
+#define CFS_ADDR_STRLEN 64
+const char *cfs_addr_str(const struct cfs_addr *a, char buf[static CFS_ADDR_STRLEN]);
+bool cfs_addr_eq(const struct cfs_addr *a, const struct cfs_addr *b);
+uint16_t cfs_addr_port(const struct cfs_addr *a);
+socklen_t cfs_addr_len(const struct cfs_addr *a);
+/* The raw IP bytes (4 or 16) of a, for hashing and the wire. */
+size_t cfs_addr_ip_bytes(const struct cfs_addr *a, const uint8_t **ret_ip);
+
+/* CFS 4.4: a virtual server's ID is H(IP ‖ port ‖ index), the IP as 4 or 16
+ * raw bytes, port as 2 bytes and index as 4 bytes big-endian. */
+void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
+
+/* ------------------------------------------------------------ messages */
+
+#define CFS_PROTO_VERSION 1
+/* Largest UDP payload over IPv4; every datagram is checked against it
+ * before anything is decoded or allocated. */
+#define CFS_DGRAM_MAX 65507
+/* Largest frame on a local UNIX stream (status reports can be long). */
+#define CFS_FRAME_MAX (1u << 20)
+/* Largest block that travels in one datagram (60 KiB). */
+#define CFS_BLOCK_MAX (60 * 1024)
+#define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
+#define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
+#define CFS_NONCE_BYTES 16
+#define CFS_VNODE_INDEX_MAX 1024 /* virtual-server indexes are below this */
+
+/* A Vivaldi coordinate: 3 Euclidean dimensions plus a height, in ms. */
+struct cfs_coord { float v[3]; float h; };
+
+/* A virtual server as others see it. */
+struct cfs_node {
+	struct cfs_id id;
+	struct cfs_addr addr;
+	uint32_t vindex;
+	struct cfs_coord coord;
+};
+
+struct cfs_bytes { const uint8_t *p; size_t len; };
+
+/*
+ * Message types. A request and its reply share the type; the reply flag
+ * tells them apart. Each (type, direction) has a fixed body: see
+ * common/msg.c and docs/PROTOCOL.md.
+ */
+enum cfs_msg_type {
+	CFS_MSG_PING = 1,        /* liveness and RTT sample */
+	CFS_MSG_AUTH,            /* CFS 4.4 / 5.4: echo a nonce from the claimed address */
+	CFS_MSG_GET_PRED,        /* -> pred (0 or 1 node) */
+	CFS_MSG_GET_SUCCS,       /* -> nodes: successor list */
+	CFS_MSG_NOTIFY,          /* node: "I might be your predecessor" */
+	CFS_MSG_LEAVE,           /* graceful leave: pred and nodes (succs) to splice */
+	CFS_MSG_ALERT,           /* key: a node ID found dead */
+	CFS_MSG_FIND_NEXT,       /* iterative step (CFS Fig. 5): key, nsucc, flags -> flags, nodes */
+	CFS_MSG_LOOKUP_FWD,      /* recursive step (DHash++ Fig. 10) */
+	CFS_MSG_LOOKUP_DONE,     /* recursive answer, straight to the originator */
+	CFS_MSG_STORE,           /* put a block: kind, key, lease, flags, data */
+	CFS_MSG_FETCH,           /* get a block: key, flags -> kind, data */
+	CFS_MSG_HAVE,            /* which of keys are stored -> bitmap */
+	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
+	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */
+	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
+	CFS_MSG_CTL_STATUS = 32, /* local: status report as JSON text */
+	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
+	CFS_MSG_CTL_GET,         /* local: DHash get */
+	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
+	CFS_MSG_TYPE_END
+};
+
+/* FIND_NEXT / LOOKUP flags. */
+#define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */
+#define CFS_LOOKUP_F_DONE        0x1u /* reply: nodes are the key's successors */
+#define CFS_LOOKUP_F_HAS_BLOCK   0x2u /* reply: this node holds a copy */
+
+/*
+ * One decoded (or to-be-encoded) message. The header fields are always
+ * meaningful; of the body fields only those of the message's schema are.
+ * Byte and key-list fields borrow the buffer they were decoded from.
+ */
+struct cfs_msg {
+	/* header */
+	uint8_t type;             /* enum cfs_msg_type */
+	bool is_reply;
+	int32_t status;           /* replies: 0 or a negative errno (then no body) */
+	uint64_t reqid;           /* set by the transport */
+	bool has_from;            /* sender is a ring member (else a plain client) */
+	uint32_t from_vindex;
+	struct cfs_id from_id;
+	bool has_to;              /* addressed to one virtual server */
+	struct cfs_id to_id;
+	struct cfs_coord coord;   /* sender's Vivaldi coordinate */
+
+	/* body */
+	struct cfs_id key;        /* a key, a lookup target, a failed node, a range start */
+	struct cfs_id hi;         /* a range end */
+	uint8_t nonce[CFS_NONCE_BYTES];
+	uint32_t flags;
+	uint32_t nsucc;           /* successors wanted; parts of a digest range */
+	uint32_t hops;
+	uint32_t kind;            /* block kind (dhash) */
+	uint32_t count;           /* a limit, or an RPC count */
+	uint32_t mode;            /* lookup mode */
+	uint64_t lookup_id;
+	uint64_t lease_until;     /* wall-clock seconds */
+	bool has_pred;
+	struct cfs_node pred;
+	struct cfs_node node;     /* notify target, lookup originator */
+	struct cfs_bytes data;    /* block bytes, a bitmap, JSON text */
+	const struct cfs_id *keys;/* borrowed, n_keys entries */
+	uint32_t n_keys;
+	uint32_t n_nodes;
+	struct cfs_node nodes[CFS_MSG_MAX_NODES]; /* keep last: not cleared */
+};
+
+/* Reset header and body to empty (cheap: the node array is not wiped). */
+void cfs_msg_init(struct cfs_msg *m, enum cfs_msg_type type);
+/* The type's name, "?" when unknown. */
+const char *cfs_msg_type_name(unsigned type);
+
+/* Encode m into buf; *ret_len receives the length. -EMSGSIZE when it does
+ * not fit in cap, -EINVAL when m is not a valid message of its type. */
+int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *ret_len) CFS_WUR;
+/*
+ * Decode exactly len bytes into ret. Strict: -EMSGSIZE over CFS_FRAME_MAX,
+ * -EPROTONOSUPPORT for another version, -ENOMSG for an unknown type, -EPROTO
+ * for anything else malformed (truncated, trailing bytes, wrong types,
+ * missing or extra fields, values or lists out of range). *ret_why (if not
+ * NULL) gets a static description. Never allocates more than a small
+ * multiple of len. ret's byte fields point into buf.
+ */
+int cfs_msg_decode(const uint8_t *buf, size_t len, struct cfs_msg *ret, const char **ret_why) CFS_WUR;
+
+/* ------------------------------------------------------------ transport */
+
+/*
+ * The UDP RPC transport: one socket per process, requests matched to
+ * replies by request ID, a timeout per request that is reported to the
+ * caller (who decides where to re-send: nothing is retransmitted here), and
+ * STP window control (DHash++ 5.2): w grows by 1/w per reply and halves per
+ * timeout, and at most 3w requests are in flight; the rest wait in order.
+ * All callbacks run on the loop, never inside the call that started them.
+ */
+typedef struct cfs_transport cfs_transport_t;
+
+struct cfs_transport_config {
+	const char *host;        /* bind address literal; NULL = "::" (dual stack) */
+	uint16_t port;           /* 0 = any */
+	double window_init;      /* STP w at start (default 4) */
+	double window_max;       /* cap on w (default 256) */
+	uint32_t timeout_ms;     /* RTO when nothing is known (default 1000) */
+	uint32_t timeout_max_ms; /* cap on any computed RTO (default 5000) */
+};
+void cfs_transport_config_default(struct cfs_transport_config *c);
+
+/* Per-call options; NULL means defaults. */
+struct cfs_call_opts {
+	uint32_t timeout_ms;       /* fixed timeout; 0 = computed RTO */
+	uint32_t predicted_rtt_us; /* Vivaldi prediction v; 0 = use the smoothed RTT */
+};
+
+/* Where a request came from: copy it to reply later. */
+struct cfs_reply_to {
+	struct cfs_addr addr;
+	uint64_t reqid;
+	uint8_t type;
+};
+
+struct cfs_rpc_result {
+	uint64_t rtt_us;               /* measured round trip, 0 unless a reply */
+	const struct cfs_addr *from;   /* who answered (== destination) */
+};
+
+/* A reply arrived (status 0 or the reply's own negative status, reply set)
+ * or the call ended without one: -ETIMEDOUT, -ECANCELED (reply NULL). The
+ * reply is valid only during the callback. */
+typedef void (*cfs_reply_cb)(void *arg, int status, const struct cfs_msg *reply,
+                             const struct cfs_rpc_result *res);
+/* A request arrived. req is valid only during the callback; answer now or
+ * later with cfs_transport_reply(from). */
+typedef void (*cfs_request_cb)(void *arg, const struct cfs_msg *req,
+                               const struct cfs_reply_to *from);
+
+/*
+ * Evaluation-only network model: the one place on the send path where a
+ * wide-area latency/loss/slow-node model hooks in. on_send decides each
+ * outgoing datagram's fate: return true to drop it, or set *ret_delay_us.
+ */
+struct cfs_netmodel {
+	bool (*on_send)(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us);
+	void *ctx;
+};
+/* A simple model: drop with probability loss, delay every datagram. */
+struct cfs_netmodel_simple {
+	double loss;
+	uint64_t delay_us;
+	struct cfs_rng rng;
+};
+void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
+                              uint64_t delay_us, uint64_t seed);
+struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s);
+
+struct cfs_transport_stats {
+	uint64_t calls;          /* requests accepted by cfs_transport_call */
+	uint64_t replies;        /* ... that ended with a reply */
+	uint64_t timeouts;       /* ... that timed out */
+	uint64_t cancelled;      /* ... cancelled by close */
+	uint64_t requests_in;    /* requests received */
+	uint64_t replies_out;    /* replies sent */
+	uint64_t malformed;      /* datagrams dropped as malformed */
+	uint64_t unmatched;      /* replies to no pending call (late, forged) */
+	uint64_t send_errors;
+	uint64_t model_dropped;  /* datagrams dropped by the network model */
+	uint64_t bytes_in, bytes_out;
+	uint32_t inflight, queued;
+	double window;           /* STP w */
+	double rtt_err_us;       /* STP alpha: mean |rtt - prediction| */
+	double srtt_us;          /* smoothed RTT over all calls */
+	struct cfs_hist rtt_us;  /* every reply's RTT */
+};
+
+/* Bind the socket and start receiving. on_request may be NULL (client). */
+int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
+                      cfs_request_cb on_request, void *arg,
+                      cfs_transport_t **ret) CFS_WUR;
+/* Cancel every pending call (callbacks get -ECANCELED), close the socket;
+ * memory is released once the loop has run the close callbacks. */
+void cfs_transport_close(cfs_transport_t *t);
+/* The bound address (with the real port when 0 was asked for). */
+int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret);
+/* Send req to dst; req->reqid and the reply flag are set here. 0 means cb
+ * will be called exactly once, later; a negative errno means it will not. */
+int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
+                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg);
+/* Answer a request; reply's type, reqid and reply flag are set here. */
+int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply);
+/* Answer a request with only an error status. */
+int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status);
+void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret);
+/* Install (or with NULL remove) the network model. m is copied. */
+void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m);
+/* STP (DHash++ eq. 2): RTO = v + 6·alpha + 15 ms, in microseconds. */
+uint64_t cfs_stp_rto_us(uint64_t predicted_us, double alpha_us);
+
+/* ------------------------------------------------------------ local streams */
+
+/*
+ * Framing for local clients over a UNIX stream socket: each frame is a
+ * 4-byte big-endian length and that many bytes of one encoded message.
+ * A frame over CFS_FRAME_MAX closes the stream with -EMSGSIZE.
+ */
+typedef struct cfs_stream cfs_stream_t;
+typedef struct cfs_listener cfs_listener_t;
+
+/* A whole frame arrived; it is valid only during the callback. */
+typedef void (*cfs_frame_cb)(void *arg, cfs_stream_t *s, const uint8_t *frame, size_t len);
+/* The stream ended: 0 at EOF, a negative errno on error. Free it now or later. */
+typedef void (*cfs_stream_end_cb)(void *arg, cfs_stream_t *s, int status);
+typedef void (*cfs_accept_cb)(void *arg, cfs_stream_t *s);
+typedef void (*cfs_connect_cb)(void *arg, int status, cfs_stream_t *s);
+
+/* Listen on path. A stale socket file (nobody answers) is replaced; a live
+ * one gives -EADDRINUSE. The file is created 0600 unless mode says more. */
+int cfs_listener_new(uv_loop_t *loop, const char *path, unsigned mode,
+                     cfs_accept_cb on_accept, void *arg, cfs_listener_t **ret) CFS_WUR;
+/* Stop listening, unlink the socket file, free once closed. */
+void cfs_listener_close(cfs_listener_t *l);
+/* Connect to path; cb gets the stream or a negative errno. */
+int cfs_stream_connect(uv_loop_t *loop, const char *path, cfs_connect_cb cb, void *arg);
+/* Start delivering frames. */
+void cfs_stream_start(cfs_stream_t *s, cfs_frame_cb on_frame, cfs_stream_end_cb on_end, void *arg);
+/* Queue one frame (copied). */
+int cfs_stream_write(cfs_stream_t *s, const void *frame, size_t len);
+/* Encode m and queue it as one frame. */
+int cfs_stream_write_msg(cfs_stream_t *s, const struct cfs_msg *m);
+/* Close the stream; memory is released after the close callback. No more
+ * callbacks are made for it. */
+void cfs_stream_close(cfs_stream_t *s);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * Length-prefixed frames over UNIX stream sockets, for local clients
+ * (cfsctl, cfs-mount, cfs-publish talking to the local cfsd).
+ *
+ * Input accumulates in a per-stream buffer; every complete frame is handed
+ * up in order. A frame header announcing more than CFS_FRAME_MAX ends the
+ * stream with -EMSGSIZE before anything that large is allocated.
+ */
+#include "common/cfs.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+
+struct cfs_stream {
+	uv_pipe_t pipe;
+	cfs_frame_cb on_frame;
+	cfs_stream_end_cb on_end;
+	void *arg;
+	uint8_t *buf;
+	size_t off, len, cap; /* unconsumed input is buf[off, len) */
+	bool closing;
+	/* connect */
+	uv_connect_t creq;
+	cfs_connect_cb on_connect;
+	void *carg;
+};
+
+struct cfs_listener {
+	uv_pipe_t pipe;
+	char *path;
+	unsigned mode;
+	cfs_accept_cb on_accept;
+	void *arg;
+};
+
+static cfs_stream_t *stream_alloc(uv_loop_t *loop)
+{
+	cfs_stream_t *s = xcalloc(1, sizeof(*s));
+	uv_pipe_init(loop, &s->pipe, 0);
+	s->pipe.data = s;
+	return s;
+}
+
+static void on_stream_closed(uv_handle_t *h)
+{
+	cfs_stream_t *s = h->data;
+	free(s->buf);
+	free(s);
+}
+
+void cfs_stream_close(cfs_stream_t *s)
+{
+	if (!s || s->closing)
+		return;
+	s->closing = true;
+	uv_close((uv_handle_t *)&s->pipe, on_stream_closed);
+}
+
+static void stream_end(cfs_stream_t *s, int status)
+{
+	uv_read_stop((uv_stream_t *)&s->pipe);
+	if (s->on_end)
+		s->on_end(s->arg, s, status);
+	else
+		cfs_stream_close(s);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	cfs_stream_t *s = h->data;
+
+	if (s->off > 0 && s->off == s->len)
+		s->off = s->len = 0;
+	if (s->cap - s->len < READ_CHUNK) {
+		if (s->off > 0) { /* compact before growing */
+			memmove(s->buf, s->buf + s->off, s->len - s->off);
+			s->len -= s->off;
+			s->off = 0;
+		}
+		if (s->cap - s->len < READ_CHUNK) {
+			s->cap = s->len + READ_CHUNK;
+			s->buf = xrealloc(s->buf, s->cap);
+		}
+	}
+	*buf = uv_buf_init((char *)s->buf + s->len, READ_CHUNK);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+	cfs_stream_t *s = st->data;
+
+	if (nread == UV_EOF) {
+		stream_end(s, s->off == s->len ? 0 : -EPROTO);
+		return;
+	}
+	if (nread < 0) {
+		stream_end(s, (int)nread);
+		return;
+	}
+	s->len += (size_t)nread;
+	while (!s->closing && s->len - s->off >= 4) {
+		const uint8_t *p = s->buf + s->off;
+		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		if (n > CFS_FRAME_MAX) {
+			log_debug("local stream: frame of %u bytes exceeds the maximum", n);
+			stream_end(s, -EMSGSIZE);
+			return;
+		}
+		if (s->len - s->off - 4 < n)
+			break;
+		s->off += 4 + n;
+		s->on_frame(s->arg, s, p + 4, n);
+	}
+}
+
+void cfs_stream_start(cfs_stream_t *s, cfs_frame_cb on_frame, cfs_stream_end_cb on_end, void *arg)
+{
+	s->on_frame = on_frame;
+	s->on_end = on_end;
+	s->arg = arg;
+	uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read);
+}
+
+struct write_req {
+	uv_write_t req;
+	uint8_t data[];
+};
+
+static void on_written(uv_write_t *req, int status)
+{
+	free(container_of(req, struct write_req, req));
+}
+
+int cfs_stream_write(cfs_stream_t *s, const void *frame, size_t len)
+{
+	struct write_req *w;
+	uv_buf_t b;
+	int r;
+
+	if (s->closing)
+		return -ECANCELED;
+	if (len > CFS_FRAME_MAX)
+		return -EMSGSIZE;
+	w = xmalloc(sizeof(*w) + 4 + len);
+	w->data[0] = (uint8_t)(len >> 24);
+	w->data[1] = (uint8_t)(len >> 16);
+	w->data[2] = (uint8_t)(len >> 8);
+	w->data[3] = (uint8_t)len;
+	memcpy(w->data + 4, frame, len);
+	b = uv_buf_init((char *)w->data, (unsigned)(4 + len));
+	if ((r = uv_write(&w->req, (uv_stream_t *)&s->pipe, &b, 1, on_written)) < 0)
+		free(w);
+	return r;
+}
+
+int cfs_stream_write_msg(cfs_stream_t *s, const struct cfs_msg *m)
+{
+	uint8_t *buf = xmalloc(CFS_FRAME_MAX);
+	size_t len;
+	int r = cfs_msg_encode(m, buf, CFS_FRAME_MAX, &len);
+
+	if (r == 0)
+		r = cfs_stream_write(s, buf, len);
+	free(buf);
+	return r;
+}
+
+/* ------------------------------------------------------------ connect */
+
+static void on_connected(uv_connect_t *req, int status)
+{
+	cfs_stream_t *s = container_of(req, cfs_stream_t, creq);
+
+	if (status < 0) {
+		s->on_connect(s->carg, status, NULL);
+		cfs_stream_close(s);
+		return;
+	}
+	s->on_connect(s->carg, 0, s);
+}
+
+int cfs_stream_connect(uv_loop_t *loop, const char *path, cfs_connect_cb cb, void *arg)
+{
+	cfs_stream_t *s;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	s = stream_alloc(loop);
+	s->on_connect = cb;
+	s->carg = arg;
+	uv_pipe_connect(&s->creq, &s->pipe, path, on_connected);
+	return 0;
+}
+
+/* ------------------------------------------------------------ listen */
+
+/* Is somebody answering on path? A socket file nobody answers is stale. */
+static bool socket_is_live(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	strncpy(sun.sun_path, path, sizeof(sun.sun_path) - 1);
+	live = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	close(fd);
+	return live;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	cfs_listener_t *l = server->data;
+	cfs_stream_t *s;
+
+	if (status < 0)
+		return;
+	s = stream_alloc(server->loop);
+	if (uv_accept(server, (uv_stream_t *)&s->pipe) < 0) {
+		cfs_stream_close(s);
+		return;
+	}
+	l->on_accept(l->arg, s);
+}
+
+int cfs_listener_new(uv_loop_t *loop, const char *path, unsigned mode,
+                     cfs_accept_cb on_accept, void *arg, cfs_listener_t **ret)
+{
+	cfs_listener_t *l;
+	int r;
+
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return log_error_errno(-ENAMETOOLONG, "control socket path '%s'", path);
+	if (socket_is_live(path))
+		return log_error_errno(-EADDRINUSE, "control socket %s is in use by a running process", path);
+	unlink(path); /* stale file, or none */
+
+	l = xcalloc(1, sizeof(*l));
+	l->path = xstrdup(path);
+	l->mode = mode ? mode : 0600;
+	l->on_accept = on_accept;
+	l->arg = arg;
+	uv_pipe_init(loop, &l->pipe, 0);
+	l->pipe.data = l;
+	if ((r = uv_pipe_bind(&l->pipe, path)) < 0 ||
+	    (chmod(path, l->mode) < 0 && (r = -errno)) ||
+	    (r = uv_listen((uv_stream_t *)&l->pipe, 64, on_connection)) < 0) {
+		log_error_errno(r, "cannot listen on %s", path);
+		cfs_listener_close(l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+	cfs_listener_t *l = h->data;
+	free(l->path);
+	free(l);
+}
+
+void cfs_listener_close(cfs_listener_t *l)
+{
+	if (!l)
+		return;
+	unlink(l->path);
+	uv_close((uv_handle_t *)&l->pipe, on_listener_closed);
+}

@@ -1,0 +1,744 @@
+/*
+ * The UDP RPC transport.
+ *
+ * One socket per process. A call is a struct in a hash table keyed by its
+ * request ID, and (once sent) in a min-heap keyed by its deadline; a single
+ * uv timer is armed for the earliest deadline of either heap (calls, and
+ * datagrams held back by the network model). A call ends exactly once: by
+ * a matching reply (same ID, type and source address), by its timeout, or
+ * by close (-ECANCELED). Nothing is retransmitted: the caller is told and
+ * picks the next destination, as DHash++ 5.2.3 prescribes.
+ *
+ * Window control is STP (DHash++ 5.2.1): w grows by 1/w per reply and
+ * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
+ * order and are sent as earlier ones end. Timeouts follow eq. (2):
+ * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
+ * smoothed RTT when it has none), alpha the running mean of |rtt - v|.
+ */
+#include "common/cfs.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RECV_BUF 65536
+#define TIMER_BATCH 4096 /* expirations handled per wake-up */
+#define SOCKET_BUF (8 << 20)
+
+struct call {
+	uint64_t reqid;
+	uint64_t deadline_us, sent_us, predicted_us;
+	struct cfs_addr dst;
+	cfs_reply_cb cb;
+	void *arg;
+	uint32_t fixed_timeout_ms;
+	uint8_t type;
+	size_t heap_idx;     /* SIZE_MAX: not yet sent */
+	struct call *hnext;  /* hash chain */
+	struct call *qnext;  /* wait queue */
+	uint8_t *pkt;        /* encoded request, until sent */
+	size_t pkt_len;
+};
+
+struct delayed {
+	uint64_t due_us;
+	size_t heap_idx;
+	struct cfs_addr dst;
+	size_t len;
+	uint8_t data[];
+};
+
+struct heap {
+	void **v;
+	size_t n, cap;
+	uint64_t (*key)(const void *);
+	void (*set_idx)(void *, size_t);
+};
+
+struct cfs_transport {
+	uv_loop_t *loop;
+	uv_udp_t udp;
+	uv_timer_t timer;
+	int handles_open;
+	bool closing;
+	struct cfs_transport_config cfg;
+	cfs_request_cb on_request;
+	void *arg;
+
+	uint64_t next_reqid;
+	struct call **buckets;
+	size_t nbuckets, ncalls;
+	struct call *q_head, *q_tail;
+	struct heap calls_heap, delay_heap;
+	uint64_t timer_due_us; /* UINT64_MAX: idle */
+
+	bool has_model;
+	struct cfs_netmodel model;
+
+	struct cfs_transport_stats st;
+	bool have_srtt;
+	uint8_t rbuf[RECV_BUF];
+	uint8_t sbuf[CFS_DGRAM_MAX];
+	struct cfs_msg msg; /* decoded datagram, large: not on the stack */
+};
+
+/* ------------------------------------------------------------ heap */
+
+static void heap_swap(struct heap *h, size_t a, size_t b)
+{
+	void *t = h->v[a];
+	h->v[a] = h->v[b];
+	h->v[b] = t;
+	h->set_idx(h->v[a], a);
+	h->set_idx(h->v[b], b);
+}
+
+static void heap_up(struct heap *h, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (h->key(h->v[p]) <= h->key(h->v[i]))
+			break;
+		heap_swap(h, i, p);
+		i = p;
+	}
+}
+
+static void heap_down(struct heap *h, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < h->n && h->key(h->v[l]) < h->key(h->v[m]))
+			m = l;
+		if (r < h->n && h->key(h->v[r]) < h->key(h->v[m]))
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(h, i, m);
+		i = m;
+	}
+}
+
+static void heap_push(struct heap *h, void *p)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 64;
+		h->v = xrealloc(h->v, h->cap * sizeof(*h->v));
+	}
+	h->v[h->n] = p;
+	h->set_idx(p, h->n);
+	heap_up(h, h->n++);
+}
+
+static void heap_remove(struct heap *h, size_t i)
+{
+	h->set_idx(h->v[i], SIZE_MAX);
+	if (i != --h->n) {
+		h->v[i] = h->v[h->n];
+		h->set_idx(h->v[i], i);
+		heap_down(h, i);
+		heap_up(h, i);
+	}
+}
+
+static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
+static void call_set_idx(void *p, size_t i) { ((struct call *)p)->heap_idx = i; }
+static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
+static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
+
+/* ------------------------------------------------------------ call table */
+
+static size_t bucket_of(const cfs_transport_t *t, uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (t->nbuckets - 1);
+}
+
+static void table_grow(cfs_transport_t *t)
+{
+	size_t old_n = t->nbuckets;
+	struct call **old = t->buckets;
+
+	t->nbuckets = old_n * 2;
+	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+	for (size_t i = 0; i < old_n; i++)
+		for (struct call *c = old[i], *next; c; c = next) {
+			next = c->hnext;
+			size_t b = bucket_of(t, c->reqid);
+			c->hnext = t->buckets[b];
+			t->buckets[b] = c;
+		}
+	free(old);
+}
+
+static void table_add(cfs_transport_t *t, struct call *c)
+{
+	if (t->ncalls >= t->nbuckets)
+		table_grow(t);
+	size_t b = bucket_of(t, c->reqid);
+	c->hnext = t->buckets[b];
+	t->buckets[b] = c;
+	t->ncalls++;
+}
+
+static struct call *table_take(cfs_transport_t *t, uint64_t id)
+{
+	for (struct call **pp = &t->buckets[bucket_of(t, id)]; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->reqid == id) {
+			struct call *c = *pp;
+			*pp = c->hnext;
+			t->ncalls--;
+			return c;
+		}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ timer */
+
+static void on_timer(uv_timer_t *h);
+
+static void arm_timer(cfs_transport_t *t)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (t->closing)
+		return;
+	if (t->calls_heap.n)
+		due = call_key(t->calls_heap.v[0]);
+	if (t->delay_heap.n && delayed_key(t->delay_heap.v[0]) < due)
+		due = delayed_key(t->delay_heap.v[0]);
+	if (due == t->timer_due_us)
+		return;
+	t->timer_due_us = due;
+	if (due == UINT64_MAX) {
+		uv_timer_stop(&t->timer);
+		return;
+	}
+	uint64_t now = cfs_now_us();
+	uint64_t ms = due > now ? (due - now + 999) / 1000 : 0;
+	uv_timer_start(&t->timer, on_timer, ms, 0);
+}
+
+/* ------------------------------------------------------------ sending */
+
+struct send_req {
+	uv_udp_send_t req;
+	uint8_t data[];
+};
+
+static void on_sent(uv_udp_send_t *req, int status)
+{
+	free(container_of(req, struct send_req, req));
+}
+
+static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
+{
+	uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
+	int r = uv_udp_try_send(&t->udp, &b, 1, &dst->sa);
+
+	if (r == UV_EAGAIN) {
+		struct send_req *sr = xmalloc(sizeof(*sr) + len);
+		memcpy(sr->data, p, len);
+		b = uv_buf_init((char *)sr->data, (unsigned)len);
+		r = uv_udp_send(&sr->req, &t->udp, &b, 1, &dst->sa, on_sent);
+		if (r < 0)
+			free(sr);
+	}
+	if (r < 0) {
+		char a[CFS_ADDR_STRLEN];
+		t->st.send_errors++;
+		log_debug("send to %s failed: %s", cfs_addr_str(dst, a), uv_strerror(r));
+		return;
+	}
+	t->st.bytes_out += len;
+}
+
+/* Every datagram leaves through here: the network model's one hook. */
+static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
+{
+	uint64_t delay = 0;
+
+	if (t->has_model) {
+		if (t->model.on_send(t->model.ctx, dst, len, &delay)) {
+			t->st.model_dropped++;
+			return;
+		}
+		if (delay > 0) {
+			struct delayed *d = xmalloc(sizeof(*d) + len);
+			d->due_us = cfs_now_us() + delay;
+			d->dst = *dst;
+			d->len = len;
+			memcpy(d->data, p, len);
+			heap_push(&t->delay_heap, d);
+			arm_timer(t);
+			return;
+		}
+	}
+	send_now(t, dst, p, len);
+}
+
+uint64_t cfs_stp_rto_us(uint64_t predicted_us, double alpha_us)
+{
+	return predicted_us + (uint64_t)(6.0 * alpha_us) + 15000u;
+}
+
+static unsigned window_limit(const cfs_transport_t *t)
+{
+	return (unsigned)(3.0 * t->st.window);
+}
+
+static void call_send(cfs_transport_t *t, struct call *c)
+{
+	uint64_t now = cfs_now_us(), rto;
+
+	if (c->fixed_timeout_ms) {
+		rto = (uint64_t)c->fixed_timeout_ms * 1000u;
+	} else {
+		if (!c->predicted_us && t->have_srtt)
+			c->predicted_us = (uint64_t)t->st.srtt_us;
+		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
+		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
+		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
+			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
+	}
+	c->sent_us = now;
+	c->deadline_us = now + rto;
+	heap_push(&t->calls_heap, c);
+	t->st.inflight++;
+	transmit(t, &c->dst, c->pkt, c->pkt_len);
+	free(c->pkt);
+	c->pkt = NULL;
+}
+
+/* Send waiting calls while the window has room. */
+static void pump(cfs_transport_t *t)
+{
+	while (t->q_head && t->st.inflight < window_limit(t) && !t->closing) {
+		struct call *c = t->q_head;
+		t->q_head = c->qnext;
+		if (!t->q_head)
+			t->q_tail = NULL;
+		t->st.queued--;
+		call_send(t, c);
+	}
+	arm_timer(t);
+}
+
+int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
+                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg)
+{
+	struct call *c;
+	size_t len;
+	int r;
+
+	if (t->closing)
+		return -ECANCELED;
+	req->reqid = t->next_reqid++;
+	req->is_reply = false;
+	req->status = 0;
+	if ((r = cfs_msg_encode(req, t->sbuf, sizeof(t->sbuf), &len)) < 0)
+		return r;
+	c = xcalloc(1, sizeof(*c));
+	c->reqid = req->reqid;
+	c->dst = *dst;
+	c->cb = cb;
+	c->arg = arg;
+	c->type = req->type;
+	c->heap_idx = SIZE_MAX;
+	c->pkt = xmemdup(t->sbuf, len);
+	c->pkt_len = len;
+	if (opts) {
+		c->fixed_timeout_ms = opts->timeout_ms;
+		c->predicted_us = opts->predicted_rtt_us;
+	}
+	table_add(t, c);
+	t->st.calls++;
+	if (t->st.inflight < window_limit(t) && !t->q_head) {
+		call_send(t, c);
+		arm_timer(t);
+	} else {
+		if (t->q_tail)
+			t->q_tail->qnext = c;
+		else
+			t->q_head = c;
+		t->q_tail = c;
+		t->st.queued++;
+	}
+	return 0;
+}
+
+static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *m)
+{
+	size_t len;
+	int r;
+
+	m->type = to->type;
+	m->reqid = to->reqid;
+	m->is_reply = true;
+	if ((r = cfs_msg_encode(m, t->sbuf, sizeof(t->sbuf), &len)) < 0)
+		return r;
+	t->st.replies_out++;
+	transmit(t, &to->addr, t->sbuf, len);
+	return 0;
+}
+
+int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
+{
+	if (t->closing)
+		return -ECANCELED;
+	reply->status = 0;
+	return send_reply(t, to, reply);
+}
+
+int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)
+{
+	struct cfs_msg *m = xmalloc(sizeof(*m));
+	int r;
+
+	if (t->closing || status >= 0 || status < -4095) {
+		free(m);
+		return t->closing ? -ECANCELED : -EINVAL;
+	}
+	cfs_msg_init(m, (enum cfs_msg_type)to->type);
+	m->status = status;
+	r = send_reply(t, to, m);
+	free(m);
+	return r;
+}
+
+/* ------------------------------------------------------------ ending calls */
+
+static void call_finish(cfs_transport_t *t, struct call *c, int status,
+                        const struct cfs_msg *reply, uint64_t rtt_us)
+{
+	struct cfs_rpc_result res = { .rtt_us = rtt_us, .from = &c->dst };
+
+	if (c->heap_idx != SIZE_MAX) {
+		heap_remove(&t->calls_heap, c->heap_idx);
+		t->st.inflight--;
+	}
+	c->cb(c->arg, status, reply, &res);
+	free(c->pkt);
+	free(c);
+}
+
+static void on_timer(uv_timer_t *h)
+{
+	cfs_transport_t *t = container_of(h, cfs_transport_t, timer);
+	uint64_t now = cfs_now_us();
+	unsigned done = 0;
+
+	t->timer_due_us = UINT64_MAX;
+	while (t->delay_heap.n && done < TIMER_BATCH && !t->closing) {
+		struct delayed *d = t->delay_heap.v[0];
+		if (d->due_us > now)
+			break;
+		heap_remove(&t->delay_heap, 0);
+		send_now(t, &d->dst, d->data, d->len);
+		free(d);
+		done++;
+	}
+	while (t->calls_heap.n && done < TIMER_BATCH && !t->closing) {
+		struct call *c = t->calls_heap.v[0];
+		if (c->deadline_us > now)
+			break;
+		table_take(t, c->reqid);
+		t->st.timeouts++;
+		t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+		call_finish(t, c, -ETIMEDOUT, NULL, 0);
+		done++;
+	}
+	if (t->closing)
+		return;
+	pump(t);
+	if (done == TIMER_BATCH) { /* more may be due: come back after I/O */
+		t->timer_due_us = 0;
+		uv_timer_start(&t->timer, on_timer, 0, 0);
+	}
+}
+
+/* ------------------------------------------------------------ receiving */
+
+static void normalize_addr(struct cfs_addr *out, const struct sockaddr *sa)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			out->in4.sin_family = AF_INET;
+			out->in4.sin_port = s6->sin6_port;
+			memcpy(&out->in4.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+			return;
+		}
+		out->in6 = *s6;
+	} else {
+		out->in4 = *(const struct sockaddr_in *)sa;
+	}
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	cfs_transport_t *t = container_of((uv_udp_t *)h, cfs_transport_t, udp);
+	*buf = uv_buf_init((char *)t->rbuf, sizeof(t->rbuf));
+}
+
+static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
+{
+	const struct cfs_msg *m = &t->msg;
+	struct call *c;
+	char a[CFS_ADDR_STRLEN];
+
+	/* A reply must match the call's ID, type and destination; anything
+	 * else is late (timed out already) or forged, and is dropped. */
+	for (c = t->buckets[bucket_of(t, m->reqid)]; c; c = c->hnext)
+		if (c->reqid == m->reqid)
+			break;
+	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from)) {
+		t->st.unmatched++;
+		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
+		return;
+	}
+	table_take(t, c->reqid);
+	uint64_t rtt = cfs_now_us() - c->sent_us;
+	double err = fabs((double)rtt - (double)c->predicted_us);
+	if (!t->have_srtt) {
+		t->st.srtt_us = (double)rtt;
+		t->st.rtt_err_us = c->predicted_us ? err : (double)rtt / 2;
+		t->have_srtt = true;
+	} else {
+		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
+		if (c->predicted_us)
+			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
+	}
+	cfs_hist_add(&t->st.rtt_us, rtt);
+	t->st.replies++;
+	t->st.window += 1.0 / t->st.window;
+	if (t->st.window > t->cfg.window_max)
+		t->st.window = t->cfg.window_max;
+	call_finish(t, c, m->status, m, rtt);
+	if (!t->closing)
+		pump(t);
+}
+
+static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
+                    const struct sockaddr *sa, unsigned flags)
+{
+	cfs_transport_t *t = container_of(h, cfs_transport_t, udp);
+	struct cfs_addr from;
+	const char *why = "";
+	char a[CFS_ADDR_STRLEN];
+	int r;
+
+	if (nread == 0 || !sa || t->closing)
+		return;
+	if (nread < 0) {
+		log_debug("udp receive error: %s", uv_strerror((int)nread));
+		return;
+	}
+	normalize_addr(&from, sa);
+	t->st.bytes_in += (uint64_t)nread;
+	if ((flags & UV_UDP_PARTIAL) || nread > CFS_DGRAM_MAX) {
+		r = -EMSGSIZE;
+		why = "datagram too large";
+	} else {
+		r = cfs_msg_decode((const uint8_t *)buf->base, (size_t)nread, &t->msg, &why);
+	}
+	if (r < 0) {
+		t->st.malformed++;
+		log_debug("dropped malformed datagram (%zd bytes) from %s: %s",
+		          nread, cfs_addr_str(&from, a), why);
+		return;
+	}
+	if (t->msg.is_reply) {
+		handle_reply(t, &from);
+		return;
+	}
+	t->st.requests_in++;
+	if (t->on_request) {
+		struct cfs_reply_to rt = { .addr = from, .reqid = t->msg.reqid, .type = t->msg.type };
+		t->on_request(t->arg, &t->msg, &rt);
+	}
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+void cfs_transport_config_default(struct cfs_transport_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->window_init = 4;
+	c->window_max = 256;
+	c->timeout_ms = 1000;
+	c->timeout_max_ms = 5000;
+}
+
+static int bind_udp(cfs_transport_t *t, const char *host, uint16_t port)
+{
+	struct cfs_addr a;
+	int r;
+
+	if (cfs_addr_from_ip(&a, host, port) < 0)
+		return log_error_errno(-EINVAL, "bind address '%s' is not an IP literal", host);
+	if ((r = uv_udp_bind(&t->udp, &a.sa, 0)) < 0)
+		return r;
+	return 0;
+}
+
+/* Room for a full window of datagrams: with the default 208 KiB the kernel
+ * drops a burst long before STP's window is full. Root may exceed the
+ * rmem_max/wmem_max caps (SO_*BUFFORCE); anyone else gets the cap. */
+static void size_socket_buffers(cfs_transport_t *t)
+{
+	uv_os_fd_t fd;
+	int want = SOCKET_BUF;
+
+	if (uv_fileno((uv_handle_t *)&t->udp, &fd) < 0)
+		return;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+}
+
+int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
+                      cfs_request_cb on_request, void *arg, cfs_transport_t **ret)
+{
+	cfs_transport_t *t = xcalloc(1, sizeof(*t));
+	int r;
+
+	t->loop = loop;
+	t->cfg = *c;
+	if (t->cfg.window_init < 1)
+		t->cfg.window_init = 1;
+	if (t->cfg.window_max < t->cfg.window_init)
+		t->cfg.window_max = t->cfg.window_init;
+	if (!t->cfg.timeout_ms)
+		t->cfg.timeout_ms = 1000;
+	if (!t->cfg.timeout_max_ms)
+		t->cfg.timeout_max_ms = 5000;
+	t->on_request = on_request;
+	t->arg = arg;
+	t->st.window = t->cfg.window_init;
+	/* Unpredictable request IDs: a forged reply must guess one. */
+	randombytes_buf(&t->next_reqid, sizeof(t->next_reqid));
+	t->nbuckets = 256;
+	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
+	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
+	t->timer_due_us = UINT64_MAX;
+
+	if ((r = uv_udp_init(loop, &t->udp)) < 0)
+		goto fail_free;
+	if (c->host) {
+		r = bind_udp(t, c->host, c->port);
+	} else {
+		r = bind_udp(t, "::", c->port); /* dual stack */
+		if (r == UV_EAFNOSUPPORT || r == UV_EADDRNOTAVAIL)
+			r = bind_udp(t, "0.0.0.0", c->port);
+	}
+	if (r < 0) {
+		uv_close((uv_handle_t *)&t->udp, NULL);
+		uv_run(loop, UV_RUN_NOWAIT);
+		goto fail_free;
+	}
+	size_socket_buffers(t);
+	uv_timer_init(loop, &t->timer);
+	t->handles_open = 2;
+	if ((r = uv_udp_recv_start(&t->udp, on_alloc, on_recv)) < 0) {
+		cfs_transport_close(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+fail_free:
+	free(t->buckets);
+	free(t);
+	return r;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	cfs_transport_t *t = h->data;
+	if (--t->handles_open > 0)
+		return;
+	free(t->calls_heap.v);
+	free(t->delay_heap.v);
+	free(t->buckets);
+	free(t);
+}
+
+void cfs_transport_close(cfs_transport_t *t)
+{
+	if (!t || t->closing)
+		return;
+	t->closing = true;
+	uv_udp_recv_stop(&t->udp);
+	uv_timer_stop(&t->timer);
+	/* Cancel every call, sent or waiting; callbacks may not start new ones
+	 * (cfs_transport_call refuses while closing). */
+	for (size_t i = 0; i < t->nbuckets; i++)
+		while (t->buckets[i]) {
+			struct call *c = t->buckets[i];
+			t->buckets[i] = c->hnext;
+			t->ncalls--;
+			t->st.cancelled++;
+			call_finish(t, c, -ECANCELED, NULL, 0);
+		}
+	t->q_head = t->q_tail = NULL;
+	while (t->delay_heap.n) {
+		struct delayed *d = t->delay_heap.v[0];
+		heap_remove(&t->delay_heap, 0);
+		free(d);
+	}
+	t->udp.data = t;
+	t->timer.data = t;
+	uv_close((uv_handle_t *)&t->udp, on_handle_closed);
+	uv_close((uv_handle_t *)&t->timer, on_handle_closed);
+}
+
+int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	int r = uv_udp_getsockname(&t->udp, (struct sockaddr *)&ss, &len);
+	if (r < 0)
+		return r;
+	normalize_addr(ret, (struct sockaddr *)&ss);
+	return 0;
+}
+
+void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret)
+{
+	*ret = t->st;
+}
+
+void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m)
+{
+	t->has_model = m && m->on_send;
+	if (t->has_model)
+		t->model = *m;
+}
+
+/* ------------------------------------------------------------ simple model */
+
+static bool simple_on_send(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us)
+{
+	struct cfs_netmodel_simple *s = ctx;
+	if (s->loss > 0 && cfs_rng_double(&s->rng) < s->loss)
+		return true;
+	*ret_delay_us = s->delay_us;
+	return false;
+}
+
+void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
+                              uint64_t delay_us, uint64_t seed)
+{
+	s->loss = loss;
+	s->delay_us = delay_us;
+	cfs_rng_seed(&s->rng, seed);
+}
+
+struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s)
+{
+	return (struct cfs_netmodel){ .on_send = simple_on_send, .ctx = s };
+}

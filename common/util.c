@@ -1,0 +1,238 @@
+/* Memory, logging, clocks, the seeded RNG and histograms. */
+#include "common/cfs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Noreturn void oom(size_t n)
+{
+	fprintf(stderr, "out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		oom(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	return xmemdup(s, strlen(s) + 1);
+}
+
+void *xmemdup(const void *p, size_t n)
+{
+	void *q = xmalloc(n);
+	memcpy(q, p, n);
+	return q;
+}
+
+/* ------------------------------------------------------------ logging */
+
+static const char *log_prog = "cfs";
+static enum cfs_log_level log_level = CFS_LOG_INFO;
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+int cfs_log_parse_level(const char *s, enum cfs_log_level *ret)
+{
+	for (unsigned i = 0; i < CFS_ARRAY_SIZE(level_names); i++)
+		if (strcasecmp(s, level_names[i]) == 0) {
+			*ret = (enum cfs_log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void cfs_log_init(const char *progname, enum cfs_log_level level)
+{
+	const char *env = getenv("CFS_LOG_LEVEL");
+	enum cfs_log_level l;
+
+	if (progname) {
+		const char *slash = strrchr(progname, '/');
+		log_prog = slash ? slash + 1 : progname;
+	}
+	log_level = level;
+	if (env && cfs_log_parse_level(env, &l) == 0)
+		log_level = l;
+}
+
+void cfs_log_set_level(enum cfs_log_level level) { log_level = level; }
+enum cfs_log_level cfs_log_get_level(void) { return log_level; }
+
+static void log_va(enum cfs_log_level level, int r, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+
+	if (n < 0)
+		return;
+	if (r < 0 && (size_t)n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - (size_t)n, ": %s", strerror(-r));
+	fprintf(stderr, "%s[%d]: %s: %s\n", log_prog, (int)getpid(),
+	        level_names[level], buf);
+}
+
+void cfs_log(enum cfs_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	log_va(level, 0, fmt, ap);
+	va_end(ap);
+}
+
+int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_level)
+		return r;
+	va_start(ap, fmt);
+	log_va(level, r, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* ------------------------------------------------------------ clocks */
+
+uint64_t cfs_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t cfs_now_ms(void) { return cfs_now_us() / 1000u; }
+
+uint64_t cfs_wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+/* ------------------------------------------------------------ rng */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void cfs_rng_seed(struct cfs_rng *r, uint64_t seed)
+{
+	for (int i = 0; i < 4; i++)
+		r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t cfs_rng_next(struct cfs_rng *r)
+{
+	uint64_t *s = r->s;
+	uint64_t result = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return result;
+}
+
+double cfs_rng_double(struct cfs_rng *r)
+{
+	return (double)(cfs_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* ------------------------------------------------------------ histogram */
+
+/* Values below 16 have a bucket each; above, each power of two [2^e, 2^e+1)
+ * is split into 16 equal sub-buckets. */
+static unsigned hist_index(uint64_t v)
+{
+	if (v < 16)
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* e >= 4 */
+	unsigned sub = (unsigned)(v >> (e - 4)) & 15u;
+	unsigned i = (e - 3) * 16 + sub;
+	return i < CFS_HIST_BUCKETS ? i : CFS_HIST_BUCKETS - 1;
+}
+
+static uint64_t hist_upper(unsigned i)
+{
+	if (i < 16)
+		return i;
+	unsigned e = i / 16 + 3, sub = i % 16;
+	return ((16ull + sub + 1) << (e - 4)) - 1;
+}
+
+void cfs_hist_reset(struct cfs_hist *h) { memset(h, 0, sizeof(*h)); }
+
+void cfs_hist_add(struct cfs_hist *h, uint64_t v)
+{
+	if (h->count == 0 || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->count++;
+	h->sum += v;
+	h->b[hist_index(v)]++;
+}
+
+uint64_t cfs_hist_quantile(const struct cfs_hist *h, double q)
+{
+	if (h->count == 0)
+		return 0;
+	if (q <= 0)
+		return h->min;
+	uint64_t want = (uint64_t)ceil(q * (double)h->count), seen = 0;
+	if (want == 0)
+		want = 1;
+	for (unsigned i = 0; i < CFS_HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= want) {
+			if (i == CFS_HIST_BUCKETS - 1) /* the overflow bucket */
+				return h->max;
+			uint64_t u = hist_upper(i);
+			return u > h->max ? h->max : (u < h->min ? h->min : u);
+		}
+	}
+	return h->max;
+}
+
+double cfs_hist_mean(const struct cfs_hist *h)
+{
+	return h->count ? (double)h->sum / (double)h->count : 0.0;
+}

@@ -1,0 +1,312 @@
+/* The UDP RPC transport between two endpoints on loopback. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cfs.h"
+
+struct server {
+	cfs_transport_t *t;
+	uint64_t served;
+	bool delay_replies;   /* answer PINGs 300 ms late */
+	uv_timer_t late;
+	struct cfs_reply_to pending;
+	bool has_pending;
+};
+
+static void late_reply(uv_timer_t *h)
+{
+	struct server *s = h->data;
+	struct cfs_msg m;
+	cfs_msg_init(&m, CFS_MSG_PING);
+	cr_assert(cfs_transport_reply(s->t, &s->pending, &m) == 0);
+	s->has_pending = false;
+}
+
+static void serve(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct server *s = arg;
+	struct cfs_msg m;
+
+	s->served++;
+	if (req->type == CFS_MSG_FETCH) {
+		cr_assert(cfs_transport_reply_error(s->t, from, -ENOENT) == 0);
+		return;
+	}
+	if (s->delay_replies) {
+		s->pending = *from;
+		s->has_pending = true;
+		uv_timer_start(&s->late, late_reply, 300, 0);
+		return;
+	}
+	cfs_msg_init(&m, req->type);
+	if (req->type == CFS_MSG_AUTH)
+		memcpy(m.nonce, req->nonce, sizeof(m.nonce));
+	cr_assert(cfs_transport_reply(s->t, from, &m) == 0);
+}
+
+static uv_loop_t loop;
+static struct server srv;
+static cfs_transport_t *cli;
+static struct cfs_addr srv_addr;
+
+static void setup_on(const char *host)
+{
+	struct cfs_transport_config c;
+	cr_assert(cfs_crypto_init() == 0);
+	uv_loop_init(&loop);
+	memset(&srv, 0, sizeof(srv));
+	cfs_transport_config_default(&c);
+	c.host = host;
+	cr_assert(cfs_transport_new(&loop, &c, serve, &srv, &srv.t) == 0);
+	cr_assert(cfs_transport_new(&loop, &c, NULL, NULL, &cli) == 0);
+	cr_assert(cfs_transport_local_addr(srv.t, &srv_addr) == 0);
+	uv_timer_init(&loop, &srv.late);
+	srv.late.data = &srv;
+}
+
+static void setup(void) { setup_on("127.0.0.1"); }
+
+static void teardown(void)
+{
+	if (cli)
+		cfs_transport_close(cli);
+	cfs_transport_close(srv.t);
+	uv_close((uv_handle_t *)&srv.late, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	cr_assert(uv_loop_close(&loop) == 0, "every handle was closed");
+	cli = NULL;
+}
+
+TestSuite(transport, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- bookkeeping for many calls */
+
+#define MANY 100000
+struct tally {
+	uint32_t *ended;      /* per call: how many times its callback ran */
+	uint64_t ok, timeouts, other, outstanding;
+	double min_window, last_window;
+	bool window_shrank;
+	uint32_t max_inflight;
+};
+static struct tally tl;
+
+struct slot { uint32_t i; };
+
+static void on_reply(void *arg, int status, const struct cfs_msg *reply,
+                     const struct cfs_rpc_result *res)
+{
+	uint32_t i = (uint32_t)(uintptr_t)arg;
+	struct cfs_transport_stats st;
+
+	tl.ended[i]++;
+	tl.outstanding--;
+	if (status == 0) {
+		cr_assert(reply && reply->type == CFS_MSG_PING && reply->is_reply);
+		tl.ok++;
+	} else if (status == -ETIMEDOUT) {
+		cr_assert(reply == NULL);
+		tl.timeouts++;
+	} else {
+		tl.other++;
+	}
+	cfs_transport_get_stats(cli, &st);
+	if (st.window < tl.last_window)
+		tl.window_shrank = true;
+	tl.last_window = st.window;
+	if (st.inflight > tl.max_inflight)
+		tl.max_inflight = st.inflight;
+}
+
+static void run_calls(uint32_t n, const struct cfs_call_opts *opts)
+{
+	struct cfs_msg m;
+	struct cfs_transport_stats st;
+
+	tl = (struct tally){ .ended = calloc(n, sizeof(uint32_t)), .last_window = 1e9 };
+	for (uint32_t i = 0; i < n; i++) {
+		cfs_msg_init(&m, CFS_MSG_PING);
+		cr_assert(cfs_transport_call(cli, &srv_addr, &m, opts, on_reply, (void *)(uintptr_t)i) == 0);
+		tl.outstanding++;
+	}
+	cfs_transport_get_stats(cli, &st);
+	cr_assert(st.inflight + st.queued == n);
+	while (tl.outstanding > 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(tl.ended[i], 1, "call %u ended %u times", i, tl.ended[i]);
+	free(tl.ended);
+}
+
+Test(transport, hundred_thousand_rpcs_none_lost)
+{
+	struct cfs_call_opts opts = { .timeout_ms = 10000 };
+	struct cfs_transport_stats st;
+
+	run_calls(MANY, &opts);
+	cr_assert_eq(tl.ok, MANY);
+	cr_assert_eq(tl.timeouts, 0);
+	cr_assert_eq(srv.served, MANY);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.calls, MANY);
+	cr_assert_eq(st.replies, MANY);
+	cr_assert_eq(st.inflight, 0);
+	cr_assert_eq(st.queued, 0);
+	cr_assert_eq(st.rtt_us.count, MANY);
+	cr_assert(st.window > 4, "the window opened: w = %.1f", st.window);
+	cr_assert(tl.max_inflight <= (uint32_t)(3 * st.window) + 1);
+}
+
+Test(transport, drops_complete_or_time_out_once)
+{
+	struct cfs_netmodel_simple lossy_c, lossy_s;
+	struct cfs_netmodel mc, ms;
+	struct cfs_call_opts opts = { .timeout_ms = 150 };
+	struct cfs_transport_stats st;
+
+	cfs_netmodel_simple_init(&lossy_c, 0.1, 0, 1);
+	cfs_netmodel_simple_init(&lossy_s, 0.1, 0, 2);
+	mc = cfs_netmodel_simple_ops(&lossy_c);
+	ms = cfs_netmodel_simple_ops(&lossy_s);
+	cfs_transport_set_model(cli, &mc);
+	cfs_transport_set_model(srv.t, &ms);
+
+	run_calls(3000, &opts);
+	cr_assert_eq(tl.ok + tl.timeouts, 3000);
+	cr_assert_eq(tl.other, 0);
+	/* ~19 % of calls lose their request or their reply */
+	cr_assert(tl.timeouts > 300 && tl.timeouts < 900, "timeouts %lu", (unsigned long)tl.timeouts);
+	cr_assert(tl.window_shrank, "the window halved on a timeout");
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.timeouts, tl.timeouts);
+	cr_assert(st.model_dropped > 0);
+}
+
+Test(transport, window_bounds_inflight)
+{
+	cfs_transport_close(cli);
+	struct cfs_transport_config c;
+	cfs_transport_config_default(&c);
+	c.host = "127.0.0.1";
+	c.window_init = 1;
+	c.window_max = 1;
+	cr_assert(cfs_transport_new(&loop, &c, NULL, NULL, &cli) == 0);
+	run_calls(2000, &(struct cfs_call_opts){ .timeout_ms = 5000 });
+	cr_assert_eq(tl.ok, 2000);
+	cr_assert(tl.max_inflight <= 3, "3w with w = 1: %u in flight", tl.max_inflight);
+}
+
+static int last_status;
+static bool done;
+static uint64_t last_rtt;
+
+static void on_one(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	last_status = status;
+	last_rtt = res->rtt_us;
+	if (status == 0 && reply->type == CFS_MSG_AUTH)
+		cr_assert(memcmp(reply->nonce, arg, CFS_NONCE_BYTES) == 0, "nonce echoed");
+	done = true;
+}
+
+static int call_one(enum cfs_msg_type type, const struct cfs_call_opts *opts)
+{
+	struct cfs_msg m;
+	static uint8_t nonce[CFS_NONCE_BYTES] = "0123456789abcde";
+	cfs_msg_init(&m, type);
+	memcpy(m.nonce, nonce, sizeof(nonce));
+	done = false;
+	cr_assert(cfs_transport_call(cli, &srv_addr, &m, opts, on_one, nonce) == 0);
+	cr_assert(!done, "never completes inside the call");
+	while (!done)
+		uv_run(&loop, UV_RUN_ONCE);
+	return last_status;
+}
+
+Test(transport, error_status_and_echo)
+{
+	cr_assert_eq(call_one(CFS_MSG_FETCH, NULL), -ENOENT);
+	cr_assert_eq(call_one(CFS_MSG_AUTH, NULL), 0);
+	cr_assert(last_rtt > 0);
+}
+
+Test(transport, late_reply_is_unmatched)
+{
+	struct cfs_transport_stats st;
+	srv.delay_replies = true;
+	cr_assert_eq(call_one(CFS_MSG_PING, &(struct cfs_call_opts){ .timeout_ms = 50 }), -ETIMEDOUT);
+	while (srv.has_pending)
+		uv_run(&loop, UV_RUN_ONCE);
+	for (int i = 0; i < 20; i++) /* let the late reply arrive */
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(1000);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.unmatched, 1);
+	cr_assert_eq(st.timeouts, 1);
+	cr_assert_eq(st.replies, 0);
+}
+
+Test(transport, computed_rto_and_model_delay)
+{
+	struct cfs_netmodel_simple slow;
+	struct cfs_netmodel m;
+
+	cr_assert_eq(cfs_stp_rto_us(100000, 5000), 100000 + 30000 + 15000);
+	cfs_netmodel_simple_init(&slow, 0, 20000, 3);
+	m = cfs_netmodel_simple_ops(&slow);
+	cfs_transport_set_model(srv.t, &m);
+	/* With no samples the default RTO (1 s) applies; then STP's formula. */
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	cr_assert(last_rtt >= 20000, "the model delayed the reply: %lu us", (unsigned long)last_rtt);
+	cr_assert_eq(call_one(CFS_MSG_PING, &(struct cfs_call_opts){ .predicted_rtt_us = 20000 }), 0);
+	cfs_transport_set_model(srv.t, NULL);
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	cr_assert(last_rtt < 20000);
+}
+
+static int cancelled;
+static void on_cancel(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	cr_assert_eq(status, -ECANCELED);
+	cancelled++;
+}
+
+Test(transport, close_cancels_pending)
+{
+	struct cfs_msg m;
+	for (int i = 0; i < 50; i++) {
+		cfs_msg_init(&m, CFS_MSG_PING);
+		cr_assert(cfs_transport_call(cli, &srv_addr, &m, NULL, on_cancel, NULL) == 0);
+	}
+	cancelled = 0;
+	cfs_transport_close(cli);
+	cr_assert_eq(cancelled, 50);
+	cfs_msg_init(&m, CFS_MSG_PING);
+	cr_assert_eq(cfs_transport_call(cli, &srv_addr, &m, NULL, on_cancel, NULL), -ECANCELED);
+	cli = NULL;
+}
+
+Test(transport, malformed_datagrams_counted_and_dropped)
+{
+	struct cfs_transport_stats st;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	static const uint8_t junk[][6] = { { 0xdd, 0xff, 0xff, 0xff, 0xff, 0 }, { 0x93, 1, 2, 3, 0, 0 },
+	                                   { 0xc1, 0, 0, 0, 0, 0 } };
+
+	for (size_t i = 0; i < CFS_ARRAY_SIZE(junk); i++)
+		cr_assert(sendto(fd, junk[i], sizeof(junk[i]), 0, &srv_addr.sa, cfs_addr_len(&srv_addr)) > 0);
+	close(fd);
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0, "the server still answers");
+	cfs_transport_get_stats(srv.t, &st);
+	cr_assert_eq(st.malformed, 3);
+	cr_assert_eq(st.requests_in, 1);
+}
+
+Test(transport, ipv6_loopback, .init = NULL)
+{
+	setup_on("::1");
+	cr_assert_eq(srv_addr.sa.sa_family, AF_INET6);
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+}

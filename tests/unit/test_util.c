@@ -1,0 +1,55 @@
+/* Histograms, the seeded RNG and log levels. */
+#include <criterion/criterion.h>
+
+#include "common/cfs.h"
+
+Test(util, hist_quantiles)
+{
+	struct cfs_hist h;
+	cfs_hist_reset(&h);
+	cr_assert_eq(cfs_hist_quantile(&h, 0.5), 0);
+	for (uint64_t v = 1; v <= 10000; v++)
+		cfs_hist_add(&h, v);
+	cr_assert_eq(h.count, 10000);
+	cr_assert_float_eq(cfs_hist_mean(&h), 5000.5, 1e-9);
+	uint64_t p50 = cfs_hist_quantile(&h, 0.5), p99 = cfs_hist_quantile(&h, 0.99);
+	cr_assert(p50 >= 5000 && p50 <= 5000 * 1.07, "p50 %lu", (unsigned long)p50);
+	cr_assert(p99 >= 9900 && p99 <= 10000, "p99 %lu", (unsigned long)p99);
+	cr_assert_eq(cfs_hist_quantile(&h, 1.0), 10000);
+	cr_assert_eq(cfs_hist_quantile(&h, 0.0), 1);
+	for (uint64_t v = 0; v < 16; v++) { /* small values are exact */
+		struct cfs_hist g;
+		cfs_hist_reset(&g);
+		cfs_hist_add(&g, v);
+		cr_assert_eq(cfs_hist_quantile(&g, 0.5), v);
+	}
+	cfs_hist_add(&h, UINT64_MAX / 2); /* huge values land in the last bucket */
+	cr_assert_eq(cfs_hist_quantile(&h, 1.0), UINT64_MAX / 2);
+}
+
+Test(util, rng_reproducible)
+{
+	struct cfs_rng a, b, c;
+	cfs_rng_seed(&a, 42);
+	cfs_rng_seed(&b, 42);
+	cfs_rng_seed(&c, 43);
+	int differ = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t x = cfs_rng_next(&a);
+		cr_assert_eq(x, cfs_rng_next(&b));
+		differ += x != cfs_rng_next(&c);
+		double d = cfs_rng_double(&a);
+		cfs_rng_double(&b);
+		cr_assert(d >= 0 && d < 1);
+	}
+	cr_assert(differ > 990);
+}
+
+Test(util, log_levels)
+{
+	enum cfs_log_level l;
+	cr_assert(cfs_log_parse_level("debug", &l) == 0 && l == CFS_LOG_DEBUG);
+	cr_assert(cfs_log_parse_level("WARN", &l) == 0 && l == CFS_LOG_WARN);
+	cr_assert(cfs_log_parse_level("loud", &l) == -EINVAL);
+	cr_assert_eq(log_error_errno(-ENOENT, "expected in test output"), -ENOENT);
+}

@@ -8,6 +8,7 @@ BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
 DESTDIR     ?=
 B           ?= build
+SHELL       := /bin/bash
 V           ?= 0
 FUZZ_SECONDS ?= 60
 
@@ -20,7 +21,7 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc
 FUZZ_PKGS  := clang libclang-rt-14-dev
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
 ENSURE := tools/ensure-deps.sh
@@ -129,19 +130,28 @@ unit: $(UNIT_BIN)
 integration: $(PROGRAMS) | deps-test
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh
 
-# The shell-driven integration tests first, Criterion's synthesis last.
+# Layering lint, the shell-driven integration tests, Criterion's synthesis last.
 test: $(PROGRAMS) $(UNIT_BIN)
 	$(Q)st=0; \
+	tools/lint.sh || st=1; \
 	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
 	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || st=1; \
 	exit $$st
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
+# Criterion does not count a sanitizer report in a test's worker as a
+# failure, so the log is checked too: any report fails the target.
 .PHONY: asan
 asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	  unit UNIT_ARGS="$(UNIT_ARGS)"
+	  build-asan/tests/unit-tests
+	$(Q)set -o pipefail; ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  build-asan/tests/unit-tests --jobs 2 $(UNIT_ARGS) 2>&1 | tee build-asan/unit.log
+	$(Q)if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' build-asan/unit.log; then \
+	  echo "asan: sanitizer reports above (build-asan/unit.log)"; exit 1; fi; \
+	  echo "asan: no sanitizer reports"
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
@@ -152,20 +162,30 @@ fuzz-build: $(B)/config.mk
 	$(Q)$(ENSURE) $(FUZZ_PKGS)
 	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
-	  $(FUZZ_TARGETS)
+	  $(FUZZ_TARGETS) build-fuzz/fuzz/gen-seeds
 
-build-fuzz/fuzz/%: tests/fuzz/%.c build-fuzz/libcfs_common.a
+build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(CORE_LIBS)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
-# Each target runs FUZZ_SECONDS (default 60) from its seed corpus.
+build-fuzz/fuzz/gen-seeds: tests/fuzz/gen_seeds.c build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
+
+# Each target runs FUZZ_SECONDS (default 60), starting from seeds the
+# current encoder writes; any finding fails the target.
 fuzz: fuzz-build
+	$(Q)mkdir -p build-fuzz/seeds && build-fuzz/fuzz/gen-seeds build-fuzz/seeds/fuzz_msg build-fuzz/seeds/fuzz_name
 	$(Q)for f in $(FUZZ_TARGETS); do \
-	  n=$$(basename $$f); corpus=build-fuzz/corpus/$$n; mkdir -p $$corpus; \
+	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n build-fuzz/findings/$$n; \
 	  echo "== $$n: $(FUZZ_SECONDS) s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=70000 -print_final_stats=1 \
-	      $$corpus tests/fuzz/corpus/$$n 2>&1 | tail -n 12 || exit 1; \
+	      -artifact_prefix=build-fuzz/findings/$$n/ \
+	      build-fuzz/corpus/$$n build-fuzz/seeds/$$n > build-fuzz/$$n.log 2>&1; \
+	  st=$$?; grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY' build-fuzz/$$n.log; \
+	  if [ $$st -ne 0 ]; then echo "$$n: FINDING, see build-fuzz/$$n.log"; exit 1; fi; \
+	  echo "$$n: no finding"; \
 	done
 
 # ---------------------------------------------------------------- benchmarks

@@ -263,12 +263,15 @@ enum cfs_msg_type {
 	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
 	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */
 	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
-	CFS_MSG_CTL_STATUS = 32, /* local: status report as JSON text */
+	CFS_MSG_CTL_STATUS = 32, /* local: flags -> status report as text or JSON */
 	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
 	CFS_MSG_CTL_GET,         /* local: DHash get */
 	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
 	CFS_MSG_TYPE_END
 };
+
+/* CTL_STATUS flags. */
+#define CFS_STATUS_F_JSON 0x1u
 
 /* FIND_NEXT / LOOKUP flags. */
 #define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */

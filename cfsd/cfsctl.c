@@ -1,0 +1,209 @@
+/*
+ * cfsctl — operate a cfsd.
+ *
+ *   cfsctl [--data DIR | --socket PATH] status [--json]
+ *   cfsctl ping HOST:PORT [--count N] [--timeout MS]
+ *
+ * status asks the local daemon over its control socket; ping sends UDP
+ * PINGs from a throw-away endpoint, as any peer on the ring would.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfsd/cfsd.h"
+
+static const char usage_text[] =
+	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
+	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
+	"\n"
+	"  status     report the local cfsd: address, RPC counts, timeouts, latencies\n"
+	"  ping       send UDP pings to a cfsd (any host) and print round-trip times\n"
+	"\n"
+	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
+	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
+	"  -j, --json           status as one JSON object, for scripts\n"
+	"  -c, --count N        pings to send (default 3)\n"
+	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
+	"  -h, --help           show this help\n";
+
+static _Noreturn void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "cfsctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: cfsctl [--data DIR | --socket PATH] status [--json] | "
+	                "cfsctl ping HOST:PORT [--count N] [--timeout MS]\n");
+	exit(2);
+}
+
+static void print_status(void *arg, int status, const struct cfs_msg *reply)
+{
+	if (status == 0)
+		fwrite(reply->data.p, 1, reply->data.len, stdout);
+}
+
+static int cmd_status(const char *sock, bool json)
+{
+	struct cfs_msg *req = xmalloc(sizeof(*req));
+	int r;
+
+	cfs_msg_init(req, CFS_MSG_CTL_STATUS);
+	req->flags = json ? CFS_STATUS_F_JSON : 0;
+	r = cfsd_ctl_call(sock, req, 5000, print_status, NULL);
+	free(req);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
+	else if (r < 0)
+		fprintf(stderr, "cfsctl: status from %s failed: %s\n", sock, strerror(-r));
+	return r < 0 ? 1 : 0;
+}
+
+struct pinger {
+	cfs_transport_t *tr;
+	struct cfs_addr dst;
+	unsigned left, sent, ok, timeout_ms;
+	struct cfs_msg req;
+};
+
+static void send_ping(struct pinger *p);
+
+static void on_pong(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	struct pinger *p = arg;
+	char a[CFS_ADDR_STRLEN];
+
+	cfs_addr_str(&p->dst, a);
+	if (status == 0) {
+		p->ok++;
+		printf("reply from %s: seq=%u time=%.3f ms\n", a, p->sent, (double)res->rtt_us / 1000.0);
+	} else if (status == -ETIMEDOUT) {
+		printf("no reply from %s: seq=%u timed out after %u ms\n", a, p->sent, p->timeout_ms);
+	} else if (status != -ECANCELED) {
+		printf("error from %s: seq=%u %s\n", a, p->sent, strerror(-status));
+	}
+	if (p->left > 0)
+		send_ping(p);
+	else
+		cfs_transport_close(p->tr);
+}
+
+static void send_ping(struct pinger *p)
+{
+	struct cfs_call_opts o = { .timeout_ms = p->timeout_ms };
+	int r;
+
+	cfs_msg_init(&p->req, CFS_MSG_PING);
+	p->left--;
+	p->sent++;
+	if ((r = cfs_transport_call(p->tr, &p->dst, &p->req, &o, on_pong, p)) < 0) {
+		fprintf(stderr, "cfsctl: cannot send: %s\n", strerror(-r));
+		cfs_transport_close(p->tr);
+	}
+}
+
+static int cmd_ping(const char *target, unsigned count, unsigned timeout_ms)
+{
+	struct cfs_transport_config c;
+	struct pinger *p = xcalloc(1, sizeof(*p));
+	uv_loop_t *loop = uv_default_loop();
+	int r;
+
+	if (cfs_addr_parse(&p->dst, target) < 0)
+		bad_usage("cannot use '%s' as HOST:PORT", target);
+	cfs_transport_config_default(&c);
+	c.host = p->dst.sa.sa_family == AF_INET6 ? "::" : "0.0.0.0";
+	if ((r = cfs_transport_new(loop, &c, NULL, NULL, &p->tr)) < 0) {
+		fprintf(stderr, "cfsctl: cannot open a UDP socket: %s\n", uv_strerror(r));
+		return 1;
+	}
+	p->left = count;
+	p->timeout_ms = timeout_ms;
+	send_ping(p);
+	uv_run(loop, UV_RUN_DEFAULT);
+	printf("%u sent, %u replies\n", p->sent, p->ok);
+	r = p->ok == p->sent ? 0 : 1;
+	free(p);
+	return r;
+}
+
+static unsigned parse_uint(const char *opt, const char *s, unsigned max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v == 0 || v > max)
+		bad_usage("%s wants a number from 1 to %u, not '%s'", opt, max, s);
+	return (unsigned)v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char data_dir[512] = "", sock[600] = "";
+	bool json = false;
+	unsigned count = 3, timeout_ms = 1000;
+	int c;
+
+	cfs_log_init(argv[0], CFS_LOG_WARN);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:s:jc:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			snprintf(data_dir, sizeof(data_dir), "%s", optarg);
+			break;
+		case 's':
+			snprintf(sock, sizeof(sock), "%s", optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'c':
+			count = parse_uint("--count", optarg, 1000000);
+			break;
+		case 't':
+			timeout_ms = parse_uint("--timeout", optarg, 600000);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case ':':
+			bad_usage("option '%s' needs a value", argv[optind - 1]);
+		default:
+			bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		bad_usage("no command given");
+	if (cfs_crypto_init() < 0)
+		return 1;
+	const char *cmd = argv[optind];
+	if (strcmp(cmd, "status") == 0) {
+		if (optind + 1 != argc)
+			bad_usage("status takes no arguments");
+		if (!sock[0]) {
+			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
+				bad_usage("the default data directory path is too long");
+			if (cfsd_socket_path(data_dir, sock, sizeof(sock)) < 0)
+				bad_usage("--data path is too long");
+		}
+		return cmd_status(sock, json);
+	}
+	if (strcmp(cmd, "ping") == 0) {
+		if (optind + 2 != argc)
+			bad_usage("ping takes one HOST:PORT");
+		return cmd_ping(argv[optind + 1], count, timeout_ms);
+	}
+	bad_usage("unknown command '%s'", cmd);
+}

@@ -1,0 +1,41 @@
+/*
+ * cfsd — the volunteer's server daemon, and the local control protocol
+ * that tools (cfsctl, later cfs-mount and cfs-publish) use to reach it.
+ *
+ * A daemon keeps its state in one data directory: a lock file that makes a
+ * second daemon on the same directory refuse to start, and the UNIX control
+ * socket (cfsd.sock, mode 0600). Requests on the socket are framed
+ * messages of common/cfs.h (CFS_MSG_CTL_*), answered one reply per request.
+ *
+ * What the daemon serves today: the UDP transport (PING, AUTH nonce
+ * echoes; other message types are answered -EOPNOTSUPP until the ring and
+ * the block store land) and CTL_STATUS. See docs/OPERATIONS.md.
+ */
+#ifndef CFS_CFSD_H
+#define CFS_CFSD_H
+
+#include <stddef.h>
+
+#include "common/cfs.h"
+
+#define CFSD_DEFAULT_PORT 4460
+#define CFSD_SOCKET_NAME "cfsd.sock"
+#define CFSD_LOCK_NAME "cfsd.lock"
+
+/* The default data directory: $CFS_DATA_DIR, else /var/lib/cfs for root,
+ * else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. -ENAMETOOLONG if it does
+ * not fit in n bytes. */
+int cfsd_default_data_dir(char *buf, size_t n);
+/* DIR/cfsd.sock. */
+int cfsd_socket_path(const char *data_dir, char *buf, size_t n);
+
+/* Called with the daemon's reply (status 0, reply set) or a failure (a
+ * negative errno, reply NULL). The reply lives only during the call. */
+typedef void (*cfsd_ctl_reply_fn)(void *arg, int status, const struct cfs_msg *reply);
+/* Send req over the control socket at path and wait (at most timeout_ms)
+ * for the reply, running a private event loop. Returns the status given to
+ * fn: -ECONNREFUSED / -ENOENT when no daemon listens, -ETIMEDOUT. */
+int cfsd_ctl_call(const char *path, const struct cfs_msg *req, unsigned timeout_ms,
+                  cfsd_ctl_reply_fn fn, void *arg);
+
+#endif

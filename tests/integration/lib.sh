@@ -1,0 +1,68 @@
+# Shared helpers for the integration tests. Source it first.
+# Every process a test starts is recorded and killed by PID on exit,
+# whether the test passes or fails.
+set -euo pipefail
+: "${TEST_DIR:?}" "${CFS_BIN:?}"
+CFSD=$CFS_BIN/cfsd
+CFSCTL=$CFS_BIN/cfsctl
+PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+
+# A UDP port nobody is using right now.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		if ! ss -Hlun "sport = :$p" | grep -q .; then echo "$p"; return; fi
+	done
+}
+
+# wait_for SECONDS COMMAND...: poll until the command succeeds.
+wait_for() {
+	local secs=$1; shift
+	local end=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+
+# start_cfsd NAME PORT [ARGS...]: start a daemon with data in $TEST_DIR/NAME,
+# wait until its control socket answers; sets CFSD_PID.
+start_cfsd() {
+	local name=$1 port=$2; shift 2
+	"$CFSD" --port "$port" --data "$TEST_DIR/$name" "$@" >>"$TEST_DIR/$name.log" 2>&1 &
+	CFSD_PID=$!
+	PIDS+=("$CFSD_PID")
+	wait_for 10 "$CFSCTL" --data "$TEST_DIR/$name" status ||
+		{ cat "$TEST_DIR/$name.log" >&2; fail "cfsd $name did not start"; }
+}
+
+# expect_exit CODE COMMAND...: run it, check its exit status.
+expect_exit() {
+	local want=$1; shift
+	local got=0
+	"$@" >"$TEST_DIR/out" 2>"$TEST_DIR/err" || got=$?
+	[ "$got" -eq "$want" ] || { cat "$TEST_DIR/err" >&2; fail "'$*' exited $got, wanted $want"; }
+}
+
+# json_get FILE KEY.SUBKEY: one value from a JSON document.
+json_get() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): d=d[k]
+print(d)' "$1" "$2"
+}

@@ -1,0 +1,34 @@
+#!/bin/bash
+# Run every tests/integration/t_*.sh, each in its own temp dir with a time
+# limit, and finish with one "N passed, N failed" line.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+: "${CFS_BIN:?set CFS_BIN to the directory holding cfsd and cfsctl}"
+export CFS_BIN
+limit=${CFS_TEST_TIMEOUT:-300}
+passed=0 failed=0 failures=""
+for t in "$here"/t_*.sh; do
+	name=$(basename "$t" .sh)
+	dir=$(mktemp -d "/tmp/cfs-it-$name.XXXXXX")
+	start=$(date +%s.%N)
+	if TEST_DIR=$dir timeout --kill-after=10 "$limit" bash "$t" >"$dir/log" 2>&1; then
+		st=0
+	else
+		st=$?
+	fi
+	secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
+	if [ $st -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "[PASS] $name (${secs}s)"
+		grep '^#' "$dir/log" | sed 's/^/    /'
+		rm -rf "$dir"
+	else
+		failed=$((failed + 1))
+		failures="$failures $name"
+		echo "[FAIL] $name (${secs}s, exit $st); log follows:"
+		sed 's/^/    | /' "$dir/log" | tail -n 60
+	fi
+done
+[ -n "$failures" ] && echo "failed:$failures"
+echo "integration: $passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,33 @@
+# Wrong arguments: a one-line reason, the usage, a non-zero exit.
+. "$(dirname "$0")/lib.sh"
+
+check_usage() { # expect_exit already ran; stderr must say why and show usage
+	grep -q "^$1: " "$TEST_DIR/err" || fail "no reason line from $1: $(cat "$TEST_DIR/err")"
+	grep -q "usage: $1" "$TEST_DIR/err" || fail "no usage from $1"
+	[ ! -s "$TEST_DIR/out" ] || fail "$1 printed to stdout on an error"
+}
+
+expect_exit 2 "$CFSD" --bogus;            check_usage cfsd
+expect_exit 2 "$CFSD" --port 0;           check_usage cfsd
+expect_exit 2 "$CFSD" --port 70000;       check_usage cfsd
+expect_exit 2 "$CFSD" --port;             check_usage cfsd
+expect_exit 2 "$CFSD" --bind not-an-ip;   check_usage cfsd
+expect_exit 2 "$CFSD" --log-level loud;   check_usage cfsd
+expect_exit 2 "$CFSD" extra-argument;     check_usage cfsd
+ok "cfsd refuses bad arguments"
+
+expect_exit 2 "$CFSCTL";                       check_usage cfsctl
+expect_exit 2 "$CFSCTL" frobnicate;            check_usage cfsctl
+expect_exit 2 "$CFSCTL" status extra;          check_usage cfsctl
+expect_exit 2 "$CFSCTL" ping;                  check_usage cfsctl
+expect_exit 2 "$CFSCTL" ping 127.0.0.1:0;      check_usage cfsctl
+expect_exit 2 "$CFSCTL" ping -c 0 127.0.0.1:9; check_usage cfsctl
+ok "cfsctl refuses bad arguments"
+
+expect_exit 0 "$CFSD" --help
+grep -q -- "--port" "$TEST_DIR/out" || fail "cfsd --help lacks --port"
+expect_exit 0 "$CFSCTL" --help
+grep -q "status" "$TEST_DIR/out" || fail "cfsctl --help lacks status"
+expect_exit 1 "$CFSCTL" --data "$TEST_DIR/nobody" status
+grep -q "no cfsd is running" "$TEST_DIR/err" || fail "status without a daemon: $(cat "$TEST_DIR/err")"
+ok "help and a missing daemon are reported"

@@ -1,0 +1,62 @@
+#!/bin/bash
+# make lint: the layering rules, in miniature (after Tor's .may_include).
+#   common/       includes no other module
+#   sfsro-format/ includes only common/
+#   chord/        includes only common/
+#   dhash/        includes only chord/, common/
+#   publisher/    includes only sfsro-format/, dhash/, chord/, common/
+#   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, common/
+#   cfsd/         includes only dhash/, chord/, common/
+# A module includes only another's public header; leveldb/c.h only in
+# dhash/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
+# files (common/msg.c, and sfsro-format/ for blocks).
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+declare -A allowed=(
+	[common]=""
+	[sfsro-format]="common"
+	[chord]="common"
+	[dhash]="chord common"
+	[publisher]="sfsro-format dhash chord common"
+	[cfs-fuse]="dhash sfsro-format chord common"
+	[cfsd]="dhash chord common"
+)
+declare -A public=(
+	[common]="common/cfs.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"
+	[dhash]="dhash/dhash.h" [publisher]="publisher/publisher.h" [cfs-fuse]="cfs-fuse/cfsfuse.h"
+	[cfsd]="cfsd/cfsd.h"
+)
+for mod in "${!allowed[@]}"; do
+	[ -d "$mod" ] || continue
+	while IFS= read -r line; do
+		file=${line%%:*}
+		inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$line")
+		dep=${inc%%/*}
+		[ "$dep" = "$inc" ] && continue # same-folder include
+		[ "$dep" = "$mod" ] && continue
+		if [[ " ${allowed[$mod]} " != *" $dep "* ]]; then
+			echo "lint: $file includes $inc: $mod may not depend on $dep"; bad=1
+		elif [ "${public[$dep]:-}" != "$inc" ]; then
+			echo "lint: $file includes $inc: only ${public[$dep]:-?} is public"; bad=1
+		fi
+	done < <(grep -H '#include "' "$mod"/*.[ch] 2>/dev/null)
+done
+check_only() { # HEADER ALLOWED-PATH-REGEX
+	local hits
+	hits=$(grep -l "#include <$1>" common/*.[ch] chord/*.[ch] dhash/*.[ch] sfsro-format/*.[ch] \
+		publisher/*.[ch] cfs-fuse/*.[ch] cfsd/*.[ch] 2>/dev/null | grep -v -E "$2")
+	if [ -n "$hits" ]; then echo "lint: <$1> outside its module: $hits"; bad=1; fi
+}
+check_only leveldb/c.h '^dhash/'
+check_only fuse_lowlevel.h '^cfs-fuse/'
+check_only msgpack.h '^(common/msg\.c|sfsro-format/)'
+# Module-internal symbols (prefix__) stay inside their module.
+declare -A prefix_dir=([chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
+	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common)
+for p in "${!prefix_dir[@]}"; do
+	hits=$(grep -l -E "\b${p}__[a-z]" */*.[ch] 2>/dev/null | grep -v "^${prefix_dir[$p]}/" || true)
+	[ -z "$hits" ] || { echo "lint: ${p}__ symbols used outside ${prefix_dir[$p]}/: $hits"; bad=1; }
+done
+[ $bad -eq 0 ] && echo "lint: layering ok"
+exit $bad

@@ -136,38 +136,56 @@ static void on_written(uv_write_t *req, int status)
 	free(container_of(req, struct write_req, req));
 }
 
+/* Send w, whose data holds len bytes after room for the length header. */
+static int frame_send(cfs_stream_t *s, struct write_req *w, size_t len)
+{
+	w->data[0] = (uint8_t)(len >> 24);
+	w->data[1] = (uint8_t)(len >> 16);
+	w->data[2] = (uint8_t)(len >> 8);
+	w->data[3] = (uint8_t)len;
+	uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)(4 + len));
+	int r = uv_write(&w->req, (uv_stream_t *)&s->pipe, &b, 1, on_written);
+	if (r < 0)
+		free(w);
+	return r;
+}
+
 int cfs_stream_write(cfs_stream_t *s, const void *frame, size_t len)
 {
 	struct write_req *w;
-	uv_buf_t b;
-	int r;
 
 	if (s->closing)
 		return -ECANCELED;
 	if (len > CFS_FRAME_MAX)
 		return -EMSGSIZE;
 	w = xmalloc(sizeof(*w) + 4 + len);
-	w->data[0] = (uint8_t)(len >> 24);
-	w->data[1] = (uint8_t)(len >> 16);
-	w->data[2] = (uint8_t)(len >> 8);
-	w->data[3] = (uint8_t)len;
 	memcpy(w->data + 4, frame, len);
-	b = uv_buf_init((char *)w->data, (unsigned)(4 + len));
-	if ((r = uv_write(&w->req, (uv_stream_t *)&s->pipe, &b, 1, on_written)) < 0)
-		free(w);
-	return r;
+	return frame_send(s, w, len);
 }
 
+/* Encode straight into the frame: most messages fit a datagram's size;
+ * only the rare large one (a long status report) takes the full 1 MiB. */
 int cfs_stream_write_msg(cfs_stream_t *s, const struct cfs_msg *m)
 {
-	uint8_t *buf = xmalloc(CFS_FRAME_MAX);
-	size_t len;
-	int r = cfs_msg_encode(m, buf, CFS_FRAME_MAX, &len);
+	size_t cap = CFS_DGRAM_MAX, len;
+	struct write_req *w;
+	int r;
 
-	if (r == 0)
-		r = cfs_stream_write(s, buf, len);
-	free(buf);
-	return r;
+	if (s->closing)
+		return -ECANCELED;
+	for (;;) {
+		w = xmalloc(sizeof(*w) + 4 + cap);
+		r = cfs_msg_encode(m, w->data + 4, cap, &len);
+		if (r != -EMSGSIZE || cap == CFS_FRAME_MAX)
+			break;
+		free(w);
+		cap = CFS_FRAME_MAX;
+	}
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	return frame_send(s, w, len);
 }
 
 /* ------------------------------------------------------------ connect */

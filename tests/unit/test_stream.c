@@ -48,13 +48,18 @@ static void on_accept(void *arg, cfs_stream_t *s)
 static int echoed;
 static void cli_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
-	struct cfs_msg m;
-	if (len > 100) {
+	static struct cfs_msg m;
+	if (len == CFS_FRAME_MAX) {
 		for (size_t i = 0; i < len; i++)
 			cr_assert_eq(f[i], (uint8_t)i);
 	} else {
 		cr_assert(cfs_msg_decode(f, len, &m, NULL) == 0);
 		cr_assert_eq(m.type, CFS_MSG_CTL_STATUS);
+		if (m.is_reply) { /* the long report: text survives intact */
+			cr_assert_eq(m.data.len, 200000);
+			for (size_t i = 0; i < m.data.len; i++)
+				cr_assert_eq(m.data.p[i], 'a' + i % 26);
+		}
 	}
 	echoed++;
 }
@@ -99,7 +104,7 @@ TestSuite(stream, .init = setup, .fini = teardown, .timeout = 30);
 Test(stream, frames_roundtrip)
 {
 	struct stat sb;
-	struct cfs_msg m;
+	static struct cfs_msg m;
 	size_t big = CFS_FRAME_MAX;
 	uint8_t *b = malloc(big);
 
@@ -114,10 +119,19 @@ Test(stream, frames_roundtrip)
 		cr_assert(cfs_stream_write_msg(client_side, &m) == 0);
 	cr_assert(cfs_stream_write(client_side, b, big) == 0);
 	cr_assert(cfs_stream_write(client_side, b, big + 1) == -EMSGSIZE);
+	/* a message larger than a datagram takes the long encoding path */
+	char *text = malloc(200000);
+	for (size_t i = 0; i < 200000; i++)
+		text[i] = (char)('a' + i % 26);
+	cfs_msg_init(&m, CFS_MSG_CTL_STATUS);
+	m.is_reply = true;
+	m.data = (struct cfs_bytes){ (const uint8_t *)text, 200000 };
+	cr_assert(cfs_stream_write_msg(client_side, &m) == 0);
+	free(text);
 	free(b);
-	while (echoed < 11)
+	while (echoed < 12)
 		uv_run(&loop, UV_RUN_ONCE);
-	cr_assert_eq(frames, 11);
+	cr_assert_eq(frames, 12);
 }
 
 Test(stream, oversized_frame_ends_stream)

@@ -159,6 +159,9 @@ void cfs_hasher_final(struct cfs_hasher *h, struct cfs_id *ret);
 
 /* Make an Ed25519 key pair from the system's CSPRNG. */
 void cfs_sign_keypair(struct cfs_pubkey *ret_pk, struct cfs_seckey *ret_sk);
+/* Make the key pair determined by a 32-byte seed (test vectors, key files). */
+void cfs_sign_seed_keypair(const uint8_t seed[static 32], struct cfs_pubkey *ret_pk,
+                           struct cfs_seckey *ret_sk);
 /* Derive the public key held inside a secret key. */
 void cfs_seckey_pubkey(const struct cfs_seckey *sk, struct cfs_pubkey *ret_pk);
 /* Sign msg; sig receives CFS_SIG_BYTES bytes. */
@@ -221,8 +224,9 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
 #define CFS_DGRAM_MAX 65507
 /* Largest frame on a local UNIX stream (status reports can be long). */
 #define CFS_FRAME_MAX (1u << 20)
-/* Largest block that travels in one datagram (60 KiB). */
-#define CFS_BLOCK_MAX (60 * 1024)
+/* Largest block that travels in one datagram: 60 KiB of payload plus the
+ * block's own header. */
+#define CFS_BLOCK_MAX (60 * 1024 + 256)
 #define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
 #define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
 #define CFS_NONCE_BYTES 16
@@ -335,6 +339,36 @@ int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *re
  * multiple of len. ret's byte fields point into buf.
  */
 int cfs_msg_decode(const uint8_t *buf, size_t len, struct cfs_msg *ret, const char **ret_why) CFS_WUR;
+
+/* Check raw msgpack before msgpack-c sees it: one complete top-level
+ * value, no trailing bytes, every string/binary/array length within the
+ * bytes left, nesting at most 8, no maps or extension types. 0, or -EPROTO
+ * with *why set. Every decoder of untrusted msgpack calls this first. */
+int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why) CFS_WUR;
+
+/*
+ * A strict, allocation-free msgpack reader over a byte buffer, for formats
+ * whose layout is fixed (the block formats). Each call reads one value of
+ * the named kind at the cursor or fails with -EPROTO (cursor unchanged),
+ * never reading past len. Strings and binaries borrow the buffer.
+ */
+struct cfs_mpr {
+	const uint8_t *p;
+	size_t len, off;
+};
+void cfs_mpr_init(struct cfs_mpr *r, const uint8_t *p, size_t len);
+/* An array header; *ret_n is its item count (checked against bytes left). */
+int cfs_mpr_array(struct cfs_mpr *r, uint32_t *ret_n) CFS_WUR;
+/* An array of exactly n items. */
+int cfs_mpr_array_n(struct cfs_mpr *r, uint32_t n) CFS_WUR;
+int cfs_mpr_uint(struct cfs_mpr *r, uint64_t max, uint64_t *ret) CFS_WUR;
+int cfs_mpr_int(struct cfs_mpr *r, int64_t *ret) CFS_WUR;
+int cfs_mpr_bin(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
+int cfs_mpr_str(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
+/* The string s exactly. */
+int cfs_mpr_expect_str(struct cfs_mpr *r, const char *s) CFS_WUR;
+/* 0 when the cursor is at the end of the buffer. */
+int cfs_mpr_end(const struct cfs_mpr *r) CFS_WUR;
 
 /* ------------------------------------------------------------ transport */
 

@@ -37,6 +37,12 @@ void cfs_sign_keypair(struct cfs_pubkey *ret_pk, struct cfs_seckey *ret_sk)
 	crypto_sign_keypair(ret_pk->b, ret_sk->b);
 }
 
+void cfs_sign_seed_keypair(const uint8_t seed[static 32], struct cfs_pubkey *ret_pk,
+                           struct cfs_seckey *ret_sk)
+{
+	crypto_sign_seed_keypair(ret_pk->b, ret_sk->b, seed);
+}
+
 void cfs_seckey_pubkey(const struct cfs_seckey *sk, struct cfs_pubkey *ret_pk)
 {
 	crypto_sign_ed25519_sk_to_pk(ret_pk->b, sk->b);

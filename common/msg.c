@@ -265,7 +265,7 @@ static uint64_t be(const uint8_t *p, unsigned n)
  * one top-level object, no trailing bytes.
  */
 #define SCAN_DEPTH 8
-static int prescan(const uint8_t *p, size_t len, const char **why)
+int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why)
 {
 	size_t off = 0, pending[SCAN_DEPTH + 1];
 	unsigned depth = 0;
@@ -600,7 +600,7 @@ int cfs_msg_decode(const uint8_t *buf, size_t len, struct cfs_msg *ret, const ch
 		*why = "message larger than the maximum";
 		return -EMSGSIZE;
 	}
-	if ((r = prescan(buf, len, why)) < 0)
+	if ((r = cfs_msgpack_prescan(buf, len, why)) < 0)
 		return r;
 	if (!msgpack_zone_init(&zone, 2048))
 		abort();

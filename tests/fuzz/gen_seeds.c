@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/cfs.h"
+#include "sfsro-format/sfsro.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t n)
 {
@@ -26,12 +26,13 @@ int main(int argc, char **argv)
 	static struct cfs_id keys[3];
 	char name[64];
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: gen-seeds MSG_DIR NAME_DIR\n");
+	if (argc != 4) {
+		fprintf(stderr, "usage: gen-seeds MSG_DIR NAME_DIR BLOCK_DIR\n");
 		return 2;
 	}
 	mkdir(argv[1], 0755);
 	mkdir(argv[2], 0755);
+	mkdir(argv[3], 0755);
 	for (unsigned t = 1; t < CFS_MSG_TYPE_END; t++) {
 		if (strcmp(cfs_msg_type_name(t), "?") == 0)
 			continue;
@@ -61,5 +62,31 @@ int main(int argc, char **argv)
 	char text[CFS_NAME_LEN + 1];
 	cfs_name_encode(text, key);
 	put(argv[2], "name", text, strlen(text));
+
+	/* one block of every kind */
+	uint8_t seed[32] = { 7 };
+	struct cfs_pubkey pk;
+	struct cfs_seckey sk;
+	size_t len;
+	cfs_sign_seed_keypair(seed, &pk, &sk);
+	struct sfsro_root root = { .pk = pk, .seq = 3, .issued = 1, .valid_until = 2, .dir_mode = 0755 };
+	if (sfsro_root_encode(&root, &sk, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "root", buf, len);
+	if (sfsro_data_encode(blob, 100, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "data", buf, len);
+	if (sfsro_indirect_encode(1, keys, 3, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "indirect", buf, len);
+	struct sfsro_inode ino = { .size = 3 * 8192, .mode = 0644, .bsize = 8192,
+	                           .fanout = sfsro_fanout(8192), .keys = keys, .nkeys = 3 };
+	if (sfsro_inode_encode(&ino, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "inode", buf, len);
+	struct sfsro_entry e[2] = {
+		{ .name = { (const uint8_t *)"a", 1 }, .type = SFSRO_T_FILE, .size = 5, .mode = 0644 },
+		{ .name = { (const uint8_t *)"b", 1 }, .type = SFSRO_T_SYMLINK, .size = 1,
+		  .target = { (const uint8_t *)"a", 1 } },
+	};
+	struct sfsro_dir d = { .n = 2, .entries = e };
+	if (sfsro_dir_encode(&d, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "dir", buf, len);
 	return 0;
 }

@@ -71,6 +71,7 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 #   (dhash, cfs-fuse, publisher follow)
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
+PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/publish.c publisher/fsck.c
 CFSD_LIB_SRCS := cfsd/ctl.c
 CFSD_SRCS   := cfsd/cfsd.c
 CFSCTL_SRCS := cfsd/cfsctl.c
@@ -80,10 +81,12 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 LIBCOMMON := $(B)/libcfs_common.a
 LIBCFSD   := $(B)/libcfsd.a
 LIBSFSRO  := $(B)/libsfsro.a
+LIBPUB    := $(B)/libpublisher.a
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
+$(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
 
 $(B)/%.a:
 	@echo "  AR      $@"
@@ -94,10 +97,12 @@ $(B)/%.o: %.c $(B)/config.mk
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl
+PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCOMMON)
+$(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
 $(PROGRAMS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

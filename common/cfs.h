@@ -172,6 +172,8 @@ int cfs_verify(const uint8_t sig[static CFS_SIG_BYTES], const void *msg, size_t 
                const struct cfs_pubkey *pk) CFS_WUR;
 /* Wipe a secret key (sodium_memzero). */
 void cfs_seckey_wipe(struct cfs_seckey *sk);
+/* Wipe any secret bytes; never optimised away. */
+void cfs_wipe(void *p, size_t n);
 
 /* ------------------------------------------------------------ text names */
 

@@ -60,6 +60,11 @@ int cfs_verify(const uint8_t sig[static CFS_SIG_BYTES], const void *msg, size_t 
 	return crypto_sign_verify_detached(sig, msg, len, pk->b) == 0 ? 0 : -EBADMSG;
 }
 
+void cfs_wipe(void *p, size_t n)
+{
+	sodium_memzero(p, n);
+}
+
 void cfs_seckey_wipe(struct cfs_seckey *sk)
 {
 	sodium_memzero(sk->b, sizeof(sk->b));

@@ -1,15 +1,121 @@
 /*
- * publisher — cfs-publish: walk a directory tree deterministically, chunk
- * and encode it with sfsro-format, sign the root with the next sequence
- * number, and push the blocks through a batched, asynchronous block sink
- * (a local directory store, or DHash), never signing a partial tree.
+ * publisher — cfs-publish and cfs-fsck: turn a directory tree into a
+ * signed volume, and check a published volume end to end.
  *
- * Depends on sfsro-format/ (and dhash/ for the DHT sink). Its API is added
- * with the volume-format issue (#3); this folder exports nothing yet.
+ * Contract:
+ *  - Keys: an Ed25519 key file holds the 32-byte seed in canonical base32;
+ *    it is created 0600 and refused when group or others can read it.
+ *  - Block sinks take blocks in batches and answer per block: first "which
+ *    of these do you have", then "store these", then the signed root, which
+ *    a sink replaces only by a higher sequence. The interface is batched and
+ *    asynchronous (callbacks on a libuv loop) so the DHash client fits it;
+ *    today's implementation is a local directory store.
+ *  - Publishing walks the tree in a fixed order, so the same tree, key and
+ *    sequence give the same blocks; the root is signed only after every
+ *    other block was stored, so a failure leaves the previous root in place.
  */
 #ifndef CFS_PUBLISHER_H
 #define CFS_PUBLISHER_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "sfsro-format/sfsro.h"
+
+/* ---- keys */
+
+/* $XDG_CONFIG_HOME/cfs/publish.key (or ~/.config/cfs/publish.key). */
+int pub_default_key_path(char *buf, size_t n) CFS_WUR;
+/* Make a new key file at path (0600, never overwriting); ret_pk gets the
+ * public key. Creates missing parent directories (0700). */
+int pub_key_generate(const char *path, struct cfs_pubkey *ret_pk) CFS_WUR;
+/* Load a key file: -EACCES (with a message) if group or others may read
+ * it, -EINVAL if it is not a key file. */
+int pub_key_load(const char *path, struct cfs_pubkey *ret_pk, struct cfs_seckey *ret_sk) CFS_WUR;
+
+/* ---- block sinks */
+
+struct pub_block {
+	struct cfs_id key;
+	const uint8_t *p;
+	size_t len;
+	int status;  /* set by put: 0 or a negative errno */
+};
+
+typedef void (*pub_done_fn)(void *arg, int status);
+
+struct pub_sink_ops {
+	/* Set have[i] for each key stored already; then done(arg, 0 or error). */
+	void (*have)(void *sink, const struct cfs_id *keys, size_t n, bool *have,
+	             pub_done_fn done, void *arg);
+	/* Store blocks, setting each one's status; done(arg, 0) once all are
+	 * answered (a negative status there means the batch as a whole failed). */
+	void (*put)(void *sink, struct pub_block *blocks, size_t n, pub_done_fn done, void *arg);
+	/* Store a signed root (replacing only an older one); done with 0,
+	 * -ESTALE if the sink holds a higher sequence, or another error. */
+	void (*put_root)(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
+	                 pub_done_fn done, void *arg);
+	/* Extend the leases of keys until lease_until (wall-clock seconds). */
+	void (*refresh)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
+	                pub_done_fn done, void *arg);
+	/* The block source reading the same store, for roots and walks. */
+	const struct sfsro_source *(*source)(void *sink);
+	void (*free)(void *sink);
+};
+
+struct pub_sink {
+	const struct pub_sink_ops *ops;
+	void *impl;
+};
+
+/* Open a sink from its text form; today "dir:PATH" (created if missing). */
+int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
+void pub_sink_close(struct pub_sink *s);
+
+/* ---- publishing */
+
+struct pub_options {
+	uint32_t block_size;      /* data block payload, default 8 KiB */
+	uint64_t valid_s;         /* root validity from now, default 30 days */
+	bool dry_run;             /* ask the sink, send nothing */
+	bool progress;            /* draw a progress bar on stderr */
+};
+
+struct pub_stats {
+	uint64_t files, dirs, symlinks, skipped;
+	uint64_t bytes;           /* file content read */
+	uint64_t blocks;          /* blocks built (distinct within a batch) */
+	uint64_t blocks_sent, bytes_sent;
+	uint64_t seq;             /* the sequence of the root signed */
+	double seconds;
+};
+
+/* Publish the tree at dir as the next version of the volume of pk/sk.
+ * Returns 0 once the root is stored; a negative errno (logged) otherwise,
+ * in which case no root was signed. */
+int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
+                const struct cfs_pubkey *pk, const struct cfs_seckey *sk,
+                const struct pub_options *opt, struct pub_stats *ret_stats) CFS_WUR;
+
+/* Extend the lease of every block reachable from the volume's current root
+ * and re-sign it (next sequence) valid for opt->valid_s more seconds. */
+int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+                const struct cfs_seckey *sk, const struct pub_options *opt,
+                struct pub_stats *ret_stats) CFS_WUR;
+
+/* ---- checking */
+
+struct pub_fsck_stats {
+	uint64_t files, dirs, symlinks, blocks, bytes;
+	uint64_t missing, corrupt;
+};
+
+/* Walk the whole volume from its root, verifying every block. Problems
+ * are printed to err by path and key; with list set, every entry is printed
+ * to out as "TYPE MODE SIZE MTIME BLAKE2B PATH" (see docs/PUBLISHING.md).
+ * Returns 0 if the volume is whole, -EBADMSG if anything is missing or
+ * corrupt, or the error that stopped the walk at the root. */
+int pub_fsck(const struct sfsro_source *src, const struct cfs_pubkey *pk, FILE *out, FILE *err,
+             bool list, struct pub_fsck_stats *ret) CFS_WUR;
 
 #endif

@@ -1,0 +1,162 @@
+/*
+ * cfs-publish — publish a directory tree as a signed, verifiable volume.
+ *
+ *   cfs-publish --keygen [FILE]
+ *   cfs-publish [--key FILE] [--to STORE] [--block-size N] [--valid DAYS] [--dry-run] DIR
+ *   cfs-publish [--key FILE] [--to STORE] [--valid DAYS] --refresh VOLUME
+ *
+ * On success the volume name (and nothing else) goes to stdout.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "publisher/publisher.h"
+
+static const char usage_text[] =
+	"usage: cfs-publish --keygen [FILE]\n"
+	"       cfs-publish [options] DIR\n"
+	"       cfs-publish [options] --refresh VOLUME\n"
+	"\n"
+	"Publish DIR as the next version of your volume, or make a key, or extend\n"
+	"the leases of a published volume. Prints the volume name on stdout.\n"
+	"\n"
+	"  -k, --key FILE        secret key (default $XDG_CONFIG_HOME/cfs/publish.key)\n"
+	"  -t, --to STORE        where blocks go: dir:PATH (the DHT arrives with DHash)\n"
+	"  -b, --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
+	"      --valid DAYS      root valid for DAYS days (default 30)\n"
+	"  -n, --dry-run         ask the store, send nothing, report what would be sent\n"
+	"  -r, --refresh VOLUME  re-sign VOLUME's root and extend every block's lease\n"
+	"  -q, --quiet           no progress bar even on a terminal\n"
+	"  -h, --help            show this help\n";
+
+static _Noreturn void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "cfs-publish: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: cfs-publish [--key FILE] [--to dir:PATH] [--block-size N] [--dry-run] DIR "
+	                "| --keygen [FILE] | --refresh VOLUME\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "keygen", no_argument, NULL, 'g' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "to", required_argument, NULL, 't' },
+		{ "block-size", required_argument, NULL, 'b' },
+		{ "valid", required_argument, NULL, 'v' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "refresh", required_argument, NULL, 'r' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct pub_options opt = { .block_size = SFSRO_BLOCK_SIZE_DEFAULT, .valid_s = 30 * 86400 };
+	char key_path[4096] = "", name[CFS_NAME_LEN + 1], *end;
+	const char *store = getenv("CFS_STORE"), *refresh = NULL;
+	bool keygen = false, quiet = false;
+	struct cfs_pubkey pk, want;
+	struct cfs_seckey sk;
+	struct pub_sink sink = { 0 };
+	struct pub_stats st;
+	unsigned long v;
+	int c, r;
+
+	cfs_log_init(argv[0], CFS_LOG_INFO);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g': keygen = true; break;
+		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
+		case 't': store = optarg; break;
+		case 'b':
+			v = strtoul(optarg, &end, 10);
+			if (*end || v < SFSRO_BLOCK_SIZE_MIN || v > SFSRO_BLOCK_SIZE_MAX)
+				bad_usage("--block-size wants %d..%d bytes, not '%s'", SFSRO_BLOCK_SIZE_MIN,
+				          SFSRO_BLOCK_SIZE_MAX, optarg);
+			opt.block_size = (uint32_t)v;
+			break;
+		case 'v':
+			v = strtoul(optarg, &end, 10);
+			if (*end || v == 0 || v > 3650)
+				bad_usage("--valid wants 1..3650 days, not '%s'", optarg);
+			opt.valid_s = (uint64_t)v * 86400;
+			break;
+		case 'n': opt.dry_run = true; break;
+		case 'r': refresh = optarg; break;
+		case 'q': quiet = true; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
+		default: bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (cfs_crypto_init() < 0)
+		return 1;
+	if (keygen) {
+		if (argc - optind > 1)
+			bad_usage("--keygen takes at most one FILE");
+		if (optind < argc)
+			snprintf(key_path, sizeof(key_path), "%s", argv[optind]);
+		else if (!key_path[0] && pub_default_key_path(key_path, sizeof(key_path)) < 0)
+			return 1;
+		if (pub_key_generate(key_path, &pk) < 0)
+			return 1;
+		cfs_name_encode(name, pk.b);
+		fprintf(stderr, "cfs-publish: new key in %s (keep it secret; mode 0600)\n", key_path);
+		puts(name);
+		return 0;
+	}
+	if (refresh ? optind != argc : argc - optind != 1)
+		bad_usage(refresh ? "--refresh takes no DIR" : "give exactly one DIR to publish");
+	if (!store)
+		bad_usage("no store given: use --to dir:PATH (or set CFS_STORE)");
+	if (!key_path[0] && pub_default_key_path(key_path, sizeof(key_path)) < 0)
+		return 1;
+	if (pub_key_load(key_path, &pk, &sk) < 0)
+		return 1;
+	cfs_name_encode(name, pk.b);
+	if (refresh) {
+		const char *why = "";
+		if (cfs_name_decode(want.b, refresh, &why) < 0)
+			bad_usage("'%s' is not a volume name: %s", refresh, why);
+		if (memcmp(want.b, pk.b, sizeof(pk.b)) != 0) {
+			log_error("volume %s is not the one of key %s (%s)", refresh, key_path, name);
+			return 1;
+		}
+	}
+	opt.progress = !quiet && isatty(STDERR_FILENO);
+
+	uv_loop_t *loop = uv_default_loop();
+	if (pub_sink_open(loop, store, &sink) < 0)
+		return 1;
+	r = refresh ? pub_refresh(loop, &sink, &pk, &sk, &opt, &st)
+	            : pub_publish(loop, &sink, argv[optind], &pk, &sk, &opt, &st);
+	cfs_seckey_wipe(&sk);
+	pub_sink_close(&sink);
+	uv_run(loop, UV_RUN_DEFAULT);
+	if (r < 0) {
+		log_error("%s failed; the previously published root (if any) is unchanged",
+		          refresh ? "refresh" : "publishing");
+		return 1;
+	}
+	if (refresh)
+		log_info("refreshed %lu blocks; root sequence %lu", (unsigned long)st.blocks, (unsigned long)st.seq);
+	else
+		log_info("%s%lu files, %lu dirs, %lu links, %.1f MB in %.2f s (%.1f MB/s); %lu blocks, %lu %s "
+		         "(%.1f MB); root sequence %lu",
+		         opt.dry_run ? "dry run: " : "", (unsigned long)st.files, (unsigned long)st.dirs,
+		         (unsigned long)st.symlinks, (double)st.bytes / 1e6, st.seconds,
+		         st.seconds > 0 ? (double)st.bytes / 1e6 / st.seconds : 0, (unsigned long)st.blocks,
+		         (unsigned long)st.blocks_sent, opt.dry_run ? "would be sent" : "sent",
+		         (double)st.bytes_sent / 1e6, (unsigned long)st.seq);
+	if (!opt.dry_run)
+		puts(name);
+	return 0;
+}

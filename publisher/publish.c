@@ -1,0 +1,619 @@
+/*
+ * Publishing: walk a tree bottom-up in a fixed order, cut files into data
+ * blocks, build inodes and directories with sfsro-format, and push every
+ * block through the sink in batches — ask which it has, send the rest —
+ * before the root is signed and stored. Any error before that point leaves
+ * the previously published root untouched.
+ */
+#include "publisher/publisher.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BATCH_BLOCKS 256
+#define BATCH_BYTES (4u << 20)
+
+/* An open-addressing set of keys: blocks already known to be stored. */
+struct keyset {
+	struct cfs_id *v;
+	bool *used;
+	size_t cap, n;
+};
+
+static size_t ks_slot(const struct keyset *s, const struct cfs_id *k)
+{
+	uint64_t h;
+	memcpy(&h, k->b, sizeof(h));
+	size_t i = (size_t)h & (s->cap - 1);
+	while (s->used[i] && !cfs_id_eq(&s->v[i], k))
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static bool ks_has(const struct keyset *s, const struct cfs_id *k)
+{
+	return s->cap && s->used[ks_slot(s, k)];
+}
+
+static void ks_add(struct keyset *s, const struct cfs_id *k)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		struct keyset g = { .cap = s->cap ? 2 * s->cap : 1024 };
+		g.v = xmalloc(g.cap * sizeof(*g.v));
+		g.used = xcalloc(g.cap, sizeof(*g.used));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->used[i])
+				ks_add(&g, &s->v[i]);
+		free(s->v);
+		free(s->used);
+		*s = g;
+	}
+	size_t i = ks_slot(s, k);
+	if (!s->used[i]) {
+		s->used[i] = true;
+		s->v[i] = *k;
+		s->n++;
+	}
+}
+
+static void ks_free(struct keyset *s)
+{
+	free(s->v);
+	free(s->used);
+	memset(s, 0, sizeof(*s));
+}
+
+struct pub {
+	uv_loop_t *loop;
+	struct pub_sink *sink;
+	const struct pub_options *opt;
+	struct pub_stats *st;
+	struct keyset stored;      /* stored before or sent by this run */
+	struct keyset pending;     /* in the current batch */
+	struct pub_block blocks[BATCH_BLOCKS];
+	struct cfs_id keys[BATCH_BLOCKS];
+	bool have[BATCH_BLOCKS];
+	size_t n, bytes;
+	uint8_t *enc;              /* one encoded data block */
+	uint8_t *chunk;            /* one block of file content */
+	uint64_t total_bytes;      /* for the progress bar's ETA */
+	uint64_t start_us, drawn_us;
+	int status;
+	bool done;
+};
+
+static void on_done(void *arg, int status)
+{
+	struct pub *p = arg;
+	p->status = status;
+	p->done = true;
+}
+
+/* Drive the loop until the sink answers. */
+static int wait_sink(struct pub *p)
+{
+	while (!p->done)
+		uv_run(p->loop, UV_RUN_ONCE);
+	p->done = false;
+	return p->status;
+}
+
+static void draw_progress(struct pub *p, bool final)
+{
+	uint64_t now = cfs_now_us();
+	if (!p->opt->progress || (!final && now - p->drawn_us < 100000))
+		return;
+	p->drawn_us = now;
+	double secs = (double)(now - p->start_us) / 1e6, mbs = secs > 0 ? (double)p->st->bytes / 1e6 / secs : 0;
+	double eta = mbs > 0 && p->total_bytes > p->st->bytes ? (double)(p->total_bytes - p->st->bytes) / 1e6 / mbs : 0;
+	fprintf(stderr, "\r%6lu files  %8.1f MB  %7lu blocks (%lu sent)  %7.1f MB/s  ETA %4.0fs %s",
+	        (unsigned long)p->st->files, (double)p->st->bytes / 1e6, (unsigned long)p->st->blocks,
+	        (unsigned long)p->st->blocks_sent, mbs, eta, final ? "\n" : "");
+}
+
+/* Ask the sink which blocks of the batch it has, send the others. */
+static int flush(struct pub *p)
+{
+	struct pub_block *send;
+	size_t nsend = 0;
+	int r;
+
+	if (p->n == 0)
+		return 0;
+	for (size_t i = 0; i < p->n; i++)
+		p->keys[i] = p->blocks[i].key;
+	p->sink->ops->have(p->sink->impl, p->keys, p->n, p->have, on_done, p);
+	if ((r = wait_sink(p)) < 0)
+		return log_error_errno(r, "the store could not say which blocks it has");
+	send = xmalloc(p->n * sizeof(*send));
+	for (size_t i = 0; i < p->n; i++)
+		if (!p->have[i])
+			send[nsend++] = p->blocks[i];
+	if (nsend && !p->opt->dry_run) {
+		p->sink->ops->put(p->sink->impl, send, nsend, on_done, p);
+		r = wait_sink(p);
+		for (size_t i = 0; r == 0 && i < nsend; i++)
+			if (send[i].status < 0) {
+				char h[65];
+				r = log_error_errno(send[i].status, "storing block %s failed",
+				                    cfs_id_hex(&send[i].key, h));
+			}
+		if (r < 0) {
+			free(send);
+			return r;
+		}
+	}
+	for (size_t i = 0; i < nsend; i++) {
+		p->st->blocks_sent++;
+		p->st->bytes_sent += send[i].len;
+	}
+	free(send);
+	for (size_t i = 0; i < p->n; i++) {
+		ks_add(&p->stored, &p->blocks[i].key);
+		free((void *)p->blocks[i].p);
+	}
+	ks_free(&p->pending);
+	p->n = p->bytes = 0;
+	draw_progress(p, false);
+	return 0;
+}
+
+static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_t len)
+{
+	struct pub *p = arg;
+	if (ks_has(&p->stored, key) || ks_has(&p->pending, key))
+		return 0; /* the same block twice: stored once */
+	p->blocks[p->n++] = (struct pub_block){ .key = *key, .p = xmemdup(bytes, len), .len = len };
+	p->bytes += len;
+	p->st->blocks++;
+	ks_add(&p->pending, key);
+	return p->n == BATCH_BLOCKS || p->bytes >= BATCH_BYTES ? flush(p) : 0;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec && a->st_ino == b->st_ino;
+}
+
+static int read_full(int fd, uint8_t *buf, size_t want, size_t *ret)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = read(fd, buf + got, want - got);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	*ret = got;
+	return 0;
+}
+
+/* Publish one regular file; *ret_key gets its inode's key. */
+static int publish_file(struct pub *p, int dirfd, const char *name, const char *path, struct cfs_id *ret_key)
+{
+	struct stat before, after;
+	struct sfsro_inode ino = { 0 };
+	struct cfs_id *keys = NULL;
+	uint64_t nblocks = 0, cap = 0, left;
+	uint32_t bs = p->opt->block_size;
+	size_t got = 0, len;
+	int fd, r = 0;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return log_error_errno(-errno, "cannot read %s", path);
+	if (fstat(fd, &before) < 0) {
+		r = log_error_errno(-errno, "cannot stat %s", path);
+		goto out;
+	}
+	ino.size = (uint64_t)before.st_size;
+	ino.mode = before.st_mode & 07777;
+	ino.mtime_s = before.st_mtim.tv_sec;
+	ino.mtime_ns = (uint32_t)before.st_mtim.tv_nsec;
+	ino.bsize = bs;
+	for (left = ino.size; r == 0;) {
+		size_t want = left < bs ? (size_t)left : bs;
+		if ((r = read_full(fd, p->chunk, want ? want : 1, &got)) < 0) {
+			log_error_errno(r, "cannot read %s", path);
+			break;
+		}
+		if (got != want) { /* shorter or longer than it was */
+			r = -ESTALE;
+			break;
+		}
+		if (want == 0)
+			break;
+		p->st->bytes += got;
+		left -= got;
+		if (ino.size <= SFSRO_INLINE_MAX) {
+			ino.inline_data = (struct cfs_bytes){ xmemdup(p->chunk, got), got };
+			continue;
+		}
+		if ((r = sfsro_data_encode(p->chunk, got, p->enc, CFS_BLOCK_MAX, &len)) < 0)
+			break;
+		if (nblocks == cap) {
+			cap = cap ? 2 * cap : 64;
+			keys = xrealloc(keys, cap * sizeof(*keys));
+		}
+		cfs_hash(&keys[nblocks], p->enc, len);
+		if ((r = emit(p, &keys[nblocks], p->enc, len)) < 0)
+			break;
+		nblocks++;
+	}
+	if (r == 0 && (fstat(fd, &after) < 0 || !same_file(&before, &after)))
+		r = -ESTALE;
+	if (r == -ESTALE)
+		log_error("%s changed while it was being read; publish again when it is stable", path);
+	if (r == 0)
+		r = sfsro_build_file(&ino, keys, nblocks, emit, p, ret_key);
+	draw_progress(p, false);
+out:
+	free((void *)ino.inline_data.p);
+	free(keys);
+	close(fd);
+	return r;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b); /* bytewise, as unsigned char */
+}
+
+/* Publish the directory open as fd (at path); ret gets its top block key
+ * and entry count. */
+static int publish_dir(struct pub *p, int fd, const char *path, struct sfsro_entry *ret)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	char **names = NULL, *sub = NULL;
+	struct sfsro_entry *e = NULL;
+	size_t n = 0, cap = 0, ne = 0;
+	int r = 0;
+
+	if (!d) {
+		close(fd);
+		return log_error_errno(-errno, "cannot read directory %s", path);
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			names = xrealloc(names, cap * sizeof(*names));
+		}
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (errno) {
+		r = log_error_errno(-errno, "cannot read directory %s", path);
+		goto out;
+	}
+	qsort(names, n, sizeof(*names), cmp_names);
+	e = xcalloc(n ? n : 1, sizeof(*e));
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct sfsro_entry *en = &e[ne];
+		struct stat st;
+		const char *why;
+		size_t nl = strlen(names[i]);
+
+		free(sub);
+		sub = xmalloc(strlen(path) + nl + 2);
+		sprintf(sub, "%s/%s", path, names[i]);
+		if (sfsro_check_name((const uint8_t *)names[i], nl, &why) < 0) {
+			log_error("cannot publish %s: %s", sub, why);
+			r = -EINVAL;
+			break;
+		}
+		if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = log_error_errno(-errno, "cannot stat %s", sub);
+			break;
+		}
+		*en = (struct sfsro_entry){ .name = { (const uint8_t *)names[i], nl }, .mode = st.st_mode & 07777,
+		                            .mtime_s = st.st_mtim.tv_sec, .mtime_ns = (uint32_t)st.st_mtim.tv_nsec };
+		if (S_ISREG(st.st_mode)) { /* hard links publish as regular files */
+			en->type = SFSRO_T_FILE;
+			en->size = (uint64_t)st.st_size;
+			if ((r = publish_file(p, fd, names[i], sub, &en->key)) == 0) {
+				p->st->files++;
+				ne++;
+			}
+		} else if (S_ISDIR(st.st_mode)) {
+			int cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd < 0) {
+				r = log_error_errno(-errno, "cannot open directory %s", sub);
+				break;
+			}
+			struct sfsro_entry child;
+			if ((r = publish_dir(p, cfd, sub, &child)) == 0) {
+				en->type = SFSRO_T_DIR;
+				en->key = child.key;
+				en->size = child.size;
+				p->st->dirs++;
+				ne++;
+			}
+		} else if (S_ISLNK(st.st_mode)) {
+			char *target = xmalloc(SFSRO_SYMLINK_MAX + 2);
+			ssize_t tl = readlinkat(fd, names[i], target, SFSRO_SYMLINK_MAX + 1);
+			if (tl < 0 || tl > SFSRO_SYMLINK_MAX) {
+				r = tl < 0 ? log_error_errno(-errno, "cannot read link %s", sub)
+				           : (log_error("link target of %s is longer than %d bytes", sub, SFSRO_SYMLINK_MAX), -EINVAL);
+				free(target);
+				break;
+			}
+			en->type = SFSRO_T_SYMLINK;
+			en->size = (uint64_t)tl;
+			en->target = (struct cfs_bytes){ (const uint8_t *)target, (size_t)tl };
+			p->st->symlinks++;
+			ne++;
+		} else {
+			log_warn("skipping %s: sockets, devices and FIFOs are not published", sub);
+			p->st->skipped++;
+		}
+	}
+	if (r == 0)
+		r = sfsro_build_dir(e, (uint32_t)ne, p->opt->block_size, emit, p, &ret->key);
+	ret->size = ne;
+out:
+	for (size_t i = 0; i < ne; i++)
+		if (e[i].type == SFSRO_T_SYMLINK)
+			free((void *)e[i].target.p);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(sub);
+	free(e);
+	closedir(d);
+	return r;
+}
+
+/* Total bytes of regular files below fd, for the ETA. */
+static uint64_t count_bytes(int fd)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	uint64_t total = 0;
+	struct stat st;
+
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISREG(st.st_mode))
+				total += (uint64_t)st.st_size;
+			else if (S_ISDIR(st.st_mode)) {
+				int c = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (c >= 0)
+					total += count_bytes(c);
+			}
+		}
+	closedir(d);
+	return total;
+}
+
+/* The sequence after the volume's current one: 1 for a new volume. */
+static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
+{
+	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
+	struct sfsro_root old;
+	int r = sfsro_walk_root(src, pk, 0, 0, &old);
+
+	if (r == -ENOENT) {
+		*ret = 1;
+		return 0;
+	}
+	if (r < 0)
+		return log_error_errno(r, "the store holds an unreadable root for this volume");
+	*ret = old.seq + 1;
+	return 0;
+}
+
+static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct cfs_seckey *sk)
+{
+	uint8_t *buf = xmalloc(1024);
+	struct cfs_id key;
+	size_t len;
+	int r;
+
+	root->issued = cfs_wall_s();
+	root->valid_until = root->issued + p->opt->valid_s;
+	if ((r = sfsro_root_encode(root, sk, buf, 1024, &len)) == 0 && !p->opt->dry_run) {
+		sfsro_root_key(&root->pk, &key);
+		p->sink->ops->put_root(p->sink->impl, &key, buf, len, on_done, p);
+		if ((r = wait_sink(p)) < 0)
+			log_error_errno(r, "storing the signed root failed");
+	}
+	free(buf);
+	p->st->seq = root->seq;
+	return r;
+}
+
+static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
+                     const struct pub_options *opt, struct pub_stats *st)
+{
+	memset(p, 0, sizeof(*p));
+	memset(st, 0, sizeof(*st));
+	p->loop = loop;
+	p->sink = sink;
+	p->opt = opt;
+	p->st = st;
+	p->enc = xmalloc(CFS_BLOCK_MAX);
+	p->chunk = xmalloc(SFSRO_BLOCK_SIZE_MAX);
+	p->start_us = cfs_now_us();
+}
+
+static void pub_fini(struct pub *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free((void *)p->blocks[i].p);
+	ks_free(&p->stored);
+	ks_free(&p->pending);
+	free(p->enc);
+	free(p->chunk);
+	p->st->seconds = (double)(cfs_now_us() - p->start_us) / 1e6;
+}
+
+int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
+                const struct cfs_pubkey *pk, const struct cfs_seckey *sk,
+                const struct pub_options *opt, struct pub_stats *ret_stats)
+{
+	struct pub *p = xmalloc(sizeof(*p));
+	struct sfsro_root root = { .pk = *pk };
+	struct sfsro_entry top;
+	struct stat st;
+	int fd, r;
+
+	if (opt->block_size < SFSRO_BLOCK_SIZE_MIN || opt->block_size > SFSRO_BLOCK_SIZE_MAX)
+		return log_error_errno(-EINVAL, "block size must be %d to %d bytes",
+		                       SFSRO_BLOCK_SIZE_MIN, SFSRO_BLOCK_SIZE_MAX);
+	pub_init(p, loop, sink, opt, ret_stats);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		r = log_error_errno(-errno, "cannot open directory %s", dir);
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	if ((r = next_seq(p, pk, &root.seq)) < 0) {
+		close(fd);
+		goto out;
+	}
+	if (opt->progress) {
+		int c = dup(fd);
+		if (c >= 0)
+			p->total_bytes = count_bytes(c);
+		lseek(fd, 0, SEEK_SET);
+	}
+	root.dir_mode = st.st_mode & 07777;
+	root.mtime_s = st.st_mtim.tv_sec;
+	root.mtime_ns = (uint32_t)st.st_mtim.tv_nsec;
+	if ((r = publish_dir(p, fd, dir, &top)) < 0 || (r = flush(p)) < 0)
+		goto out;
+	p->st->dirs++;
+	root.root_dir = top.key;
+	r = sign_and_store(p, &root, sk);
+	draw_progress(p, true);
+out:
+	pub_fini(p);
+	free(p);
+	return r;
+}
+
+/* ---- refresh: every reachable block, then a re-signed root */
+
+struct refresher {
+	struct pub *p;
+	const struct sfsro_source *src;
+	struct cfs_id batch[CFS_MSG_MAX_KEYS];
+	size_t n;
+	uint64_t lease_until;
+	int status;
+};
+
+static int refresh_flush(struct refresher *rf)
+{
+	if (rf->n == 0)
+		return 0;
+	rf->p->sink->ops->refresh(rf->p->sink->impl, rf->batch, rf->n, rf->lease_until, on_done, rf->p);
+	int r = wait_sink(rf->p);
+	rf->p->st->blocks_sent += rf->n;
+	rf->n = 0;
+	return r < 0 ? log_error_errno(r, "refreshing leases failed") : 0;
+}
+
+static int refresh_key(struct refresher *rf, const struct cfs_id *key)
+{
+	if (ks_has(&rf->p->stored, key))
+		return 0;
+	ks_add(&rf->p->stored, key);
+	rf->p->st->blocks++;
+	rf->batch[rf->n++] = *key;
+	return rf->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf) : 0;
+}
+
+static int refresh_tree(struct refresher *rf, const struct cfs_id *key, int kind);
+
+static int refresh_entry(void *arg, const struct sfsro_entry *e)
+{
+	struct refresher *rf = arg;
+	if (e->type == SFSRO_T_SYMLINK)
+		return 0;
+	return refresh_tree(rf, &e->key, e->type);
+}
+
+/* Walk the blocks under key (a directory or an inode), refreshing each. */
+static int refresh_tree(struct refresher *rf, const struct cfs_id *key, int kind)
+{
+	uint8_t *b;
+	size_t len;
+	int r;
+
+	if (ks_has(&rf->p->stored, key))
+		return 0;
+	if ((r = rf->src->get(rf->src->ctx, key, &b, &len)) < 0 || (r = sfsro_verify_hash(key, b, len)) < 0) {
+		char h[65];
+		return log_error_errno(r, "cannot read block %s", cfs_id_hex(key, h));
+	}
+	if (kind == SFSRO_T_DIR) {
+		struct sfsro_dir d;
+		if ((r = sfsro_dir_decode(b, len, &d)) == 0) {
+			for (uint32_t i = 0; r == 0 && i < d.n; i++)
+				r = d.height ? refresh_tree(rf, &d.children[i].key, SFSRO_T_DIR)
+				             : refresh_entry(rf, &d.entries[i]);
+			sfsro_dir_clear(&d);
+		}
+	} else if (kind == SFSRO_T_FILE) {
+		struct sfsro_inode ino;
+		if ((r = sfsro_inode_decode(b, len, &ino)) == 0)
+			for (uint32_t i = 0; r == 0 && i < ino.nkeys; i++)
+				r = ino.height ? refresh_tree(rf, &ino.keys[i], -(int)ino.height)
+				               : refresh_key(rf, &ino.keys[i]);
+	} else { /* an indirect block of height -kind */
+		uint32_t h, n;
+		const struct cfs_id *keys;
+		if ((r = sfsro_indirect_decode(b, len, &h, &keys, &n)) == 0)
+			for (uint32_t i = 0; r == 0 && i < n; i++)
+				r = h > 1 ? refresh_tree(rf, &keys[i], -(int)(h - 1)) : refresh_key(rf, &keys[i]);
+	}
+	free(b);
+	return r < 0 ? r : refresh_key(rf, key);
+}
+
+int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+                const struct cfs_seckey *sk, const struct pub_options *opt,
+                struct pub_stats *ret_stats)
+{
+	struct pub *p = xmalloc(sizeof(*p));
+	struct refresher *rf = xcalloc(1, sizeof(*rf));
+	struct sfsro_root root;
+	int r;
+
+	pub_init(p, loop, sink, opt, ret_stats);
+	rf->p = p;
+	rf->src = sink->ops->source(sink->impl);
+	rf->lease_until = cfs_wall_s() + opt->valid_s;
+	/* an expired root may be refreshed: that is what refresh is for */
+	if ((r = sfsro_walk_root(rf->src, pk, 0, 0, &root)) < 0) {
+		log_error_errno(r, "cannot read the volume's current root");
+		goto out;
+	}
+	if ((r = refresh_tree(rf, &root.root_dir, SFSRO_T_DIR)) < 0 || (r = refresh_flush(rf)) < 0)
+		goto out;
+	root.seq++;
+	r = sign_and_store(p, &root, sk);
+out:
+	pub_fini(p);
+	free(rf);
+	free(p);
+	return r;
+}

@@ -1,0 +1,137 @@
+# cfs-publish and cfs-fsck on a generated tree with every kind of entry:
+# publish, read back and compare byte for byte and attribute for attribute,
+# republish, determinism, tampering, refusals, and a failed publish that
+# leaves the previous root in place.
+. "$(dirname "$0")/lib.sh"
+PUBLISH=$CFS_BIN/cfs-publish
+FSCK=$CFS_BIN/cfs-fsck
+LISTING=$(dirname "$0")/tree-listing.py
+export XDG_CONFIG_HOME=$TEST_DIR/config
+src=$TEST_DIR/src
+mkdir -p "$src"
+
+# ---- the tree
+: >"$src/empty"
+head -c 8192 /dev/urandom >"$src/one-block"
+head -c 8193 /dev/urandom >"$src/one-block-plus-one"
+head -c 700 /dev/urandom >"$src/inline-small"
+head -c 3000000 /dev/urandom >"$src/three-mb"
+truncate -s 5G "$src/sparse-5g"
+printf 'tail of a huge file' | dd of="$src/sparse-5g" bs=1 seek=$((5 * 1024 * 1024 * 1024 - 19)) conv=notrunc status=none
+printf '#!/bin/sh\necho hi\n' >"$src/script.sh"; chmod 755 "$src/script.sh"
+chmod 600 "$src/one-block"
+printf 'spaces' >"$src/name with spaces"
+printf 'newline' >"$src/new
+line"
+printf 'utf8' >"$src/naïve-日本"
+printf 'latin1' >"$src/$(printf 'caf\xe9')"
+ln -s one-block "$src/link-rel"
+ln -s /nonexistent/target "$src/link-dangling"
+ln "$src/three-mb" "$src/hardlink-to-three-mb"
+mkdir "$src/empty-dir"
+mkfifo "$src/a-fifo"
+mkdir "$src/wide"
+(cd "$src/wide" && seq -f 'entry-%05g' 1 10000 | xargs touch)
+deep=$src/deep
+for i in $(seq 1 20); do deep=$deep/level$i; done
+mkdir -p "$deep"
+echo bottom >"$deep/file"
+touch -d '2001-02-03 04:05:06.123456789' "$src/one-block"
+touch -h -d '1999-12-31 23:59:59' "$src/link-rel"
+ok "tree generated"
+
+# ---- keys
+"$PUBLISH" --keygen >"$TEST_DIR/vol" 2>"$TEST_DIR/err" || fail "keygen"
+vol=$(cat "$TEST_DIR/vol")
+[ ${#vol} -eq 52 ] || fail "volume name '$vol'"
+key=$XDG_CONFIG_HOME/cfs/publish.key
+[ "$(stat -c %a "$key")" = 600 ] || fail "key file mode $(stat -c %a "$key")"
+expect_exit 1 "$PUBLISH" --keygen
+grep -q "cannot create key file" "$TEST_DIR/err" || fail "keygen overwrote a key"
+chmod 644 "$key"
+expect_exit 1 "$PUBLISH" --to "dir:$TEST_DIR/store" "$src"
+grep -q "readable by others" "$TEST_DIR/err" || fail "a readable key was used: $(cat "$TEST_DIR/err")"
+chmod 600 "$key"
+ok "keygen makes a 0600 key; a readable key is refused"
+
+# ---- publish and compare
+start=$SECONDS
+"$PUBLISH" --to "dir:$TEST_DIR/store" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish"; }
+[ "$(cat "$TEST_DIR/out")" = "$vol" ] || fail "stdout is not just the volume name: $(cat "$TEST_DIR/out")"
+[ "$(grep -c 'skipping .*a-fifo' "$TEST_DIR/err")" = 1 ] || fail "FIFO not skipped with one warning"
+echo "# first publish: $((SECONDS - start)) s: $(grep -o '[0-9]* files.*' "$TEST_DIR/err")"
+"$FSCK" --from "dir:$TEST_DIR/store" --list "$vol" >"$TEST_DIR/published" 2>"$TEST_DIR/fsck.err" ||
+	{ cat "$TEST_DIR/fsck.err"; fail "fsck of a fresh volume"; }
+python3 "$LISTING" "$src" >"$TEST_DIR/source"
+sort "$TEST_DIR/source" >"$TEST_DIR/source.sorted"
+sort "$TEST_DIR/published" >"$TEST_DIR/published.sorted"
+diff "$TEST_DIR/source.sorted" "$TEST_DIR/published.sorted" >"$TEST_DIR/diff" ||
+	{ head -20 "$TEST_DIR/diff"; fail "published tree differs from the source"; }
+entries=$(wc -l <"$TEST_DIR/source")
+[ "$entries" -gt 10020 ] || fail "only $entries entries compared"
+ok "published tree equals the source: $entries entries, contents and attributes"
+
+# ---- republish: nothing but the root travels; the tree is identical
+"$PUBLISH" --to "dir:$TEST_DIR/store" "$src" >/dev/null 2>"$TEST_DIR/err" || fail "republish"
+grep -q ' 0 sent' "$TEST_DIR/err" || fail "republish sent blocks: $(cat "$TEST_DIR/err")"
+grep -q 'root sequence 2' "$TEST_DIR/err" || fail "sequence did not grow"
+"$FSCK" --from "dir:$TEST_DIR/store" --list "$vol" 2>/dev/null | sort | cmp -s - "$TEST_DIR/published.sorted" ||
+	fail "republished tree differs"
+ok "republish sends no block, sequence 2, same tree"
+
+# ---- determinism: the same tree and key give the same blocks elsewhere
+"$PUBLISH" --to "dir:$TEST_DIR/store2" "$src" >/dev/null 2>&1 || fail "publish to store2"
+(cd "$TEST_DIR/store/blocks" && find . -type f | sort) >"$TEST_DIR/b1"
+(cd "$TEST_DIR/store2/blocks" && find . -type f | sort) >"$TEST_DIR/b2"
+cmp -s "$TEST_DIR/b1" "$TEST_DIR/b2" || fail "different block sets"
+ok "two publishes of one tree give identical blocks ($(wc -l <"$TEST_DIR/b1") blocks)"
+
+# ---- tampering: one flipped bit, one missing block
+victim=$(find "$TEST_DIR/store/blocks" -type f -size +8k -print -quit)
+cp "$victim" "$TEST_DIR/saved"
+python3 - "$victim" <<'PY'
+import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0x04
+open(p, "wb").write(b)
+PY
+expect_exit 1 "$FSCK" --from "dir:$TEST_DIR/store" "$vol"
+grep -q "^corrupt: " "$TEST_DIR/err" || fail "flipped bit not reported: $(cat "$TEST_DIR/err")"
+grep -q " 0 missing, [1-9][0-9]* corrupt" "$TEST_DIR/err" || fail "corrupt count: $(tail -1 "$TEST_DIR/err")"
+mv "$TEST_DIR/saved" "$victim"
+rm "$victim"
+expect_exit 1 "$FSCK" --from "dir:$TEST_DIR/store" "$vol"
+grep -q "^missing: " "$TEST_DIR/err" || fail "missing block not reported"
+"$PUBLISH" --to "dir:$TEST_DIR/store" "$src" >/dev/null 2>&1 || fail "repair by republish"
+"$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>/dev/null || fail "republish did not repair"
+ok "a flipped bit and a missing block are reported by path; republish repairs"
+
+# ---- a file that changes while read: non-zero exit, previous root kept
+root_before=$(sha256sum "$TEST_DIR/store/roots/"* | cut -d' ' -f1)
+mkdir "$TEST_DIR/moving"
+head -c 20000000 /dev/urandom >"$TEST_DIR/moving/growing"
+( while :; do echo more >>"$TEST_DIR/moving/growing"; done ) &
+grower=$!
+PIDS+=("$grower")
+expect_exit 1 "$PUBLISH" --to "dir:$TEST_DIR/store" "$TEST_DIR/moving"
+kill "$grower"
+grep -q "changed while it was being read" "$TEST_DIR/err" || fail "no change detected: $(cat "$TEST_DIR/err")"
+[ "$(sha256sum "$TEST_DIR/store/roots/"* | cut -d' ' -f1)" = "$root_before" ] || fail "root replaced"
+"$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>/dev/null || fail "volume damaged by a failed publish"
+ok "a file changing during publish fails it and leaves the previous root"
+
+# ---- refresh: leases extended, root re-signed
+"$PUBLISH" --to "dir:$TEST_DIR/store" --valid 90 --refresh "$vol" >/dev/null 2>"$TEST_DIR/err" ||
+	{ cat "$TEST_DIR/err"; fail "refresh"; }
+grep -q "refreshed" "$TEST_DIR/err" || fail "refresh report"
+refreshed=$(grep -o 'refreshed [0-9]*' "$TEST_DIR/err" | cut -d' ' -f2)
+extended=$(find "$TEST_DIR/store/blocks" -type f -newermt "@$(( $(date +%s) + 80 * 86400 ))" | wc -l)
+[ "$refreshed" -gt 500 ] && [ "$extended" -eq "$refreshed" ] || fail "refreshed $refreshed, extended $extended"
+ok "refresh extends every lease and re-signs the root"
+
+# ---- bad arguments
+expect_exit 2 "$PUBLISH"
+expect_exit 2 "$PUBLISH" --block-size 100 --to "dir:$TEST_DIR/store" "$src"
+expect_exit 2 "$PUBLISH" "$src"
+expect_exit 2 "$FSCK" --from "dir:$TEST_DIR/store" not-a-volume
+expect_exit 1 "$PUBLISH" --to "dir:$TEST_DIR/store" "$TEST_DIR/does-not-exist"
+ok "bad arguments refused"

@@ -210,6 +210,16 @@ $(BENCH_RPC): $(call obj,tests/bench/rpc_bench.c) $(LIBCOMMON)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
 
+HASH_RATE := $(B)/bench/hash-rate
+$(HASH_RATE): $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.PHONY: bench-publish
+bench-publish: $(PROGRAMS) $(HASH_RATE)
+	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(HASH_RATE)
+
 .PHONY: bench-rpc
 bench-rpc: $(BENCH_RPC)
 	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
@@ -245,6 +255,7 @@ help:
 	@echo "make asan       unit tests under AddressSanitizer + UBSan"
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
+	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make lint       check the layering rules"
 	@echo "make install    install programs (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean      remove build trees"

@@ -5,11 +5,14 @@
  *   PATH/blocks/ab/abcdef…   one file per content-hash block, named by key
  *   PATH/roots/<root key>    the current signed root of a volume
  *
- * Writes go to a temporary file, are fsync'd and renamed into place, so a
- * crash never leaves a partial block under a key. A block file's mtime is
+ * Writes go to temporary files that are flushed (one syncfs per batch)
+ * before they are renamed into place, and the renames are flushed before a
+ * put is acknowledged: a crash never leaves a partial block under a key,
+ * and an acknowledged block survives it. A block file's mtime is
  * its lease expiry (refresh moves it forward). Completions are delivered
  * from the loop (an idle handle), never inside the call that started them.
  */
+#define _GNU_SOURCE
 #include "publisher/publisher.h"
 
 #include <fcntl.h>
@@ -75,8 +78,8 @@ static void root_path(const struct dirstore *d, const struct cfs_id *key, char *
 	snprintf(buf, n, "%s/roots/%s", d->path, cfs_id_hex(key, h));
 }
 
-/* Write bytes to path atomically: temp file, fsync, rename. */
-static int write_atomic(const char *path, const uint8_t *p, size_t len)
+/* Write bytes to path's temporary name (path.tmp.PID); no sync here. */
+static int write_tmp(const char *path, const uint8_t *p, size_t len)
 {
 	char tmp[4200];
 	int fd, r = 0;
@@ -101,15 +104,46 @@ static int write_atomic(const char *path, const uint8_t *p, size_t len)
 			len -= (size_t)n;
 		}
 	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
 	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+/* Move path's temporary file into place (or drop it on error). */
+static int commit_tmp(const char *path, int status)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	if (status == 0 && rename(tmp, path) < 0)
+		status = -errno;
+	if (status < 0)
+		unlink(tmp);
+	return status;
+}
+
+/* Flush the store's file system: data before renames, renames before the
+ * acknowledgement. One syncfs per batch instead of an fsync per block. */
+static int sync_store(const struct dirstore *d)
+{
+	int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+	if (fd < 0)
+		return -errno;
+	if (syncfs(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Write one file atomically and durably. */
+static int write_atomic(const struct dirstore *d, const char *path, const uint8_t *p, size_t len)
+{
+	int r = write_tmp(path, p, len);
+	if (r == 0)
+		r = sync_store(d);
+	r = commit_tmp(path, r);
+	return r < 0 ? r : sync_store(d);
 }
 
 static int read_file(const char *path, uint8_t **ret, size_t *ret_len)
@@ -151,13 +185,26 @@ static void ds_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn d
 {
 	struct dirstore *d = sink;
 	char path[4200];
+	int r;
+
 	for (size_t i = 0; i < n; i++) {
 		/* a store verifies what it stores, as a DHash server does */
 		if ((blocks[i].status = sfsro_verify_hash(&blocks[i].key, blocks[i].p, blocks[i].len)) < 0)
 			continue;
 		block_path(d, &blocks[i].key, path, sizeof(path));
-		blocks[i].status = write_atomic(path, blocks[i].p, blocks[i].len);
+		blocks[i].status = write_tmp(path, blocks[i].p, blocks[i].len);
 	}
+	r = sync_store(d); /* contents durable before any name points at them */
+	for (size_t i = 0; i < n; i++) {
+		if (blocks[i].status < 0)
+			continue;
+		block_path(d, &blocks[i].key, path, sizeof(path));
+		blocks[i].status = commit_tmp(path, r);
+	}
+	if ((r = sync_store(d)) < 0) /* the renames durable before the acknowledgement */
+		for (size_t i = 0; i < n; i++)
+			if (blocks[i].status == 0)
+				blocks[i].status = r;
 	complete_later(d, done, arg, 0);
 }
 
@@ -190,7 +237,7 @@ static void ds_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, 
 			goto out;
 		}
 	}
-	r = write_atomic(path, p, len);
+	r = write_atomic(d, path, p, len);
 out:
 	complete_later(d, done, arg, r);
 }

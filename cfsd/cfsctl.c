@@ -29,17 +29,7 @@ static const char usage_text[] =
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-static _Noreturn void bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "cfsctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: cfsctl [--data DIR | --socket PATH] status [--json] | "
-	                "cfsctl ping HOST:PORT [--count N] [--timeout MS]\n");
-	exit(2);
-}
+#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | cfsctl ping HOST:PORT [--count N] [--timeout MS]", __VA_ARGS__)
 
 static void print_status(void *arg, int status, const struct cfs_msg *reply)
 {

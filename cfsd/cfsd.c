@@ -54,17 +54,7 @@ static const char usage_text[] =
 	"The data directory holds the lock that keeps a second cfsd off it and the\n"
 	"control socket that cfsctl talks to. SIGTERM or SIGINT stops the daemon.\n";
 
-static _Noreturn void bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "cfsd: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: cfsd [--port PORT] [--bind ADDR] [--data DIR] [--socket PATH] "
-	                "[--log-level LVL] (cfsd --help for more)\n");
-	exit(2);
-}
+#define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--data DIR] [--socket PATH] [--log-level LVL] (cfsd --help for more)", __VA_ARGS__)
 
 /* ------------------------------------------------------------ status */
 

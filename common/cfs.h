@@ -61,6 +61,11 @@ void cfs_log(enum cfs_log_level level, const char *fmt, ...)
 int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* For command-line tools: print "PROG: reason" and the usage line to
+ * stderr, and exit 2. PROG is the name given to cfs_log_init. */
+_Noreturn void cfs_usage_error(const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #define log_error(...) cfs_log(CFS_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  cfs_log(CFS_LOG_WARN, __VA_ARGS__)
 #define log_info(...)  cfs_log(CFS_LOG_INFO, __VA_ARGS__)

@@ -120,6 +120,17 @@ int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
 	return r;
 }
 
+void cfs_usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", log_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s\n", usage);
+	exit(2);
+}
+
 /* ------------------------------------------------------------ clocks */
 
 uint64_t cfs_now_us(void)

@@ -14,16 +14,7 @@
 
 #include "publisher/publisher.h"
 
-static _Noreturn void bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "cfs-fsck: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: cfs-fsck [--from dir:PATH] [--list] VOLUME\n");
-	exit(2);
-}
+#define bad_usage(...) cfs_usage_error("usage: cfs-fsck [--from dir:PATH] [--list] VOLUME", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {

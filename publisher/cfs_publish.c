@@ -32,17 +32,7 @@ static const char usage_text[] =
 	"  -q, --quiet           no progress bar even on a terminal\n"
 	"  -h, --help            show this help\n";
 
-static _Noreturn void bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "cfs-publish: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: cfs-publish [--key FILE] [--to dir:PATH] [--block-size N] [--dry-run] DIR "
-	                "| --keygen [FILE] | --refresh VOLUME\n");
-	exit(2);
-}
+#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to dir:PATH] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {

@@ -16,7 +16,7 @@
  * msgpack-c builds its object tree, so the tree is at most a small multiple
  * of the datagram. msgpack_object never leaves this file.
  */
-#include "common/cfs.h"
+#include "common/internal.h"
 
 #include <math.h>
 #include <msgpack.h>
@@ -249,14 +249,6 @@ int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *re
 
 /* ------------------------------------------------------------ pre-scan */
 
-static uint64_t be(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 /*
  * Walk the raw msgpack: every object's header must be complete, every
  * string/binary fit in what is left, every array count be at most the bytes
@@ -320,7 +312,7 @@ int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why)
 					*why = "truncated";
 					return -EPROTO;
 				}
-				uint64_t n = be(p + off + 1, (unsigned)hdr - 1);
+				uint64_t n = cfs__be(p + off + 1, (unsigned)hdr - 1);
 				if (array)
 					items = n;
 				else

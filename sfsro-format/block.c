@@ -7,7 +7,7 @@
  * the strict cursor reader of common/ (no allocation but the directory's
  * entry array, bounded by the block's size).
  */
-#include "sfsro-format/sfsro.h"
+#include "sfsro-format/internal.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
@@ -379,7 +379,7 @@ int sfsro_inode_decode(const uint8_t *p, size_t len, struct sfsro_inode *ret)
 	return 0;
 }
 
-static int name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b)
+int sfsro__name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b)
 {
 	size_t n = a->len < b->len ? a->len : b->len;
 	int c = memcmp(a->p, b->p, n);
@@ -455,7 +455,7 @@ int sfsro_dir_decode(const uint8_t *p, size_t len, struct sfsro_dir *ret)
 			if (i)
 				prev = &ret->children[i - 1].first;
 		}
-		if (prev && name_cmp(prev, name) >= 0) /* strictly increasing */
+		if (prev && sfsro__name_cmp(prev, name) >= 0) /* strictly increasing */
 			goto bad;
 		ret->n = i + 1;
 	}

@@ -3,7 +3,7 @@
  * same entries, sizes and keys always give the same blocks, so a republish
  * of an unchanged tree finds every block already stored.
  */
-#include "sfsro-format/sfsro.h"
+#include "sfsro-format/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,9 +67,7 @@ out:
 static int cmp_entries(const void *a, const void *b)
 {
 	const struct sfsro_entry *x = a, *y = b;
-	size_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
-	int c = memcmp(x->name.p, y->name.p, n);
-	return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+	return sfsro__name_cmp(&x->name, &y->name);
 }
 
 void sfsro_sort_entries(struct sfsro_entry *entries, size_t n)

@@ -3,7 +3,7 @@
  * is checked against its key before it is decoded, and the root against
  * its signature, so a source (a local store, the DHT) is never trusted.
  */
-#include "sfsro-format/sfsro.h"
+#include "sfsro-format/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +51,6 @@ void sfsro_walk_rootnode(const struct sfsro_root *root, struct sfsro_node *ret)
 	ret->e.key = root->root_dir;
 }
 
-static int name_cmp(const uint8_t *a, size_t alen, const struct cfs_bytes *b)
-{
-	size_t n = alen < b->len ? alen : b->len;
-	int c = memcmp(a, b->p, n);
-	return c ? c : (alen > b->len) - (alen < b->len);
-}
-
 static void node_copy(struct sfsro_node *n, const struct sfsro_entry *e)
 {
 	n->e = *e;
@@ -74,6 +67,7 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 {
 	struct cfs_id key = *dir_key;
 	uint32_t want_height = UINT32_MAX;
+	const struct cfs_bytes want = { name, len };
 	struct sfsro_dir d;
 	uint8_t *p;
 	size_t plen;
@@ -94,7 +88,7 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo) / 2;
 			const struct cfs_bytes *nm = d.height ? &d.children[mid].first : &d.entries[mid].name;
-			if (name_cmp(name, len, nm) >= 0)
+			if (sfsro__name_cmp(&want, nm) >= 0)
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -102,7 +96,7 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 		r = -ENOENT;
 		if (lo > 0) {
 			if (d.height == 0) {
-				if (name_cmp(name, len, &d.entries[lo - 1].name) == 0) {
+				if (sfsro__name_cmp(&want, &d.entries[lo - 1].name) == 0) {
 					node_copy(ret, &d.entries[lo - 1]);
 					r = 0;
 				}

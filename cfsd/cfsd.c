@@ -58,46 +58,7 @@ static const char usage_text[] =
 
 /* ------------------------------------------------------------ status */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < b->cap - b->len)
-			break;
-		b->cap = b->cap * 2 + (size_t)n + 64;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	b->len += (size_t)n;
-}
-
-/* A JSON string literal: quotes, backslashes and control bytes escaped. */
-static void sb_json_str(struct sbuf *b, const char *s)
-{
-	sb_printf(b, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			sb_printf(b, "\\%c", ch);
-		else if (ch < 0x20)
-			sb_printf(b, "\\u%04x", ch);
-		else
-			sb_printf(b, "%c", ch);
-	}
-	sb_printf(b, "\"");
-}
-
-static void status_report(struct sbuf *b, bool json)
+static void status_report(struct cfs_sbuf *b, bool json)
 {
 	struct cfs_transport_stats st;
 	char a[CFS_ADDR_STRLEN];
@@ -106,11 +67,11 @@ static void status_report(struct sbuf *b, bool json)
 	cfs_transport_get_stats(D.tr, &st);
 	cfs_addr_str(&D.addr, a);
 	if (json) {
-		sb_printf(b, "{\"version\":\"%s\",\"pid\":%d,\"address\":\"%s\",\"port\":%u,"
+		cfs_sb_printf(b, "{\"version\":\"%s\",\"pid\":%d,\"address\":\"%s\",\"port\":%u,"
 		             "\"data_dir\":", CFS_VERSION, (int)getpid(), a, cfs_addr_port(&D.addr));
-		sb_json_str(b, D.data_dir);
-		sb_printf(b, ",\"uptime_s\":%lu,", (unsigned long)up);
-		sb_printf(b, "\"rpc\":{\"calls\":%lu,\"replies\":%lu,\"timeouts\":%lu,"
+		cfs_sb_json_str(b, D.data_dir);
+		cfs_sb_printf(b, ",\"uptime_s\":%lu,", (unsigned long)up);
+		cfs_sb_printf(b, "\"rpc\":{\"calls\":%lu,\"replies\":%lu,\"timeouts\":%lu,"
 		             "\"requests_in\":%lu,\"replies_out\":%lu,\"malformed\":%lu,"
 		             "\"unmatched\":%lu,\"send_errors\":%lu,\"bytes_in\":%lu,\"bytes_out\":%lu,"
 		             "\"inflight\":%u,\"queued\":%u,\"window\":%.2f,\"srtt_us\":%.0f,"
@@ -123,24 +84,24 @@ static void status_report(struct sbuf *b, bool json)
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.5),
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.9),
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
-		sb_printf(b, "\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
+		cfs_sb_printf(b, "\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
 		return;
 	}
-	sb_printf(b, "cfsd %s, pid %d, up %lus\n", CFS_VERSION, (int)getpid(), (unsigned long)up);
-	sb_printf(b, "address     %s\n", a);
-	sb_printf(b, "data dir    %s\n", D.data_dir);
-	sb_printf(b, "rpc out     %lu calls, %lu replies, %lu timeouts; window %.1f, srtt %.0f us\n",
+	cfs_sb_printf(b, "cfsd %s, pid %d, up %lus\n", CFS_VERSION, (int)getpid(), (unsigned long)up);
+	cfs_sb_printf(b, "address     %s\n", a);
+	cfs_sb_printf(b, "data dir    %s\n", D.data_dir);
+	cfs_sb_printf(b, "rpc out     %lu calls, %lu replies, %lu timeouts; window %.1f, srtt %.0f us\n",
 	          (unsigned long)st.calls, (unsigned long)st.replies, (unsigned long)st.timeouts,
 	          st.window, st.srtt_us);
-	sb_printf(b, "rpc rtt     p50 %lu us, p90 %lu us, p99 %lu us\n",
+	cfs_sb_printf(b, "rpc rtt     p50 %lu us, p90 %lu us, p99 %lu us\n",
 	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.5),
 	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.9),
 	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
-	sb_printf(b, "rpc in      %lu requests, %lu replies sent, %lu malformed dropped\n",
+	cfs_sb_printf(b, "rpc in      %lu requests, %lu replies sent, %lu malformed dropped\n",
 	          (unsigned long)st.requests_in, (unsigned long)st.replies_out,
 	          (unsigned long)st.malformed);
-	sb_printf(b, "control     %lu requests, %lu malformed\n",
+	cfs_sb_printf(b, "control     %lu requests, %lu malformed\n",
 	          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
 }
 
@@ -170,7 +131,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	}
 	D.ctl_requests++;
 	if (req->type == CFS_MSG_CTL_STATUS) {
-		struct sbuf b = { 0 };
+		struct cfs_sbuf b = { 0 };
 		status_report(&b, req->flags & CFS_STATUS_F_JSON);
 		cfs_msg_init(&D.reply, CFS_MSG_CTL_STATUS);
 		D.reply.is_reply = true;

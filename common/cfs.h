@@ -43,6 +43,15 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 void *xmemdup(const void *p, size_t n);
 
+/* A growing text buffer (status reports, JSON). */
+struct cfs_sbuf {
+	char *p;
+	size_t len, cap;
+};
+void cfs_sb_printf(struct cfs_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A JSON string literal: quotes, backslashes and control bytes escaped. */
+void cfs_sb_json_str(struct cfs_sbuf *b, const char *s);
+
 /* ------------------------------------------------------------ logging */
 
 enum cfs_log_level { CFS_LOG_ERROR, CFS_LOG_WARN, CFS_LOG_INFO, CFS_LOG_DEBUG };
@@ -260,7 +269,7 @@ struct cfs_bytes { const uint8_t *p; size_t len; };
 enum cfs_msg_type {
 	CFS_MSG_PING = 1,        /* liveness and RTT sample */
 	CFS_MSG_AUTH,            /* CFS 4.4 / 5.4: echo a nonce from the claimed address */
-	CFS_MSG_GET_PRED,        /* -> pred (0 or 1 node) */
+	CFS_MSG_GET_PRED,        /* -> pred (0 or 1 node), nodes: successor list */
 	CFS_MSG_GET_SUCCS,       /* -> nodes: successor list */
 	CFS_MSG_NOTIFY,          /* node: "I might be your predecessor" */
 	CFS_MSG_LEAVE,           /* graceful leave: pred and nodes (succs) to splice */
@@ -288,6 +297,8 @@ enum cfs_msg_type {
 #define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */
 #define CFS_LOOKUP_F_DONE        0x1u /* reply: nodes are the key's successors */
 #define CFS_LOOKUP_F_HAS_BLOCK   0x2u /* reply: this node holds a copy */
+#define CFS_LOOKUP_F_VERIFY      0x4u /* ctl request: ping the answer's first
+                                       * successors until one is alive */
 
 /*
  * One decoded (or to-be-encoded) message. The header fields are always
@@ -316,6 +327,7 @@ struct cfs_msg {
 	uint32_t hops;
 	uint32_t kind;            /* block kind (dhash) */
 	uint32_t count;           /* a limit, or an RPC count */
+	uint32_t timeouts;        /* RPC timeouts (lookup reports) */
 	uint32_t mode;            /* lookup mode */
 	uint64_t lookup_id;
 	uint64_t lease_until;     /* wall-clock seconds */
@@ -483,6 +495,9 @@ int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struc
 /* Answer a request with only an error status. */
 int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status);
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret);
+/* Stamp *coord (the owner's Vivaldi coordinate, read at each send) on every
+ * outgoing request and reply; NULL stops stamping. */
+void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord);
 /* Install (or with NULL remove) the network model. m is copied. */
 void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m);
 /* STP (DHash++ eq. 2): RTO = v + 6·alpha + 15 ms, in microseconds. */

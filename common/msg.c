@@ -26,7 +26,7 @@ enum fld {
 	F_END,
 	F_KEY, F_HI, F_NONCE, F_FLAGS, F_NSUCC, F_HOPS, F_KIND, F_COUNT, F_MODE,
 	F_LOOKUP_ID, F_LEASE, F_PRED, F_NODE, F_NODES, F_DATA, F_BITMAP, F_TEXT,
-	F_KEYS,
+	F_KEYS, F_TIMEOUTS,
 };
 
 #define MAX_FIELDS 7
@@ -39,7 +39,7 @@ struct schema {
 static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_PING]        = { "ping",        { F_END }, { F_END } },
 	[CFS_MSG_AUTH]        = { "auth",        { F_NONCE }, { F_NONCE } },
-	[CFS_MSG_GET_PRED]    = { "get_pred",    { F_END }, { F_PRED } },
+	[CFS_MSG_GET_PRED]    = { "get_pred",    { F_END }, { F_PRED, F_NODES } },
 	[CFS_MSG_GET_SUCCS]   = { "get_succs",   { F_END }, { F_NODES } },
 	[CFS_MSG_NOTIFY]      = { "notify",      { F_NODE }, { F_END } },
 	[CFS_MSG_LEAVE]       = { "leave",       { F_PRED, F_NODES }, { F_END } },
@@ -56,7 +56,8 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_SYNC_DIGEST] = { "sync_digest", { F_KEY, F_HI, F_NSUCC }, { F_KEYS } },
 	[CFS_MSG_SYNC_KEYS]   = { "sync_keys",   { F_KEY, F_HI, F_COUNT }, { F_FLAGS, F_KEYS } },
 	[CFS_MSG_CTL_STATUS]  = { "ctl_status",  { F_FLAGS }, { F_TEXT } },
-	[CFS_MSG_CTL_LOOKUP]  = { "ctl_lookup",  { F_KEY, F_MODE, F_NSUCC }, { F_HOPS, F_COUNT, F_NODES } },
+	[CFS_MSG_CTL_LOOKUP]  = { "ctl_lookup",  { F_KEY, F_MODE, F_NSUCC, F_FLAGS },
+	                                         { F_HOPS, F_COUNT, F_TIMEOUTS, F_NODES } },
 	[CFS_MSG_CTL_GET]     = { "ctl_get",     { F_KEY }, { F_KIND, F_DATA } },
 	[CFS_MSG_CTL_PUT]     = { "ctl_put",     { F_KIND, F_LEASE, F_DATA }, { F_KEY } },
 };
@@ -160,6 +161,7 @@ static int pack_field(msgpack_packer *pk, const struct cfs_msg *m, enum fld f)
 	case F_HOPS: msgpack_pack_uint32(pk, m->hops); return 0;
 	case F_KIND: msgpack_pack_uint32(pk, m->kind); return 0;
 	case F_COUNT: msgpack_pack_uint32(pk, m->count); return 0;
+	case F_TIMEOUTS: msgpack_pack_uint32(pk, m->timeouts); return 0;
 	case F_MODE: msgpack_pack_uint32(pk, m->mode); return 0;
 	case F_LOOKUP_ID: msgpack_pack_uint64(pk, m->lookup_id); return 0;
 	case F_LEASE: msgpack_pack_uint64(pk, m->lease_until); return 0;
@@ -456,6 +458,7 @@ static int get_field(const msgpack_object *o, struct cfs_msg *m, enum fld f, con
 	case F_HOPS: return get_u32(o, &m->hops, why);
 	case F_KIND: return get_u32(o, &m->kind, why);
 	case F_COUNT: return get_u32(o, &m->count, why);
+	case F_TIMEOUTS: return get_u32(o, &m->timeouts, why);
 	case F_MODE: return get_u32(o, &m->mode, why);
 	case F_LOOKUP_ID: return get_uint(o, UINT64_MAX, &m->lookup_id, why);
 	case F_LEASE: return get_uint(o, UINT64_MAX, &m->lease_until, why);

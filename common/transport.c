@@ -77,12 +77,22 @@ struct cfs_transport {
 	bool has_model;
 	struct cfs_netmodel model;
 
+	const struct cfs_coord *coord; /* stamped on everything sent */
+
 	struct cfs_transport_stats st;
 	bool have_srtt;
-	uint8_t rbuf[RECV_BUF];
-	uint8_t sbuf[CFS_DGRAM_MAX];
-	struct cfs_msg msg; /* decoded datagram, large: not on the stack */
 };
+
+/*
+ * Scratch space shared by every transport on the thread: a datagram is
+ * received, decoded and handed to its callback before the next one is, and
+ * an encoded message is copied or sent before the call returns, so one set
+ * suffices. This keeps a transport small (rings of thousands of nodes run
+ * in one process) and the large message struct off the stack.
+ */
+static __thread uint8_t rbuf[RECV_BUF];
+static __thread uint8_t sbuf[CFS_DGRAM_MAX];
+static __thread struct cfs_msg rmsg;
 
 /* ------------------------------------------------------------ heap */
 
@@ -337,7 +347,9 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	req->reqid = t->next_reqid++;
 	req->is_reply = false;
 	req->status = 0;
-	if ((r = cfs_msg_encode(req, t->sbuf, sizeof(t->sbuf), &len)) < 0)
+	if (t->coord)
+		req->coord = *t->coord;
+	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
 	c = xcalloc(1, sizeof(*c));
 	c->reqid = req->reqid;
@@ -346,7 +358,7 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	c->arg = arg;
 	c->type = req->type;
 	c->heap_idx = SIZE_MAX;
-	c->pkt = xmemdup(t->sbuf, len);
+	c->pkt = xmemdup(sbuf, len);
 	c->pkt_len = len;
 	if (opts) {
 		c->fixed_timeout_ms = opts->timeout_ms;
@@ -376,10 +388,12 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 	m->type = to->type;
 	m->reqid = to->reqid;
 	m->is_reply = true;
-	if ((r = cfs_msg_encode(m, t->sbuf, sizeof(t->sbuf), &len)) < 0)
+	if (t->coord)
+		m->coord = *t->coord;
+	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
 	t->st.replies_out++;
-	transmit(t, &to->addr, t->sbuf, len);
+	transmit(t, &to->addr, sbuf, len);
 	return 0;
 }
 
@@ -479,13 +493,12 @@ static void normalize_addr(struct cfs_addr *out, const struct sockaddr *sa)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	cfs_transport_t *t = container_of((uv_udp_t *)h, cfs_transport_t, udp);
-	*buf = uv_buf_init((char *)t->rbuf, sizeof(t->rbuf));
+	*buf = uv_buf_init((char *)rbuf, sizeof(rbuf));
 }
 
 static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 {
-	const struct cfs_msg *m = &t->msg;
+	const struct cfs_msg *m = &rmsg;
 	struct call *c;
 	char a[CFS_ADDR_STRLEN];
 
@@ -542,7 +555,7 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 		r = -EMSGSIZE;
 		why = "datagram too large";
 	} else {
-		r = cfs_msg_decode((const uint8_t *)buf->base, (size_t)nread, &t->msg, &why);
+		r = cfs_msg_decode((const uint8_t *)buf->base, (size_t)nread, &rmsg, &why);
 	}
 	if (r < 0) {
 		t->st.malformed++;
@@ -550,14 +563,14 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 		          nread, cfs_addr_str(&from, a), why);
 		return;
 	}
-	if (t->msg.is_reply) {
+	if (rmsg.is_reply) {
 		handle_reply(t, &from);
 		return;
 	}
 	t->st.requests_in++;
 	if (t->on_request) {
-		struct cfs_reply_to rt = { .addr = from, .reqid = t->msg.reqid, .type = t->msg.type };
-		t->on_request(t->arg, &t->msg, &rt);
+		struct cfs_reply_to rt = { .addr = from, .reqid = rmsg.reqid, .type = rmsg.type };
+		t->on_request(t->arg, &rmsg, &rt);
 	}
 }
 
@@ -710,6 +723,11 @@ int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret)
 {
 	*ret = t->st;
+}
+
+void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord)
+{
+	t->coord = coord;
 }
 
 void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m)

@@ -247,3 +247,37 @@ double cfs_hist_mean(const struct cfs_hist *h)
 {
 	return h->count ? (double)h->sum / (double)h->count : 0.0;
 }
+
+/* ------------------------------------------------------------ text buffer */
+
+void cfs_sb_printf(struct cfs_sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < b->cap - b->len)
+			break;
+		b->cap = b->cap * 2 + (size_t)n + 64;
+		b->p = xrealloc(b->p, b->cap);
+	}
+	b->len += (size_t)n;
+}
+
+void cfs_sb_json_str(struct cfs_sbuf *b, const char *s)
+{
+	cfs_sb_printf(b, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			cfs_sb_printf(b, "\\%c", ch);
+		else if (ch < 0x20)
+			cfs_sb_printf(b, "\\u%04x", ch);
+		else
+			cfs_sb_printf(b, "%c", ch);
+	}
+	cfs_sb_printf(b, "\"");
+}

@@ -41,6 +41,7 @@ static void fill(struct cfs_msg *m, unsigned type, bool reply)
 	m->hops = 5;
 	m->kind = 2;
 	m->count = 77;
+	m->timeouts = 6;
 	m->mode = 1;
 	m->lookup_id = UINT64_MAX;
 	m->lease_until = 1900000000;
@@ -445,10 +446,11 @@ Test(msg, body_checks)
 	free(big);
 	cr_assert(dec(&p, &why) == -EPROTO);
 	pk_init(&p); /* a predecessor list of two */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_GET_PRED, 1, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_GET_PRED, 1, 0, 2);
 	msgpack_pack_array(&p.pk, 2);
 	msgpack_pack_nil(&p.pk);
 	msgpack_pack_nil(&p.pk);
+	msgpack_pack_array(&p.pk, 0);
 	cr_assert(dec(&p, &why) == -EPROTO);
 }
 

@@ -72,6 +72,7 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/publish.c publisher/fsck.c
+CHORD_SRCS  := $(wildcard chord/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c
 CFSD_SRCS   := cfsd/cfsd.c
 CFSCTL_SRCS := cfsd/cfsctl.c
@@ -80,11 +81,13 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 
 LIBCOMMON := $(B)/libcfs_common.a
 LIBCFSD   := $(B)/libcfsd.a
+LIBCHORD  := $(B)/libchord.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
+$(LIBCHORD): $(call obj,$(CHORD_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
 
@@ -99,7 +102,7 @@ $(B)/%.o: %.c $(B)/config.mk
 
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck
 
-$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCOMMON)
+$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)

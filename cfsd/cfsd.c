@@ -19,12 +19,19 @@
 #include <unistd.h>
 
 #include "cfsd/cfsd.h"
+#include "chord/chord.h"
 
 #define CFS_VERSION "0.1.0"
 
 struct daemon {
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
+	chord_t *chord;
+	struct chord_config cc;
+	struct cfs_addr boot[16];
+	size_t nboot;
+	const char *advertise;
+	bool stopping;
 	cfs_listener_t *ctl;
 	uv_signal_t sigterm, sigint;
 	struct cfs_addr addr;
@@ -40,21 +47,35 @@ static struct daemon D;
 static const char usage_text[] =
 	"usage: cfsd [options]\n"
 	"\n"
-	"Run a CFS server: answer peers over UDP and local tools over a UNIX socket.\n"
+	"Run a CFS server: join the Chord ring, answer peers over UDP and local\n"
+	"tools (cfsctl, cfs-mount, cfs-publish) over a UNIX socket.\n"
 	"\n"
-	"  -p, --port PORT       UDP port to serve on (default 4460)\n"
-	"  -b, --bind ADDR       IP address to bind (default :: — IPv6 and IPv4)\n"
-	"  -d, --data DIR        data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
-	"                        as root, else $XDG_DATA_HOME/cfs)\n"
-	"  -s, --socket PATH     control socket (default DIR/cfsd.sock)\n"
-	"  -l, --log-level LVL   error, warn, info (default) or debug\n"
-	"  -h, --help            show this help\n"
-	"  -V, --version         show the version\n"
+	"  -p, --port PORT         UDP port to serve on (default 4460)\n"
+	"  -b, --bind ADDR         IP address to bind (default :: — IPv6 and IPv4)\n"
+	"  -a, --addr IP           the address peers reach this server at, hashed into\n"
+	"                          its node IDs (default: --bind when it names one\n"
+	"                          address, else 127.0.0.1)\n"
+	"  -B, --bootstrap H:P     join the ring through this server (repeatable; none:\n"
+	"                          start a new ring)\n"
+	"  -v, --vnodes V          virtual servers to run (default 1, at most 64)\n"
+	"  -r, --successors R      successor list length (default 16, at most 32)\n"
+	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
+	"      --pns X             proximity samples per finger (default 16)\n"
+	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
+	"                          as root, else $XDG_DATA_HOME/cfs)\n"
+	"  -s, --socket PATH       control socket (default DIR/cfsd.sock)\n"
+	"  -c, --config FILE       read options from FILE first: one \"name = value\" per\n"
+	"                          line (the long option names), '#' starts a comment;\n"
+	"                          the command line wins\n"
+	"  -l, --log-level LVL     error, warn, info (default) or debug\n"
+	"  -h, --help              show this help\n"
+	"  -V, --version           show the version\n"
 	"\n"
 	"The data directory holds the lock that keeps a second cfsd off it and the\n"
-	"control socket that cfsctl talks to. SIGTERM or SIGINT stops the daemon.\n";
+	"control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
+	"its ring neighbours it is leaving, then exit 0.\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--data DIR] [--socket PATH] [--log-level LVL] (cfsd --help for more)", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)
 
 /* ------------------------------------------------------------ status */
 
@@ -84,7 +105,9 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.5),
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.9),
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
-		cfs_sb_printf(b, "\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
+		cfs_sb_printf(b, "\"ring\":");
+		chord_status(D.chord, b, true);
+		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
 		return;
 	}
@@ -103,9 +126,43 @@ static void status_report(struct cfs_sbuf *b, bool json)
 	          (unsigned long)st.malformed);
 	cfs_sb_printf(b, "control     %lu requests, %lu malformed\n",
 	          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
+	chord_status(D.chord, b, false);
 }
 
 /* ------------------------------------------------------------ control socket */
+
+/* One control connection; it outlives its stream while lookups it asked
+ * for are still running. */
+struct conn {
+	cfs_stream_t *s;
+	unsigned pending;
+	bool closed;
+	struct conn *next, **pprev;
+};
+static struct conn *conns;
+
+struct ctl_lookup {
+	struct conn *k;
+	uint64_t reqid;
+};
+
+static void conn_put(struct conn *k)
+{
+	if (k->closed && k->pending == 0)
+		free(k);
+}
+
+static void conn_close(struct conn *k)
+{
+	if (k->closed)
+		return;
+	k->closed = true;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	*k->pprev = k->next;
+	cfs_stream_close(k->s);
+	conn_put(k);
+}
 
 static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
 {
@@ -116,8 +173,31 @@ static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int stat
 	(void)cfs_stream_write_msg(s, &D.reply);
 }
 
+static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct ctl_lookup *q = arg;
+	struct conn *k = q->k;
+
+	if (!k->closed) {
+		cfs_msg_init(&D.reply, CFS_MSG_CTL_LOOKUP);
+		D.reply.is_reply = true;
+		D.reply.reqid = q->reqid;
+		D.reply.status = r->status;
+		D.reply.hops = r->hops;
+		D.reply.count = r->rpcs;
+		D.reply.timeouts = r->timeouts;
+		D.reply.n_nodes = r->n;
+		memcpy(D.reply.nodes, r->succ, r->n * sizeof(r->succ[0]));
+		(void)cfs_stream_write_msg(k->s, &D.reply);
+	}
+	k->pending--;
+	conn_put(k);
+	free(q);
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
+	struct conn *k = arg;
 	struct cfs_msg *req = xmalloc(sizeof(*req));
 	const char *why = "";
 	int r = cfs_msg_decode(f, len, req, &why);
@@ -125,7 +205,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	if (r < 0 || req->is_reply) {
 		D.ctl_malformed++;
 		log_debug("control: dropping a malformed request (%s)", r < 0 ? why : "a reply");
-		cfs_stream_close(s);
+		conn_close(k);
 		free(req);
 		return;
 	}
@@ -140,6 +220,21 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
 			log_warn_errno(r, "control: cannot send status");
 		free(b.p);
+	} else if (req->type == CFS_MSG_CTL_LOOKUP) {
+		struct chord_lookup_opts o = { .mode = req->mode, .nsucc = req->nsucc,
+		                               .flags = req->flags & CFS_LOOKUP_F_VERIFY };
+		struct ctl_lookup *q = xcalloc(1, sizeof(*q));
+		q->k = k;
+		q->reqid = req->reqid;
+		if (CHORD_MODE_ALGO(o.mode) > CHORD_RECURSIVE || CHORD_MODE_SELECT(o.mode) > CHORD_NONLINEAR) {
+			ctl_reply_error(s, req, -EINVAL);
+			free(q);
+		} else if ((r = chord_lookup(D.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {
+			ctl_reply_error(s, req, r);
+			free(q);
+		} else {
+			k->pending++;
+		}
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}
@@ -148,44 +243,56 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 
 static void ctl_end(void *arg, cfs_stream_t *s, int status)
 {
-	cfs_stream_close(s);
+	conn_close(arg);
 }
 
 static void ctl_accept(void *arg, cfs_stream_t *s)
 {
-	cfs_stream_start(s, ctl_frame, ctl_end, NULL);
+	struct conn *k = xcalloc(1, sizeof(*k));
+
+	k->s = s;
+	k->next = conns;
+	if (conns)
+		conns->pprev = &k->next;
+	k->pprev = &conns;
+	conns = k;
+	cfs_stream_start(s, ctl_frame, ctl_end, k);
 }
 
 /* ------------------------------------------------------------ UDP requests */
 
 static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
-	switch (req->type) {
-	case CFS_MSG_PING:
-		cfs_msg_init(&D.reply, CFS_MSG_PING);
-		(void)cfs_transport_reply(D.tr, from, &D.reply);
-		break;
-	case CFS_MSG_AUTH: /* CFS 4.4: prove we receive at our claimed address */
-		cfs_msg_init(&D.reply, CFS_MSG_AUTH);
-		memcpy(D.reply.nonce, req->nonce, sizeof(D.reply.nonce));
-		(void)cfs_transport_reply(D.tr, from, &D.reply);
-		break;
-	default:
-		(void)cfs_transport_reply_error(D.tr, from, -EOPNOTSUPP);
-		break;
-	}
+	if (chord_handle_request(D.chord, req, from))
+		return;
+	(void)cfs_transport_reply_error(D.tr, from, -EOPNOTSUPP);
 }
 
 /* ------------------------------------------------------------ lifetime */
 
+static void stop_rest(void *arg)
+{
+	while (conns)
+		conn_close(conns);
+	chord_free(D.chord);
+	cfs_transport_close(D.tr);
+	log_info("left the ring");
+}
+
 static void on_signal(uv_signal_t *h, int sig)
 {
-	log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	if (D.stopping) {
+		log_warn("%s again: stopping without waiting for the neighbours",
+		         sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		_exit(1);
+	}
+	D.stopping = true;
+	log_info("%s: telling the ring neighbours, then shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	cfs_listener_close(D.ctl);
 	D.ctl = NULL;
-	cfs_transport_close(D.tr);
 	uv_close((uv_handle_t *)&D.sigterm, NULL);
 	uv_close((uv_handle_t *)&D.sigint, NULL);
+	chord_leave(D.chord, stop_rest, NULL);
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -241,68 +348,150 @@ static int lock_data_dir(void)
 	return 0;
 }
 
+static const struct option opts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "bind", required_argument, NULL, 'b' },
+	{ "addr", required_argument, NULL, 'a' },
+	{ "bootstrap", required_argument, NULL, 'B' },
+	{ "vnodes", required_argument, NULL, 'v' },
+	{ "successors", required_argument, NULL, 'r' },
+	{ "stabilize-ms", required_argument, NULL, 1001 },
+	{ "pns", required_argument, NULL, 1002 },
+	{ "data", required_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "log-level", required_argument, NULL, 'l' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+#define SHORT_OPTS ":p:b:a:B:v:r:d:s:c:l:hV"
+
+struct settings {
+	unsigned long port;
+	const char *bind_host, *sock, *config;
+	enum cfs_log_level level;
+};
+
+static unsigned long parse_num(const char *opt, const char *v, unsigned long lo, unsigned long hi)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (!*v || *end || n < lo || n > hi)
+		bad_usage("%s wants a number from %lu to %lu, not '%s'", opt, lo, hi, v);
+	return n;
+}
+
+/* Apply one option (from the command line or the config file). */
+static void apply(struct settings *st, int c, const char *val)
+{
+	struct cfs_addr tmp;
+
+	switch (c) {
+	case 'p': st->port = parse_num("--port", val, 1, 65535); break;
+	case 'b':
+		if (cfs_addr_from_ip(&tmp, val, 1) < 0)
+			bad_usage("--bind wants an IP address, not '%s'", val);
+		st->bind_host = val;
+		break;
+	case 'a':
+		if (cfs_addr_from_ip(&tmp, val, 1) < 0)
+			bad_usage("--addr wants an IP address, not '%s'", val);
+		D.advertise = val;
+		break;
+	case 'B':
+		if (D.nboot >= CFS_ARRAY_SIZE(D.boot))
+			bad_usage("at most %zu --bootstrap servers", CFS_ARRAY_SIZE(D.boot));
+		if (cfs_addr_parse(&D.boot[D.nboot], val) < 0)
+			bad_usage("--bootstrap wants HOST:PORT, not '%s'", val);
+		D.nboot++;
+		break;
+	case 'v': D.cc.vnodes = (uint32_t)parse_num("--vnodes", val, 1, CHORD_VNODES_MAX); break;
+	case 'r': D.cc.nsucc = (uint32_t)parse_num("--successors", val, 1, CHORD_SUCC_MAX); break;
+	case 1001: D.cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
+	case 1002: D.cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
+	case 'd':
+		if (strlen(val) >= sizeof(D.data_dir) - 32)
+			bad_usage("--data path is too long");
+		strcpy(D.data_dir, val);
+		break;
+	case 's': st->sock = val; break;
+	case 'c': st->config = val; break;
+	case 'l':
+		if (cfs_log_parse_level(val, &st->level) < 0)
+			bad_usage("--log-level wants error, warn, info or debug, not '%s'", val);
+		break;
+	}
+}
+
+/* "name = value" lines; the values are kept for the life of the process. */
+static void read_config(struct settings *st, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	unsigned lineno = 0;
+
+	if (!f)
+		bad_usage("cannot read config file %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *eq, *name, *val, *e;
+		lineno++;
+		p[strcspn(p, "#\n")] = 0;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			continue;
+		if (!(eq = strchr(p, '=')))
+			bad_usage("%s:%u: expected 'name = value'", path, lineno);
+		*eq = 0;
+		name = p;
+		for (e = eq - 1; e >= name && (*e == ' ' || *e == '\t'); e--)
+			*e = 0;
+		val = eq + 1;
+		while (*val == ' ' || *val == '\t')
+			val++;
+		for (e = val + strlen(val) - 1; e >= val && (*e == ' ' || *e == '\t' || *e == '\r'); e--)
+			*e = 0;
+		const struct option *o = opts;
+		while (o->name && strcmp(o->name, name) != 0)
+			o++;
+		if (!o->name || o->has_arg != required_argument || o->val == 'c')
+			bad_usage("%s:%u: unknown setting '%s'", path, lineno, name);
+		apply(st, o->val, xstrdup(val));
+	}
+	fclose(f);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "bind", required_argument, NULL, 'b' },
-		{ "data", required_argument, NULL, 'd' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
+	struct settings st = { .port = CFSD_DEFAULT_PORT, .level = CFS_LOG_INFO };
 	struct cfs_transport_config tc;
-	enum cfs_log_level level = CFS_LOG_INFO;
-	const char *bind_host = NULL, *sock = NULL;
-	char a[CFS_ADDR_STRLEN], *end;
-	unsigned long port = CFSD_DEFAULT_PORT;
+	struct cfs_addr self;
+	char a[CFS_ADDR_STRLEN];
 	int c, r;
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
+	chord_config_default(&D.cc);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:b:d:s:l:hV", opts, NULL)) != -1) {
+	/* First pass: only --config, --help and --version, and argument errors. */
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			port = strtoul(optarg, &end, 10);
-			if (*end || !*optarg || port == 0 || port > 65535)
-				bad_usage("--port wants a number from 1 to 65535, not '%s'", optarg);
-			break;
-		case 'b': {
-			struct cfs_addr tmp;
-			if (cfs_addr_from_ip(&tmp, optarg, 1) < 0)
-				bad_usage("--bind wants an IP address, not '%s'", optarg);
-			bind_host = optarg;
-			break;
-		}
-		case 'd':
-			if (strlen(optarg) >= sizeof(D.data_dir) - 32)
-				bad_usage("--data path is too long");
-			strcpy(D.data_dir, optarg);
-			break;
-		case 's':
-			sock = optarg;
-			break;
-		case 'l':
-			if (cfs_log_parse_level(optarg, &level) < 0)
-				bad_usage("--log-level wants error, warn, info or debug, not '%s'", optarg);
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		case 'V':
-			printf("cfsd %s\n", CFS_VERSION);
-			return 0;
-		case ':':
-			bad_usage("option '%s' needs a value", argv[optind - 1]);
-		default:
-			bad_usage("unknown option '%s'", argv[optind - 1]);
+		case 'c': st.config = optarg; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 'V': printf("cfsd %s\n", CFS_VERSION); return 0;
+		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
+		case '?': bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
 		bad_usage("unexpected argument '%s'", argv[optind]);
-	cfs_log_init(argv[0], level);
+	if (st.config)
+		read_config(&st, st.config);
+	optind = 0;
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
+		apply(&st, c, optarg);
+	cfs_log_init(argv[0], st.level);
 	if (cfs_crypto_init() < 0)
 		return 1;
 
@@ -314,25 +503,35 @@ int main(int argc, char **argv)
 	}
 	if (lock_data_dir() < 0)
 		return 1;
-	if (sock)
-		snprintf(D.sock_path, sizeof(D.sock_path), "%s", sock);
+	if (st.sock)
+		snprintf(D.sock_path, sizeof(D.sock_path), "%s", st.sock);
 	else
 		cfsd_socket_path(D.data_dir, D.sock_path, sizeof(D.sock_path));
 
 	D.loop = uv_default_loop();
 	D.started_us = cfs_now_us();
 	cfs_transport_config_default(&tc);
-	tc.host = bind_host;
-	tc.port = (uint16_t)port;
+	tc.host = st.bind_host;
+	tc.port = (uint16_t)st.port;
 	if ((r = cfs_transport_new(D.loop, &tc, on_request, NULL, &D.tr)) < 0) {
 		if (r == UV_EADDRINUSE)
-			log_error("UDP port %lu is in use by another process; choose one with --port", port);
+			log_error("UDP port %lu is in use by another process; choose one with --port", st.port);
 		else
-			log_error("cannot serve on UDP port %lu: %s", port, uv_strerror(r));
+			log_error("cannot serve on UDP port %lu: %s", st.port, uv_strerror(r));
 		return 1;
 	}
 	cfs_transport_local_addr(D.tr, &D.addr);
+	/* The address hashed into our IDs is the one peers reach us at. */
+	if (!D.advertise)
+		D.advertise = st.bind_host && strcmp(st.bind_host, "::") && strcmp(st.bind_host, "0.0.0.0")
+		              ? st.bind_host : "127.0.0.1";
+	if (cfs_addr_from_ip(&self, D.advertise, cfs_addr_port(&D.addr)) < 0)
+		return 1;
+	D.addr = self;
+	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
+		return 1;
 	if (cfs_listener_new(D.loop, D.sock_path, 0600, ctl_accept, NULL, &D.ctl) < 0) {
+		chord_free(D.chord);
 		cfs_transport_close(D.tr);
 		uv_run(D.loop, UV_RUN_DEFAULT);
 		return 1;
@@ -343,7 +542,10 @@ int main(int argc, char **argv)
 	uv_signal_start(&D.sigint, on_signal, SIGINT);
 	signal(SIGPIPE, SIG_IGN);
 
-	log_info("serving on %s, data %s, control %s", cfs_addr_str(&D.addr, a), D.data_dir, D.sock_path);
+	chord_start(D.chord, D.boot, D.nboot);
+	log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
+	         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
+	         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
 	uv_run(D.loop, UV_RUN_DEFAULT);
 	uv_loop_close(D.loop);
 	close(D.lock_fd);

@@ -2,20 +2,136 @@
  * chord — the ring (CFS section 4, DHash++ section 2).
  *
  * Contract: given a key, find its successor on the identifier circle.
- * Each process runs V virtual servers (IDs H(IP ‖ port ‖ index), checked
- * by a nonce before any node enters a table, CFS 4.4) on one transport.
- * It keeps a successor list of r entries, a predecessor and a finger table
- * (PNS), stabilises on jittered timers, detects failures by missed probes,
- * and offers iterative (CFS Fig. 5) and recursive (DHash++ Fig. 10) lookups
- * with greedy, CFS-cost and delay-aware next-hop choice, and the ring-size
- * estimate N ≈ r/f.
  *
- * Depends on common/ only. Its API is added with the ring issue (#4); this
- * folder exports nothing yet.
+ * One chord_t runs V virtual servers on one transport (one UDP socket).
+ * Their IDs are H(IP ‖ port ‖ index) (CFS 4.4); a node enters a table only
+ * after its ID matches its address and it has echoed a nonce sent to that
+ * address. Each virtual server keeps a successor list of r entries, a
+ * predecessor and a finger table filled with proximity neighbour selection
+ * (PNS(x), DHash++ 4.3), stabilises on jittered timers and drops a neighbour
+ * after consecutive missed probes. The virtual servers of one process read
+ * each other's tables (lookups take shortcuts).
+ *
+ * Lookups are iterative (CFS Fig. 5, with backtracking and alerts) or
+ * recursive (DHash++ Fig. 10, answer straight to the originator, falling
+ * back to iterative), and choose each next hop greedily, by the CFS 4.3
+ * cost C = d_i + d̄·H(n_i), or by OpenDHT's nonlinear delay scaling, with
+ * latencies predicted from Vivaldi coordinates piggybacked on every message.
+ *
+ * Depends on common/ only. Everything runs on the caller's libuv loop;
+ * callbacks are never made from inside the call that started them.
  */
 #ifndef CFS_CHORD_H
 #define CFS_CHORD_H
 
 #include "common/cfs.h"
+
+typedef struct chord chord_t;
+
+#define CHORD_SUCC_MAX 32     /* longest successor list (r) */
+#define CHORD_VNODES_MAX 64   /* virtual servers per process */
+
+struct chord_config {
+	uint32_t vnodes;          /* V (default 1) */
+	uint32_t nsucc;           /* r (default 16, at most CHORD_SUCC_MAX) */
+	uint32_t stabilize_ms;    /* mean stabilisation period (default 1000, ±50 % jitter) */
+	uint32_t fix_fingers_ms;  /* mean period between finger refreshes (default 500) */
+	uint32_t probe_timeout_ms;/* timeout of maintenance RPCs (default 750) */
+	uint32_t fail_probes;     /* consecutive misses that make a neighbour dead (default 3) */
+	uint32_t pns;             /* PNS(x) samples per finger (default 16; 1 = plain Chord) */
+	uint64_t seed;            /* jitter RNG seed (0: from the clock) */
+};
+void chord_config_default(struct chord_config *c);
+
+/* Lookup modes: an algorithm and a next-hop rule, combined. */
+enum chord_algo { CHORD_ITERATIVE = 0, CHORD_RECURSIVE = 1 };
+enum chord_select { CHORD_GREEDY = 0, CHORD_CFS_COST = 1, CHORD_NONLINEAR = 2 };
+#define CHORD_MODE(algo, sel) ((uint32_t)(algo) | ((uint32_t)(sel) << 4))
+#define CHORD_MODE_ALGO(m) ((m) & 0xfu)
+#define CHORD_MODE_SELECT(m) (((m) >> 4) & 0xfu)
+/* "iterative" | "recursive", optionally followed by ",greedy" | ",cost" |
+ * ",nonlinear". -EINVAL otherwise. */
+int chord_mode_parse(const char *s, uint32_t *ret) CFS_WUR;
+/* The text form chord_mode_parse accepts; buf holds 32 bytes. */
+const char *chord_mode_name(uint32_t mode, char buf[static 32]);
+
+struct chord_lookup_opts {
+	uint32_t mode;            /* CHORD_MODE(...) */
+	uint32_t nsucc;           /* successors wanted (1..CFS_MSG_MAX_NODES) */
+	uint32_t flags;           /* CFS_LOOKUP_F_CHECK_BLOCK, CFS_LOOKUP_F_VERIFY */
+};
+
+struct chord_lookup_result {
+	int status;               /* 0, -EHOSTUNREACH (no live route), -ECANCELED */
+	uint32_t rpcs;            /* lookup RPCs sent (recursive: hops) */
+	uint32_t timeouts;        /* ... that timed out */
+	uint32_t hops;
+	uint64_t latency_us;
+	bool has_block;           /* a hop said it holds the key's block */
+	struct cfs_node holder;   /* ... that hop */
+	uint32_t n;               /* successors of the key, nearest first */
+	struct cfs_node succ[CFS_MSG_MAX_NODES];
+};
+typedef void (*chord_lookup_cb)(void *arg, const struct chord_lookup_result *r);
+
+/* Does this process hold key's block (stored or cached)? DHash installs it;
+ * lookups with CFS_LOOKUP_F_CHECK_BLOCK ask it at every hop. */
+typedef bool (*chord_has_block_fn)(void *arg, const struct cfs_id *key);
+
+/*
+ * Make the ring state for one process. self is the address others reach
+ * this process at (its IP is hashed into the IDs). The transport is the
+ * caller's; route incoming requests through chord_handle_request.
+ */
+int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
+              const struct chord_config *c, chord_t **ret) CFS_WUR;
+/* Create a new ring (n == 0) or join through any of the n addresses,
+ * retrying until one answers. Maintenance starts here. */
+void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n);
+/* Leave: tell every predecessor and successor (graceful), stop timers,
+ * end pending lookups with -ECANCELED. done is called once, after the
+ * neighbours answered or timed out (at once when there is nobody to tell). */
+void chord_leave(chord_t *c, void (*done)(void *arg), void *arg);
+/* Free everything (after chord_leave's done, or for a crash-like stop:
+ * timers are stopped and nobody is told). The transport is not closed. */
+void chord_free(chord_t *c);
+
+/* Handle a ring request (types PING..LOOKUP_DONE). false when the type is
+ * not chord's: the caller routes it elsewhere. */
+bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from);
+
+/* Find key's successors. 0 means cb will be called once, later. */
+int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+                 chord_lookup_cb cb, void *arg) CFS_WUR;
+
+/* An RPC to another ring member that keeps Vivaldi and the neighbour
+ * latencies up to date (DHash's calls go through here). */
+int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
+               cfs_reply_cb cb, void *arg);
+
+void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg);
+/* Stop (true) or resume maintenance timers; for experiments that need a
+ * ring frozen between a failure and the next stabilisation. */
+void chord_freeze(chord_t *c, bool frozen);
+
+/* --- inspection */
+uint32_t chord_vnode_count(const chord_t *c);
+/* Virtual server i's own node, its first successor (itself when alone)
+ * and whether it has joined. */
+const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i);
+const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i);
+bool chord_vnode_joined(const chord_t *c, uint32_t i);
+/* N ≈ r / f, f the fraction of the circle that the successor lists cover
+ * (CFS 6.1), in virtual servers. */
+double chord_estimate_n(const chord_t *c);
+const struct cfs_coord *chord_coord(const chord_t *c);
+/* Predicted round trip to a coordinate, in microseconds. */
+uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to);
+/* Is id one of this process's tables' dead or failed-authentication entries
+ * (for tests), or present in any table? */
+bool chord_knows(const chord_t *c, const struct cfs_id *id);
+/* The virtual servers, tables, estimate and lookup counters, as text or as
+ * a JSON object (appended to b). */
+void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json);
 
 #endif

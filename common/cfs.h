@@ -297,6 +297,7 @@ enum cfs_msg_type {
 #define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */
 #define CFS_LOOKUP_F_DONE        0x1u /* reply: nodes are the key's successors */
 #define CFS_LOOKUP_F_HAS_BLOCK   0x2u /* reply: this node holds a copy */
+#define CFS_LOOKUP_F_SELECT(f)   (((f) >> 8) & 0xfu) /* lookup_fwd: next-hop rule */
 #define CFS_LOOKUP_F_VERIFY      0x4u /* ctl request: ping the answer's first
                                        * successors until one is alive */
 

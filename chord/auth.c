@@ -1,0 +1,210 @@
+/*
+ * Node ID authentication (CFS 4.4). A node enters a table only if its ID is
+ * H(IP ‖ port ‖ index) of the address it claims, and it has echoed a fresh
+ * random nonce sent to that address (so nobody can claim an address it does
+ * not receive at). Results are cached by ID: a success for ten minutes, a
+ * failure for thirty seconds, a node found dead for fifteen.
+ */
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+#define OK_US      (600ull * 1000000)
+#define FAILED_US  (30ull * 1000000)
+#define DEAD_US    (15ull * 1000000)
+#define PENDING_US (10ull * 1000000)
+#define AUTH_TIMEOUT_MS 1000
+
+struct auth_call {
+	chord_t *c;
+	struct cfs_node node;
+	uint8_t nonce[CFS_NONCE_BYTES];
+};
+
+static size_t bucket(const chord_t *c, const struct cfs_id *id)
+{
+	uint64_t h;
+
+	memcpy(&h, id->b, sizeof(h));
+	return (size_t)(h % c->auth_nb);
+}
+
+void auth_init(chord_t *c)
+{
+	c->auth_nb = 64;
+	c->auth = xcalloc(c->auth_nb, sizeof(*c->auth));
+}
+
+void auth_free(chord_t *c)
+{
+	for (size_t i = 0; i < c->auth_nb; i++)
+		for (struct auth_ent *e = c->auth[i], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
+	free(c->auth);
+	c->auth = NULL;
+}
+
+static struct auth_ent *find(const chord_t *c, const struct cfs_id *id)
+{
+	for (struct auth_ent *e = c->auth[bucket(c, id)]; e; e = e->next)
+		if (cfs_id_eq(&e->id, id))
+			return e;
+	return NULL;
+}
+
+/* Drop expired entries; grow the table when it is crowded. */
+static void maintain(chord_t *c)
+{
+	uint64_t now = cfs_now_us();
+
+	if (c->auth_n < c->auth_nb)
+		return;
+	for (size_t i = 0; i < c->auth_nb; i++)
+		for (struct auth_ent **pp = &c->auth[i]; *pp;) {
+			struct auth_ent *e = *pp;
+			if (e->until_us < now && e->state != AUTH_PENDING) {
+				*pp = e->next;
+				free(e);
+				c->auth_n--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	if (c->auth_n * 2 < c->auth_nb)
+		return;
+	size_t onb = c->auth_nb;
+	struct auth_ent **old = c->auth;
+	c->auth_nb = onb * 2;
+	c->auth = xcalloc(c->auth_nb, sizeof(*c->auth));
+	for (size_t i = 0; i < onb; i++)
+		for (struct auth_ent *e = old[i], *n; e; e = n) {
+			n = e->next;
+			size_t b = bucket(c, &e->id);
+			e->next = c->auth[b];
+			c->auth[b] = e;
+		}
+	free(old);
+}
+
+static struct auth_ent *get(chord_t *c, const struct cfs_node *n)
+{
+	struct auth_ent *e = find(c, &n->id);
+
+	if (!e) {
+		maintain(c);
+		e = xcalloc(1, sizeof(*e));
+		e->id = n->id;
+		size_t b = bucket(c, &n->id);
+		e->next = c->auth[b];
+		c->auth[b] = e;
+		c->auth_n++;
+	}
+	e->node = *n;
+	return e;
+}
+
+enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id)
+{
+	const struct auth_ent *e = find(c, id);
+
+	if (chord__local(c, id))
+		return AUTH_OK;
+	if (!e || (e->until_us < cfs_now_us() && e->state != AUTH_PENDING))
+		return AUTH_NONE;
+	return (enum auth_state)e->state;
+}
+
+size_t auth_count(const chord_t *c)
+{
+	return c->auth_n;
+}
+
+void auth_mark_dead(chord_t *c, const struct cfs_id *id)
+{
+	struct auth_ent *e = find(c, id);
+
+	if (e && e->state != AUTH_PENDING) {
+		e->state = AUTH_DEAD;
+		e->until_us = cfs_now_us() + DEAD_US;
+	}
+}
+
+static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
+                          const struct cfs_rpc_result *res)
+{
+	struct auth_call *a = arg;
+	chord_t *c = a->c;
+	struct auth_ent *e;
+	char s[9];
+
+	if (status == -ECANCELED || c->freeing) {
+		free(a);
+		return;
+	}
+	e = find(c, &a->node.id);
+	if (!e) {
+		free(a);
+		return;
+	}
+	if (status == 0 && reply->has_from && cfs_id_eq(&reply->from_id, &a->node.id) &&
+	    reply->from_vindex == a->node.vindex &&
+	    sodium_memcmp(reply->nonce, a->nonce, CFS_NONCE_BYTES) == 0) {
+		e->state = AUTH_OK;
+		e->until_us = cfs_now_us() + OK_US;
+		e->node.coord = reply->coord;
+		c->auth_ok++;
+		struct cfs_node n = e->node;
+		table_consider(c, &n);
+	} else {
+		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
+		e->until_us = cfs_now_us() + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
+		c->auth_failed++;
+		log_debug("node %s failed authentication: %s", cfs_id_short(&a->node.id, s),
+		          status ? strerror(-status) : "wrong answer");
+	}
+	free(a);
+}
+
+enum auth_state auth_check(chord_t *c, const struct cfs_node *n)
+{
+	struct auth_ent *e;
+	struct auth_call *a;
+	char s[9];
+
+	if (chord__local(c, &n->id))
+		return AUTH_OK;
+	e = find(c, &n->id);
+	if (e && (e->until_us >= cfs_now_us() || e->state == AUTH_PENDING))
+		return (enum auth_state)e->state;
+	if (!chord__node_id_ok(c, n)) {
+		c->id_mismatch++;
+		log_debug("node %s: ID does not match its address and index", cfs_id_short(&n->id, s));
+		e = get(c, n);
+		e->state = AUTH_FAILED;
+		e->until_us = cfs_now_us() + FAILED_US;
+		return AUTH_FAILED;
+	}
+	if (c->leaving || c->freeing)
+		return AUTH_FAILED;
+	e = get(c, n);
+	e->state = AUTH_PENDING;
+	e->until_us = cfs_now_us() + PENDING_US;
+	a = xcalloc(1, sizeof(*a));
+	a->c = c;
+	a->node = *n;
+	randombytes_buf(a->nonce, sizeof(a->nonce));
+	chord__msg_init(c, NULL, CFS_MSG_AUTH, n);
+	memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));
+	c->auth_sent++;
+	if (chord_call(c, n, &c->msg, AUTH_TIMEOUT_MS, on_auth_reply, a) < 0) {
+		e->state = AUTH_FAILED;
+		e->until_us = cfs_now_us() + FAILED_US;
+		free(a);
+		return AUTH_FAILED;
+	}
+	return AUTH_PENDING;
+}

@@ -1,0 +1,465 @@
+/*
+ * A process's ring state: virtual servers, request dispatch, the RPC
+ * wrapper that feeds Vivaldi and the neighbour latencies, and status.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+void chord_config_default(struct chord_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->vnodes = 1;
+	c->nsucc = 16;
+	c->stabilize_ms = 1000;
+	c->fix_fingers_ms = 500;
+	c->probe_timeout_ms = 750;
+	c->fail_probes = 3;
+	c->pns = 16;
+}
+
+int chord_mode_parse(const char *s, uint32_t *ret)
+{
+	static const char *const algos[] = { "iterative", "recursive" };
+	static const char *const sels[] = { "greedy", "cost", "nonlinear" };
+	const char *comma = strchr(s, ',');
+	size_t alen = comma ? (size_t)(comma - s) : strlen(s);
+	uint32_t a = 99, sel = CHORD_GREEDY;
+
+	for (uint32_t i = 0; i < CFS_ARRAY_SIZE(algos); i++)
+		if (strlen(algos[i]) == alen && strncmp(s, algos[i], alen) == 0)
+			a = i;
+	if (a == 99)
+		return -EINVAL;
+	if (comma) {
+		sel = 99;
+		for (uint32_t i = 0; i < CFS_ARRAY_SIZE(sels); i++)
+			if (strcmp(comma + 1, sels[i]) == 0)
+				sel = i;
+		if (sel == 99)
+			return -EINVAL;
+	}
+	*ret = CHORD_MODE(a, sel);
+	return 0;
+}
+
+const char *chord_mode_name(uint32_t mode, char buf[static 32])
+{
+	static const char *const sels[] = { "greedy", "cost", "nonlinear" };
+	uint32_t s = CHORD_MODE_SELECT(mode);
+
+	snprintf(buf, 32, "%s,%s", CHORD_MODE_ALGO(mode) == CHORD_RECURSIVE ? "recursive" : "iterative",
+	         s < 3 ? sels[s] : "?");
+	return buf;
+}
+
+uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms)
+{
+	/* Uniform in [0.5, 1.5) × mean: neighbours never fall into lockstep. */
+	return (uint64_t)((double)mean_ms * (0.5 + cfs_rng_double(&c->rng))) + 1;
+}
+
+bool chord__node_id_ok(chord_t *c, const struct cfs_node *n)
+{
+	struct cfs_id id;
+
+	if (n->vindex >= CFS_VNODE_INDEX_MAX)
+		return false;
+	cfs_node_id(&id, &n->addr, n->vindex);
+	return cfs_id_eq(&id, &n->id);
+}
+
+struct vnode *chord__local(const chord_t *c, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < c->nv; i++)
+		if (cfs_id_eq(&c->v[i].self.id, id))
+			return &c->v[i];
+	return NULL;
+}
+
+void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to)
+{
+	if (!v)
+		v = &c->v[0];
+	cfs_msg_init(&c->msg, type);
+	c->msg.has_from = true;
+	c->msg.from_id = v->self.id;
+	c->msg.from_vindex = v->index;
+	if (to) {
+		c->msg.has_to = true;
+		c->msg.to_id = to->id;
+	}
+}
+
+void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m)
+{
+	(void)cfs_transport_reply(c->tr, from, m);
+}
+
+/* ------------------------------------------------------------ RPC wrapper */
+
+struct ccall {
+	chord_t *c;
+	cfs_reply_cb cb;
+	void *arg;
+	struct cfs_id to;
+	bool has_to;
+};
+
+static void maybe_release(chord_t *c);
+
+static void ccall_done(void *p, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res)
+{
+	struct ccall *k = p;
+	chord_t *c = k->c;
+
+	c->inflight--;
+	if (c->freeing) {
+		k->cb(k->arg, -ECANCELED, NULL, res);
+	} else {
+		if (status == 0 && reply) {
+			vivaldi_update(c, &reply->coord, res->rtt_us);
+			double ms = (double)res->rtt_us / 1000.0;
+			c->avg_rtt_ms = c->avg_rtt_ms > 0 ? c->avg_rtt_ms + (ms - c->avg_rtt_ms) / 32 : ms;
+			if (k->has_to)
+				table_note_rtt(c, &k->to, (uint32_t)(res->rtt_us > UINT32_MAX ? UINT32_MAX : res->rtt_us));
+		}
+		k->cb(k->arg, status, reply, res);
+	}
+	free(k);
+	maybe_release(c);
+}
+
+static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
+                     struct cfs_msg *req, uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+{
+	struct ccall *k;
+	struct cfs_call_opts o = { .timeout_ms = timeout_ms };
+	int r;
+
+	if (c->freeing)
+		return -ECANCELED;
+	k = xcalloc(1, sizeof(*k));
+	k->c = c;
+	k->cb = cb;
+	k->arg = arg;
+	if (to) {
+		k->to = to->id;
+		k->has_to = true;
+		if (!timeout_ms) {
+			uint64_t p = chord_predict_rtt_us(c, &to->coord);
+			o.predicted_rtt_us = (uint32_t)(p > UINT32_MAX ? UINT32_MAX : p);
+		}
+	}
+	if ((r = cfs_transport_call(c->tr, a, req, &o, ccall_done, k)) < 0) {
+		free(k);
+		return r;
+	}
+	c->inflight++;
+	return 0;
+}
+
+int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
+               cfs_reply_cb cb, void *arg)
+{
+	return call_addr(c, &to->addr, to, req, timeout_ms, cb, arg);
+}
+
+int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
+                     uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+{
+	return call_addr(c, a, NULL, req, timeout_ms, cb, arg);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
+              const struct chord_config *cfg, chord_t **ret)
+{
+	chord_t *c;
+
+	if (cfg->vnodes < 1 || cfg->vnodes > CHORD_VNODES_MAX)
+		return log_error_errno(-EINVAL, "virtual servers must number 1 to %d", CHORD_VNODES_MAX);
+	if (cfg->nsucc < 1 || cfg->nsucc > CHORD_SUCC_MAX)
+		return log_error_errno(-EINVAL, "the successor list holds 1 to %d entries", CHORD_SUCC_MAX);
+	c = xcalloc(1, sizeof(*c));
+	c->loop = loop;
+	c->tr = t;
+	c->cfg = *cfg;
+	if (!c->cfg.stabilize_ms)
+		c->cfg.stabilize_ms = 1000;
+	if (!c->cfg.fix_fingers_ms)
+		c->cfg.fix_fingers_ms = 500;
+	if (!c->cfg.probe_timeout_ms)
+		c->cfg.probe_timeout_ms = 750;
+	if (!c->cfg.fail_probes)
+		c->cfg.fail_probes = 3;
+	if (!c->cfg.pns)
+		c->cfg.pns = 1;
+	if (c->cfg.pns > c->cfg.nsucc)
+		c->cfg.pns = c->cfg.nsucc;
+	c->addr = *self;
+	cfs_rng_seed(&c->rng, cfg->seed ? cfg->seed : cfs_now_us() ^ ((uint64_t)cfs_addr_port(self) << 32));
+	c->coord_err = 1.0;
+	c->nv = cfg->vnodes;
+	c->v = xcalloc(c->nv, sizeof(*c->v));
+	for (uint32_t i = 0; i < c->nv; i++) {
+		struct vnode *v = &c->v[i];
+		v->c = c;
+		v->index = i;
+		v->self.addr = *self;
+		v->self.vindex = i;
+		cfs_node_id(&v->self.id, self, i);
+		v->next_finger = NFINGERS - 1;
+		uv_timer_init(loop, &v->stab_timer);
+		uv_timer_init(loop, &v->fix_timer);
+		c->handles += 2;
+	}
+	uv_timer_init(loop, &c->lk_timer);
+	c->handles++;
+	auth_init(c);
+	cfs_transport_set_coord(t, &c->coord);
+	*ret = c;
+	return 0;
+}
+
+void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
+{
+	if (c->started)
+		return;
+	c->started = true;
+	c->nboot = n;
+	c->boot = n ? xmemdup(bootstrap, n * sizeof(*bootstrap)) : NULL;
+	maint_start(c);
+}
+
+void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
+{
+	maint_leave(c, done, arg);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	chord_t *c = h->data;
+
+	c->handles--;
+	maybe_release(c);
+}
+
+static void maybe_release(chord_t *c)
+{
+	if (!c->freeing || c->inflight > 0 || c->handles > 0 || c->released)
+		return;
+	c->released = true;
+	auth_free(c);
+	free(c->v);
+	free(c->boot);
+	free(c);
+}
+
+void chord_free(chord_t *c)
+{
+	if (!c || c->freeing)
+		return;
+	c->freeing = true;
+	lookup_cancel_all(c);
+	cfs_transport_set_coord(c->tr, NULL);
+	for (uint32_t i = 0; i < c->nv; i++) {
+		struct vnode *v = &c->v[i];
+		v->stab_timer.data = c;
+		v->fix_timer.data = c;
+		uv_close((uv_handle_t *)&v->stab_timer, on_timer_closed);
+		uv_close((uv_handle_t *)&v->fix_timer, on_timer_closed);
+	}
+	c->lk_timer.data = c;
+	uv_close((uv_handle_t *)&c->lk_timer, on_timer_closed);
+}
+
+void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg)
+{
+	c->has_block = fn;
+	c->has_block_arg = arg;
+}
+
+void chord_freeze(chord_t *c, bool frozen)
+{
+	if (c->frozen == frozen)
+		return;
+	c->frozen = frozen;
+	if (frozen)
+		maint_stop(c);
+	else if (c->started)
+		maint_start(c);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static bool hostile_sender(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	/* A ring member names itself; its ID must hash from the address the
+	 * datagram came from, or nothing it says is believed. */
+	if (!req->has_from)
+		return false;
+	struct cfs_node n = { .id = req->from_id, .addr = from->addr, .vindex = req->from_vindex };
+	return !chord__node_id_ok(c, &n);
+}
+
+bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct vnode *v = &c->v[0];
+
+	if (req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE)
+		return false;
+	if (c->freeing) {
+		(void)cfs_transport_reply_error(c->tr, from, -ESHUTDOWN);
+		return true;
+	}
+	if (req->has_to) {
+		v = chord__local(c, &req->to_id);
+		if (!v) {
+			(void)cfs_transport_reply_error(c->tr, from, -ESRCH);
+			return true;
+		}
+	}
+	if (hostile_sender(c, req, from) && req->type != CFS_MSG_PING && req->type != CFS_MSG_AUTH) {
+		c->hostile_dropped++;
+		(void)cfs_transport_reply_error(c->tr, from, -EPERM);
+		return true;
+	}
+	switch (req->type) {
+	case CFS_MSG_PING:
+		chord__msg_init(c, v, CFS_MSG_PING, NULL);
+		chord__reply_simple(c, from, &c->msg);
+		break;
+	case CFS_MSG_AUTH:
+		chord__msg_init(c, v, CFS_MSG_AUTH, NULL);
+		memcpy(c->msg.nonce, req->nonce, sizeof(c->msg.nonce));
+		chord__reply_simple(c, from, &c->msg);
+		break;
+	case CFS_MSG_FIND_NEXT:
+		lookup_handle_find_next(c, v, req, from);
+		break;
+	case CFS_MSG_LOOKUP_FWD:
+		lookup_handle_fwd(c, v, req, from);
+		break;
+	case CFS_MSG_LOOKUP_DONE:
+		lookup_handle_done(c, req, from);
+		break;
+	default:
+		maint_handle(c, v, req, from);
+		break;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ inspection */
+
+uint32_t chord_vnode_count(const chord_t *c) { return c->nv; }
+const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i) { return &c->v[i].self; }
+const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return vn_succ(&c->v[i]); }
+bool chord_vnode_joined(const chord_t *c, uint32_t i) { return c->v[i].joined; }
+const struct cfs_coord *chord_coord(const chord_t *c) { return &c->coord; }
+
+uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to)
+{
+	double ms = vivaldi_predict_ms(&c->coord, to);
+	return ms > 0 && isfinite(ms) ? (uint64_t)(ms * 1000.0) : 0;
+}
+
+double chord_estimate_n(const chord_t *c)
+{
+	double sum = 0;
+
+	for (uint32_t i = 0; i < c->nv; i++)
+		sum += table_estimate_n(&c->v[i]);
+	return sum / c->nv;
+}
+
+bool chord_knows(const chord_t *c, const struct cfs_id *id)
+{
+	return table_contains(c, id);
+}
+
+static void json_node(struct cfs_sbuf *b, const struct tnode *t)
+{
+	char hex[65], a[CFS_ADDR_STRLEN];
+
+	cfs_sb_printf(b, "{\"id\":\"%s\",\"addr\":\"%s\",\"vindex\":%u,\"rtt_us\":%u}",
+	              cfs_id_hex(&t->n.id, hex), cfs_addr_str(&t->n.addr, a), t->n.vindex, t->rtt_us);
+}
+
+void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
+{
+	char hex[65], s1[9], s2[9], a[CFS_ADDR_STRLEN];
+	double est = chord_estimate_n(c);
+	uint64_t lk = c->lookups_done ? c->lookups_done : 1;
+
+	if (!json) {
+		cfs_sb_printf(b, "ring        %u virtual server%s, estimated %.0f in the ring; "
+		              "coord (%.1f, %.1f, %.1f | %.1f) err %.2f\n", c->nv, c->nv == 1 ? "" : "s",
+		              est, c->coord.v[0], c->coord.v[1], c->coord.v[2], c->coord.h, c->coord_err);
+		cfs_sb_printf(b, "lookups     %lu done, %lu failed, %.2f RPCs and %.3f timeouts each\n",
+		              (unsigned long)c->lookups_done, (unsigned long)c->lookups_failed,
+		              (double)c->lookup_rpcs / (double)lk, (double)c->lookup_timeouts / (double)lk);
+		cfs_sb_printf(b, "auth        %lu nonces sent, %lu passed, %lu failed, %lu ID mismatches\n",
+		              (unsigned long)c->auth_sent, (unsigned long)c->auth_ok,
+		              (unsigned long)c->auth_failed, (unsigned long)c->id_mismatch);
+		for (uint32_t i = 0; i < c->nv; i++) {
+			const struct vnode *v = &c->v[i];
+			unsigned nf = 0;
+			for (int k = 0; k < NFINGERS; k++)
+				nf += v->finger[k].valid && (k == NFINGERS - 1 ||
+				      !v->finger[k + 1].valid || !cfs_id_eq(&v->finger[k].n.id, &v->finger[k + 1].n.id));
+			cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
+			              cfs_id_short(&v->self.id, s1),
+			              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
+			              cfs_id_short(&vn_succ(v)->id, hex), v->nsuccs ? v->nsuccs - 1 : 0, nf,
+			              v->joined ? "" : "  (joining)");
+		}
+		return;
+	}
+	cfs_sb_printf(b, "{\"address\":\"%s\",\"estimated_n\":%.1f,", cfs_addr_str(&c->addr, a), est);
+	cfs_sb_printf(b, "\"coord\":[%.3f,%.3f,%.3f,%.3f],\"coord_err\":%.3f,", c->coord.v[0],
+	              c->coord.v[1], c->coord.v[2], c->coord.h, c->coord_err);
+	cfs_sb_printf(b, "\"lookups\":{\"done\":%lu,\"failed\":%lu,\"rpcs\":%lu,\"timeouts\":%lu},",
+	              (unsigned long)c->lookups_done, (unsigned long)c->lookups_failed,
+	              (unsigned long)c->lookup_rpcs, (unsigned long)c->lookup_timeouts);
+	cfs_sb_printf(b, "\"auth\":{\"sent\":%lu,\"ok\":%lu,\"failed\":%lu,\"id_mismatch\":%lu,"
+	              "\"cached\":%zu},\"hostile_dropped\":%lu,\"vnodes\":[",
+	              (unsigned long)c->auth_sent, (unsigned long)c->auth_ok,
+	              (unsigned long)c->auth_failed, (unsigned long)c->id_mismatch, auth_count(c),
+	              (unsigned long)c->hostile_dropped);
+	for (uint32_t i = 0; i < c->nv; i++) {
+		const struct vnode *v = &c->v[i];
+		cfs_sb_printf(b, "%s{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
+		              i ? "," : "", v->index, cfs_id_hex(&v->self.id, hex),
+		              v->joined ? "true" : "false", table_estimate_n(v));
+		if (v->pred.valid)
+			json_node(b, &v->pred);
+		else
+			cfs_sb_printf(b, "null");
+		cfs_sb_printf(b, ",\"succs\":[");
+		for (uint32_t j = 0; j < v->nsuccs; j++) {
+			cfs_sb_printf(b, "%s", j ? "," : "");
+			json_node(b, &v->succ[j]);
+		}
+		cfs_sb_printf(b, "],\"fingers\":[");
+		bool first = true;
+		const struct cfs_id *last = NULL;
+		for (int k = NFINGERS - 1; k >= 0; k--) {
+			if (!v->finger[k].valid || (last && cfs_id_eq(last, &v->finger[k].n.id)))
+				continue;
+			last = &v->finger[k].n.id;
+			cfs_sb_printf(b, "%s{\"bit\":%d,\"node\":", first ? "" : ",", FINGER_BASE + k);
+			json_node(b, &v->finger[k]);
+			cfs_sb_printf(b, "}");
+			first = false;
+		}
+		cfs_sb_printf(b, "]}");
+	}
+	cfs_sb_printf(b, "]}");
+}

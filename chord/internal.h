@@ -1,0 +1,161 @@
+/* chord's private structures, shared by the files of this folder only. */
+#ifndef CFS_CHORD_INTERNAL_H
+#define CFS_CHORD_INTERNAL_H
+
+#include "chord/chord.h"
+
+/* Fingers are kept for bits 192..255 only: in any ring of fewer than 2^64
+ * virtual servers the lower fingers are the successor itself. */
+#define FINGER_BASE 192
+#define NFINGERS (CFS_ID_BITS - FINGER_BASE)
+
+/* A table entry: a node plus what we measured of it. */
+struct tnode {
+	struct cfs_node n;
+	uint32_t rtt_us;          /* last measured round trip, 0 unknown */
+	uint8_t misses;           /* consecutive failed probes */
+	bool valid;
+};
+
+struct vnode {
+	chord_t *c;
+	uint32_t index;
+	struct cfs_node self;
+	bool joined;
+	struct tnode pred;        /* valid when known */
+	uint64_t pred_heard_us;
+	uint32_t nsuccs;          /* 0: alone, the successor is self */
+	struct tnode succ[CHORD_SUCC_MAX];
+	struct tnode finger[NFINGERS];
+	uv_timer_t stab_timer, fix_timer;
+	bool stab_busy, fix_busy, pred_probe_busy, join_busy, fingers_done;
+	int next_finger;          /* the finger fix_fingers refreshes next */
+	uint32_t join_attempts;
+};
+
+/* Authentication cache (CFS 4.4), keyed by node ID. */
+enum auth_state { AUTH_NONE, AUTH_PENDING, AUTH_OK, AUTH_FAILED, AUTH_DEAD };
+struct auth_ent {
+	struct cfs_id id;
+	struct cfs_node node;
+	uint8_t state;            /* enum auth_state */
+	uint64_t until_us;        /* state expires */
+	struct auth_ent *next;
+};
+
+struct lookup;
+
+struct chord {
+	uv_loop_t *loop;
+	cfs_transport_t *tr;
+	struct chord_config cfg;
+	struct cfs_addr addr;
+	struct cfs_rng rng;
+	bool started, frozen, leaving, freeing, released;
+	uint64_t inflight;        /* chord_call RPCs not yet ended */
+	int handles;              /* uv handles not yet closed */
+	uint32_t nv;
+	struct vnode *v;          /* nv entries */
+	struct cfs_addr *boot;    /* join targets */
+	size_t nboot, boot_next;
+
+	/* Vivaldi */
+	struct cfs_coord coord;
+	double coord_err;
+
+	/* auth cache */
+	struct auth_ent **auth;
+	size_t auth_nb, auth_n;
+	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch;
+
+	/* lookups in progress (for cancellation and recursive answers) */
+	struct lookup *lookups;
+	struct lookup *finished;  /* ended, callback not yet made */
+	uv_timer_t lk_timer;      /* runs callbacks and recursive deadlines */
+	bool lk_timer_armed;
+	double avg_rtt_ms;        /* d̄ of CFS 4.3: mean RTT of our RPCs */
+	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
+	uint64_t fwd_handled, find_next_handled, alerts_in, hostile_dropped;
+
+	chord_has_block_fn has_block;
+	void *has_block_arg;
+
+	struct cfs_msg msg;       /* scratch for building requests/replies */
+};
+
+/* chord.c */
+int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
+                     uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
+void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m);
+uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms);
+/* Is n's ID the hash of its address and index (CFS 4.4)? */
+bool chord__node_id_ok(chord_t *c, const struct cfs_node *n);
+/* Is n one of this process's virtual servers? */
+struct vnode *chord__local(const chord_t *c, const struct cfs_id *id);
+/* Message addressed to id (or the first vnode when id is NULL). */
+void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to);
+
+/* vivaldi.c */
+void vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us);
+double vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b);
+
+/* auth.c */
+void auth_init(chord_t *c);
+void auth_free(chord_t *c);
+/* AUTH_OK, AUTH_FAILED/AUTH_DEAD (never use), or AUTH_PENDING (asked; the
+ * node is offered to the tables once it answers). Local nodes are AUTH_OK. */
+enum auth_state auth_check(chord_t *c, const struct cfs_node *n);
+/* The node did not answer: keep it out of tables for a while. */
+void auth_mark_dead(chord_t *c, const struct cfs_id *id);
+enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id);
+size_t auth_count(const chord_t *c);
+
+/* table.c */
+const struct cfs_node *vn_succ(const struct vnode *v);
+/* Offer an authenticated node to every virtual server's tables. */
+void table_consider(chord_t *c, const struct cfs_node *n);
+/* Offer a node: authenticate first if needed (then it is considered). */
+void table_offer(chord_t *c, const struct cfs_node *n);
+/* Remove a node from every table, mark it dead. */
+void table_remove(chord_t *c, const struct cfs_id *id);
+/* Rebuild v's successor list as [first] + list (a successor's own list). */
+void table_set_succs(struct vnode *v, const struct cfs_node *first,
+                     const struct cfs_node *list, uint32_t n);
+/* The measured RTT to id if any table has it, else 0. */
+void table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us);
+bool table_contains(const chord_t *c, const struct cfs_id *id);
+/*
+ * One lookup step at v (the body of FIND_NEXT): true with the key's
+ * successors in out (DONE), or false with next-hop candidates preceding
+ * key, best first, drawn from every local virtual server's tables.
+ */
+bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+                struct cfs_node *out, uint32_t *n_out, uint32_t cap);
+/* The local virtual server that most closely precedes key (or is it). */
+struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
+/* The set fingers as a compact status list. */
+double table_estimate_n(const struct vnode *v);
+
+/* maint.c */
+void maint_start(chord_t *c);
+void maint_stop(chord_t *c);
+void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void maint_leave(chord_t *c, void (*done)(void *), void *arg);
+
+/* lookup.c */
+void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+                             const struct cfs_reply_to *from);
+void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+                       const struct cfs_reply_to *from);
+void lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void lookup_cancel_all(chord_t *c);
+/* A lookup that starts at an address rather than a table (joining). */
+int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
+                 const struct cfs_id *key, const struct chord_lookup_opts *o,
+                 chord_lookup_cb cb, void *arg);
+/* Index of the best next hop among cand[0..n) for key seen from cur, by the
+ * mode's rule; -1 when none makes progress. skip[i] true = excluded. */
+int lookup_select(chord_t *c, uint32_t sel, const struct cfs_id *cur, const struct cfs_id *key,
+                  const struct cfs_node *cand, uint32_t n, const bool *skip);
+
+#endif

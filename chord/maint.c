@@ -1,0 +1,522 @@
+/*
+ * Ring maintenance (Chord; CFS section 4): joining, stabilize / notify on
+ * jittered timers, failure detection by consecutive missed probes, finger
+ * refresh with proximity neighbour selection (DHash++ 4.3), alerts and
+ * graceful leave.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+#define JOIN_RETRY_MS 1000
+
+static void stab_tick(uv_timer_t *t);
+static void fix_tick(uv_timer_t *t);
+
+struct vcall {
+	struct vnode *v;
+	struct cfs_node to;
+};
+
+static struct vcall *vcall_new(struct vnode *v, const struct cfs_node *to)
+{
+	struct vcall *k = xcalloc(1, sizeof(*k));
+	k->v = v;
+	if (to)
+		k->to = *to;
+	return k;
+}
+
+static void on_ignore(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
+{
+	free(arg);
+}
+
+/* A missed probe of node `to`: after fail_probes in a row it is dead. */
+static void probe_missed(chord_t *c, struct tnode *t, int status)
+{
+	char s[9];
+
+	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
+	    ++t->misses >= c->cfg.fail_probes) {
+		log_debug("node %s failed (%s)", cfs_id_short(&t->n.id, s), strerror(-status));
+		table_remove(c, &t->n.id);
+	}
+}
+
+static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < v->nsuccs; i++)
+		if (cfs_id_eq(&v->succ[i].n.id, id))
+			return &v->succ[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------ join */
+
+static void join_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct vnode *v = arg;
+	chord_t *c = v->c;
+	char s[9];
+
+	v->join_busy = false;
+	if (r->status == -ECANCELED || c->freeing)
+		return;
+	if (r->status < 0 || r->n == 0) {
+		log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-r->status));
+		c->boot_next++;
+		return; /* the stabilize timer retries */
+	}
+	for (uint32_t i = 0; i < r->n; i++)
+		if (!cfs_id_eq(&r->succ[i].id, &v->self.id))
+			table_offer(c, &r->succ[i]);
+	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
+	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
+}
+
+static void join(struct vnode *v)
+{
+	chord_t *c = v->c;
+	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+	                               .nsucc = c->cfg.nsucc };
+
+	if (v->join_busy)
+		return;
+	if (c->nboot == 0) {
+		/* A new ring: the virtual servers of this process know each other. */
+		for (uint32_t i = 0; i < c->nv; i++)
+			table_consider(c, &c->v[i].self);
+		v->joined = true;
+		return;
+	}
+	v->join_attempts++;
+	v->join_busy = true;
+	if (lookup_start(c, v, &c->boot[c->boot_next % c->nboot], &v->self.id, &o, join_done, v) < 0) {
+		v->join_busy = false;
+		c->boot_next++;
+	}
+}
+
+/* ------------------------------------------------------------ stabilize */
+
+static void notify_succ(struct vnode *v, const struct cfs_node *s)
+{
+	chord_t *c = v->c;
+
+	chord__msg_init(c, v, CFS_MSG_NOTIFY, s);
+	c->msg.node = v->self;
+	c->msg.node.coord = c->coord;
+	if (chord_call(c, s, &c->msg, c->cfg.probe_timeout_ms, on_ignore, NULL) < 0)
+		return;
+}
+
+static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res)
+{
+	struct vcall *k = arg;
+	struct vnode *v = k->v;
+	chord_t *c = v->c;
+	struct tnode *t;
+
+	if (status == -ECANCELED || c->freeing) {
+		free(k);
+		return;
+	}
+	v->stab_busy = false;
+	t = find_succ(v, &k->to.id);
+	if (status < 0) {
+		if (t)
+			probe_missed(c, t, status);
+		free(k);
+		return;
+	}
+	if (!t || t != &v->succ[0]) {
+		free(k); /* the list changed meanwhile; next round */
+		return;
+	}
+	struct cfs_node first = t->n;
+	first.coord = reply->coord;
+	table_set_succs(v, &first, reply->nodes, reply->n_nodes);
+	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
+	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
+		table_offer(c, &reply->pred);
+	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
+		notify_succ(v, vn_succ(v));
+	free(k);
+}
+
+static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res)
+{
+	struct vcall *k = arg;
+	struct vnode *v = k->v;
+	chord_t *c = v->c;
+
+	if (status == -ECANCELED || c->freeing) {
+		free(k);
+		return;
+	}
+	v->pred_probe_busy = false;
+	if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &k->to.id)) {
+		if (status == 0) {
+			v->pred_heard_us = cfs_now_us();
+			v->pred.misses = 0;
+		} else if (++v->pred.misses >= c->cfg.fail_probes || status == -ESRCH) {
+			v->pred.valid = false;
+			auth_mark_dead(c, &k->to.id);
+		}
+	}
+	free(k);
+}
+
+static void stabilize(struct vnode *v)
+{
+	chord_t *c = v->c;
+
+	if (!v->joined) {
+		join(v);
+		return;
+	}
+	if (v->nsuccs > 0 && !v->stab_busy) {
+		struct vcall *k = vcall_new(v, &v->succ[0].n);
+		chord__msg_init(c, v, CFS_MSG_GET_PRED, &v->succ[0].n);
+		if (chord__local(c, &v->succ[0].n.id)) {
+			/* A local successor: read its tables directly. */
+			struct vnode *u = chord__local(c, &v->succ[0].n.id);
+			struct cfs_node first = u->self;
+			struct cfs_node list[CHORD_SUCC_MAX];
+			for (uint32_t i = 0; i < u->nsuccs; i++)
+				list[i] = u->succ[i].n;
+			table_set_succs(v, &first, list, u->nsuccs);
+			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
+				table_offer(c, &u->pred.n);
+			table_consider(c, &v->self); /* notify u */
+			free(k);
+		} else if (chord_call(c, &v->succ[0].n, &c->msg, c->cfg.probe_timeout_ms, stab_reply, k) < 0) {
+			free(k);
+		} else {
+			v->stab_busy = true;
+		}
+	}
+	/* A predecessor that has been silent for a while is probed. */
+	uint64_t quiet = 2ull * c->cfg.stabilize_ms * 1000;
+	if (v->pred.valid && !v->pred_probe_busy && !chord__local(c, &v->pred.n.id) &&
+	    cfs_now_us() - v->pred_heard_us > quiet) {
+		struct vcall *k = vcall_new(v, &v->pred.n);
+		chord__msg_init(c, v, CFS_MSG_PING, &v->pred.n);
+		if (chord_call(c, &v->pred.n, &c->msg, c->cfg.probe_timeout_ms, pred_reply, k) < 0)
+			free(k);
+		else
+			v->pred_probe_busy = true;
+	}
+}
+
+static void stab_tick(uv_timer_t *t)
+{
+	struct vnode *v = container_of(t, struct vnode, stab_timer);
+	chord_t *c = v->c;
+
+	if (c->frozen || c->leaving || c->freeing)
+		return;
+	stabilize(v);
+	uv_timer_start(&v->stab_timer, stab_tick,
+	               v->joined ? chord__jitter_ms(c, c->cfg.stabilize_ms) : JOIN_RETRY_MS, 0);
+}
+
+/* ------------------------------------------------------------ fingers */
+
+static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
+{
+	cfs_id_add_pow2(s, &v->self.id, FINGER_BASE + (unsigned)k);
+	if (k + 1 < NFINGERS)
+		cfs_id_add_pow2(e, &v->self.id, FINGER_BASE + (unsigned)k + 1);
+	else
+		*e = v->self.id;
+}
+
+/* PNS(x): of the candidates inside finger k's range, the one with the
+ * lowest predicted latency; the first candidate if none is inside. */
+static void finger_choose(struct vnode *v, int k, const struct cfs_node *cand, uint32_t n)
+{
+	chord_t *c = v->c;
+	struct cfs_id s, e;
+	int best = -1;
+	uint64_t best_rtt = UINT64_MAX;
+
+	if (n == 0)
+		return;
+	finger_bounds(v, k, &s, &e);
+	for (uint32_t i = 0; i < n && i < c->cfg.pns; i++) {
+		if (!cfs_id_in_co(&cand[i].id, &s, &e))
+			break;
+		if (cfs_id_eq(&cand[i].id, &v->self.id))
+			continue;
+		uint64_t p = chord_predict_rtt_us(c, &cand[i].coord);
+		if (p < best_rtt) {
+			best_rtt = p;
+			best = (int)i;
+		}
+	}
+	if (best < 0) {
+		if (cfs_id_eq(&cand[0].id, &v->self.id))
+			return;
+		best = 0;
+	}
+	if (auth_check(c, &cand[best]) == AUTH_OK) {
+		struct tnode *f = &v->finger[k];
+		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
+			*f = (struct tnode){ .n = cand[best], .valid = true };
+	}
+}
+
+static void next_finger(struct vnode *v)
+{
+	if (--v->next_finger < 0) {
+		v->next_finger = NFINGERS - 1;
+		v->fingers_done = true;
+	}
+}
+
+struct fixcall {
+	struct vnode *v;
+	int k;
+};
+
+static void fix_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct fixcall *f = arg;
+	struct vnode *v = f->v;
+
+	if (r->status == -ECANCELED || v->c->freeing) {
+		free(f);
+		return;
+	}
+	v->fix_busy = false;
+	if (r->status == 0)
+		finger_choose(v, f->k, r->succ, r->n);
+	free(f);
+}
+
+/* Refresh fingers until one needs a lookup (or all are done). */
+static void fix_fingers(struct vnode *v)
+{
+	chord_t *c = v->c;
+
+	for (int guard = 0; guard < NFINGERS && !v->fix_busy; guard++) {
+		int k = v->next_finger;
+		struct cfs_id s, e;
+		finger_bounds(v, k, &s, &e);
+		const struct cfs_id *last = v->nsuccs ? &v->succ[v->nsuccs - 1].n.id : &v->self.id;
+		if (v->nsuccs == 0 || cfs_id_in_oc(&s, &v->self.id, last)) {
+			/* Covered by the successor list: no RPC needed, and
+			 * every lower finger is covered too. */
+			struct cfs_node cand[CHORD_SUCC_MAX];
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < v->nsuccs; i++)
+				if (cfs_id_in_co(&v->succ[i].n.id, &s, &v->self.id) || n)
+					cand[n++] = v->succ[i].n;
+			finger_choose(v, k, cand, n);
+			for (int j = k - 1; j >= 0; j--)
+				v->finger[j].valid = false;
+			v->next_finger = 0;
+			next_finger(v);
+			return;
+		}
+		struct fixcall *f = xcalloc(1, sizeof(*f));
+		struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+		                               .nsucc = c->cfg.pns };
+		f->v = v;
+		f->k = k;
+		next_finger(v);
+		v->fix_busy = true;
+		if (lookup_start(c, v, NULL, &s, &o, fix_done, f) < 0) {
+			v->fix_busy = false;
+			free(f);
+		}
+	}
+}
+
+static void fix_tick(uv_timer_t *t)
+{
+	struct vnode *v = container_of(t, struct vnode, fix_timer);
+	chord_t *c = v->c;
+
+	if (c->frozen || c->leaving || c->freeing)
+		return;
+	if (v->joined)
+		fix_fingers(v);
+	/* The first pass after joining runs back to back. */
+	uv_timer_start(&v->fix_timer, fix_tick,
+	               v->fingers_done ? chord__jitter_ms(c, c->cfg.fix_fingers_ms) : 5, 0);
+}
+
+void maint_start(chord_t *c)
+{
+	for (uint32_t i = 0; i < c->nv; i++) {
+		struct vnode *v = &c->v[i];
+		uv_timer_start(&v->stab_timer, stab_tick, i == 0 ? 0 : 20 + 10 * i, 0);
+		uv_timer_start(&v->fix_timer, fix_tick, chord__jitter_ms(c, 200), 0);
+	}
+}
+
+void maint_stop(chord_t *c)
+{
+	for (uint32_t i = 0; i < c->nv; i++) {
+		uv_timer_stop(&c->v[i].stab_timer);
+		uv_timer_stop(&c->v[i].fix_timer);
+	}
+}
+
+/* ------------------------------------------------------------ leave */
+
+struct leaving {
+	chord_t *c;
+	unsigned pending;
+	void (*done)(void *);
+	void *arg;
+};
+
+static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct leaving *l = arg;
+
+	if (--l->pending == 0) {
+		l->done(l->arg);
+		free(l);
+	}
+}
+
+void maint_leave(chord_t *c, void (*done)(void *), void *arg)
+{
+	struct leaving *l = xcalloc(1, sizeof(*l));
+
+	l->c = c;
+	l->done = done;
+	l->arg = arg;
+	l->pending = 1;
+	c->leaving = true;
+	maint_stop(c);
+	lookup_cancel_all(c);
+	for (uint32_t i = 0; i < c->nv; i++) {
+		struct vnode *v = &c->v[i];
+		const struct cfs_node *to[2] = { v->nsuccs ? &v->succ[0].n : NULL,
+		                                 v->pred.valid ? &v->pred.n : NULL };
+		for (int j = 0; j < 2; j++) {
+			if (!to[j] || chord__local(c, &to[j]->id) ||
+			    (j == 1 && to[0] && cfs_id_eq(&to[0]->id, &to[1]->id)))
+				continue;
+			chord__msg_init(c, v, CFS_MSG_LEAVE, to[j]);
+			c->msg.has_pred = v->pred.valid && !chord__local(c, &v->pred.n.id);
+			if (c->msg.has_pred)
+				c->msg.pred = v->pred.n;
+			for (uint32_t s = 0; s < v->nsuccs && c->msg.n_nodes < CFS_MSG_MAX_NODES; s++)
+				if (!chord__local(c, &v->succ[s].n.id))
+					c->msg.nodes[c->msg.n_nodes++] = v->succ[s].n;
+			if (chord_call(c, to[j], &c->msg, c->cfg.probe_timeout_ms, leave_reply, l) == 0)
+				l->pending++;
+		}
+	}
+	/* Drop our own reference: with no neighbour to tell, done runs now. */
+	leave_reply(l, 0, NULL, NULL);
+}
+
+/* ------------------------------------------------------------ handlers */
+
+struct alert {
+	chord_t *c;
+	struct cfs_id id;
+};
+
+static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct alert *a = arg;
+
+	if (status != -ECANCELED && !a->c->freeing && status < 0 && status != -EPERM)
+		table_remove(a->c, &a->id);
+	free(a);
+}
+
+void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct cfs_node sender = { 0 };
+	bool member = req->has_from;
+
+	if (member) {
+		sender.id = req->from_id;
+		sender.addr = from->addr;
+		sender.vindex = req->from_vindex;
+		sender.coord = req->coord;
+		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id))
+			v->pred_heard_us = cfs_now_us();
+	}
+	switch (req->type) {
+	case CFS_MSG_GET_PRED:
+	case CFS_MSG_GET_SUCCS:
+		chord__msg_init(c, v, (enum cfs_msg_type)req->type, NULL);
+		if (req->type == CFS_MSG_GET_PRED && v->pred.valid) {
+			c->msg.has_pred = true;
+			c->msg.pred = v->pred.n;
+		}
+		for (uint32_t i = 0; i < v->nsuccs; i++)
+			c->msg.nodes[c->msg.n_nodes++] = v->succ[i].n;
+		chord__reply_simple(c, from, &c->msg);
+		return;
+	case CFS_MSG_NOTIFY:
+		/* Only the node itself may say it is our predecessor. */
+		if (member && cfs_id_eq(&req->node.id, &sender.id) &&
+		    cfs_addr_eq(&req->node.addr, &from->addr) && req->node.vindex == sender.vindex &&
+		    !cfs_id_eq(&sender.id, &v->self.id) &&
+		    (!v->pred.valid || cfs_id_in_oo(&sender.id, &v->pred.n.id, &v->self.id)))
+			table_offer(c, &sender);
+		break;
+	case CFS_MSG_ALERT:
+		c->alerts_in++;
+		if (table_contains(c, &req->key) && !chord__local(c, &req->key)) {
+			/* Believe no one: see for ourselves whether it is dead. */
+			struct alert *a = xcalloc(1, sizeof(*a));
+			const struct cfs_node *n = NULL;
+			for (uint32_t vi = 0; vi < c->nv && !n; vi++) {
+				struct vnode *u = &c->v[vi];
+				for (uint32_t i = 0; i < u->nsuccs && !n; i++)
+					if (cfs_id_eq(&u->succ[i].n.id, &req->key))
+						n = &u->succ[i].n;
+				for (int k = 0; k < NFINGERS && !n; k++)
+					if (u->finger[k].valid && cfs_id_eq(&u->finger[k].n.id, &req->key))
+						n = &u->finger[k].n;
+				if (!n && u->pred.valid && cfs_id_eq(&u->pred.n.id, &req->key))
+					n = &u->pred.n;
+			}
+			a->c = c;
+			a->id = req->key;
+			if (n) {
+				struct cfs_node to = *n;
+				chord__msg_init(c, v, CFS_MSG_PING, &to);
+				if (chord_call(c, &to, &c->msg, c->cfg.probe_timeout_ms, alert_probe, a) == 0)
+					a = NULL;
+			}
+			free(a);
+		}
+		break;
+	case CFS_MSG_LEAVE:
+		if (member) {
+			bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id);
+			table_remove(c, &sender.id);
+			if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id))
+				table_offer(c, &req->pred);
+			for (uint32_t i = 0; i < req->n_nodes; i++)
+				if (!cfs_id_eq(&req->nodes[i].id, &v->self.id))
+					table_offer(c, &req->nodes[i]);
+		}
+		break;
+	default:
+		(void)cfs_transport_reply_error(c->tr, from, -EOPNOTSUPP);
+		return;
+	}
+	chord__msg_init(c, v, (enum cfs_msg_type)req->type, NULL);
+	chord__reply_simple(c, from, &c->msg);
+}

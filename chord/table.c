@@ -1,0 +1,324 @@
+/*
+ * The routing tables of each virtual server — successor list, predecessor,
+ * fingers — and the local half of a lookup step. Nodes arrive here only
+ * authenticated (auth.c); the virtual servers of a process share what they
+ * know (CFS 6.2: they look at each other's tables).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+#define STEP_CANDIDATES 8
+
+const struct cfs_node *vn_succ(const struct vnode *v)
+{
+	return v->nsuccs ? &v->succ[0].n : &v->self;
+}
+
+static void finger_range(const struct vnode *v, int k, struct cfs_id *start, struct cfs_id *end)
+{
+	cfs_id_add_pow2(start, &v->self.id, FINGER_BASE + (unsigned)k);
+	if (k + 1 < NFINGERS)
+		cfs_id_add_pow2(end, &v->self.id, FINGER_BASE + (unsigned)k + 1);
+	else
+		*end = v->self.id;
+}
+
+/* Insert n into v's successor list at its place by clockwise distance. */
+static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
+{
+	uint32_t i;
+
+	if (cfs_id_eq(&n->id, &v->self.id))
+		return;
+	for (i = 0; i < v->nsuccs; i++) {
+		if (cfs_id_eq(&v->succ[i].n.id, &n->id))
+			return;
+		const struct cfs_id *prev = i ? &v->succ[i - 1].n.id : &v->self.id;
+		if (cfs_id_in_oo(&n->id, prev, &v->succ[i].n.id))
+			break;
+	}
+	if (i >= r)
+		return;
+	if (i == v->nsuccs) {
+		/* Beyond the last entry: only if the list has room and n does
+		 * not wrap past ourselves (it cannot: (last, self) holds it). */
+		if (v->nsuccs >= r)
+			return;
+	}
+	uint32_t end = v->nsuccs < r ? v->nsuccs : r - 1;
+	memmove(&v->succ[i + 1], &v->succ[i], (end - i) * sizeof(v->succ[0]));
+	v->succ[i] = (struct tnode){ .n = *n, .valid = true };
+	if (v->nsuccs < r)
+		v->nsuccs++;
+	if (i == 0)
+		v->joined = true;
+}
+
+void table_consider(chord_t *c, const struct cfs_node *n)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		struct vnode *v = &c->v[vi];
+		if (cfs_id_eq(&n->id, &v->self.id))
+			continue;
+		succ_insert(v, n, c->cfg.nsucc);
+		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
+			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id))
+				v->pred = (struct tnode){ .n = *n, .valid = true };
+			v->pred_heard_us = cfs_now_us();
+		}
+		for (int k = 0; k < NFINGERS; k++) {
+			struct cfs_id s, e;
+			finger_range(v, k, &s, &e);
+			if (!cfs_id_in_co(&n->id, &s, &e))
+				continue;
+			struct tnode *f = &v->finger[k];
+			if (!f->valid || !cfs_id_in_co(&f->n.id, &s, &e))
+				*f = (struct tnode){ .n = *n, .valid = true };
+		}
+	}
+}
+
+void table_offer(chord_t *c, const struct cfs_node *n)
+{
+	if (auth_check(c, n) == AUTH_OK)
+		table_consider(c, n);
+}
+
+void table_remove(chord_t *c, const struct cfs_id *id)
+{
+	char s[9];
+	bool found = false;
+
+	if (chord__local(c, id))
+		return;
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		struct vnode *v = &c->v[vi];
+		for (uint32_t i = 0; i < v->nsuccs; i++)
+			if (cfs_id_eq(&v->succ[i].n.id, id)) {
+				memmove(&v->succ[i], &v->succ[i + 1], (v->nsuccs - i - 1) * sizeof(v->succ[0]));
+				v->nsuccs--;
+				found = true;
+				break;
+			}
+		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, id)) {
+			v->pred.valid = false;
+			found = true;
+		}
+		for (int k = 0; k < NFINGERS; k++)
+			if (v->finger[k].valid && cfs_id_eq(&v->finger[k].n.id, id)) {
+				v->finger[k].valid = false;
+				found = true;
+			}
+	}
+	auth_mark_dead(c, id);
+	if (found)
+		log_debug("dropped node %s from the tables", cfs_id_short(id, s));
+	/* A virtual server whose successors all died falls back on whatever
+	 * else it knows, so the ring heals instead of splitting. */
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		struct vnode *v = &c->v[vi];
+		if (v->nsuccs > 0)
+			continue;
+		for (int k = 0; k < NFINGERS; k++)
+			if (v->finger[k].valid)
+				succ_insert(v, &v->finger[k].n, c->cfg.nsucc);
+		if (v->pred.valid)
+			succ_insert(v, &v->pred.n, c->cfg.nsucc);
+		for (uint32_t u = 0; u < c->nv; u++)
+			if (u != vi)
+				succ_insert(v, &c->v[u].self, c->cfg.nsucc);
+	}
+}
+
+void table_set_succs(struct vnode *v, const struct cfs_node *first,
+                     const struct cfs_node *list, uint32_t n)
+{
+	chord_t *c = v->c;
+	struct tnode old[CHORD_SUCC_MAX], *nw = v->succ;
+	uint32_t nold = v->nsuccs, k = 0, r = c->cfg.nsucc;
+
+	memcpy(old, v->succ, nold * sizeof(old[0]));
+	nw[k++] = (struct tnode){ .n = *first, .valid = true };
+	for (uint32_t i = 0; i < n && k < r; i++) {
+		const struct cfs_node *x = &list[i];
+		if (cfs_id_eq(&x->id, &v->self.id))
+			break; /* wrapped around the ring */
+		/* Must move clockwise from the previous entry. */
+		if (!cfs_id_in_oo(&x->id, &nw[k - 1].n.id, &v->self.id))
+			continue;
+		enum auth_state st = auth_check(c, x);
+		if (st == AUTH_FAILED || st == AUTH_DEAD)
+			continue;
+		if (st != AUTH_OK)
+			break; /* keep the list gap-free: stop at the first unknown */
+		nw[k++] = (struct tnode){ .n = *x, .valid = true };
+	}
+	for (uint32_t i = 0; i < k; i++)
+		for (uint32_t j = 0; j < nold; j++)
+			if (cfs_id_eq(&old[j].n.id, &nw[i].n.id)) {
+				nw[i].rtt_us = old[j].rtt_us;
+				nw[i].misses = i ? old[j].misses : nw[i].misses;
+				break;
+			}
+	v->nsuccs = k;
+	v->joined = true;
+}
+
+void table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		struct vnode *v = &c->v[vi];
+		for (uint32_t i = 0; i < v->nsuccs; i++)
+			if (cfs_id_eq(&v->succ[i].n.id, id)) {
+				v->succ[i].rtt_us = rtt_us;
+				v->succ[i].misses = 0;
+			}
+		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, id)) {
+			v->pred.rtt_us = rtt_us;
+			v->pred.misses = 0;
+		}
+		for (int k = 0; k < NFINGERS; k++)
+			if (v->finger[k].valid && cfs_id_eq(&v->finger[k].n.id, id))
+				v->finger[k].rtt_us = rtt_us;
+	}
+}
+
+bool table_contains(const chord_t *c, const struct cfs_id *id)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		const struct vnode *v = &c->v[vi];
+		for (uint32_t i = 0; i < v->nsuccs; i++)
+			if (cfs_id_eq(&v->succ[i].n.id, id))
+				return true;
+		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, id))
+			return true;
+		for (int k = 0; k < NFINGERS; k++)
+			if (v->finger[k].valid && cfs_id_eq(&v->finger[k].n.id, id))
+				return true;
+	}
+	return false;
+}
+
+struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key)
+{
+	struct vnode *best = &c->v[0];
+	struct cfs_id bd, d;
+
+	cfs_id_distance(&bd, &best->self.id, key);
+	for (uint32_t i = 1; i < c->nv; i++) {
+		cfs_id_distance(&d, &c->v[i].self.id, key);
+		if (cfs_id_cmp(&d, &bd) < 0) {
+			bd = d;
+			best = &c->v[i];
+		}
+	}
+	return best;
+}
+
+/* Add x to the candidate list (sorted by distance to key, no repeats). */
+static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const struct cfs_node *x,
+                     const struct cfs_id *key)
+{
+	struct cfs_id dx, di;
+	uint32_t i;
+
+	cfs_id_distance(&dx, &x->id, key);
+	for (i = 0; i < *n; i++) {
+		if (cfs_id_eq(&out[i].id, &x->id))
+			return;
+		cfs_id_distance(&di, &out[i].id, key);
+		if (cfs_id_cmp(&dx, &di) < 0)
+			break;
+	}
+	for (uint32_t j = i; j < *n; j++)
+		if (cfs_id_eq(&out[j].id, &x->id))
+			return;
+	if (i >= cap)
+		return;
+	uint32_t end = *n < cap ? *n : cap - 1;
+	memmove(&out[i + 1], &out[i], (end - i) * sizeof(out[0]));
+	out[i] = *x;
+	if (*n < cap)
+		(*n)++;
+}
+
+bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+                struct cfs_node *out, uint32_t *n_out, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	if (nsucc < 1)
+		nsucc = 1;
+	if (nsucc > cap)
+		nsucc = cap;
+	/* Are we the key's successor? */
+	if (v->nsuccs == 0 ||
+	    (v->pred.valid && cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
+		out[n++] = v->self;
+		for (uint32_t i = 0; i < v->nsuccs && n < nsucc; i++)
+			out[n++] = v->succ[i].n;
+		*n_out = n;
+		return true;
+	}
+	/* Does the successor list cover it (DHash++: answer early)? */
+	for (uint32_t j = 0; j < v->nsuccs; j++) {
+		const struct cfs_id *prev = j ? &v->succ[j - 1].n.id : &v->self.id;
+		if (!cfs_id_in_oc(key, prev, &v->succ[j].n.id))
+			continue;
+		if (j == 0 || v->nsuccs - j >= nsucc || v->nsuccs < c->cfg.nsucc) {
+			for (uint32_t i = j; i < v->nsuccs && n < nsucc; i++)
+				out[n++] = v->succ[i].n;
+			*n_out = n;
+			return true;
+		}
+		/* Not enough successors after it: the key's predecessor has. */
+		out[0] = v->succ[j - 1].n;
+		*n_out = 1;
+		return false;
+	}
+	/* The closest preceding nodes anywhere in this process's tables. */
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		const struct vnode *u = &c->v[vi];
+		if (u != v && cfs_id_in_oo(&u->self.id, &v->self.id, key))
+			cand_add(out, &n, cap, &u->self, key);
+		for (uint32_t i = 0; i < u->nsuccs; i++)
+			if (cfs_id_in_oo(&u->succ[i].n.id, &v->self.id, key))
+				cand_add(out, &n, cap, &u->succ[i].n, key);
+		for (int k = 0; k < NFINGERS; k++)
+			if (u->finger[k].valid && cfs_id_in_oo(&u->finger[k].n.id, &v->self.id, key))
+				cand_add(out, &n, cap, &u->finger[k].n, key);
+		if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, key))
+			cand_add(out, &n, cap, &u->pred.n, key);
+	}
+	if (n > 0) {
+		struct vnode *u = chord__local(c, &out[0].id);
+		if (u && u != v) /* a local virtual server is closer: continue there */
+			return table_step(c, u, key, nsucc, out, n_out, cap);
+	}
+	if (n == 0) {
+		/* Nothing between us and the key: our successor is the answer. */
+		out[n++] = *vn_succ(v);
+		for (uint32_t i = 1; i < v->nsuccs && n < nsucc; i++)
+			out[n++] = v->succ[i].n;
+		*n_out = n;
+		return true;
+	}
+	*n_out = n;
+	return false;
+}
+
+double table_estimate_n(const struct vnode *v)
+{
+	const chord_t *c = v->c;
+
+	if (v->nsuccs == 0)
+		return 1;
+	if (v->nsuccs < c->cfg.nsucc)
+		return v->nsuccs + 1; /* the whole ring fits in the list */
+	struct cfs_id d;
+	cfs_id_distance(&d, &v->self.id, &v->succ[v->nsuccs - 1].n.id);
+	double f = cfs_id_to_unit(&d);
+	return f > 0 ? (double)v->nsuccs / f : 1;
+}

@@ -101,19 +101,21 @@ $(B)/%.o: %.c $(B)/config.mk
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck
+HARNESS  := $(B)/bin/cfs-ring
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCHORD) $(LIBCOMMON)
-$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCOMMON)
+$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCHORD) $(LIBCOMMON)
+$(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
-$(PROGRAMS):
+$(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
 
 .DEFAULT_GOAL := all
 .PHONY: all
-all: $(PROGRAMS)
+all: $(PROGRAMS) $(HARNESS)
 
 # ---------------------------------------------------------------- tests
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
@@ -234,7 +236,7 @@ demo: $(PROGRAMS)
 
 # ---------------------------------------------------------------- install
 .PHONY: install
-install: $(PROGRAMS)
+install: $(PROGRAMS) $(HARNESS)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
 

@@ -362,6 +362,18 @@ uint32_t chord_vnode_count(const chord_t *c) { return c->nv; }
 const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i) { return &c->v[i].self; }
 const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return vn_succ(&c->v[i]); }
 bool chord_vnode_joined(const chord_t *c, uint32_t i) { return c->v[i].joined; }
+uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[])
+{
+	for (uint32_t k = 0; k < c->v[i].nsuccs; k++)
+		ret[k] = &c->v[i].succ[k].n;
+	return c->v[i].nsuccs;
+}
+
+const struct cfs_node *chord_vnode_pred(const chord_t *c, uint32_t i)
+{
+	return c->v[i].pred.valid ? &c->v[i].pred.n : NULL;
+}
+bool chord_vnode_settled(const chord_t *c, uint32_t i) { return c->v[i].joined && c->v[i].fingers_done; }
 const struct cfs_coord *chord_coord(const chord_t *c) { return &c->coord; }
 
 uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to)

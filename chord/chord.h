@@ -120,7 +120,13 @@ uint32_t chord_vnode_count(const chord_t *c);
  * and whether it has joined. */
 const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i);
 const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i);
+/* Its successor list (up to CHORD_SUCC_MAX entries); returns the count. */
+uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[]);
+/* Its predecessor, NULL when unknown. */
+const struct cfs_node *chord_vnode_pred(const chord_t *c, uint32_t i);
 bool chord_vnode_joined(const chord_t *c, uint32_t i);
+/* Joined and through its first full pass of finger refreshes. */
+bool chord_vnode_settled(const chord_t *c, uint32_t i);
 /* N ≈ r / f, f the fraction of the circle that the successor lists cover
  * (CFS 6.1), in virtual servers. */
 double chord_estimate_n(const chord_t *c);

@@ -29,6 +29,7 @@ struct vnode {
 	struct tnode finger[NFINGERS];
 	uv_timer_t stab_timer, fix_timer;
 	bool stab_busy, fix_busy, pred_probe_busy, join_busy, fingers_done;
+	bool list_changed;        /* the last round changed the successor list */
 	int next_finger;          /* the finger fix_fingers refreshes next */
 	uint32_t join_attempts;
 };
@@ -139,6 +140,8 @@ double table_estimate_n(const struct vnode *v);
 /* maint.c */
 void maint_start(chord_t *c);
 void maint_stop(chord_t *c);
+/* Run v's stabilisation soon (its successor changed). */
+void maint_kick(struct vnode *v);
 void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void maint_leave(chord_t *c, void (*done)(void *), void *arg);
 

@@ -706,6 +706,11 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
 		nsucc = nsucc < 1 ? 1 : CFS_MSG_MAX_NODES;
 	if (!req->has_to)
 		v = table_closest_local(c, &req->key); /* a bootstrap query: best local start */
+	if (!v->joined) {
+		/* Our tables mean nothing yet: do not lead a joiner astray. */
+		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
+		return;
+	}
 	if ((req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	    c->has_block(c->has_block_arg, &req->key))
 		has = true;

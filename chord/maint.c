@@ -9,7 +9,7 @@
 
 #include "chord/internal.h"
 
-#define JOIN_RETRY_MS 1000
+#define JOIN_RETRY_MS 250
 
 static void stab_tick(uv_timer_t *t);
 static void fix_tick(uv_timer_t *t);
@@ -70,9 +70,22 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		c->boot_next++;
 		return; /* the stabilize timer retries */
 	}
+	/* The answer is the key's successor list, contiguous: adopt it as
+	 * ours once its head is authenticated (all of it is being checked). */
+	struct cfs_node list[CFS_MSG_MAX_NODES];
+	uint32_t n = 0;
 	for (uint32_t i = 0; i < r->n; i++)
 		if (!cfs_id_eq(&r->succ[i].id, &v->self.id))
-			table_offer(c, &r->succ[i]);
+			list[n++] = r->succ[i];
+	if (n == 0)
+		return;
+	enum auth_state st = auth_check(c, &list[0]);
+	for (uint32_t i = 1; i < n; i++)
+		(void)auth_check(c, &list[i]);
+	if (st != AUTH_OK)
+		return; /* pending: the next attempt finds it authenticated */
+	table_set_succs(v, &list[0], list + 1, n - 1);
+	maint_kick(v);
 	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
 }
@@ -222,8 +235,20 @@ static void stab_tick(uv_timer_t *t)
 	if (c->frozen || c->leaving || c->freeing)
 		return;
 	stabilize(v);
+	/* While the list is still changing, come back sooner: news travels
+	 * backwards round by round, one predecessor at a time. */
+	uint32_t period = v->list_changed ? c->cfg.stabilize_ms / 4 : c->cfg.stabilize_ms;
+	v->list_changed = false;
 	uv_timer_start(&v->stab_timer, stab_tick,
-	               v->joined ? chord__jitter_ms(c, c->cfg.stabilize_ms) : JOIN_RETRY_MS, 0);
+	               v->joined ? chord__jitter_ms(c, period) : JOIN_RETRY_MS, 0);
+}
+
+void maint_kick(struct vnode *v)
+{
+	chord_t *c = v->c;
+
+	if (c->started && !c->frozen && !c->leaving && !c->freeing)
+		uv_timer_start(&v->stab_timer, stab_tick, 1, 0);
 }
 
 /* ------------------------------------------------------------ fingers */

@@ -25,7 +25,12 @@ static void finger_range(const struct vnode *v, int k, struct cfs_id *start, str
 		*end = v->self.id;
 }
 
-/* Insert n into v's successor list at its place by clockwise distance. */
+/*
+ * Insert n into v's successor list at its place by clockwise distance. Only
+ * between two entries (or as the first): appending after the last entry
+ * could leave out nodes we do not know of, and the list must stay gap-free
+ * for lookups to trust it.
+ */
 static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 {
 	uint32_t i;
@@ -39,21 +44,17 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 		if (cfs_id_in_oo(&n->id, prev, &v->succ[i].n.id))
 			break;
 	}
-	if (i >= r)
+	if (i >= r || (i == v->nsuccs && v->nsuccs > 0))
 		return;
-	if (i == v->nsuccs) {
-		/* Beyond the last entry: only if the list has room and n does
-		 * not wrap past ourselves (it cannot: (last, self) holds it). */
-		if (v->nsuccs >= r)
-			return;
-	}
 	uint32_t end = v->nsuccs < r ? v->nsuccs : r - 1;
 	memmove(&v->succ[i + 1], &v->succ[i], (end - i) * sizeof(v->succ[0]));
 	v->succ[i] = (struct tnode){ .n = *n, .valid = true };
 	if (v->nsuccs < r)
 		v->nsuccs++;
-	if (i == 0)
+	if (i == 0) {
 		v->joined = true;
+		maint_kick(v); /* a new successor: ask it about its neighbours now */
+	}
 }
 
 void table_consider(chord_t *c, const struct cfs_node *n)
@@ -63,6 +64,12 @@ void table_consider(chord_t *c, const struct cfs_node *n)
 		if (cfs_id_eq(&n->id, &v->self.id))
 			continue;
 		succ_insert(v, n, c->cfg.nsucc);
+		/* A node that would lengthen a short list: it was cut there
+		 * while this node's authentication was pending; fetch the list
+		 * again now rather than a round later. */
+		if (v->nsuccs > 0 && v->nsuccs < c->cfg.nsucc &&
+		    cfs_id_in_oo(&n->id, &v->succ[v->nsuccs - 1].n.id, &v->self.id))
+			maint_kick(v);
 		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
 			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id))
 				v->pred = (struct tnode){ .n = *n, .valid = true };
@@ -141,18 +148,26 @@ void table_set_succs(struct vnode *v, const struct cfs_node *first,
 
 	memcpy(old, v->succ, nold * sizeof(old[0]));
 	nw[k++] = (struct tnode){ .n = *first, .valid = true };
+	bool stopped = false;
+	const struct cfs_id *prev = &first->id;
 	for (uint32_t i = 0; i < n && k < r; i++) {
 		const struct cfs_node *x = &list[i];
 		if (cfs_id_eq(&x->id, &v->self.id))
 			break; /* wrapped around the ring */
 		/* Must move clockwise from the previous entry. */
-		if (!cfs_id_in_oo(&x->id, &nw[k - 1].n.id, &v->self.id))
+		if (!cfs_id_in_oo(&x->id, prev, &v->self.id))
 			continue;
+		prev = &x->id;
+		/* Authenticate every newcomer now (answers arrive by the next
+		 * round), but keep the list gap-free: it ends at the first
+		 * node not yet authenticated. */
 		enum auth_state st = auth_check(c, x);
-		if (st == AUTH_FAILED || st == AUTH_DEAD)
+		if (st == AUTH_FAILED || st == AUTH_DEAD || stopped)
 			continue;
-		if (st != AUTH_OK)
-			break; /* keep the list gap-free: stop at the first unknown */
+		if (st != AUTH_OK) {
+			stopped = true;
+			continue;
+		}
 		nw[k++] = (struct tnode){ .n = *x, .valid = true };
 	}
 	for (uint32_t i = 0; i < k; i++)
@@ -162,6 +177,9 @@ void table_set_succs(struct vnode *v, const struct cfs_node *first,
 				nw[i].misses = i ? old[j].misses : nw[i].misses;
 				break;
 			}
+	v->list_changed = k != nold;
+	for (uint32_t i = 0; i < k && !v->list_changed; i++)
+		v->list_changed = !cfs_id_eq(&nw[i].n.id, &old[i].n.id);
 	v->nsuccs = k;
 	v->joined = true;
 }

@@ -75,7 +75,7 @@ PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/publish.c publis
 CHORD_SRCS  := $(wildcard chord/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c
 CFSD_SRCS   := cfsd/cfsd.c
-CFSCTL_SRCS := cfsd/cfsctl.c
+CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 

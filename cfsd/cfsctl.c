@@ -3,6 +3,8 @@
  *
  *   cfsctl [--data DIR | --socket PATH] status [--json]
  *   cfsctl ping HOST:PORT [--count N] [--timeout MS]
+ *   cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]
+ *          [--random N] [KEY... | -]
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -14,13 +16,27 @@
 #include <string.h>
 
 #include "cfsd/cfsd.h"
+#include "chord/chord.h"
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
 	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
+	"       cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]\n"
+	"              [--random N] [KEY... | -]\n"
 	"\n"
-	"  status     report the local cfsd: address, RPC counts, timeouts, latencies\n"
+	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
+	"             successors, fingers (with measured latencies), ring-size estimate,\n"
+	"             RPC counts, timeouts, latency percentiles\n"
 	"  ping       send UDP pings to a cfsd (any host) and print round-trip times\n"
+	"  lookup     find the successors of keys (64 hex digits each; '-' reads them\n"
+	"             from standard input) through the local cfsd; prints per key:\n"
+	"             KEY SUCCESSOR-ID SUCCESSOR-ADDRESS RPCS TIMEOUTS\n"
+	"\n"
+	"  -m, --mode M         iterative or recursive, optionally followed by\n"
+	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy)\n"
+	"  -n, --nsucc N        successors wanted (default 1)\n"
+	"  -v, --verify         ping the answer until a live successor replies\n"
+	"  -r, --random N       also look up N random keys\n"
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
@@ -29,7 +45,7 @@ static const char usage_text[] =
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | cfsctl ping HOST:PORT [--count N] [--timeout MS]", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] (cfsctl --help for more)", __VA_ARGS__)
 
 static void print_status(void *arg, int status, const struct cfs_msg *reply)
 {
@@ -138,17 +154,22 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "nsucc", required_argument, NULL, 'n' },
+		{ "verify", no_argument, NULL, 'v' },
+		{ "random", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	char data_dir[512] = "", sock[600] = "";
 	bool json = false;
-	unsigned count = 3, timeout_ms = 1000;
+	unsigned count = 3, timeout_ms = 1000, nsucc = 1, random_n = 0;
+	uint32_t mode = 0, flags = 0;
 	int c;
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:jc:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:s:jc:t:m:n:vr:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			snprintf(data_dir, sizeof(data_dir), "%s", optarg);
@@ -165,6 +186,19 @@ int main(int argc, char **argv)
 		case 't':
 			timeout_ms = parse_uint("--timeout", optarg, 600000);
 			break;
+		case 'm':
+			if (chord_mode_parse(optarg, &mode) < 0)
+				bad_usage("--mode wants iterative or recursive[,greedy|,cost|,nonlinear], not '%s'", optarg);
+			break;
+		case 'n':
+			nsucc = parse_uint("--nsucc", optarg, CFS_MSG_MAX_NODES);
+			break;
+		case 'v':
+			flags |= CFS_LOOKUP_F_VERIFY;
+			break;
+		case 'r':
+			random_n = parse_uint("--random", optarg, 10000000);
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -179,15 +213,20 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return 1;
 	const char *cmd = argv[optind];
-	if (strcmp(cmd, "status") == 0) {
-		if (optind + 1 != argc)
+	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "lookup") == 0) {
+		if (strcmp(cmd, "status") == 0 && optind + 1 != argc)
 			bad_usage("status takes no arguments");
+		if (strcmp(cmd, "lookup") == 0 && optind + 1 == argc && !random_n)
+			bad_usage("lookup wants keys, '-' or --random N");
 		if (!sock[0]) {
 			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
 				bad_usage("the default data directory path is too long");
 			if (cfsd_socket_path(data_dir, sock, sizeof(sock)) < 0)
 				bad_usage("--data path is too long");
 		}
+		if (strcmp(cmd, "lookup") == 0)
+			return cfsctl_lookup(sock, mode, nsucc, flags, argv + optind + 1,
+			                     argc - optind - 1, random_n);
 		return cmd_status(sock, json);
 	}
 	if (strcmp(cmd, "ping") == 0) {

@@ -38,4 +38,11 @@ typedef void (*cfsd_ctl_reply_fn)(void *arg, int status, const struct cfs_msg *r
 int cfsd_ctl_call(const char *path, const struct cfs_msg *req, unsigned timeout_ms,
                   cfsd_ctl_reply_fn fn, void *arg);
 
+/* cfsctl lookup (cfsd/lookup_cmd.c): look up the keys in args ('-' reads
+ * stdin) and random_n random keys through the daemon at sock, printing one
+ * line per key. Returns the exit code: 0, 1 (no daemon / failure), 2 (bad
+ * key), 3 (some lookups failed). */
+int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flags,
+                  char **args, int nargs, unsigned random_n);
+
 #endif

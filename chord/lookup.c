@@ -14,7 +14,7 @@
 
 #include "chord/internal.h"
 
-#define NCAND 8
+#define NCAND 16
 #define MAX_DEPTH 48
 #define MAX_FAILED 64
 #define MAX_RPCS 96
@@ -43,8 +43,9 @@ struct lookup {
 	int outstanding;
 	int depth;
 	struct hop path[MAX_DEPTH];
-	uint32_t nfailed;
+	uint32_t nfailed, nasked;
 	struct cfs_id failed[MAX_FAILED];
+	struct cfs_id asked[MAX_RPCS];   /* asked once: never again */
 	uint32_t verify_idx;
 	struct chord_lookup_result res;
 };
@@ -119,6 +120,14 @@ static bool is_failed(const struct lookup *l, const struct cfs_id *id)
 	return false;
 }
 
+static bool was_asked(const struct lookup *l, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < l->nasked; i++)
+		if (cfs_id_eq(&l->asked[i], id))
+			return true;
+	return false;
+}
+
 static void add_failed(struct lookup *l, const struct cfs_id *id)
 {
 	if (l->nfailed < MAX_FAILED && !is_failed(l, id))
@@ -143,6 +152,8 @@ static void finish(struct lookup *l, int status)
 		return;
 	l->ended = true;
 	l->res.status = status;
+	if (l->res.n > l->o.nsucc)
+		l->res.n = l->o.nsucc;
 	l->res.latency_us = cfs_now_us() - l->started_us;
 	if (status < 0)
 		l->res.n = 0;
@@ -222,11 +233,21 @@ void lookup_cancel_all(chord_t *c)
 
 /* ------------------------------------------------------------ results */
 
+/* Successors asked of each hop: with VERIFY, spares for the dead ones. */
+static uint32_t want_succs(const struct lookup *l)
+{
+	uint32_t n = l->o.nsucc;
+
+	if (l->o.flags & CFS_LOOKUP_F_VERIFY)
+		n += CHORD_SUCC_MAX / 4;
+	return n < CFS_MSG_MAX_NODES ? n : CFS_MSG_MAX_NODES;
+}
+
 static void set_result(struct lookup *l, const struct cfs_node *nodes, uint32_t n)
 {
 	uint32_t k = 0;
 
-	for (uint32_t i = 0; i < n && k < l->o.nsucc && k < CFS_MSG_MAX_NODES; i++)
+	for (uint32_t i = 0; i < n && k < want_succs(l); i++)
 		if (!is_failed(l, &nodes[i].id))
 			l->res.succ[k++] = nodes[i];
 	l->res.n = k;
@@ -255,6 +276,7 @@ static void verify_next(struct lookup *l)
 		l->verify_idx++;
 	}
 	if (l->verify_idx >= l->res.n) {
+		log_debug("lookup: all %u successors found dead", l->res.n);
 		finish(l, -EHOSTUNREACH);
 		return;
 	}
@@ -332,7 +354,7 @@ static void send_find(struct lookup *l, const struct cfs_addr *addr, const struc
 
 	chord__msg_init(c, NULL, CFS_MSG_FIND_NEXT, to);
 	c->msg.key = l->key;
-	c->msg.nsucc = l->o.nsucc;
+	c->msg.nsucc = want_succs(l);
 	c->msg.flags = l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK;
 	l->res.rpcs++;
 	r = to ? chord_call(c, to, &c->msg, 0, find_reply, l)
@@ -446,7 +468,8 @@ static void iter_next(struct lookup *l)
 		struct hop *top = &l->path[l->depth - 1];
 		bool skip[NCAND];
 		for (uint32_t i = 0; i < top->ncand; i++)
-			skip[i] = top->tried[i] || is_failed(l, &top->cand[i].id);
+			skip[i] = top->tried[i] || is_failed(l, &top->cand[i].id) ||
+			          was_asked(l, &top->cand[i].id);
 		int i = lookup_select(c, CHORD_MODE_SELECT(l->o.mode), &top->n.id, &l->key,
 		                      top->cand, top->ncand, skip);
 		if (i < 0) {
@@ -454,13 +477,17 @@ static void iter_next(struct lookup *l)
 			continue;
 		}
 		if (l->res.rpcs >= MAX_RPCS) {
+			log_debug("lookup gave up after %u RPCs", l->res.rpcs);
 			finish(l, -EHOSTUNREACH);
 			return;
 		}
 		top->tried[i] = true;
+		if (l->nasked < MAX_RPCS)
+			l->asked[l->nasked++] = top->cand[i].id;
 		send_find(l, NULL, &top->cand[i]);
 		return;
 	}
+	log_debug("lookup: no live route left after %u RPCs, %u timeouts", l->res.rpcs, l->res.timeouts);
 	finish(l, -EHOSTUNREACH);
 }
 
@@ -477,7 +504,8 @@ static bool local_step(struct lookup *l)
 		l->res.has_block = true;
 		l->res.holder = u->self;
 	}
-	if (table_step(c, u, &l->key, l->o.nsucc, out, &n, l->o.nsucc > NCAND ? l->o.nsucc : NCAND) ||
+	uint32_t want = want_succs(l);
+	if (table_step(c, u, &l->key, want, out, &n, want > NCAND ? want : NCAND) ||
 	    l->res.has_block) {
 		answer(l, out, n);
 		return true;
@@ -518,7 +546,7 @@ static void rec_send(struct lookup *l)
 		c->msg.node = c->v[0].self;
 		c->msg.node.coord = c->coord;
 		c->msg.hops = 1;
-		c->msg.nsucc = l->o.nsucc;
+		c->msg.nsucc = want_succs(l);
 		c->msg.flags = (l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (CHORD_MODE_SELECT(l->o.mode) << 8);
 		if (chord_call(c, &h->cand[i], &c->msg, 0, fwd_ack, l) == 0) {
 			l->outstanding++;

@@ -9,7 +9,7 @@
 
 #include "chord/internal.h"
 
-#define STEP_CANDIDATES 8
+
 
 const struct cfs_node *vn_succ(const struct vnode *v)
 {
@@ -285,15 +285,17 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 		const struct cfs_id *prev = j ? &v->succ[j - 1].n.id : &v->self.id;
 		if (!cfs_id_in_oc(key, prev, &v->succ[j].n.id))
 			continue;
-		if (j == 0 || v->nsuccs - j >= nsucc || v->nsuccs < c->cfg.nsucc) {
+		if (j == 0 || v->nsuccs - j >= nsucc) {
 			for (uint32_t i = j; i < v->nsuccs && n < nsucc; i++)
 				out[n++] = v->succ[i].n;
 			*n_out = n;
 			return true;
 		}
-		/* Not enough successors after it: the key's predecessor has. */
-		out[0] = v->succ[j - 1].n;
-		*n_out = 1;
+		/* Not enough successors after it: the key's predecessors have
+		 * them. Offer those we know, nearest the key first. */
+		for (uint32_t i = j; i-- > 0 && n < cap;)
+			out[n++] = v->succ[i].n;
+		*n_out = n;
 		return false;
 	}
 	/* The closest preceding nodes anywhere in this process's tables. */

@@ -149,6 +149,8 @@ double cfs_id_to_unit(const struct cfs_id *a);
 const char *cfs_id_short(const struct cfs_id *a, char buf[static 9]);
 /* All 64 hex digits: buf must hold 65 bytes. Returns buf. */
 const char *cfs_id_hex(const struct cfs_id *a, char buf[static 65]);
+/* Parse exactly 64 hex digits (either case); -EINVAL otherwise. */
+int cfs_id_from_hex(struct cfs_id *ret, const char *s) CFS_WUR;
 
 /* ------------------------------------------------------------ crypto */
 

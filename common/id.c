@@ -258,3 +258,25 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 	cfs_hasher_update(&h, tail, sizeof(tail));
 	cfs_hasher_final(&h, ret);
 }
+
+int cfs_id_from_hex(struct cfs_id *ret, const char *s)
+{
+	if (strlen(s) != 2 * CFS_ID_BYTES)
+		return -EINVAL;
+	for (int i = 0; i < 2 * CFS_ID_BYTES; i++) {
+		int c = s[i], v;
+		if (c >= '0' && c <= '9')
+			v = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v = c - 'A' + 10;
+		else
+			return -EINVAL;
+		if (i % 2 == 0)
+			ret->b[i / 2] = (uint8_t)(v << 4);
+		else
+			ret->b[i / 2] |= (uint8_t)v;
+	}
+	return 0;
+}

@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 	S.pns = 16;
 	S.nsucc = 16;
 	S.window = 64;
-	cfs_log_init("cfs-ring", CFS_LOG_WARN);
+	cfs_log_init("cfs-ring", getenv("CFS_RING_DEBUG") ? CFS_LOG_DEBUG : CFS_LOG_WARN);
 	while ((c = getopt_long(argc, argv, "n:v:p:s:x:l:m:k:fS:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': S.nn = (uint32_t)atoi(optarg); break;

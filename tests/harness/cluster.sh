@@ -1,0 +1,133 @@
+# The cluster harness: start, check, kill and restart rings of cfsd daemons.
+# Source it after tests/integration/lib.sh (which records PIDs and kills them
+# on exit). Used by the ring tests and, later, by every test that needs a ring.
+#
+#   cluster_start N [V] [EXTRA-CFSD-ARGS...]   N daemons with V vnodes each
+#   cluster_wait_correct SECONDS              until every pred/successor list is true
+#   cluster_status_all DIR                    DIR/NODE.json for each live node
+#   cluster_kill I / cluster_stop I / cluster_restart I
+#
+# With CLUSTER_NETNS=1 every daemon runs in its own network namespace with
+# its own IP (10.77.0.X) on a bridge in a private hub namespace, so node IDs
+# really hash distinct addresses; the namespaces are deleted on exit.
+: "${TEST_DIR:?}" "${CFS_BIN:?}"
+HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CL_N=0
+CL_PORT=()
+CL_IP=()
+CL_PID=()
+CL_ARGS=()
+CL_NS=()
+CL_TAG="cfs$$"
+
+cluster_cleanup() {
+	local i
+	for i in "${!CL_NS[@]}"; do
+		ip netns del "${CL_NS[$i]}" 2>/dev/null || true
+	done
+	[ "${CLUSTER_NETNS:-0}" = 1 ] && ip netns del "${CL_TAG}hub" 2>/dev/null || true
+}
+
+# Wrap lib.sh's cleanup: processes first, then namespaces.
+trap 'cleanup; cluster_cleanup' EXIT
+
+cluster_netns_setup() {
+	ip netns add "${CL_TAG}hub"
+	ip -n "${CL_TAG}hub" link add br0 type bridge
+	ip -n "${CL_TAG}hub" link set br0 up
+	ip -n "${CL_TAG}hub" link set lo up
+}
+
+cluster_netns_node() {
+	local i=$1 ns="${CL_TAG}n$1"
+	ip netns add "$ns"
+	CL_NS[$i]=$ns
+	ip link add "${CL_TAG}v$i" type veth peer name "${CL_TAG}p$i"
+	ip link set "${CL_TAG}v$i" netns "$ns"
+	ip link set "${CL_TAG}p$i" netns "${CL_TAG}hub"
+	ip -n "${CL_TAG}hub" link set "${CL_TAG}p$i" master br0 up
+	ip -n "$ns" addr add "10.77.$((i / 250)).$((i % 250 + 1))/16" dev "${CL_TAG}v$i"
+	ip -n "$ns" link set "${CL_TAG}v$i" up
+	ip -n "$ns" link set lo up
+}
+
+# Run daemon I (its settings are already recorded).
+cluster_run() {
+	local i=$1 dir="$TEST_DIR/node$1"
+	local cmd=("$CFSD" --port "${CL_PORT[$i]}" --data "$dir" --bind "${CL_IP[$i]}" ${CL_ARGS[$i]})
+	if [ -n "${CL_NS[$i]:-}" ]; then
+		nsenter --net="/run/netns/${CL_NS[$i]}" "${cmd[@]}" >>"$dir.log" 2>&1 &
+	else
+		"${cmd[@]}" >>"$dir.log" 2>&1 &
+	fi
+	CL_PID[$i]=$!
+	PIDS+=("${CL_PID[$i]}")
+}
+
+cluster_wait_up() {
+	local i=$1
+	wait_for 10 "$CFSCTL" --data "$TEST_DIR/node$i" status ||
+		{ tail -5 "$TEST_DIR/node$i.log" >&2; fail "cfsd node$i did not start"; }
+}
+
+# cluster_start N [V] [EXTRA...]: node 0 starts the ring, node i joins
+# through a random earlier node.
+cluster_start() {
+	local n=$1 v=${2:-1}; shift; [ $# -gt 0 ] && shift
+	local extra="$*" i boot
+	[ "${CLUSTER_NETNS:-0}" = 1 ] && cluster_netns_setup
+	for ((i = 0; i < n; i++)); do
+		if [ "${CLUSTER_NETNS:-0}" = 1 ]; then
+			cluster_netns_node "$i"
+			CL_IP[$i]="10.77.$((i / 250)).$((i % 250 + 1))"
+			CL_PORT[$i]=4460
+		else
+			CL_IP[$i]=127.0.0.1
+			CL_PORT[$i]=$(free_port)
+		fi
+		boot=""
+		if [ "$i" -gt 0 ]; then
+			local j=$((RANDOM % i))
+			boot="--bootstrap ${CL_IP[$j]}:${CL_PORT[$j]}"
+		fi
+		CL_ARGS[$i]="--vnodes $v $boot $extra"
+		cluster_run "$i"
+	done
+	CL_N=$n
+	for ((i = 0; i < n; i++)); do cluster_wait_up "$i"; done
+}
+
+cluster_alive() { [ -n "${CL_PID[$1]:-}" ] && kill -0 "${CL_PID[$1]}" 2>/dev/null; }
+
+# cluster_status_all DIR: one JSON report per live daemon.
+cluster_status_all() {
+	local out=$1 i
+	rm -rf "$out"; mkdir -p "$out"
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		"$CFSCTL" --data "$TEST_DIR/node$i" status --json >"$out/node$i.json" 2>/dev/null ||
+			rm -f "$out/node$i.json"
+	done
+}
+
+cluster_check() {
+	cluster_status_all "$TEST_DIR/status"
+	python3 "$HARNESS_DIR/ring_check.py" "$TEST_DIR"/status/*.json
+}
+
+# cluster_wait_correct SECONDS: prints the time it took; fails after SECONDS.
+cluster_wait_correct() {
+	local secs=$1 start=$SECONDS
+	while ! cluster_check >"$TEST_DIR/check.out" 2>&1; do
+		if [ $((SECONDS - start)) -ge "$secs" ]; then
+			cat "$TEST_DIR/check.out" >&2
+			return 1
+		fi
+		sleep 0.5
+	done
+	CLUSTER_CONVERGED_S=$((SECONDS - start))
+}
+
+cluster_kill() { kill -KILL "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
+cluster_stop() { kill -TERM "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
+cluster_restart() { cluster_run "$1"; cluster_wait_up "$1"; }

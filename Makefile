@@ -141,11 +141,11 @@ deps-test: $(B)/config.mk
 unit: $(UNIT_BIN)
 	$(Q)$(UNIT_BIN) --jobs 2 $(UNIT_ARGS)
 
-integration: $(PROGRAMS) | deps-test
+integration: $(PROGRAMS) $(HARNESS) | deps-test
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh
 
 # Layering lint, the shell-driven integration tests, Criterion's synthesis last.
-test: $(PROGRAMS) $(UNIT_BIN)
+test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN)
 	$(Q)st=0; \
 	tools/lint.sh || st=1; \
 	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
@@ -229,6 +229,10 @@ bench-publish: $(PROGRAMS) $(HASH_RATE)
 bench-rpc: $(BENCH_RPC)
 	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
 
+.PHONY: bench-lookup
+bench-lookup: $(HARNESS)
+	$(Q)tests/bench/bench-lookup.sh $(CURDIR)/$(B)/bin/cfs-ring
+
 # ---------------------------------------------------------------- demo
 .PHONY: demo
 demo: $(PROGRAMS)
@@ -237,8 +241,10 @@ demo: $(PROGRAMS)
 # ---------------------------------------------------------------- install
 .PHONY: install
 install: $(PROGRAMS) $(HARNESS)
-	install -d $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/man/cfsd.8 $(DESTDIR)$(MANDIR)/man8/
+	sed 's|/usr/local/bin|$(BINDIR)|' tools/systemd/cfsd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/cfsd.service
 
 # ---------------------------------------------------------------- hygiene
 # Layering in miniature: lower folders never include upper ones, and the
@@ -261,8 +267,9 @@ help:
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
+	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make lint       check the layering rules"
-	@echo "make install    install programs (PREFIX=$(PREFIX), DESTDIR honoured)"
+	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean      remove build trees"
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A hostile ring peer for t_ring_hostile.sh: sends forged, unanswerable and
+malformed messages to a cfsd and never answers a nonce.
+
+Usage: hostile_peer.py TARGET_PORT OWN_PORT FAKE_BASE_PORT
+Prints the hex IDs it claimed (one per line) so the test can check that none
+of them entered any table.
+"""
+import hashlib
+import os
+import socket
+import struct
+import sys
+
+
+def u(n):
+    if n < 128:
+        return bytes([n])
+    if n < 256:
+        return b"\xcc" + bytes([n])
+    if n < 65536:
+        return b"\xcd" + struct.pack(">H", n)
+    if n < 2**32:
+        return b"\xce" + struct.pack(">I", n)
+    return b"\xcf" + struct.pack(">Q", n)
+
+
+def arr(items):
+    n = len(items)
+    head = bytes([0x90 | n]) if n < 16 else b"\xdc" + struct.pack(">H", n)
+    return head + b"".join(items)
+
+
+def binb(b):
+    return b"\xc4" + bytes([len(b)]) + b
+
+
+def f32(x):
+    return b"\xca" + struct.pack(">f", x)
+
+
+COORD = arr([f32(0.0), f32(0.0), f32(0.0), f32(0.1)])
+NIL = b"\xc0"
+
+
+def node_id(port, vindex=0):
+    return hashlib.blake2b(bytes([127, 0, 0, 1]) + struct.pack(">HI", port, vindex),
+                           digest_size=32).digest()
+
+
+def node(nid, port, vindex=0):
+    return arr([binb(nid), binb(bytes([127, 0, 0, 1])), u(port), u(vindex), COORD])
+
+
+def msg(mtype, body, sender=None, version=1, reqid=None):
+    reqid = reqid if reqid is not None else int.from_bytes(os.urandom(4), "big")
+    frm = arr([u(sender[1]), binb(sender[0])]) if sender else NIL
+    return arr([u(version), u(mtype), u(0), u(reqid), u(0), frm, NIL, COORD, arr(body)])
+
+
+def main():
+    target, own, fake_base = (int(a) for a in sys.argv[1:4])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", own))
+    dst = ("127.0.0.1", target)
+    me = node_id(own)
+    forged = os.urandom(32)
+    fakes = [node_id(fake_base + i) for i in range(10)]
+    for nid in [me, forged] + fakes:
+        print(nid.hex())
+    # 1. A NOTIFY whose ID does not hash from our address.
+    s.sendto(msg(5, [node(forged, own)], sender=(forged, 0)), dst)
+    # 2. A NOTIFY with the right ID; we will never echo the nonce.
+    s.sendto(msg(5, [node(me, own)], sender=(me, 0)), dst)
+    # 3. A LEAVE naming ten successors at addresses where nobody listens.
+    s.sendto(msg(6, [arr([]), arr([node(f, fake_base + i) for i, f in enumerate(fakes)])],
+                 sender=(me, 0)), dst)
+    # 4. Malformed: wrong version, unknown type, an oversized node list,
+    #    truncated, garbage.
+    s.sendto(msg(1, [], version=2), dst)
+    s.sendto(msg(99, []), dst)
+    s.sendto(msg(6, [arr([]), arr([node(fakes[0], fake_base)] * 65)], sender=(me, 0)), dst)
+    s.sendto(msg(1, [])[:-3], dst)
+    s.sendto(os.urandom(200), dst)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

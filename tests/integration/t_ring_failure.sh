@@ -1,0 +1,32 @@
+#!/bin/bash
+# CFS Theorem 1 / Fig. 15: a stable ring of 256 nodes (the many-nodes-per-
+# process harness: real chord code over real UDP sockets, one process),
+# half of it killed at once with maintenance frozen on the survivors, so no
+# stabilisation runs between the failure and the lookups. Every answer must
+# be the first live successor; the test prints timeouts per lookup.
+. "$(dirname "$0")/lib.sh"
+RING=$CFS_BIN/cfs-ring
+"$RING" --nodes 256 --base-port 23000 --stabilize-ms 500 --lookups 2000 \
+	--mode iterative --mode recursive --kill 0.5 --freeze --seed 7 \
+	>"$TEST_DIR/ring.json" 2>"$TEST_DIR/ring.err" || true
+cat "$TEST_DIR/ring.err" >&2
+python3 - "$TEST_DIR/ring.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+build = [r for r in rows if r["phase"] == "build"]
+assert build and build[0]["converged"], "the 256-node ring did not converge"
+stable = [r for r in rows if r["phase"] == "stable"]
+after = [r for r in rows if r["phase"] == "after-kill"]
+assert len(stable) == 2 and len(after) == 2, "not every phase ran: %r" % rows
+for r in stable:
+    assert r["lookups"] == 2000 and r["wrong"] == 0 and r["failed"] == 0, r
+for r in after:
+    assert r["lookups"] == 2000 and r["live_ids"] == 128, r
+    assert r["wrong"] == 0, "a lookup returned a node that is not the first live successor: %r" % r
+    # Theorem 1 holds with high probability: allow at most 1 % to find no route.
+    assert r["failed"] <= 20, "too many lookups failed: %r" % r
+    print("# 50%% of 256 killed, %s: %d lookups, 0 wrong, %d without a route, "
+          "%.2f RPCs and %.3f timeouts per lookup"
+          % (r["mode"], r["lookups"], r["failed"], r["rpcs_mean"], r["timeouts_per_lookup"]))
+PY
+ok "half the ring killed before stabilisation: lookups return the first live successor"

@@ -7,9 +7,10 @@
  * socket (cfsd.sock, mode 0600). Requests on the socket are framed
  * messages of common/cfs.h (CFS_MSG_CTL_*), answered one reply per request.
  *
- * What the daemon serves today: the UDP transport (PING, AUTH nonce
- * echoes; other message types are answered -EOPNOTSUPP until the ring and
- * the block store land) and CTL_STATUS. See docs/OPERATIONS.md.
+ * What the daemon serves today: the Chord ring (chord/: every ring message
+ * over UDP; block-store messages are answered -EOPNOTSUPP until DHash
+ * lands), CTL_STATUS (with the ring tables) and CTL_LOOKUP. See
+ * docs/OPERATIONS.md.
  */
 #ifndef CFS_CFSD_H
 #define CFS_CFSD_H

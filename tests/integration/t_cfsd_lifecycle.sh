@@ -58,7 +58,8 @@ for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "cfsd did not stop on SIGTERM"
 wait "$pid" || fail "cfsd exited non-zero on SIGTERM"
 [ ! -e "$TEST_DIR/a/cfsd.sock" ] || fail "control socket left behind"
-grep -q "SIGTERM: shutting down" "$TEST_DIR/a.log" || fail "no shutdown log"
+grep -q "SIGTERM: telling the ring neighbours, then shutting down" "$TEST_DIR/a.log" || fail "no shutdown log"
+grep -q "left the ring" "$TEST_DIR/a.log" || fail "no leave log"
 ok "SIGTERM stops cfsd cleanly, socket removed"
 
 # The lock dies with the process: even after kill -9 a new daemon starts.

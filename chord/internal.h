@@ -119,6 +119,8 @@ void table_consider(chord_t *c, const struct cfs_node *n);
 void table_offer(chord_t *c, const struct cfs_node *n);
 /* Remove a node from every table, mark it dead. */
 void table_remove(chord_t *c, const struct cfs_id *id);
+/* A finger that failed to answer: forget it (fix-fingers refills it). */
+void table_drop_finger(chord_t *c, const struct cfs_id *id);
 /* Rebuild v's successor list as [first] + list (a successor's own list). */
 void table_set_succs(struct vnode *v, const struct cfs_node *first,
                      const struct cfs_node *list, uint32_t n);
@@ -134,7 +136,6 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
                 struct cfs_node *out, uint32_t *n_out, uint32_t cap);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
-/* The set fingers as a compact status list. */
 double table_estimate_n(const struct vnode *v);
 
 /* maint.c */

@@ -422,10 +422,7 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 				add_failed(l, &id);
 				if (!chord__local(c, &top->n.id))
 					send_alert(l, &top->n, &id);
-				for (uint32_t vi = 0; vi < c->nv; vi++)
-					for (int k = 0; k < NFINGERS; k++)
-						if (c->v[vi].finger[k].valid && cfs_id_eq(&c->v[vi].finger[k].n.id, &id))
-							c->v[vi].finger[k].valid = false;
+				table_drop_finger(c, &id);
 			}
 			iter_next(l);
 			return;
@@ -634,13 +631,8 @@ static void fwd_next_ack(void *arg, int status, const struct cfs_msg *reply,
 
 	if (status < 0 && status != -ECANCELED && !f->c->freeing) {
 		for (uint32_t i = 0; i < f->ncand; i++)
-			if (f->tried[i] && cfs_addr_eq(&f->cand[i].addr, res->from)) {
-				for (uint32_t vi = 0; vi < f->c->nv; vi++)
-					for (int k = 0; k < NFINGERS; k++)
-						if (f->c->v[vi].finger[k].valid &&
-						    cfs_id_eq(&f->c->v[vi].finger[k].n.id, &f->cand[i].id))
-							f->c->v[vi].finger[k].valid = false;
-			}
+			if (f->tried[i] && cfs_addr_eq(&f->cand[i].addr, res->from))
+				table_drop_finger(f->c, &f->cand[i].id);
 		if (++f->tries < FWD_TRIES) {
 			fwd_send(f);
 			return;
@@ -665,12 +657,23 @@ static void fwd_send(struct fwd *f)
 		free(f);
 }
 
+/* The served half of a step (find_next and lookup_fwd): clamp the count
+ * asked for, consult the block hook, then the tables. */
+static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+                        struct cfs_node *out, uint32_t *n, uint32_t *nsucc, bool *has)
+{
+	*nsucc = req->nsucc < 1 ? 1 : req->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : req->nsucc;
+	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
+	       c->has_block(c->has_block_arg, &req->key);
+	return table_step(c, v, &req->key, *nsucc, out, n, *nsucc > NCAND ? *nsucc : NCAND);
+}
+
 void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
-	uint32_t n = 0, nsucc = req->nsucc;
-	bool done, has = false;
+	uint32_t n = 0, nsucc;
+	bool done, has;
 
 	chord__msg_init(c, v, CFS_MSG_LOOKUP_FWD, NULL);
 	chord__reply_simple(c, from, &c->msg);
@@ -679,12 +682,7 @@ void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		c->hostile_dropped++;
 		return;
 	}
-	if (nsucc < 1 || nsucc > CFS_MSG_MAX_NODES)
-		nsucc = nsucc < 1 ? 1 : CFS_MSG_MAX_NODES;
-	if ((req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
-	    c->has_block(c->has_block_arg, &req->key))
-		has = true;
-	done = table_step(c, v, &req->key, nsucc, out, &n, nsucc > NCAND ? nsucc : NCAND);
+	done = served_step(c, v, req, out, &n, &nsucc, &has);
 	if (done || has) {
 		struct cfs_node origin = req->node;
 		chord__msg_init(c, v, CFS_MSG_LOOKUP_DONE, &origin);
@@ -726,12 +724,10 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
                              const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
-	uint32_t n = 0, nsucc = req->nsucc;
-	bool done, has = false;
+	uint32_t n = 0, nsucc;
+	bool done, has;
 
 	c->find_next_handled++;
-	if (nsucc < 1 || nsucc > CFS_MSG_MAX_NODES)
-		nsucc = nsucc < 1 ? 1 : CFS_MSG_MAX_NODES;
 	if (!req->has_to)
 		v = table_closest_local(c, &req->key); /* a bootstrap query: best local start */
 	if (!v->joined) {
@@ -739,10 +735,7 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
 		return;
 	}
-	if ((req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
-	    c->has_block(c->has_block_arg, &req->key))
-		has = true;
-	done = table_step(c, v, &req->key, nsucc, out, &n, nsucc > NCAND ? nsucc : NCAND);
+	done = served_step(c, v, req, out, &n, &nsucc, &has);
 	chord__msg_init(c, v, CFS_MSG_FIND_NEXT, NULL);
 	c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
 	memcpy(c->msg.nodes, out, n * sizeof(out[0]));

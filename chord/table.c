@@ -139,6 +139,14 @@ void table_remove(chord_t *c, const struct cfs_id *id)
 	}
 }
 
+void table_drop_finger(chord_t *c, const struct cfs_id *id)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++)
+		for (int k = 0; k < NFINGERS; k++)
+			if (c->v[vi].finger[k].valid && cfs_id_eq(&c->v[vi].finger[k].n.id, id))
+				c->v[vi].finger[k].valid = false;
+}
+
 void table_set_succs(struct vnode *v, const struct cfs_node *first,
                      const struct cfs_node *list, uint32_t n)
 {

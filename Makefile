@@ -262,6 +262,7 @@ help:
 	@echo "make            build the programs (installs missing Debian packages)"
 	@echo "make demo       run the main job on a local default (see README)"
 	@echo "make test       run every test: integration scripts, then unit tests"
+	@echo "make integration [CFS_TESTS=\"t_ring t_publish\"]  the integration scripts (all, or those named)"
 	@echo "make unit       Criterion unit tests only"
 	@echo "make asan       unit tests under AddressSanitizer + UBSan"
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"

@@ -130,10 +130,15 @@ bool table_contains(const chord_t *c, const struct cfs_id *id);
 /*
  * One lookup step at v (the body of FIND_NEXT): true with the key's
  * successors in out (DONE), or false with next-hop candidates preceding
- * key, best first, drawn from every local virtual server's tables.
+ * key, best first, drawn from every local virtual server's tables, in
+ * out[0..*n_cand). When v's successor list covers the key but holds fewer
+ * than nsucc successors after it, the candidates are the key's nearer
+ * predecessors (they know more) and out[*n_cand..*n_out) are the
+ * successors v does know: the answer to fall back on when none of those
+ * predecessors is alive.
  */
 bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                struct cfs_node *out, uint32_t *n_out, uint32_t cap);
+                struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
 double table_estimate_n(const struct vnode *v);

@@ -47,6 +47,12 @@ struct lookup {
 	struct cfs_id failed[MAX_FAILED];
 	struct cfs_id asked[MAX_RPCS];   /* asked once: never again */
 	uint32_t verify_idx;
+	/* The key's first successors as told by the hop path[part_depth]
+	 * that offered predecessors instead (CFS_LOOKUP_F_PARTIAL): the
+	 * answer when none of those predecessors answers. */
+	int part_depth;
+	uint32_t npart;
+	struct cfs_node part[NCAND];
 	struct chord_lookup_result res;
 };
 
@@ -344,6 +350,31 @@ static uint32_t filter(struct lookup *l, const struct cfs_id *from, const struct
 	return k;
 }
 
+/* Remember a hop's partial answer (the tail of nodes after ncand). */
+static void keep_partial(struct lookup *l, int depth, const struct cfs_node *nodes,
+                         uint32_t ncand, uint32_t n)
+{
+	if (ncand >= n)
+		return;
+	l->npart = filter(l, NULL, nodes + ncand, n - ncand, l->part, NCAND, false);
+	l->part_depth = depth;
+}
+
+/* The hop at depth gave up its candidates: answer with its partial list. */
+static bool use_partial(struct lookup *l, int depth)
+{
+	struct cfs_node ok[NCAND];
+
+	if (l->npart == 0 || l->part_depth != depth)
+		return false;
+	uint32_t n = filter(l, NULL, l->part, l->npart, ok, NCAND, false);
+	l->npart = 0;
+	if (n == 0)
+		return false;
+	answer(l, ok, n);
+	return true;
+}
+
 static void find_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res);
 
@@ -453,7 +484,12 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 		iter_next(l);
 		return;
 	}
-	h->ncand = filter(l, &h->n.id, reply->nodes, reply->n_nodes, h->cand, NCAND, true);
+	uint32_t ncand = reply->n_nodes;
+	if ((reply->flags & CFS_LOOKUP_F_PARTIAL) && reply->count < reply->n_nodes) {
+		ncand = reply->count;
+		keep_partial(l, l->depth - 1, reply->nodes, ncand, reply->n_nodes);
+	}
+	h->ncand = filter(l, &h->n.id, reply->nodes, ncand, h->cand, NCAND, true);
 	iter_next(l);
 }
 
@@ -470,6 +506,8 @@ static void iter_next(struct lookup *l)
 		int i = lookup_select(c, CHORD_MODE_SELECT(l->o.mode), &top->n.id, &l->key,
 		                      top->cand, top->ncand, skip);
 		if (i < 0) {
+			if (use_partial(l, l->depth - 1))
+				return;
 			l->depth--; /* nothing left here: back up one hop */
 			continue;
 		}
@@ -501,16 +539,17 @@ static bool local_step(struct lookup *l)
 		l->res.has_block = true;
 		l->res.holder = u->self;
 	}
-	uint32_t want = want_succs(l);
-	if (table_step(c, u, &l->key, want, out, &n, want > NCAND ? want : NCAND) ||
+	uint32_t want = want_succs(l), ncand;
+	if (table_step(c, u, &l->key, want, out, &n, &ncand, want > NCAND ? want : NCAND) ||
 	    l->res.has_block) {
 		answer(l, out, n);
 		return true;
 	}
+	keep_partial(l, 0, out, ncand, n);
 	struct hop *h = &l->path[0];
 	memset(h, 0, sizeof(*h));
 	h->n = u->self;
-	h->ncand = n < NCAND ? n : NCAND;
+	h->ncand = ncand < NCAND ? ncand : NCAND;
 	memcpy(h->cand, out, h->ncand * sizeof(out[0]));
 	l->depth = 1;
 	return false;
@@ -619,8 +658,37 @@ struct fwd {
 	struct cfs_node cand[NCAND];
 	bool tried[NCAND];
 	uint32_t ncand, tries;
+	struct cfs_node part[NCAND]; /* our partial answer, if any */
+	uint32_t npart;
 	struct cfs_id self;
 };
+
+/* Answer the originator: the key's successors (or our block copy). */
+static void fwd_answer(chord_t *c, struct vnode *v, const struct cfs_msg *q, uint32_t flags,
+                       const struct cfs_node *nodes, uint32_t n)
+{
+	struct cfs_node origin = q->node;
+
+	chord__msg_init(c, v, CFS_MSG_LOOKUP_DONE, &origin);
+	c->msg.key = q->key;
+	c->msg.lookup_id = q->lookup_id;
+	c->msg.hops = q->hops;
+	c->msg.flags = flags;
+	memcpy(c->msg.nodes, nodes, n * sizeof(nodes[0]));
+	c->msg.n_nodes = n;
+	(void)chord_call(c, &origin, &c->msg, 0, ignore_reply, NULL);
+}
+
+/* Every candidate failed: give the originator what we know, if anything. */
+static void fwd_give_up(struct fwd *f)
+{
+	if (f->npart > 0) {
+		struct vnode *v = chord__local(f->c, &f->self);
+		f->m.hops--; /* the hop count as it reached us */
+		fwd_answer(f->c, v, &f->m, CFS_LOOKUP_F_DONE, f->part, f->npart);
+	}
+	free(f);
+}
 
 static void fwd_send(struct fwd *f);
 
@@ -637,6 +705,8 @@ static void fwd_next_ack(void *arg, int status, const struct cfs_msg *reply,
 			fwd_send(f);
 			return;
 		}
+		fwd_give_up(f);
+		return;
 	}
 	free(f);
 }
@@ -647,7 +717,7 @@ static void fwd_send(struct fwd *f)
 	int i = lookup_select(c, CFS_LOOKUP_F_SELECT(f->m.flags), &f->self, &f->m.key, f->cand,
 	                      f->ncand, f->tried);
 	if (i < 0) {
-		free(f);
+		fwd_give_up(f);
 		return;
 	}
 	f->tried[i] = true;
@@ -660,19 +730,20 @@ static void fwd_send(struct fwd *f)
 /* The served half of a step (find_next and lookup_fwd): clamp the count
  * asked for, consult the block hook, then the tables. */
 static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
-                        struct cfs_node *out, uint32_t *n, uint32_t *nsucc, bool *has)
+                        struct cfs_node *out, uint32_t *n, uint32_t *ncand, uint32_t *nsucc,
+                        bool *has)
 {
 	*nsucc = req->nsucc < 1 ? 1 : req->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : req->nsucc;
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
-	return table_step(c, v, &req->key, *nsucc, out, n, *nsucc > NCAND ? *nsucc : NCAND);
+	return table_step(c, v, &req->key, *nsucc, out, n, ncand, *nsucc > NCAND ? *nsucc : NCAND);
 }
 
 void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
-	uint32_t n = 0, nsucc;
+	uint32_t n = 0, ncand, nsucc;
 	bool done, has;
 
 	chord__msg_init(c, v, CFS_MSG_LOOKUP_FWD, NULL);
@@ -682,29 +753,22 @@ void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		c->hostile_dropped++;
 		return;
 	}
-	done = served_step(c, v, req, out, &n, &nsucc, &has);
+	done = served_step(c, v, req, out, &n, &ncand, &nsucc, &has);
 	if (done || has) {
-		struct cfs_node origin = req->node;
-		chord__msg_init(c, v, CFS_MSG_LOOKUP_DONE, &origin);
-		c->msg.key = req->key;
-		c->msg.lookup_id = req->lookup_id;
-		c->msg.hops = req->hops;
-		c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
-		if (has) {
-			c->msg.nodes[0] = v->self;
-			c->msg.n_nodes = 1;
-		} else {
-			memcpy(c->msg.nodes, out, n * sizeof(out[0]));
-			c->msg.n_nodes = n;
-		}
-		(void)chord_call(c, &origin, &c->msg, 0, ignore_reply, NULL);
+		uint32_t flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
+		if (has)
+			fwd_answer(c, v, req, flags, &v->self, 1);
+		else
+			fwd_answer(c, v, req, flags, out, n);
 		return;
 	}
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->c = c;
 	f->self = v->self.id;
-	f->ncand = n < NCAND ? n : NCAND;
+	f->ncand = ncand < NCAND ? ncand : NCAND;
 	memcpy(f->cand, out, f->ncand * sizeof(out[0]));
+	f->npart = n - ncand < NCAND ? n - ncand : NCAND;
+	memcpy(f->part, out + ncand, f->npart * sizeof(out[0]));
 	cfs_msg_init(&f->m, CFS_MSG_LOOKUP_FWD);
 	f->m.has_from = true;
 	f->m.from_id = v->self.id;
@@ -724,7 +788,7 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
                              const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
-	uint32_t n = 0, nsucc;
+	uint32_t n = 0, ncand, nsucc;
 	bool done, has;
 
 	c->find_next_handled++;
@@ -735,9 +799,13 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
 		return;
 	}
-	done = served_step(c, v, req, out, &n, &nsucc, &has);
+	done = served_step(c, v, req, out, &n, &ncand, &nsucc, &has);
 	chord__msg_init(c, v, CFS_MSG_FIND_NEXT, NULL);
 	c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
+	if (!done && ncand < n) {
+		c->msg.flags |= CFS_LOOKUP_F_PARTIAL;
+		c->msg.count = ncand;
+	}
 	memcpy(c->msg.nodes, out, n * sizeof(out[0]));
 	c->msg.n_nodes = n;
 	chord__reply_simple(c, from, &c->msg);

@@ -271,10 +271,11 @@ static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const stru
 }
 
 bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                struct cfs_node *out, uint32_t *n_out, uint32_t cap)
+                struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap)
 {
 	uint32_t n = 0;
 
+	*n_cand = 0;
 	if (nsucc < 1)
 		nsucc = 1;
 	if (nsucc > cap)
@@ -300,8 +301,12 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 			return true;
 		}
 		/* Not enough successors after it: the key's predecessors have
-		 * them. Offer those we know, nearest the key first. */
+		 * them. Offer those we know, nearest the key first, then what
+		 * we know of the key's successors as the fallback answer. */
 		for (uint32_t i = j; i-- > 0 && n < cap;)
+			out[n++] = v->succ[i].n;
+		*n_cand = n;
+		for (uint32_t i = j; i < v->nsuccs && n < cap; i++)
 			out[n++] = v->succ[i].n;
 		*n_out = n;
 		return false;
@@ -323,7 +328,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return table_step(c, u, key, nsucc, out, n_out, cap);
+			return table_step(c, u, key, nsucc, out, n_out, n_cand, cap);
 	}
 	if (n == 0) {
 		/* Nothing between us and the key: our successor is the answer. */
@@ -333,7 +338,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 		*n_out = n;
 		return true;
 	}
-	*n_out = n;
+	*n_out = *n_cand = n;
 	return false;
 }
 

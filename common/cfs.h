@@ -302,6 +302,9 @@ enum cfs_msg_type {
 #define CFS_LOOKUP_F_SELECT(f)   (((f) >> 8) & 0xfu) /* lookup_fwd: next-hop rule */
 #define CFS_LOOKUP_F_VERIFY      0x4u /* ctl request: ping the answer's first
                                        * successors until one is alive */
+#define CFS_LOOKUP_F_PARTIAL     0x10u /* find_next reply: nodes[0..count) are
+                                        * candidates, the rest the key's first
+                                        * successors (fewer than asked) */
 
 /*
  * One decoded (or to-be-encoded) message. The header fields are always

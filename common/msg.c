@@ -44,7 +44,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_NOTIFY]      = { "notify",      { F_NODE }, { F_END } },
 	[CFS_MSG_LEAVE]       = { "leave",       { F_PRED, F_NODES }, { F_END } },
 	[CFS_MSG_ALERT]       = { "alert",       { F_KEY }, { F_END } },
-	[CFS_MSG_FIND_NEXT]   = { "find_next",   { F_KEY, F_NSUCC, F_FLAGS }, { F_FLAGS, F_NODES } },
+	[CFS_MSG_FIND_NEXT]   = { "find_next",   { F_KEY, F_NSUCC, F_FLAGS }, { F_FLAGS, F_COUNT, F_NODES } },
 	[CFS_MSG_LOOKUP_FWD]  = { "lookup_fwd",  { F_KEY, F_LOOKUP_ID, F_NODE, F_HOPS, F_NSUCC, F_FLAGS },
 	                                         { F_END } },
 	[CFS_MSG_LOOKUP_DONE] = { "lookup_done", { F_KEY, F_LOOKUP_ID, F_HOPS, F_FLAGS, F_NODES },

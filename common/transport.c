@@ -61,6 +61,10 @@ struct cfs_transport {
 	uv_loop_t *loop;
 	uv_udp_t udp;
 	uv_timer_t timer;
+	uv_idle_t idle;   /* keeps the poll from blocking during a grace */
+	uv_check_t check; /* runs after each poll: ends the grace */
+	int grace_polls;  /* polls left before overdue calls expire */
+	uint64_t grace_before_us; /* calls due before this expire then */
 	int handles_open;
 	bool closing;
 	struct cfs_transport_config cfg;
@@ -214,7 +218,7 @@ static void arm_timer(cfs_transport_t *t)
 
 	if (t->closing)
 		return;
-	if (t->calls_heap.n)
+	if (t->calls_heap.n && t->grace_polls == 0) /* else on_check re-arms */
 		due = call_key(t->calls_heap.v[0]);
 	if (t->delay_heap.n && delayed_key(t->delay_heap.v[0]) < due)
 		due = delayed_key(t->delay_heap.v[0]);
@@ -437,6 +441,53 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 	free(c);
 }
 
+/*
+ * A call is not declared lost the moment its deadline passes: the loop may
+ * have been busy or the process descheduled, with the reply (or, when peers
+ * share this loop, the request) already waiting in a socket buffer. Overdue
+ * calls expire only after two further non-blocking polls have read what had
+ * arrived; that costs microseconds on an idle loop and keeps a stalled one
+ * from declaring live peers dead.
+ */
+#define GRACE_POLLS 2
+
+static void expire_overdue(cfs_transport_t *t)
+{
+	unsigned done = 0;
+
+	while (t->calls_heap.n && done < TIMER_BATCH && !t->closing) {
+		struct call *c = t->calls_heap.v[0];
+		if (c->deadline_us > t->grace_before_us)
+			break;
+		table_take(t, c->reqid);
+		t->st.timeouts++;
+		t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+		call_finish(t, c, -ETIMEDOUT, NULL, 0);
+		done++;
+	}
+	if (t->closing)
+		return;
+	pump(t);
+	arm_timer(t);
+}
+
+static void on_check(uv_check_t *h)
+{
+	cfs_transport_t *t = container_of(h, cfs_transport_t, check);
+
+	if (--t->grace_polls > 0)
+		return;
+	uv_idle_stop(&t->idle);
+	uv_check_stop(&t->check);
+	t->timer_due_us = UINT64_MAX;
+	expire_overdue(t);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+	(void)h;
+}
+
 static void on_timer(uv_timer_t *h)
 {
 	cfs_transport_t *t = container_of(h, cfs_transport_t, timer);
@@ -453,23 +504,22 @@ static void on_timer(uv_timer_t *h)
 		free(d);
 		done++;
 	}
-	while (t->calls_heap.n && done < TIMER_BATCH && !t->closing) {
-		struct call *c = t->calls_heap.v[0];
-		if (c->deadline_us > now)
-			break;
-		table_take(t, c->reqid);
-		t->st.timeouts++;
-		t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
-		call_finish(t, c, -ETIMEDOUT, NULL, 0);
-		done++;
-	}
 	if (t->closing)
 		return;
-	pump(t);
 	if (done == TIMER_BATCH) { /* more may be due: come back after I/O */
 		t->timer_due_us = 0;
 		uv_timer_start(&t->timer, on_timer, 0, 0);
 	}
+	if (t->grace_polls == 0 && t->calls_heap.n &&
+	    ((struct call *)t->calls_heap.v[0])->deadline_us <= now) {
+		t->grace_before_us = now;
+		t->grace_polls = GRACE_POLLS;
+		uv_idle_start(&t->idle, on_idle);
+		uv_check_start(&t->check, on_check);
+		return;
+	}
+	if (done < TIMER_BATCH)
+		arm_timer(t);
 }
 
 /* ------------------------------------------------------------ receiving */
@@ -656,7 +706,9 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	}
 	size_socket_buffers(t);
 	uv_timer_init(loop, &t->timer);
-	t->handles_open = 2;
+	uv_idle_init(loop, &t->idle);
+	uv_check_init(loop, &t->check);
+	t->handles_open = 4;
 	if ((r = uv_udp_recv_start(&t->udp, on_alloc, on_recv)) < 0) {
 		cfs_transport_close(t);
 		return r;
@@ -705,8 +757,12 @@ void cfs_transport_close(cfs_transport_t *t)
 	}
 	t->udp.data = t;
 	t->timer.data = t;
+	t->idle.data = t;
+	t->check.data = t;
 	uv_close((uv_handle_t *)&t->udp, on_handle_closed);
 	uv_close((uv_handle_t *)&t->timer, on_handle_closed);
+	uv_close((uv_handle_t *)&t->idle, on_handle_closed);
+	uv_close((uv_handle_t *)&t->check, on_handle_closed);
 }
 
 int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)

@@ -14,7 +14,11 @@
  * before stabilisation can repair anything (CFS Theorem 1, Fig. 13-15).
  *
  * A virtual server counts as correct when its predecessor and its whole
- * successor list are the true ones. Output: a human summary on stderr, one JSON object per phase on stdout.
+ * successor list are the true ones. After a kill, a lookup whose key sits
+ * behind r or more consecutive killed nodes is counted apart: no live node
+ * knows its successor until stabilisation runs, so failing it is the
+ * expected outcome, not a routing fault. Output: a human summary on
+ * stderr, one JSON object per phase on stdout.
  */
 #include <getopt.h>
 #include <math.h>
@@ -41,9 +45,14 @@ static struct {
 	/* live vnode IDs, sorted */
 	struct cfs_id *ids;
 	size_t nids;
+	/* every vnode ID before the kill, sorted: tells which keys no live
+	 * node's successor list reaches (CFS Theorem 1's failure event) */
+	struct cfs_id *all;
+	size_t nall;
 	/* lookup phase */
 	uint32_t mode, flags, total, issued, done, inflight, window;
-	uint64_t wrong, failed, rpcs, rpcs_sq, timeouts, hops, lat_sum;
+	uint64_t wrong, failed, unreachable, failed_unreachable;
+	uint64_t rpcs, rpcs_sq, timeouts, hops, lat_sum;
 	struct cfs_hist lat;
 	uint32_t *per_lookup_rpcs;
 } S;
@@ -74,19 +83,43 @@ static void collect_ids(void)
 	qsort(S.ids, S.nids, sizeof(S.ids[0]), id_cmp);
 }
 
-/* The true successor of key among the live IDs. */
-static const struct cfs_id *true_succ(const struct cfs_id *key)
+/* First index in the sorted array v[0..n) whose ID is >= id. */
+static size_t lower_bound(const struct cfs_id *v, size_t n, const struct cfs_id *id)
 {
-	size_t lo = 0, hi = S.nids;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (cfs_id_cmp(&S.ids[mid], key) < 0)
+		if (cfs_id_cmp(&v[mid], id) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return &S.ids[lo == S.nids ? 0 : lo];
+	return lo;
+}
+
+/* The true successor of key among the live IDs. */
+static const struct cfs_id *true_succ(const struct cfs_id *key)
+{
+	size_t i = lower_bound(S.ids, S.nids, key);
+	return &S.ids[i == S.nids ? 0 : i];
+}
+
+/*
+ * After a kill with maintenance frozen, a key is out of reach when the
+ * killed nodes just before its live successor S number at least r: then S
+ * is in no live node's successor list, and no live node can say that S
+ * succeeds the key (the event CFS Theorem 1 bounds by 0.5^r per key).
+ */
+static bool unreachable(const struct cfs_id *key)
+{
+	if (!S.nall || S.nids < 2)
+		return false;
+	size_t si = lower_bound(S.ids, S.nids, key) % S.nids;
+	const struct cfs_id *succ = &S.ids[si], *pred = &S.ids[(si + S.nids - 1) % S.nids];
+	size_t a = lower_bound(S.all, S.nall, pred), b = lower_bound(S.all, S.nall, succ);
+	size_t dead_between = (b + S.nall - a - 1) % S.nall;
+	return dead_between >= S.nsucc;
 }
 
 static void true_next(const struct cfs_id *id, struct cfs_id *ret)
@@ -101,15 +134,7 @@ static void true_next(const struct cfs_id *id, struct cfs_id *ret)
 
 static void true_prev(const struct cfs_id *id, struct cfs_id *ret)
 {
-	size_t lo = 0, hi = S.nids;
-
-	while (lo < hi) { /* first index with ids[i] >= id */
-		size_t mid = (lo + hi) / 2;
-		if (cfs_id_cmp(&S.ids[mid], id) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = lower_bound(S.ids, S.nids, id);
 	*ret = S.ids[lo == 0 ? S.nids - 1 : lo - 1];
 }
 
@@ -241,8 +266,20 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 
 	S.inflight--;
 	S.done++;
+	bool out_of_reach = unreachable(&p->key);
+	S.unreachable += out_of_reach;
 	if (r->status < 0 || r->n == 0) {
-		S.failed++;
+		if (out_of_reach)
+			S.failed_unreachable++;
+		else
+			S.failed++;
+		if (getenv("CFS_LOOKUP_TRACE")) {
+			char k[9], a[9];
+			fprintf(stderr, "TRACE truth key %s succ %s live:", cfs_id_short(&p->key, k), cfs_id_short(true_succ(&p->key), a));
+			for (uint32_t i = 0; i < S.nids; i++)
+				fprintf(stderr, " %s", cfs_id_short(&S.ids[i], a));
+			fprintf(stderr, "\n");
+		}
 	} else if (!cfs_id_eq(&r->succ[0].id, true_succ(&p->key))) {
 		S.wrong++;
 		if (getenv("CFS_RING_DEBUG")) {
@@ -297,7 +334,8 @@ static void run_lookups(const char *phase, uint32_t count)
 
 	S.total = count;
 	S.issued = S.done = 0;
-	S.wrong = S.failed = S.rpcs = S.rpcs_sq = S.timeouts = S.hops = 0;
+	S.wrong = S.failed = S.unreachable = S.failed_unreachable = 0;
+	S.rpcs = S.rpcs_sq = S.timeouts = S.hops = 0;
 	cfs_hist_reset(&S.lat);
 	issue();
 	run_until(lookups_finished, 600);
@@ -305,19 +343,22 @@ static void run_lookups(const char *phase, uint32_t count)
 	double sd = sqrt(fmax(0, (double)S.rpcs_sq / n - mean * mean));
 	double secs = (double)(cfs_now_us() - t0) / 1e6;
 	chord_mode_name(S.mode, mname);
-	fprintf(stderr, "cfs-ring: %s: %u lookups (%s) from %zu live vnodes: %lu wrong, %lu failed; "
-	        "RPCs/lookup %.2f ± %.2f (½·log2 N = %.2f); timeouts/lookup %.3f; "
+	fprintf(stderr, "cfs-ring: %s: %u lookups (%s) from %zu live vnodes: %lu wrong, %lu failed "
+	        "(+%lu of %lu keys behind >= r dead nodes); RPCs/lookup %.2f ± %.2f (½·log2 N = %.2f); timeouts/lookup %.3f; "
 	        "latency p50 %lu us p99 %lu us; %.1f s\n",
-	        phase, S.done, mname, S.nids, (unsigned long)S.wrong, (unsigned long)S.failed, mean, sd,
+	        phase, S.done, mname, S.nids, (unsigned long)S.wrong, (unsigned long)S.failed,
+	        (unsigned long)S.failed_unreachable, (unsigned long)S.unreachable, mean, sd,
 	        0.5 * log2((double)S.nids), (double)S.timeouts / n,
 	        (unsigned long)cfs_hist_quantile(&S.lat, 0.5), (unsigned long)cfs_hist_quantile(&S.lat, 0.99),
 	        secs);
 	printf("{\"phase\":\"%s\",\"mode\":\"%s\",\"nodes\":%u,\"vnodes\":%u,\"live_ids\":%zu,"
-	       "\"lookups\":%u,\"wrong\":%lu,\"failed\":%lu,\"rpcs_mean\":%.3f,\"rpcs_sd\":%.3f,"
+	       "\"lookups\":%u,\"wrong\":%lu,\"failed\":%lu,\"unreachable_keys\":%lu,"
+	       "\"failed_unreachable\":%lu,\"rpcs_mean\":%.3f,\"rpcs_sd\":%.3f,"
 	       "\"half_log2_n\":%.3f,\"timeouts_per_lookup\":%.4f,\"latency_p50_us\":%lu,"
 	       "\"latency_p99_us\":%lu,\"seconds\":%.2f}\n",
 	       phase, mname, S.nn, S.vnodes, S.nids, S.done, (unsigned long)S.wrong,
-	       (unsigned long)S.failed, mean, sd, 0.5 * log2((double)S.nids), (double)S.timeouts / n,
+	       (unsigned long)S.failed, (unsigned long)S.unreachable,
+	       (unsigned long)S.failed_unreachable, mean, sd, 0.5 * log2((double)S.nids), (double)S.timeouts / n,
 	       (unsigned long)cfs_hist_quantile(&S.lat, 0.5), (unsigned long)cfs_hist_quantile(&S.lat, 0.99),
 	       secs);
 	fflush(stdout);
@@ -466,6 +507,9 @@ int main(int argc, char **argv)
 		if (freeze)
 			for (uint32_t i = 0; i < S.nn; i++)
 				chord_freeze(S.n[i].chord, true);
+		S.all = xmalloc(S.nids * sizeof(S.all[0]));
+		memcpy(S.all, S.ids, S.nids * sizeof(S.all[0]));
+		S.nall = S.nids;
 		uint32_t want = (uint32_t)(kill * S.nn), killed = 0;
 		while (killed < want) {
 			uint32_t i = (uint32_t)(cfs_rng_next(&S.rng) % S.nn);
@@ -493,5 +537,6 @@ int main(int argc, char **argv)
 			cfs_transport_close(S.n[i].tr);
 		}
 	uv_run(S.loop, UV_RUN_DEFAULT);
+	free(S.all);
 	return rc;
 }

@@ -23,14 +23,14 @@ for r in stable:
 for r in after:
     assert r["lookups"] == 2000 and r["live_ids"] == 128, r
     assert r["wrong"] == 0, "a lookup returned a node that is not the first live successor: %r" % r
-    # Recursive lookups found a route every time in every run so far.
-    # Iterative ones lose about 1.5 % to exhausted backtracking when half
-    # the ring is dead and nothing has stabilised (a known gap, see
-    # docs/OPERATIONS.md): bound it at 5 % so a regression still fails.
-    limit = 0 if r["mode"].startswith("recursive") else 100
-    assert r["failed"] <= limit, "too many lookups failed: %r" % r
-    print("# 50%% of 256 killed, %s: %d lookups, 0 wrong, %d without a route, "
-          "%.2f RPCs and %.3f timeouts per lookup"
-          % (r["mode"], r["lookups"], r["failed"], r["rpcs_mean"], r["timeouts_per_lookup"]))
+    # A key behind r = 16 or more consecutive killed nodes has a successor
+    # that no live node knows until stabilisation runs (Theorem 1's 0.5^r
+    # event); such lookups are counted apart. Every other lookup must find
+    # its answer, in either mode.
+    assert r["failed"] == 0, "a lookup that a live node could answer failed: %r" % r
+    print("# 50%% of 256 killed, %s: %d lookups, 0 wrong, 0 failed (%d of %d keys out of "
+          "reach failed), %.2f RPCs and %.3f timeouts per lookup"
+          % (r["mode"], r["lookups"], r["failed_unreachable"], r["unreachable_keys"],
+             r["rpcs_mean"], r["timeouts_per_lookup"]))
 PY
 ok "half the ring killed before stabilisation: lookups return the first live successor"

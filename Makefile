@@ -67,27 +67,30 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 
 # ---------------------------------------------------------------- modules
 # One static archive per folder; dependencies point down:
-#   cfsd → chord → common;  sfsro-format → common
-#   (dhash, cfs-fuse, publisher follow)
+#   cfsd → dhash → chord → common;  dhash → sfsro-format → common
+#   publisher → sfsro-format, dhash;  (cfs-fuse follows)
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/publish.c publisher/fsck.c
 CHORD_SRCS  := $(wildcard chord/*.c)
-CFSD_LIB_SRCS := cfsd/ctl.c
+DHASH_SRCS  := $(wildcard dhash/*.c)
+CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c
 CFSD_SRCS   := cfsd/cfsd.c
-CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c
+CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
 LIBCOMMON := $(B)/libcfs_common.a
 LIBCFSD   := $(B)/libcfsd.a
 LIBCHORD  := $(B)/libchord.a
+LIBDHASH  := $(B)/libdhash.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
 $(LIBCHORD): $(call obj,$(CHORD_SRCS))
+$(LIBDHASH): $(call obj,$(DHASH_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
 
@@ -103,15 +106,16 @@ $(B)/%.o: %.c $(B)/config.mk
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck
 HARNESS  := $(B)/bin/cfs-ring
 
-$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCHORD) $(LIBCOMMON)
-$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCHORD) $(LIBCOMMON)
+$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfsd $(B)/bin/cfsctl: LINK_LIBS = $(LEVELDB_LIBS)
 $(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LINK_LIBS) $(CORE_LIBS)
 
 .DEFAULT_GOAL := all
 .PHONY: all

@@ -5,6 +5,9 @@
  *   cfsctl ping HOST:PORT [--count N] [--timeout MS]
  *   cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]
  *          [--random N] [KEY... | -]
+ *   cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]
+ *          [--random N --size S [--seed X]] [FILE... | -]
+ *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cfsd/cfsd.h"
 #include "chord/chord.h"
@@ -23,6 +27,9 @@ static const char usage_text[] =
 	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
 	"       cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]\n"
 	"              [--random N] [KEY... | -]\n"
+	"       cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]\n"
+	"              [--random N --size S [--seed X]] [FILE... | -]\n"
+	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
 	"\n"
 	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
 	"             successors, fingers (with measured latencies), ring-size estimate,\n"
@@ -31,12 +38,23 @@ static const char usage_text[] =
 	"  lookup     find the successors of keys (64 hex digits each; '-' reads them\n"
 	"             from standard input) through the local cfsd; prints per key:\n"
 	"             KEY SUCCESSOR-ID SUCCESSOR-ADDRESS RPCS TIMEOUTS\n"
+	"  put        store each FILE as one block (at most 60 KiB) on the ring through\n"
+	"             the local cfsd; prints KEY FILE per block, FILE error MESSAGE if\n"
+	"             refused\n"
+	"  get        fetch a block, verified, to standard output; with --check, one\n"
+	"             line per key: KEY ok LENGTH or KEY error MESSAGE\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy)\n"
 	"  -n, --nsucc N        successors wanted (default 1)\n"
 	"  -v, --verify         ping the answer until a live successor replies\n"
-	"  -r, --random N       also look up N random keys\n"
+	"  -r, --random N       also look up (or put) N random keys (blocks)\n"
+	"      --root           put: the files are signed roots (cfs-publish output)\n"
+	"      --lease-days D   put: lease of the blocks (default: the daemon's)\n"
+	"      --size S         put: bytes per random block (default 8192)\n"
+	"      --seed X         put: seed for the random blocks\n"
+	"      --check          get: report each key instead of printing bytes\n"
+	"  -o, --output FILE    get: write the bytes to FILE\n"
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
@@ -45,7 +63,7 @@ static const char usage_text[] =
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] (cfsctl --help for more)", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] | put FILE... | get KEY (cfsctl --help for more)", __VA_ARGS__)
 
 static void print_status(void *arg, int status, const struct cfs_msg *reply)
 {
@@ -158,6 +176,12 @@ int main(int argc, char **argv)
 		{ "nsucc", required_argument, NULL, 'n' },
 		{ "verify", no_argument, NULL, 'v' },
 		{ "random", required_argument, NULL, 'r' },
+		{ "root", no_argument, NULL, 1001 },
+		{ "lease-days", required_argument, NULL, 1002 },
+		{ "size", required_argument, NULL, 1003 },
+		{ "seed", required_argument, NULL, 1004 },
+		{ "check", no_argument, NULL, 1005 },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -165,11 +189,14 @@ int main(int argc, char **argv)
 	bool json = false;
 	unsigned count = 3, timeout_ms = 1000, nsucc = 1, random_n = 0;
 	uint32_t mode = 0, flags = 0;
+	struct cfsctl_put_opts po = { .random_size = 8192 };
+	bool check = false;
+	const char *output = NULL;
 	int c;
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:jc:t:m:n:vr:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:s:jc:t:m:n:vr:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			snprintf(data_dir, sizeof(data_dir), "%s", optarg);
@@ -199,6 +226,14 @@ int main(int argc, char **argv)
 		case 'r':
 			random_n = parse_uint("--random", optarg, 10000000);
 			break;
+		case 1001: po.root = true; break;
+		case 1002:
+			po.lease_until = (uint64_t)time(NULL) + 86400ull * parse_uint("--lease-days", optarg, 3650);
+			break;
+		case 1003: po.random_size = parse_uint("--size", optarg, 60 * 1024); break;
+		case 1004: po.seed = parse_uint("--seed", optarg, 4000000000u); break;
+		case 1005: check = true; break;
+		case 'o': output = optarg; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -213,11 +248,16 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return 1;
 	const char *cmd = argv[optind];
-	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "lookup") == 0) {
+	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0;
+	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "lookup") == 0 || is_block) {
 		if (strcmp(cmd, "status") == 0 && optind + 1 != argc)
 			bad_usage("status takes no arguments");
 		if (strcmp(cmd, "lookup") == 0 && optind + 1 == argc && !random_n)
 			bad_usage("lookup wants keys, '-' or --random N");
+		if (strcmp(cmd, "put") == 0 && optind + 1 == argc && !random_n)
+			bad_usage("put wants files, '-' or --random N");
+		if (strcmp(cmd, "get") == 0 && optind + 1 == argc)
+			bad_usage("get wants keys or '-'");
 		if (!sock[0]) {
 			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
 				bad_usage("the default data directory path is too long");
@@ -227,6 +267,12 @@ int main(int argc, char **argv)
 		if (strcmp(cmd, "lookup") == 0)
 			return cfsctl_lookup(sock, mode, nsucc, flags, argv + optind + 1,
 			                     argc - optind - 1, random_n);
+		if (strcmp(cmd, "put") == 0) {
+			po.random_n = random_n;
+			return cfsctl_put(sock, &po, argv + optind + 1, argc - optind - 1);
+		}
+		if (strcmp(cmd, "get") == 0)
+			return cfsctl_get(sock, check, output, argv + optind + 1, argc - optind - 1);
 		return cmd_status(sock, json);
 	}
 	if (strcmp(cmd, "ping") == 0) {

@@ -20,6 +20,7 @@
 
 #include "cfsd/cfsd.h"
 #include "chord/chord.h"
+#include "dhash/dhash.h"
 
 #define CFS_VERSION "0.1.0"
 
@@ -28,6 +29,9 @@ struct daemon {
 	cfs_transport_t *tr;
 	chord_t *chord;
 	struct chord_config cc;
+	dhash_server_t *dhash;
+	dhash_client_t *client;
+	struct dhash_config dc;
 	struct cfs_addr boot[16];
 	size_t nboot;
 	const char *advertise;
@@ -61,6 +65,10 @@ static const char usage_text[] =
 	"  -r, --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
 	"      --pns X             proximity samples per finger (default 16)\n"
+	"  -k, --replicas K        copies of every block, on its K successors (default 6;\n"
+	"                          at most --successors)\n"
+	"      --lease-days D      lease of a block put without one (default 30)\n"
+	"      --expire-ms MS      lease collector period (default 60000)\n"
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
 	"                          as root, else $XDG_DATA_HOME/cfs)\n"
 	"  -s, --socket PATH       control socket (default DIR/cfsd.sock)\n"
@@ -71,8 +79,8 @@ static const char usage_text[] =
 	"  -h, --help              show this help\n"
 	"  -V, --version           show the version\n"
 	"\n"
-	"The data directory holds the lock that keeps a second cfsd off it and the\n"
-	"control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
+	"The data directory holds the lock that keeps a second cfsd off it, the block\n"
+	"store (DIR/blocks, LevelDB) and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
 	"its ring neighbours it is leaving, then exit 0.\n";
 
 #define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)
@@ -107,6 +115,8 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
 		cfs_sb_printf(b, "\"ring\":");
 		chord_status(D.chord, b, true);
+		cfs_sb_printf(b, ",\"dhash\":");
+		dhash_server_status(D.dhash, b, true);
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
 		return;
@@ -126,6 +136,7 @@ static void status_report(struct cfs_sbuf *b, bool json)
 	          (unsigned long)st.malformed);
 	cfs_sb_printf(b, "control     %lu requests, %lu malformed\n",
 	          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
+	dhash_server_status(D.dhash, b, false);
 	chord_status(D.chord, b, false);
 }
 
@@ -195,6 +206,73 @@ static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 	free(q);
 }
 
+/* CTL_GET / CTL_PUT: the daemon's DHash client does the work. */
+struct ctl_block {
+	struct conn *k;
+	uint64_t reqid;
+};
+
+static void ctl_block_end(struct ctl_block *q)
+{
+	q->k->pending--;
+	conn_put(q->k);
+	free(q);
+}
+
+static void ctl_get_done(void *arg, const struct dhash_get_result *r)
+{
+	struct ctl_block *q = arg;
+
+	if (!q->k->closed) {
+		cfs_msg_init(&D.reply, CFS_MSG_CTL_GET);
+		D.reply.is_reply = true;
+		D.reply.reqid = q->reqid;
+		D.reply.status = r->status;
+		if (r->status == 0) {
+			D.reply.kind = r->kind;
+			D.reply.data = (struct cfs_bytes){ r->data, r->len };
+		}
+		(void)cfs_stream_write_msg(q->k->s, &D.reply);
+	}
+	ctl_block_end(q);
+}
+
+static void ctl_put_done(void *arg, int status, const struct cfs_id *key)
+{
+	struct ctl_block *q = arg;
+
+	if (!q->k->closed) {
+		cfs_msg_init(&D.reply, CFS_MSG_CTL_PUT);
+		D.reply.is_reply = true;
+		D.reply.reqid = q->reqid;
+		D.reply.status = status;
+		if (status == 0)
+			D.reply.key = *key;
+		(void)cfs_stream_write_msg(q->k->s, &D.reply);
+	}
+	ctl_block_end(q);
+}
+
+static void ctl_block(struct conn *k, const struct cfs_msg *req)
+{
+	struct ctl_block *q = xcalloc(1, sizeof(*q));
+	int r;
+
+	q->k = k;
+	q->reqid = req->reqid;
+	if (req->type == CFS_MSG_CTL_GET)
+		r = dhash_get(D.client, &req->key, ctl_get_done, q);
+	else
+		r = dhash_put(D.client, req->kind, req->data.p, req->data.len, req->lease_until,
+		              ctl_put_done, q);
+	if (r < 0) {
+		ctl_reply_error(k->s, req, r);
+		free(q);
+		return;
+	}
+	k->pending++;
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
@@ -235,6 +313,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		} else {
 			k->pending++;
 		}
+	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT) {
+		ctl_block(k, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}
@@ -265,6 +345,8 @@ static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_re
 {
 	if (chord_handle_request(D.chord, req, from))
 		return;
+	if (dhash_handle_request(D.dhash, req, from))
+		return;
 	(void)cfs_transport_reply_error(D.tr, from, -EOPNOTSUPP);
 }
 
@@ -274,6 +356,8 @@ static void stop_rest(void *arg)
 {
 	while (conns)
 		conn_close(conns);
+	dhash_client_free(D.client);
+	dhash_server_free(D.dhash);
 	chord_free(D.chord);
 	cfs_transport_close(D.tr);
 	log_info("left the ring");
@@ -357,6 +441,9 @@ static const struct option opts[] = {
 	{ "successors", required_argument, NULL, 'r' },
 	{ "stabilize-ms", required_argument, NULL, 1001 },
 	{ "pns", required_argument, NULL, 1002 },
+	{ "replicas", required_argument, NULL, 'k' },
+	{ "lease-days", required_argument, NULL, 1003 },
+	{ "expire-ms", required_argument, NULL, 1004 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -365,7 +452,7 @@ static const struct option opts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
-#define SHORT_OPTS ":p:b:a:B:v:r:d:s:c:l:hV"
+#define SHORT_OPTS ":p:b:a:B:v:r:k:d:s:c:l:hV"
 
 struct settings {
 	unsigned long port;
@@ -411,6 +498,9 @@ static void apply(struct settings *st, int c, const char *val)
 	case 'r': D.cc.nsucc = (uint32_t)parse_num("--successors", val, 1, CHORD_SUCC_MAX); break;
 	case 1001: D.cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
 	case 1002: D.cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
+	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
+	case 1003: D.dc.lease_s = parse_num("--lease-days", val, 1, 3650) * 86400u; break;
+	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");
@@ -473,6 +563,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	chord_config_default(&D.cc);
+	dhash_config_default(&D.dc);
 	opterr = 0;
 	/* First pass: only --config, --help and --version, and argument errors. */
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
@@ -494,6 +585,9 @@ int main(int argc, char **argv)
 	cfs_log_init(argv[0], st.level);
 	if (cfs_crypto_init() < 0)
 		return 1;
+	if (D.dc.replicas > D.cc.nsucc)
+		bad_usage("--replicas %u exceeds --successors %u: the successor list must "
+		          "name every replica", D.dc.replicas, D.cc.nsucc);
 
 	if (!D.data_dir[0] && cfsd_default_data_dir(D.data_dir, sizeof(D.data_dir) - 32) < 0)
 		bad_usage("the default data directory path is too long; use --data");
@@ -530,7 +624,20 @@ int main(int argc, char **argv)
 	D.addr = self;
 	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
 		return 1;
+	char blocks[600];
+	snprintf(blocks, sizeof(blocks), "%s/blocks", D.data_dir);
+	if ((r = dhash_server_new(D.loop, D.chord, blocks, &D.dc, &D.dhash)) < 0 ||
+	    (r = dhash_client_new(D.chord, &D.dc, &D.client)) < 0) {
+		log_error_errno(r, "cannot open the block store %s", blocks);
+		dhash_server_free(D.dhash);
+		chord_free(D.chord);
+		cfs_transport_close(D.tr);
+		uv_run(D.loop, UV_RUN_DEFAULT);
+		return 1;
+	}
 	if (cfs_listener_new(D.loop, D.sock_path, 0600, ctl_accept, NULL, &D.ctl) < 0) {
+		dhash_client_free(D.client);
+		dhash_server_free(D.dhash);
 		chord_free(D.chord);
 		cfs_transport_close(D.tr);
 		uv_run(D.loop, UV_RUN_DEFAULT);

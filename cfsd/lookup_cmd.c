@@ -14,102 +14,16 @@
 
 #include "cfsd/cfsd.h"
 
-#define WINDOW 64
-
 struct batch {
-	uv_loop_t *loop;
-	cfs_stream_t *s;
 	struct cfs_id *keys;
-	size_t n, sent, done;
 	uint32_t mode, nsucc, flags;
-	int status;
 	unsigned errors;
-	struct cfs_msg m;
 };
 
-static void fail(struct batch *b, int status)
+int cfsctl_read_keys(char **args, int nargs, unsigned random_n, struct cfs_id **ret, size_t *ret_n)
 {
-	if (!b->status)
-		b->status = status;
-	if (b->s)
-		cfs_stream_close(b->s);
-	b->s = NULL;
-}
-
-static void send_more(struct batch *b)
-{
-	while (b->s && b->sent < b->n && b->sent - b->done < WINDOW) {
-		cfs_msg_init(&b->m, CFS_MSG_CTL_LOOKUP);
-		b->m.reqid = b->sent;
-		b->m.key = b->keys[b->sent];
-		b->m.mode = b->mode;
-		b->m.nsucc = b->nsucc;
-		b->m.flags = b->flags;
-		int r = cfs_stream_write_msg(b->s, &b->m);
-		if (r < 0) {
-			fail(b, r);
-			return;
-		}
-		b->sent++;
-	}
-	if (b->done == b->n && b->s) {
-		cfs_stream_close(b->s);
-		b->s = NULL;
-	}
-}
-
-static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
-{
-	struct batch *b = arg;
-	const char *why = "";
-	char k[65], id[65], a[CFS_ADDR_STRLEN];
-
-	if (cfs_msg_decode(f, len, &b->m, &why) < 0 || !b->m.is_reply ||
-	    b->m.type != CFS_MSG_CTL_LOOKUP || b->m.reqid >= b->sent) {
-		fprintf(stderr, "cfsctl: malformed reply from cfsd: %s\n", why);
-		fail(b, -EPROTO);
-		return;
-	}
-	cfs_id_hex(&b->keys[b->m.reqid], k);
-	if (b->m.status < 0 || b->m.n_nodes == 0) {
-		printf("%s error %s\n", k, b->m.status < 0 ? strerror(-b->m.status) : "no answer");
-		b->errors++;
-	} else {
-		printf("%s %s %s %u %u\n", k, cfs_id_hex(&b->m.nodes[0].id, id),
-		       cfs_addr_str(&b->m.nodes[0].addr, a), b->m.count, b->m.timeouts);
-	}
-	b->done++;
-	send_more(b);
-}
-
-static void on_end(void *arg, cfs_stream_t *s, int status)
-{
-	struct batch *b = arg;
-
-	if (b->done < b->n)
-		fail(b, status < 0 ? status : -ECONNRESET);
-}
-
-static void on_connect(void *arg, int status, cfs_stream_t *s)
-{
-	struct batch *b = arg;
-
-	if (status < 0) {
-		b->status = status;
-		return;
-	}
-	b->s = s;
-	cfs_stream_start(s, on_frame, on_end, b);
-	send_more(b);
-}
-
-int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flags,
-                  char **args, int nargs, unsigned random_n)
-{
-	struct batch *b = xcalloc(1, sizeof(*b));
-	size_t cap = 0;
-	uv_loop_t loop;
-	int r;
+	struct cfs_id *keys = NULL;
+	size_t n = 0, cap = 0;
 
 	for (int i = 0; i < nargs; i++) {
 		char line[256];
@@ -122,40 +36,72 @@ int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flag
 					continue;
 				t = line;
 			}
-			if (b->n == cap)
-				b->keys = xrealloc(b->keys, (cap = cap * 2 + 64) * sizeof(*b->keys));
-			if (cfs_id_from_hex(&b->keys[b->n], t) < 0) {
+			if (n == cap)
+				keys = xrealloc(keys, (cap = cap * 2 + 64) * sizeof(*keys));
+			if (cfs_id_from_hex(&keys[n], t) < 0) {
 				fprintf(stderr, "cfsctl: '%s' is not a key (64 hex digits)\n", t);
-				free(b->keys);
-				free(b);
-				return 2;
+				free(keys);
+				return -EINVAL;
 			}
-			b->n++;
+			n++;
 			if (!from_stdin)
 				break;
 		}
 	}
 	for (unsigned i = 0; i < random_n; i++) {
-		if (b->n == cap)
-			b->keys = xrealloc(b->keys, (cap = cap * 2 + 64) * sizeof(*b->keys));
-		randombytes_buf(b->keys[b->n++].b, CFS_ID_BYTES);
+		if (n == cap)
+			keys = xrealloc(keys, (cap = cap * 2 + 64) * sizeof(*keys));
+		randombytes_buf(keys[n++].b, CFS_ID_BYTES);
 	}
-	b->mode = mode;
-	b->nsucc = nsucc;
-	b->flags = flags;
-	uv_loop_init(&loop);
-	b->loop = &loop;
-	if ((r = cfs_stream_connect(&loop, sock, on_connect, b)) < 0)
-		b->status = r;
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	r = b->status;
+	*ret = keys;
+	*ret_n = n;
+	return 0;
+}
+
+void cfsd_ctl_report(const char *sock, const char *what, int r)
+{
 	if (r == -ENOENT || r == -ECONNREFUSED)
 		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
 	else if (r < 0)
-		fprintf(stderr, "cfsctl: lookups through %s failed: %s\n", sock, strerror(-r));
-	int rc = r < 0 ? 1 : b->errors ? 3 : 0;
-	free(b->keys);
-	free(b);
-	return rc;
+		fprintf(stderr, "cfsctl: %s through %s failed: %s\n", what, sock, strerror(-r));
+}
+
+static void build(void *arg, size_t i, struct cfs_msg *m)
+{
+	struct batch *b = arg;
+
+	cfs_msg_init(m, CFS_MSG_CTL_LOOKUP);
+	m->key = b->keys[i];
+	m->mode = b->mode;
+	m->nsucc = b->nsucc;
+	m->flags = b->flags;
+}
+
+static void reply(void *arg, size_t i, const struct cfs_msg *m)
+{
+	struct batch *b = arg;
+	char k[65], id[65], a[CFS_ADDR_STRLEN];
+
+	cfs_id_hex(&b->keys[i], k);
+	if (m->status < 0 || m->type != CFS_MSG_CTL_LOOKUP || m->n_nodes == 0) {
+		printf("%s error %s\n", k, m->status < 0 ? strerror(-m->status) : "no answer");
+		b->errors++;
+	} else {
+		printf("%s %s %s %u %u\n", k, cfs_id_hex(&m->nodes[0].id, id),
+		       cfs_addr_str(&m->nodes[0].addr, a), m->count, m->timeouts);
+	}
+}
+
+int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flags,
+                  char **args, int nargs, unsigned random_n)
+{
+	struct batch b = { .mode = mode, .nsucc = nsucc, .flags = flags };
+	size_t n;
+
+	if (cfsctl_read_keys(args, nargs, random_n, &b.keys, &n) < 0)
+		return 2;
+	int r = cfsd_ctl_pipeline(sock, n, 64, build, reply, &b);
+	cfsd_ctl_report(sock, "lookups", r);
+	free(b.keys);
+	return r < 0 ? 1 : b.errors ? 3 : 0;
 }

@@ -169,6 +169,11 @@ int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint3
 	return call_addr(c, &to->addr, to, req, timeout_ms, cb, arg);
 }
 
+cfs_transport_t *chord_transport(const chord_t *c)
+{
+	return c->tr;
+}
+
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {

@@ -115,6 +115,8 @@ void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg);
 void chord_freeze(chord_t *c, bool frozen);
 
 /* --- inspection */
+/* The transport c sends on (DHash serves its requests on the same socket). */
+cfs_transport_t *chord_transport(const chord_t *c);
 uint32_t chord_vnode_count(const chord_t *c);
 /* Virtual server i's own node, its first successor (itself when alone)
  * and whether it has joined. */

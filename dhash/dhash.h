@@ -1,19 +1,102 @@
 /*
  * dhash — the block store on the ring (CFS section 5, DHash++ 4–5).
  *
- * Contract: put_h (content-hash blocks), put_s (signed roots), get and
- * refresh, asynchronous and batched. Servers verify every block before
- * storing it (LevelDB, durable before the put is acknowledged), keep k
- * replicas on the key's successors and repair them by Merkle-style range
- * digests, cache along lookup paths in a bounded LRU that never counts as
- * a replica, expire unrefreshed leases and enforce per-IP quotas.
+ * Contract:
+ *  - Two kinds of block. A content-hash block is stored under the BLAKE2b
+ *    hash of its bytes; a signed root under H(tag ‖ public key), and only
+ *    when its signature verifies and its sequence number is not below the
+ *    stored one's (an identical duplicate is accepted). Servers check every
+ *    block before storing it; clients check every block they fetch.
+ *  - A server keeps its blocks in one LevelDB database in its data
+ *    directory and acknowledges a store only after a synchronous write.
+ *  - A put goes to the key's successor, which stores it and then pushes
+ *    copies to the next k-1 distinct servers on its successor list.
+ *  - A get looks the key up (k successors), fetches from the replica with
+ *    the lowest predicted latency, on a timeout or a bad block tries the
+ *    next, and returns only bytes that verify.
+ *  - Every block carries a lease (wall-clock expiry); refresh extends it,
+ *    a collector deletes expired blocks. There is no delete call.
  *
- * Depends on chord/ and common/. Its API is added with the DHash issue
- * (#5); this folder exports nothing yet.
+ * Depends on chord/, sfsro-format/ (to check roots) and common/. Everything
+ * runs on the caller's libuv loop; callbacks never run inside the call
+ * that started them.
  */
 #ifndef CFS_DHASH_H
 #define CFS_DHASH_H
 
 #include "chord/chord.h"
+
+enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2 };
+
+/* STORE flags. */
+#define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */
+
+#define DHASH_REPLICAS_DEFAULT 6
+#define DHASH_LEASE_DEFAULT_S (30u * 24 * 3600)
+
+struct dhash_config {
+	uint32_t replicas;        /* k (default 6; the successor list must be >= k) */
+	uint64_t lease_s;         /* lease of a put that names none (default 30 days) */
+	uint32_t expire_ms;       /* lease collector period (default 60 s) */
+	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
+};
+void dhash_config_default(struct dhash_config *c);
+
+/* ---- blocks */
+
+/* The key a block is stored under: the hash of its bytes, or the root key
+ * of the public key a signed root names. -EBADMSG / -EKEYREJECTED if p is
+ * not a block of that kind, -EINVAL for an unknown kind. */
+int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *ret) CFS_WUR;
+/* Check that p may be stored under key: -EBADMSG (not the hash of the
+ * bytes, or a root under another key), -EKEYREJECTED (a root whose
+ * signature does not verify), -EINVAL (unknown kind). *ret_seq gets a
+ * root's sequence number (0 for a content-hash block). */
+int dhash_verify(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size_t len,
+                 uint64_t *ret_seq) CFS_WUR;
+/* A short name for a store error, e.g. "wrong hash" for -EBADMSG. */
+const char *dhash_strerror(int status);
+
+/* ---- the server (inside cfsd) */
+
+typedef struct dhash_server dhash_server_t;
+
+/* Open (creating) the block store in dir and serve it on c's transport. */
+int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
+                     const struct dhash_config *cfg, dhash_server_t **ret) CFS_WUR;
+void dhash_server_free(dhash_server_t *s);
+/* Handle a STORE / FETCH / HAVE / REFRESH request; false if not ours. */
+bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
+                          const struct cfs_reply_to *from);
+/* Blocks, bytes, counters, as text or as a JSON object (appended to b). */
+void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+/* Run the lease collector now (tests, and the periodic timer). */
+void dhash_server_expire(dhash_server_t *s);
+
+/* ---- the client (over a chord_t, a ring member's or a plain client's) */
+
+typedef struct dhash_client dhash_client_t;
+
+struct dhash_get_result {
+	int status;               /* 0, -ENOENT (no replica has it), -EHOSTUNREACH, ... */
+	uint32_t kind;
+	const uint8_t *data;      /* valid during the callback */
+	size_t len;
+	uint32_t rpcs;            /* lookup and fetch RPCs */
+	uint32_t timeouts;
+	uint32_t bad_replies;     /* replicas that sent bytes that do not verify */
+	uint64_t latency_us;
+};
+typedef void (*dhash_get_cb)(void *arg, const struct dhash_get_result *r);
+/* status 0 once the key's successor acknowledged a durable write. */
+typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key);
+
+int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t **ret) CFS_WUR;
+/* Cancel what is in flight (callbacks run with -ECANCELED) and free. */
+void dhash_client_free(dhash_client_t *d);
+int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+/* lease_until 0: now + the configured lease. */
+int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
+              uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
 
 #endif

@@ -3,7 +3,7 @@
 #   common/       includes no other module
 #   sfsro-format/ includes only common/
 #   chord/        includes only common/
-#   dhash/        includes only chord/, common/
+#   dhash/        includes only chord/, sfsro-format/ (to check roots), common/
 #   publisher/    includes only sfsro-format/, dhash/, chord/, common/
 #   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, common/
 #   cfsd/         includes only dhash/, chord/, common/
@@ -17,7 +17,7 @@ declare -A allowed=(
 	[common]=""
 	[sfsro-format]="common"
 	[chord]="common"
-	[dhash]="chord common"
+	[dhash]="chord sfsro-format common"
 	[publisher]="sfsro-format dhash chord common"
 	[cfs-fuse]="dhash sfsro-format chord common"
 	[cfsd]="dhash chord common"

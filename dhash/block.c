@@ -1,0 +1,74 @@
+/* Block kinds: the key a block belongs under, and the check before storing. */
+#include <string.h>
+
+#include "dhash/dhash.h"
+#include "sfsro-format/sfsro.h"
+
+void dhash_config_default(struct dhash_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->replicas = DHASH_REPLICAS_DEFAULT;
+	c->lease_s = DHASH_LEASE_DEFAULT_S;
+	c->expire_ms = 60000;
+	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
+}
+
+int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *ret)
+{
+	struct sfsro_root root;
+
+	switch (kind) {
+	case DHASH_KIND_CHASH:
+		cfs_hash(ret, p, len);
+		return 0;
+	case DHASH_KIND_ROOT:
+		if (sfsro_root_decode(p, len, &root) < 0)
+			return -EKEYREJECTED;
+		sfsro_root_key(&root.pk, ret);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+int dhash_verify(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size_t len,
+                 uint64_t *ret_seq)
+{
+	struct sfsro_root root;
+	struct cfs_id want;
+
+	*ret_seq = 0;
+	switch (kind) {
+	case DHASH_KIND_CHASH:
+		return sfsro_verify_hash(key, p, len) < 0 ? -EBADMSG : 0;
+	case DHASH_KIND_ROOT:
+		if (sfsro_root_decode(p, len, &root) < 0)
+			return -EKEYREJECTED;
+		sfsro_root_key(&root.pk, &want);
+		if (!cfs_id_eq(&want, key))
+			return -EBADMSG;
+		*ret_seq = root.seq;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+const char *dhash_strerror(int status)
+{
+	switch (status) {
+	case 0: return "ok";
+	case -EBADMSG: return "the key is not the block's hash (or its root key)";
+	case -EKEYREJECTED: return "the root's signature does not verify";
+	case -ESTALE: return "a root with a higher sequence number is stored";
+	case -EDQUOT: return "over this server's quota for the sender";
+	case -ENOSPC: return "the server's disk is full";
+	case -EIO: return "the server's store failed";
+	case -ENOENT: return "no replica has the block";
+	case -EHOSTUNREACH: return "no route to the key's successors";
+	case -ETIMEDOUT: return "no replica answered";
+	case -EINVAL: return "unknown block kind";
+	case -EMSGSIZE: return "block too large";
+	default: return strerror(-status);
+	}
+}

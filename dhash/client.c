@@ -1,0 +1,343 @@
+/*
+ * The DHash client: get and put over a chord_t.
+ *
+ * get: look the key up for its k successors (a hop holding the block, when
+ * the lookup found one, goes first), order the rest by predicted latency,
+ * FETCH from the nearest, and on a timeout, a miss or bytes that do not
+ * verify try the next (DHash++ 5.2.3). Only verified bytes are returned.
+ *
+ * put: compute the key, look up its successors, STORE to the first with
+ * DHASH_STORE_F_PRIMARY (it replicates); if that one does not answer, the
+ * next successor takes the block. A refusal (a bad block, a stale root, a
+ * full disk) ends the put with that error: another server would refuse it
+ * for the same reason, or should not be asked to take it instead.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dhash/internal.h"
+
+#define STORE_TIMEOUT_MS 3000
+
+struct op;
+
+struct dhash_client {
+	chord_t *chord;
+	struct dhash_config cfg;
+	struct cfs_msg msg;       /* large: not on the stack */
+	struct op *ops;
+	bool closing;
+};
+
+struct op {
+	dhash_client_t *d;
+	struct op *next;
+	bool is_put;
+	struct cfs_id key;
+	uint64_t started_us;
+	/* candidates, in the order they are tried */
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
+	uint32_t ncand, next_cand;
+	uint32_t rpcs, timeouts, bad;
+	int miss_status;          /* the error to report when every candidate failed */
+	/* get */
+	dhash_get_cb get_cb;
+	/* put */
+	dhash_put_cb put_cb;
+	uint32_t kind;
+	uint64_t lease_until;
+	uint8_t *data;
+	size_t len;
+	void *arg;
+};
+
+static void op_unlink(struct op *o)
+{
+	for (struct op **pp = &o->d->ops; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			return;
+		}
+}
+
+static void client_maybe_free(dhash_client_t *d)
+{
+	if (d->closing && !d->ops)
+		free(d);
+}
+
+static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p, size_t len)
+{
+	dhash_client_t *d = o->d;
+	struct dhash_get_result r = {
+		.status = d->closing ? -ECANCELED : status, .kind = kind, .data = p, .len = len,
+		.rpcs = o->rpcs, .timeouts = o->timeouts, .bad_replies = o->bad,
+		.latency_us = cfs_now_us() - o->started_us,
+	};
+
+	op_unlink(o);
+	o->get_cb(o->arg, &r);
+	free(o);
+	client_maybe_free(d);
+}
+
+static void put_finish(struct op *o, int status)
+{
+	dhash_client_t *d = o->d;
+
+	op_unlink(o);
+	o->put_cb(o->arg, d->closing ? -ECANCELED : status, &o->key);
+	free(o->data);
+	free(o);
+	client_maybe_free(d);
+}
+
+static void op_fail(struct op *o, int status)
+{
+	if (o->is_put)
+		put_finish(o, status);
+	else
+		get_finish(o, status, 0, NULL, 0);
+}
+
+/* ------------------------------------------------------------ get */
+
+static void fetch_next(struct op *o);
+
+static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct op *o = arg;
+	const struct cfs_node *from = &o->cand[o->next_cand - 1];
+	uint64_t seq;
+
+	if (status == -ECANCELED || o->d->closing) {
+		get_finish(o, -ECANCELED, 0, NULL, 0);
+		return;
+	}
+	if (status == 0) {
+		if (dhash_verify(reply->kind, &o->key, reply->data.p, reply->data.len, &seq) == 0) {
+			get_finish(o, 0, reply->kind, reply->data.p, reply->data.len);
+			return;
+		}
+		char a[CFS_ADDR_STRLEN], k[9];
+		cfs_addr_str(&from->addr, a);
+		log_warn("dhash: %s sent bytes for %s that do not verify; trying another replica", a,
+		         cfs_id_short(&o->key, k));
+		o->bad++;
+		o->miss_status = -EBADMSG;
+	} else if (status == -ETIMEDOUT) {
+		o->timeouts++;
+		if (o->miss_status != -ENOENT && o->miss_status != -EBADMSG)
+			o->miss_status = -ETIMEDOUT;
+	} else if (status == -ENOENT) {
+		if (o->miss_status != -EBADMSG)
+			o->miss_status = -ENOENT;
+	}
+	fetch_next(o);
+}
+
+static void fetch_next(struct op *o)
+{
+	dhash_client_t *d = o->d;
+
+	while (o->next_cand < o->ncand) {
+		const struct cfs_node *to = &o->cand[o->next_cand++];
+		cfs_msg_init(&d->msg, CFS_MSG_FETCH);
+		d->msg.key = o->key;
+		d->msg.has_to = true;
+		d->msg.to_id = to->id;
+		o->rpcs++;
+		if (chord_call(d->chord, to, &d->msg, 0, fetch_reply, o) == 0)
+			return;
+	}
+	get_finish(o, o->miss_status ? o->miss_status : -ENOENT, 0, NULL, 0);
+}
+
+/* Candidates: the hop that holds a copy, then the successors by predicted
+ * latency, each server once. */
+static void order_candidates(struct op *o, const struct chord_lookup_result *r, uint32_t k)
+{
+	chord_t *c = o->d->chord;
+	uint32_t n = 0, ns = r->n < k ? r->n : k;
+	uint64_t lat[CFS_MSG_MAX_NODES];
+
+	if (r->has_block)
+		o->cand[n++] = r->holder;
+	for (uint32_t i = 0; i < ns; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_eq(&o->cand[j].addr, &r->succ[i].addr);
+		if (!dup)
+			o->cand[n++] = r->succ[i];
+	}
+	uint32_t first = r->has_block ? 1 : 0;
+	for (uint32_t i = first; i < n; i++)
+		lat[i] = chord_predict_rtt_us(c, &o->cand[i].coord);
+	for (uint32_t i = first + 1; i < n; i++) { /* insertion sort: stable, n <= 64 */
+		struct cfs_node x = o->cand[i];
+		uint64_t lx = lat[i];
+		uint32_t j = i;
+		for (; j > first && lat[j - 1] > lx; j--) {
+			o->cand[j] = o->cand[j - 1];
+			lat[j] = lat[j - 1];
+		}
+		o->cand[j] = x;
+		lat[j] = lx;
+	}
+	o->ncand = n;
+}
+
+/* ------------------------------------------------------------ put */
+
+static void store_next(struct op *o);
+
+static void store_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct op *o = arg;
+
+	if (status == -ECANCELED || o->d->closing) {
+		put_finish(o, -ECANCELED);
+		return;
+	}
+	if (status == 0) {
+		put_finish(o, 0);
+		return;
+	}
+	if (status == -ETIMEDOUT) {
+		o->timeouts++;
+		o->miss_status = -ETIMEDOUT;
+		store_next(o);
+		return;
+	}
+	put_finish(o, status);
+}
+
+static void store_next(struct op *o)
+{
+	dhash_client_t *d = o->d;
+
+	while (o->next_cand < o->ncand) {
+		const struct cfs_node *to = &o->cand[o->next_cand++];
+		cfs_msg_init(&d->msg, CFS_MSG_STORE);
+		d->msg.kind = o->kind;
+		d->msg.key = o->key;
+		d->msg.lease_until = o->lease_until;
+		d->msg.flags = DHASH_STORE_F_PRIMARY;
+		d->msg.data = (struct cfs_bytes){ o->data, o->len };
+		d->msg.has_to = true;
+		d->msg.to_id = to->id;
+		o->rpcs++;
+		if (chord_call(d->chord, to, &d->msg, STORE_TIMEOUT_MS, store_reply, o) == 0)
+			return;
+	}
+	put_finish(o, o->miss_status ? o->miss_status : -EHOSTUNREACH);
+}
+
+/* ------------------------------------------------------------ both */
+
+static void lookup_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct op *o = arg;
+
+	o->rpcs += r->rpcs;
+	o->timeouts += r->timeouts;
+	if (o->d->closing) {
+		op_fail(o, -ECANCELED);
+		return;
+	}
+	if (r->status < 0 || r->n == 0) {
+		op_fail(o, r->status < 0 ? r->status : -EHOSTUNREACH);
+		return;
+	}
+	if (o->is_put) {
+		/* The successor first, the others in ring order as fallbacks. */
+		o->ncand = r->n;
+		memcpy(o->cand, r->succ, r->n * sizeof(r->succ[0]));
+		store_next(o);
+	} else {
+		order_candidates(o, r, o->d->cfg.replicas);
+		fetch_next(o);
+	}
+}
+
+static struct op *op_new(dhash_client_t *d, const struct cfs_id *key, void *arg)
+{
+	struct op *o = xcalloc(1, sizeof(*o));
+
+	o->d = d;
+	o->key = *key;
+	o->arg = arg;
+	o->started_us = cfs_now_us();
+	o->next = d->ops;
+	d->ops = o;
+	return o;
+}
+
+static int op_lookup(struct op *o)
+{
+	dhash_client_t *d = o->d;
+	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode, .nsucc = d->cfg.replicas,
+	                                .flags = o->is_put ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
+	int r = chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
+
+	if (r < 0) {
+		op_unlink(o);
+		free(o->data);
+		free(o);
+	}
+	return r;
+}
+
+int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	if (d->closing)
+		return -ECANCELED;
+	struct op *o = op_new(d, key, arg);
+	o->get_cb = cb;
+	return op_lookup(o);
+}
+
+int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
+              uint64_t lease_until, dhash_put_cb cb, void *arg)
+{
+	struct cfs_id key;
+	int r;
+
+	if (d->closing)
+		return -ECANCELED;
+	if (len > CFS_BLOCK_MAX)
+		return -EMSGSIZE;
+	if ((r = dhash_block_key(kind, p, len, &key)) < 0)
+		return r;
+	struct op *o = op_new(d, &key, arg);
+	o->is_put = true;
+	o->put_cb = cb;
+	o->kind = kind;
+	o->lease_until = lease_until ? lease_until : (uint64_t)time(NULL) + d->cfg.lease_s;
+	o->data = xmalloc(len ? len : 1);
+	memcpy(o->data, p, len);
+	o->len = len;
+	return op_lookup(o);
+}
+
+int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t **ret)
+{
+	if (cfg->replicas < 1 || cfg->replicas > CFS_MSG_MAX_NODES)
+		return -EINVAL;
+	dhash_client_t *d = xcalloc(1, sizeof(*d));
+	d->chord = c;
+	d->cfg = *cfg;
+	*ret = d;
+	return 0;
+}
+
+void dhash_client_free(dhash_client_t *d)
+{
+	if (!d)
+		return;
+	d->closing = true;
+	client_maybe_free(d);
+}

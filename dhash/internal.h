@@ -1,0 +1,40 @@
+/* dhash/ internals: the LevelDB block store. */
+#ifndef CFS_DHASH_INTERNAL_H
+#define CFS_DHASH_INTERNAL_H
+
+#include "dhash/dhash.h"
+
+typedef struct dhash_store dhash_store_t;
+
+/* One stored block. data is malloc'd by dhash_store_get. */
+struct dhash_rec {
+	uint8_t kind;
+	uint64_t lease_until;     /* wall-clock seconds */
+	uint64_t seq;             /* a root's sequence number */
+	uint8_t *data;
+	size_t len;
+};
+
+/* -EBUSY if another process has the database open. */
+int dhash_store_open(const char *dir, dhash_store_t **ret);
+void dhash_store_close(dhash_store_t *s);
+/* 0 with a copy in *ret, -ENOENT, or -EIO. */
+int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret);
+bool dhash_store_has(dhash_store_t *s, const struct cfs_id *key);
+/* Durable (synchronous) write; never shortens a stored lease. -ENOSPC when
+ * the disk is full, -EIO on other store errors. */
+int dhash_store_put(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec);
+/* Extend key's lease to lease_until (never shortening): -ENOENT if absent. */
+int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until);
+/* Delete up to max blocks whose lease ended at or before now. */
+int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *ret_n);
+/* Up to max stored keys in (from, to] on the circle, in key order from. */
+int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
+                     struct cfs_id *keys, uint32_t max, uint32_t *ret_n);
+void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *bytes);
+
+/* The servers that hold copies besides vnode vi's process: the first k-1
+ * distinct addresses on its successor list, other than its own. */
+int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret);
+
+#endif

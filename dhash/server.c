@@ -1,0 +1,332 @@
+/*
+ * The DHash server: STORE, FETCH, HAVE and REFRESH on the ring's socket,
+ * the store underneath, replication of what clients put, and the lease
+ * collector.
+ *
+ * A STORE is checked (dhash_verify; a root's sequence against the stored
+ * one), written synchronously, and only then acknowledged. A client's
+ * STORE (DHASH_STORE_F_PRIMARY) is then pushed to the next k-1 distinct
+ * servers on the successor list of the virtual server responsible for the
+ * key; those copies are plain STOREs and are not pushed further.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dhash/internal.h"
+
+#define STORE_TIMEOUT_MS 3000 /* a peer's synchronous write, not only the path */
+#define EXPIRE_BATCH 256
+
+struct dhash_server {
+	uv_loop_t *loop;
+	chord_t *chord;
+	dhash_store_t *store;
+	struct dhash_config cfg;
+	uv_timer_t expire_timer;
+	bool timer_open;
+	struct cfs_msg reply;     /* large: not on the stack */
+	struct cfs_msg push;
+	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
+	uint64_t pushed, push_failed, expired, store_errors;
+};
+
+static uint64_t wall_now(void)
+{
+	return (uint64_t)time(NULL);
+}
+
+/* Which refusal counter a status belongs to. */
+static int refusal_slot(int status)
+{
+	switch (status) {
+	case -EBADMSG: return 0;
+	case -EKEYREJECTED: return 1;
+	case -ESTALE: return 2;
+	case -EINVAL: return 3;
+	case -ENOSPC: return 4;
+	case -EIO: return 5;
+	case -EDQUOT: return 6;
+	default: return 7;
+	}
+}
+
+/* ------------------------------------------------------------ replication */
+
+static void push_done(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
+{
+	dhash_server_t *s = arg;
+
+	if (status == -ECANCELED)
+		return;
+	if (status < 0)
+		s->push_failed++;
+}
+
+/* The local virtual server whose range (pred, self] holds key, else the
+ * first local one at or after key. */
+static uint32_t responsible_vnode(dhash_server_t *s, const struct cfs_id *key)
+{
+	uint32_t n = chord_vnode_count(s->chord), best = 0;
+	struct cfs_id bestd;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cfs_node *self = chord_vnode_self(s->chord, i), *pred = chord_vnode_pred(s->chord, i);
+		if (pred && cfs_id_in_oc(key, &pred->id, &self->id))
+			return i;
+		struct cfs_id d;
+		cfs_id_distance(&d, key, &self->id);
+		if (i == 0 || cfs_id_cmp(&d, &bestd) < 0) {
+			bestd = d;
+			best = i;
+		}
+	}
+	return best;
+}
+
+int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret)
+{
+	const struct cfs_node *succs[CHORD_SUCC_MAX];
+	const struct cfs_node *self = chord_vnode_self(c, vi);
+	uint32_t ns = chord_vnode_succs(c, vi, succs), n = 0;
+
+	for (uint32_t i = 0; i < ns && n + 1 < k; i++) {
+		bool dup = cfs_addr_eq(&succs[i]->addr, &self->addr);
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_eq(&ret[j]->addr, &succs[i]->addr);
+		if (!dup)
+			ret[n++] = succs[i];
+	}
+	return (int)n;
+}
+
+static void replicate(dhash_server_t *s, const struct cfs_msg *req)
+{
+	const struct cfs_node *to[CHORD_SUCC_MAX];
+	int n = dhash_replica_targets(s->chord, responsible_vnode(s, &req->key), s->cfg.replicas, to);
+
+	for (int i = 0; i < n; i++) {
+		cfs_msg_init(&s->push, CFS_MSG_STORE);
+		s->push.kind = req->kind;
+		s->push.key = req->key;
+		s->push.lease_until = req->lease_until;
+		s->push.data = req->data;
+		s->push.has_to = true;
+		s->push.to_id = to[i]->id;
+		if (chord_call(s->chord, to[i], &s->push, STORE_TIMEOUT_MS, push_done, s) == 0)
+			s->pushed++;
+		else
+			s->push_failed++;
+	}
+}
+
+/* ------------------------------------------------------------ requests */
+
+static int do_store(dhash_server_t *s, const struct cfs_msg *req)
+{
+	struct dhash_rec rec = { 0 }, old;
+	uint64_t seq;
+	int r;
+
+	if (req->data.len > CFS_BLOCK_MAX)
+		return -EMSGSIZE;
+	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0)
+		return r;
+	if (req->kind == DHASH_KIND_ROOT) {
+		r = dhash_store_get(s->store, &req->key, &old);
+		if (r == 0) {
+			bool same = old.len == req->data.len && !memcmp(old.data, req->data.p, old.len);
+			bool stale = old.seq > seq || (old.seq == seq && !same);
+			free(old.data);
+			if (stale)
+				return -ESTALE;
+		} else if (r != -ENOENT) {
+			return r;
+		}
+	}
+	rec.kind = (uint8_t)req->kind;
+	rec.seq = seq;
+	rec.lease_until = req->lease_until ? req->lease_until : wall_now() + s->cfg.lease_s;
+	rec.data = (uint8_t *)req->data.p;
+	rec.len = req->data.len;
+	return dhash_store_put(s->store, &req->key, &rec);
+}
+
+static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	int r = do_store(s, req);
+
+	if (r < 0) {
+		s->refused[refusal_slot(r)]++;
+		if (r == -EIO || r == -ENOSPC)
+			s->store_errors++;
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, r);
+		return;
+	}
+	s->stores++;
+	cfs_msg_init(&s->reply, CFS_MSG_STORE);
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+	if (req->flags & DHASH_STORE_F_PRIMARY)
+		replicate(s, req);
+}
+
+static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct dhash_rec rec;
+	int r = dhash_store_get(s->store, &req->key, &rec);
+
+	s->fetches++;
+	if (r < 0) {
+		if (r == -ENOENT)
+			s->fetch_misses++;
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, r);
+		return;
+	}
+	cfs_msg_init(&s->reply, CFS_MSG_FETCH);
+	s->reply.kind = rec.kind;
+	s->reply.data = (struct cfs_bytes){ rec.data, rec.len };
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+	free(rec.data);
+}
+
+/* HAVE and REFRESH: one bit per key (bit i of byte i/8, LSB first). */
+static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	uint8_t bits[CFS_MSG_MAX_KEYS / 8] = { 0 };
+	uint32_t n = req->n_keys;
+	int err = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		bool have;
+		if (req->type == CFS_MSG_REFRESH) {
+			int r = dhash_store_extend(s->store, &req->keys[i], req->lease_until);
+			if (r < 0 && r != -ENOENT)
+				err = r;
+			have = r == 0;
+		} else {
+			have = dhash_store_has(s->store, &req->keys[i]);
+		}
+		if (have)
+			bits[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	if (req->type == CFS_MSG_REFRESH)
+		s->refreshes += n;
+	else
+		s->haves += n;
+	if (err < 0) {
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, err);
+		return;
+	}
+	cfs_msg_init(&s->reply, (enum cfs_msg_type)req->type);
+	s->reply.data = (struct cfs_bytes){ bits, (n + 7) / 8 };
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+}
+
+bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
+                          const struct cfs_reply_to *from)
+{
+	switch (req->type) {
+	case CFS_MSG_STORE:
+		handle_store(s, req, from);
+		return true;
+	case CFS_MSG_FETCH:
+		handle_fetch(s, req, from);
+		return true;
+	case CFS_MSG_HAVE:
+	case CFS_MSG_REFRESH:
+		handle_keys(s, req, from);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ------------------------------------------------------------ leases */
+
+void dhash_server_expire(dhash_server_t *s)
+{
+	uint32_t n;
+
+	do {
+		if (dhash_store_expire(s->store, wall_now(), EXPIRE_BATCH, &n) < 0)
+			return;
+		s->expired += n;
+	} while (n == EXPIRE_BATCH);
+}
+
+static void on_expire(uv_timer_t *h)
+{
+	dhash_server_expire(h->data);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
+                     const struct dhash_config *cfg, dhash_server_t **ret)
+{
+	dhash_server_t *s = xcalloc(1, sizeof(*s));
+	int r;
+
+	s->loop = loop;
+	s->chord = c;
+	s->cfg = *cfg;
+	if ((r = dhash_store_open(dir, &s->store)) < 0) {
+		free(s);
+		return r;
+	}
+	uv_timer_init(loop, &s->expire_timer);
+	s->expire_timer.data = s;
+	s->timer_open = true;
+	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
+	dhash_server_expire(s);
+	*ret = s;
+	return 0;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	dhash_server_t *s = h->data;
+	dhash_store_close(s->store);
+	free(s);
+}
+
+void dhash_server_free(dhash_server_t *s)
+{
+	if (!s)
+		return;
+	uv_close((uv_handle_t *)&s->expire_timer, timer_closed);
+}
+
+void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+{
+	uint64_t blocks, bytes, refused = 0;
+
+	dhash_store_totals(s->store, &blocks, &bytes);
+	for (int i = 0; i < 8; i++)
+		refused += s->refused[i];
+	if (json) {
+		cfs_sb_printf(b, "{\"blocks\":%lu,\"bytes\":%lu,\"replicas_k\":%u,\"stores\":%lu,"
+		              "\"refused\":{\"bad_hash\":%lu,\"bad_signature\":%lu,\"stale_root\":%lu,"
+		              "\"bad_kind\":%lu,\"disk_full\":%lu,\"store_error\":%lu,\"over_quota\":%lu,"
+		              "\"other\":%lu},\"fetches\":%lu,\"fetch_misses\":%lu,\"have_keys\":%lu,"
+		              "\"refreshed_keys\":%lu,\"pushed\":%lu,\"push_failed\":%lu,\"expired\":%lu}",
+		              (unsigned long)blocks, (unsigned long)bytes, s->cfg.replicas,
+		              (unsigned long)s->stores, (unsigned long)s->refused[0],
+		              (unsigned long)s->refused[1], (unsigned long)s->refused[2],
+		              (unsigned long)s->refused[3], (unsigned long)s->refused[4],
+		              (unsigned long)s->refused[5], (unsigned long)s->refused[6],
+		              (unsigned long)s->refused[7], (unsigned long)s->fetches,
+		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
+		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
+		              (unsigned long)s->push_failed, (unsigned long)s->expired);
+		return;
+	}
+	cfs_sb_printf(b, "store: %lu blocks, %lu bytes (k = %u)\n", (unsigned long)blocks,
+	              (unsigned long)bytes, s->cfg.replicas);
+	cfs_sb_printf(b, "stores: %lu accepted, %lu refused; fetches %lu (%lu misses); "
+	              "copies pushed %lu (%lu failed); leases expired %lu\n",
+	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
+	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
+	              (unsigned long)s->push_failed, (unsigned long)s->expired);
+}

@@ -2,6 +2,7 @@
  * cfsctl — operate a cfsd.
  *
  *   cfsctl [--data DIR | --socket PATH] status [--json]
+ *   cfsctl [--data DIR | --socket PATH] keys
  *   cfsctl ping HOST:PORT [--count N] [--timeout MS]
  *   cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]
  *          [--random N] [KEY... | -]
@@ -24,6 +25,7 @@
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
+	"       cfsctl [--data DIR | --socket PATH] keys\n"
 	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
 	"       cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]\n"
 	"              [--random N] [KEY... | -]\n"
@@ -34,6 +36,7 @@ static const char usage_text[] =
 	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
 	"             successors, fingers (with measured latencies), ring-size estimate,\n"
 	"             RPC counts, timeouts, latency percentiles\n"
+	"  keys       list every block key the local cfsd stores, one per line\n"
 	"  ping       send UDP pings to a cfsd (any host) and print round-trip times\n"
 	"  lookup     find the successors of keys (64 hex digits each; '-' reads them\n"
 	"             from standard input) through the local cfsd; prints per key:\n"
@@ -71,13 +74,13 @@ static void print_status(void *arg, int status, const struct cfs_msg *reply)
 		fwrite(reply->data.p, 1, reply->data.len, stdout);
 }
 
-static int cmd_status(const char *sock, bool json)
+static int cmd_status(const char *sock, uint32_t flags)
 {
 	struct cfs_msg *req = xmalloc(sizeof(*req));
 	int r;
 
 	cfs_msg_init(req, CFS_MSG_CTL_STATUS);
-	req->flags = json ? CFS_STATUS_F_JSON : 0;
+	req->flags = flags;
 	r = cfsd_ctl_call(sock, req, 5000, print_status, NULL);
 	free(req);
 	if (r == -ENOENT || r == -ECONNREFUSED)
@@ -249,9 +252,10 @@ int main(int argc, char **argv)
 		return 1;
 	const char *cmd = argv[optind];
 	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0;
-	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "lookup") == 0 || is_block) {
-		if (strcmp(cmd, "status") == 0 && optind + 1 != argc)
-			bad_usage("status takes no arguments");
+	bool is_info = strcmp(cmd, "status") == 0 || strcmp(cmd, "keys") == 0;
+	if (is_info || strcmp(cmd, "lookup") == 0 || is_block) {
+		if (is_info && optind + 1 != argc)
+			bad_usage("%s takes no arguments", cmd);
 		if (strcmp(cmd, "lookup") == 0 && optind + 1 == argc && !random_n)
 			bad_usage("lookup wants keys, '-' or --random N");
 		if (strcmp(cmd, "put") == 0 && optind + 1 == argc && !random_n)
@@ -273,7 +277,9 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(cmd, "get") == 0)
 			return cfsctl_get(sock, check, output, argv + optind + 1, argc - optind - 1);
-		return cmd_status(sock, json);
+		if (strcmp(cmd, "keys") == 0)
+			return cmd_status(sock, CFS_STATUS_F_KEYS);
+		return cmd_status(sock, json ? CFS_STATUS_F_JSON : 0);
 	}
 	if (strcmp(cmd, "ping") == 0) {
 		if (optind + 2 != argc)

@@ -69,6 +69,8 @@ static const char usage_text[] =
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one (default 30)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
+	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
+	"                          (a misbehaving server; clients must skip it)\n"
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
 	"                          as root, else $XDG_DATA_HOME/cfs)\n"
 	"  -s, --socket PATH       control socket (default DIR/cfsd.sock)\n"
@@ -117,6 +119,15 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		chord_status(D.chord, b, true);
 		cfs_sb_printf(b, ",\"dhash\":");
 		dhash_server_status(D.dhash, b, true);
+		const struct dhash_client_stats *cs = dhash_client_stats(D.client);
+		cfs_sb_printf(b, ",\"client\":{\"gets\":%lu,\"gets_failed\":%lu,\"puts\":%lu,"
+		              "\"puts_failed\":%lu,\"bad_replies\":%lu,\"fetch_timeouts\":%lu,"
+		              "\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
+		              (unsigned long)cs->gets, (unsigned long)cs->gets_failed,
+		              (unsigned long)cs->puts, (unsigned long)cs->puts_failed,
+		              (unsigned long)cs->bad_replies, (unsigned long)cs->fetch_timeouts,
+		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
+		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
 		return;
@@ -290,7 +301,10 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	D.ctl_requests++;
 	if (req->type == CFS_MSG_CTL_STATUS) {
 		struct cfs_sbuf b = { 0 };
-		status_report(&b, req->flags & CFS_STATUS_F_JSON);
+		if (req->flags & CFS_STATUS_F_KEYS)
+			dhash_server_keys(D.dhash, &b);
+		else
+			status_report(&b, req->flags & CFS_STATUS_F_JSON);
 		cfs_msg_init(&D.reply, CFS_MSG_CTL_STATUS);
 		D.reply.is_reply = true;
 		D.reply.reqid = req->reqid;
@@ -444,6 +458,7 @@ static const struct option opts[] = {
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
+	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -501,6 +516,7 @@ static void apply(struct settings *st, int c, const char *val)
 	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: D.dc.lease_s = parse_num("--lease-days", val, 1, 3650) * 86400u; break;
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
+	case 1005: D.dc.corrupt_fetches = true; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");

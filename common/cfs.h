@@ -294,6 +294,7 @@ enum cfs_msg_type {
 
 /* CTL_STATUS flags. */
 #define CFS_STATUS_F_JSON 0x1u
+#define CFS_STATUS_F_KEYS 0x2u /* instead: every stored key, hex, one per line */
 
 /* FIND_NEXT / LOOKUP flags. */
 #define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */

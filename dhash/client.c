@@ -28,6 +28,7 @@ struct dhash_client {
 	struct cfs_msg msg;       /* large: not on the stack */
 	struct op *ops;
 	bool closing;
+	struct dhash_client_stats st;
 };
 
 struct op {
@@ -77,6 +78,10 @@ static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p
 	};
 
 	op_unlink(o);
+	d->st.gets++;
+	d->st.gets_failed += status < 0;
+	d->st.bad_replies += o->bad;
+	cfs_hist_add(&d->st.get_us, r.latency_us);
 	o->get_cb(o->arg, &r);
 	free(o);
 	client_maybe_free(d);
@@ -87,6 +92,8 @@ static void put_finish(struct op *o, int status)
 	dhash_client_t *d = o->d;
 
 	op_unlink(o);
+	d->st.puts++;
+	d->st.puts_failed += status < 0;
 	o->put_cb(o->arg, d->closing ? -ECANCELED : status, &o->key);
 	free(o->data);
 	free(o);
@@ -129,6 +136,7 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 		o->miss_status = -EBADMSG;
 	} else if (status == -ETIMEDOUT) {
 		o->timeouts++;
+		o->d->st.fetch_timeouts++;
 		if (o->miss_status != -ENOENT && o->miss_status != -EBADMSG)
 			o->miss_status = -ETIMEDOUT;
 	} else if (status == -ENOENT) {
@@ -332,6 +340,11 @@ int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t 
 	d->cfg = *cfg;
 	*ret = d;
 	return 0;
+}
+
+const struct dhash_client_stats *dhash_client_stats(const dhash_client_t *d)
+{
+	return &d->st;
 }
 
 void dhash_client_free(dhash_client_t *d)

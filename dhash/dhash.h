@@ -39,6 +39,7 @@ struct dhash_config {
 	uint64_t lease_s;         /* lease of a put that names none (default 30 days) */
 	uint32_t expire_ms;       /* lease collector period (default 60 s) */
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
+	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 };
 void dhash_config_default(struct dhash_config *c);
 
@@ -70,6 +71,8 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
                           const struct cfs_reply_to *from);
 /* Blocks, bytes, counters, as text or as a JSON object (appended to b). */
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+/* Every stored key in hex, one per line (appended to b). */
+void dhash_server_keys(dhash_server_t *s, struct cfs_sbuf *b);
 /* Run the lease collector now (tests, and the periodic timer). */
 void dhash_server_expire(dhash_server_t *s);
 
@@ -91,7 +94,15 @@ typedef void (*dhash_get_cb)(void *arg, const struct dhash_get_result *r);
 /* status 0 once the key's successor acknowledged a durable write. */
 typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key);
 
+struct dhash_client_stats {
+	uint64_t gets, gets_failed, puts, puts_failed;
+	uint64_t bad_replies;     /* fetched bytes that did not verify (server skipped) */
+	uint64_t fetch_timeouts;
+	struct cfs_hist get_us;   /* get latency */
+};
+
 int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t **ret) CFS_WUR;
+const struct dhash_client_stats *dhash_client_stats(const dhash_client_t *d);
 /* Cancel what is in flight (callbacks run with -ECANCELED) and free. */
 void dhash_client_free(dhash_client_t *d);
 int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;

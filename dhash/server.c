@@ -183,6 +183,8 @@ static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const str
 		(void)cfs_transport_reply_error(chord_transport(s->chord), from, r);
 		return;
 	}
+	if (s->cfg.corrupt_fetches && rec.len > 0)
+		rec.data[rec.len / 2] ^= 0x20;
 	cfs_msg_init(&s->reply, CFS_MSG_FETCH);
 	s->reply.kind = rec.kind;
 	s->reply.data = (struct cfs_bytes){ rec.data, rec.len };
@@ -296,6 +298,24 @@ void dhash_server_free(dhash_server_t *s)
 	if (!s)
 		return;
 	uv_close((uv_handle_t *)&s->expire_timer, timer_closed);
+}
+
+static void key_line(void *arg, const struct cfs_id *key)
+{
+	struct cfs_sbuf *b = arg;
+	char hex[65];
+
+	if (b->len + 128 > CFS_FRAME_MAX - 4096) {
+		if (!strstr(b->p + b->len - 12 > b->p ? b->p + b->len - 12 : b->p, "truncated"))
+			cfs_sb_printf(b, "# truncated\n");
+		return;
+	}
+	cfs_sb_printf(b, "%s\n", cfs_id_hex(key, hex));
+}
+
+void dhash_server_keys(dhash_server_t *s, struct cfs_sbuf *b)
+{
+	dhash_store_each(s->store, key_line, b);
 }
 
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)

@@ -322,6 +322,23 @@ int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct c
 	return 0;
 }
 
+void dhash_store_each(dhash_store_t *s, void (*fn)(void *arg, const struct cfs_id *key), void *arg)
+{
+	uint8_t lo = P_BLOCK;
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+
+	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		if (kl != 1 + CFS_ID_BYTES || k[0] != P_BLOCK)
+			break;
+		struct cfs_id id;
+		memcpy(id.b, k + 1, CFS_ID_BYTES);
+		fn(arg, &id);
+	}
+	leveldb_iter_destroy(it);
+}
+
 void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *bytes)
 {
 	*blocks = s->blocks;

@@ -6,56 +6,12 @@ Usage: hostile_peer.py TARGET_PORT OWN_PORT FAKE_BASE_PORT
 Prints the hex IDs it claimed (one per line) so the test can check that none
 of them entered any table.
 """
-import hashlib
 import os
 import socket
-import struct
 import sys
 
-
-def u(n):
-    if n < 128:
-        return bytes([n])
-    if n < 256:
-        return b"\xcc" + bytes([n])
-    if n < 65536:
-        return b"\xcd" + struct.pack(">H", n)
-    if n < 2**32:
-        return b"\xce" + struct.pack(">I", n)
-    return b"\xcf" + struct.pack(">Q", n)
-
-
-def arr(items):
-    n = len(items)
-    head = bytes([0x90 | n]) if n < 16 else b"\xdc" + struct.pack(">H", n)
-    return head + b"".join(items)
-
-
-def binb(b):
-    return b"\xc4" + bytes([len(b)]) + b
-
-
-def f32(x):
-    return b"\xca" + struct.pack(">f", x)
-
-
-COORD = arr([f32(0.0), f32(0.0), f32(0.0), f32(0.1)])
-NIL = b"\xc0"
-
-
-def node_id(port, vindex=0):
-    return hashlib.blake2b(bytes([127, 0, 0, 1]) + struct.pack(">HI", port, vindex),
-                           digest_size=32).digest()
-
-
-def node(nid, port, vindex=0):
-    return arr([binb(nid), binb(bytes([127, 0, 0, 1])), u(port), u(vindex), COORD])
-
-
-def msg(mtype, body, sender=None, version=1, reqid=None):
-    reqid = reqid if reqid is not None else int.from_bytes(os.urandom(4), "big")
-    frm = arr([u(sender[1]), binb(sender[0])]) if sender else NIL
-    return arr([u(version), u(mtype), u(0), u(reqid), u(0), frm, NIL, COORD, arr(body)])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from cfsmsg import arr, msg, node, node_id  # noqa: E402
 
 
 def main():

@@ -1,0 +1,78 @@
+"""Hand-built CFS wire messages for tests that play a peer (msgpack by hand,
+so the tests need no Python packages): the header of docs/PROTOCOL.md, the
+body as a list of encoded fields, and just enough decoding to read a
+reply's status."""
+import hashlib
+import os
+import struct
+
+
+def u(n):
+    if n < 128:
+        return bytes([n])
+    if n < 256:
+        return b"\xcc" + bytes([n])
+    if n < 65536:
+        return b"\xcd" + struct.pack(">H", n)
+    if n < 2**32:
+        return b"\xce" + struct.pack(">I", n)
+    return b"\xcf" + struct.pack(">Q", n)
+
+
+def arr(items):
+    n = len(items)
+    head = bytes([0x90 | n]) if n < 16 else b"\xdc" + struct.pack(">H", n)
+    return head + b"".join(items)
+
+
+def binb(b):
+    if len(b) < 256:
+        return b"\xc4" + bytes([len(b)]) + b
+    if len(b) < 65536:
+        return b"\xc5" + struct.pack(">H", len(b)) + b
+    return b"\xc6" + struct.pack(">I", len(b)) + b
+
+
+def f32(x):
+    return b"\xca" + struct.pack(">f", x)
+
+
+COORD = arr([f32(0.0), f32(0.0), f32(0.0), f32(0.1)])
+NIL = b"\xc0"
+
+
+def node_id(port, vindex=0):
+    return hashlib.blake2b(bytes([127, 0, 0, 1]) + struct.pack(">HI", port, vindex),
+                           digest_size=32).digest()
+
+
+def node(nid, port, vindex=0):
+    return arr([binb(nid), binb(bytes([127, 0, 0, 1])), u(port), u(vindex), COORD])
+
+
+def msg(mtype, body, sender=None, version=1, reqid=None):
+    reqid = reqid if reqid is not None else int.from_bytes(os.urandom(4), "big")
+    frm = arr([u(sender[1]), binb(sender[0])]) if sender else NIL
+    return arr([u(version), u(mtype), u(0), u(reqid), u(0), frm, NIL, COORD, arr(body)])
+
+
+def _int(b, i):
+    """Decode the msgpack integer at b[i]: (value, next index)."""
+    t = b[i]
+    if t < 0x80:
+        return t, i + 1
+    if t >= 0xe0:
+        return t - 256, i + 1
+    sizes = {0xcc: (1, ">B"), 0xcd: (2, ">H"), 0xce: (4, ">I"), 0xcf: (8, ">Q"),
+             0xd0: (1, ">b"), 0xd1: (2, ">h"), 0xd2: (4, ">i"), 0xd3: (8, ">q")}
+    n, fmt = sizes[t]
+    return struct.unpack(fmt, b[i + 1:i + 1 + n])[0], i + 1 + n
+
+
+def reply_status(b):
+    """The status of a reply datagram (0 or a negative errno)."""
+    i = 1 if b[0] & 0xf0 == 0x90 else 3  # array header
+    for _ in range(4):  # version, type, flags, reqid
+        _, i = _int(b, i)
+    status, _ = _int(b, i)
+    return status

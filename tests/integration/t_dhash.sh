@@ -1,0 +1,142 @@
+#!/bin/bash
+# DHash on a 32-daemon loopback ring (k = 6):
+#   - 10,000 blocks put through one daemon each end up on exactly their k
+#     successors (distinct servers);
+#   - bad blocks are refused with distinct errors: wrong hash, a root whose
+#     signature does not verify, a replayed root with a lower sequence (an
+#     identical root again is accepted);
+#   - a server that serves corrupted bytes does not make any get fail;
+#   - kill -9 of four daemons during a stream of puts, then restart: every
+#     acknowledged block is stored somewhere and can be fetched;
+#   - half the daemons killed at once: every block that still has a live
+#     replica is fetched; the share lost is printed next to 0.5^k.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../harness/cluster.sh"
+K=6
+N=32
+BLOCKS=10000
+
+collect() { # DIR: status and key list of every live daemon
+	local out=$1 i
+	cluster_status_all "$out"
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		"$CFSCTL" --data "$TEST_DIR/node$i" keys >"$out/node$i.keys" || rm -f "$out/node$i.json"
+	done
+}
+
+placement() { # KEYS-FILE: JSON summary of where those blocks are
+	collect "$TEST_DIR/place"
+	python3 "$HARNESS_DIR/replica_check.py" "$K" "$TEST_DIR/place" "$1"
+}
+
+jget() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+cluster_start "$N" 1 --stabilize-ms 250 --replicas "$K"
+cluster_wait_correct 90 || fail "the $N-daemon ring did not converge"
+echo "# ring of $N daemons converged in ${CLUSTER_CONVERGED_S}s"
+
+# ---- placement: every block on exactly its k successors
+start=$SECONDS
+"$CFSCTL" --data "$TEST_DIR/node0" put --random "$BLOCKS" --size 2048 --seed 11 >"$TEST_DIR/keys" ||
+	fail "putting $BLOCKS blocks failed: $(grep -c error "$TEST_DIR/keys") errors"
+[ "$(wc -l <"$TEST_DIR/keys")" -eq "$BLOCKS" ] || fail "not every put was answered"
+echo "# $BLOCKS puts of 2 KiB through one daemon in $((SECONDS - start))s"
+end=$((SECONDS + 60))
+while :; do
+	placement "$TEST_DIR/keys" >"$TEST_DIR/place.json"
+	[ "$(jget "['exact']" <"$TEST_DIR/place.json")" -eq "$BLOCKS" ] && break
+	[ $SECONDS -lt $end ] || fail "blocks not on exactly their $K successors: $(cat "$TEST_DIR/place.json")"
+	sleep 1
+done
+echo "# placement: $(cat "$TEST_DIR/place.json")"
+ok "$BLOCKS blocks, each on exactly its $K successors"
+
+# ---- refusals, each with its own error
+port0=${CL_PORT[0]}
+head -c 3000 /dev/urandom >"$TEST_DIR/blob"
+bad_key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+st=$(python3 "$(dirname "$0")/dhash_store.py" "$port0" 1 "$bad_key" "$TEST_DIR/blob")
+[ "$st" = -74 ] || fail "a block under a key that is not its hash: status $st, want -EBADMSG (-74)"
+PUBLISH=$CFS_BIN/cfs-publish
+mkdir -p "$TEST_DIR/vol"
+echo one >"$TEST_DIR/vol/a"
+"$PUBLISH" --keygen "$TEST_DIR/pub.key" >/dev/null 2>&1 || fail "keygen"
+"$PUBLISH" --key "$TEST_DIR/pub.key" --to "dir:$TEST_DIR/store" "$TEST_DIR/vol" >/dev/null 2>&1 || fail "publish 1"
+cp "$TEST_DIR"/store/roots/* "$TEST_DIR/root1"
+echo two >"$TEST_DIR/vol/a"
+"$PUBLISH" --key "$TEST_DIR/pub.key" --to "dir:$TEST_DIR/store" "$TEST_DIR/vol" >/dev/null 2>&1 || fail "publish 2"
+cp "$TEST_DIR"/store/roots/* "$TEST_DIR/root2"
+"$CFSCTL" --data "$TEST_DIR/node0" put --root "$TEST_DIR/root2" >"$TEST_DIR/out" || fail "a valid root was refused: $(cat "$TEST_DIR/out")"
+"$CFSCTL" --data "$TEST_DIR/node3" put --root "$TEST_DIR/root2" >"$TEST_DIR/out" || fail "the same root again was refused: $(cat "$TEST_DIR/out")"
+expect_exit 3 "$CFSCTL" --data "$TEST_DIR/node0" put --root "$TEST_DIR/root1" >"$TEST_DIR/out"
+grep -q "higher sequence number" "$TEST_DIR/out" || fail "a replayed older root: $(cat "$TEST_DIR/out")"
+python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[-1]^=1; open(sys.argv[2],'wb').write(b)" \
+	"$TEST_DIR/root2" "$TEST_DIR/root-badsig"
+expect_exit 3 "$CFSCTL" --data "$TEST_DIR/node0" put --root "$TEST_DIR/root-badsig" >"$TEST_DIR/out"
+grep -q "signature does not verify" "$TEST_DIR/out" || fail "a root with a bad signature: $(cat "$TEST_DIR/out")"
+ok "refused: wrong hash (-EBADMSG), bad signature (-EKEYREJECTED), older root (-ESTALE); same root accepted again"
+
+# ---- a server that corrupts what it serves: every get still succeeds
+bad=5
+cluster_kill "$bad"
+CL_ARGS[$bad]="${CL_ARGS[$bad]} --test-corrupt-fetches"
+cluster_restart "$bad"
+cluster_wait_correct 60 || fail "the ring did not re-converge after restarting node $bad"
+cut -d' ' -f1 "$TEST_DIR/keys" | "$CFSCTL" --data "$TEST_DIR/node0" get --check - >"$TEST_DIR/gets" ||
+	fail "gets failed with one corrupting server: $(grep -c error "$TEST_DIR/gets") errors"
+badrep=$("$CFSCTL" --data "$TEST_DIR/node0" status --json | jget "['client']['bad_replies']")
+[ "$badrep" -gt 0 ] || fail "the corrupting server was never asked: the test proved nothing"
+echo "# $BLOCKS gets with one corrupting server: all verified; $badrep corrupted replies skipped"
+cluster_kill "$bad"
+CL_ARGS[$bad]="${CL_ARGS[$bad]% --test-corrupt-fetches}"
+cluster_restart "$bad"
+ok "a server serving corrupted bytes makes no get fail"
+
+# ---- kill -9 during a stream of puts: every acknowledged block survives
+"$CFSCTL" --data "$TEST_DIR/node1" put --random 3000 --size 2048 --seed 12 >"$TEST_DIR/acked" 2>/dev/null &
+putter=$!
+PIDS+=("$putter")
+sleep 1
+for i in 10 11 12 13; do cluster_kill "$i"; done
+wait "$putter" || true
+grep -v ' error ' "$TEST_DIR/acked" | cut -d' ' -f1 >"$TEST_DIR/acked.keys"
+acked=$(wc -l <"$TEST_DIR/acked.keys")
+[ "$acked" -gt 0 ] || fail "no put was acknowledged"
+for i in 10 11 12 13; do cluster_restart "$i"; done
+cluster_wait_correct 90 || fail "the ring did not re-converge after the restarts"
+placement "$TEST_DIR/acked.keys" >"$TEST_DIR/acked.json"
+[ "$(jget "['lost']" <"$TEST_DIR/acked.json")" -eq 0 ] ||
+	fail "acknowledged blocks lost after kill -9: $(cat "$TEST_DIR/acked.json")"
+"$CFSCTL" --data "$TEST_DIR/node2" get --check - <"$TEST_DIR/acked.keys" >"$TEST_DIR/gets" ||
+	fail "acknowledged blocks not fetchable: $(grep -c error "$TEST_DIR/gets")"
+echo "# kill -9 of 4 daemons during 3000 puts: $acked acknowledged, all stored and fetchable"
+ok "every acknowledged block survives kill -9 and restart"
+
+# ---- half the ring killed at once
+cut -d' ' -f1 "$TEST_DIR/keys" >"$TEST_DIR/all.keys"
+collect "$TEST_DIR/before"
+victims=$(python3 -c "import random; random.seed(5); print(' '.join(map(str, random.sample(range(1, $N), $N // 2))))")
+for i in $victims; do cluster_kill "$i"; done
+for i in $victims; do rm -f "$TEST_DIR/before/node$i".*; done
+"$CFSCTL" --data "$TEST_DIR/node0" get --check - <"$TEST_DIR/all.keys" >"$TEST_DIR/gets" || true
+python3 - "$TEST_DIR/before" "$TEST_DIR/gets" "$K" <<'PY'
+import glob, sys
+held = set()
+for f in glob.glob(sys.argv[1] + "/*.keys"):
+    held.update(l.strip() for l in open(f) if l.strip() and not l.startswith("#"))
+n = failed = unfetched_alive = 0
+for line in open(sys.argv[2]):
+    key, st = line.split()[:2]
+    n += 1
+    if st != "ok":
+        failed += 1
+        if key in held:
+            unfetched_alive += 1
+k = int(sys.argv[3])
+print("# half of 32 daemons killed: %d gets, %d failed (%.4f; 0.5^%d = %.4f); "
+      "%d of the failures had a live replica" % (n, failed, failed / n, k, 0.5 ** k, unfetched_alive))
+assert n > 0
+assert unfetched_alive == 0, "a get failed although a live server held the block"
+PY
+ok "after half the ring died, every block with a live replica was fetched"

@@ -233,6 +233,10 @@ bench-publish: $(PROGRAMS) $(HASH_RATE)
 bench-rpc: $(BENCH_RPC)
 	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
 
+.PHONY: bench-dhash
+bench-dhash: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-dhash.sh $(CURDIR)/$(B)/bin
+
 .PHONY: bench-lookup
 bench-lookup: $(HARNESS)
 	$(Q)tests/bench/bench-lookup.sh $(CURDIR)/$(B)/bin/cfs-ring
@@ -273,6 +277,7 @@ help:
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
+	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
 	@echo "make lint       check the layering rules"
 	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean      remove build trees"

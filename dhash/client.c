@@ -81,6 +81,7 @@ static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p
 	d->st.gets++;
 	d->st.gets_failed += status < 0;
 	d->st.bad_replies += o->bad;
+	d->st.get_rpcs += o->rpcs;
 	cfs_hist_add(&d->st.get_us, r.latency_us);
 	o->get_cb(o->arg, &r);
 	free(o);

@@ -96,6 +96,7 @@ typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key);
 
 struct dhash_client_stats {
 	uint64_t gets, gets_failed, puts, puts_failed;
+	uint64_t get_rpcs;        /* lookup and fetch RPCs of every get */
 	uint64_t bad_replies;     /* fetched bytes that did not verify (server skipped) */
 	uint64_t fetch_timeouts;
 	struct cfs_hist get_us;   /* get latency */

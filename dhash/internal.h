@@ -24,6 +24,10 @@ bool dhash_store_has(dhash_store_t *s, const struct cfs_id *key);
 /* Durable (synchronous) write; never shortens a stored lease. -ENOSPC when
  * the disk is full, -EIO on other store errors. */
 int dhash_store_put(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec);
+/* Many puts in one synchronous batch (group commit): status[i] per record;
+ * returns the batch's write error, if any (then every written record has it). */
+int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const struct dhash_rec *recs,
+                         size_t n, int *status);
 /* Extend key's lease to lease_until (never shortening): -ENOENT if absent. */
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until);
 /* Delete up to max blocks whose lease ended at or before now. */

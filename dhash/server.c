@@ -17,6 +17,15 @@
 
 #define STORE_TIMEOUT_MS 3000 /* a peer's synchronous write, not only the path */
 #define EXPIRE_BATCH 256
+#define COMMIT_MAX 512        /* stores in one group commit */
+
+/* A content-hash STORE checked and waiting for the group commit. */
+struct pending {
+	struct cfs_reply_to from;
+	struct cfs_id key;
+	struct dhash_rec rec;     /* rec.data is ours */
+	uint32_t flags;
+};
 
 struct dhash_server {
 	uv_loop_t *loop;
@@ -24,11 +33,13 @@ struct dhash_server {
 	dhash_store_t *store;
 	struct dhash_config cfg;
 	uv_timer_t expire_timer;
-	bool timer_open;
+	uv_check_t commit;        /* after each poll: write what arrived, then answer */
+	struct pending *q;
+	size_t nq;
 	struct cfs_msg reply;     /* large: not on the stack */
 	struct cfs_msg push;
 	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
-	uint64_t pushed, push_failed, expired, store_errors;
+	uint64_t pushed, push_failed, expired, store_errors, commits;
 };
 
 static uint64_t wall_now(void)
@@ -101,17 +112,17 @@ int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_
 	return (int)n;
 }
 
-static void replicate(dhash_server_t *s, const struct cfs_msg *req)
+static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec)
 {
 	const struct cfs_node *to[CHORD_SUCC_MAX];
-	int n = dhash_replica_targets(s->chord, responsible_vnode(s, &req->key), s->cfg.replicas, to);
+	int n = dhash_replica_targets(s->chord, responsible_vnode(s, key), s->cfg.replicas, to);
 
 	for (int i = 0; i < n; i++) {
 		cfs_msg_init(&s->push, CFS_MSG_STORE);
-		s->push.kind = req->kind;
-		s->push.key = req->key;
-		s->push.lease_until = req->lease_until;
-		s->push.data = req->data;
+		s->push.kind = rec->kind;
+		s->push.key = *key;
+		s->push.lease_until = rec->lease_until;
+		s->push.data = (struct cfs_bytes){ rec->data, rec->len };
 		s->push.has_to = true;
 		s->push.to_id = to[i]->id;
 		if (chord_call(s->chord, to[i], &s->push, STORE_TIMEOUT_MS, push_done, s) == 0)
@@ -123,40 +134,8 @@ static void replicate(dhash_server_t *s, const struct cfs_msg *req)
 
 /* ------------------------------------------------------------ requests */
 
-static int do_store(dhash_server_t *s, const struct cfs_msg *req)
+static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int r)
 {
-	struct dhash_rec rec = { 0 }, old;
-	uint64_t seq;
-	int r;
-
-	if (req->data.len > CFS_BLOCK_MAX)
-		return -EMSGSIZE;
-	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0)
-		return r;
-	if (req->kind == DHASH_KIND_ROOT) {
-		r = dhash_store_get(s->store, &req->key, &old);
-		if (r == 0) {
-			bool same = old.len == req->data.len && !memcmp(old.data, req->data.p, old.len);
-			bool stale = old.seq > seq || (old.seq == seq && !same);
-			free(old.data);
-			if (stale)
-				return -ESTALE;
-		} else if (r != -ENOENT) {
-			return r;
-		}
-	}
-	rec.kind = (uint8_t)req->kind;
-	rec.seq = seq;
-	rec.lease_until = req->lease_until ? req->lease_until : wall_now() + s->cfg.lease_s;
-	rec.data = (uint8_t *)req->data.p;
-	rec.len = req->data.len;
-	return dhash_store_put(s->store, &req->key, &rec);
-}
-
-static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
-{
-	int r = do_store(s, req);
-
 	if (r < 0) {
 		s->refused[refusal_slot(r)]++;
 		if (r == -EIO || r == -ENOSPC)
@@ -167,8 +146,91 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	s->stores++;
 	cfs_msg_init(&s->reply, CFS_MSG_STORE);
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
-	if (req->flags & DHASH_STORE_F_PRIMARY)
-		replicate(s, req);
+}
+
+/* The group commit: one synchronous write for every STORE that arrived
+ * since the last poll, then the answers, then the replicas' copies. */
+static void commit(dhash_server_t *s)
+{
+	size_t n = s->nq;
+	struct cfs_id *keys = xmalloc((n ? n : 1) * sizeof(*keys));
+	struct dhash_rec *recs = xmalloc((n ? n : 1) * sizeof(*recs));
+	int *st = xmalloc((n ? n : 1) * sizeof(*st));
+
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = s->q[i].key;
+		recs[i] = s->q[i].rec;
+	}
+	(void)dhash_store_put_many(s->store, keys, recs, n, st);
+	s->commits++;
+	s->nq = 0;
+	for (size_t i = 0; i < n; i++) {
+		answer_store(s, &s->q[i].from, st[i]);
+		if (st[i] == 0 && (s->q[i].flags & DHASH_STORE_F_PRIMARY))
+			replicate(s, &keys[i], &recs[i]);
+		free(recs[i].data);
+	}
+	free(keys);
+	free(recs);
+	free(st);
+}
+
+static void on_commit(uv_check_t *h)
+{
+	dhash_server_t *s = h->data;
+
+	uv_check_stop(&s->commit);
+	if (s->nq)
+		commit(s);
+}
+
+/* Check a STORE; a root is written at once (its sequence check reads the
+ * store), a content-hash block joins the group commit. */
+static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct dhash_rec rec = { 0 }, old;
+	uint64_t seq;
+	int r;
+
+	if (req->data.len > CFS_BLOCK_MAX) {
+		answer_store(s, from, -EMSGSIZE);
+		return;
+	}
+	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
+		answer_store(s, from, r);
+		return;
+	}
+	rec.kind = (uint8_t)req->kind;
+	rec.seq = seq;
+	rec.lease_until = req->lease_until ? req->lease_until : wall_now() + s->cfg.lease_s;
+	rec.len = req->data.len;
+	if (req->kind == DHASH_KIND_ROOT) {
+		r = dhash_store_get(s->store, &req->key, &old);
+		if (r == 0) {
+			bool same = old.len == req->data.len && !memcmp(old.data, req->data.p, old.len);
+			bool stale = old.seq > seq || (old.seq == seq && !same);
+			free(old.data);
+			r = stale ? -ESTALE : 0;
+		} else if (r == -ENOENT) {
+			r = 0;
+		}
+		if (r == 0) {
+			rec.data = (uint8_t *)req->data.p;
+			r = dhash_store_put(s->store, &req->key, &rec);
+		}
+		answer_store(s, from, r);
+		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY))
+			replicate(s, &req->key, &rec);
+		return;
+	}
+	rec.data = xmalloc(rec.len ? rec.len : 1);
+	memcpy(rec.data, req->data.p, rec.len);
+	s->q = xrealloc(s->q, (s->nq + 1) * sizeof(*s->q));
+	s->q[s->nq++] = (struct pending){ .from = *from, .key = req->key, .rec = rec, .flags = req->flags };
+	if (s->nq >= COMMIT_MAX)
+		commit(s);
+	else
+		uv_check_start(&s->commit, on_commit);
 }
 
 static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
@@ -279,17 +341,22 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	}
 	uv_timer_init(loop, &s->expire_timer);
 	s->expire_timer.data = s;
-	s->timer_open = true;
+	uv_check_init(loop, &s->commit);
+	s->commit.data = s;
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
 	*ret = s;
 	return 0;
 }
 
-static void timer_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
 	dhash_server_t *s = h->data;
+
+	if (h != (uv_handle_t *)&s->commit)
+		return; /* closed second: the last one frees */
 	dhash_store_close(s->store);
+	free(s->q);
 	free(s);
 }
 
@@ -297,7 +364,10 @@ void dhash_server_free(dhash_server_t *s)
 {
 	if (!s)
 		return;
-	uv_close((uv_handle_t *)&s->expire_timer, timer_closed);
+	if (s->nq)
+		commit(s); /* what was acknowledged nowhere yet is still written */
+	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->commit, handle_closed);
 }
 
 static void key_line(void *arg, const struct cfs_id *key)

@@ -154,20 +154,18 @@ bool dhash_store_has(dhash_store_t *s, const struct cfs_id *key)
 	return true;
 }
 
-/* Write rec under key (replacing old, whose lease entry goes), in one batch. */
-static int write_rec(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
-                     const struct dhash_rec *old)
+/* Add rec under key (replacing old, whose lease entry goes) to batch b. */
+static void batch_rec(leveldb_writebatch_t *b, const struct cfs_id *key, const struct dhash_rec *rec,
+                      const struct dhash_rec *old)
 {
 	uint8_t k[1 + CFS_ID_BYTES], lk[9 + CFS_ID_BYTES];
 	uint8_t *v = xmalloc(HDR + rec->len);
-	char *err = NULL;
 
 	block_key(k, key);
 	v[0] = rec->kind;
 	put_be64(v + 1, rec->lease_until);
 	put_be64(v + 9, rec->seq);
 	memcpy(v + HDR, rec->data, rec->len);
-	leveldb_writebatch_t *b = leveldb_writebatch_create();
 	if (old) {
 		lease_key(lk, old->lease_until, key);
 		leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
@@ -175,41 +173,118 @@ static int write_rec(dhash_store_t *s, const struct cfs_id *key, const struct dh
 	lease_key(lk, rec->lease_until, key);
 	leveldb_writebatch_put(b, (const char *)lk, sizeof(lk), "", 0);
 	leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, HDR + rec->len);
+	free(v);
+}
+
+static void account(dhash_store_t *s, const struct dhash_rec *rec, const struct dhash_rec *old)
+{
+	if (old)
+		s->bytes -= old->len;
+	else
+		s->blocks++;
+	s->bytes += rec->len;
+}
+
+static int write_rec(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
+                     const struct dhash_rec *old)
+{
+	char *err = NULL;
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+
+	batch_rec(b, key, rec, old);
 	leveldb_write(s->db, s->wo_sync, b, &err);
 	leveldb_writebatch_destroy(b);
-	free(v);
 	if (err)
 		return db_error(err, "write");
-	if (old) {
-		s->bytes -= old->len;
-	} else {
-		s->blocks++;
+	account(s, rec, old);
+	return 0;
+}
+
+/* What a put of rec must write: 0 with *ret (lease merged) and *ret_old
+ * (has_old), 1 when the stored record is identical, or an error. */
+static int plan_put(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
+                    struct dhash_rec *ret, struct dhash_rec *ret_old, bool *has_old)
+{
+	int r = dhash_store_get(s, key, ret_old);
+
+	*ret = *rec;
+	*has_old = r == 0;
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0) {
+		if (ret_old->lease_until > ret->lease_until)
+			ret->lease_until = ret_old->lease_until; /* a put never shortens a lease */
+		if (ret_old->kind == ret->kind && ret_old->seq == ret->seq && ret_old->len == ret->len &&
+		    ret_old->lease_until == ret->lease_until && !memcmp(ret_old->data, ret->data, ret->len)) {
+			free(ret_old->data);
+			*has_old = false;
+			return 1;
+		}
 	}
-	s->bytes += rec->len;
 	return 0;
 }
 
 int dhash_store_put(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec)
 {
-	struct dhash_rec old;
-	int r = dhash_store_get(s, key, &old);
+	struct dhash_rec nr, old;
+	bool has_old;
+	int r = plan_put(s, key, rec, &nr, &old, &has_old);
 
-	if (r < 0 && r != -ENOENT)
-		return r;
-	if (r == 0) {
-		struct dhash_rec nr = *rec;
-		if (old.lease_until > nr.lease_until)
-			nr.lease_until = old.lease_until; /* a put never shortens a lease */
-		if (old.kind == nr.kind && old.seq == nr.seq && old.len == nr.len &&
-		    old.lease_until == nr.lease_until && !memcmp(old.data, nr.data, nr.len)) {
-			free(old.data);
-			return 0; /* the same record: nothing to write */
-		}
-		r = write_rec(s, key, &nr, &old);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = write_rec(s, key, &nr, has_old ? &old : NULL);
+	if (has_old)
 		free(old.data);
-		return r;
+	return r;
+}
+
+int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const struct dhash_rec *recs,
+                         size_t n, int *status)
+{
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	struct dhash_rec *nr = xcalloc(n ? n : 1, sizeof(*nr)), *old = xcalloc(n ? n : 1, sizeof(*old));
+	bool *has_old = xcalloc(n ? n : 1, sizeof(*has_old)), *write = xcalloc(n ? n : 1, sizeof(*write));
+	char *err = NULL;
+	size_t nw = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < i && !dup; j++) /* the same key twice: the first one counts */
+			dup = write[j] && cfs_id_eq(&keys[j], &keys[i]);
+		if (dup) {
+			status[i] = 0;
+			continue;
+		}
+		int r = plan_put(s, &keys[i], &recs[i], &nr[i], &old[i], &has_old[i]);
+		status[i] = r < 0 ? r : 0;
+		if (r == 0) {
+			batch_rec(b, &keys[i], &nr[i], has_old[i] ? &old[i] : NULL);
+			write[i] = true;
+			nw++;
+		}
 	}
-	return write_rec(s, key, rec, NULL);
+	int r = 0;
+	if (nw) {
+		leveldb_write(s->db, s->wo_sync, b, &err);
+		if (err)
+			r = db_error(err, "write");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (write[i]) {
+			if (r < 0)
+				status[i] = r;
+			else
+				account(s, &nr[i], has_old[i] ? &old[i] : NULL);
+		}
+		if (has_old[i])
+			free(old[i].data);
+	}
+	leveldb_writebatch_destroy(b);
+	free(nr);
+	free(old);
+	free(has_old);
+	free(write);
+	return r;
 }
 
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until)

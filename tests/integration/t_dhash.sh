@@ -94,11 +94,14 @@ cluster_restart "$bad"
 ok "a server serving corrupted bytes makes no get fail"
 
 # ---- kill -9 during a stream of puts: every acknowledged block survives
-"$CFSCTL" --data "$TEST_DIR/node1" put --random 3000 --size 2048 --seed 12 >"$TEST_DIR/acked" 2>/dev/null &
+stdbuf -oL "$CFSCTL" --data "$TEST_DIR/node1" put --random 20000 --size 2048 --seed 12 >"$TEST_DIR/acked" 2>/dev/null &
 putter=$!
 PIDS+=("$putter")
-sleep 1
+acked_some() { [ "$(wc -l <"$TEST_DIR/acked")" -ge 1000 ]; }
+wait_for 30 acked_some || fail "the put stream did not start"
 for i in 10 11 12 13; do cluster_kill "$i"; done
+at_kill=$(wc -l <"$TEST_DIR/acked")
+[ "$at_kill" -lt 20000 ] || fail "the puts ended before the kill: the test proved nothing"
 wait "$putter" || true
 grep -v ' error ' "$TEST_DIR/acked" | cut -d' ' -f1 >"$TEST_DIR/acked.keys"
 acked=$(wc -l <"$TEST_DIR/acked.keys")
@@ -110,7 +113,7 @@ placement "$TEST_DIR/acked.keys" >"$TEST_DIR/acked.json"
 	fail "acknowledged blocks lost after kill -9: $(cat "$TEST_DIR/acked.json")"
 "$CFSCTL" --data "$TEST_DIR/node2" get --check - <"$TEST_DIR/acked.keys" >"$TEST_DIR/gets" ||
 	fail "acknowledged blocks not fetchable: $(grep -c error "$TEST_DIR/gets")"
-echo "# kill -9 of 4 daemons during 3000 puts: $acked acknowledged, all stored and fetchable"
+echo "# kill -9 of 4 daemons after $at_kill of 20000 puts: $acked acknowledged in all, each stored and fetchable"
 ok "every acknowledged block survives kill -9 and restart"
 
 # ---- half the ring killed at once

@@ -3,14 +3,14 @@
  * that tools (cfsctl, later cfs-mount and cfs-publish) use to reach it.
  *
  * A daemon keeps its state in one data directory: a lock file that makes a
- * second daemon on the same directory refuse to start, and the UNIX control
- * socket (cfsd.sock, mode 0600). Requests on the socket are framed
+ * second daemon on the same directory refuse to start, the block store
+ * (blocks/, LevelDB) and the UNIX control socket (cfsd.sock, mode 0600). Requests on the socket are framed
  * messages of common/cfs.h (CFS_MSG_CTL_*), answered one reply per request.
  *
  * What the daemon serves today: the Chord ring (chord/: every ring message
- * over UDP; block-store messages are answered -EOPNOTSUPP until DHash
- * lands), CTL_STATUS (with the ring tables) and CTL_LOOKUP. See
- * docs/OPERATIONS.md.
+ * over UDP), the block store (dhash/: STORE, FETCH, HAVE, REFRESH in
+ * DATA/blocks), CTL_STATUS (with the ring tables and store counters),
+ * CTL_LOOKUP, CTL_GET and CTL_PUT. See docs/OPERATIONS.md.
  */
 #ifndef CFS_CFSD_H
 #define CFS_CFSD_H

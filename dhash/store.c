@@ -383,10 +383,8 @@ int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct c
 			struct cfs_id id;
 			memcpy(id.b, k + 1, CFS_ID_BYTES);
 			if (!cfs_id_in_oc(&id, from, to)) {
-				if (pass == 0 && wraps)
-					continue;
-				if (cfs_id_eq(&id, from))
-					continue;
+				if (pass == 0 && cfs_id_eq(&id, from))
+					continue; /* the open end */
 				break;
 			}
 			keys[n++] = id;

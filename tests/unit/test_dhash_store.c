@@ -1,0 +1,125 @@
+/* dhash: block checks and the LevelDB store (a real database in a temp dir). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dhash/internal.h"
+
+static char dir[64];
+static dhash_store_t *st;
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-store.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(dhash_store_open(dir, &st), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	dhash_store_close(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static struct dhash_rec rec_of(const char *s, uint64_t lease, struct cfs_id *key)
+{
+	struct dhash_rec r = { .kind = DHASH_KIND_CHASH, .lease_until = lease,
+	                       .data = (uint8_t *)s, .len = strlen(s) };
+	cfs_hash(key, s, strlen(s));
+	return r;
+}
+
+TestSuite(dhash_store, .init = setup, .fini = teardown);
+
+Test(dhash_store, put_get_survives_reopen)
+{
+	struct cfs_id k;
+	struct dhash_rec r = rec_of("hello block", 1000, &k), got;
+	uint64_t blocks, bytes;
+
+	cr_assert_eq(dhash_store_put(st, &k, &r), 0);
+	dhash_store_close(st);
+	cr_assert_eq(dhash_store_open(dir, &st), 0);
+	dhash_store_totals(st, &blocks, &bytes);
+	cr_assert_eq(blocks, 1);
+	cr_assert_eq(bytes, 11);
+	cr_assert_eq(dhash_store_get(st, &k, &got), 0);
+	cr_assert_eq(got.len, 11);
+	cr_assert_eq(memcmp(got.data, "hello block", 11), 0);
+	cr_assert_eq(got.lease_until, 1000);
+	free(got.data);
+}
+
+Test(dhash_store, leases_extend_never_shorten_and_expire)
+{
+	struct cfs_id a, b;
+	struct dhash_rec ra = rec_of("block a", 100, &a), rb = rec_of("block b", 100, &b), got;
+	uint32_t n;
+
+	cr_assert_eq(dhash_store_put(st, &a, &ra), 0);
+	cr_assert_eq(dhash_store_put(st, &b, &rb), 0);
+	cr_assert_eq(dhash_store_extend(st, &b, 500), 0);
+	ra.lease_until = 50; /* a later put with a shorter lease keeps the longer */
+	cr_assert_eq(dhash_store_put(st, &a, &ra), 0);
+	cr_assert_eq(dhash_store_get(st, &a, &got), 0);
+	cr_assert_eq(got.lease_until, 100);
+	free(got.data);
+	cr_assert_eq(dhash_store_expire(st, 200, 256, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_not(dhash_store_has(st, &a));
+	cr_assert(dhash_store_has(st, &b));
+	cr_assert_eq(dhash_store_extend(st, &a, 900), -ENOENT);
+}
+
+Test(dhash_store, group_commit_and_duplicates)
+{
+	struct cfs_id keys[3];
+	struct dhash_rec recs[3] = { rec_of("one", 10, &keys[0]), rec_of("two", 10, &keys[1]),
+	                             rec_of("one", 10, &keys[2]) };
+	int status[3];
+	uint64_t blocks, bytes;
+
+	cr_assert_eq(dhash_store_put_many(st, keys, recs, 3, status), 0);
+	cr_assert(status[0] == 0 && status[1] == 0 && status[2] == 0);
+	dhash_store_totals(st, &blocks, &bytes);
+	cr_assert_eq(blocks, 2);
+	cr_assert_eq(bytes, 6);
+}
+
+Test(dhash_store, scan_wraps_the_circle)
+{
+	struct cfs_id k[4], lo, hi, out[8];
+	uint32_t n;
+
+	for (int i = 0; i < 4; i++) {
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].b[0] = (uint8_t)(0x10 + 0x40 * i); /* 10 50 90 d0 */
+		struct dhash_rec r = { .kind = DHASH_KIND_CHASH, .lease_until = 1, .data = (uint8_t *)"x", .len = 1 };
+		cr_assert_eq(dhash_store_put(st, &k[i], &r), 0);
+	}
+	memset(&lo, 0, sizeof(lo));
+	memset(&hi, 0, sizeof(hi));
+	lo.b[0] = 0x90; /* (90, 50]: d0, 10, 50 */
+	hi.b[0] = 0x50;
+	cr_assert_eq(dhash_store_scan(st, &lo, &hi, out, 8, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert(cfs_id_eq(&out[0], &k[3]) && cfs_id_eq(&out[1], &k[0]) && cfs_id_eq(&out[2], &k[1]));
+}
+
+Test(dhash_block, verify_refuses_with_distinct_errors)
+{
+	const char *s = "some bytes";
+	struct cfs_id k, other;
+	uint64_t seq;
+
+	cr_assert_eq(dhash_block_key(DHASH_KIND_CHASH, (const uint8_t *)s, strlen(s), &k), 0);
+	cr_assert_eq(dhash_verify(DHASH_KIND_CHASH, &k, (const uint8_t *)s, strlen(s), &seq), 0);
+	other = k;
+	other.b[5] ^= 1;
+	cr_assert_eq(dhash_verify(DHASH_KIND_CHASH, &other, (const uint8_t *)s, strlen(s), &seq), -EBADMSG);
+	cr_assert_eq(dhash_verify(DHASH_KIND_ROOT, &k, (const uint8_t *)s, strlen(s), &seq), -EKEYREJECTED);
+	cr_assert_eq(dhash_verify(7, &k, (const uint8_t *)s, strlen(s), &seq), -EINVAL);
+}

@@ -163,7 +163,8 @@ struct conn {
 };
 static struct conn *conns;
 
-struct ctl_lookup {
+/* A control request answered later (lookup, get, put). */
+struct ctl_req {
 	struct conn *k;
 	uint64_t reqid;
 };
@@ -195,9 +196,16 @@ static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int stat
 	(void)cfs_stream_write_msg(s, &D.reply);
 }
 
+static void ctl_req_end(struct ctl_req *q)
+{
+	q->k->pending--;
+	conn_put(q->k);
+	free(q);
+}
+
 static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 {
-	struct ctl_lookup *q = arg;
+	struct ctl_req *q = arg;
 	struct conn *k = q->k;
 
 	if (!k->closed) {
@@ -212,27 +220,15 @@ static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 		memcpy(D.reply.nodes, r->succ, r->n * sizeof(r->succ[0]));
 		(void)cfs_stream_write_msg(k->s, &D.reply);
 	}
-	k->pending--;
-	conn_put(k);
-	free(q);
+	ctl_req_end(q);
 }
 
 /* CTL_GET / CTL_PUT: the daemon's DHash client does the work. */
-struct ctl_block {
-	struct conn *k;
-	uint64_t reqid;
-};
 
-static void ctl_block_end(struct ctl_block *q)
-{
-	q->k->pending--;
-	conn_put(q->k);
-	free(q);
-}
 
 static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 {
-	struct ctl_block *q = arg;
+	struct ctl_req *q = arg;
 
 	if (!q->k->closed) {
 		cfs_msg_init(&D.reply, CFS_MSG_CTL_GET);
@@ -245,12 +241,12 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 		}
 		(void)cfs_stream_write_msg(q->k->s, &D.reply);
 	}
-	ctl_block_end(q);
+	ctl_req_end(q);
 }
 
 static void ctl_put_done(void *arg, int status, const struct cfs_id *key)
 {
-	struct ctl_block *q = arg;
+	struct ctl_req *q = arg;
 
 	if (!q->k->closed) {
 		cfs_msg_init(&D.reply, CFS_MSG_CTL_PUT);
@@ -261,12 +257,12 @@ static void ctl_put_done(void *arg, int status, const struct cfs_id *key)
 			D.reply.key = *key;
 		(void)cfs_stream_write_msg(q->k->s, &D.reply);
 	}
-	ctl_block_end(q);
+	ctl_req_end(q);
 }
 
 static void ctl_block(struct conn *k, const struct cfs_msg *req)
 {
-	struct ctl_block *q = xcalloc(1, sizeof(*q));
+	struct ctl_req *q = xcalloc(1, sizeof(*q));
 	int r;
 
 	q->k = k;
@@ -315,7 +311,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	} else if (req->type == CFS_MSG_CTL_LOOKUP) {
 		struct chord_lookup_opts o = { .mode = req->mode, .nsucc = req->nsucc,
 		                               .flags = req->flags & CFS_LOOKUP_F_VERIFY };
-		struct ctl_lookup *q = xcalloc(1, sizeof(*q));
+		struct ctl_req *q = xcalloc(1, sizeof(*q));
 		q->k = k;
 		q->reqid = req->reqid;
 		if (CHORD_MODE_ALGO(o.mode) > CHORD_RECURSIVE || CHORD_MODE_SELECT(o.mode) > CHORD_NONLINEAR) {

@@ -18,7 +18,6 @@
 
 #include "dhash/internal.h"
 
-#define STORE_TIMEOUT_MS 3000
 
 struct op;
 
@@ -239,7 +238,7 @@ static void store_next(struct op *o)
 		d->msg.has_to = true;
 		d->msg.to_id = to->id;
 		o->rpcs++;
-		if (chord_call(d->chord, to, &d->msg, STORE_TIMEOUT_MS, store_reply, o) == 0)
+		if (chord_call(d->chord, to, &d->msg, DHASH_STORE_TIMEOUT_MS, store_reply, o) == 0)
 			return;
 	}
 	put_finish(o, o->miss_status ? o->miss_status : -EHOSTUNREACH);

@@ -6,6 +6,9 @@
 
 typedef struct dhash_store dhash_store_t;
 
+/* Timeout of a STORE: a peer's synchronous write, not only the path. */
+#define DHASH_STORE_TIMEOUT_MS 3000
+
 /* One stored block. data is malloc'd by dhash_store_get. */
 struct dhash_rec {
 	uint8_t kind;

@@ -15,7 +15,6 @@
 
 #include "dhash/internal.h"
 
-#define STORE_TIMEOUT_MS 3000 /* a peer's synchronous write, not only the path */
 #define EXPIRE_BATCH 256
 #define COMMIT_MAX 512        /* stores in one group commit */
 
@@ -125,7 +124,7 @@ static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct 
 		s->push.data = (struct cfs_bytes){ rec->data, rec->len };
 		s->push.has_to = true;
 		s->push.to_id = to[i]->id;
-		if (chord_call(s->chord, to[i], &s->push, STORE_TIMEOUT_MS, push_done, s) == 0)
+		if (chord_call(s->chord, to[i], &s->push, DHASH_STORE_TIMEOUT_MS, push_done, s) == 0)
 			s->pushed++;
 		else
 			s->push_failed++;

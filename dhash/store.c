@@ -56,6 +56,18 @@ static void lease_key(uint8_t out[9 + CFS_ID_BYTES], uint64_t until, const struc
 	memcpy(out + 9, key->b, CFS_ID_BYTES);
 }
 
+/* Is the iterator on a block record? Then *id is its key. */
+static bool iter_block(leveldb_iterator_t *it, struct cfs_id *id)
+{
+	size_t kl;
+	const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+
+	if (kl != 1 + CFS_ID_BYTES || k[0] != P_BLOCK)
+		return false;
+	memcpy(id->b, k + 1, CFS_ID_BYTES);
+	return true;
+}
+
 /* LevelDB reports errors as text: keep the errno that matters to a putter. */
 static int db_error(char *err, const char *what)
 {
@@ -91,12 +103,11 @@ int dhash_store_open(const char *dir, dhash_store_t **ret)
 	/* Count what is there. */
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 	uint8_t lo = P_BLOCK;
-	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
-		size_t kl, vl;
-		const char *k = leveldb_iter_key(it, &kl);
+	struct cfs_id id;
+	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it) && iter_block(it, &id);
+	     leveldb_iter_next(it)) {
+		size_t vl;
 		(void)leveldb_iter_value(it, &vl);
-		if (kl != 1 + CFS_ID_BYTES || k[0] != P_BLOCK)
-			break;
 		s->blocks++;
 		s->bytes += vl > HDR ? vl - HDR : 0;
 	}
@@ -375,13 +386,8 @@ int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct c
 	for (int pass = 0; pass < (wraps ? 2 : 1) && n < max; pass++) {
 		block_key(k0, pass == 0 ? from : &(struct cfs_id){ { 0 } });
 		leveldb_iter_seek(it, (const char *)k0, sizeof(k0));
-		for (; leveldb_iter_valid(it) && n < max; leveldb_iter_next(it)) {
-			size_t kl;
-			const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-			if (kl != 1 + CFS_ID_BYTES || k[0] != P_BLOCK)
-				break;
-			struct cfs_id id;
-			memcpy(id.b, k + 1, CFS_ID_BYTES);
+		struct cfs_id id;
+		for (; leveldb_iter_valid(it) && n < max && iter_block(it, &id); leveldb_iter_next(it)) {
 			if (!cfs_id_in_oc(&id, from, to)) {
 				if (pass == 0 && cfs_id_eq(&id, from))
 					continue; /* the open end */
@@ -400,15 +406,10 @@ void dhash_store_each(dhash_store_t *s, void (*fn)(void *arg, const struct cfs_i
 	uint8_t lo = P_BLOCK;
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 
-	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
-		size_t kl;
-		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-		if (kl != 1 + CFS_ID_BYTES || k[0] != P_BLOCK)
-			break;
-		struct cfs_id id;
-		memcpy(id.b, k + 1, CFS_ID_BYTES);
+	struct cfs_id id;
+	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it) && iter_block(it, &id);
+	     leveldb_iter_next(it))
 		fn(arg, &id);
-	}
 	leveldb_iter_destroy(it);
 }
 

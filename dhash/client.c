@@ -1,10 +1,13 @@
 /*
  * The DHash client: get and put over a chord_t.
  *
- * get: look the key up for its k successors (a hop holding the block, when
- * the lookup found one, goes first), order the rest by predicted latency,
- * FETCH from the nearest, and on a timeout, a miss or bytes that do not
- * verify try the next (DHash++ 5.2.3). Only verified bytes are returned.
+ * get: look the key up for its k successors and a few spares (a hop holding
+ * the block, when the lookup found one, goes first), order the k by
+ * predicted latency, FETCH from the nearest, and on a timeout, a miss or
+ * bytes that do not verify try the next (DHash++ 5.2.3); the spares, for
+ * lists gone stale after failures, come last, and a replica that timed out
+ * gets one more try with a longer timeout at the very end. Only verified
+ * bytes are returned.
  *
  * put: compute the key, look up its successors, STORE to the first with
  * DHASH_STORE_F_PRIMARY (it replicates); if that one does not answer, the
@@ -17,6 +20,9 @@
 #include <time.h>
 
 #include "dhash/internal.h"
+
+#define FETCH_RETRY_TIMEOUT_MS 1000
+#define GET_SPARES 4 /* successors asked beyond k, for stale lists after failures */
 
 
 struct op;
@@ -39,6 +45,7 @@ struct op {
 	/* candidates, in the order they are tried */
 	struct cfs_node cand[CFS_MSG_MAX_NODES];
 	uint32_t ncand, next_cand;
+	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
 	int miss_status;          /* the error to report when every candidate failed */
 	/* get */
@@ -137,6 +144,10 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 	} else if (status == -ETIMEDOUT) {
 		o->timeouts++;
 		o->d->st.fetch_timeouts++;
+		/* Silent is not the same as dead (a busy server, a lost
+		 * datagram): one more try at the end, with a longer timeout. */
+		if (o->next_cand - 1 < o->nfirst && o->ncand < CFS_MSG_MAX_NODES)
+			o->cand[o->ncand++] = *from;
 		if (o->miss_status != -ENOENT && o->miss_status != -EBADMSG)
 			o->miss_status = -ETIMEDOUT;
 	} else if (status == -ENOENT) {
@@ -157,33 +168,37 @@ static void fetch_next(struct op *o)
 		d->msg.has_to = true;
 		d->msg.to_id = to->id;
 		o->rpcs++;
-		if (chord_call(d->chord, to, &d->msg, 0, fetch_reply, o) == 0)
+		uint32_t timeout = o->next_cand > o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
+		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, o) == 0)
 			return;
 	}
 	get_finish(o, o->miss_status ? o->miss_status : -ENOENT, 0, NULL, 0);
 }
 
-/* Candidates: the hop that holds a copy, then the successors by predicted
- * latency, each server once. */
+/* Candidates: the hop that holds a copy, then the k successors by predicted
+ * latency, then the spare successors in ring order; each server once. */
 static void order_candidates(struct op *o, const struct chord_lookup_result *r, uint32_t k)
 {
 	chord_t *c = o->d->chord;
-	uint32_t n = 0, ns = r->n < k ? r->n : k;
+	uint32_t n = 0, sorted_end = 0;
 	uint64_t lat[CFS_MSG_MAX_NODES];
 
 	if (r->has_block)
 		o->cand[n++] = r->holder;
-	for (uint32_t i = 0; i < ns; i++) {
+	uint32_t first = n;
+	for (uint32_t i = 0; i < r->n && n < CFS_MSG_MAX_NODES; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
 			dup = cfs_addr_eq(&o->cand[j].addr, &r->succ[i].addr);
-		if (!dup)
-			o->cand[n++] = r->succ[i];
+		if (dup)
+			continue;
+		o->cand[n++] = r->succ[i];
+		if (i < k)
+			sorted_end = n;
 	}
-	uint32_t first = r->has_block ? 1 : 0;
-	for (uint32_t i = first; i < n; i++)
+	for (uint32_t i = first; i < sorted_end; i++)
 		lat[i] = chord_predict_rtt_us(c, &o->cand[i].coord);
-	for (uint32_t i = first + 1; i < n; i++) { /* insertion sort: stable, n <= 64 */
+	for (uint32_t i = first + 1; i < sorted_end; i++) { /* insertion sort: stable, n <= 64 */
 		struct cfs_node x = o->cand[i];
 		uint64_t lx = lat[i];
 		uint32_t j = i;
@@ -194,7 +209,7 @@ static void order_candidates(struct op *o, const struct chord_lookup_result *r, 
 		o->cand[j] = x;
 		lat[j] = lx;
 	}
-	o->ncand = n;
+	o->ncand = o->nfirst = n;
 }
 
 /* ------------------------------------------------------------ put */
@@ -287,7 +302,8 @@ static struct op *op_new(dhash_client_t *d, const struct cfs_id *key, void *arg)
 static int op_lookup(struct op *o)
 {
 	dhash_client_t *d = o->d;
-	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode, .nsucc = d->cfg.replicas,
+	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode,
+	                                .nsucc = d->cfg.replicas + (o->is_put ? 0 : GET_SPARES),
 	                                .flags = o->is_put ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
 	int r = chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
 

@@ -6,7 +6,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${CFS_BIN:?set CFS_BIN to the directory holding cfsd and cfsctl}"
 export CFS_BIN
-limit=${CFS_TEST_TIMEOUT:-300}
+limit=${CFS_TEST_TIMEOUT:-600}
 passed=0 failed=0 failures=""
 for t in "$here"/t_*.sh; do
 	name=$(basename "$t" .sh)

@@ -280,6 +280,76 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	k->pending++;
 }
 
+/* CTL_HAVE / CTL_REFRESH: one client operation per key, one reply with a
+ * bitmap once all are answered. The first hard error answers for the batch. */
+struct ctl_batch;
+struct ctl_key {
+	struct ctl_batch *b;
+	uint32_t i;
+};
+struct ctl_batch {
+	struct ctl_req q;         /* first: ctl_req_end frees the batch */
+	uint8_t type;
+	uint32_t left;
+	int err;
+	uint32_t n;
+	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
+	struct ctl_key keys[];
+};
+
+static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found)
+{
+	struct ctl_key *ck = arg;
+	struct ctl_batch *b = ck->b;
+
+	if (status == 0 && found)
+		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
+	/* A have that reached nobody, or a refresh that reached no replica,
+	 * is not an answer: the caller must not take it for "absent". */
+	if (status < 0 && status != -ENOENT && !b->err)
+		b->err = status;
+	if (--b->left)
+		return;
+	if (!b->q.k->closed) {
+		cfs_msg_init(&D.reply, (enum cfs_msg_type)b->type);
+		D.reply.is_reply = true;
+		D.reply.reqid = b->q.reqid;
+		D.reply.status = b->err;
+		if (!b->err)
+			D.reply.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
+		(void)cfs_stream_write_msg(b->q.k->s, &D.reply);
+	}
+	ctl_req_end(&b->q);
+}
+
+static void ctl_keys(struct conn *k, const struct cfs_msg *req)
+{
+	struct ctl_batch *b = xcalloc(1, sizeof(*b) + req->n_keys * sizeof(b->keys[0]));
+
+	b->q.k = k;
+	b->q.reqid = req->reqid;
+	b->type = req->type;
+	b->n = req->n_keys;
+	b->left = 1; /* held until every key is started */
+	k->pending++;
+	for (uint32_t i = 0; i < req->n_keys; i++) {
+		int r;
+		b->keys[i] = (struct ctl_key){ b, i };
+		b->left++;
+		if (req->type == CFS_MSG_CTL_HAVE)
+			r = dhash_have(D.client, &req->keys[i], ctl_key_done, &b->keys[i]);
+		else
+			r = dhash_refresh(D.client, &req->keys[i], req->lease_until, ctl_key_done,
+			                  &b->keys[i]);
+		if (r < 0) {
+			b->left--;
+			if (!b->err)
+				b->err = r;
+		}
+	}
+	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0);
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
@@ -325,6 +395,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		}
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT) {
 		ctl_block(k, req);
+	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
+		ctl_keys(k, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}

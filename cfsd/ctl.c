@@ -1,5 +1,6 @@
 /* Default paths and the client side of the control socket. */
 #include "cfsd/cfsd.h"
+#include "dhash/dhash.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,20 +9,7 @@
 
 int cfsd_default_data_dir(char *buf, size_t n)
 {
-	const char *env = getenv("CFS_DATA_DIR"), *xdg, *home;
-	int len;
-
-	if (env && *env)
-		len = snprintf(buf, n, "%s", env);
-	else if (geteuid() == 0)
-		len = snprintf(buf, n, "/var/lib/cfs");
-	else if ((xdg = getenv("XDG_DATA_HOME")) && *xdg)
-		len = snprintf(buf, n, "%s/cfs", xdg);
-	else if ((home = getenv("HOME")) && *home)
-		len = snprintf(buf, n, "%s/.local/share/cfs", home);
-	else
-		len = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid());
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+	return dhash_default_data_dir(buf, n);
 }
 
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n)

@@ -289,6 +289,8 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
 	CFS_MSG_CTL_GET,         /* local: DHash get */
 	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
+	CFS_MSG_CTL_HAVE,        /* local: does each key's successor hold it -> bitmap */
+	CFS_MSG_CTL_REFRESH,     /* local: extend each key's lease on its replicas -> bitmap */
 	CFS_MSG_TYPE_END
 };
 

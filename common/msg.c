@@ -60,6 +60,8 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	                                         { F_HOPS, F_COUNT, F_TIMEOUTS, F_NODES } },
 	[CFS_MSG_CTL_GET]     = { "ctl_get",     { F_KEY }, { F_KIND, F_DATA } },
 	[CFS_MSG_CTL_PUT]     = { "ctl_put",     { F_KIND, F_LEASE, F_DATA }, { F_KEY } },
+	[CFS_MSG_CTL_HAVE]    = { "ctl_have",    { F_KEYS }, { F_BITMAP } },
+	[CFS_MSG_CTL_REFRESH] = { "ctl_refresh", { F_KEYS, F_LEASE }, { F_BITMAP } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -14,6 +14,11 @@
  * next successor takes the block. A refusal (a bad block, a stale root, a
  * full disk) ends the put with that error: another server would refuse it
  * for the same reason, or should not be asked to take it instead.
+ *
+ * have: look up the key's successor and ask it (HAVE) whether it stores the
+ * block; the next successor if it is silent. refresh: look up the k
+ * successors and send REFRESH to each at once; the answer counts the
+ * replicas whose lease moved.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,7 @@ struct op {
 	dhash_client_t *d;
 	struct op *next;
 	bool is_put;
+	uint8_t probe;            /* CFS_MSG_HAVE or CFS_MSG_REFRESH, else 0 */
 	struct cfs_id key;
 	uint64_t started_us;
 	/* candidates, in the order they are tried */
@@ -56,6 +62,9 @@ struct op {
 	uint64_t lease_until;
 	uint8_t *data;
 	size_t len;
+	/* have / refresh */
+	dhash_key_cb key_cb;
+	uint32_t found, waiting, answered;
 	void *arg;
 };
 
@@ -107,9 +116,21 @@ static void put_finish(struct op *o, int status)
 	client_maybe_free(d);
 }
 
+static void probe_finish(struct op *o, int status)
+{
+	dhash_client_t *d = o->d;
+
+	op_unlink(o);
+	o->key_cb(o->arg, d->closing ? -ECANCELED : status, &o->key, o->found);
+	free(o);
+	client_maybe_free(d);
+}
+
 static void op_fail(struct op *o, int status)
 {
-	if (o->is_put)
+	if (o->probe)
+		probe_finish(o, status);
+	else if (o->is_put)
 		put_finish(o, status);
 	else
 		get_finish(o, status, 0, NULL, 0);
@@ -259,7 +280,77 @@ static void store_next(struct op *o)
 	put_finish(o, o->miss_status ? o->miss_status : -EHOSTUNREACH);
 }
 
-/* ------------------------------------------------------------ both */
+/* ------------------------------------------------------------ have, refresh */
+
+static void have_next(struct op *o);
+
+static void probe_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct op *o = arg;
+	bool bit = status == 0 && reply->data.len >= 1 && (reply->data.p[0] & 1);
+
+	if (status == -ECANCELED || o->d->closing) {
+		if (o->probe == CFS_MSG_REFRESH && --o->waiting)
+			return;
+		probe_finish(o, -ECANCELED);
+		return;
+	}
+	if (status == -ETIMEDOUT)
+		o->timeouts++;
+	else if (status == 0)
+		o->answered++;
+	o->found += bit;
+	if (o->probe == CFS_MSG_HAVE) {
+		if (status == 0)
+			probe_finish(o, 0);
+		else
+			have_next(o);
+		return;
+	}
+	if (--o->waiting == 0)
+		probe_finish(o, o->answered ? 0 : -ETIMEDOUT);
+}
+
+static int probe_send(struct op *o, const struct cfs_node *to)
+{
+	dhash_client_t *d = o->d;
+
+	cfs_msg_init(&d->msg, o->probe);
+	d->msg.keys = &o->key;
+	d->msg.n_keys = 1;
+	d->msg.lease_until = o->lease_until;
+	d->msg.has_to = true;
+	d->msg.to_id = to->id;
+	o->rpcs++;
+	return chord_call(d->chord, to, &d->msg, 0, probe_reply, o);
+}
+
+static void have_next(struct op *o)
+{
+	while (o->next_cand < o->ncand)
+		if (probe_send(o, &o->cand[o->next_cand++]) == 0)
+			return;
+	probe_finish(o, -EHOSTUNREACH);
+}
+
+/* REFRESH to each distinct server among the first k successors. */
+static void refresh_send(struct op *o, const struct chord_lookup_result *r)
+{
+	uint32_t k = o->d->cfg.replicas;
+
+	for (uint32_t i = 0; i < r->n && i < k; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = cfs_addr_eq(&r->succ[j].addr, &r->succ[i].addr);
+		if (!dup && probe_send(o, &r->succ[i]) == 0)
+			o->waiting++;
+	}
+	if (!o->waiting)
+		probe_finish(o, -EHOSTUNREACH);
+}
+
+/* ------------------------------------------------------------ all */
 
 static void lookup_done(void *arg, const struct chord_lookup_result *r)
 {
@@ -275,7 +366,13 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 		op_fail(o, r->status < 0 ? r->status : -EHOSTUNREACH);
 		return;
 	}
-	if (o->is_put) {
+	if (o->probe == CFS_MSG_REFRESH) {
+		refresh_send(o, r);
+	} else if (o->probe == CFS_MSG_HAVE) {
+		o->ncand = r->n;
+		memcpy(o->cand, r->succ, r->n * sizeof(r->succ[0]));
+		have_next(o);
+	} else if (o->is_put) {
 		/* The successor first, the others in ring order as fallbacks. */
 		o->ncand = r->n;
 		memcpy(o->cand, r->succ, r->n * sizeof(r->succ[0]));
@@ -303,8 +400,8 @@ static int op_lookup(struct op *o)
 {
 	dhash_client_t *d = o->d;
 	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode,
-	                                .nsucc = d->cfg.replicas + (o->is_put ? 0 : GET_SPARES),
-	                                .flags = o->is_put ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
+	                                .nsucc = d->cfg.replicas + (o->is_put || o->probe ? 0 : GET_SPARES),
+	                                .flags = o->is_put || o->probe ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
 	int r = chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
 
 	if (r < 0) {
@@ -345,6 +442,31 @@ int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
 	memcpy(o->data, p, len);
 	o->len = len;
 	return op_lookup(o);
+}
+
+static int probe_start(dhash_client_t *d, uint8_t type, const struct cfs_id *key,
+                       uint64_t lease_until, dhash_key_cb cb, void *arg)
+{
+	if (d->closing)
+		return -ECANCELED;
+	struct op *o = op_new(d, key, arg);
+	o->probe = type;
+	o->key_cb = cb;
+	o->lease_until = lease_until;
+	return op_lookup(o);
+}
+
+int dhash_have(dhash_client_t *d, const struct cfs_id *key, dhash_key_cb cb, void *arg)
+{
+	return probe_start(d, CFS_MSG_HAVE, key, 0, cb, arg);
+}
+
+int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_until,
+                  dhash_key_cb cb, void *arg)
+{
+	if (!lease_until)
+		lease_until = (uint64_t)time(NULL) + d->cfg.lease_s;
+	return probe_start(d, CFS_MSG_REFRESH, key, lease_until, cb, arg);
 }
 
 int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t **ret)

@@ -93,6 +93,10 @@ struct dhash_get_result {
 typedef void (*dhash_get_cb)(void *arg, const struct dhash_get_result *r);
 /* status 0 once the key's successor acknowledged a durable write. */
 typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key);
+/* have: found is 1 when the key's successor stores the block. refresh:
+ * found counts the replicas whose lease was extended (status 0 when at
+ * least one replica answered). */
+typedef void (*dhash_key_cb)(void *arg, int status, const struct cfs_id *key, uint32_t found);
 
 struct dhash_client_stats {
 	uint64_t gets, gets_failed, puts, puts_failed;
@@ -110,5 +114,48 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
 /* lease_until 0: now + the configured lease. */
 int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
               uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
+/* Does the key's successor store it? (A publisher asks before it sends.) */
+int dhash_have(dhash_client_t *d, const struct cfs_id *key, dhash_key_cb cb, void *arg) CFS_WUR;
+/* Extend the key's lease on its k replicas to lease_until (0: now + the
+ * configured lease). */
+int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_until,
+                  dhash_key_cb cb, void *arg) CFS_WUR;
+
+/* ---- the client through the local daemon (cfsd's control socket) */
+
+#define DHASH_SOCKET_NAME "cfsd.sock"
+#define DHASH_LOCAL_TIMEOUT_MS 30000
+
+typedef struct dhash_local dhash_local_t;
+
+/* The daemon's default data directory: $CFS_DATA_DIR, else /var/lib/cfs
+ * for root, else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. */
+int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
+/* That directory's control socket. -ENAMETOOLONG if it does not fit. */
+int dhash_default_socket(char *buf, size_t n) CFS_WUR;
+
+/* bits[i / 8] >> (i % 8) & 1 answers key i (valid during the call). */
+typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n);
+
+/* A client of the daemon listening at sock; it connects on first use and
+ * again after the connection ends. A request unanswered after timeout_ms
+ * (0: DHASH_LOCAL_TIMEOUT_MS) fails with -ETIMEDOUT; when the daemon is
+ * not there, requests fail with -ENOENT / -ECONNREFUSED. Callbacks run on
+ * loop, never inside the call; free cancels what is pending (-ECANCELED). */
+int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms,
+                    dhash_local_t **ret) CFS_WUR;
+void dhash_local_free(dhash_local_t *l);
+/* Requests started and not yet answered. */
+uint32_t dhash_local_pending(const dhash_local_t *l);
+/* As dhash_get: only bytes that verify under key are returned. */
+int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
+                    uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
+/* Which of keys (1..CFS_MSG_MAX_KEYS) their successors store. */
+int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
+                     void *arg) CFS_WUR;
+/* Extend keys' leases on their replicas; bit i: some replica had key i. */
+int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
+                        uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
 
 #endif

@@ -14,7 +14,7 @@
 
 #include "publisher/publisher.h"
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-fsck [--from dir:PATH] [--list] VOLUME", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfs-fsck [--from STORE] [--list] VOLUME", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {
@@ -38,10 +38,12 @@ int main(int argc, char **argv)
 		case 'f': store = optarg; break;
 		case 'l': list = true; break;
 		case 'h':
-			printf("usage: cfs-fsck [--from dir:PATH] [--list] VOLUME\n\n"
+			printf("usage: cfs-fsck [--from STORE] [--list] VOLUME\n\n"
 			       "Verify every block of VOLUME from its signed root; report what is missing\n"
 			       "or corrupt by path and key. --list prints every entry with its attributes\n"
-			       "and content hash. Exit 0 if the volume is whole.\n");
+			       "and content hash. Exit 0 if the volume is whole.\n\n"
+			       "  -f, --from STORE  cfsd (the ring through the local daemon; the default),\n"
+			       "                    cfsd:SOCKET, or dir:PATH\n");
 			return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
@@ -52,7 +54,7 @@ int main(int argc, char **argv)
 	if (cfs_name_decode(pk.b, argv[optind], &why) < 0)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
 	if (!store)
-		bad_usage("no store given: use --from dir:PATH (or set CFS_STORE)");
+		store = "cfsd";
 	if (cfs_crypto_init() < 0)
 		return 1;
 	uv_loop_t *loop = uv_default_loop();

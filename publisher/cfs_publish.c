@@ -24,7 +24,8 @@ static const char usage_text[] =
 	"the leases of a published volume. Prints the volume name on stdout.\n"
 	"\n"
 	"  -k, --key FILE        secret key (default $XDG_CONFIG_HOME/cfs/publish.key)\n"
-	"  -t, --to STORE        where blocks go: dir:PATH (the DHT arrives with DHash)\n"
+	"  -t, --to STORE        where blocks go: cfsd (the ring, through the local\n"
+	"                        daemon; the default), cfsd:SOCKET, or dir:PATH\n"
 	"  -b, --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30)\n"
 	"  -n, --dry-run         ask the store, send nothing, report what would be sent\n"
@@ -32,7 +33,7 @@ static const char usage_text[] =
 	"  -q, --quiet           no progress bar even on a terminal\n"
 	"  -h, --help            show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to dir:PATH] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
 	if (refresh ? optind != argc : argc - optind != 1)
 		bad_usage(refresh ? "--refresh takes no DIR" : "give exactly one DIR to publish");
 	if (!store)
-		bad_usage("no store given: use --to dir:PATH (or set CFS_STORE)");
+		store = "cfsd";
 	if (!key_path[0] && pub_default_key_path(key_path, sizeof(key_path)) < 0)
 		return 1;
 	if (pub_key_load(key_path, &pk, &sk) < 0)

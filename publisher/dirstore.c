@@ -13,7 +13,7 @@
  * from the loop (an idle handle), never inside the call that started them.
  */
 #define _GNU_SOURCE
-#include "publisher/publisher.h"
+#include "publisher/internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -304,8 +304,12 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 	struct dirstore *d;
 	char sub[4200];
 
+	if (strcmp(spec, "cfsd") == 0)
+		return pub__cfsdsink_open(loop, NULL, ret);
+	if (strncmp(spec, "cfsd:", 5) == 0 && spec[5])
+		return pub__cfsdsink_open(loop, spec + 5, ret);
 	if (strncmp(spec, "dir:", 4) != 0 || !spec[4]) {
-		log_error("unknown store '%s': expected dir:PATH (the DHT store arrives with DHash)", spec);
+		log_error("unknown store '%s': expected cfsd[:SOCKET] or dir:PATH", spec);
 		return -EINVAL;
 	}
 	if (strlen(spec) > 4000)

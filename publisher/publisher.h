@@ -8,8 +8,8 @@
  *  - Block sinks take blocks in batches and answer per block: first "which
  *    of these do you have", then "store these", then the signed root, which
  *    a sink replaces only by a higher sequence. The interface is batched and
- *    asynchronous (callbacks on a libuv loop) so the DHash client fits it;
- *    today's implementation is a local directory store.
+ *    asynchronous (callbacks on a libuv loop): the DHT store through the
+ *    local daemon, and a local directory store for offline publishing.
  *  - Publishing walks the tree in a fixed order, so the same tree, key and
  *    sequence give the same blocks; the root is signed only after every
  *    other block was stored, so a failure leaves the previous root in place.
@@ -68,7 +68,9 @@ struct pub_sink {
 	void *impl;
 };
 
-/* Open a sink from its text form; today "dir:PATH" (created if missing). */
+/* Open a sink from its text form: "cfsd" (the ring through the local
+ * daemon's default socket), "cfsd:SOCKET", or "dir:PATH" (created if
+ * missing). */
 int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
 void pub_sink_close(struct pub_sink *s);
 

@@ -1,0 +1,398 @@
+/*
+ * The DHash client through the local daemon: the same get / put / have /
+ * refresh, sent as control requests (CFS_MSG_CTL_*) over the daemon's UNIX
+ * socket and answered by the daemon's own DHash client.
+ *
+ * Requests live in a slot table; a request's ID is its slot index with a
+ * generation in the high bits, so a late reply to a request that already
+ * timed out never matches the slot's next tenant. Requests made while the
+ * connection is being set up wait in the table and are sent once it is;
+ * when the connection fails or ends, every request in the table fails with
+ * that error and the next request connects again. A request the daemon
+ * does not answer within the timeout fails with -ETIMEDOUT: a caller is
+ * never left waiting on a daemon that hangs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dhash/internal.h"
+
+#define SWEEP_MS 250
+
+struct lreq {
+	uint64_t id;              /* generation << 32 | slot */
+	uint8_t type;
+	bool sent;
+	uint64_t deadline_ms;
+	uint64_t started_us;
+	struct cfs_id key;
+	uint32_t kind;
+	uint64_t lease_until;
+	uint8_t *data;            /* put: the block; have/refresh: the keys */
+	size_t len;
+	uint32_t n_keys;
+	dhash_get_cb get_cb;
+	dhash_put_cb put_cb;
+	dhash_bits_cb bits_cb;
+	void *arg;
+};
+
+struct dhash_local {
+	uv_loop_t *loop;
+	char *sock;
+	uint32_t timeout_ms;
+	cfs_stream_t *s;
+	bool connecting;
+	int fail_status;          /* a synchronous connect failure, delivered by the timer */
+	struct lreq **slot;
+	uint32_t nslots, used;
+	uint32_t *free_list;
+	uint32_t nfree;
+	uint32_t gen;
+	uv_timer_t timer;
+	bool closing;
+	struct cfs_msg msg;
+};
+
+int dhash_default_data_dir(char *buf, size_t n)
+{
+	const char *env = getenv("CFS_DATA_DIR"), *xdg, *home;
+	int len;
+
+	if (env && *env)
+		len = snprintf(buf, n, "%s", env);
+	else if (geteuid() == 0)
+		len = snprintf(buf, n, "/var/lib/cfs");
+	else if ((xdg = getenv("XDG_DATA_HOME")) && *xdg)
+		len = snprintf(buf, n, "%s/cfs", xdg);
+	else if ((home = getenv("HOME")) && *home)
+		len = snprintf(buf, n, "%s/.local/share/cfs", home);
+	else
+		len = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid());
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+int dhash_default_socket(char *buf, size_t n)
+{
+	char dir[4000];
+	int r = dhash_default_data_dir(dir, sizeof(dir));
+
+	if (r < 0)
+		return r;
+	int len = snprintf(buf, n, "%s/%s", dir, DHASH_SOCKET_NAME);
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static struct lreq *req_new(dhash_local_t *l, uint8_t type, void *arg)
+{
+	struct lreq *q = xcalloc(1, sizeof(*q));
+	uint32_t i;
+
+	if (l->nfree) {
+		i = l->free_list[--l->nfree];
+	} else {
+		if (l->used == l->nslots) {
+			l->nslots = l->nslots ? 2 * l->nslots : 64;
+			l->slot = xrealloc(l->slot, l->nslots * sizeof(*l->slot));
+			l->free_list = xrealloc(l->free_list, l->nslots * sizeof(*l->free_list));
+		}
+		i = l->used++;
+	}
+	q->id = (uint64_t)++l->gen << 32 | i;
+	q->type = type;
+	q->arg = arg;
+	q->started_us = cfs_now_us();
+	q->deadline_ms = cfs_now_ms() + l->timeout_ms;
+	l->slot[i] = q;
+	return q;
+}
+
+static struct lreq *req_find(dhash_local_t *l, uint64_t id)
+{
+	uint32_t i = (uint32_t)id;
+	if (i >= l->used || !l->slot[i] || l->slot[i]->id != id)
+		return NULL;
+	return l->slot[i];
+}
+
+/* Take q out of the table and call its callback with status (and reply m
+ * when status is 0). */
+static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struct cfs_msg *m)
+{
+	uint32_t i = (uint32_t)q->id;
+
+	l->slot[i] = NULL;
+	l->free_list[l->nfree++] = i;
+	if (l->closing)
+		status = -ECANCELED;
+	switch (q->type) {
+	case CFS_MSG_CTL_GET: {
+		struct dhash_get_result r = { .status = status, .latency_us = cfs_now_us() - q->started_us };
+		if (status == 0) {
+			uint64_t seq;
+			/* The daemon checked the bytes; a client checks again what
+			 * crossed a socket, and the check is cheap beside the fetch. */
+			if (dhash_verify(m->kind, &q->key, m->data.p, m->data.len, &seq) < 0) {
+				r.status = -EBADMSG;
+			} else {
+				r.kind = m->kind;
+				r.data = m->data.p;
+				r.len = m->data.len;
+			}
+		}
+		q->get_cb(q->arg, &r);
+		break;
+	}
+	case CFS_MSG_CTL_PUT:
+		q->put_cb(q->arg, status, &q->key);
+		break;
+	default:
+		if (status == 0 && m->data.len < (q->n_keys + 7) / 8)
+			status = -EPROTO;
+		q->bits_cb(q->arg, status, status == 0 ? m->data.p : NULL, q->n_keys);
+		break;
+	}
+	free(q->data);
+	free(q);
+}
+
+static void fail_all(dhash_local_t *l, int status)
+{
+	for (uint32_t i = 0; i < l->used; i++)
+		if (l->slot[i])
+			req_finish(l, l->slot[i], status, NULL);
+}
+
+/* ------------------------------------------------------------ connection */
+
+static int req_send(dhash_local_t *l, struct lreq *q)
+{
+	struct cfs_msg *m = &l->msg;
+
+	cfs_msg_init(m, (enum cfs_msg_type)q->type);
+	m->reqid = q->id;
+	switch (q->type) {
+	case CFS_MSG_CTL_GET:
+		m->key = q->key;
+		break;
+	case CFS_MSG_CTL_PUT:
+		m->kind = q->kind;
+		m->lease_until = q->lease_until;
+		m->data = (struct cfs_bytes){ q->data, q->len };
+		break;
+	default:
+		m->keys = (const struct cfs_id *)q->data;
+		m->n_keys = q->n_keys;
+		m->lease_until = q->lease_until;
+		break;
+	}
+	q->sent = true;
+	return cfs_stream_write_msg(l->s, m);
+}
+
+static void drop_stream(dhash_local_t *l, int status)
+{
+	if (l->s)
+		cfs_stream_close(l->s);
+	l->s = NULL;
+	l->connecting = false;
+	fail_all(l, status);
+}
+
+static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
+{
+	dhash_local_t *l = arg;
+	const char *why = "a request, not a reply";
+	struct lreq *q;
+
+	if (cfs_msg_decode(f, len, &l->msg, &why) < 0 || !l->msg.is_reply) {
+		log_error("dhash: malformed reply from cfsd (%s); reconnecting", why);
+		drop_stream(l, -EPROTO);
+		return;
+	}
+	if (!(q = req_find(l, l->msg.reqid)))
+		return; /* it timed out already */
+	if (l->msg.type != q->type) {
+		log_error("dhash: cfsd answered a request with the wrong type; reconnecting");
+		drop_stream(l, -EPROTO);
+		return;
+	}
+	req_finish(l, q, l->msg.status, &l->msg);
+}
+
+static void on_end(void *arg, cfs_stream_t *s, int status)
+{
+	dhash_local_t *l = arg;
+	drop_stream(l, status < 0 ? status : -ECONNRESET);
+}
+
+static void on_connect(void *arg, int status, cfs_stream_t *s)
+{
+	dhash_local_t *l = arg;
+
+	l->connecting = false;
+	if (status < 0) {
+		fail_all(l, status);
+		return;
+	}
+	if (l->closing) {
+		cfs_stream_close(s);
+		return;
+	}
+	l->s = s;
+	cfs_stream_start(s, on_frame, on_end, l);
+	for (uint32_t i = 0; i < l->used && l->s; i++)
+		if (l->slot[i] && !l->slot[i]->sent && req_send(l, l->slot[i]) < 0)
+			drop_stream(l, -EIO);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	dhash_local_t *l = t->data;
+	uint64_t now = cfs_now_ms();
+
+	if (l->fail_status) {
+		int st = l->fail_status;
+		l->fail_status = 0;
+		fail_all(l, st);
+	}
+	for (uint32_t i = 0; i < l->used; i++)
+		if (l->slot[i] && l->slot[i]->deadline_ms <= now)
+			req_finish(l, l->slot[i], -ETIMEDOUT, NULL);
+	uv_timer_start(&l->timer, on_timer, SWEEP_MS, 0);
+	if (l->used == l->nfree)
+		uv_unref((uv_handle_t *)&l->timer);
+}
+
+/* Send q now, or connect first (q waits in the table). */
+static int req_start(dhash_local_t *l, struct lreq *q)
+{
+	int r;
+
+	/* The sweep timer keeps the loop alive while anything is pending. */
+	uv_ref((uv_handle_t *)&l->timer);
+	if (l->s) {
+		if ((r = req_send(l, q)) < 0) {
+			cfs_stream_close(l->s);
+			l->s = NULL;
+			l->fail_status = r; /* never call back inside the call */
+			uv_timer_start(&l->timer, on_timer, 0, 0);
+		}
+		return 0;
+	}
+	if (l->connecting || l->fail_status)
+		return 0;
+	if ((r = cfs_stream_connect(l->loop, l->sock, on_connect, l)) < 0) {
+		l->fail_status = r;
+		uv_timer_start(&l->timer, on_timer, 0, 0);
+	} else {
+		l->connecting = true;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ API */
+
+int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms, dhash_local_t **ret)
+{
+	dhash_local_t *l = xcalloc(1, sizeof(*l));
+
+	l->loop = loop;
+	l->sock = xstrdup(sock);
+	l->timeout_ms = timeout_ms ? timeout_ms : DHASH_LOCAL_TIMEOUT_MS;
+	uv_timer_init(loop, &l->timer);
+	l->timer.data = l;
+	uv_timer_start(&l->timer, on_timer, SWEEP_MS, 0);
+	uv_unref((uv_handle_t *)&l->timer);
+	*ret = l;
+	return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	dhash_local_t *l = h->data;
+	free(l->slot);
+	free(l->free_list);
+	free(l->sock);
+	free(l);
+}
+
+void dhash_local_free(dhash_local_t *l)
+{
+	if (!l)
+		return;
+	l->closing = true;
+	if (l->s)
+		cfs_stream_close(l->s);
+	l->s = NULL;
+	fail_all(l, -ECANCELED);
+	uv_close((uv_handle_t *)&l->timer, on_timer_closed);
+}
+
+uint32_t dhash_local_pending(const dhash_local_t *l)
+{
+	return l->used - l->nfree;
+}
+
+int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	if (l->closing)
+		return -ECANCELED;
+	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
+	q->key = *key;
+	q->get_cb = cb;
+	return req_start(l, q);
+}
+
+int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
+                    uint64_t lease_until, dhash_put_cb cb, void *arg)
+{
+	struct cfs_id key;
+	int r;
+
+	if (l->closing)
+		return -ECANCELED;
+	if (len > CFS_BLOCK_MAX)
+		return -EMSGSIZE;
+	if ((r = dhash_block_key(kind, p, len, &key)) < 0)
+		return r;
+	struct lreq *q = req_new(l, CFS_MSG_CTL_PUT, arg);
+	q->key = key;
+	q->kind = kind;
+	q->lease_until = lease_until;
+	q->data = xmemdup(p, len ? len : 1);
+	q->len = len;
+	q->put_cb = cb;
+	return req_start(l, q);
+}
+
+static int keys_start(dhash_local_t *l, uint8_t type, const struct cfs_id *keys, uint32_t n,
+                      uint64_t lease_until, dhash_bits_cb cb, void *arg)
+{
+	if (l->closing)
+		return -ECANCELED;
+	if (n == 0 || n > CFS_MSG_MAX_KEYS)
+		return -EINVAL;
+	struct lreq *q = req_new(l, type, arg);
+	q->data = xmemdup(keys, n * sizeof(*keys));
+	q->n_keys = n;
+	q->lease_until = lease_until;
+	q->bits_cb = cb;
+	return req_start(l, q);
+}
+
+int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
+                     void *arg)
+{
+	return keys_start(l, CFS_MSG_CTL_HAVE, keys, n, 0, cb, arg);
+}
+
+int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
+                        uint64_t lease_until, dhash_bits_cb cb, void *arg)
+{
+	return keys_start(l, CFS_MSG_CTL_REFRESH, keys, n, lease_until, cb, arg);
+}

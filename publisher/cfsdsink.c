@@ -1,0 +1,296 @@
+/*
+ * The DHT store ("cfsd" or "cfsd:SOCKET"): blocks go to the ring through
+ * the local daemon (dhash_local_*). A batch's "have" is one CTL_HAVE per
+ * CFS_MSG_MAX_KEYS keys, its put one CTL_PUT per block, all in flight at
+ * once; the daemon's DHash client does lookups, stores and replication.
+ * The block source (for the previous root and for refresh walks) runs the
+ * loop until its get is answered: the publisher calls it outside of any
+ * callback.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "publisher/internal.h"
+#include "dhash/dhash.h"
+
+struct cfsdsink {
+	uv_loop_t *loop;
+	char *sock;
+	dhash_local_t *l;
+	struct sfsro_source src;
+};
+
+/* One batch call: done once every request is answered. */
+struct batch {
+	uint32_t left;
+	int status;
+	pub_done_fn done;
+	void *arg;
+	bool *have;
+	struct pub_block *blocks;
+	size_t base;              /* have: index of this request's first key */
+};
+
+static void batch_end(struct batch *b, int status)
+{
+	if (status < 0 && !b->status)
+		b->status = status;
+	if (--b->left)
+		return;
+	b->done(b->arg, b->status);
+	free(b);
+}
+
+struct have_req {
+	struct cfsdsink *d;
+	struct batch *b;
+	size_t base;
+};
+
+static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n)
+{
+	struct have_req *h = arg;
+
+	if (status == -ENOENT || status == -ECONNREFUSED)
+		log_error("no cfsd answers at %s: start one, or publish offline with --to dir:PATH",
+		          h->d->sock);
+	for (uint32_t i = 0; status == 0 && i < n; i++)
+		h->b->have[h->base + i] = bits[i / 8] >> (i % 8) & 1;
+	batch_end(h->b, status);
+	free(h);
+}
+
+static void sk_have(void *sink, const struct cfs_id *keys, size_t n, bool *have, pub_done_fn done,
+                    void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct batch *b = xcalloc(1, sizeof(*b));
+
+	b->done = done;
+	b->arg = arg;
+	b->have = have;
+	b->left = 1;
+	for (size_t i = 0; i < n; i += CFS_MSG_MAX_KEYS) {
+		struct have_req *h = xcalloc(1, sizeof(*h));
+		uint32_t m = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
+		h->d = d;
+		h->b = b;
+		h->base = i;
+		b->left++;
+		int r = dhash_local_have(d->l, keys + i, m, have_done, h);
+		if (r < 0) {
+			free(h);
+			b->left--;
+			b->status = r;
+		}
+	}
+	/* Drop the hold. With no requests in flight this would call back
+	 * inside the call; a zero-length batch is not asked for. */
+	if (b->left == 1 && b->status == 0)
+		b->status = -EINVAL;
+	batch_end(b, 0);
+}
+
+struct put_req {
+	struct batch *b;
+	struct pub_block *blk;
+	pub_done_fn done;         /* put_root: the caller's callback */
+	void *arg;
+};
+
+static void put_done(void *arg, int status, const struct cfs_id *key)
+{
+	struct put_req *p = arg;
+
+	if (status < 0) {
+		char k[9];
+		log_error("storing block %s failed: %s", cfs_id_short(key, k), dhash_strerror(status));
+	}
+	p->blk->status = status;
+	batch_end(p->b, 0);
+	free(p);
+}
+
+static void sk_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct batch *b = xcalloc(1, sizeof(*b));
+
+	b->done = done;
+	b->arg = arg;
+	b->left = 1;
+	for (size_t i = 0; i < n; i++) {
+		struct put_req *p = xcalloc(1, sizeof(*p));
+		p->b = b;
+		p->blk = &blocks[i];
+		b->left++;
+		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, 0, put_done, p);
+		if (r < 0) {
+			blocks[i].status = r;
+			b->left--;
+			free(p);
+		}
+	}
+	if (b->left == 1 && b->status == 0)
+		b->status = n ? -EIO : -EINVAL;
+	batch_end(b, 0);
+}
+
+static void root_done(void *arg, int status, const struct cfs_id *key)
+{
+	struct put_req *p = arg;
+	p->done(p->arg, status);
+	free(p);
+}
+
+static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
+                        pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct put_req *q = xcalloc(1, sizeof(*q));
+
+	q->done = done;
+	q->arg = arg;
+	int r = dhash_local_put(d->l, DHASH_KIND_ROOT, p, len, 0, root_done, q);
+	if (r < 0) {
+		/* Only a block that is not a root fails here: a bug. */
+		log_error_errno(r, "the signed root does not make a root block");
+		free(q);
+		abort();
+	}
+}
+
+struct refresh_req {
+	struct batch *b;
+	uint32_t n;
+};
+
+static void refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n)
+{
+	struct refresh_req *q = arg;
+	uint32_t missing = 0;
+
+	for (uint32_t i = 0; status == 0 && i < n; i++)
+		missing += !(bits[i / 8] >> (i % 8) & 1);
+	if (missing) {
+		log_error("%u of %u blocks were found on no replica: the volume is no longer whole",
+		          missing, n);
+		status = -ENOENT;
+	}
+	batch_end(q->b, status);
+	free(q);
+}
+
+static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
+                       pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct batch *b = xcalloc(1, sizeof(*b));
+
+	b->done = done;
+	b->arg = arg;
+	b->left = 1;
+	for (size_t i = 0; i < n; i += CFS_MSG_MAX_KEYS) {
+		struct refresh_req *q = xcalloc(1, sizeof(*q));
+		q->b = b;
+		q->n = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
+		b->left++;
+		int r = dhash_local_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
+		if (r < 0) {
+			free(q);
+			b->left--;
+			b->status = r;
+		}
+	}
+	if (b->left == 1 && b->status == 0)
+		b->status = -EINVAL;
+	batch_end(b, 0);
+}
+
+/* ---- the synchronous block source */
+
+struct sync_get {
+	bool done;
+	int status;
+	uint8_t *p;
+	size_t len;
+};
+
+static void sync_get_done(void *arg, const struct dhash_get_result *r)
+{
+	struct sync_get *g = arg;
+
+	g->done = true;
+	g->status = r->status;
+	if (r->status == 0) {
+		g->p = xmemdup(r->data, r->len ? r->len : 1);
+		g->len = r->len;
+	}
+}
+
+static int sk_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *ret_len)
+{
+	struct cfsdsink *d = ctx;
+	struct sync_get g = { 0 };
+	int r = dhash_local_get(d->l, key, sync_get_done, &g);
+
+	if (r < 0)
+		return r;
+	while (!g.done)
+		uv_run(d->loop, UV_RUN_ONCE);
+	if (g.status < 0)
+		return g.status;
+	*ret = g.p;
+	*ret_len = g.len;
+	return 0;
+}
+
+static const struct sfsro_source *sk_source(void *sink)
+{
+	struct cfsdsink *d = sink;
+	return &d->src;
+}
+
+static void sk_free(void *sink)
+{
+	struct cfsdsink *d = sink;
+	dhash_local_free(d->l);
+	free(d->sock);
+	free(d);
+}
+
+static const struct pub_sink_ops cfsdsink_ops = {
+	.have = sk_have,
+	.put = sk_put,
+	.put_root = sk_put_root,
+	.refresh = sk_refresh,
+	.source = sk_source,
+	.free = sk_free,
+};
+
+int pub__cfsdsink_open(uv_loop_t *loop, const char *sock, struct pub_sink *ret)
+{
+	struct cfsdsink *d = xcalloc(1, sizeof(*d));
+	char path[4096];
+	int r;
+
+	if (!sock || !*sock) {
+		if ((r = dhash_default_socket(path, sizeof(path))) < 0) {
+			free(d);
+			return log_error_errno(r, "the default cfsd socket path");
+		}
+		sock = path;
+	}
+	d->loop = loop;
+	d->sock = xstrdup(sock);
+	if ((r = dhash_local_new(loop, sock, 0, &d->l)) < 0) {
+		free(d->sock);
+		free(d);
+		return r;
+	}
+	d->src = (struct sfsro_source){ sk_get, d };
+	ret->ops = &cfsdsink_ops;
+	ret->impl = d;
+	return 0;
+}

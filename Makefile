@@ -61,14 +61,14 @@ SAN     ?=
 WARN    := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
            -Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter
 CFLAGS_ALL = -std=gnu11 $(OPT) -g $(WARN) $(SAN) -I. -MMD -MP \
-           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(EXTRA_CFLAGS)
+           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = $(SAN) $(EXTRA_LDFLAGS)
 CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 
 # ---------------------------------------------------------------- modules
 # One static archive per folder; dependencies point down:
 #   cfsd → dhash → chord → common;  dhash → sfsro-format → common
-#   publisher → sfsro-format, dhash;  (cfs-fuse follows)
+#   publisher → sfsro-format, dhash;  cfs-fuse → dhash, sfsro-format
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
@@ -78,6 +78,7 @@ DHASH_SRCS  := $(wildcard dhash/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c
 CFSD_SRCS   := cfsd/cfsd.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
+FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -87,6 +88,7 @@ LIBCHORD  := $(B)/libchord.a
 LIBDHASH  := $(B)/libdhash.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
+LIBFUSE   := $(B)/libcfsfuse.a
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
@@ -94,6 +96,7 @@ $(LIBCHORD): $(call obj,$(CHORD_SRCS))
 $(LIBDHASH): $(call obj,$(DHASH_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
+$(LIBFUSE): $(call obj,$(FUSE_LIB_SRCS))
 
 $(B)/%.a:
 	@echo "  AR      $@"
@@ -104,7 +107,7 @@ $(B)/%.o: %.c $(B)/config.mk
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck
+PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount
 HARNESS  := $(B)/bin/cfs-ring
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -112,7 +115,9 @@ $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsd $(B)/bin/cfsctl: LINK_LIBS = $(LEVELDB_LIBS)
+$(B)/bin/cfs-mount: LINK_LIBS = $(FUSE_LIBS) -lpthread
 $(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

@@ -5,14 +5,55 @@
  * of it is returned; long kernel cache timeouts, keep_cache, an adaptive
  * prefetch window, and atomic switches to newer roots.
  *
+ * Contract:
+ *  - One loop, one thread: FUSE requests are read from /dev/fuse when the
+ *    loop says it is readable and answered from block-fetch callbacks. The
+ *    only other thread sends kernel cache invalidations (which may block on
+ *    kernel locks held by requests this thread has yet to answer).
+ *  - Blocks come from the local cfsd (dhash_local_*); each is checked
+ *    against its key (the hash chain from the signed root) before use.
+ *  - A block no replica can give after the bounded retries makes that one
+ *    operation fail with EIO (logged with key and path); nothing hangs.
+ *  - The highest root sequence seen for a volume is kept on disk; an older
+ *    or expired root is refused, at mount and on every later check.
+ *
  * The only module that includes fuse_lowlevel.h. Depends on dhash/ and
- * sfsro-format/. Its API is added with the cfs-mount issue (#6); this
- * folder exports nothing yet.
+ * sfsro-format/.
  */
 #ifndef CFS_CFSFUSE_H
 #define CFS_CFSFUSE_H
 
 #include "dhash/dhash.h"
 #include "sfsro-format/sfsro.h"
+
+struct cfsfuse_options {
+	const char *socket;       /* the local cfsd's control socket */
+	const char *state_dir;    /* highest root sequence seen, per volume */
+	size_t cache_bytes;       /* in-memory block cache (default 64 MiB) */
+	uint32_t fetch_timeout_ms;/* one fetch through cfsd (default 10 s) */
+	uint32_t retries;         /* further tries of a failed fetch (default 2) */
+	uint32_t prefetch_init;   /* prefetch window at the start, in blocks (default 4) */
+	uint32_t prefetch_max;    /* its cap (default 64; 0 turns prefetch off) */
+	uint32_t update_s;        /* check for a newer root every this many s (default 60; 0: never) */
+	bool foreground;
+	bool debug;               /* libfuse's request log */
+};
+void cfsfuse_options_default(struct cfsfuse_options *o);
+
+struct cfsfuse_stats {
+	uint64_t hits, misses;    /* block cache */
+	uint64_t fetches, fetch_failures, retries, prefetches;
+	uint64_t bytes_fetched;
+	uint64_t cached_bytes, cached_blocks;
+	uint64_t reads, read_bytes, eio;
+	uint64_t nodes, root_seq, root_switches;
+};
+
+/* Mount vol at mountpoint (printed on stdout once mounted) and serve it until it is unmounted (fusermount3
+ * -u, umount) or the process gets SIGTERM / SIGINT. fuse_argv holds extra
+ * FUSE options ("-o", "allow_other", ...). Returns the exit code: 0 after
+ * a clean unmount, 1 when the volume could not be mounted. */
+int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
+                const struct cfsfuse_options *o, int fuse_argc, char **fuse_argv);
 
 #endif

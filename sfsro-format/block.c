@@ -379,7 +379,7 @@ int sfsro_inode_decode(const uint8_t *p, size_t len, struct sfsro_inode *ret)
 	return 0;
 }
 
-int sfsro__name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b)
+int sfsro_name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b)
 {
 	size_t n = a->len < b->len ? a->len : b->len;
 	int c = memcmp(a->p, b->p, n);
@@ -455,7 +455,7 @@ int sfsro_dir_decode(const uint8_t *p, size_t len, struct sfsro_dir *ret)
 			if (i)
 				prev = &ret->children[i - 1].first;
 		}
-		if (prev && sfsro__name_cmp(prev, name) >= 0) /* strictly increasing */
+		if (prev && sfsro_name_cmp(prev, name) >= 0) /* strictly increasing */
 			goto bad;
 		ret->n = i + 1;
 	}

@@ -67,7 +67,7 @@ out:
 static int cmp_entries(const void *a, const void *b)
 {
 	const struct sfsro_entry *x = a, *y = b;
-	return sfsro__name_cmp(&x->name, &y->name);
+	return sfsro_name_cmp(&x->name, &y->name);
 }
 
 void sfsro_sort_entries(struct sfsro_entry *entries, size_t n)

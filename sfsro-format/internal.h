@@ -4,7 +4,5 @@
 
 #include "sfsro-format/sfsro.h"
 
-/* The order directory entries are kept in: bytewise, a prefix first. */
-int sfsro__name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b);
 
 #endif

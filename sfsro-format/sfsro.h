@@ -87,6 +87,8 @@ struct sfsro_dir {
 void sfsro_root_key(const struct cfs_pubkey *pk, struct cfs_id *ret);
 /* 0 if key is the BLAKE2b-256 of the bytes as given, else -EBADMSG. */
 int sfsro_verify_hash(const struct cfs_id *key, const uint8_t *p, size_t len) CFS_WUR;
+/* The order of names in a directory: bytewise, a prefix first. */
+int sfsro_name_cmp(const struct cfs_bytes *a, const struct cfs_bytes *b);
 /* Is name a representable entry name? 0, or -EINVAL with *why. */
 int sfsro_check_name(const uint8_t *name, size_t len, const char **why) CFS_WUR;
 

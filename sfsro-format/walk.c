@@ -88,7 +88,7 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 		while (lo < hi) {
 			uint32_t mid = lo + (hi - lo) / 2;
 			const struct cfs_bytes *nm = d.height ? &d.children[mid].first : &d.entries[mid].name;
-			if (sfsro__name_cmp(&want, nm) >= 0)
+			if (sfsro_name_cmp(&want, nm) >= 0)
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -96,7 +96,7 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 		r = -ENOENT;
 		if (lo > 0) {
 			if (d.height == 0) {
-				if (sfsro__name_cmp(&want, &d.entries[lo - 1].name) == 0) {
+				if (sfsro_name_cmp(&want, &d.entries[lo - 1].name) == 0) {
 					node_copy(ret, &d.entries[lo - 1]);
 					r = 0;
 				}

@@ -1,0 +1,151 @@
+/*
+ * cfs-mount — mount a volume read-only through FUSE.
+ *
+ *   cfs-mount [options] VOLUME [MOUNTPOINT]
+ *
+ * Without MOUNTPOINT: /cfs/VOLUME for root, $XDG_RUNTIME_DIR/cfs/VOLUME
+ * otherwise (created). The mountpoint is printed on stdout once mounted.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfs-fuse/cfsfuse.h"
+
+static const char usage_text[] =
+	"usage: cfs-mount [options] VOLUME [MOUNTPOINT]\n"
+	"\n"
+	"Mount VOLUME (a publisher's volume name) read-only. Every block is checked\n"
+	"against the volume's signed root. Unmount with fusermount3 -u MOUNTPOINT\n"
+	"or by sending SIGTERM.\n"
+	"\n"
+	"  -f, --foreground      stay in the foreground (logs on stderr)\n"
+	"  -o OPT[,OPT...]       FUSE mount options, e.g. allow_other\n"
+	"      --cfsd SOCKET     the local cfsd's control socket\n"
+	"      --data DIR        ... or the data directory of that cfsd\n"
+	"                        (default $CFS_DATA_DIR, /var/lib/cfs for root)\n"
+	"      --cache-mb N      in-memory block cache (default 64)\n"
+	"      --prefetch N      largest prefetch window in blocks (default 64; 0 off)\n"
+	"      --prefetch-init N prefetch window at the start (default 4)\n"
+	"      --update SECONDS  check for a newer root this often (default 60; 0 never)\n"
+	"      --timeout MS      one block fetch through cfsd (default 10000)\n"
+	"      --retries N       further tries of a failed fetch before EIO (default 2)\n"
+	"      --state-dir DIR   where the highest root sequence seen is kept\n"
+	"      --bootstrap H:P   reach the ring without a local cfsd (not built yet)\n"
+	"  -d, --debug           log every FUSE request (libfuse's -d)\n"
+	"  -h, --help            show this help\n";
+
+#define bad_usage(...) cfs_usage_error("usage: cfs-mount [options] VOLUME [MOUNTPOINT]", __VA_ARGS__)
+
+static unsigned long number(const char *opt, const char *s, unsigned long max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v > max)
+		bad_usage("%s wants a number up to %lu, not '%s'", opt, max, s);
+	return v;
+}
+
+static void mkdirs(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	mkdir(p, 0755);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
+	       O_RETRIES, O_STATE, O_BOOTSTRAP };
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "cfsd", required_argument, NULL, O_CFSD },
+		{ "data", required_argument, NULL, O_DATA },
+		{ "cache-mb", required_argument, NULL, O_CACHE },
+		{ "prefetch", required_argument, NULL, O_PREFETCH },
+		{ "prefetch-init", required_argument, NULL, O_PREFETCH_INIT },
+		{ "update", required_argument, NULL, O_UPDATE },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "state-dir", required_argument, NULL, O_STATE },
+		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct cfsfuse_options o;
+	char sock[4096] = "", mnt[4096], *fuse_argv[64];
+	int fuse_argc = 0, c;
+	const char *why = "";
+	struct cfs_pubkey vol;
+
+	cfs_log_init(argv[0], CFS_LOG_INFO);
+	cfsfuse_options_default(&o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":fo:dh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': o.foreground = true; break;
+		case 'd': o.debug = true; o.foreground = true; break;
+		case 'o':
+			if (fuse_argc + 2 > (int)CFS_ARRAY_SIZE(fuse_argv))
+				bad_usage("too many -o options");
+			fuse_argv[fuse_argc++] = (char *)"-o";
+			fuse_argv[fuse_argc++] = optarg;
+			break;
+		case O_CFSD: snprintf(sock, sizeof(sock), "%s", optarg); break;
+		case O_DATA:
+			if (snprintf(sock, sizeof(sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >= (int)sizeof(sock))
+				bad_usage("--data path too long");
+			break;
+		case O_CACHE: o.cache_bytes = (size_t)number("--cache-mb", optarg, 1u << 20) << 20; break;
+		case O_PREFETCH: o.prefetch_max = (uint32_t)number("--prefetch", optarg, 4096); break;
+		case O_PREFETCH_INIT: o.prefetch_init = (uint32_t)number("--prefetch-init", optarg, 4096); break;
+		case O_UPDATE: o.update_s = (uint32_t)number("--update", optarg, 86400 * 365); break;
+		case O_TIMEOUT: o.fetch_timeout_ms = (uint32_t)number("--timeout", optarg, 3600000); break;
+		case O_RETRIES: o.retries = (uint32_t)number("--retries", optarg, 100); break;
+		case O_STATE: o.state_dir = optarg; break;
+		case O_BOOTSTRAP:
+			log_error("--bootstrap (a plain ring client without a local cfsd) is not built yet; "
+			          "run `cfsd --bootstrap %s` and mount through it", optarg);
+			return 2;
+		case 'h': fputs(usage_text, stdout); return 0;
+		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
+		default: bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 2)
+		bad_usage("give a VOLUME and at most one MOUNTPOINT");
+	if (cfs_name_decode(vol.b, argv[optind], &why) < 0)
+		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
+	if (o.prefetch_init > o.prefetch_max && o.prefetch_max)
+		bad_usage("--prefetch-init %u is above --prefetch %u", o.prefetch_init, o.prefetch_max);
+	if (o.cache_bytes < (1u << 20))
+		bad_usage("--cache-mb wants at least 1");
+	if (!sock[0] && dhash_default_socket(sock, sizeof(sock)) < 0)
+		bad_usage("the default cfsd socket path is too long; give --cfsd");
+	o.socket = sock;
+	if (argc - optind == 2) {
+		snprintf(mnt, sizeof(mnt), "%s", argv[optind + 1]);
+	} else {
+		const char *run = getenv("XDG_RUNTIME_DIR");
+		if (geteuid() == 0)
+			snprintf(mnt, sizeof(mnt), "/cfs/%s", argv[optind]);
+		else if (run && *run)
+			snprintf(mnt, sizeof(mnt), "%s/cfs/%s", run, argv[optind]);
+		else
+			bad_usage("no MOUNTPOINT given and $XDG_RUNTIME_DIR is not set");
+		mkdirs(mnt);
+	}
+	if (cfs_crypto_init() < 0)
+		return 1;
+	return cfsfuse_run(&vol, mnt, &o, fuse_argc, fuse_argv);
+}

@@ -1,0 +1,156 @@
+/* cfs-fuse/ internals: the block cache, the node table, the file reader. */
+#ifndef CFS_CFSFUSE_INTERNAL_H
+#define CFS_CFSFUSE_INTERNAL_H
+
+#include "cfs-fuse/cfsfuse.h"
+
+/* ---- blocks (blocks.c): a bounded LRU of verified blocks, and fetches */
+
+/* A verified content-hash block in the cache. Its bytes stay valid until
+ * the next call into the cache that can evict (a fetch completing). */
+struct fblk {
+	struct cfs_id key;
+	uint8_t *p;
+	size_t len;
+	struct fblk *hnext;       /* hash chain */
+	struct fblk *lprev, *lnext; /* LRU, most recent at the head */
+};
+
+/* status 0 with b, or a negative errno after the bounded retries. */
+typedef void (*fs_blk_cb)(void *arg, int status, const struct fblk *b);
+
+struct fs_blocks;
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struct cfsfuse_options *o);
+void fs__blocks_free(struct fs_blocks *bs);
+/* The cached block, moved to the front of the LRU; NULL if not cached. */
+const struct fblk *fs__blk_peek(struct fs_blocks *bs, const struct cfs_id *key);
+/* Fetch key (joining a fetch in flight for it): cb runs later, never
+ * inside this call. prefetch: a guess, counted apart, not retried. */
+void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
+                   void *arg);
+/* Fetches waiting for the network (not cache hits). */
+uint32_t fs__blk_inflight(const struct fs_blocks *bs);
+void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st);
+
+/* ---- the node table (nodes.c): FUSE inode numbers for directory entries */
+
+struct fnode {
+	uint64_t ino;
+	uint64_t nlookup;
+	uint64_t parent;
+	uint8_t *name;            /* NUL-terminated copy */
+	size_t name_len;
+	uint8_t type;
+	uint64_t size;
+	uint32_t mode;
+	int64_t mtime_s;
+	uint32_t mtime_ns;
+	struct cfs_id key;        /* inode (file), top directory block (dir) */
+	char *target;             /* symlink target */
+	struct cfs_id cached_key; /* content the kernel may hold in its page cache */
+	uint64_t seq;             /* root version this entry was found in */
+	struct fnode *inext, *nnext; /* hash chains: by ino, by (parent, name) */
+};
+
+struct fs_nodes;
+struct fs_nodes *fs__nodes_new(void);
+void fs__nodes_free(struct fs_nodes *t);
+struct fnode *fs__node_get(struct fs_nodes *t, uint64_t ino);
+/* The node for entry e under parent, created if new, its attributes set
+ * from e; nlookup is not changed. */
+struct fnode *fs__node_enter(struct fs_nodes *t, uint64_t parent, const struct sfsro_entry *e,
+                             uint64_t seq);
+/* Drop n lookups; the node is freed at zero (never the root). */
+void fs__node_forget(struct fs_nodes *t, uint64_t ino, uint64_t n);
+/* Call fn for every node (not the root). */
+void fs__nodes_each(struct fs_nodes *t, void (*fn)(void *arg, struct fnode *n), void *arg);
+uint64_t fs__nodes_count(const struct fs_nodes *t);
+
+/* ---- the mount (ops.c, walk.c, root.c) */
+
+#define FUSE_USE_VERSION 35
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+
+/* One directory's entries, loaded whole at opendir (names and targets are
+ * owned copies). */
+struct listing {
+	uint64_t ino;
+	uint64_t seq;
+	uint32_t n, cap;
+	struct sfsro_entry *v;
+};
+void fs__listing_free(struct listing *l);
+
+/* An open file: its own copy of the inode block, so a newer root does not
+ * change what an open file reads. */
+struct fhandle {
+	uint64_t ino;
+	struct cfs_id key;
+	uint8_t *iblock;
+	struct sfsro_inode inode;
+	uint64_t next_off;        /* where a sequential reader goes next */
+	uint64_t prefetched;      /* data blocks below this were prefetched */
+};
+
+/* Kernel cache invalidations, sent from their own thread. */
+struct inval {
+	uint64_t parent, ino;
+	char *name;               /* NULL: invalidate the inode only */
+	struct inval *next;
+};
+
+typedef struct cfsfuse {
+	uv_loop_t *loop;
+	struct cfsfuse_options o;
+	struct cfs_pubkey vol;
+	char volname[CFS_NAME_LEN + 1];
+	char seq_path[4200];      /* where the highest seen sequence is kept */
+	dhash_local_t *dh;
+	struct fs_blocks *blocks;
+	struct fs_nodes *nodes;
+	struct sfsro_root root;   /* the mounted version */
+	uint64_t max_seq;         /* highest sequence ever accepted */
+	struct fuse_session *se;
+	struct fuse_buf buf;
+	uv_poll_t poll;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t update_timer;
+	const char *mountpoint;
+	bool checking, stopping, inited, readahead_set;
+	double window;            /* prefetch window, blocks (AIMD) */
+	struct cfsfuse_stats st;
+	/* the invalidation thread */
+	pthread_t inval_thread;
+	pthread_mutex_t inval_lock;
+	pthread_cond_t inval_cond;
+	struct inval *inval_head, **inval_tail;
+	bool inval_stop, inval_started;
+} cfsfuse_t;
+
+/* walk.c: directories and files from blocks, asynchronously. */
+/* Find name in the directory of node dir; done(arg, status, entry) with an
+ * entry valid during the call. */
+typedef void (*fs_lookup_cb)(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e);
+void fs__dir_lookup(cfsfuse_t *fs, const struct cfs_id *dir_key, const char *name,
+                    fs_lookup_cb cb, void *arg);
+/* Load every entry of a directory. */
+typedef void (*fs_list_cb)(cfsfuse_t *fs, void *arg, int status, struct listing *l);
+void fs__dir_list(cfsfuse_t *fs, const struct cfs_id *dir_key, fs_list_cb cb, void *arg);
+/* Fetch and decode an inode block into a new handle. */
+typedef void (*fs_open_cb)(cfsfuse_t *fs, void *arg, int status, struct fhandle *h);
+void fs__file_open(cfsfuse_t *fs, uint64_t ino, const struct cfs_id *key, fs_open_cb cb, void *arg);
+void fs__fhandle_free(struct fhandle *h);
+/* Read size bytes at off; cb gets the bytes (short at the end of file). */
+typedef void (*fs_read_cb)(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n);
+void fs__file_read(cfsfuse_t *fs, struct fhandle *h, uint64_t off, size_t size, fs_read_cb cb,
+                   void *arg);
+
+/* root.c: fetching and checking roots, updates, invalidations. */
+/* Fetch the volume's root with a private loop (before mounting). */
+int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
+void fs__root_start_updates(cfsfuse_t *fs);
+void fs__inval_start(cfsfuse_t *fs);
+void fs__inval_stop(cfsfuse_t *fs);
+
+#endif

@@ -1,0 +1,711 @@
+/*
+ * The FUSE operations, and the loop that runs them.
+ *
+ * /dev/fuse is polled by the libuv loop that also carries the DHash
+ * client: a readable device means requests, each handled by starting an
+ * asynchronous walk and answered from its callback. A root version's tree
+ * never changes, so the kernel is told to keep entries, attributes, pages
+ * and directory listings for a long time; a newer root invalidates them
+ * (root.c).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "cfs-fuse/internal.h"
+
+#define CACHE_TIMEOUT_S 86400.0
+#define READS_PER_WAKEUP 64
+
+static cfsfuse_t *FS(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void fill_attr(const struct fnode *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = (n->type == SFSRO_T_DIR ? S_IFDIR : n->type == SFSRO_T_SYMLINK ? S_IFLNK : S_IFREG) |
+	              (n->mode & 07777);
+	st->st_nlink = n->type == SFSRO_T_DIR ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_size = n->type == SFSRO_T_SYMLINK && n->target ? (off_t)strlen(n->target) : (off_t)n->size;
+	st->st_blksize = 65536;
+	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	st->st_mtim.tv_sec = n->mtime_s;
+	st->st_mtim.tv_nsec = n->mtime_ns;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+static void fill_entry(const struct fnode *n, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	e->generation = 1;
+	e->attr_timeout = CACHE_TIMEOUT_S;
+	e->entry_timeout = CACHE_TIMEOUT_S;
+	fill_attr(n, &e->attr);
+}
+
+static int reply_errno(fuse_req_t req, int status)
+{
+	return fuse_reply_err(req, status < 0 ? -status : EIO);
+}
+
+/* ------------------------------------------------------------ init */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	cfsfuse_t *fs = userdata;
+
+	fs->inited = true;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA; /* pages change only with the root */
+	conn->time_gran = 1;
+}
+
+/* ------------------------------------------------------------ lookup */
+
+struct lookup_ctx {
+	fuse_req_t req;
+	uint64_t parent;
+};
+
+static void lookup_done(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e)
+{
+	struct lookup_ctx *c = arg;
+	struct fuse_entry_param ep;
+
+	if (status == -ENOENT) {
+		/* a negative entry: the kernel remembers the name is absent */
+		memset(&ep, 0, sizeof(ep));
+		ep.entry_timeout = CACHE_TIMEOUT_S;
+		fuse_reply_entry(c->req, &ep);
+	} else if (status < 0) {
+		fs->st.eio += status == -EIO;
+		reply_errno(c->req, status);
+	} else {
+		struct fnode *n = fs__node_enter(fs->nodes, c->parent, e, fs->root.seq);
+		n->nlookup++;
+		fill_entry(n, &ep);
+		fuse_reply_entry(c->req, &ep);
+	}
+	free(c);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	cfsfuse_t *fs = FS(req);
+	struct fnode *p = fs__node_get(fs->nodes, parent);
+	struct lookup_ctx *c;
+
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (p->type != SFSRO_T_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (strlen(name) > SFSRO_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->req = req;
+	c->parent = parent;
+	fs__dir_lookup(fs, &p->key, name, lookup_done, c);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs__node_forget(FS(req)->nodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		fs__node_forget(FS(req)->nodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fnode *n = fs__node_get(FS(req)->nodes, ino);
+	struct stat st;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	fill_attr(n, &st);
+	fuse_reply_attr(req, &st, CACHE_TIMEOUT_S);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fnode *n = fs__node_get(FS(req)->nodes, ino);
+
+	if (!n || n->type != SFSRO_T_SYMLINK || !n->target)
+		fuse_reply_err(req, n ? EINVAL : ESTALE);
+	else
+		fuse_reply_readlink(req, n->target);
+}
+
+/* ------------------------------------------------------------ directories */
+
+struct open_ctx {
+	fuse_req_t req;
+	uint64_t ino;
+	struct fuse_file_info fi;
+};
+
+static void opendir_done(cfsfuse_t *fs, void *arg, int status, struct listing *l)
+{
+	struct open_ctx *c = arg;
+
+	if (status < 0) {
+		fs->st.eio += status == -EIO;
+		reply_errno(c->req, status);
+	} else {
+		l->ino = c->ino;
+		l->seq = fs->root.seq;
+		c->fi.fh = (uint64_t)(uintptr_t)l;
+		c->fi.keep_cache = 1;
+		c->fi.cache_readdir = 1;
+		if (fuse_reply_open(c->req, &c->fi) < 0)
+			fs__listing_free(l); /* interrupted: no releasedir will come */
+	}
+	free(c);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cfsfuse_t *fs = FS(req);
+	struct fnode *n = fs__node_get(fs->nodes, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type != SFSRO_T_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	struct open_ctx *c = xcalloc(1, sizeof(*c));
+	c->req = req;
+	c->ino = ino;
+	c->fi = *fi;
+	fs__dir_list(fs, &n->key, opendir_done, c);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi, bool plus)
+{
+	cfsfuse_t *fs = FS(req);
+	struct listing *l = (struct listing *)(uintptr_t)fi->fh;
+	struct fnode *self = fs__node_get(fs->nodes, ino);
+	char *buf = xmalloc(size);
+	size_t used = 0;
+
+	for (uint64_t i = (uint64_t)off; i < (uint64_t)l->n + 2; i++) {
+		struct fuse_entry_param ep;
+		struct stat st;
+		struct fnode *n = NULL;
+		const char *name;
+		size_t add;
+
+		memset(&ep, 0, sizeof(ep));
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			ep.attr.st_ino = i == 0 || !self ? ino : self->parent ? self->parent : ino;
+			ep.attr.st_mode = S_IFDIR;
+		} else {
+			const struct sfsro_entry *e = &l->v[i - 2];
+			name = (const char *)e->name.p;
+			if (plus) {
+				n = fs__node_enter(fs->nodes, ino, e, l->seq);
+				fill_entry(n, &ep);
+			} else {
+				ep.attr.st_ino = 0; /* the kernel looks it up when it needs it */
+				ep.attr.st_mode = e->type == SFSRO_T_DIR ? S_IFDIR :
+				                  e->type == SFSRO_T_SYMLINK ? S_IFLNK : S_IFREG;
+			}
+		}
+		st = ep.attr;
+		add = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name, &ep, (off_t)i + 1)
+		           : fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)i + 1);
+		if (add > size - used) {
+			/* did not fit: a node made for it stays unreferenced */
+			if (n && n->nlookup == 0)
+				fs__node_forget(fs->nodes, n->ino, 0);
+			break;
+		}
+		if (n)
+			n->nlookup++;
+		used += add;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs__listing_free((struct listing *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* ------------------------------------------------------------ files */
+
+static void open_done(cfsfuse_t *fs, void *arg, int status, struct fhandle *h)
+{
+	struct open_ctx *c = arg;
+	struct fnode *n = fs__node_get(fs->nodes, c->ino);
+
+	if (status < 0) {
+		fs->st.eio += status == -EIO;
+		reply_errno(c->req, status);
+	} else {
+		c->fi.fh = (uint64_t)(uintptr_t)h;
+		/* The kernel's pages are good while the content is the same. */
+		c->fi.keep_cache = n && cfs_id_eq(&n->cached_key, &h->key);
+		if (n)
+			n->cached_key = h->key;
+		if (fuse_reply_open(c->req, &c->fi) < 0)
+			fs__fhandle_free(h);
+	}
+	free(c);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	cfsfuse_t *fs = FS(req);
+	struct fnode *n = fs__node_get(fs->nodes, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (n->type != SFSRO_T_FILE) {
+		fuse_reply_err(req, n->type == SFSRO_T_DIR ? EISDIR : ELOOP);
+		return;
+	}
+	struct open_ctx *c = xcalloc(1, sizeof(*c));
+	c->req = req;
+	c->ino = ino;
+	c->fi = *fi;
+	fs__file_open(fs, ino, &n->key, open_done, c);
+}
+
+static void prefetch_done(void *arg, int status, const struct fblk *b)
+{
+	cfsfuse_t *fs = arg;
+
+	/* AIMD, like a congestion window (CFS 8): grow while fetches come
+	 * back, halve when one does not. */
+	if (status == 0)
+		fs->window += 1.0;
+	else if (status != -ECANCELED)
+		fs->window /= 2;
+	if (fs->window > fs->o.prefetch_max)
+		fs->window = fs->o.prefetch_max;
+	if (fs->window < 1)
+		fs->window = 1;
+}
+
+/* The key of data block b if every indirect block above it is cached; else
+ * start fetching the first missing one and return false. */
+static bool data_key_cached(cfsfuse_t *fs, const struct sfsro_inode *ino, uint64_t b,
+                            struct cfs_id *ret)
+{
+	uint64_t span = 1;
+	const struct cfs_id *keys = ino->keys;
+	uint32_t nkeys = ino->nkeys;
+
+	for (uint32_t i = 0; i < ino->height; i++)
+		span *= ino->fanout;
+	for (uint32_t h = ino->height;; h--) {
+		if (b / span >= nkeys)
+			return false;
+		const struct cfs_id *k = &keys[b / span];
+		if (h == 0) {
+			*ret = *k;
+			return true;
+		}
+		const struct fblk *bl = fs__blk_peek(fs->blocks, k);
+		uint32_t got_h;
+		if (!bl) {
+			fs__blk_fetch(fs->blocks, k, true, prefetch_done, fs);
+			return false;
+		}
+		if (sfsro_indirect_decode(bl->p, bl->len, &got_h, &keys, &nkeys) < 0 || got_h != h)
+			return false;
+		b %= span;
+		span /= ino->fanout;
+	}
+}
+
+/* After a sequential read, keep `window` blocks in flight ahead of it. */
+static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
+{
+	const struct sfsro_inode *ino = &h->inode;
+
+	if (!fs->o.prefetch_max || ino->inline_data.len || ino->size <= SFSRO_INLINE_MAX)
+		return;
+	uint64_t nblocks = (ino->size + ino->bsize - 1) / ino->bsize;
+	uint64_t from = (end + ino->bsize - 1) / ino->bsize;
+	uint64_t to = from + (uint64_t)fs->window;
+
+	if (h->prefetched > from)
+		from = h->prefetched;
+	if (to > nblocks)
+		to = nblocks;
+	for (uint64_t b = from; b < to && fs__blk_inflight(fs->blocks) < (uint32_t)fs->window * 2; b++) {
+		struct cfs_id key;
+		if (!data_key_cached(fs, ino, b, &key))
+			break;
+		if (!fs__blk_peek(fs->blocks, &key))
+			fs__blk_fetch(fs->blocks, &key, true, prefetch_done, fs);
+		h->prefetched = b + 1;
+	}
+}
+
+struct read_ctx {
+	fuse_req_t req;
+};
+
+static void read_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n)
+{
+	struct read_ctx *c = arg;
+
+	if (status < 0) {
+		fs->st.eio += status == -EIO;
+		reply_errno(c->req, status);
+	} else {
+		fs->st.read_bytes += n;
+		fuse_reply_buf(c->req, (const char *)p, n);
+	}
+	free(c);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	cfsfuse_t *fs = FS(req);
+	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
+	struct read_ctx *c = xcalloc(1, sizeof(*c));
+	bool sequential = (uint64_t)off == h->next_off || off == 0;
+
+	fs->st.reads++;
+	c->req = req;
+	h->next_off = (uint64_t)off + size;
+	fs__file_read(fs, h, (uint64_t)off, size, read_done, c);
+	if (sequential)
+		prefetch(fs, h, (uint64_t)off + size);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs__fhandle_free((struct fhandle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = SFSRO_BLOCK_SIZE_DEFAULT;
+	sv.f_frsize = SFSRO_BLOCK_SIZE_DEFAULT;
+	sv.f_namemax = SFSRO_NAME_MAX;
+	sv.f_files = fs__nodes_count(FS(req)->nodes);
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ------------------------------------------------------------ xattrs */
+
+static const char xattr_names[] = "user.cfs.key\0user.cfs.seq\0user.cfs.volume\0";
+
+static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
+{
+	struct cfsfuse_stats st = fs->st;
+
+	fs__blocks_stats(fs->blocks, &st);
+	cfs_sb_printf(b, "{\"hits\": %lu, \"misses\": %lu, \"fetches\": %lu, \"fetch_failures\": %lu, "
+	              "\"retries\": %lu, \"prefetches\": %lu, \"bytes_fetched\": %lu, \"cached_bytes\": %lu, "
+	              "\"cached_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
+	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f}",
+	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
+	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
+	              (unsigned long)st.prefetches, (unsigned long)st.bytes_fetched,
+	              (unsigned long)st.cached_bytes, (unsigned long)st.cached_blocks,
+	              (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
+	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
+	              (unsigned long)st.root_switches, fs->window);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	cfsfuse_t *fs = FS(req);
+	struct fnode *n = fs__node_get(fs->nodes, ino);
+	struct cfs_sbuf b = { 0 };
+	char hex[65];
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (strcmp(name, "user.cfs.key") == 0)
+		cfs_sb_printf(&b, "%s", cfs_id_hex(&n->key, hex));
+	else if (strcmp(name, "user.cfs.seq") == 0)
+		cfs_sb_printf(&b, "%lu", (unsigned long)(ino == 1 ? fs->root.seq : n->seq));
+	else if (strcmp(name, "user.cfs.volume") == 0)
+		cfs_sb_printf(&b, "%s", fs->volname);
+	else if (strcmp(name, "user.cfs.stats") == 0 && ino == 1)
+		stats_json(fs, &b);
+	if (!b.p) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, b.len);
+	else if (size < b.len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, b.p, b.len);
+	free(b.p);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, sizeof(xattr_names) - 1);
+	else if (size < sizeof(xattr_names) - 1)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, xattr_names, sizeof(xattr_names) - 1);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+};
+
+/* ------------------------------------------------------------ the loop */
+
+static void on_closed(uv_handle_t *h)
+{
+}
+
+static void fs_stop(cfsfuse_t *fs)
+{
+	if (fs->stopping)
+		return;
+	fs->stopping = true;
+	uv_poll_stop(&fs->poll);
+	uv_close((uv_handle_t *)&fs->poll, on_closed);
+	uv_close((uv_handle_t *)&fs->sigterm, on_closed);
+	uv_close((uv_handle_t *)&fs->sigint, on_closed);
+	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
+	dhash_local_free(fs->dh);
+	fs->dh = NULL;
+}
+
+/* Give the mount a 1 MiB read-ahead (the kernel's default for FUSE is
+ * 128 KiB): root can raise its backing device's setting in sysfs. The
+ * device number comes from mountinfo, since a stat of the mountpoint would
+ * wait for this very process to answer. */
+static void raise_readahead(const char *mountpoint)
+{
+	char real[4096], line[8192], dev[32] = "", path[128];
+	FILE *f;
+
+	if (geteuid() != 0 || !realpath(mountpoint, real) || !(f = fopen("/proc/self/mountinfo", "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char d[32], mp[4096];
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mp) == 2 && strcmp(mp, real) == 0)
+			snprintf(dev, sizeof(dev), "%s", d); /* the last one is on top */
+	}
+	fclose(f);
+	if (!dev[0])
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1024", 4) != 4)
+			log_debug("could not raise read-ahead at %s", path);
+		close(fd);
+	}
+}
+
+static void on_fuse(uv_poll_t *p, int status, int events)
+{
+	cfsfuse_t *fs = p->data;
+
+	for (int i = 0; i < READS_PER_WAKEUP && !fs->stopping; i++) {
+		int r = fuse_session_receive_buf(fs->se, &fs->buf);
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN)
+			return;
+		if (r <= 0 || fuse_session_exited(fs->se)) {
+			if (r < 0)
+				log_error_errno(r, "reading /dev/fuse");
+			log_info("%s was unmounted", fs->volname);
+			fs_stop(fs);
+			return;
+		}
+		fuse_session_process_buf(fs->se, &fs->buf);
+		if (fs->inited && !fs->readahead_set) {
+			/* the INIT reply has just set the kernel's value */
+			fs->readahead_set = true;
+			raise_readahead(fs->mountpoint);
+		}
+	}
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	cfsfuse_t *fs = s->data;
+
+	log_info("signal %d: unmounting", signum);
+	fuse_session_unmount(fs->se);
+	fs_stop(fs);
+}
+
+void cfsfuse_options_default(struct cfsfuse_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cache_bytes = 64u << 20;
+	o->fetch_timeout_ms = 10000;
+	o->retries = 2;
+	o->prefetch_init = 4;
+	o->prefetch_max = 64;
+	o->update_s = 60;
+}
+
+int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
+                const struct cfsfuse_options *o, int fuse_argc, char **fuse_argv)
+{
+	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char opts[512];
+	int rc = 1;
+
+	fs->o = *o;
+	fs->vol = *vol;
+	cfs_name_encode(fs->volname, vol->b);
+	fs->window = o->prefetch_init ? o->prefetch_init : 1;
+	if (fs__root_initial(fs) < 0)
+		goto out_free;
+
+	snprintf(opts, sizeof(opts), "ro,default_permissions,fsname=cfs:%.16s,subtype=cfs", fs->volname);
+	fuse_opt_add_arg(&args, "cfs-mount");
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, opts);
+	if (o->debug)
+		fuse_opt_add_arg(&args, "-d");
+	for (int i = 0; i < fuse_argc; i++)
+		fuse_opt_add_arg(&args, fuse_argv[i]);
+	if (!(fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs))) {
+		log_error("bad FUSE options");
+		goto out_args;
+	}
+	if (fuse_session_mount(fs->se, mountpoint) != 0) {
+		log_error("cannot mount at %s (is /dev/fuse there, the directory empty and ours?)", mountpoint);
+		goto out_session;
+	}
+	fs->mountpoint = mountpoint;
+	printf("%s\n", mountpoint);
+	fflush(stdout);
+	log_info("mounted volume %s (sequence %lu) at %s", fs->volname, (unsigned long)fs->root.seq,
+	         mountpoint);
+	if (fuse_daemonize(o->foreground) != 0)
+		goto out_unmount;
+
+	fs->loop = uv_default_loop();
+	if (dhash_local_new(fs->loop, o->socket, o->fetch_timeout_ms, &fs->dh) < 0)
+		goto out_unmount;
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o);
+	fs->nodes = fs__nodes_new();
+	struct fnode *root = fs__node_get(fs->nodes, 1);
+	root->key = fs->root.root_dir;
+	root->mode = fs->root.dir_mode;
+	root->mtime_s = fs->root.mtime_s;
+	root->mtime_ns = fs->root.mtime_ns;
+	root->seq = fs->root.seq;
+
+	int fd = fuse_session_fd(fs->se);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	uv_poll_init(fs->loop, &fs->poll, fd);
+	fs->poll.data = fs;
+	uv_poll_start(&fs->poll, UV_READABLE, on_fuse);
+	uv_signal_init(fs->loop, &fs->sigterm);
+	uv_signal_init(fs->loop, &fs->sigint);
+	fs->sigterm.data = fs->sigint.data = fs;
+	uv_signal_start(&fs->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&fs->sigint, on_signal, SIGINT);
+	uv_timer_init(fs->loop, &fs->update_timer);
+	fs->update_timer.data = fs;
+	fs__inval_start(fs);
+	fs__root_start_updates(fs);
+
+	uv_run(fs->loop, UV_RUN_DEFAULT);
+	rc = 0;
+
+	fs__inval_stop(fs);
+	fs__blocks_free(fs->blocks);
+	fs__nodes_free(fs->nodes);
+	free(fs->buf.mem);
+	uv_loop_close(fs->loop);
+out_unmount:
+	fuse_session_unmount(fs->se);
+out_session:
+	fuse_session_destroy(fs->se);
+out_args:
+	fuse_opt_free_args(&args);
+out_free:
+	free(fs);
+	return rc;
+}

@@ -1,0 +1,309 @@
+/*
+ * The mounted root version: the first fetch (before mounting), the
+ * periodic check for a newer one, the switch, and the kernel cache
+ * invalidations that follow it.
+ *
+ * Rollback protection: the highest sequence number ever accepted for a
+ * volume is kept in STATE_DIR/<volume>.seq (written before the switch is
+ * made), and a root below it, or an expired one, is refused — at mount
+ * and on every later check — so a replaying server cannot make a reader go
+ * back to an older version.
+ *
+ * Invalidations run on their own thread: fuse_lowlevel_notify_inval_entry
+ * may wait for kernel locks held by requests that this process has not yet
+ * answered, and the loop thread must stay free to answer them.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfs-fuse/internal.h"
+
+/* ------------------------------------------------------------ state */
+
+static int default_state_dir(char *buf, size_t n)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int len;
+
+	if (geteuid() == 0)
+		len = snprintf(buf, n, "/var/lib/cfs/mounts");
+	else if (xdg && *xdg)
+		len = snprintf(buf, n, "%s/cfs", xdg);
+	else if (home && *home)
+		len = snprintf(buf, n, "%s/.local/state/cfs", home);
+	else
+		len = snprintf(buf, n, "/tmp/cfs-state-%u", (unsigned)geteuid());
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
+static void mkdirs(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, 0700);
+			*s = '/';
+		}
+	mkdir(p, 0700);
+}
+
+static uint64_t load_seq(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Written to a temporary file, synced and renamed: a crash leaves the old
+ * value or the new one. */
+static int store_seq(const char *path, uint64_t seq)
+{
+	char tmp[4300];
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return log_warn_errno(-errno, "cannot record the root sequence in %s", tmp);
+	dprintf(fd, "%llu\n", (unsigned long long)seq);
+	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
+		r = log_warn_errno(-errno, "cannot record the root sequence in %s", path);
+	return r;
+}
+
+/* Decode and accept a fetched root. */
+static int check_root(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret)
+{
+	int r = g->status;
+
+	if (r == 0 && g->kind != DHASH_KIND_ROOT)
+		r = -EBADMSG;
+	if (r == 0)
+		r = sfsro_root_decode(g->data, g->len, ret);
+	if (r == 0)
+		r = sfsro_root_check(ret, &fs->vol, fs->max_seq, cfs_wall_s());
+	return r;
+}
+
+static const char *root_error(int r)
+{
+	switch (r) {
+	case -ENOENT: return "no server has a root for this volume";
+	case -ESTALE: return "the root is older than one already seen (a replay?)";
+	case -EKEYEXPIRED: return "the root has expired (the publisher has not refreshed it)";
+	case -EBADMSG: case -EKEYREJECTED: return "the root does not verify";
+	default: return strerror(-r);
+	}
+}
+
+/* ------------------------------------------------------------ first fetch */
+
+struct first {
+	cfsfuse_t *fs;
+	bool done;
+	int status;
+};
+
+static void first_got(void *arg, const struct dhash_get_result *g)
+{
+	struct first *f = arg;
+	f->done = true;
+	f->status = check_root(f->fs, g, &f->fs->root);
+}
+
+int fs__root_initial(cfsfuse_t *fs)
+{
+	char dir[4000];
+	struct cfs_id key;
+	uv_loop_t loop;
+	dhash_local_t *dh;
+	int r;
+
+	if (fs->o.state_dir)
+		snprintf(dir, sizeof(dir), "%s", fs->o.state_dir);
+	else if ((r = default_state_dir(dir, sizeof(dir))) < 0)
+		return log_error_errno(r, "state directory");
+	mkdirs(dir);
+	snprintf(fs->seq_path, sizeof(fs->seq_path), "%s/%s.seq", dir, fs->volname);
+	fs->max_seq = load_seq(fs->seq_path);
+
+	sfsro_root_key(&fs->vol, &key);
+	uv_loop_init(&loop);
+	if ((r = dhash_local_new(&loop, fs->o.socket, fs->o.fetch_timeout_ms, &dh)) < 0)
+		return r;
+	for (uint32_t attempt = 0;; attempt++) {
+		struct first f = { fs, false, 0 };
+		if ((r = dhash_local_get(dh, &key, first_got, &f)) == 0) {
+			while (!f.done)
+				uv_run(&loop, UV_RUN_ONCE);
+			r = f.status;
+		}
+		if (r == 0 || r == -ESTALE || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
+		    r == -ECONNREFUSED || attempt >= fs->o.retries)
+			break;
+		usleep(200000u * (attempt + 1));
+	}
+	dhash_local_free(dh);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	if (r == -ENOENT && access(fs->o.socket, F_OK) != 0)
+		return log_error_errno(r, "no cfsd control socket at %s: start cfsd first", fs->o.socket);
+	if (r == -ECONNREFUSED)
+		return log_error_errno(r, "no cfsd answers at %s", fs->o.socket);
+	if (r < 0) {
+		log_error("cannot mount volume %s: %s", fs->volname, root_error(r));
+		return r;
+	}
+	if (fs->root.seq > fs->max_seq) {
+		fs->max_seq = fs->root.seq;
+		(void)store_seq(fs->seq_path, fs->max_seq);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ invalidation */
+
+static void *inval_main(void *arg)
+{
+	cfsfuse_t *fs = arg;
+
+	pthread_mutex_lock(&fs->inval_lock);
+	for (;;) {
+		while (!fs->inval_head && !fs->inval_stop)
+			pthread_cond_wait(&fs->inval_cond, &fs->inval_lock);
+		if (fs->inval_stop)
+			break;
+		struct inval *v = fs->inval_head;
+		fs->inval_head = v->next;
+		if (!fs->inval_head)
+			fs->inval_tail = &fs->inval_head;
+		pthread_mutex_unlock(&fs->inval_lock);
+		if (v->name)
+			(void)fuse_lowlevel_notify_inval_entry(fs->se, v->parent, v->name, strlen(v->name));
+		if (v->ino)
+			(void)fuse_lowlevel_notify_inval_inode(fs->se, v->ino, 0, 0);
+		free(v->name);
+		free(v);
+		pthread_mutex_lock(&fs->inval_lock);
+	}
+	pthread_mutex_unlock(&fs->inval_lock);
+	return NULL;
+}
+
+void fs__inval_start(cfsfuse_t *fs)
+{
+	pthread_mutex_init(&fs->inval_lock, NULL);
+	pthread_cond_init(&fs->inval_cond, NULL);
+	fs->inval_tail = &fs->inval_head;
+	fs->inval_started = pthread_create(&fs->inval_thread, NULL, inval_main, fs) == 0;
+}
+
+void fs__inval_stop(cfsfuse_t *fs)
+{
+	if (!fs->inval_started)
+		return;
+	pthread_mutex_lock(&fs->inval_lock);
+	fs->inval_stop = true;
+	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
+	pthread_join(fs->inval_thread, NULL);
+	for (struct inval *v = fs->inval_head, *next; v; v = next) {
+		next = v->next;
+		free(v->name);
+		free(v);
+	}
+	pthread_mutex_destroy(&fs->inval_lock);
+	pthread_cond_destroy(&fs->inval_cond);
+}
+
+static void queue_inval(void *arg, struct fnode *n)
+{
+	cfsfuse_t *fs = arg;
+	struct inval *v = xcalloc(1, sizeof(*v));
+
+	v->parent = n->parent;
+	v->name = xstrdup((const char *)n->name);
+	v->ino = n->ino;
+	*fs->inval_tail = v;
+	fs->inval_tail = &v->next;
+}
+
+/* ------------------------------------------------------------ updates */
+
+static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r)
+{
+	struct fnode *root = fs__node_get(fs->nodes, 1);
+	uint64_t old = fs->root.seq;
+
+	fs->max_seq = r->seq;
+	(void)store_seq(fs->seq_path, r->seq);
+	fs->root = *r;
+	root->key = r->root_dir;
+	root->mode = r->dir_mode;
+	root->mtime_s = r->mtime_s;
+	root->mtime_ns = r->mtime_ns;
+	root->seq = r->seq;
+	fs->st.root_switches++;
+	log_info("volume %s: now at sequence %lu (was %lu)", fs->volname, (unsigned long)r->seq,
+	         (unsigned long)old);
+	/* Every name the kernel knows is looked up again, in the new tree;
+	 * open files keep the inode they opened. */
+	pthread_mutex_lock(&fs->inval_lock);
+	struct inval *v = xcalloc(1, sizeof(*v));
+	v->ino = 1;
+	*fs->inval_tail = v;
+	fs->inval_tail = &v->next;
+	fs__nodes_each(fs->nodes, queue_inval, fs);
+	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
+}
+
+static void update_got(void *arg, const struct dhash_get_result *g)
+{
+	cfsfuse_t *fs = arg;
+	struct sfsro_root r;
+	int st;
+
+	fs->checking = false;
+	if (g->status == -ECANCELED || fs->stopping)
+		return;
+	if ((st = check_root(fs, g, &r)) < 0) {
+		if (st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG || st == -EKEYREJECTED)
+			log_warn("volume %s: refusing the root the ring gave: %s", fs->volname, root_error(st));
+		else
+			log_debug("volume %s: root check failed: %s", fs->volname, root_error(st));
+		return;
+	}
+	if (r.seq > fs->root.seq)
+		switch_root(fs, &r);
+}
+
+static void on_update(uv_timer_t *t)
+{
+	cfsfuse_t *fs = t->data;
+	struct cfs_id key;
+
+	if (fs->checking || fs->stopping)
+		return;
+	sfsro_root_key(&fs->vol, &key);
+	if (dhash_local_get(fs->dh, &key, update_got, fs) == 0)
+		fs->checking = true;
+}
+
+void fs__root_start_updates(cfsfuse_t *fs)
+{
+	if (fs->o.update_s)
+		uv_timer_start(&fs->update_timer, on_update, (uint64_t)fs->o.update_s * 1000,
+		               (uint64_t)fs->o.update_s * 1000);
+}

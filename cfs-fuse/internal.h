@@ -47,7 +47,7 @@ struct fnode {
 	uint32_t mtime_ns;
 	struct cfs_id key;        /* inode (file), top directory block (dir) */
 	char *target;             /* symlink target */
-	struct cfs_id cached_key; /* content the kernel may hold in its page cache */
+	bool detached;            /* replaced by a newer version of the file */
 	uint64_t seq;             /* root version this entry was found in */
 	struct fnode *inext, *nnext; /* hash chains: by ino, by (parent, name) */
 };
@@ -125,6 +125,8 @@ typedef struct cfsfuse {
 	pthread_mutex_t inval_lock;
 	pthread_cond_t inval_cond;
 	struct inval *inval_head, **inval_tail;
+	struct inval *negatives;  /* names answered "absent" under this root */
+	uint32_t nnegatives;
 	bool inval_stop, inval_started;
 } cfsfuse_t;
 
@@ -151,6 +153,9 @@ void fs__file_read(cfsfuse_t *fs, struct fhandle *h, uint64_t off, size_t size, 
 int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
 void fs__root_start_updates(cfsfuse_t *fs);
 void fs__inval_start(cfsfuse_t *fs);
+/* Remember a negative entry, to invalidate it at the next root switch;
+ * false when too many are remembered (then cache it only briefly). */
+bool fs__negative_add(cfsfuse_t *fs, uint64_t parent, const char *name);
 void fs__inval_stop(cfsfuse_t *fs);
 
 #endif

@@ -2,9 +2,9 @@
  * The node table: one FUSE inode number per (parent, name) the kernel has
  * looked up, counted as FUSE counts lookups and dropped when forgotten.
  * Keying by path rather than by block key keeps two identical files (one
- * inode block) apart, and keeps a path's inode number across root
- * versions, so a newer root only changes the attributes and keys behind
- * the numbers the kernel holds.
+ * inode block) apart. A directory keeps its number across root versions;
+ * a file keeps it while its content does, and a changed file gets a new
+ * number (the old node leaves the name index and lives until forgotten).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +37,10 @@ static void link_node(struct fs_nodes *t, struct fnode *n)
 	size_t i = ino_bucket(n->ino, t->nbuckets), j = name_bucket(n->parent, n->name, n->name_len, t->nbuckets);
 	n->inext = t->by_ino[i];
 	t->by_ino[i] = n;
-	n->nnext = t->by_name[j];
-	t->by_name[j] = n;
+	if (!n->detached) {
+		n->nnext = t->by_name[j];
+		t->by_name[j] = n;
+	}
 }
 
 static void grow(struct fs_nodes *t)
@@ -106,12 +108,24 @@ struct fnode *fs__node_enter(struct fs_nodes *t, uint64_t parent, const struct s
 {
 	size_t j = name_bucket(parent, e->name.p, e->name.len, t->nbuckets);
 
-	for (struct fnode *n = t->by_name[j]; n; n = n->nnext)
-		if (n->parent == parent && n->name_len == e->name.len &&
-		    memcmp(n->name, e->name.p, e->name.len) == 0) {
+	for (struct fnode **pp = &t->by_name[j]; *pp; pp = &(*pp)->nnext) {
+		struct fnode *n = *pp;
+		if (n->parent != parent || n->name_len != e->name.len ||
+		    memcmp(n->name, e->name.p, e->name.len) != 0)
+			continue;
+		/* A directory keeps its number across versions (its listing is
+		 * invalidated); a file whose content changed gets a new one, so
+		 * the kernel's pages of the old content stay with the old
+		 * number, which files opened before keep reading. */
+		if (n->type == e->type && (e->type != SFSRO_T_FILE || cfs_id_eq(&n->key, &e->key))) {
 			set_attrs(n, e, seq);
 			return n;
 		}
+		*pp = n->nnext;
+		n->nnext = NULL;
+		n->detached = true;
+		break;
+	}
 	if (t->count >= t->nbuckets)
 		grow(t);
 	struct fnode *n = xcalloc(1, sizeof(*n));
@@ -133,10 +147,12 @@ static void unlink_node(struct fs_nodes *t, struct fnode *n)
 	while (*pp != n)
 		pp = &(*pp)->inext;
 	*pp = n->inext;
-	pp = &t->by_name[name_bucket(n->parent, n->name, n->name_len, t->nbuckets)];
-	while (*pp != n)
-		pp = &(*pp)->nnext;
-	*pp = n->nnext;
+	if (!n->detached) {
+		pp = &t->by_name[name_bucket(n->parent, n->name, n->name_len, t->nbuckets)];
+		while (*pp != n)
+			pp = &(*pp)->nnext;
+		*pp = n->nnext;
+	}
 	t->count--;
 }
 

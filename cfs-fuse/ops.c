@@ -78,6 +78,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 struct lookup_ctx {
 	fuse_req_t req;
 	uint64_t parent;
+	char name[];
 };
 
 static void lookup_done(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e)
@@ -86,9 +87,10 @@ static void lookup_done(cfsfuse_t *fs, void *arg, int status, const struct sfsro
 	struct fuse_entry_param ep;
 
 	if (status == -ENOENT) {
-		/* a negative entry: the kernel remembers the name is absent */
+		/* A negative entry: the kernel remembers the name is absent,
+		 * and we remember to withdraw that when a newer root comes. */
 		memset(&ep, 0, sizeof(ep));
-		ep.entry_timeout = CACHE_TIMEOUT_S;
+		ep.entry_timeout = fs__negative_add(fs, c->parent, c->name) ? CACHE_TIMEOUT_S : 1.0;
 		fuse_reply_entry(c->req, &ep);
 	} else if (status < 0) {
 		fs->st.eio += status == -EIO;
@@ -120,9 +122,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	c = xcalloc(1, sizeof(*c));
+	c = xcalloc(1, sizeof(*c) + strlen(name) + 1);
 	c->req = req;
 	c->parent = parent;
+	strcpy(c->name, name);
 	fs__dir_lookup(fs, &p->key, name, lookup_done, c);
 }
 
@@ -233,25 +236,22 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		} else {
 			const struct sfsro_entry *e = &l->v[i - 2];
 			name = (const char *)e->name.p;
-			if (plus) {
-				n = fs__node_enter(fs->nodes, ino, e, l->seq);
-				fill_entry(n, &ep);
-			} else {
-				ep.attr.st_ino = 0; /* the kernel looks it up when it needs it */
-				ep.attr.st_mode = e->type == SFSRO_T_DIR ? S_IFDIR :
-				                  e->type == SFSRO_T_SYMLINK ? S_IFLNK : S_IFREG;
-			}
+			/* Plain readdir makes a node too (not counted as a
+			 * lookup): d_ino must not be 0, which readers take for a
+			 * deleted entry, and should match what stat says. */
+			n = fs__node_enter(fs->nodes, ino, e, l->seq);
+			fill_entry(n, &ep);
 		}
 		st = ep.attr;
 		add = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name, &ep, (off_t)i + 1)
 		           : fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)i + 1);
 		if (add > size - used) {
 			/* did not fit: a node made for it stays unreferenced */
-			if (n && n->nlookup == 0)
+			if (plus && n && n->nlookup == 0)
 				fs__node_forget(fs->nodes, n->ino, 0);
 			break;
 		}
-		if (n)
+		if (plus && n)
 			n->nlookup++;
 		used += add;
 	}
@@ -282,17 +282,14 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 static void open_done(cfsfuse_t *fs, void *arg, int status, struct fhandle *h)
 {
 	struct open_ctx *c = arg;
-	struct fnode *n = fs__node_get(fs->nodes, c->ino);
 
 	if (status < 0) {
 		fs->st.eio += status == -EIO;
 		reply_errno(c->req, status);
 	} else {
 		c->fi.fh = (uint64_t)(uintptr_t)h;
-		/* The kernel's pages are good while the content is the same. */
-		c->fi.keep_cache = n && cfs_id_eq(&n->cached_key, &h->key);
-		if (n)
-			n->cached_key = h->key;
+		/* An inode number's content never changes (nodes.c). */
+		c->fi.keep_cache = 1;
 		if (fuse_reply_open(c->req, &c->fi) < 0)
 			fs__fhandle_free(h);
 	}

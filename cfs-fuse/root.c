@@ -223,8 +223,28 @@ void fs__inval_stop(cfsfuse_t *fs)
 		free(v->name);
 		free(v);
 	}
+	for (struct inval *v = fs->negatives, *next; v; v = next) {
+		next = v->next;
+		free(v->name);
+		free(v);
+	}
 	pthread_mutex_destroy(&fs->inval_lock);
 	pthread_cond_destroy(&fs->inval_cond);
+}
+
+#define NEGATIVES_MAX 65536
+
+bool fs__negative_add(cfsfuse_t *fs, uint64_t parent, const char *name)
+{
+	if (fs->nnegatives >= NEGATIVES_MAX)
+		return false;
+	struct inval *v = xcalloc(1, sizeof(*v));
+	v->parent = parent;
+	v->name = xstrdup(name);
+	v->next = fs->negatives;
+	fs->negatives = v;
+	fs->nnegatives++;
+	return true;
 }
 
 static void queue_inval(void *arg, struct fnode *n)
@@ -265,6 +285,15 @@ static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r)
 	*fs->inval_tail = v;
 	fs->inval_tail = &v->next;
 	fs__nodes_each(fs->nodes, queue_inval, fs);
+	if (fs->negatives) {
+		struct inval *last = fs->negatives;
+		while (last->next)
+			last = last->next;
+		*fs->inval_tail = fs->negatives;
+		fs->inval_tail = &last->next;
+		fs->negatives = NULL;
+		fs->nnegatives = 0;
+	}
 	pthread_cond_signal(&fs->inval_cond);
 	pthread_mutex_unlock(&fs->inval_lock);
 }

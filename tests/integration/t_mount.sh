@@ -1,0 +1,185 @@
+#!/bin/bash
+# cfs-mount on a 16-daemon loopback ring (k = 6), through a real kernel
+# FUSE mount:
+#   - a published tree with every kind of entry reads back equal to its
+#     source: contents, types, modes, sizes, mtimes, link targets (listing
+#     and diff -r), tar of the mount equals tar of the source, cp -a out of
+#     it works, and a git repository inside passes git fsck and git log;
+#   - a file larger than 4 GiB has its size and its last bytes;
+#   - it is read-only (EROFS) and exposes user.cfs.key / user.cfs.seq;
+#   - a newer root is picked up; a file opened before keeps reading the
+#     version it opened; a remembered higher sequence refuses an older root;
+#   - a block whose every replica is gone is EIO within a bounded time and
+#     the rest of the mount keeps working;
+#   - SIGTERM unmounts and exits.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../harness/cluster.sh"
+PUBLISH=$CFS_BIN/cfs-publish
+MOUNT=$CFS_BIN/cfs-mount
+LISTING=$(dirname "$0")/tree-listing.py
+export XDG_CONFIG_HOME=$TEST_DIR/config
+N=16
+M=5 # the daemon the mount talks to
+mnt=$TEST_DIR/mnt
+MOUNT_PID=
+mount_cleanup() {
+	[ -n "$MOUNT_PID" ] && kill -TERM "$MOUNT_PID" 2>/dev/null
+	sleep 0.5
+	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt" 2>/dev/null
+	true
+}
+trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
+
+# ---- the tree
+src=$TEST_DIR/src
+t=$src/tree
+mkdir -p "$t"
+: >"$t/empty"
+head -c 8192 /dev/urandom >"$t/one-block"
+head -c 8193 /dev/urandom >"$t/one-block-plus-one"
+head -c 700 /dev/urandom >"$t/inline-small"
+head -c 3000000 /dev/urandom >"$t/three-mb"
+printf '#!/bin/sh\necho hi\n' >"$t/script.sh"; chmod 755 "$t/script.sh"
+chmod 600 "$t/one-block"
+printf 'spaces' >"$t/name with spaces"
+printf 'newline' >"$t/new
+line"
+printf 'utf8' >"$t/naïve-日本"
+printf 'latin1' >"$t/$(printf 'caf\xe9')"
+ln -s one-block "$t/link-rel"
+ln -s /nonexistent/target "$t/link-dangling"
+mkdir "$t/empty-dir"
+mkdir "$t/wide"
+(cd "$t/wide" && seq -f 'entry-%05g' 1 3000 | xargs touch)
+deep=$t/deep
+for i in $(seq 1 12); do deep=$deep/level$i; done
+mkdir -p "$deep"
+echo bottom >"$deep/file"
+touch -d '2001-02-03 04:05:06.123456789' "$t/one-block"
+touch -h -d '1999-12-31 23:59:59' "$t/link-rel"
+git init -q "$t/repo"
+cp -r "$(dirname "$0")/../../docs" "$t/repo/docs"
+git -C "$t/repo" add -A
+git -C "$t/repo" -c user.name=t -c user.email=t@t commit -qm "first"
+echo more >>"$t/repo/docs/README.extra"
+git -C "$t/repo" add -A
+git -C "$t/repo" -c user.name=t -c user.email=t@t commit -qm "second"
+truncate -s 4500M "$src/huge"
+printf 'the end of a huge file' | dd of="$src/huge" bs=1 seek=$((4500 * 1024 * 1024 - 22)) conv=notrunc status=none
+echo v1 >"$src/version"
+mkdir "$src/untouched" # never read before the replica-loss check
+for i in 1 2 3 4 5 6 7 8; do head -c 2000 /dev/urandom >"$src/untouched/f$i"; done
+ok "tree generated"
+
+cluster_start "$N" 1 --stabilize-ms 250
+cluster_wait_correct 90 || fail "the $N-daemon ring did not converge"
+echo "# ring of $N daemons converged in ${CLUSTER_CONVERGED_S}s"
+
+"$PUBLISH" --keygen >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
+vol=$(cat "$TEST_DIR/vol")
+start=$SECONDS
+"$PUBLISH" --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" ||
+	{ cat "$TEST_DIR/err"; fail "publish to the ring"; }
+[ "$(cat "$TEST_DIR/out")" = "$vol" ] || fail "publish printed '$(cat "$TEST_DIR/out")'"
+echo "# published to the ring in $((SECONDS - start)) s: $(grep -o '[0-9]* files.*' "$TEST_DIR/err")"
+
+mkdir -p "$mnt"
+start_mount() { # extra cfs-mount options
+	"$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$@" "$vol" "$mnt" \
+		>"$TEST_DIR/mount.out" 2>>"$TEST_DIR/mount.log" &
+	MOUNT_PID=$!
+	PIDS+=("$MOUNT_PID")
+	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted"; }
+	[ "$(cat "$TEST_DIR/mount.out")" = "$mnt" ] || fail "cfs-mount printed '$(cat "$TEST_DIR/mount.out")'"
+}
+start_mount --update 1 --timeout 3000 --retries 1
+
+# ---- the tree reads back equal
+start=$SECONDS
+python3 "$LISTING" "$t" | sort >"$TEST_DIR/source"
+python3 "$LISTING" "$mnt/tree" | sort >"$TEST_DIR/mounted"
+diff "$TEST_DIR/source" "$TEST_DIR/mounted" >"$TEST_DIR/diff" ||
+	{ head -20 "$TEST_DIR/diff"; fail "the mounted tree differs from the source"; }
+entries=$(wc -l <"$TEST_DIR/source")
+[ "$entries" -gt 3000 ] || fail "only $entries entries compared"
+diff -r --no-dereference "$t" "$mnt/tree" || fail "diff -r finds differences"
+ok "mounted tree equals the source: $entries entries (contents, types, modes, sizes, mtimes, targets) in $((SECONDS - start)) s"
+
+tar_of() { tar -C "$1" -c --sort=name --owner=0 --group=0 --numeric-owner --format=gnu . | sha256sum; }
+[ "$(tar_of "$t")" = "$(tar_of "$mnt/tree")" ] || fail "tar of the mount differs from tar of the source"
+cp -a "$mnt/tree" "$TEST_DIR/copy" || fail "cp -a out of the mount"
+diff -r --no-dereference "$t" "$TEST_DIR/copy" || fail "the copy differs"
+git -C "$mnt/tree/repo" fsck --no-dangling >"$TEST_DIR/git.out" 2>&1 || { cat "$TEST_DIR/git.out"; fail "git fsck"; }
+[ "$(git -C "$mnt/tree/repo" log --format=%s | tr '\n' ' ')" = "second first " ] || fail "git log"
+ok "tar equal, cp -a works, git fsck and git log pass inside the mount"
+
+[ "$(stat -c %s "$mnt/huge")" = $((4500 * 1024 * 1024)) ] || fail "size of the 4.5 GiB file: $(stat -c %s "$mnt/huge")"
+tail=$(dd if="$mnt/huge" bs=1M skip=4499 status=none | tail -c 22)
+[ "$tail" = "the end of a huge file" ] || fail "the end of the 4.5 GiB file reads '$tail'"
+ok "a 4.5 GiB file: size and last bytes"
+
+# ---- read-only, xattrs
+touch "$mnt/new" 2>"$TEST_DIR/err" && fail "creating a file succeeded"
+grep -q "Read-only file system" "$TEST_DIR/err" || fail "create: $(cat "$TEST_DIR/err")"
+(echo x >>"$mnt/version") 2>"$TEST_DIR/err" && fail "appending succeeded"
+grep -q "Read-only file system" "$TEST_DIR/err" || fail "append: $(cat "$TEST_DIR/err")"
+xa() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], sys.argv[2]).decode())" "$@"; }
+[ "$(xa "$mnt" user.cfs.seq)" = 1 ] || fail "user.cfs.seq of / is $(xa "$mnt" user.cfs.seq)"
+[ "$(xa "$mnt" user.cfs.volume)" = "$vol" ] || fail "user.cfs.volume"
+key=$(xa "$mnt/tree/three-mb" user.cfs.key)
+[ ${#key} = 64 ] || fail "user.cfs.key '$key'"
+"$CFSCTL" --data "$TEST_DIR/node$M" get --check "$key" | grep -q " ok " || fail "the inode named by user.cfs.key is not on the ring"
+ok "EROFS on writes; user.cfs.seq, user.cfs.volume, user.cfs.key (fetchable)"
+
+# ---- a newer root; an open file keeps its version
+exec 7<"$mnt/version"
+echo v2 >"$src/version"
+echo new >"$src/added"
+"$PUBLISH" --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" >/dev/null 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish v2"; }
+wait_for 30 test -e "$mnt/added" || fail "the mount did not pick up the new root: $(tail -3 "$TEST_DIR/mount.log")"
+[ "$(cat "$mnt/version")" = v2 ] || fail "after the switch version reads '$(cat "$mnt/version")'"
+[ "$(cat <&7)" = v1 ] || fail "a file opened before the switch does not read its old version"
+exec 7<&-
+[ "$(xa "$mnt" user.cfs.seq)" = 2 ] || fail "user.cfs.seq after the switch"
+ok "newer root picked up (sequence 2); a file opened before still reads v1"
+
+# ---- a block with no replica left: EIO, bounded, the rest still works
+holders() { # KEY: indices of the daemons storing it
+	local i
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		"$CFSCTL" --data "$TEST_DIR/node$i" keys | grep -q "^$1" && echo "$i"
+	done
+	true
+}
+victim=
+for f in f1 f2 f3 f4 f5 f6 f7 f8; do
+	k=$(xa "$mnt/untouched/$f" user.cfs.key)
+	h=$(holders "$k")
+	if ! grep -qx "$M" <<<"$h"; then victim=$f; break; fi
+done
+[ -n "$victim" ] || fail "no file whose inode the mount's own daemon does not hold"
+for i in $h; do cluster_kill "$i"; done
+echo "# killed daemons $(echo $h | tr '\n' ' ')holding the inode of $victim"
+start=$SECONDS
+cat "$mnt/untouched/$victim" >/dev/null 2>"$TEST_DIR/err" && fail "reading $victim with every replica gone succeeded"
+took=$((SECONDS - start))
+grep -q "Input/output error" "$TEST_DIR/err" || fail "reading a lost block: $(cat "$TEST_DIR/err")"
+[ $took -le 30 ] || fail "EIO took $took s"
+grep -q "$(echo "$k" | head -c 8)" "$TEST_DIR/mount.log" || fail "the lost block's key is not in the log"
+cmp -s "$t/one-block-plus-one" "$mnt/tree/one-block-plus-one" || fail "the mount stopped working after an EIO"
+ls -l "$mnt/tree/wide" >/dev/null || fail "ls after an EIO"
+echo "# every replica of one inode gone: EIO after ${took}s (bound 30 s)"
+ok "every replica gone: EIO after ${took}s (bound 30 s), key logged; the rest of the mount works"
+
+# ---- rollback protection: a remembered higher sequence refuses the ring's root
+kill -TERM "$MOUNT_PID"
+wait "$MOUNT_PID" || fail "cfs-mount exited $? after SIGTERM"
+mountpoint -q "$mnt" && fail "still mounted after SIGTERM"
+MOUNT_PID=
+[ "$(cat "$TEST_DIR/state/$vol.seq")" = 2 ] || fail "the highest sequence seen was not kept"
+echo 99 >"$TEST_DIR/state/$vol.seq"
+expect_exit 1 "$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$vol" "$mnt" 2>"$TEST_DIR/err"
+grep -q "older than one already seen" "$TEST_DIR/err" || fail "an older root: $(cat "$TEST_DIR/err")"
+mountpoint -q "$mnt" && fail "mounted an older root"
+ok "SIGTERM unmounts and exits 0; a root below the remembered sequence is refused"

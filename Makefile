@@ -107,7 +107,8 @@ $(B)/%.o: %.c $(B)/config.mk
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount
+PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
+            $(B)/bin/cfs-cat
 HARNESS  := $(B)/bin/cfs-ring
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -117,7 +118,8 @@ $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) 
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsd $(B)/bin/cfsctl: LINK_LIBS = $(LEVELDB_LIBS)
-$(B)/bin/cfs-mount: LINK_LIBS = $(FUSE_LIBS) -lpthread
+$(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) -lpthread
 $(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -239,6 +241,10 @@ bench-publish: $(PROGRAMS) $(HASH_RATE)
 bench-rpc: $(BENCH_RPC)
 	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
 
+.PHONY: bench-read
+bench-read: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-read.sh $(CURDIR)/$(B)/bin
+
 .PHONY: bench-dhash
 bench-dhash: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-dhash.sh $(CURDIR)/$(B)/bin
@@ -284,6 +290,8 @@ help:
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
+	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx;"
+	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
 	@echo "make lint       check the layering rules"
 	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean      remove build trees"

@@ -1,6 +1,6 @@
 /*
  * cfsd — the volunteer's server daemon, and the local control protocol
- * that tools (cfsctl, later cfs-mount and cfs-publish) use to reach it.
+ * that tools (cfsctl, cfs-mount, cfs-cat, cfs-publish) use to reach it.
  *
  * A daemon keeps its state in one data directory: a lock file that makes a
  * second daemon on the same directory refuse to start, the block store
@@ -10,7 +10,7 @@
  * What the daemon serves today: the Chord ring (chord/: every ring message
  * over UDP), the block store (dhash/: STORE, FETCH, HAVE, REFRESH in
  * DATA/blocks), CTL_STATUS (with the ring tables and store counters),
- * CTL_LOOKUP, CTL_GET and CTL_PUT. See docs/OPERATIONS.md.
+ * CTL_LOOKUP, CTL_GET, CTL_PUT, CTL_HAVE and CTL_REFRESH. See docs/OPERATIONS.md.
  */
 #ifndef CFS_CFSD_H
 #define CFS_CFSD_H

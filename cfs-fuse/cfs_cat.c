@@ -1,0 +1,234 @@
+/*
+ * cfs-cat — read one file of a volume to stdout with the mount's own client
+ * code (block cache, verified walks), without FUSE: the baseline a mount is
+ * measured against, and the CFS Figure 6 experiment (whole-file download
+ * speed against the number of blocks in flight).
+ *
+ *   cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cfs-fuse/internal.h"
+
+struct cat;
+
+struct chunk {
+	struct cat *c;
+	uint8_t *p;
+	size_t n;
+	bool done;
+	int status;
+};
+
+struct cat {
+	cfsfuse_t *fs;
+	struct fhandle *h;
+	struct cfs_sbuf path;
+	const char *rest;         /* the path still to resolve */
+	struct cfs_id dir;
+	uint32_t window, bsize;
+	uint64_t size, next_off, written;
+	struct chunk *ring;       /* window slots, by block number mod window */
+	uint64_t first;           /* block number of the oldest slot */
+	int status;
+	bool finished;
+};
+
+static void cat_finish(struct cat *c, int status)
+{
+	if (!c->status)
+		c->status = status;
+	c->finished = true;
+}
+
+static void read_more(struct cat *c);
+
+static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n)
+{
+	struct chunk *k = arg;
+
+	k->done = true;
+	k->status = status;
+	if (status == 0) {
+		k->p = xmemdup(p, n ? n : 1);
+		k->n = n;
+	}
+	read_more(k->c);
+}
+
+/* Write finished chunks in order, start new ones up to the window. */
+static void read_more(struct cat *c)
+{
+	for (;;) {
+		struct chunk *k = &c->ring[c->first % c->window];
+		if (c->first * c->bsize >= c->size)
+			break;
+		if (!k->done)
+			break;
+		if (k->status < 0) {
+			cat_finish(c, k->status);
+			return;
+		}
+		if (fwrite(k->p, 1, k->n, stdout) != k->n) {
+			cat_finish(c, -EIO);
+			return;
+		}
+		c->written += k->n;
+		free(k->p);
+		memset(k, 0, sizeof(*k));
+		c->first++;
+	}
+	if (c->written >= c->size) {
+		cat_finish(c, 0);
+		return;
+	}
+	while (c->next_off < c->size && c->next_off / c->bsize < c->first + c->window) {
+		struct chunk *k = &c->ring[(c->next_off / c->bsize) % c->window];
+		uint64_t off = c->next_off;
+		c->next_off += c->bsize;
+		memset(k, 0, sizeof(*k));
+		k->c = c;
+		fs__file_read(c->fs, c->h, off, c->bsize, chunk_done, k);
+	}
+}
+
+static void opened(cfsfuse_t *fs, void *arg, int status, struct fhandle *h)
+{
+	struct cat *c = arg;
+
+	if (status < 0) {
+		cat_finish(c, status);
+		return;
+	}
+	c->h = h;
+	c->size = h->inode.size;
+	c->bsize = h->inode.bsize ? h->inode.bsize : SFSRO_BLOCK_SIZE_DEFAULT;
+	c->ring = xcalloc(c->window, sizeof(*c->ring));
+	if (c->size == 0) {
+		cat_finish(c, 0);
+		return;
+	}
+	read_more(c);
+}
+
+static void lookup_next(struct cat *c);
+
+static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e)
+{
+	struct cat *c = arg;
+
+	if (status < 0) {
+		cat_finish(c, status);
+		return;
+	}
+	c->dir = e->key;
+	if (*c->rest == 0) {
+		if (e->type != SFSRO_T_FILE) {
+			cat_finish(c, e->type == SFSRO_T_DIR ? -EISDIR : -EINVAL);
+			return;
+		}
+		fs__file_open(fs, 0, &e->key, opened, c);
+		return;
+	}
+	if (e->type != SFSRO_T_DIR) {
+		cat_finish(c, -ENOTDIR);
+		return;
+	}
+	lookup_next(c);
+}
+
+static void lookup_next(struct cat *c)
+{
+	char name[SFSRO_NAME_MAX + 1];
+
+	while (*c->rest == '/')
+		c->rest++;
+	size_t n = strcspn(c->rest, "/");
+	if (n == 0 || n > SFSRO_NAME_MAX) {
+		cat_finish(c, n ? -ENAMETOOLONG : -EISDIR);
+		return;
+	}
+	memcpy(name, c->rest, n);
+	name[n] = 0;
+	c->rest += n;
+	while (*c->rest == '/')
+		c->rest++;
+	fs__dir_lookup(c->fs, &c->dir, name, looked_up, c);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cfsd", required_argument, NULL, 's' },
+		{ "data", required_argument, NULL, 'D' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char sock[4096] = "";
+	const char *why = "";
+	unsigned long window = 16;
+	struct cat c = { 0 };
+	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
+	char *end;
+	int opt;
+
+	cfs_log_init(argv[0], CFS_LOG_WARN);
+	cfsfuse_options_default(&fs->o);
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":s:D:w:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': snprintf(sock, sizeof(sock), "%s", optarg); break;
+		case 'D': snprintf(sock, sizeof(sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
+		case 'w':
+			window = strtoul(optarg, &end, 10);
+			if (*end || window < 1 || window > 4096)
+				cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+				                "--window wants 1..4096 blocks");
+			break;
+		case 'h':
+			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH\n\n"
+			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
+			     "(default 16), through the local cfsd; no FUSE.");
+			return 0;
+		default:
+			cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+			                "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 2)
+		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+		                "give a VOLUME and a PATH");
+	if (cfs_name_decode(fs->vol.b, argv[optind], &why) < 0)
+		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+		                "'%s' is not a volume name: %s", argv[optind], why);
+	if (!sock[0] && dhash_default_socket(sock, sizeof(sock)) < 0)
+		return 2;
+	if (cfs_crypto_init() < 0)
+		return 1;
+	fs->o.socket = sock;
+	cfs_name_encode(fs->volname, fs->vol.b);
+	if (fs__root_initial(fs) < 0)
+		return 1;
+	fs->loop = uv_default_loop();
+	if (dhash_local_new(fs->loop, sock, fs->o.fetch_timeout_ms, &fs->dh) < 0)
+		return 1;
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o);
+	c.fs = fs;
+	c.window = (uint32_t)window;
+	c.dir = fs->root.root_dir;
+	c.rest = argv[optind + 1];
+	lookup_next(&c);
+	while (!c.finished)
+		uv_run(fs->loop, UV_RUN_ONCE);
+	fflush(stdout);
+	if (c.status < 0) {
+		log_error("%s: %s", argv[optind + 1], strerror(-c.status));
+		return 1;
+	}
+	return 0;
+}

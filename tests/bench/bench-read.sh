@@ -1,0 +1,164 @@
+#!/bin/bash
+# make bench-read: reading through cfs-mount on a 16-daemon loopback ring,
+# side by side with its baselines, all in one run:
+#   - a 256 MiB file read sequentially through the mount, cold (fresh mount,
+#     kernel caches dropped) and warm (again, from the kernel's page cache);
+#   - the same file through the client library without FUSE (cfs-cat);
+#   - the same file served by nginx over loopback and fetched with curl;
+#   - whole-file download speed against the number of blocks in flight,
+#     1..64 (the shape of CFS Figure 6), through cfs-cat;
+#   - find and ls -lR of a 10,000-file tree through a cold mount: wall time
+#     and block fetches.
+# Usage: bench-read.sh BIN_DIR   (BENCH_READ_MB, BENCH_SWEEP_MB, BENCH_FILES)
+set -euo pipefail
+BIN=$1
+here=$(cd "$(dirname "$0")" && pwd)
+export CFS_BIN=$BIN
+TEST_DIR=$(mktemp -d /tmp/cfs-bench-read.XXXXXX)
+export TEST_DIR
+. "$here/../integration/lib.sh"
+. "$here/../harness/cluster.sh"
+SIZE_MB=${BENCH_READ_MB:-256}
+SWEEP_MB=${BENCH_SWEEP_MB:-32}
+FILES=${BENCH_FILES:-10000}
+N=16
+M=5
+mnt=$TEST_DIR/mnt
+MOUNT_PID=
+NGINX_PID=
+bench_cleanup() {
+	[ -n "$MOUNT_PID" ] && kill -TERM "$MOUNT_PID" 2>/dev/null && wait "$MOUNT_PID" 2>/dev/null
+	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt"
+	[ -n "$NGINX_PID" ] && kill -TERM "$NGINX_PID" 2>/dev/null
+	cleanup
+	cluster_cleanup
+	rm -rf "$TEST_DIR"
+}
+trap bench_cleanup EXIT
+
+mbs() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / 1e6 / float(sys.argv[2])))" "$@"; }
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print('%.3f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
+stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
+
+mount_fresh() {
+	if [ -n "$MOUNT_PID" ]; then
+		kill -TERM "$MOUNT_PID"; wait "$MOUNT_PID" || true; MOUNT_PID=
+	fi
+	"$BIN/cfs-mount" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$@" "$vol" "$mnt" \
+		>/dev/null 2>>"$TEST_DIR/mount.log" &
+	MOUNT_PID=$!
+	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted"; }
+	sync; echo 3 >/proc/sys/vm/drop_caches
+}
+
+echo "== generating: a ${SIZE_MB} MiB file, a ${SWEEP_MB} MiB file, a ${FILES}-file tree"
+src=$TEST_DIR/src
+mkdir -p "$src/tree"
+head -c "$((SIZE_MB << 20))" /dev/urandom >"$src/big"
+head -c "$((SWEEP_MB << 20))" /dev/urandom >"$src/sweep"
+python3 - "$src/tree" "$FILES" <<'EOF'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // 100))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        f.write(os.urandom(1500 + i % 3000))
+EOF
+
+cluster_start "$N" 1 --stabilize-ms 250
+cluster_wait_correct 90 || fail "the ring did not converge"
+echo "== ring of $N daemons (k = 6) converged in ${CLUSTER_CONVERGED_S}s"
+export XDG_CONFIG_HOME=$TEST_DIR/config
+"$BIN/cfs-publish" --keygen >/dev/null 2>&1
+t0=$(now)
+vol=$("$BIN/cfs-publish" --quiet --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" 2>"$TEST_DIR/publish.log") ||
+	{ cat "$TEST_DIR/publish.log"; fail "publish"; }
+secs=$(since "$t0")
+bytes=$(du -sb --apparent-size "$src" | cut -f1)
+echo "== published $(numfmt --to=iec "$bytes") in ${secs}s: $(mbs "$bytes" "$secs") MB/s with 6 replicas"
+
+size=$((SIZE_MB << 20))
+mkdir -p "$mnt"
+
+# ---- the big file through the mount, cold and warm
+mount_fresh
+t0=$(now); dd if="$mnt/big" of=/dev/null bs=1M status=none; cold=$(since "$t0")
+fetches=$(stat_of fetches)
+t0=$(now); dd if="$mnt/big" of=/dev/null bs=1M status=none; warm=$(since "$t0")
+cmp -s "$src/big" "$mnt/big" || fail "the mount read different bytes"
+
+# ---- the client library without FUSE
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 64 "$vol" /big >/dev/null; plain=$(since "$t0")
+
+# ---- nginx over loopback
+if ! command -v nginx >/dev/null || ! command -v curl >/dev/null; then
+	"$here/../../tools/ensure-deps.sh" nginx-light curl >/dev/null
+	# the package starts the system's nginx on port 80; this benchmark
+	# runs its own and leaves nothing running
+	/etc/init.d/nginx stop >/dev/null 2>&1 || true
+fi
+port=$(free_port)
+mkdir -p "$TEST_DIR/nginx"
+cat >"$TEST_DIR/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $TEST_DIR/nginx/pid;
+error_log $TEST_DIR/nginx/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $TEST_DIR/nginx;
+	proxy_temp_path $TEST_DIR/nginx;
+	fastcgi_temp_path $TEST_DIR/nginx;
+	uwsgi_temp_path $TEST_DIR/nginx;
+	scgi_temp_path $TEST_DIR/nginx;
+	server { listen 127.0.0.1:$port; root $src; }
+}
+EOF
+nginx -c "$TEST_DIR/nginx/nginx.conf" &
+NGINX_PID=$!
+wait_for 10 curl -sf -o /dev/null "http://127.0.0.1:$port/sweep" || fail "nginx did not start"
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); curl -sf -o /dev/null "http://127.0.0.1:$port/big"; http_cold=$(since "$t0")
+t0=$(now); curl -sf -o /dev/null "http://127.0.0.1:$port/big"; http_warm=$(since "$t0")
+
+echo
+echo "== sequential read of a ${SIZE_MB} MiB file (16 daemons, loopback)"
+printf '%-44s %8s %10s\n' "reader" "seconds" "MB/s"
+printf '%-44s %8s %10s\n' "cfs-mount, cold (fresh mount, caches dropped)" "$cold" "$(mbs $size "$cold")"
+printf '%-44s %8s %10s\n' "cfs-mount, warm (kernel page cache)" "$warm" "$(mbs $size "$warm")"
+printf '%-44s %8s %10s\n' "client library, no FUSE (cfs-cat -w 64)" "$plain" "$(mbs $size "$plain")"
+printf '%-44s %8s %10s\n' "nginx + curl over loopback, cold" "$http_cold" "$(mbs $size "$http_cold")"
+printf '%-44s %8s %10s\n' "nginx + curl over loopback, warm" "$http_warm" "$(mbs $size "$http_warm")"
+python3 - "$cold" "$plain" "$http_cold" <<'EOF'
+import sys
+m, p, h = map(float, sys.argv[1:])
+print("mount / plain client: %.0f %%  (aim >= 80 %%);  mount / nginx cold: %.0f %%  (aim >= 50 %%)" % (100 * p / m, 100 * h / m))
+EOF
+echo "mount fetched $fetches blocks for $((size / 8192)) data blocks"
+
+# ---- CFS Figure 6: download speed against the blocks in flight
+echo
+echo "== whole-file download of ${SWEEP_MB} MiB against the prefetch window (cfs-cat; CFS Figure 6 shape)"
+printf '%-8s %8s %10s\n' "window" "seconds" "MB/s"
+for w in 1 2 4 8 16 32 64; do
+	t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window "$w" "$vol" /sweep >/dev/null; s=$(since "$t0")
+	printf '%-8s %8s %10s\n' "$w" "$s" "$(mbs $((SWEEP_MB << 20)) "$s")"
+done
+
+# ---- a 10,000-file tree: find and ls -lR through a cold mount
+echo
+echo "== a ${FILES}-file tree through a cold mount"
+printf '%-12s %8s %10s %8s\n' "command" "seconds" "fetches" "entries"
+mount_fresh
+t0=$(now); n=$(find "$mnt/tree" | wc -l); s=$(since "$t0")
+printf '%-12s %8s %10s %8s\n' "find" "$s" "$(stat_of fetches)" "$n"
+mount_fresh
+t0=$(now); n=$(ls -lR "$mnt/tree" | wc -l); s=$(since "$t0")
+printf '%-12s %8s %10s %8s\n' "ls -lR" "$s" "$(stat_of fetches)" "$n"
+t0=$(now); cp -r "$mnt/tree" "$TEST_DIR/copy"; s=$(since "$t0")
+printf '%-12s %8s %10s %8s\n' "cp -r (after ls)" "$s" "$(stat_of fetches)" "$FILES"

@@ -140,7 +140,7 @@ $(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS) $(CRITERION_LIBS)

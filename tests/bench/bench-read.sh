@@ -105,6 +105,7 @@ mkdir -p "$TEST_DIR/nginx"
 cat >"$TEST_DIR/nginx/nginx.conf" <<EOF
 daemon off;
 worker_processes 1;
+user root root;
 pid $TEST_DIR/nginx/pid;
 error_log $TEST_DIR/nginx/error.log;
 events { worker_connections 64; }

@@ -49,19 +49,6 @@ static unsigned long number(const char *opt, const char *s, unsigned long max)
 	return v;
 }
 
-static void mkdirs(const char *dir)
-{
-	char p[4096];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = 0;
-			mkdir(p, 0755);
-			*s = '/';
-		}
-	mkdir(p, 0755);
-}
-
 int main(int argc, char **argv)
 {
 	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
@@ -143,7 +130,7 @@ int main(int argc, char **argv)
 			snprintf(mnt, sizeof(mnt), "%s/cfs/%s", run, argv[optind]);
 		else
 			bad_usage("no MOUNTPOINT given and $XDG_RUNTIME_DIR is not set");
-		mkdirs(mnt);
+		(void)cfs_mkdir_p(mnt, 0755); /* a failure shows when mounting */
 	}
 	if (cfs_crypto_init() < 0)
 		return 1;

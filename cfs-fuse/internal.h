@@ -147,6 +147,10 @@ void fs__fhandle_free(struct fhandle *h);
 typedef void (*fs_read_cb)(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n);
 void fs__file_read(cfsfuse_t *fs, struct fhandle *h, uint64_t off, size_t size, fs_read_cb cb,
                    void *arg);
+/* The key of data block b if every indirect block above it is cached; else
+ * prefetch the first one missing (cb when it arrives) and return false. */
+bool fs__data_key_cached(cfsfuse_t *fs, const struct sfsro_inode *ino, uint64_t b,
+                         struct cfs_id *ret, fs_blk_cb cb, void *arg);
 
 /* root.c: fetching and checking roots, updates, invalidations. */
 /* Fetch the volume's root with a private loop (before mounting). */

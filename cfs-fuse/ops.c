@@ -336,38 +336,6 @@ static void prefetch_done(void *arg, int status, const struct fblk *b)
 		fs->window = 1;
 }
 
-/* The key of data block b if every indirect block above it is cached; else
- * start fetching the first missing one and return false. */
-static bool data_key_cached(cfsfuse_t *fs, const struct sfsro_inode *ino, uint64_t b,
-                            struct cfs_id *ret)
-{
-	uint64_t span = 1;
-	const struct cfs_id *keys = ino->keys;
-	uint32_t nkeys = ino->nkeys;
-
-	for (uint32_t i = 0; i < ino->height; i++)
-		span *= ino->fanout;
-	for (uint32_t h = ino->height;; h--) {
-		if (b / span >= nkeys)
-			return false;
-		const struct cfs_id *k = &keys[b / span];
-		if (h == 0) {
-			*ret = *k;
-			return true;
-		}
-		const struct fblk *bl = fs__blk_peek(fs->blocks, k);
-		uint32_t got_h;
-		if (!bl) {
-			fs__blk_fetch(fs->blocks, k, true, prefetch_done, fs);
-			return false;
-		}
-		if (sfsro_indirect_decode(bl->p, bl->len, &got_h, &keys, &nkeys) < 0 || got_h != h)
-			return false;
-		b %= span;
-		span /= ino->fanout;
-	}
-}
-
 /* After a sequential read, keep `window` blocks in flight ahead of it. */
 static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 {
@@ -385,7 +353,7 @@ static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 		to = nblocks;
 	for (uint64_t b = from; b < to && fs__blk_inflight(fs->blocks) < (uint32_t)fs->window * 2; b++) {
 		struct cfs_id key;
-		if (!data_key_cached(fs, ino, b, &key))
+		if (!fs__data_key_cached(fs, ino, b, &key, prefetch_done, fs))
 			break;
 		if (!fs__blk_peek(fs->blocks, &key))
 			fs__blk_fetch(fs->blocks, &key, true, prefetch_done, fs);

@@ -40,19 +40,6 @@ static int default_state_dir(char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-static void mkdirs(const char *dir)
-{
-	char p[4096];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++)
-		if (*s == '/') {
-			*s = 0;
-			mkdir(p, 0700);
-			*s = '/';
-		}
-	mkdir(p, 0700);
-}
-
 static uint64_t load_seq(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -134,7 +121,7 @@ int fs__root_initial(cfsfuse_t *fs)
 		snprintf(dir, sizeof(dir), "%s", fs->o.state_dir);
 	else if ((r = default_state_dir(dir, sizeof(dir))) < 0)
 		return log_error_errno(r, "state directory");
-	mkdirs(dir);
+	(void)cfs_mkdir_p(dir, 0700); /* a failure shows when the state is written */
 	snprintf(fs->seq_path, sizeof(fs->seq_path), "%s/%s.seq", dir, fs->volname);
 	fs->max_seq = load_seq(fs->seq_path);
 

@@ -350,6 +350,26 @@ static int bref_copy(struct bref *x, const struct fblk *bl)
 	return 0;
 }
 
+bool fs__data_key_cached(cfsfuse_t *fs, const struct sfsro_inode *ino, uint64_t b,
+                         struct cfs_id *ret, fs_blk_cb cb, void *arg)
+{
+	struct bref x = { 0 };
+
+	if (bref_init(&x, ino, b) < 0)
+		return false;
+	while (x.h > 0) {
+		const struct fblk *bl = fs__blk_peek(fs->blocks, &x.cur);
+		if (!bl) {
+			fs__blk_fetch(fs->blocks, &x.cur, true, cb, arg);
+			return false;
+		}
+		if (bref_down(&x, bl, ino->fanout) < 0)
+			return false;
+	}
+	*ret = x.cur;
+	return true;
+}
+
 static void bref_step(struct bref *x, const struct fblk *got);
 
 static void bref_got(void *arg, int status, const struct fblk *b)

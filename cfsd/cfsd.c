@@ -461,26 +461,6 @@ static void on_signal(uv_signal_t *h, int sig)
 	chord_leave(D.chord, stop_rest, NULL);
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char tmp[512];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*p = '/';
-		}
-	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Take DIR/cfsd.lock for the life of the process (flock: released by the
  * kernel however the process ends, so a crash never leaves it stuck). */
 static int lock_data_dir(void)
@@ -675,7 +655,7 @@ int main(int argc, char **argv)
 
 	if (!D.data_dir[0] && cfsd_default_data_dir(D.data_dir, sizeof(D.data_dir) - 32) < 0)
 		bad_usage("the default data directory path is too long; use --data");
-	if ((r = mkdir_p(D.data_dir, 0700)) < 0) {
+	if ((r = cfs_mkdir_p(D.data_dir, 0700)) < 0) {
 		log_error_errno(r, "cannot create data directory %s", D.data_dir);
 		return 1;
 	}

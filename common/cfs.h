@@ -43,6 +43,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 void *xmemdup(const void *p, size_t n);
 
+/* Make directory path and any missing parents (mode for each one made);
+ * 0 when it exists afterwards, else a negative errno. */
+int cfs_mkdir_p(const char *path, unsigned mode);
+
 /* A growing text buffer (status reports, JSON). */
 struct cfs_sbuf {
 	char *p;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,26 @@ void *xrealloc(void *p, size_t n)
 	if (!p)
 		oom(n);
 	return p;
+}
+
+int cfs_mkdir_p(const char *path, unsigned mode)
+{
+	char tmp[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 char *xstrdup(const char *s)

@@ -23,16 +23,17 @@ int pub_default_key_path(char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
+/* The key file's missing parent directories, 0700. */
 static void mkdir_parents(const char *path)
 {
 	char tmp[4096];
+	char *slash;
+
 	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			mkdir(tmp, 0700);
-			*p = '/';
-		}
+	if ((slash = strrchr(tmp, '/')) && slash != tmp) {
+		*slash = 0;
+		(void)cfs_mkdir_p(tmp, 0700);
+	}
 }
 
 int pub_key_generate(const char *path, struct cfs_pubkey *ret_pk)

@@ -14,6 +14,7 @@
 #   - SIGTERM unmounts and exits.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
+. "$(dirname "$0")/../harness/tree.sh"
 PUBLISH=$CFS_BIN/cfs-publish
 MOUNT=$CFS_BIN/cfs-mount
 LISTING=$(dirname "$0")/tree-listing.py
@@ -33,30 +34,7 @@ trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
 # ---- the tree
 src=$TEST_DIR/src
 t=$src/tree
-mkdir -p "$t"
-: >"$t/empty"
-head -c 8192 /dev/urandom >"$t/one-block"
-head -c 8193 /dev/urandom >"$t/one-block-plus-one"
-head -c 700 /dev/urandom >"$t/inline-small"
-head -c 3000000 /dev/urandom >"$t/three-mb"
-printf '#!/bin/sh\necho hi\n' >"$t/script.sh"; chmod 755 "$t/script.sh"
-chmod 600 "$t/one-block"
-printf 'spaces' >"$t/name with spaces"
-printf 'newline' >"$t/new
-line"
-printf 'utf8' >"$t/naïve-日本"
-printf 'latin1' >"$t/$(printf 'caf\xe9')"
-ln -s one-block "$t/link-rel"
-ln -s /nonexistent/target "$t/link-dangling"
-mkdir "$t/empty-dir"
-mkdir "$t/wide"
-(cd "$t/wide" && seq -f 'entry-%05g' 1 3000 | xargs touch)
-deep=$t/deep
-for i in $(seq 1 12); do deep=$deep/level$i; done
-mkdir -p "$deep"
-echo bottom >"$deep/file"
-touch -d '2001-02-03 04:05:06.123456789' "$t/one-block"
-touch -h -d '1999-12-31 23:59:59' "$t/link-rel"
+make_tree "$t" 3000 12
 git init -q "$t/repo"
 cp -r "$(dirname "$0")/../../docs" "$t/repo/docs"
 git -C "$t/repo" add -A

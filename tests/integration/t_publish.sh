@@ -3,6 +3,7 @@
 # republish, determinism, tampering, refusals, and a failed publish that
 # leaves the previous root in place.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../harness/tree.sh"
 PUBLISH=$CFS_BIN/cfs-publish
 FSCK=$CFS_BIN/cfs-fsck
 LISTING=$(dirname "$0")/tree-listing.py
@@ -10,34 +11,12 @@ export XDG_CONFIG_HOME=$TEST_DIR/config
 src=$TEST_DIR/src
 mkdir -p "$src"
 
-# ---- the tree
-: >"$src/empty"
-head -c 8192 /dev/urandom >"$src/one-block"
-head -c 8193 /dev/urandom >"$src/one-block-plus-one"
-head -c 700 /dev/urandom >"$src/inline-small"
-head -c 3000000 /dev/urandom >"$src/three-mb"
+# ---- the tree: the shared one, and a 5 GiB sparse file, a hard link, a FIFO
+make_tree "$src" 10000 20
 truncate -s 5G "$src/sparse-5g"
 printf 'tail of a huge file' | dd of="$src/sparse-5g" bs=1 seek=$((5 * 1024 * 1024 * 1024 - 19)) conv=notrunc status=none
-printf '#!/bin/sh\necho hi\n' >"$src/script.sh"; chmod 755 "$src/script.sh"
-chmod 600 "$src/one-block"
-printf 'spaces' >"$src/name with spaces"
-printf 'newline' >"$src/new
-line"
-printf 'utf8' >"$src/naïve-日本"
-printf 'latin1' >"$src/$(printf 'caf\xe9')"
-ln -s one-block "$src/link-rel"
-ln -s /nonexistent/target "$src/link-dangling"
 ln "$src/three-mb" "$src/hardlink-to-three-mb"
-mkdir "$src/empty-dir"
 mkfifo "$src/a-fifo"
-mkdir "$src/wide"
-(cd "$src/wide" && seq -f 'entry-%05g' 1 10000 | xargs touch)
-deep=$src/deep
-for i in $(seq 1 20); do deep=$deep/level$i; done
-mkdir -p "$deep"
-echo bottom >"$deep/file"
-touch -d '2001-02-03 04:05:06.123456789' "$src/one-block"
-touch -h -d '1999-12-31 23:59:59' "$src/link-rel"
 ok "tree generated"
 
 # ---- keys

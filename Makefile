@@ -119,7 +119,7 @@ $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBS
 $(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsd $(B)/bin/cfsctl: LINK_LIBS = $(LEVELDB_LIBS)
 $(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) -lpthread
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) $(LEVELDB_LIBS) -lpthread
 $(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

@@ -211,13 +211,14 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return 1;
 	fs->o.socket = sock;
+	fs->o.max_fetches = (uint32_t)window; /* the window is the only limit */
 	cfs_name_encode(fs->volname, fs->vol.b);
 	if (fs__root_initial(fs) < 0)
 		return 1;
 	fs->loop = uv_default_loop();
 	if (dhash_local_new(fs->loop, sock, fs->o.fetch_timeout_ms, &fs->dh) < 0)
 		return 1;
-	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o);
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o, NULL);
 	c.fs = fs;
 	c.window = (uint32_t)window;
 	c.dir = fs->root.root_dir;

@@ -28,11 +28,17 @@ static const char usage_text[] =
 	"      --data DIR        ... or the data directory of that cfsd\n"
 	"                        (default $CFS_DATA_DIR, /var/lib/cfs for root)\n"
 	"      --cache-mb N      in-memory block cache (default 64)\n"
+	"      --disk-cache-mb N keep up to N MiB of blocks on disk too, so that a\n"
+	"                        remount starts warm (default 0: off)\n"
+	"      --cache-dir DIR   where (one directory per volume; default\n"
+	"                        /var/cache/cfs as root, else $XDG_CACHE_HOME/cfs\n"
+	"                        or ~/.cache/cfs)\n"
 	"      --prefetch N      largest prefetch window in blocks (default 64; 0 off)\n"
 	"      --prefetch-init N prefetch window at the start (default 4)\n"
 	"      --update SECONDS  check for a newer root this often (default 60; 0 never)\n"
 	"      --timeout MS      one block fetch through cfsd (default 10000)\n"
 	"      --retries N       further tries of a failed fetch before EIO (default 2)\n"
+	"      --max-fetches N   block fetches outstanding at cfsd at once (default 12)\n"
 	"      --state-dir DIR   where the highest root sequence seen is kept\n"
 	"      --bootstrap H:P   reach the ring without a local cfsd (not built yet)\n"
 	"  -d, --debug           log every FUSE request (libfuse's -d)\n"
@@ -49,20 +55,40 @@ static unsigned long number(const char *opt, const char *s, unsigned long max)
 	return v;
 }
 
+/* /var/cache/cfs for root, else $XDG_CACHE_HOME/cfs or ~/.cache/cfs. */
+static int default_cache_dir(char *buf, size_t n)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int w;
+
+	if (geteuid() == 0)
+		w = snprintf(buf, n, "/var/cache/cfs");
+	else if (x && *x)
+		w = snprintf(buf, n, "%s/cfs", x);
+	else if (home && *home)
+		w = snprintf(buf, n, "%s/.cache/cfs", home);
+	else
+		return -ENOENT;
+	return w < (int)n ? 0 : -ENAMETOOLONG;
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
-	       O_RETRIES, O_STATE, O_BOOTSTRAP };
+	       O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "cfsd", required_argument, NULL, O_CFSD },
 		{ "data", required_argument, NULL, O_DATA },
 		{ "cache-mb", required_argument, NULL, O_CACHE },
+		{ "disk-cache-mb", required_argument, NULL, O_DISK_CACHE },
+		{ "cache-dir", required_argument, NULL, O_CACHE_DIR },
 		{ "prefetch", required_argument, NULL, O_PREFETCH },
 		{ "prefetch-init", required_argument, NULL, O_PREFETCH_INIT },
 		{ "update", required_argument, NULL, O_UPDATE },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "max-fetches", required_argument, NULL, O_MAX_FETCHES },
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
 		{ "debug", no_argument, NULL, 'd' },
@@ -70,7 +96,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct cfsfuse_options o;
-	char sock[4096] = "", mnt[4096], *fuse_argv[64];
+	char sock[4096] = "", mnt[4096], cache_dir[4096] = "", *fuse_argv[64];
+	uint64_t disk_mb = 0;
 	int fuse_argc = 0, c;
 	const char *why = "";
 	struct cfs_pubkey vol;
@@ -93,12 +120,21 @@ int main(int argc, char **argv)
 			if (snprintf(sock, sizeof(sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >= (int)sizeof(sock))
 				bad_usage("--data path too long");
 			break;
+		case O_DISK_CACHE: disk_mb = number("--disk-cache-mb", optarg, 1ul << 24); break;
+		case O_CACHE_DIR:
+			if (snprintf(cache_dir, sizeof(cache_dir), "%s", optarg) >= (int)sizeof(cache_dir))
+				bad_usage("--cache-dir path too long");
+			break;
 		case O_CACHE: o.cache_bytes = (size_t)number("--cache-mb", optarg, 1u << 20) << 20; break;
 		case O_PREFETCH: o.prefetch_max = (uint32_t)number("--prefetch", optarg, 4096); break;
 		case O_PREFETCH_INIT: o.prefetch_init = (uint32_t)number("--prefetch-init", optarg, 4096); break;
 		case O_UPDATE: o.update_s = (uint32_t)number("--update", optarg, 86400 * 365); break;
 		case O_TIMEOUT: o.fetch_timeout_ms = (uint32_t)number("--timeout", optarg, 3600000); break;
 		case O_RETRIES: o.retries = (uint32_t)number("--retries", optarg, 100); break;
+		case O_MAX_FETCHES:
+			if (!(o.max_fetches = (uint32_t)number("--max-fetches", optarg, 4096)))
+				bad_usage("--max-fetches wants at least 1");
+			break;
 		case O_STATE: o.state_dir = optarg; break;
 		case O_BOOTSTRAP:
 			log_error("--bootstrap (a plain ring client without a local cfsd) is not built yet; "
@@ -120,6 +156,12 @@ int main(int argc, char **argv)
 	if (!sock[0] && dhash_default_socket(sock, sizeof(sock)) < 0)
 		bad_usage("the default cfsd socket path is too long; give --cfsd");
 	o.socket = sock;
+	if (disk_mb) {
+		if (!cache_dir[0] && default_cache_dir(cache_dir, sizeof(cache_dir)) < 0)
+			bad_usage("no --cache-dir given and neither $XDG_CACHE_HOME nor $HOME is set");
+		o.disk_cache = cache_dir;
+		o.disk_cache_bytes = disk_mb << 20;
+	}
 	if (argc - optind == 2) {
 		snprintf(mnt, sizeof(mnt), "%s", argv[optind + 1]);
 	} else {

@@ -30,8 +30,11 @@ struct cfsfuse_options {
 	const char *socket;       /* the local cfsd's control socket */
 	const char *state_dir;    /* highest root sequence seen, per volume */
 	size_t cache_bytes;       /* in-memory block cache (default 64 MiB) */
+	const char *disk_cache;   /* a block cache on disk, one per volume under it (NULL: none) */
+	uint64_t disk_cache_bytes;/* its bound (default 1 GiB) */
 	uint32_t fetch_timeout_ms;/* one fetch through cfsd (default 10 s) */
 	uint32_t retries;         /* further tries of a failed fetch (default 2) */
+	uint32_t max_fetches;     /* block fetches outstanding at cfsd at once (default 12) */
 	uint32_t prefetch_init;   /* prefetch window at the start, in blocks (default 4) */
 	uint32_t prefetch_max;    /* its cap (default 64; 0 turns prefetch off) */
 	uint32_t update_s;        /* check for a newer root every this many s (default 60; 0: never) */
@@ -45,6 +48,7 @@ struct cfsfuse_stats {
 	uint64_t fetches, fetch_failures, retries, prefetches;
 	uint64_t bytes_fetched;
 	uint64_t cached_bytes, cached_blocks;
+	uint64_t disk_hits, disk_bytes, disk_blocks;
 	uint64_t reads, read_bytes, eio;
 	uint64_t nodes, root_seq, root_switches;
 };

@@ -20,9 +20,12 @@ struct fblk {
 typedef void (*fs_blk_cb)(void *arg, int status, const struct fblk *b);
 
 struct fs_blocks;
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struct cfsfuse_options *o);
+/* disk: a cache on disk behind the one in memory, or NULL; closed by free. */
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struct cfsfuse_options *o,
+                                 dhash_cache_t *disk);
 void fs__blocks_free(struct fs_blocks *bs);
-/* The cached block, moved to the front of the LRU; NULL if not cached. */
+/* The cached block (from memory, else from the disk cache), moved to the
+ * front of the LRU; NULL if not cached. */
 const struct fblk *fs__blk_peek(struct fs_blocks *bs, const struct cfs_id *key);
 /* Fetch key (joining a fetch in flight for it): cb runs later, never
  * inside this call. prefetch: a guess, counted apart, not retried. */

@@ -424,13 +424,15 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	fs__blocks_stats(fs->blocks, &st);
 	cfs_sb_printf(b, "{\"hits\": %lu, \"misses\": %lu, \"fetches\": %lu, \"fetch_failures\": %lu, "
 	              "\"retries\": %lu, \"prefetches\": %lu, \"bytes_fetched\": %lu, \"cached_bytes\": %lu, "
-	              "\"cached_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
+	              "\"cached_blocks\": %lu, \"disk_hits\": %lu, \"disk_bytes\": %lu, "
+	              "\"disk_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
 	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
 	              (unsigned long)st.prefetches, (unsigned long)st.bytes_fetched,
 	              (unsigned long)st.cached_bytes, (unsigned long)st.cached_blocks,
-	              (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
+	              (unsigned long)st.disk_hits, (unsigned long)st.disk_bytes,
+	              (unsigned long)st.disk_blocks, (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
 	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
 	              (unsigned long)st.root_switches, fs->window);
 }
@@ -579,12 +581,40 @@ static void on_signal(uv_signal_t *s, int signum)
 	fs_stop(fs);
 }
 
+/* The volume's block cache on disk, when asked for; a mount goes on
+ * without one it cannot open (another mount of the volume holds it). */
+static dhash_cache_t *open_disk_cache(cfsfuse_t *fs)
+{
+	char dir[4096];
+	dhash_cache_t *c;
+
+	if (!fs->o.disk_cache || !fs->o.disk_cache_bytes)
+		return NULL;
+	if (snprintf(dir, sizeof(dir), "%s/%s", fs->o.disk_cache, fs->volname) >= (int)sizeof(dir)) {
+		log_warn("disk cache path too long; going on without one");
+		return NULL;
+	}
+	int r = dhash_cache_open(dir, fs->o.disk_cache_bytes, &c);
+	if (r < 0) {
+		log_warn("cannot use the disk cache %s (%s); going on without one", dir,
+		         r == -EBUSY ? "another mount of this volume uses it" : strerror(-r));
+		return NULL;
+	}
+	uint64_t blocks, bytes, evicted;
+	dhash_cache_totals(c, &blocks, &bytes, &evicted);
+	log_info("disk cache %s: %lu blocks, %lu MiB (bound %lu MiB)", dir, (unsigned long)blocks,
+	         (unsigned long)(bytes >> 20), (unsigned long)(fs->o.disk_cache_bytes >> 20));
+	return c;
+}
+
 void cfsfuse_options_default(struct cfsfuse_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->cache_bytes = 64u << 20;
 	o->fetch_timeout_ms = 10000;
 	o->retries = 2;
+	o->max_fetches = 12;
+	o->disk_cache_bytes = 1ull << 30;
 	o->prefetch_init = 4;
 	o->prefetch_max = 64;
 	o->update_s = 60;
@@ -632,7 +662,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	fs->loop = uv_default_loop();
 	if (dhash_local_new(fs->loop, o->socket, o->fetch_timeout_ms, &fs->dh) < 0)
 		goto out_unmount;
-	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o);
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o, open_disk_cache(fs));
 	fs->nodes = fs__nodes_new();
 	struct fnode *root = fs__node_get(fs->nodes, 1);
 	root->key = fs->root.root_dir;

@@ -193,6 +193,15 @@ static void fetch_next(struct op *o)
 		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, o) == 0)
 			return;
 	}
+	if (cfs_log_get_level() >= CFS_LOG_DEBUG) {
+		char k[9], a[CFS_ADDR_STRLEN];
+		struct cfs_sbuf b = { 0 };
+		for (uint32_t i = 0; i < o->ncand; i++)
+			cfs_sb_printf(&b, " %s", cfs_addr_str(&o->cand[i].addr, a));
+		log_debug("dhash: get %s failed after %u RPCs, %u timeouts; asked%s",
+		          cfs_id_short(&o->key, k), o->rpcs, o->timeouts, b.p ? b.p : " nobody");
+		free(b.p);
+	}
 	get_finish(o, o->miss_status ? o->miss_status : -ENOENT, 0, NULL, 0);
 }
 

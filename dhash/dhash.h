@@ -121,6 +121,24 @@ int dhash_have(dhash_client_t *d, const struct cfs_id *key, dhash_key_cb cb, voi
 int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_until,
                   dhash_key_cb cb, void *arg) CFS_WUR;
 
+/* ---- a block cache on disk (a server's cached copies, a mount's warm
+ * cache): LevelDB in its own directory, bounded in bytes, least recently
+ * used out first; not synchronous. Callers verify what they get back. */
+
+typedef struct dhash_cache dhash_cache_t;
+
+/* Open (creating) the cache in dir. -EBUSY when another process has it. */
+int dhash_cache_open(const char *dir, uint64_t cap_bytes, dhash_cache_t **ret) CFS_WUR;
+void dhash_cache_close(dhash_cache_t *c);
+/* 0 with a malloc'd copy in *data, -ENOENT, or -EIO. */
+int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, uint8_t **data,
+                    size_t *len) CFS_WUR;
+/* Add or refresh a block; the oldest make room. -EFBIG above the bound. */
+int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, const uint8_t *p,
+                    size_t len);
+void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,
+                        uint64_t *evicted);
+
 /* ---- the client through the local daemon (cfsd's control socket) */
 
 #define DHASH_SOCKET_NAME "cfsd.sock"

@@ -159,6 +159,26 @@ ok "k-1 daemons killed during a read: the read completes with the right bytes"
 for i in "${killed[@]}"; do cluster_restart "$i"; done
 cluster_wait_correct 60 || fail "the ring did not recover after the killed daemons came back"
 
+# ---- a disk cache makes a remount warm: not one block from the ring
+remount() { # extra cfs-mount options
+	kill -TERM "$MOUNT_PID"
+	wait "$MOUNT_PID" || fail "cfs-mount exited $? after SIGTERM"
+	mountpoint -q "$mnt" && fail "still mounted after SIGTERM"
+	start_mount --update 1 --timeout 3000 --retries 1 "$@"
+}
+stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
+remount --disk-cache-mb 32 --cache-dir "$TEST_DIR/cache"
+cmp -s "$src/tree/three-mb" "$mnt/tree/three-mb" || fail "reading through a mount with a disk cache"
+cold=$(stat_of fetches)
+[ "$cold" -gt 0 ] || fail "the first mount with an empty disk cache fetched nothing"
+remount --disk-cache-mb 32 --cache-dir "$TEST_DIR/cache"
+cmp -s "$src/tree/three-mb" "$mnt/tree/three-mb" || fail "reading from the disk cache after a remount"
+[ "$(stat_of fetches)" -eq 0 ] || fail "the remount fetched $(stat_of fetches) blocks from the ring: not warm"
+hits=$(stat_of disk_hits)
+[ "$hits" -ge $((3000000 / 8192)) ] || fail "only $hits disk-cache hits for a 3 MB file"
+echo "# remount with a disk cache: a 3 MB file read again with 0 fetches from the ring ($cold cold), $hits blocks from disk"
+ok "a disk cache makes a remount warm: every block of the path and the file from disk"
+
 # ---- a block with no replica left: EIO, bounded, the rest still works
 holders() { # KEY: indices of the daemons storing it
 	local i

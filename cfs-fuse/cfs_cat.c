@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 	};
 	char sock[4096] = "";
 	const char *why = "";
-	unsigned long window = 16;
+	unsigned long window = 12;
 	struct cat c = { 0 };
 	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
 	char *end;
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 		case 'h':
 			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
-			     "(default 16), through the local cfsd; no FUSE.");
+			     "(default 12, as cfs-mount), through the local cfsd; no FUSE.");
 			return 0;
 		default:
 			cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",

@@ -122,11 +122,11 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		const struct dhash_client_stats *cs = dhash_client_stats(D.client);
 		cfs_sb_printf(b, ",\"client\":{\"gets\":%lu,\"gets_failed\":%lu,\"puts\":%lu,"
 		              "\"puts_failed\":%lu,\"get_rpcs\":%lu,\"bad_replies\":%lu,\"fetch_timeouts\":%lu,"
-		              "\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
+		              "\"relookups\":%lu,\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
 		              (unsigned long)cs->gets, (unsigned long)cs->gets_failed,
 		              (unsigned long)cs->puts, (unsigned long)cs->puts_failed,
 		              (unsigned long)cs->get_rpcs, (unsigned long)cs->bad_replies, (unsigned long)cs->fetch_timeouts,
-		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
+		              (unsigned long)cs->relookups, (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
 		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);

@@ -3,11 +3,13 @@
  * recently used blocks out first.
  *
  * Records, kept apart by a one-byte prefix:
- *   'C' key              -> tick (8, BE) | kind (1) | bytes
+ *   'C' key              -> kind (1) | bytes
+ *   'T' key              -> tick (8, BE) | length (4, BE)
  *   'A' tick (8, BE) key -> length (4, BE)   the recency index, oldest first
- * A hit moves the block to the young end only when it has aged past the
- * youngest quarter of the cache (a CLOCK-like approximation of LRU that
- * spares a rewrite per hit of a hot block). Writes are not synchronous: a
+ * A hit moves the block to the young end (two small records, never the
+ * bytes) only when it has aged past the youngest quarter of the cache, a
+ * CLOCK-like approximation of LRU that spares writes on hot blocks.
+ * Writes are not synchronous: a
  * crash may lose the newest entries, never the consistency of the rest, and
  * readers verify every block they take from here anyway.
  */
@@ -18,8 +20,8 @@
 #include "dhash/internal.h"
 
 #define P_CACHED 'C'
+#define P_TICK 'T'
 #define P_AGE 'A'
-#define CHDR 9 /* tick, kind */
 
 struct dhash_cache {
 	leveldb_t *db;
@@ -44,10 +46,20 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static void ckey(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
+static void ckey(uint8_t out[1 + CFS_ID_BYTES], uint8_t prefix, const struct cfs_id *key)
 {
-	out[0] = P_CACHED;
+	out[0] = prefix;
 	memcpy(out + 1, key->b, CFS_ID_BYTES);
+}
+
+static void be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static void akey(uint8_t out[9 + CFS_ID_BYTES], uint64_t tick, const struct cfs_id *key)
@@ -81,11 +93,13 @@ static void shrink(dhash_cache_t *c)
 		const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
 		if (kl != 9 + CFS_ID_BYTES || k[0] != P_AGE)
 			break;
-		uint8_t ck[1 + CFS_ID_BYTES] = { P_CACHED };
+		uint8_t ck[1 + CFS_ID_BYTES] = { P_CACHED }, tk[1 + CFS_ID_BYTES] = { P_TICK };
 		memcpy(ck + 1, k + 9, CFS_ID_BYTES);
+		memcpy(tk + 1, k + 9, CFS_ID_BYTES);
 		leveldb_writebatch_delete(wb, (const char *)k, kl);
 		leveldb_writebatch_delete(wb, (const char *)ck, sizeof(ck));
-		uint64_t len = vl == 4 ? (uint64_t)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3] : 0;
+		leveldb_writebatch_delete(wb, (const char *)tk, sizeof(tk));
+		uint64_t len = vl == 4 ? get32(v) : 0;
 		c->bytes -= len < c->bytes ? len : c->bytes;
 		c->blocks -= c->blocks > 0;
 		c->evicted++;
@@ -135,7 +149,7 @@ int dhash_cache_open(const char *dir, uint64_t cap_bytes, dhash_cache_t **ret)
 			break;
 		c->blocks++;
 		if (vl == 4)
-			c->bytes += (uint64_t)v[0] << 24 | v[1] << 16 | v[2] << 8 | v[3];
+			c->bytes += get32(v);
 		c->tick = get64(k + 1);
 	}
 	leveldb_iter_destroy(it);
@@ -156,13 +170,35 @@ void dhash_cache_close(dhash_cache_t *c)
 	free(c);
 }
 
-/* Write key's record with a new tick (replacing the index entry of old). */
-static int write_young(dhash_cache_t *c, const struct cfs_id *key, uint64_t old_tick, bool had,
-                       uint8_t kind, const uint8_t *p, size_t len)
+/* Key's tick and length: 0, -ENOENT or -EIO. */
+static int read_tick(dhash_cache_t *c, const struct cfs_id *key, uint64_t *tick, uint32_t *len)
+{
+	uint8_t tk[1 + CFS_ID_BYTES];
+	char *err = NULL;
+	size_t vl;
+
+	ckey(tk, P_TICK, key);
+	char *v = leveldb_get(c->db, c->ro, (const char *)tk, sizeof(tk), &vl, &err);
+	if (err)
+		return cache_error(err, "read");
+	if (!v)
+		return -ENOENT;
+	int r = vl == 12 ? 0 : -EIO;
+	if (r == 0) {
+		*tick = get64((const uint8_t *)v);
+		*len = get32((const uint8_t *)v + 8);
+	}
+	leveldb_free(v);
+	return r;
+}
+
+/* Give key a new tick: its index entry moves to the young end. With p,
+ * its bytes are (re)written too. */
+static int make_young(dhash_cache_t *c, const struct cfs_id *key, bool had, uint64_t old_tick,
+                      uint32_t len, uint8_t kind, const uint8_t *p)
 {
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
-	uint8_t ck[1 + CFS_ID_BYTES], ak[9 + CFS_ID_BYTES], alen[4];
-	uint8_t *v = xmalloc(CHDR + len);
+	uint8_t k[1 + CFS_ID_BYTES], ak[9 + CFS_ID_BYTES], t[12], alen[4];
 	char *err = NULL;
 
 	if (had) {
@@ -170,18 +206,23 @@ static int write_young(dhash_cache_t *c, const struct cfs_id *key, uint64_t old_
 		leveldb_writebatch_delete(wb, (const char *)ak, sizeof(ak));
 	}
 	c->tick++;
-	ckey(ck, key);
-	be64(v, c->tick);
-	v[8] = kind;
-	memcpy(v + CHDR, p, len);
-	leveldb_writebatch_put(wb, (const char *)ck, sizeof(ck), (const char *)v, CHDR + len);
+	if (p) {
+		uint8_t *v = xmalloc(1 + (size_t)len);
+		v[0] = kind;
+		memcpy(v + 1, p, len);
+		ckey(k, P_CACHED, key);
+		leveldb_writebatch_put(wb, (const char *)k, sizeof(k), (const char *)v, 1 + (size_t)len);
+		free(v);
+	}
+	ckey(k, P_TICK, key);
+	be64(t, c->tick);
+	be32(t + 8, len);
+	leveldb_writebatch_put(wb, (const char *)k, sizeof(k), (const char *)t, sizeof(t));
 	akey(ak, c->tick, key);
-	alen[0] = (uint8_t)(len >> 24), alen[1] = (uint8_t)(len >> 16);
-	alen[2] = (uint8_t)(len >> 8), alen[3] = (uint8_t)len;
+	be32(alen, len);
 	leveldb_writebatch_put(wb, (const char *)ak, sizeof(ak), (const char *)alen, 4);
 	leveldb_write(c->db, c->wo, wb, &err);
 	leveldb_writebatch_destroy(wb);
-	free(v);
 	return err ? cache_error(err, "write") : 0;
 }
 
@@ -191,52 +232,47 @@ int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, u
 	uint8_t ck[1 + CFS_ID_BYTES];
 	char *err = NULL;
 	size_t vl;
+	uint64_t tick;
+	uint32_t tlen;
 
-	ckey(ck, key);
+	ckey(ck, P_CACHED, key);
 	char *v = leveldb_get(c->db, c->ro, (const char *)ck, sizeof(ck), &vl, &err);
 	if (err)
 		return cache_error(err, "read");
 	if (!v)
 		return -ENOENT;
-	if (vl < CHDR) {
+	if (vl < 1) {
 		leveldb_free(v);
 		return -EIO;
 	}
-	uint64_t tick = get64((const uint8_t *)v);
-	*kind = (uint8_t)v[8];
-	*len = vl - CHDR;
-	*data = xmemdup(v + CHDR, *len ? *len : 1);
+	*kind = (uint8_t)v[0];
+	*len = vl - 1;
+	*data = xmemdup(v + 1, *len ? *len : 1);
 	leveldb_free(v);
-	if (c->tick - tick > c->blocks / 4) /* aged: make it young again */
-		(void)write_young(c, key, tick, true, *kind, *data, *len);
+	if (read_tick(c, key, &tick, &tlen) == 0 && c->tick - tick > c->blocks / 4)
+		(void)make_young(c, key, true, tick, tlen, 0, NULL); /* aged: young again */
 	return 0;
 }
 
 int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, const uint8_t *p,
                     size_t len)
 {
-	uint8_t ck[1 + CFS_ID_BYTES];
-	char *err = NULL;
-	size_t vl;
+	uint64_t old_tick = 0;
+	uint32_t old_len = 0;
 	int r;
 
-	if (len > c->cap)
+	if (len > c->cap || len > UINT32_MAX)
 		return -EFBIG;
-	ckey(ck, key);
-	char *v = leveldb_get(c->db, c->ro, (const char *)ck, sizeof(ck), &vl, &err);
-	if (err)
-		return cache_error(err, "read");
-	bool had = v && vl >= CHDR;
-	uint64_t old_tick = had ? get64((const uint8_t *)v) : 0;
-	size_t old_len = had ? vl - CHDR : 0;
-	leveldb_free(v);
-	if ((r = write_young(c, key, old_tick, had, kind, p, len)) < 0)
+	r = read_tick(c, key, &old_tick, &old_len);
+	if (r < 0 && r != -ENOENT)
 		return r;
-	if (had) {
+	bool had = r == 0;
+	if ((r = make_young(c, key, had, old_tick, (uint32_t)len, kind, p)) < 0)
+		return r;
+	if (had)
 		c->bytes -= old_len < c->bytes ? old_len : c->bytes;
-	} else {
+	else
 		c->blocks++;
-	}
 	c->bytes += len;
 	shrink(c);
 	return 0;

@@ -6,7 +6,9 @@
  * predicted latency, FETCH from the nearest, and on a timeout, a miss or
  * bytes that do not verify try the next (DHash++ 5.2.3); the spares, for
  * lists gone stale after failures, come last, and a replica that timed out
- * gets one more try with a longer timeout at the very end. Only verified
+ * gets one more try with a longer timeout at the very end; when all of
+ * that fails and some were silent, the key is looked up once more (the
+ * timeouts have taken the dead out of the tables by then). Only verified
  * bytes are returned.
  *
  * put: compute the key, look up its successors, STORE to the first with
@@ -53,6 +55,7 @@ struct op {
 	uint32_t ncand, next_cand;
 	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
+	bool relooked;            /* a get's second lookup, after silent candidates */
 	int miss_status;          /* the error to report when every candidate failed */
 	/* get */
 	dhash_get_cb get_cb;
@@ -139,6 +142,7 @@ static void op_fail(struct op *o, int status)
 /* ------------------------------------------------------------ get */
 
 static void fetch_next(struct op *o);
+static int op_lookup_start(struct op *o);
 
 static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
@@ -191,6 +195,17 @@ static void fetch_next(struct op *o)
 		o->rpcs++;
 		uint32_t timeout = o->next_cand > o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
 		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, o) == 0)
+			return;
+	}
+	if (!o->relooked && o->timeouts > 0 && !d->closing) {
+		/* Every candidate failed and some were silent: the lookup may
+		 * have named servers that had just died, or a busy one missed
+		 * both tries. Once more, from a fresh lookup: the timeouts have
+		 * since taken the dead out of the tables it runs on. */
+		o->relooked = true;
+		d->st.relookups++;
+		o->ncand = o->next_cand = o->nfirst = 0;
+		if (op_lookup_start(o) == 0)
 			return;
 	}
 	if (cfs_log_get_level() >= CFS_LOG_DEBUG) {
@@ -405,13 +420,18 @@ static struct op *op_new(dhash_client_t *d, const struct cfs_id *key, void *arg)
 	return o;
 }
 
-static int op_lookup(struct op *o)
+static int op_lookup_start(struct op *o)
 {
 	dhash_client_t *d = o->d;
 	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode,
 	                                .nsucc = d->cfg.replicas + (o->is_put || o->probe ? 0 : GET_SPARES),
 	                                .flags = o->is_put || o->probe ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
-	int r = chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
+	return chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
+}
+
+static int op_lookup(struct op *o)
+{
+	int r = op_lookup_start(o);
 
 	if (r < 0) {
 		op_unlink(o);

@@ -103,6 +103,7 @@ struct dhash_client_stats {
 	uint64_t get_rpcs;        /* lookup and fetch RPCs of every get */
 	uint64_t bad_replies;     /* fetched bytes that did not verify (server skipped) */
 	uint64_t fetch_timeouts;
+	uint64_t relookups;       /* gets looked up again after every candidate failed */
 	struct cfs_hist get_us;   /* get latency */
 };
 

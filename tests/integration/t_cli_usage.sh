@@ -24,6 +24,15 @@ expect_exit 2 "$CFSCTL" ping 127.0.0.1:0;      check_usage cfsctl
 expect_exit 2 "$CFSCTL" ping -c 0 127.0.0.1:9; check_usage cfsctl
 ok "cfsctl refuses bad arguments"
 
+MOUNT=$CFS_BIN/cfs-mount
+vol=$(printf 'a%.0s' $(seq 52))
+expect_exit 2 "$MOUNT";                                   check_usage cfs-mount
+expect_exit 2 "$MOUNT" not-a-volume /mnt;                 check_usage cfs-mount
+expect_exit 2 "$MOUNT" --max-fetches 0 "$vol" /mnt;       check_usage cfs-mount
+expect_exit 2 "$MOUNT" --disk-cache-mb lots "$vol" /mnt;  check_usage cfs-mount
+expect_exit 2 "$MOUNT" --prefetch-init 9 --prefetch 4 "$vol" /mnt; check_usage cfs-mount
+ok "cfs-mount refuses bad arguments"
+
 expect_exit 0 "$CFSD" --help
 grep -q -- "--port" "$TEST_DIR/out" || fail "cfsd --help lacks --port"
 expect_exit 0 "$CFSCTL" --help

@@ -7,7 +7,8 @@
 /* ---- blocks (blocks.c): a bounded LRU of verified blocks, and fetches */
 
 /* A verified content-hash block in the cache. Its bytes stay valid until
- * the next call into the cache that can evict (a fetch completing). */
+ * the next call into the cache that can evict (a fetch completing, or a
+ * peek that brings a block in from the disk cache). */
 struct fblk {
 	struct cfs_id key;
 	uint8_t *p;

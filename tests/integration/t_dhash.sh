@@ -148,6 +148,7 @@ print("# half of 32 daemons killed: %d gets, %d failed (%.4f; 0.5^%d = %.4f); "
 assert n > 0, "no get was answered"
 open(sys.argv[4], "w").write("".join(a + "\n" for a in alive))
 PY
+echo "# ... gets looked up a second time after every candidate failed: $("$CFSCTL" --data "$TEST_DIR/node0" status --json | jget "['client']['relookups']")"
 if [ -s "$TEST_DIR/lost-alive" ]; then
 	# What the ring says now about the first few, to tell a bad lookup
 	# from a silent server.

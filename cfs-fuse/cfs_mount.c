@@ -55,23 +55,6 @@ static unsigned long number(const char *opt, const char *s, unsigned long max)
 	return v;
 }
 
-/* /var/cache/cfs for root, else $XDG_CACHE_HOME/cfs or ~/.cache/cfs. */
-static int default_cache_dir(char *buf, size_t n)
-{
-	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	int w;
-
-	if (geteuid() == 0)
-		w = snprintf(buf, n, "/var/cache/cfs");
-	else if (x && *x)
-		w = snprintf(buf, n, "%s/cfs", x);
-	else if (home && *home)
-		w = snprintf(buf, n, "%s/.cache/cfs", home);
-	else
-		return -ENOENT;
-	return w < (int)n ? 0 : -ENAMETOOLONG;
-}
-
 int main(int argc, char **argv)
 {
 	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
@@ -157,7 +140,8 @@ int main(int argc, char **argv)
 		bad_usage("the default cfsd socket path is too long; give --cfsd");
 	o.socket = sock;
 	if (disk_mb) {
-		if (!cache_dir[0] && default_cache_dir(cache_dir, sizeof(cache_dir)) < 0)
+		if (!cache_dir[0] && cfs_user_dir(cache_dir, sizeof(cache_dir), "/var/cache/cfs",
+		                                  "XDG_CACHE_HOME", ".cache") < 0)
 			bad_usage("no --cache-dir given and neither $XDG_CACHE_HOME nor $HOME is set");
 		o.disk_cache = cache_dir;
 		o.disk_cache_bytes = disk_mb << 20;

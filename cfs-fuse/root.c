@@ -26,18 +26,11 @@
 
 static int default_state_dir(char *buf, size_t n)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	int len;
+	int r = cfs_user_dir(buf, n, "/var/lib/cfs/mounts", "XDG_STATE_HOME", ".local/state");
 
-	if (geteuid() == 0)
-		len = snprintf(buf, n, "/var/lib/cfs/mounts");
-	else if (xdg && *xdg)
-		len = snprintf(buf, n, "%s/cfs", xdg);
-	else if (home && *home)
-		len = snprintf(buf, n, "%s/.local/state/cfs", home);
-	else
-		len = snprintf(buf, n, "/tmp/cfs-state-%u", (unsigned)geteuid());
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+	if (r == -ENOENT)
+		r = snprintf(buf, n, "/tmp/cfs-state-%u", (unsigned)geteuid()) < (int)n ? 0 : -ENAMETOOLONG;
+	return r;
 }
 
 static uint64_t load_seq(const char *path)

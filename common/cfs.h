@@ -47,6 +47,12 @@ void *xmemdup(const void *p, size_t n);
  * 0 when it exists afterwards, else a negative errno. */
 int cfs_mkdir_p(const char *path, unsigned mode);
 
+/* A per-user directory of ours after the XDG rule: as root, as_root (when
+ * not NULL); else $<xdg_var>/cfs; else $HOME/<home_sub>/cfs (home_sub
+ * e.g. ".cache"). -ENOENT when neither variable is set, -ENAMETOOLONG. */
+int cfs_user_dir(char *buf, size_t n, const char *as_root, const char *xdg_var,
+                 const char *home_sub);
+
 /* A growing text buffer (status reports, JSON). */
 struct cfs_sbuf {
 	char *p;

@@ -60,6 +60,23 @@ int cfs_mkdir_p(const char *path, unsigned mode)
 	return 0;
 }
 
+int cfs_user_dir(char *buf, size_t n, const char *as_root, const char *xdg_var,
+                 const char *home_sub)
+{
+	const char *xdg = getenv(xdg_var), *home = getenv("HOME");
+	int len;
+
+	if (as_root && geteuid() == 0)
+		len = snprintf(buf, n, "%s", as_root);
+	else if (xdg && *xdg)
+		len = snprintf(buf, n, "%s/cfs", xdg);
+	else if (home && *home)
+		len = snprintf(buf, n, "%s/%s/cfs", home, home_sub);
+	else
+		return -ENOENT;
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
 char *xstrdup(const char *s)
 {
 	return xmemdup(s, strlen(s) + 1);

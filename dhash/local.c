@@ -58,20 +58,15 @@ struct dhash_local {
 
 int dhash_default_data_dir(char *buf, size_t n)
 {
-	const char *env = getenv("CFS_DATA_DIR"), *xdg, *home;
-	int len;
+	const char *env = getenv("CFS_DATA_DIR");
+	int r;
 
 	if (env && *env)
-		len = snprintf(buf, n, "%s", env);
-	else if (geteuid() == 0)
-		len = snprintf(buf, n, "/var/lib/cfs");
-	else if ((xdg = getenv("XDG_DATA_HOME")) && *xdg)
-		len = snprintf(buf, n, "%s/cfs", xdg);
-	else if ((home = getenv("HOME")) && *home)
-		len = snprintf(buf, n, "%s/.local/share/cfs", home);
-	else
-		len = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid());
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+		return snprintf(buf, n, "%s", env) < (int)n ? 0 : -ENAMETOOLONG;
+	r = cfs_user_dir(buf, n, "/var/lib/cfs", "XDG_DATA_HOME", ".local/share");
+	if (r == -ENOENT)
+		r = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid()) < (int)n ? 0 : -ENAMETOOLONG;
+	return r;
 }
 
 int dhash_default_socket(char *buf, size_t n)

@@ -12,15 +12,14 @@
 
 int pub_default_key_path(char *buf, size_t n)
 {
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	int len;
-	if (xdg && *xdg)
-		len = snprintf(buf, n, "%s/cfs/publish.key", xdg);
-	else if (home && *home)
-		len = snprintf(buf, n, "%s/.config/cfs/publish.key", home);
-	else
-		return log_error_errno(-ENOENT, "neither XDG_CONFIG_HOME nor HOME is set; use --key");
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+	int r = cfs_user_dir(buf, n, NULL, "XDG_CONFIG_HOME", ".config");
+
+	if (r == -ENOENT)
+		return log_error_errno(r, "neither XDG_CONFIG_HOME nor HOME is set; use --key");
+	if (r < 0)
+		return r;
+	size_t len = strlen(buf);
+	return snprintf(buf + len, n - len, "/publish.key") < (int)(n - len) ? 0 : -ENAMETOOLONG;
 }
 
 /* The key file's missing parent directories, 0700. */

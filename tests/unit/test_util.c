@@ -1,5 +1,8 @@
-/* Histograms, the seeded RNG and log levels. */
+/* Histograms, the seeded RNG, log levels and per-user directories. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/cfs.h"
 
@@ -52,4 +55,32 @@ Test(util, log_levels)
 	cr_assert(cfs_log_parse_level("WARN", &l) == 0 && l == CFS_LOG_WARN);
 	cr_assert(cfs_log_parse_level("loud", &l) == -EINVAL);
 	cr_assert_eq(log_error_errno(-ENOENT, "expected in test output"), -ENOENT);
+}
+
+Test(util, user_dir_follows_xdg)
+{
+	char buf[256];
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
+	char *saved_home = home ? strdup(home) : NULL, *saved_xdg = xdg ? strdup(xdg) : NULL;
+
+	setenv("XDG_CACHE_HOME", "/x/cache", 1);
+	setenv("HOME", "/home/u", 1);
+	cr_assert_eq(cfs_user_dir(buf, sizeof(buf), NULL, "XDG_CACHE_HOME", ".cache"), 0);
+	cr_assert_str_eq(buf, "/x/cache/cfs");
+	unsetenv("XDG_CACHE_HOME");
+	cr_assert_eq(cfs_user_dir(buf, sizeof(buf), NULL, "XDG_CACHE_HOME", ".cache"), 0);
+	cr_assert_str_eq(buf, "/home/u/.cache/cfs");
+	if (geteuid() == 0) {
+		cr_assert_eq(cfs_user_dir(buf, sizeof(buf), "/var/cache/cfs", "XDG_CACHE_HOME", ".cache"), 0);
+		cr_assert_str_eq(buf, "/var/cache/cfs");
+	}
+	cr_assert_eq(cfs_user_dir(buf, 8, NULL, "XDG_CACHE_HOME", ".cache"), -ENAMETOOLONG);
+	unsetenv("HOME");
+	cr_assert_eq(cfs_user_dir(buf, sizeof(buf), NULL, "XDG_CACHE_HOME", ".cache"), -ENOENT);
+	if (saved_home)
+		setenv("HOME", saved_home, 1);
+	if (saved_xdg)
+		setenv("XDG_CACHE_HOME", saved_xdg, 1);
+	free(saved_home);
+	free(saved_xdg);
 }

@@ -214,6 +214,10 @@ cmp -s "$src/untouched/$other" "$mnt/untouched/$other" || fail "the mount stoppe
 ls -l "$mnt/untouched" >/dev/null || fail "ls after an EIO"
 echo "# every replica of one inode gone: EIO after ${took}s (bound 30 s)"
 ok "every replica gone: EIO after ${took}s (bound 30 s), key logged; the rest of the mount works"
+# The killed holders may include every holder of the root block: bring them
+# back, so that the next step tests the remembered sequence, not a lost root.
+for i in $h; do cluster_restart "$i"; done
+cluster_wait_correct 60 || fail "the ring did not recover after the inode's holders came back"
 
 # ---- rollback protection: a remembered higher sequence refuses the ring's root
 kill -TERM "$MOUNT_PID"

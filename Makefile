@@ -196,6 +196,12 @@ fuzz-build: $(B)/config.mk
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
 	  $(FUZZ_TARGETS) build-fuzz/fuzz/gen-seeds
 
+# The directory store's index decoder needs the publisher library and what it links.
+build-fuzz/fuzz/fuzz_dirstore: tests/fuzz/fuzz_dirstore.c build-fuzz/libpublisher.a build-fuzz/libdhash.a \
+		build-fuzz/libchord.a build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS)
+
 build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
@@ -210,7 +216,7 @@ build-fuzz/fuzz/gen-seeds: tests/fuzz/gen_seeds.c build-fuzz/libsfsro.a build-fu
 fuzz: fuzz-build
 	$(Q)mkdir -p build-fuzz/seeds && build-fuzz/fuzz/gen-seeds build-fuzz/seeds/fuzz_msg build-fuzz/seeds/fuzz_name build-fuzz/seeds/fuzz_block
 	$(Q)for f in $(FUZZ_TARGETS); do \
-	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n build-fuzz/findings/$$n; \
+	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n build-fuzz/findings/$$n build-fuzz/seeds/$$n; \
 	  echo "== $$n: $(FUZZ_SECONDS) s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=70000 -print_final_stats=1 \
 	      -artifact_prefix=build-fuzz/findings/$$n/ \

@@ -162,6 +162,22 @@ const char *cfs_id_hex(const struct cfs_id *a, char buf[static 65]);
 /* Parse exactly 64 hex digits (either case); -EINVAL otherwise. */
 int cfs_id_from_hex(struct cfs_id *ret, const char *s) CFS_WUR;
 
+/*
+ * A map from ids to 32-bit values, open addressing on the id's first bytes
+ * (ids here are hashes, so those are uniform). Zero-initialise to use.
+ */
+struct cfs_idmap {
+	struct cfs_id *keys;
+	uint32_t *vals;          /* value + 1; 0 marks an empty slot */
+	size_t cap, n;
+};
+
+/* true and *ret (if not NULL) set when k is in the map. */
+bool cfs_idmap_get(const struct cfs_idmap *m, const struct cfs_id *k, uint32_t *ret);
+/* Insert k or replace its value; v below UINT32_MAX. */
+void cfs_idmap_put(struct cfs_idmap *m, const struct cfs_id *k, uint32_t v);
+void cfs_idmap_free(struct cfs_idmap *m);
+
 /* ------------------------------------------------------------ crypto */
 
 #define CFS_HASH_BYTES 32

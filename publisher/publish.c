@@ -1,8 +1,9 @@
 /*
  * Publishing: walk a tree bottom-up in a fixed order, cut files into data
  * blocks, build inodes and directories with sfsro-format, and push every
- * block through the sink in batches — ask which it has, send the rest —
- * before the root is signed and stored. Any error before that point leaves
+ * block through the sink in batches — ask which it has, send the rest, with
+ * up to BATCHES_IN_FLIGHT batches out while the walk goes on — before the
+ * root is signed and stored. Any error before that point leaves
  * the previously published root untouched.
  */
 #include "publisher/publisher.h"
@@ -16,69 +17,31 @@
 
 #define BATCH_BLOCKS 256
 #define BATCH_BYTES (4u << 20)
+#define BATCHES_IN_FLIGHT 4 /* the sink stores these while the walk goes on */
+#define DATA_HEADER_MAX 64  /* a data block's encoding beyond its payload */
 
-/* An open-addressing set of keys: blocks already known to be stored. */
-struct keyset {
-	struct cfs_id *v;
-	bool *used;
-	size_t cap, n;
+struct pub;
+
+/* One batch on its way to the sink: asked which blocks it holds, then sent
+ * the others. It owns its blocks' bytes until the sink answers. */
+struct batch {
+	struct pub *p;
+	struct pub_block blocks[BATCH_BLOCKS];
+	struct cfs_id keys[BATCH_BLOCKS];
+	bool have[BATCH_BLOCKS];
+	struct pub_block *send;
+	size_t n, nsend, bytes;
 };
-
-static size_t ks_slot(const struct keyset *s, const struct cfs_id *k)
-{
-	uint64_t h;
-	memcpy(&h, k->b, sizeof(h));
-	size_t i = (size_t)h & (s->cap - 1);
-	while (s->used[i] && !cfs_id_eq(&s->v[i], k))
-		i = (i + 1) & (s->cap - 1);
-	return i;
-}
-
-static bool ks_has(const struct keyset *s, const struct cfs_id *k)
-{
-	return s->cap && s->used[ks_slot(s, k)];
-}
-
-static void ks_add(struct keyset *s, const struct cfs_id *k)
-{
-	if (2 * (s->n + 1) > s->cap) {
-		struct keyset g = { .cap = s->cap ? 2 * s->cap : 1024 };
-		g.v = xmalloc(g.cap * sizeof(*g.v));
-		g.used = xcalloc(g.cap, sizeof(*g.used));
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->used[i])
-				ks_add(&g, &s->v[i]);
-		free(s->v);
-		free(s->used);
-		*s = g;
-	}
-	size_t i = ks_slot(s, k);
-	if (!s->used[i]) {
-		s->used[i] = true;
-		s->v[i] = *k;
-		s->n++;
-	}
-}
-
-static void ks_free(struct keyset *s)
-{
-	free(s->v);
-	free(s->used);
-	memset(s, 0, sizeof(*s));
-}
 
 struct pub {
 	uv_loop_t *loop;
 	struct pub_sink *sink;
 	const struct pub_options *opt;
 	struct pub_stats *st;
-	struct keyset stored;      /* stored before or sent by this run */
-	struct keyset pending;     /* in the current batch */
-	struct pub_block blocks[BATCH_BLOCKS];
-	struct cfs_id keys[BATCH_BLOCKS];
-	bool have[BATCH_BLOCKS];
-	size_t n, bytes;
-	uint8_t *enc;              /* one encoded data block */
+	struct cfs_idmap stored;   /* emitted (or refreshed) by this run: sent once */
+	struct batch *cur;         /* being filled */
+	unsigned in_flight;        /* batches the sink has not answered */
+	int error;                 /* the first batch that failed */
 	uint8_t *chunk;            /* one block of file content */
 	uint64_t total_bytes;      /* for the progress bar's ETA */
 	uint64_t start_us, drawn_us;
@@ -115,63 +78,117 @@ static void draw_progress(struct pub *p, bool final)
 	        (unsigned long)p->st->blocks_sent, mbs, eta, final ? "\n" : "");
 }
 
-/* Ask the sink which blocks of the batch it has, send the others. */
-static int flush(struct pub *p)
+static void batch_free(struct batch *b)
 {
-	struct pub_block *send;
-	size_t nsend = 0;
-	int r;
-
-	if (p->n == 0)
-		return 0;
-	for (size_t i = 0; i < p->n; i++)
-		p->keys[i] = p->blocks[i].key;
-	p->sink->ops->have(p->sink->impl, p->keys, p->n, p->have, on_done, p);
-	if ((r = wait_sink(p)) < 0)
-		return log_error_errno(r, "the store could not say which blocks it has");
-	send = xmalloc(p->n * sizeof(*send));
-	for (size_t i = 0; i < p->n; i++)
-		if (!p->have[i])
-			send[nsend++] = p->blocks[i];
-	if (nsend && !p->opt->dry_run) {
-		p->sink->ops->put(p->sink->impl, send, nsend, on_done, p);
-		r = wait_sink(p);
-		for (size_t i = 0; r == 0 && i < nsend; i++)
-			if (send[i].status < 0) {
-				char h[65];
-				r = log_error_errno(send[i].status, "storing block %s failed",
-				                    cfs_id_hex(&send[i].key, h));
-			}
-		if (r < 0) {
-			free(send);
-			return r;
-		}
-	}
-	for (size_t i = 0; i < nsend; i++) {
-		p->st->blocks_sent++;
-		p->st->bytes_sent += send[i].len;
-	}
-	free(send);
-	for (size_t i = 0; i < p->n; i++) {
-		ks_add(&p->stored, &p->blocks[i].key);
-		free((void *)p->blocks[i].p);
-	}
-	ks_free(&p->pending);
-	p->n = p->bytes = 0;
-	draw_progress(p, false);
-	return 0;
+	for (size_t i = 0; i < b->n; i++)
+		free((void *)b->blocks[i].p);
+	free(b->send);
+	free(b);
 }
 
+/* The sink has answered for the batch, with r < 0 if it failed. */
+static void batch_end(struct batch *b, int r)
+{
+	struct pub *p = b->p;
+
+	for (size_t i = 0; r == 0 && i < b->nsend; i++)
+		if (b->send[i].status < 0) {
+			char h[65];
+			r = log_error_errno(b->send[i].status, "storing block %s failed",
+			                    cfs_id_hex(&b->send[i].key, h));
+		}
+	if (r == 0)
+		for (size_t i = 0; i < b->nsend; i++) {
+			p->st->blocks_sent++;
+			p->st->bytes_sent += b->send[i].len;
+		}
+	else if (!p->error)
+		p->error = r;
+	p->in_flight--;
+	batch_free(b);
+}
+
+static void on_put(void *arg, int status)
+{
+	batch_end(arg, status < 0 ? log_error_errno(status, "the store could not take a batch") : 0);
+}
+
+static void on_have(void *arg, int status)
+{
+	struct batch *b = arg;
+	struct pub *p = b->p;
+
+	if (status < 0) {
+		batch_end(b, log_error_errno(status, "the store could not say which blocks it has"));
+		return;
+	}
+	b->send = xmalloc(b->n * sizeof(*b->send));
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->have[i])
+			b->send[b->nsend++] = b->blocks[i];
+	if (b->nsend && !p->opt->dry_run)
+		p->sink->ops->put(p->sink->impl, b->send, b->nsend, on_put, b);
+	else
+		batch_end(b, 0); /* a dry run counts what it would send */
+}
+
+/* Hand the batch being filled to the sink; wait only while too many are
+ * out. Returns the first error any batch met. */
+static int submit(struct pub *p)
+{
+	struct batch *b = p->cur;
+
+	p->cur = NULL;
+	if (b && b->n) {
+		for (size_t i = 0; i < b->n; i++)
+			b->keys[i] = b->blocks[i].key;
+		p->in_flight++;
+		p->sink->ops->have(p->sink->impl, b->keys, b->n, b->have, on_have, b);
+	} else
+		free(b);
+	uv_run(p->loop, UV_RUN_NOWAIT);
+	while (p->in_flight >= BATCHES_IN_FLIGHT && !p->error)
+		uv_run(p->loop, UV_RUN_ONCE);
+	draw_progress(p, false);
+	return p->error;
+}
+
+/* Send what is left and wait for every answer. */
+static int drain(struct pub *p)
+{
+	int r = submit(p);
+	while (p->in_flight)
+		uv_run(p->loop, UV_RUN_ONCE);
+	return r < 0 ? r : p->error;
+}
+
+/* Queue a block for the sink, taking ownership of its bytes. */
+static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len)
+{
+	struct batch *b;
+
+	if (p->error || cfs_idmap_get(&p->stored, key, NULL)) {
+		free(bytes); /* the same block twice: stored once */
+		return p->error;
+	}
+	cfs_idmap_put(&p->stored, key, 0);
+	if (!(b = p->cur)) {
+		b = p->cur = xcalloc(1, sizeof(*b));
+		b->p = p;
+	}
+	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len };
+	b->bytes += len;
+	p->st->blocks++;
+	return b->n == BATCH_BLOCKS || b->bytes >= BATCH_BYTES ? submit(p) : 0;
+}
+
+/* The tree builders' sink: their buffers are theirs, so copy. */
 static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_t len)
 {
 	struct pub *p = arg;
-	if (ks_has(&p->stored, key) || ks_has(&p->pending, key))
-		return 0; /* the same block twice: stored once */
-	p->blocks[p->n++] = (struct pub_block){ .key = *key, .p = xmemdup(bytes, len), .len = len };
-	p->bytes += len;
-	p->st->blocks++;
-	ks_add(&p->pending, key);
-	return p->n == BATCH_BLOCKS || p->bytes >= BATCH_BYTES ? flush(p) : 0;
+	if (cfs_idmap_get(&p->stored, key, NULL))
+		return p->error;
+	return emit_owned(p, key, xmemdup(bytes, len), len);
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -237,14 +254,17 @@ static int publish_file(struct pub *p, int dirfd, const char *name, const char *
 			ino.inline_data = (struct cfs_bytes){ xmemdup(p->chunk, got), got };
 			continue;
 		}
-		if ((r = sfsro_data_encode(p->chunk, got, p->enc, CFS_BLOCK_MAX, &len)) < 0)
+		uint8_t *enc = xmalloc(got + DATA_HEADER_MAX);
+		if ((r = sfsro_data_encode(p->chunk, got, enc, got + DATA_HEADER_MAX, &len)) < 0) {
+			free(enc);
 			break;
+		}
 		if (nblocks == cap) {
 			cap = cap ? 2 * cap : 64;
 			keys = xrealloc(keys, cap * sizeof(*keys));
 		}
-		cfs_hash(&keys[nblocks], p->enc, len);
-		if ((r = emit(p, &keys[nblocks], p->enc, len)) < 0)
+		cfs_hash(&keys[nblocks], enc, len);
+		if ((r = emit_owned(p, &keys[nblocks], enc, len)) < 0)
 			break;
 		nblocks++;
 	}
@@ -447,18 +467,17 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->sink = sink;
 	p->opt = opt;
 	p->st = st;
-	p->enc = xmalloc(CFS_BLOCK_MAX);
 	p->chunk = xmalloc(SFSRO_BLOCK_SIZE_MAX);
 	p->start_us = cfs_now_us();
 }
 
 static void pub_fini(struct pub *p)
 {
-	for (size_t i = 0; i < p->n; i++)
-		free((void *)p->blocks[i].p);
-	ks_free(&p->stored);
-	ks_free(&p->pending);
-	free(p->enc);
+	if (p->cur)
+		batch_free(p->cur);
+	while (p->in_flight) /* after an error: the sink still holds batches */
+		uv_run(p->loop, UV_RUN_ONCE);
+	cfs_idmap_free(&p->stored);
 	free(p->chunk);
 	p->st->seconds = (double)(cfs_now_us() - p->start_us) / 1e6;
 }
@@ -497,7 +516,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	root.dir_mode = st.st_mode & 07777;
 	root.mtime_s = st.st_mtim.tv_sec;
 	root.mtime_ns = (uint32_t)st.st_mtim.tv_nsec;
-	if ((r = publish_dir(p, fd, dir, &top)) < 0 || (r = flush(p)) < 0)
+	if ((r = publish_dir(p, fd, dir, &top)) < 0 || (r = drain(p)) < 0)
 		goto out;
 	p->st->dirs++;
 	root.root_dir = top.key;
@@ -533,9 +552,9 @@ static int refresh_flush(struct refresher *rf)
 
 static int refresh_key(struct refresher *rf, const struct cfs_id *key)
 {
-	if (ks_has(&rf->p->stored, key))
+	if (cfs_idmap_get(&rf->p->stored, key, NULL))
 		return 0;
-	ks_add(&rf->p->stored, key);
+	cfs_idmap_put(&rf->p->stored, key, 0);
 	rf->p->st->blocks++;
 	rf->batch[rf->n++] = *key;
 	return rf->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf) : 0;
@@ -558,7 +577,7 @@ static int refresh_tree(struct refresher *rf, const struct cfs_id *key, int kind
 	size_t len;
 	int r;
 
-	if (ks_has(&rf->p->stored, key))
+	if (cfs_idmap_get(&rf->p->stored, key, NULL))
 		return 0;
 	if ((r = rf->src->get(rf->src->ctx, key, &b, &len)) < 0 || (r = sfsro_verify_hash(key, b, len)) < 0) {
 		char h[65];

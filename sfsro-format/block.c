@@ -66,15 +66,31 @@ uint32_t sfsro_fanout(uint32_t bsize)
 
 /* ------------------------------------------------------------ encoding */
 
+/* An encoder writing straight into the caller's buffer: one copy of each
+ * byte, no allocation. Past cap it stops and remembers. */
 struct enc {
-	msgpack_sbuffer sb;
+	uint8_t *buf;
+	size_t cap, size;
+	bool over;
 	msgpack_packer pk;
 };
 
-static void enc_init(struct enc *e, const char *tag, uint32_t items)
+static int enc_write(void *data, const char *p, size_t n)
 {
-	msgpack_sbuffer_init(&e->sb);
-	msgpack_packer_init(&e->pk, &e->sb, msgpack_sbuffer_write);
+	struct enc *e = data;
+	if (e->over || n > e->cap - e->size) {
+		e->over = true;
+		return -1;
+	}
+	memcpy(e->buf + e->size, p, n);
+	e->size += n;
+	return 0;
+}
+
+static void enc_init(struct enc *e, uint8_t *buf, size_t cap, const char *tag, uint32_t items)
+{
+	*e = (struct enc){ .buf = buf, .cap = cap };
+	msgpack_packer_init(&e->pk, e, enc_write);
 	msgpack_pack_array(&e->pk, items);
 	msgpack_pack_str_with_body(&e->pk, tag, strlen(tag));
 	msgpack_pack_uint8(&e->pk, SFSRO_VERSION);
@@ -85,17 +101,12 @@ static void enc_bin(struct enc *e, const void *p, size_t n)
 	msgpack_pack_bin_with_body(&e->pk, p, n);
 }
 
-static int enc_finish(struct enc *e, uint8_t *buf, size_t cap, size_t *ret_len)
+static int enc_finish(struct enc *e, size_t *ret_len)
 {
-	int r = 0;
-	if (e->sb.size > cap)
-		r = -EMSGSIZE;
-	else {
-		memcpy(buf, e->sb.data, e->sb.size);
-		*ret_len = e->sb.size;
-	}
-	msgpack_sbuffer_destroy(&e->sb);
-	return r;
+	if (e->over)
+		return -EMSGSIZE;
+	*ret_len = e->size;
+	return 0;
 }
 
 static void pack_root_body(msgpack_packer *pk, const struct sfsro_root *r)
@@ -141,11 +152,11 @@ int sfsro_root_encode(const struct sfsro_root *r, const struct cfs_seckey *sk,
 	root_sig_msg((const uint8_t *)body.data, body.size, &m, &mlen);
 	cfs_sign(sig, m, mlen, sk);
 	free(m);
-	enc_init(&e, TAG_ROOT, 4);
+	enc_init(&e, buf, cap, TAG_ROOT, 4);
 	enc_bin(&e, body.data, body.size);
 	enc_bin(&e, sig, sizeof(sig));
 	msgpack_sbuffer_destroy(&body);
-	return enc_finish(&e, buf, cap, ret_len);
+	return enc_finish(&e, ret_len);
 }
 
 int sfsro_data_encode(const uint8_t *p, size_t len, uint8_t *buf, size_t cap, size_t *ret_len)
@@ -153,9 +164,9 @@ int sfsro_data_encode(const uint8_t *p, size_t len, uint8_t *buf, size_t cap, si
 	struct enc e;
 	if (len > SFSRO_BLOCK_SIZE_MAX)
 		return -EINVAL;
-	enc_init(&e, TAG_DATA, 3);
+	enc_init(&e, buf, cap, TAG_DATA, 3);
 	enc_bin(&e, p, len);
-	return enc_finish(&e, buf, cap, ret_len);
+	return enc_finish(&e, ret_len);
 }
 
 int sfsro_indirect_encode(uint32_t height, const struct cfs_id *keys, uint32_t n,
@@ -164,10 +175,10 @@ int sfsro_indirect_encode(uint32_t height, const struct cfs_id *keys, uint32_t n
 	struct enc e;
 	if (height < 1 || height > SFSRO_HEIGHT_MAX || n == 0 || n > KEYS_MAX)
 		return -EINVAL;
-	enc_init(&e, TAG_INDIR, 4);
+	enc_init(&e, buf, cap, TAG_INDIR, 4);
 	msgpack_pack_uint32(&e.pk, height);
 	enc_bin(&e, keys, (size_t)n * CFS_ID_BYTES);
-	return enc_finish(&e, buf, cap, ret_len);
+	return enc_finish(&e, ret_len);
 }
 
 int sfsro_inode_encode(const struct sfsro_inode *ino, uint8_t *buf, size_t cap, size_t *ret_len)
@@ -176,7 +187,7 @@ int sfsro_inode_encode(const struct sfsro_inode *ino, uint8_t *buf, size_t cap, 
 	if (ino->mode > 07777 || ino->mtime_ns >= 1000000000u || ino->nkeys > KEYS_MAX ||
 	    ino->inline_data.len > SFSRO_INLINE_MAX)
 		return -EINVAL;
-	enc_init(&e, TAG_INODE, 11);
+	enc_init(&e, buf, cap, TAG_INODE, 11);
 	msgpack_pack_uint64(&e.pk, ino->size);
 	msgpack_pack_uint32(&e.pk, ino->mode);
 	msgpack_pack_int64(&e.pk, ino->mtime_s);
@@ -186,7 +197,7 @@ int sfsro_inode_encode(const struct sfsro_inode *ino, uint8_t *buf, size_t cap, 
 	msgpack_pack_uint32(&e.pk, ino->height);
 	enc_bin(&e, ino->keys, (size_t)ino->nkeys * CFS_ID_BYTES);
 	enc_bin(&e, ino->inline_data.p, ino->inline_data.len);
-	return enc_finish(&e, buf, cap, ret_len);
+	return enc_finish(&e, ret_len);
 }
 
 static void pack_entry(msgpack_packer *pk, const struct sfsro_entry *en)
@@ -219,7 +230,7 @@ int sfsro_dir_encode(const struct sfsro_dir *d, uint8_t *buf, size_t cap, size_t
 	struct enc e;
 	if (d->height > SFSRO_HEIGHT_MAX)
 		return -EINVAL;
-	enc_init(&e, TAG_DIR, 4);
+	enc_init(&e, buf, cap, TAG_DIR, 4);
 	msgpack_pack_uint32(&e.pk, d->height);
 	msgpack_pack_array(&e.pk, d->n);
 	for (uint32_t i = 0; i < d->n; i++) {
@@ -231,7 +242,7 @@ int sfsro_dir_encode(const struct sfsro_dir *d, uint8_t *buf, size_t cap, size_t
 			enc_bin(&e, d->children[i].key.b, CFS_ID_BYTES);
 		}
 	}
-	return enc_finish(&e, buf, cap, ret_len);
+	return enc_finish(&e, ret_len);
 }
 
 /* ------------------------------------------------------------ decoding */

@@ -1,14 +1,18 @@
 # Shared helpers for the integration tests. Source it first.
-# Every process a test starts is recorded and killed by PID on exit,
-# whether the test passes or fails.
+# Every process a test starts is recorded and killed by PID on exit, and
+# every file system it mounts unmounted, whether the test passes or fails.
 set -euo pipefail
 : "${TEST_DIR:?}" "${CFS_BIN:?}"
 CFSD=$CFS_BIN/cfsd
 CFSCTL=$CFS_BIN/cfsctl
 PIDS=()
+MOUNTS=() # file systems a test mounted: unmounted on exit
 
 cleanup() {
-	local pid
+	local pid m
+	for m in "${MOUNTS[@]}"; do
+		umount -l "$m" 2>/dev/null || true
+	done
 	for pid in "${PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null || true
 	done

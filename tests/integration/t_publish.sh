@@ -7,6 +7,7 @@
 PUBLISH=$CFS_BIN/cfs-publish
 FSCK=$CFS_BIN/cfs-fsck
 LISTING=$(dirname "$0")/tree-listing.py
+STORE=$(dirname "$0")/../harness/dirstore.py # looks inside a dir: store
 export XDG_CONFIG_HOME=$TEST_DIR/config
 src=$TEST_DIR/src
 mkdir -p "$src"
@@ -60,26 +61,23 @@ ok "republish sends no block, sequence 2, same tree"
 
 # ---- determinism: the same tree and key give the same blocks elsewhere
 "$PUBLISH" --to "dir:$TEST_DIR/store2" "$src" >/dev/null 2>&1 || fail "publish to store2"
-(cd "$TEST_DIR/store/blocks" && find . -type f | sort) >"$TEST_DIR/b1"
-(cd "$TEST_DIR/store2/blocks" && find . -type f | sort) >"$TEST_DIR/b2"
+python3 "$STORE" keys "$TEST_DIR/store" | cut -d' ' -f1,2 >"$TEST_DIR/b1"
+python3 "$STORE" keys "$TEST_DIR/store2" | cut -d' ' -f1,2 >"$TEST_DIR/b2"
+[ "$(wc -l <"$TEST_DIR/b1")" -gt 500 ] || fail "only $(wc -l <"$TEST_DIR/b1") blocks in the store"
 cmp -s "$TEST_DIR/b1" "$TEST_DIR/b2" || fail "different block sets"
 ok "two publishes of one tree give identical blocks ($(wc -l <"$TEST_DIR/b1") blocks)"
 
 # ---- tampering: one flipped bit, one missing block
-victim=$(find "$TEST_DIR/store/blocks" -type f -size +8k -print -quit)
-cp "$victim" "$TEST_DIR/saved"
-python3 - "$victim" <<'PY'
-import sys
-p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0x04
-open(p, "wb").write(b)
-PY
+victim=$(python3 "$STORE" flip "$TEST_DIR/store") # a block over 8 KiB
 expect_exit 1 "$FSCK" --from "dir:$TEST_DIR/store" "$vol"
 grep -q "^corrupt: " "$TEST_DIR/err" || fail "flipped bit not reported: $(cat "$TEST_DIR/err")"
 grep -q " 0 missing, [1-9][0-9]* corrupt" "$TEST_DIR/err" || fail "corrupt count: $(tail -1 "$TEST_DIR/err")"
-mv "$TEST_DIR/saved" "$victim"
-rm "$victim"
+python3 "$STORE" flip "$TEST_DIR/store" "$victim" >/dev/null # flipped back
+"$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>/dev/null || fail "the bit flipped back is still reported"
+python3 "$STORE" drop "$TEST_DIR/store" "$victim" # its index records spoiled: lost
 expect_exit 1 "$FSCK" --from "dir:$TEST_DIR/store" "$vol"
 grep -q "^missing: " "$TEST_DIR/err" || fail "missing block not reported"
+grep -q "index: [0-9]* records ignored" "$TEST_DIR/err" || fail "spoiled index records not reported: $(cat "$TEST_DIR/err")"
 "$PUBLISH" --to "dir:$TEST_DIR/store" "$src" >/dev/null 2>&1 || fail "repair by republish"
 "$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>/dev/null || fail "republish did not repair"
 ok "a flipped bit and a missing block are reported by path; republish repairs"
@@ -98,12 +96,64 @@ grep -q "changed while it was being read" "$TEST_DIR/err" || fail "no change det
 "$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>/dev/null || fail "volume damaged by a failed publish"
 ok "a file changing during publish fails it and leaves the previous root"
 
+# ---- an unreadable file, then an unreadable directory: non-zero exit, the
+# previous root kept. Root reads everything, so the publisher runs as nobody.
+u=$TEST_DIR/as-nobody
+mkdir -p "$u/tree/sub"
+echo fine >"$u/tree/ok"
+echo secret >"$u/tree/sub/locked"
+chown -R nobody:nogroup "$u"
+chmod 711 "$TEST_DIR"
+nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME="$u" XDG_CONFIG_HOME="$u/cfg" "$@"; }
+nobody "$PUBLISH" --keygen >"$TEST_DIR/nvol" 2>/dev/null || fail "keygen as nobody"
+nobody "$PUBLISH" --to "dir:$u/store" "$u/tree" >/dev/null 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish as nobody"; }
+nroot=$(sha256sum "$u"/store/roots/* | cut -d' ' -f1)
+echo more >>"$u/tree/ok" # a new root would differ
+chmod 000 "$u/tree/sub/locked"
+expect_exit 1 nobody "$PUBLISH" --to "dir:$u/store" "$u/tree"
+grep -q "cannot read $u/tree/sub/locked: Permission denied" "$TEST_DIR/err" || fail "unreadable file: $(cat "$TEST_DIR/err")"
+[ "$(sha256sum "$u"/store/roots/* | cut -d' ' -f1)" = "$nroot" ] || fail "root replaced after an unreadable file"
+chmod 644 "$u/tree/sub/locked"
+chmod 000 "$u/tree/sub"
+expect_exit 1 nobody "$PUBLISH" --to "dir:$u/store" "$u/tree"
+grep -q "cannot open directory $u/tree/sub: Permission denied" "$TEST_DIR/err" || fail "unreadable directory: $(cat "$TEST_DIR/err")"
+[ "$(sha256sum "$u"/store/roots/* | cut -d' ' -f1)" = "$nroot" ] || fail "root replaced after an unreadable directory"
+chmod 755 "$u/tree/sub"
+nobody "$FSCK" --from "dir:$u/store" "$(cat "$TEST_DIR/nvol")" >/dev/null 2>&1 ||
+	fail "the store is not whole after two failed publishes"
+ok "an unreadable file or directory fails the publish with its path and leaves the previous root"
+
+# ---- the store itself: one process at a time; a torn index tail is cut
+expect_exit 1 flock "$TEST_DIR/store/lock" "$PUBLISH" --to "dir:$TEST_DIR/store" "$src"
+grep -q "the store $TEST_DIR/store is in use by another process" "$TEST_DIR/err" || fail "a locked store: $(cat "$TEST_DIR/err")"
+printf 'torn' >>"$TEST_DIR/store/index" # a crash in the middle of an append
+"$FSCK" --from "dir:$TEST_DIR/store" "$vol" 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "fsck after a torn index record"; }
+grep -q "cutting a torn record" "$TEST_DIR/err" || fail "torn record not reported: $(cat "$TEST_DIR/err")"
+[ $(( $(stat -c %s "$TEST_DIR/store/index") % 64 )) -eq 0 ] || fail "the torn record is still there"
+ok "a store in use is refused; a torn index record is cut and the volume still checks"
+
+# ---- a full disk: the publish fails with the error, the previous root and
+# its blocks stay readable
+full=$TEST_DIR/full
+mkdir "$full" "$TEST_DIR/small"
+mount -t tmpfs -o size=4m tmpfs "$full"
+MOUNTS+=("$full")
+head -c 100000 /dev/urandom >"$TEST_DIR/small/a"
+"$PUBLISH" --to "dir:$full/store" "$TEST_DIR/small" >/dev/null 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish to a small file system"; }
+froot=$(sha256sum "$full"/store/roots/* | cut -d' ' -f1)
+head -c 8000000 /dev/urandom >"$TEST_DIR/small/b"
+expect_exit 1 "$PUBLISH" --to "dir:$full/store" "$TEST_DIR/small"
+grep -q "No space left on device" "$TEST_DIR/err" || fail "a full disk: $(cat "$TEST_DIR/err")"
+[ "$(sha256sum "$full"/store/roots/* | cut -d' ' -f1)" = "$froot" ] || fail "root replaced after a full disk"
+"$FSCK" --from "dir:$full/store" "$vol" >/dev/null 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "the previous version after a full disk"; }
+ok "a full disk fails the publish (ENOSPC), and the previous root and its blocks stay readable"
+
 # ---- refresh: leases extended, root re-signed
 "$PUBLISH" --to "dir:$TEST_DIR/store" --valid 90 --refresh "$vol" >/dev/null 2>"$TEST_DIR/err" ||
 	{ cat "$TEST_DIR/err"; fail "refresh"; }
 grep -q "refreshed" "$TEST_DIR/err" || fail "refresh report"
 refreshed=$(grep -o 'refreshed [0-9]*' "$TEST_DIR/err" | cut -d' ' -f2)
-extended=$(find "$TEST_DIR/store/blocks" -type f -newermt "@$(( $(date +%s) + 80 * 86400 ))" | wc -l)
+extended=$(python3 "$STORE" keys "$TEST_DIR/store" | awk -v t=$(( $(date +%s) + 80 * 86400 )) '$3 > t' | wc -l)
 [ "$refreshed" -gt 500 ] && [ "$extended" -eq "$refreshed" ] || fail "refreshed $refreshed, extended $extended"
 ok "refresh extends every lease and re-signs the root"
 

@@ -186,3 +186,31 @@ Test(id, node_id_and_addresses)
 	cfs_hash(&expect, raw, sizeof(raw));
 	cr_assert(cfs_id_eq(&i1, &expect));
 }
+
+Test(idmap, put_get_replace_and_grow)
+{
+	struct cfs_idmap m = { 0 };
+	struct cfs_id k;
+	uint32_t v;
+
+	cr_assert(!cfs_idmap_get(&m, P(id_u64(1)), &v), "an empty map holds nothing");
+	for (uint32_t i = 0; i < 5000; i++) { /* grows past its first 1,024 slots */
+		cfs_hash(&k, &i, sizeof(i));
+		cfs_idmap_put(&m, &k, i);
+	}
+	cr_assert_eq(m.n, 5000);
+	for (uint32_t i = 0; i < 5000; i++) {
+		cfs_hash(&k, &i, sizeof(i));
+		cr_assert(cfs_idmap_get(&m, &k, &v));
+		cr_assert_eq(v, i);
+	}
+	cfs_hash(&k, "absent", 6);
+	cr_assert(!cfs_idmap_get(&m, &k, NULL));
+	uint32_t zero = 0;
+	cfs_hash(&k, &zero, sizeof(zero));
+	cfs_idmap_put(&m, &k, 77); /* replace: no new entry */
+	cr_assert_eq(m.n, 5000);
+	cr_assert(cfs_idmap_get(&m, &k, &v) && v == 77);
+	cfs_idmap_free(&m);
+	cr_assert_eq(m.cap, 0);
+}

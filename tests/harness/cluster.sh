@@ -4,7 +4,9 @@
 #
 #   cluster_start N [V] [EXTRA-CFSD-ARGS...]   N daemons with V vnodes each
 #   cluster_wait_correct SECONDS              until every pred/successor list is true
+#                                             (CLUSTER_SUCCESSORS: the daemons' --successors)
 #   cluster_status_all DIR                    DIR/NODE.json for each live node
+#   cluster_lookup_check MODE COUNT           random lookups, each checked true
 #   cluster_kill I / cluster_stop I / cluster_restart I
 #
 # With CLUSTER_NETNS=1 every daemon runs in its own network namespace with
@@ -112,7 +114,7 @@ cluster_status_all() {
 
 cluster_check() {
 	cluster_status_all "$TEST_DIR/status"
-	python3 "$HARNESS_DIR/ring_check.py" "$TEST_DIR"/status/*.json
+	python3 "$HARNESS_DIR/ring_check.py" --successors="${CLUSTER_SUCCESSORS:-16}" "$TEST_DIR"/status/*.json
 }
 
 # cluster_wait_correct SECONDS: prints the time it took; fails after SECONDS.
@@ -131,3 +133,31 @@ cluster_wait_correct() {
 cluster_kill() { kill -KILL "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
 cluster_stop() { kill -TERM "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
 cluster_restart() { cluster_run "$1"; cluster_wait_up "$1"; }
+
+# cluster_lookup_check MODE COUNT: COUNT random lookups from a random live
+# node, each checked against the true successor from every node's ID.
+cluster_lookup_check() {
+	local mode=$1 count=$2
+	cluster_status_all "$TEST_DIR/status"
+	python3 "$HARNESS_DIR/ring_check.py" --ids "$TEST_DIR"/status/*.json >"$TEST_DIR/ids"
+	local node=$((RANDOM % CL_N))
+	cluster_alive "$node" || node=0
+	"$CFSCTL" --data "$TEST_DIR/node$node" lookup --mode "$mode" --random "$count" >"$TEST_DIR/lookups" ||
+		fail "cfsctl lookup --mode $mode failed"
+	python3 - "$TEST_DIR/ids" "$TEST_DIR/lookups" "$mode" <<'PY'
+import bisect, sys
+ids = [int(l, 16) for l in open(sys.argv[1])]
+n = wrong = rpcs = 0
+for line in open(sys.argv[2]):
+    key, succ, addr, r, t = line.split()
+    k = int(key, 16)
+    i = bisect.bisect_left(ids, k)
+    truth = ids[i % len(ids)]
+    n += 1
+    rpcs += int(r)
+    if int(succ, 16) != truth:
+        wrong += 1
+print("# %s: %d lookups, %d wrong, %.2f RPCs per lookup" % (sys.argv[3], n, wrong, rpcs / max(n, 1)))
+sys.exit(1 if wrong or n == 0 else 0)
+PY
+}

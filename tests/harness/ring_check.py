@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Check a ring from the `cfsctl status --json` reports of all its daemons.
 
-Usage: ring_check.py STATUS.json...   (one file per live daemon)
+Usage: ring_check.py [--successors=R] STATUS.json...   (one file per live daemon;
+R is the daemons' successor list length, 16 unless given)
 
 The ring is correct when every virtual server's predecessor and whole
-successor list (up to min(r, N-1) entries) are the true ones, computed from
+successor list (up to min(R, N-1) entries) are the true ones, computed from
 the sorted list of all virtual-server IDs. Prints one summary line; exit 0
 when correct, 1 otherwise. With --ids, prints the sorted IDs instead.
 """
@@ -15,6 +16,10 @@ import sys
 def main():
     args = sys.argv[1:]
     want_ids = "--ids" in args
+    r = 16  # the successor list length the daemons run with
+    for a in args:
+        if a.startswith("--successors="):
+            r = int(a.split("=", 1)[1])
     files = [a for a in args if not a.startswith("--")]
     vnodes = []
     for f in files:
@@ -34,11 +39,8 @@ def main():
     for v in vnodes:
         me = int(v["id"], 16)
         k = pos[me]
-        r = 16
         succs = [int(s["id"], 16) for s in v["succs"]]
-        if v["succs"] is not None and len(v["succs"]) > 0:
-            r = max(r, len(succs))
-        want_len = min(16, n - 1)
+        want_len = min(r, n - 1)
         want = [ids[(k + j) % n] for j in range(1, want_len + 1)]
         pred_ok = n == 1 or (v["pred"] is not None and int(v["pred"]["id"], 16) == ids[k - 1])
         succ_ok = succs[:want_len] == want and (n > 1 or not succs)

@@ -8,32 +8,6 @@
 . "$(dirname "$0")/../harness/cluster.sh"
 STAB="--stabilize-ms 250"
 
-lookup_check() { # MODE COUNT: random lookups from node 0, checked against the IDs
-	local mode=$1 count=$2
-	cluster_status_all "$TEST_DIR/status"
-	python3 "$HARNESS_DIR/ring_check.py" --ids "$TEST_DIR"/status/*.json >"$TEST_DIR/ids"
-	local node=$((RANDOM % CL_N))
-	cluster_alive "$node" || node=0
-	"$CFSCTL" --data "$TEST_DIR/node$node" lookup --mode "$mode" --random "$count" >"$TEST_DIR/lookups" ||
-		fail "cfsctl lookup --mode $mode failed"
-	python3 - "$TEST_DIR/ids" "$TEST_DIR/lookups" "$mode" <<'PY'
-import bisect, sys
-ids = [int(l, 16) for l in open(sys.argv[1])]
-n = wrong = rpcs = 0
-for line in open(sys.argv[2]):
-    key, succ, addr, r, t = line.split()
-    k = int(key, 16)
-    i = bisect.bisect_left(ids, k)
-    truth = ids[i % len(ids)]
-    n += 1
-    rpcs += int(r)
-    if int(succ, 16) != truth:
-        wrong += 1
-print("# %s: %d lookups, %d wrong, %.2f RPCs per lookup" % (sys.argv[3], n, wrong, rpcs / max(n, 1)))
-sys.exit(1 if wrong or n == 0 else 0)
-PY
-}
-
 for n in 1 2 3; do
 	cluster_start "$n" 1 $STAB
 	cluster_wait_correct 60 || fail "a ring of $n did not converge"
@@ -47,7 +21,7 @@ TEST_DIR=$TEST_DIR/r16; mkdir -p "$TEST_DIR"
 cluster_start 16 2 $STAB
 cluster_wait_correct 120 || fail "a ring of 16 processes (32 vnodes) did not converge"
 echo "# ring of 16 processes × 2 vnodes converged in ${CLUSTER_CONVERGED_S}s"
-lookup_check iterative 1000 || fail "lookups in the 16-ring"
+cluster_lookup_check iterative 1000 || fail "lookups in the 16-ring"
 
 # A node joins...
 CL_IP[16]=127.0.0.1; CL_PORT[16]=$(free_port)
@@ -65,7 +39,7 @@ grep -q "left the ring" "$TEST_DIR/node5.log" || fail "node 5 did not leave clea
 for i in 1 4 7 10; do cluster_kill "$i"; done
 cluster_wait_correct 90 || fail "the ring did not re-converge after 25% were killed"
 echo "# 25% of the processes killed at once: re-converged in ${CLUSTER_CONVERGED_S}s"
-lookup_check recursive 1000 || fail "lookups after the failures"
+cluster_lookup_check recursive 1000 || fail "lookups after the failures"
 for ((i = 0; i < CL_N; i++)); do cluster_alive "$i" && cluster_stop "$i"; done
 ok "join, leave and 25% failure absorbed"
 
@@ -75,6 +49,6 @@ cluster_start 64 1 $STAB
 cluster_wait_correct 180 || fail "a ring of 64 processes did not converge"
 echo "# ring of 64 processes converged in ${CLUSTER_CONVERGED_S}s"
 for mode in iterative,greedy recursive,greedy iterative,cost recursive,nonlinear; do
-	lookup_check "$mode" 10000 || fail "lookups ($mode) in the 64-ring"
+	cluster_lookup_check "$mode" 10000 || fail "lookups ($mode) in the 64-ring"
 done
 ok "10,000 lookups per mode in a 64-process ring all return the true successor"

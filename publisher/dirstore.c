@@ -331,9 +331,16 @@ static void put_work(uv_work_t *w)
 	if (j->fd < 0) { /* a new pack, its name flushed before any record names it */
 		char name[32];
 		pack_name(j->pack, name);
-		j->fd = openat(j->d->packs_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (j->fd < 0 || fsync(j->d->packs_fd) < 0)
+		/* the number is past every pack found at open, under the lock:
+		 * a file there is ours, from an attempt that failed */
+		j->fd = openat(j->d->packs_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (j->fd < 0)
 			r = -errno;
+		else if (fsync(j->d->packs_fd) < 0) {
+			r = -errno;
+			close(j->fd);
+			j->fd = -1;
+		}
 	}
 	if (r == 0)
 		r = pwrite_all(j->fd, iov, niov, j->pack_end);
@@ -657,7 +664,7 @@ static int load_index(struct dirstore *d)
 		}
 		got = (size_t)n - (size_t)n % REC_BYTES;
 		for (size_t i = 0; i < got; i += REC_BYTES) {
-			if (!rec_decode(buf + i, &key, &l) || l.pack >= d->pack || l.off > PACK_MAX ||
+			if (!rec_decode(buf + i, &key, &l) || l.pack >= d->pack || l.off >= 1ull << 62 ||
 			    l.off + l.len > (uint64_t)pack_size(d, &sizes, l.pack)) {
 				ignored++;
 				continue;

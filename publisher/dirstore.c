@@ -84,6 +84,11 @@ struct job {
 	struct job *next;
 };
 
+struct pack_info {
+	int fd;                    /* for reading, opened on first use; -1 */
+	int64_t size;              /* as found at open; -1: not looked at */
+};
+
 struct dirstore {
 	char *path;
 	uv_loop_t *loop;
@@ -94,8 +99,8 @@ struct dirstore {
 	struct cfs_idmap map;      /* key -> index into locs */
 	struct loc *locs;
 	size_t nlocs, cap_locs;
-	int *read_fds;             /* by pack number, opened on first read */
-	uint32_t n_read_fds;
+	struct pack_info *packs;   /* by pack number */
+	uint32_t npacks;
 	int pack_fd;               /* the pack being appended to, or -1 */
 	uint32_t pack;             /* its number */
 	uint64_t pack_end, index_end;
@@ -480,22 +485,29 @@ static void ds_have(void *sink, const struct cfs_id *keys, size_t n, bool *have,
 
 /* ---- reading */
 
+/* What is known of pack number `pack`, the table grown to hold it. */
+static struct pack_info *pack_info(struct dirstore *d, uint32_t pack)
+{
+	if (pack >= d->npacks) {
+		uint32_t n = pack + 16;
+		d->packs = xrealloc(d->packs, n * sizeof(*d->packs));
+		for (uint32_t i = d->npacks; i < n; i++)
+			d->packs[i] = (struct pack_info){ .fd = -1, .size = -1 };
+		d->npacks = n;
+	}
+	return &d->packs[pack];
+}
+
 static int pack_read_fd(struct dirstore *d, uint32_t pack)
 {
-	if (pack >= d->n_read_fds) {
-		uint32_t n = pack + 16;
-		d->read_fds = xrealloc(d->read_fds, n * sizeof(*d->read_fds));
-		for (uint32_t i = d->n_read_fds; i < n; i++)
-			d->read_fds[i] = -1;
-		d->n_read_fds = n;
-	}
-	if (d->read_fds[pack] < 0) {
+	struct pack_info *pi = pack_info(d, pack);
+	if (pi->fd < 0) {
 		char name[32];
 		pack_name(pack, name);
-		if ((d->read_fds[pack] = openat(d->packs_fd, name, O_RDONLY | O_CLOEXEC)) < 0)
+		if ((pi->fd = openat(d->packs_fd, name, O_RDONLY | O_CLOEXEC)) < 0)
 			return -errno;
 	}
-	return d->read_fds[pack];
+	return pi->fd;
 }
 
 static void ds_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
@@ -577,15 +589,15 @@ static void finalize(struct dirstore *d)
 		d->head = c->next;
 		free(c);
 	}
-	for (uint32_t i = 0; i < d->n_read_fds; i++)
-		if (d->read_fds[i] >= 0)
-			close(d->read_fds[i]);
+	for (uint32_t i = 0; i < d->npacks; i++)
+		if (d->packs[i].fd >= 0)
+			close(d->packs[i].fd);
 	if (d->pack_fd >= 0)
 		close(d->pack_fd);
 	close(d->index_fd);
 	close(d->packs_fd);
 	close(d->lock_fd); /* releases the lock */
-	free(d->read_fds);
+	free(d->packs);
 	free(d->locs);
 	cfs_idmap_free(&d->map);
 	uv_close((uv_handle_t *)&d->idle, on_idle_closed);
@@ -610,35 +622,24 @@ static const struct pub_sink_ops dirstore_ops = {
 
 /* ---- opening */
 
-/* The size of each pack, by number, for checking index records. */
-struct pack_sizes {
-	int64_t *v;                /* -1: not looked at yet */
-	uint32_t n;
-};
-
-static int64_t pack_size(struct dirstore *d, struct pack_sizes *s, uint32_t pack)
+/* A pack's size as found at open, for checking index records (0 if it
+ * is missing). */
+static int64_t pack_size(struct dirstore *d, uint32_t pack)
 {
-	if (pack >= s->n) {
-		uint32_t n = pack + 16;
-		s->v = xrealloc(s->v, n * sizeof(*s->v));
-		for (uint32_t i = s->n; i < n; i++)
-			s->v[i] = -1;
-		s->n = n;
-	}
-	if (s->v[pack] < 0) {
+	struct pack_info *pi = pack_info(d, pack);
+	if (pi->size < 0) {
 		char name[32];
 		struct stat st;
 		pack_name(pack, name);
-		s->v[pack] = fstatat(d->packs_fd, name, &st, 0) == 0 ? st.st_size : 0;
+		pi->size = fstatat(d->packs_fd, name, &st, 0) == 0 ? st.st_size : 0;
 	}
-	return s->v[pack];
+	return pi->size;
 }
 
 /* Read the index into the map: every valid record, the last one per key.
  * A record may name only a pack below this process's own (d->pack). */
 static int load_index(struct dirstore *d)
 {
-	struct pack_sizes sizes = { 0 };
 	uint8_t *buf = xmalloc(REC_BYTES * 1024);
 	size_t ignored = 0, got = 0;
 	struct cfs_id key;
@@ -665,7 +666,7 @@ static int load_index(struct dirstore *d)
 		got = (size_t)n - (size_t)n % REC_BYTES;
 		for (size_t i = 0; i < got; i += REC_BYTES) {
 			if (!rec_decode(buf + i, &key, &l) || l.pack >= d->pack || l.off >= 1ull << 62 ||
-			    l.off + l.len > (uint64_t)pack_size(d, &sizes, l.pack)) {
+			    l.off + l.len > (uint64_t)pack_size(d, l.pack)) {
 				ignored++;
 				continue;
 			}
@@ -675,7 +676,6 @@ static int load_index(struct dirstore *d)
 	if (ignored)
 		log_warn("%s/index: %zu records ignored (damaged, or naming bytes a pack does not hold)",
 		         d->path, ignored);
-	free(sizes.v);
 	free(buf);
 	return r;
 }
@@ -771,9 +771,11 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 	d->path = xstrdup(spec + 4);
 	d->loop = loop;
 	if ((r = dirstore_open(d)) < 0) {
-		for (int *fd = &d->lock_fd; fd <= &d->packs_fd; fd++)
-			if (*fd >= 0)
-				close(*fd);
+		int fds[] = { d->lock_fd, d->index_fd, d->packs_fd };
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		free(d->packs); /* sizes only: no pack is open for reading yet */
 		free(d->locs);
 		cfs_idmap_free(&d->map);
 		free(d->path);

@@ -156,12 +156,13 @@ unit: $(UNIT_BIN)
 integration: $(PROGRAMS) $(HARNESS) | deps-test
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh
 
-# Layering lint, the shell-driven integration tests, Criterion's synthesis last.
+# Layering lint, Criterion's unit tests, then the shell-driven integration
+# tests, whose summary (with the logs of any failures) comes last.
 test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN)
 	$(Q)st=0; \
 	tools/lint.sh || st=1; \
-	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
 	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || st=1; \
+	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
 	exit $$st
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.

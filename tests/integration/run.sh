@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${CFS_BIN:?set CFS_BIN to the directory holding cfsd and cfsctl}"
 export CFS_BIN
 limit=${CFS_TEST_TIMEOUT:-600}
-passed=0 failed=0 failures=""
+passed=0 failed=0 failures="" faildirs=""
 for t in "$here"/t_*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "${CFS_TESTS:-}" ]; then
@@ -31,7 +31,14 @@ for t in "$here"/t_*.sh; do
 		failures="$failures $name"
 		echo "[FAIL] $name (${secs}s, exit $st); log follows:"
 		sed 's/^/    | /' "$dir/log" | tail -n 60
+		faildirs="$faildirs $dir"
 	fi
+done
+# The failures' logs once more at the very end, where a reader of only the
+# tail of the output (a CI summary) sees them.
+for dir in $faildirs; do
+	echo "---- the end of $(basename "$dir")/log:"
+	sed 's/^/    | /' "$dir/log" | tail -n 40
 done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "integration: $passed passed, $failed failed"

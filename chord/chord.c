@@ -301,6 +301,11 @@ void chord_freeze(chord_t *c, bool frozen)
 		maint_start(c);
 }
 
+void chord_refresh_fingers(chord_t *c)
+{
+	maint_refresh_fingers(c);
+}
+
 /* ------------------------------------------------------------ requests */
 
 static bool hostile_sender(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)

@@ -113,6 +113,10 @@ void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg);
 /* Stop (true) or resume maintenance timers; for experiments that need a
  * ring frozen between a failure and the next stabilisation. */
 void chord_freeze(chord_t *c, bool frozen);
+/* Refresh every finger now, back to back, instead of one per period
+ * (chord_vnode_settled is false until the pass ends): for a ring that grew
+ * much since the last pass, whose fingers are valid but no longer close. */
+void chord_refresh_fingers(chord_t *c);
 
 /* --- inspection */
 /* The transport c sends on (DHash serves its requests on the same socket). */

@@ -146,6 +146,7 @@ double table_estimate_n(const struct vnode *v);
 /* maint.c */
 void maint_start(chord_t *c);
 void maint_stop(chord_t *c);
+void maint_refresh_fingers(chord_t *c);
 /* Run v's stabilisation soon (its successor changed). */
 void maint_kick(struct vnode *v);
 void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);

@@ -41,8 +41,8 @@ struct lookup {
 	bool recursive, ended, first_pending;
 	struct cfs_addr first;
 	int outstanding;
-	int depth;
-	struct hop path[MAX_DEPTH];
+	int depth, path_cap;
+	struct hop *path; /* grown as the lookup goes deeper, up to MAX_DEPTH */
 	uint32_t nfailed, nasked;
 	struct cfs_id failed[MAX_FAILED];
 	struct cfs_id asked[MAX_RPCS];   /* asked once: never again */
@@ -177,8 +177,26 @@ static void finish(struct lookup *l, int status)
 
 static void maybe_free(struct lookup *l)
 {
-	if (l->ended && l->outstanding == 0 && !l->cb)
+	if (l->ended && l->outstanding == 0 && !l->cb) {
+		free(l->path);
 		free(l);
+	}
+}
+
+/* The next hop of the path, cleared; NULL at MAX_DEPTH. */
+static struct hop *push_hop(struct lookup *l)
+{
+	if (l->depth >= MAX_DEPTH)
+		return NULL;
+	if (l->depth == l->path_cap) {
+		l->path_cap = l->path_cap ? 2 * l->path_cap : 8;
+		if (l->path_cap > MAX_DEPTH)
+			l->path_cap = MAX_DEPTH;
+		l->path = xrealloc(l->path, (size_t)l->path_cap * sizeof(*l->path));
+	}
+	struct hop *h = &l->path[l->depth++];
+	memset(h, 0, sizeof(*h));
+	return h;
 }
 
 static void run_finished(chord_t *c)
@@ -430,8 +448,7 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 			finish(l, -EHOSTUNREACH);
 			return;
 		}
-		struct hop *h = &l->path[l->depth++];
-		memset(h, 0, sizeof(*h));
+		struct hop *h = push_hop(l);
 		h->n = (struct cfs_node){ .id = reply->from_id, .addr = *res->from,
 		                          .vindex = reply->from_vindex, .coord = reply->coord };
 		if (!chord__node_id_ok(c, &h->n)) {
@@ -458,12 +475,11 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 			iter_next(l);
 			return;
 		}
-		if (l->depth >= MAX_DEPTH) {
+		struct hop *h = push_hop(l);
+		if (!h) {
 			finish(l, -EHOSTUNREACH);
 			return;
 		}
-		struct hop *h = &l->path[l->depth++];
-		memset(h, 0, sizeof(*h));
 		h->n = (struct cfs_node){ .id = reply->from_id, .addr = *res->from,
 		                          .vindex = reply->from_vindex, .coord = reply->coord };
 	}
@@ -546,12 +562,11 @@ static bool local_step(struct lookup *l)
 		return true;
 	}
 	keep_partial(l, 0, out, ncand, n);
-	struct hop *h = &l->path[0];
-	memset(h, 0, sizeof(*h));
+	l->depth = 0;
+	struct hop *h = push_hop(l);
 	h->n = u->self;
 	h->ncand = ncand < NCAND ? ncand : NCAND;
 	memcpy(h->cand, out, h->ncand * sizeof(out[0]));
-	l->depth = 1;
 	return false;
 }
 

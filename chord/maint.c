@@ -387,6 +387,17 @@ void maint_start(chord_t *c)
 	}
 }
 
+void maint_refresh_fingers(chord_t *c)
+{
+	for (uint32_t i = 0; i < c->nv; i++) {
+		struct vnode *v = &c->v[i];
+		v->fingers_done = false;
+		v->next_finger = NFINGERS - 1;
+		if (c->started && !c->frozen && !c->leaving && !c->freeing)
+			uv_timer_start(&v->fix_timer, fix_tick, 1, 0);
+	}
+}
+
 void maint_stop(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {

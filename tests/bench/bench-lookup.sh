@@ -2,7 +2,8 @@
 # make bench-lookup: RPCs per lookup vs. ring size (CFS Fig. 9), memory per
 # node. Rings run in the many-nodes-per-process harness (cfs-ring): each
 # node its own UDP socket and tables; the ring is built by the join
-# protocol and checked correct before 10,000 random lookups are timed.
+# protocol (in generations that at most double the ring) and checked
+# correct before 10,000 random lookups are timed.
 # BENCH_SIZES overrides the ring sizes (default 16 64 256 1024 4096).
 set -euo pipefail
 RING=$1
@@ -11,9 +12,12 @@ out=$(mktemp -d /tmp/cfs-bench-lookup.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 printf '%6s  %-18s %8s %6s %10s %9s %10s %12s\n' N mode "RPCs" "± sd" "½·log2 N" "wrong" "build s" "KiB/node"
 for n in $sizes; do
-	stab=1000
-	[ "$n" -ge 1024 ] && stab=2000
-	if ! "$RING" --nodes "$n" --base-port 30000 --stabilize-ms "$stab" --lookups 10000 \
+	# Maintenance periods grow with N: every node shares one event loop
+	# here, where a real node would have a CPU to itself.
+	stab=1000 fix=500
+	[ "$n" -ge 1024 ] && stab=2000 fix=2000
+	[ "$n" -ge 4096 ] && stab=4000 fix=4000
+	if ! "$RING" --nodes "$n" --base-port 30000 --stabilize-ms "$stab" --fix-ms "$fix" --lookups 10000 \
 		--mode iterative --mode recursive --converge-timeout 3000 >"$out/$n.json" 2>"$out/$n.err"; then
 		echo "N=$n: the run failed:" >&2
 		tail -3 "$out/$n.err" >&2

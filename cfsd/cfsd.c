@@ -69,6 +69,8 @@ static const char usage_text[] =
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one (default 30)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
+	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
+	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
 	"                          (a misbehaving server; clients must skip it)\n"
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
@@ -506,6 +508,7 @@ static const struct option opts[] = {
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
+	{ "sync-ms", required_argument, NULL, 1013 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
@@ -564,6 +567,7 @@ static void apply(struct settings *st, int c, const char *val)
 	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: D.dc.lease_s = parse_num("--lease-days", val, 1, 3650) * 86400u; break;
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
+	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
 	case 1005: D.dc.corrupt_fetches = true; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)

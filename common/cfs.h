@@ -144,6 +144,8 @@ void cfs_id_sub(struct cfs_id *ret, const struct cfs_id *a, const struct cfs_id 
 void cfs_id_distance(struct cfs_id *ret, const struct cfs_id *from, const struct cfs_id *to);
 /* ret = a + 2^i mod 2^256, 0 <= i < 256 (the start of finger i+1). */
 void cfs_id_add_pow2(struct cfs_id *ret, const struct cfs_id *a, unsigned i);
+/* a / 2^bits (bits >= 256 gives 0). */
+void cfs_id_shr(struct cfs_id *ret, const struct cfs_id *a, unsigned bits);
 /*
  * Interval membership on the circle, walking clockwise from a to b.
  * When a == b the interval wraps the whole circle: (a, a) is every point but
@@ -306,7 +308,7 @@ enum cfs_msg_type {
 	CFS_MSG_LOOKUP_FWD,      /* recursive step (DHash++ Fig. 10) */
 	CFS_MSG_LOOKUP_DONE,     /* recursive answer, straight to the originator */
 	CFS_MSG_STORE,           /* put a block: kind, key, lease, flags, data */
-	CFS_MSG_FETCH,           /* get a block: key, flags -> kind, data */
+	CFS_MSG_FETCH,           /* get a block: key, flags -> kind, lease, data */
 	CFS_MSG_HAVE,            /* which of keys are stored -> bitmap */
 	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
 	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */

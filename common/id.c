@@ -60,6 +60,21 @@ void cfs_id_add_pow2(struct cfs_id *ret, const struct cfs_id *a, unsigned i)
 	cfs_id_add(ret, a, &p);
 }
 
+void cfs_id_shr(struct cfs_id *ret, const struct cfs_id *a, unsigned bits)
+{
+	struct cfs_id r = { { 0 } };
+	unsigned by = bits / 8, bi = bits % 8;
+
+	for (int i = CFS_ID_BYTES - 1; i >= (int)by; i--) {
+		unsigned src = (unsigned)i - by;
+		unsigned v = a->b[src] >> bi;
+		if (bi && src > 0)
+			v |= (unsigned)a->b[src - 1] << (8 - bi);
+		r.b[i] = (uint8_t)v;
+	}
+	*ret = r;
+}
+
 /* x in (a, b): strictly after a and strictly before b, going clockwise. */
 bool cfs_id_in_oo(const struct cfs_id *x, const struct cfs_id *a, const struct cfs_id *b)
 {

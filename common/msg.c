@@ -50,7 +50,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_LOOKUP_DONE] = { "lookup_done", { F_KEY, F_LOOKUP_ID, F_HOPS, F_FLAGS, F_NODES },
 	                                         { F_END } },
 	[CFS_MSG_STORE]       = { "store",       { F_KIND, F_KEY, F_LEASE, F_FLAGS, F_DATA }, { F_END } },
-	[CFS_MSG_FETCH]       = { "fetch",       { F_KEY, F_FLAGS }, { F_KIND, F_DATA } },
+	[CFS_MSG_FETCH]       = { "fetch",       { F_KEY, F_FLAGS }, { F_KIND, F_LEASE, F_DATA } },
 	[CFS_MSG_HAVE]        = { "have",        { F_KEYS }, { F_BITMAP } },
 	[CFS_MSG_REFRESH]     = { "refresh",     { F_KEYS, F_LEASE }, { F_BITMAP } },
 	[CFS_MSG_SYNC_DIGEST] = { "sync_digest", { F_KEY, F_HI, F_NSUCC }, { F_KEYS } },

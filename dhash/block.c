@@ -10,6 +10,7 @@ void dhash_config_default(struct dhash_config *c)
 	c->replicas = DHASH_REPLICAS_DEFAULT;
 	c->lease_s = DHASH_LEASE_DEFAULT_S;
 	c->expire_ms = 60000;
+	c->sync_ms = 20000;
 	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
 }
 

@@ -38,6 +38,7 @@ struct dhash_config {
 	uint32_t replicas;        /* k (default 6; the successor list must be >= k) */
 	uint64_t lease_s;         /* lease of a put that names none (default 30 days) */
 	uint32_t expire_ms;       /* lease collector period (default 60 s) */
+	uint32_t sync_ms;         /* replica maintenance period (default 20 s; 0: never) */
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 };

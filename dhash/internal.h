@@ -46,4 +46,60 @@ void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *byte
  * distinct addresses on its successor list, other than its own. */
 int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret);
 
+/* ---- the server's state (server.c, sync.c) */
+
+struct sync_job {
+	struct cfs_node peer;
+	struct cfs_id lo, hi;
+};
+
+struct dhash_sync_stats {
+	uint64_t rounds, sessions, digests, listings, listed_keys;
+	uint64_t pushed, pushed_bytes, push_failed;
+	uint64_t fetched, fetched_bytes, fetch_failed, fetch_bad;
+	uint64_t served_digests, served_listings;
+};
+
+/* A content-hash STORE checked and waiting for the group commit. */
+struct pending {
+	struct cfs_reply_to from;
+	struct cfs_id key;
+	struct dhash_rec rec;     /* rec.data is ours */
+	uint32_t flags;
+};
+
+struct dhash_server {
+	uv_loop_t *loop;
+	chord_t *chord;
+	dhash_store_t *store;
+	struct dhash_config cfg;
+	uv_timer_t expire_timer;
+	uv_check_t commit;        /* after each poll: write what arrived, then answer */
+	struct pending *q;
+	size_t nq;
+	struct cfs_msg reply;     /* large: not on the stack */
+	struct cfs_msg push;
+	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
+	uint64_t pushed, push_failed, expired, store_errors, commits;
+	/* replica maintenance (sync.c) */
+	uv_timer_t sync_timer;
+	struct sync_session *sessions;
+	struct sync_job *sync_jobs; /* this round's sessions, started in turn */
+	size_t sync_n, sync_next, sync_cap;
+	struct dhash_sync_stats sync;
+};
+
+uint64_t dhash__wall_now(void);
+
+/* ---- replica maintenance (sync.c) */
+void sync_start(dhash_server_t *s);
+/* Cancel the sessions in flight (their callbacks free them later). */
+void sync_stop(dhash_server_t *s);
+/* Run one round now: every local range against each replica server. */
+void sync_round(dhash_server_t *s);
+/* SYNC_DIGEST and SYNC_KEYS requests. */
+void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+
 #endif

@@ -18,30 +18,7 @@
 #define EXPIRE_BATCH 256
 #define COMMIT_MAX 512        /* stores in one group commit */
 
-/* A content-hash STORE checked and waiting for the group commit. */
-struct pending {
-	struct cfs_reply_to from;
-	struct cfs_id key;
-	struct dhash_rec rec;     /* rec.data is ours */
-	uint32_t flags;
-};
-
-struct dhash_server {
-	uv_loop_t *loop;
-	chord_t *chord;
-	dhash_store_t *store;
-	struct dhash_config cfg;
-	uv_timer_t expire_timer;
-	uv_check_t commit;        /* after each poll: write what arrived, then answer */
-	struct pending *q;
-	size_t nq;
-	struct cfs_msg reply;     /* large: not on the stack */
-	struct cfs_msg push;
-	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
-	uint64_t pushed, push_failed, expired, store_errors, commits;
-};
-
-static uint64_t wall_now(void)
+uint64_t dhash__wall_now(void)
 {
 	return (uint64_t)time(NULL);
 }
@@ -201,7 +178,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	}
 	rec.kind = (uint8_t)req->kind;
 	rec.seq = seq;
-	rec.lease_until = req->lease_until ? req->lease_until : wall_now() + s->cfg.lease_s;
+	rec.lease_until = req->lease_until ? req->lease_until : dhash__wall_now() + s->cfg.lease_s;
 	rec.len = req->data.len;
 	if (req->kind == DHASH_KIND_ROOT) {
 		r = dhash_store_get(s->store, &req->key, &old);
@@ -248,6 +225,7 @@ static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const str
 		rec.data[rec.len / 2] ^= 0x20;
 	cfs_msg_init(&s->reply, CFS_MSG_FETCH);
 	s->reply.kind = rec.kind;
+	s->reply.lease_until = rec.lease_until;
 	s->reply.data = (struct cfs_bytes){ rec.data, rec.len };
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 	free(rec.data);
@@ -300,6 +278,12 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 	case CFS_MSG_REFRESH:
 		handle_keys(s, req, from);
 		return true;
+	case CFS_MSG_SYNC_DIGEST:
+		sync_handle_digest(s, req, from);
+		return true;
+	case CFS_MSG_SYNC_KEYS:
+		sync_handle_keys(s, req, from);
+		return true;
 	default:
 		return false;
 	}
@@ -312,7 +296,7 @@ void dhash_server_expire(dhash_server_t *s)
 	uint32_t n;
 
 	do {
-		if (dhash_store_expire(s->store, wall_now(), EXPIRE_BATCH, &n) < 0)
+		if (dhash_store_expire(s->store, dhash__wall_now(), EXPIRE_BATCH, &n) < 0)
 			return;
 		s->expired += n;
 	} while (n == EXPIRE_BATCH);
@@ -344,6 +328,7 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	s->commit.data = s;
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
+	sync_start(s);
 	*ret = s;
 	return 0;
 }
@@ -353,7 +338,7 @@ static void handle_closed(uv_handle_t *h)
 	dhash_server_t *s = h->data;
 
 	if (h != (uv_handle_t *)&s->commit)
-		return; /* closed second: the last one frees */
+		return; /* closed last: it frees */
 	dhash_store_close(s->store);
 	free(s->q);
 	free(s);
@@ -365,7 +350,9 @@ void dhash_server_free(dhash_server_t *s)
 		return;
 	if (s->nq)
 		commit(s); /* what was acknowledged nowhere yet is still written */
+	sync_stop(s);
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->commit, handle_closed);
 }
 
@@ -399,7 +386,7 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              "\"refused\":{\"bad_hash\":%lu,\"bad_signature\":%lu,\"stale_root\":%lu,"
 		              "\"bad_kind\":%lu,\"disk_full\":%lu,\"store_error\":%lu,\"over_quota\":%lu,"
 		              "\"other\":%lu},\"fetches\":%lu,\"fetch_misses\":%lu,\"have_keys\":%lu,"
-		              "\"refreshed_keys\":%lu,\"pushed\":%lu,\"push_failed\":%lu,\"expired\":%lu}",
+		              "\"refreshed_keys\":%lu,\"pushed\":%lu,\"push_failed\":%lu,\"expired\":%lu,",
 		              (unsigned long)blocks, (unsigned long)bytes, s->cfg.replicas,
 		              (unsigned long)s->stores, (unsigned long)s->refused[0],
 		              (unsigned long)s->refused[1], (unsigned long)s->refused[2],
@@ -409,6 +396,8 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
 		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
 		              (unsigned long)s->push_failed, (unsigned long)s->expired);
+		sync_status(s, b, true);
+		cfs_sb_printf(b, "}");
 		return;
 	}
 	cfs_sb_printf(b, "store: %lu blocks, %lu bytes (k = %u)\n", (unsigned long)blocks,
@@ -418,4 +407,5 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
 	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
 	              (unsigned long)s->push_failed, (unsigned long)s->expired);
+	sync_status(s, b, false);
 }

@@ -9,7 +9,8 @@ follow its key on the ring (the first K distinct addresses among the
 virtual servers at or after it). Checks the keys of KEYS-FILE (one hex key
 first on each line; default: every key stored anywhere) and prints one JSON
 object: keys, exact (on exactly their K servers), missing_copies,
-extra_copies, lost (on no live server), copies histogram. Exit 0 always;
+extra_copies, lost (on no live server), short (held somewhere, but not on
+all of their K servers: what repair has still to do), copies histogram. Exit 0 always;
 the caller asserts.
 """
 import bisect
@@ -44,7 +45,7 @@ def main():
     else:
         keys = sorted(holders)
     out = {"keys": len(keys), "exact": 0, "missing_copies": 0, "extra_copies": 0,
-           "lost": 0, "copies": {}}
+           "lost": 0, "short": 0, "copies": {}}
     want_n = min(k, servers)
     for key in keys:
         i = bisect.bisect_left(ids, key)
@@ -63,6 +64,8 @@ def main():
         out["extra_copies"] += extra
         if not have:
             out["lost"] += 1
+        elif missing:
+            out["short"] += 1
         if missing == 0 and extra == 0:
             out["exact"] += 1
     print(json.dumps(out, sort_keys=True))

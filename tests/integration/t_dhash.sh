@@ -9,7 +9,12 @@
 #   - kill -9 of four daemons during a stream of puts, then restart: every
 #     acknowledged block is stored somewhere and can be fetched;
 #   - half the daemons killed at once: every block that still has a live
-#     replica is fetched; the share lost is printed next to 0.5^k.
+#     replica is fetched; the share lost is printed next to 0.5^k; then
+#     replica maintenance brings every surviving block back to k copies on
+#     its k successors, in a time the test prints;
+#   - a daemon away for a minute (puts go on meanwhile) comes back and
+#     catches up by difference: the bytes it receives are printed and are a
+#     small fraction of its store.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 K=6
@@ -25,6 +30,14 @@ collect() { # DIR: status and key list of every live daemon
 	done
 }
 
+sync_summary() { # replica maintenance counters of every live daemon, one line each
+	local i
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		echo "node $i: $("$CFSCTL" --data "$TEST_DIR/node$i" status --json | jget "['dhash']['sync']")"
+	done
+}
+
 placement() { # KEYS-FILE: JSON summary of where those blocks are
 	collect "$TEST_DIR/place"
 	python3 "$HARNESS_DIR/replica_check.py" "$K" "$TEST_DIR/place" "$1"
@@ -32,7 +45,8 @@ placement() { # KEYS-FILE: JSON summary of where those blocks are
 
 jget() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
-cluster_start "$N" 1 --stabilize-ms 250 --replicas "$K"
+SYNC_MS=2000
+cluster_start "$N" 1 --stabilize-ms 250 --replicas "$K" --sync-ms "$SYNC_MS"
 cluster_wait_correct 90 || fail "the $N-daemon ring did not converge"
 echo "# ring of $N daemons converged in ${CLUSTER_CONVERGED_S}s"
 
@@ -119,7 +133,19 @@ echo "# kill -9 of 4 daemons after $at_kill of 20000 puts: $acked acknowledged i
 ok "every acknowledged block survives kill -9 and restart"
 
 # ---- half the ring killed at once
-cut -d' ' -f1 "$TEST_DIR/keys" >"$TEST_DIR/all.keys"
+# On fresh blocks: those put before the restarts above may have a copy more
+# than k (repair copied them while their servers were away), which would
+# make the share lost look better than 0.5^k.
+"$CFSCTL" --data "$TEST_DIR/node0" put --random "$BLOCKS" --size 2048 --seed 14 >"$TEST_DIR/keys3" ||
+	fail "putting $BLOCKS fresh blocks failed"
+cut -d' ' -f1 "$TEST_DIR/keys3" >"$TEST_DIR/all.keys"
+end=$((SECONDS + 60))
+while :; do # the successors push their copies after acknowledging
+	placement "$TEST_DIR/all.keys" >"$TEST_DIR/place3.json"
+	[ "$(jget "['exact']" <"$TEST_DIR/place3.json")" -eq "$BLOCKS" ] && break
+	[ $SECONDS -lt $end ] || { sync_summary; fail "fresh blocks not on exactly their $K successors: $(cat "$TEST_DIR/place3.json")"; }
+	sleep 1
+done
 collect "$TEST_DIR/before"
 victims=$(python3 -c "import random; random.seed(5); print(' '.join(map(str, random.sample(range(1, $N), $N // 2))))")
 for i in $victims; do cluster_kill "$i"; done
@@ -160,3 +186,68 @@ if [ -s "$TEST_DIR/lost-alive" ]; then
 	fail "$(wc -l <"$TEST_DIR/lost-alive") gets failed although a live server held the block"
 fi
 ok "after half the ring died, every block with a live replica was fetched"
+
+# ---- repair: every surviving block back to k copies
+start=$SECONDS
+cluster_wait_correct 60 || fail "the ring did not re-converge after half of it died"
+end=$((SECONDS + 120))
+while :; do
+	placement "$TEST_DIR/all.keys" >"$TEST_DIR/repair.json"
+	[ "$(jget "['short']" <"$TEST_DIR/repair.json")" -eq 0 ] && break
+	[ $SECONDS -lt $end ] || { sync_summary; fail "surviving blocks not back to $K copies: $(cat "$TEST_DIR/repair.json")"; }
+	sleep 1
+done
+took=$((SECONDS - start))
+lost=$(jget "['lost']" <"$TEST_DIR/repair.json")
+cluster_status_all "$TEST_DIR/sync"
+python3 - "$TEST_DIR/sync" "$took" "$lost" "$SYNC_MS" <<'PY'
+import glob, json, sys
+t = {"pushed": 0, "pushed_bytes": 0, "fetched": 0, "digests": 0, "listings": 0, "fetch_bad": 0}
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    y = json.load(open(f))["dhash"]["sync"]
+    for k in t:
+        t[k] += y[k]
+print("# repair after half the ring died: every surviving block back on its %d successors in %s s "
+      "(sync every %d ms; %s lost with every replica); %d copies pushed (%.1f MB), %d fetched, "
+      "%d digest and %d listing exchanges, %d bad fetches skipped"
+      % (6, sys.argv[2], int(sys.argv[4]), sys.argv[3], t["pushed"], t["pushed_bytes"] / 1e6,
+         t["fetched"], t["digests"], t["listings"], t["fetch_bad"]))
+PY
+ok "after half the ring died, every surviving block is back to $K copies within ${took}s"
+
+# ---- a daemon away for a minute catches up by difference
+away=
+for ((i = 1; i < CL_N; i++)); do cluster_alive "$i" && { away=$i; break; }; done
+cluster_kill "$away"
+start=$SECONDS
+"$CFSCTL" --data "$TEST_DIR/node0" put --random 500 --size 2048 --seed 13 >"$TEST_DIR/keys2" ||
+	fail "puts while node $away was away"
+cut -d' ' -f1 "$TEST_DIR/keys2" >"$TEST_DIR/new.keys"
+sleep $((60 - (SECONDS - start)))
+cluster_restart "$away"
+cluster_wait_correct 60 || fail "the ring did not take node $away back"
+end=$((SECONDS + 60))
+cat "$TEST_DIR/all.keys" "$TEST_DIR/new.keys" >"$TEST_DIR/every.keys"
+while :; do
+	placement "$TEST_DIR/every.keys" >"$TEST_DIR/back.json"
+	[ "$(jget "['short']" <"$TEST_DIR/back.json")" -eq 0 ] && break
+	[ $SECONDS -lt $end ] || fail "blocks not back to $K copies after node $away returned: $(cat "$TEST_DIR/back.json")"
+	sleep 1
+done
+sleep $((2 * SYNC_MS / 1000)) # two more rounds: what a returning node costs in all
+"$CFSCTL" --data "$TEST_DIR/node$away" status --json >"$TEST_DIR/away.json"
+python3 - "$TEST_DIR/away.json" "$away" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+d, tr = st["dhash"], st["rpc"]
+store, got = d["bytes"], tr["bytes_in"]
+blocks = d["sync"]["fetched_bytes"]
+print("# node %s back after 60 s away (500 blocks put meanwhile): store %.2f MB; received since "
+      "restarting %.2f MB over UDP in all (%.1f %% of its store), of which %.2f MB blocks it fetched "
+      "and %d blocks pushed to it" % (sys.argv[2], store / 1e6, got / 1e6, 100.0 * got / store,
+                                      blocks / 1e6, d["stores"]))
+assert store > 0, "the returning node stores nothing"
+assert got < 0.25 * store, "a returning node received %d bytes for a %d-byte store: a full copy" % (got, store)
+PY
+[ $? -eq 0 ] || fail "the returning node was sent too much"
+ok "a node back after a minute catches up by difference"

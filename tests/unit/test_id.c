@@ -50,6 +50,32 @@ Test(id, add_sub_wrap)
 	cr_assert(cfs_id_eq(&r, &max), "aliasing ret with an operand works");
 }
 
+Test(id, shr)
+{
+	struct cfs_id zero = id_u64(0), r, p;
+
+	for (unsigned i = 0; i < 256; i++) {
+		/* 2^255 >> i = 2^(255 - i) */
+		cfs_id_add_pow2(&p, &zero, 255);
+		cfs_id_shr(&r, &p, i);
+		struct cfs_id want;
+		cfs_id_add_pow2(&want, &zero, 255 - i);
+		cr_assert(cfs_id_eq(&r, &want), "i=%u", i);
+	}
+	struct cfs_id a = id_u64(0xf0f0f0f0f0f0f0f0ull);
+	cfs_id_shr(&r, &a, 4);
+	cr_assert(cfs_id_eq(&r, P(id_u64(0x0f0f0f0f0f0f0f0full))));
+	cfs_id_shr(&r, &a, 12);
+	cr_assert(cfs_id_eq(&r, P(id_u64(0x000f0f0f0f0f0f0full))));
+	cfs_id_shr(&r, &a, 0);
+	cr_assert(cfs_id_eq(&r, &a));
+	struct cfs_id max = id_max();
+	cfs_id_shr(&r, &max, 256);
+	cr_assert(cfs_id_eq(&r, &zero), "a shift by the whole width gives 0");
+	cfs_id_shr(&r, &max, 255);
+	cr_assert(cfs_id_eq(&r, P(id_u64(1))));
+}
+
 Test(id, add_pow2)
 {
 	struct cfs_id zero = id_u64(0), half = id_half(), r, r2;

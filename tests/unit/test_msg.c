@@ -439,8 +439,9 @@ Test(msg, body_checks)
 	free(many);
 	cr_assert(dec(&p, &why) == -EPROTO);
 	pk_init(&p); /* a block over the limit */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FETCH, 1, 0, 2);
+	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FETCH, 1, 0, 3);
 	msgpack_pack_uint8(&p.pk, 1);
+	msgpack_pack_uint8(&p.pk, 0);
 	uint8_t *big = calloc(1, CFS_BLOCK_MAX + 1);
 	pk_bin(&p, big, CFS_BLOCK_MAX + 1);
 	free(big);

@@ -1,0 +1,626 @@
+/*
+ * Replica maintenance (CFS 5.2, DHash++ 4.4): the successor of a key keeps
+ * k copies of it. Every sync period each local virtual server compares its
+ * range (pred, self] with each of its replica servers (the first k-1
+ * distinct servers of its successor list), Merkle-style:
+ *
+ *   - SYNC_DIGEST splits a range into 64 equal parts and answers one digest
+ *     per part (BLAKE2b of the part's key count and sorted keys; all zero
+ *     for an empty part). Parts whose digests differ are compared again:
+ *     split once more while this side holds more than 64 keys in them (at
+ *     most 3 levels), else listed with SYNC_KEYS (1,024 keys a page).
+ *   - A key we hold and the peer lacks is pushed (a plain STORE with its
+ *     lease); a key the peer holds and we lack is fetched, checked like any
+ *     STORE and stored with the lease the peer reported.
+ *
+ * So a range that agrees costs one 2 KiB digest exchange per replica, and
+ * the rest of the traffic follows what differs: a server back after a short
+ * absence receives what was put meanwhile, not its whole store. A new node
+ * pulls the keys it became responsible for from its successors; when a
+ * replica server dies, the responsible server pushes to the next one on
+ * its list; when the responsible server dies, its successor takes the range
+ * over (its predecessor changes) and does the same. Copies beyond k are left
+ * to their leases. Nothing here is charged to a publisher's quota.
+ *
+ * A round runs at most 4 sessions at once, each with at most 8 transfers in
+ * flight, and a session ends at its first timeout (the peer is likely
+ * gone): the transport's congestion window is shared with ring
+ * maintenance, which a flood of calls to a dead server would starve.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dhash/internal.h"
+
+#define PART_BITS 6
+#define PARTS (1u << PART_BITS)
+#define LEAF_KEYS 64     /* a differing part with at most this many keys here is listed */
+#define DEPTH_MAX 3
+#define PAGE_KEYS 1024
+#define TRANSFERS 8      /* pushes and fetches in flight per session */
+#define SESSIONS 4       /* sessions at once per server */
+#define BACKLOG 4096     /* transfers queued before comparing stops for a while */
+#define SYNC_TIMEOUT_MS 3000
+#define SCAN_CHUNK 1024
+
+struct range {
+	struct cfs_id lo, hi; /* (lo, hi] */
+	uint32_t depth;
+};
+
+struct xfer {
+	struct cfs_id key;
+	bool push;
+};
+
+struct sync_session {
+	dhash_server_t *s;        /* NULL once the server is gone */
+	struct sync_session *next;
+	struct cfs_node peer;
+	struct range *todo;
+	size_t ntodo, ctodo;
+	struct range cur;         /* the range whose keys are being listed */
+	struct cfs_id *remote;
+	size_t nremote, cremote;
+	struct xfer *xq;
+	size_t nxq, cxq, xnext;
+	uint32_t calls;           /* RPCs in flight (at most one compare, TRANSFERS transfers) */
+	bool comparing;
+	struct cfs_msg msg;
+};
+
+struct xcall {
+	struct sync_session *se;
+	struct cfs_id key;
+};
+
+static void pump(struct sync_session *se);
+
+/* ------------------------------------------------------------ ranges */
+
+/* The end of part i of (lo, hi] in PARTS parts. */
+static void part_end(const struct range *r, uint32_t i, struct cfs_id *ret)
+{
+	struct cfs_id width, step;
+
+	if (i + 1 == PARTS) {
+		*ret = r->hi;
+		return;
+	}
+	cfs_id_sub(&width, &r->hi, &r->lo);
+	if (cfs_id_is_zero(&width)) /* the whole circle */
+		cfs_id_add_pow2(&step, &(struct cfs_id){ { 0 } }, CFS_ID_BITS - PART_BITS);
+	else
+		cfs_id_shr(&step, &width, PART_BITS);
+	*ret = r->lo;
+	for (uint32_t k = 0; k <= i; k++)
+		cfs_id_add(ret, ret, &step);
+}
+
+/* Every stored key in (lo, hi], in circle order from lo (malloc'd). */
+static struct cfs_id *scan_all(dhash_server_t *s, const struct range *r, size_t *ret_n)
+{
+	struct cfs_id *keys = NULL, from = r->lo;
+	size_t n = 0, cap = 0;
+
+	for (;;) {
+		uint32_t got = 0;
+		if (n + SCAN_CHUNK > cap) {
+			cap = cap ? 2 * cap : SCAN_CHUNK;
+			keys = xrealloc(keys, cap * sizeof(*keys));
+		}
+		if (dhash_store_scan(s->store, &from, &r->hi, keys + n, SCAN_CHUNK, &got) < 0)
+			break;
+		n += got;
+		if (got < SCAN_CHUNK)
+			break;
+		from = keys[n - 1];
+		if (cfs_id_eq(&from, &r->hi))
+			break;
+	}
+	*ret_n = n;
+	return keys;
+}
+
+/* One digest per part of r (zero for an empty part). */
+static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[PARTS])
+{
+	size_t n, j = 0;
+	struct cfs_id *keys = scan_all(s, r, &n);
+
+	for (uint32_t i = 0; i < PARTS; i++) {
+		struct cfs_id end;
+		part_end(r, i, &end);
+		size_t start = j;
+		/* keys run in circle order from lo: part i takes those up to its end */
+		bool empty = i + 1 < PARTS && cfs_id_eq(&end, &r->lo);
+		while (j < n && !empty && (i + 1 == PARTS || cfs_id_in_oc(&keys[j], &r->lo, &end)))
+			j++;
+		memset(&out[i], 0, sizeof(out[i]));
+		if (j > start) {
+			struct cfs_hasher h;
+			uint8_t cnt[4] = { (uint8_t)((j - start) >> 24), (uint8_t)((j - start) >> 16),
+			                   (uint8_t)((j - start) >> 8), (uint8_t)(j - start) };
+			cfs_hasher_init(&h);
+			cfs_hasher_update(&h, cnt, sizeof(cnt));
+			cfs_hasher_update(&h, keys + start, (j - start) * sizeof(*keys));
+			cfs_hasher_final(&h, &out[i]);
+		}
+	}
+	free(keys);
+}
+
+/* ------------------------------------------------------------ serving */
+
+static bool range_ok(const struct cfs_msg *req)
+{
+	return !cfs_id_eq(&req->key, &req->hi);
+}
+
+void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct cfs_id out[PARTS];
+
+	if (req->nsucc != PARTS || !range_ok(req)) {
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EINVAL);
+		return;
+	}
+	digests(s, &(struct range){ req->key, req->hi, 0 }, out);
+	s->sync.served_digests++;
+	cfs_msg_init(&s->reply, CFS_MSG_SYNC_DIGEST);
+	s->reply.keys = out;
+	s->reply.n_keys = PARTS;
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+}
+
+void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct cfs_id keys[PAGE_KEYS];
+	uint32_t n = 0, max = req->count;
+
+	if (!range_ok(req) || max == 0) {
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EINVAL);
+		return;
+	}
+	if (max > PAGE_KEYS)
+		max = PAGE_KEYS;
+	/* One more than asked tells whether the page is the last. */
+	struct cfs_id probe[PAGE_KEYS + 1];
+	if (dhash_store_scan(s->store, &req->key, &req->hi, probe, max + 1, &n) < 0) {
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EIO);
+		return;
+	}
+	bool more = n > max;
+	if (more)
+		n = max;
+	memcpy(keys, probe, n * sizeof(keys[0]));
+	s->sync.served_listings++;
+	cfs_msg_init(&s->reply, CFS_MSG_SYNC_KEYS);
+	s->reply.flags = more ? 1u : 0u;
+	s->reply.keys = keys;
+	s->reply.n_keys = n;
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+}
+
+/* ------------------------------------------------------------ sessions */
+
+static void session_start(dhash_server_t *s, const struct cfs_node *peer, const struct cfs_id *lo,
+                          const struct cfs_id *hi);
+
+static uint32_t session_count(const dhash_server_t *s)
+{
+	uint32_t n = 0;
+
+	for (const struct sync_session *se = s->sessions; se; se = se->next)
+		n++;
+	return n;
+}
+
+/* The round's next sessions, up to SESSIONS at once. */
+static void next_session(dhash_server_t *s)
+{
+	while (s->sync_next < s->sync_n && session_count(s) < SESSIONS) {
+		struct sync_job *j = &s->sync_jobs[s->sync_next++];
+		session_start(s, &j->peer, &j->lo, &j->hi);
+	}
+}
+
+static void session_free(struct sync_session *se)
+{
+	dhash_server_t *s = se->s;
+
+	if (se->s) {
+		struct sync_session **p = &se->s->sessions;
+		while (*p && *p != se)
+			p = &(*p)->next;
+		if (*p)
+			*p = se->next;
+	}
+	free(se->todo);
+	free(se->remote);
+	free(se->xq);
+	free(se);
+	if (s)
+		next_session(s);
+}
+
+/* A timeout: the peer is likely gone; end the session once calls return. */
+static void abandon(struct sync_session *se)
+{
+	se->ntodo = 0;
+	se->xnext = se->nxq = 0;
+	se->nremote = 0;
+}
+
+/* A call came back: false when the session is over (and freed). */
+static bool call_back(struct sync_session *se, int status)
+{
+	se->calls--;
+	if (!se->s || status == -ECANCELED) {
+		if (se->calls == 0)
+			session_free(se);
+		return false;
+	}
+	return true;
+}
+
+static void add_todo(struct sync_session *se, const struct range *r)
+{
+	if (se->ntodo == se->ctodo) {
+		se->ctodo = se->ctodo ? 2 * se->ctodo : 16;
+		se->todo = xrealloc(se->todo, se->ctodo * sizeof(*se->todo));
+	}
+	se->todo[se->ntodo++] = *r;
+}
+
+static void add_xfer(struct sync_session *se, const struct cfs_id *key, bool push)
+{
+	if (se->nxq == se->cxq) {
+		se->cxq = se->cxq ? 2 * se->cxq : 64;
+		se->xq = xrealloc(se->xq, se->cxq * sizeof(*se->xq));
+	}
+	se->xq[se->nxq++] = (struct xfer){ *key, push };
+}
+
+static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
+{
+	se->msg.has_to = true;
+	se->msg.to_id = se->peer.id;
+	int r = chord_call(se->s->chord, &se->peer, &se->msg, SYNC_TIMEOUT_MS, cb, arg);
+	if (r == 0)
+		se->calls++;
+	return r;
+}
+
+/* --- transfers */
+
+static void push_back(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
+{
+	struct xcall *x = arg;
+	struct sync_session *se = x->se;
+
+	free(x);
+	if (!call_back(se, status))
+		return;
+	if (status < 0)
+		se->s->sync.push_failed++;
+	if (status == -ETIMEDOUT)
+		abandon(se);
+	pump(se);
+}
+
+static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res)
+{
+	struct xcall *x = arg;
+	struct sync_session *se = x->se;
+	struct cfs_id key = x->key;
+
+	free(x);
+	if (!call_back(se, status))
+		return;
+	dhash_server_t *s = se->s;
+	uint64_t seq;
+	if (status < 0) {
+		s->sync.fetch_failed++;
+		if (status == -ETIMEDOUT)
+			abandon(se);
+	} else if (dhash_verify(reply->kind, &key, reply->data.p, reply->data.len, &seq) < 0) {
+		s->sync.fetch_bad++;
+		char hex[9], a[CFS_ADDR_STRLEN];
+		log_warn("sync: %s sent bytes that do not verify for %s; skipped",
+		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
+	} else if (reply->lease_until > dhash__wall_now() && !dhash_store_has(s->store, &key)) {
+		struct dhash_rec rec = { .kind = (uint8_t)reply->kind, .lease_until = reply->lease_until,
+		                         .seq = seq, .data = (uint8_t *)reply->data.p,
+		                         .len = reply->data.len };
+		if (dhash_store_put(s->store, &key, &rec) == 0) {
+			s->sync.fetched++;
+			s->sync.fetched_bytes += reply->data.len;
+		} else {
+			s->sync.fetch_failed++;
+		}
+	}
+	pump(se);
+}
+
+static void start_xfer(struct sync_session *se, const struct xfer *t)
+{
+	dhash_server_t *s = se->s;
+	struct xcall *x = xcalloc(1, sizeof(*x));
+	struct dhash_rec rec;
+
+	x->se = se;
+	x->key = t->key;
+	if (t->push) {
+		if (dhash_store_get(s->store, &t->key, &rec) < 0) {
+			free(x); /* expired or gone since the comparison */
+			return;
+		}
+		cfs_msg_init(&se->msg, CFS_MSG_STORE);
+		se->msg.kind = rec.kind;
+		se->msg.key = t->key;
+		se->msg.lease_until = rec.lease_until;
+		se->msg.data = (struct cfs_bytes){ rec.data, rec.len };
+		if (call(se, push_back, x) == 0) {
+			s->sync.pushed++;
+			s->sync.pushed_bytes += rec.len;
+		} else {
+			s->sync.push_failed++;
+			free(x);
+		}
+		free(rec.data);
+		return;
+	}
+	cfs_msg_init(&se->msg, CFS_MSG_FETCH);
+	se->msg.key = t->key;
+	if (call(se, fetch_back, x) < 0) {
+		s->sync.fetch_failed++;
+		free(x);
+	}
+}
+
+/* --- comparing */
+
+static void compare_next(struct sync_session *se);
+
+static void digest_back(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct sync_session *se = arg;
+
+	if (!call_back(se, status))
+		return;
+	se->comparing = false;
+	struct range r = se->cur;
+	if (status == 0 && reply->n_keys == PARTS) {
+		struct cfs_id mine[PARTS];
+		digests(se->s, &r, mine);
+		struct cfs_id start = r.lo;
+		for (uint32_t i = 0; i < PARTS; i++) {
+			struct cfs_id end;
+			part_end(&r, i, &end);
+			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
+				add_todo(se, &(struct range){ start, end, r.depth + 1 });
+			start = end;
+		}
+	} else {
+		abandon(se); /* the peer is gone or confused: next round */
+	}
+	pump(se);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	return cfs_id_cmp(a, b);
+}
+
+/* The listing of se->cur is complete: queue what differs. */
+static void diff_listing(struct sync_session *se)
+{
+	size_t nl, i = 0, j = 0;
+	struct cfs_id *mine = scan_all(se->s, &se->cur, &nl);
+
+	qsort(mine, nl, sizeof(*mine), id_cmp);
+	qsort(se->remote, se->nremote, sizeof(*se->remote), id_cmp);
+	while (i < nl || j < se->nremote) {
+		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(&mine[i], &se->remote[j]);
+		if (c < 0)
+			add_xfer(se, &mine[i++], true);
+		else if (c > 0)
+			add_xfer(se, &se->remote[j++], false);
+		else
+			i++, j++;
+	}
+	free(mine);
+	se->nremote = 0;
+}
+
+static void list_page(struct sync_session *se, const struct cfs_id *from);
+
+static void keys_back(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
+{
+	struct sync_session *se = arg;
+
+	if (!call_back(se, status))
+		return;
+	se->comparing = false;
+	if (status < 0) {
+		abandon(se);
+		pump(se);
+		return;
+	}
+	se->s->sync.listed_keys += reply->n_keys;
+	for (uint32_t i = 0; i < reply->n_keys; i++) {
+		if (!cfs_id_in_oc(&reply->keys[i], &se->cur.lo, &se->cur.hi))
+			continue; /* not asked for: ignored */
+		if (se->nremote == se->cremote) {
+			se->cremote = se->cremote ? 2 * se->cremote : 256;
+			se->remote = xrealloc(se->remote, se->cremote * sizeof(*se->remote));
+		}
+		se->remote[se->nremote++] = reply->keys[i];
+	}
+	const struct cfs_id *last = reply->n_keys ? &reply->keys[reply->n_keys - 1] : NULL;
+	if ((reply->flags & 1u) && last && cfs_id_in_oc(last, &se->cur.lo, &se->cur.hi) &&
+	    !cfs_id_eq(last, &se->cur.hi)) {
+		list_page(se, last);
+		if (!se->comparing) /* the call could not be made */
+			pump(se);
+		return;
+	}
+	diff_listing(se);
+	pump(se);
+}
+
+static void list_page(struct sync_session *se, const struct cfs_id *from)
+{
+	cfs_msg_init(&se->msg, CFS_MSG_SYNC_KEYS);
+	se->msg.key = *from;
+	se->msg.hi = se->cur.hi;
+	se->msg.count = PAGE_KEYS;
+	if (call(se, keys_back, se) < 0) {
+		se->ntodo = 0;
+		se->nremote = 0;
+		return;
+	}
+	se->comparing = true;
+	se->s->sync.listings++;
+}
+
+static void compare_next(struct sync_session *se)
+{
+	dhash_server_t *s = se->s;
+
+	se->cur = se->todo[--se->ntodo];
+	struct cfs_id probe[LEAF_KEYS + 1];
+	uint32_t n = 0;
+	if (dhash_store_scan(s->store, &se->cur.lo, &se->cur.hi, probe, LEAF_KEYS + 1, &n) < 0)
+		return;
+	if (n > LEAF_KEYS && se->cur.depth < DEPTH_MAX) {
+		cfs_msg_init(&se->msg, CFS_MSG_SYNC_DIGEST);
+		se->msg.key = se->cur.lo;
+		se->msg.hi = se->cur.hi;
+		se->msg.nsucc = PARTS;
+		if (call(se, digest_back, se) < 0) {
+			se->ntodo = 0;
+			return;
+		}
+		se->comparing = true;
+		s->sync.digests++;
+		return;
+	}
+	se->nremote = 0;
+	list_page(se, &se->cur.lo);
+}
+
+/* Keep transfers and comparisons going; free the session when all is done. */
+static void pump(struct sync_session *se)
+{
+	while (se->xnext < se->nxq && se->calls < TRANSFERS + (se->comparing ? 1u : 0u))
+		start_xfer(se, &se->xq[se->xnext++]);
+	if (se->xnext == se->nxq)
+		se->xnext = se->nxq = 0;
+	while (!se->comparing && se->ntodo > 0 && se->nxq - se->xnext < BACKLOG)
+		compare_next(se);
+	if (se->calls == 0 && se->ntodo == 0 && se->xnext == se->nxq)
+		session_free(se);
+}
+
+static void session_start(dhash_server_t *s, const struct cfs_node *peer, const struct cfs_id *lo,
+                          const struct cfs_id *hi)
+{
+	struct sync_session *se = xcalloc(1, sizeof(*se));
+
+	se->s = s;
+	se->peer = *peer;
+	se->next = s->sessions;
+	s->sessions = se;
+	s->sync.sessions++;
+	add_todo(se, &(struct range){ *lo, *hi, 0 });
+	pump(se);
+}
+
+/* ------------------------------------------------------------ rounds */
+
+void sync_round(dhash_server_t *s)
+{
+	uint32_t nv = chord_vnode_count(s->chord);
+
+	if (s->sessions || s->sync_next < s->sync_n)
+		return; /* the last round is still at work */
+	s->sync.rounds++;
+	s->sync_n = s->sync_next = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		const struct cfs_node *self = chord_vnode_self(s->chord, i);
+		const struct cfs_node *pred = chord_vnode_pred(s->chord, i);
+		if (!chord_vnode_joined(s->chord, i) || !pred || cfs_id_eq(&pred->id, &self->id))
+			continue;
+		const struct cfs_node *to[CHORD_SUCC_MAX];
+		int n = dhash_replica_targets(s->chord, i, s->cfg.replicas, to);
+		for (int j = 0; j < n; j++) {
+			if (s->sync_n == s->sync_cap) {
+				s->sync_cap = s->sync_cap ? 2 * s->sync_cap : 16;
+				s->sync_jobs = xrealloc(s->sync_jobs, s->sync_cap * sizeof(*s->sync_jobs));
+			}
+			s->sync_jobs[s->sync_n++] = (struct sync_job){ *to[j], pred->id, self->id };
+		}
+	}
+	next_session(s);
+}
+
+static void on_sync(uv_timer_t *t)
+{
+	sync_round(t->data);
+}
+
+void sync_start(dhash_server_t *s)
+{
+	uv_timer_init(s->loop, &s->sync_timer);
+	s->sync_timer.data = s;
+	if (s->cfg.sync_ms)
+		uv_timer_start(&s->sync_timer, on_sync, s->cfg.sync_ms, s->cfg.sync_ms);
+}
+
+void sync_stop(dhash_server_t *s)
+{
+	uv_timer_stop(&s->sync_timer);
+	free(s->sync_jobs);
+	s->sync_jobs = NULL;
+	s->sync_n = s->sync_next = s->sync_cap = 0;
+	while (s->sessions) {
+		struct sync_session *se = s->sessions;
+		s->sessions = se->next;
+		se->s = NULL;
+		se->ntodo = 0;
+		se->xnext = se->nxq = 0;
+		if (se->calls == 0)
+			session_free(se);
+	}
+}
+
+void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+{
+	const struct dhash_sync_stats *y = &s->sync;
+
+	if (json) {
+		cfs_sb_printf(b, "\"sync\":{\"period_ms\":%u,\"active\":%u,\"rounds\":%lu,\"sessions\":%lu,\"digests\":%lu,"
+		              "\"listings\":%lu,\"listed_keys\":%lu,\"pushed\":%lu,\"pushed_bytes\":%lu,"
+		              "\"push_failed\":%lu,\"fetched\":%lu,\"fetched_bytes\":%lu,\"fetch_failed\":%lu,"
+		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu}",
+		              s->cfg.sync_ms, session_count(s), (unsigned long)y->rounds, (unsigned long)y->sessions,
+		              (unsigned long)y->digests, (unsigned long)y->listings,
+		              (unsigned long)y->listed_keys, (unsigned long)y->pushed,
+		              (unsigned long)y->pushed_bytes, (unsigned long)y->push_failed,
+		              (unsigned long)y->fetched, (unsigned long)y->fetched_bytes,
+		              (unsigned long)y->fetch_failed, (unsigned long)y->fetch_bad,
+		              (unsigned long)y->served_digests, (unsigned long)y->served_listings);
+		return;
+	}
+	cfs_sb_printf(b, "sync: every %u ms, %lu rounds, %lu digests, %lu listings; pushed %lu (%lu bytes), "
+	              "fetched %lu (%lu bytes), %lu bad\n", s->cfg.sync_ms, (unsigned long)y->rounds,
+	              (unsigned long)y->digests, (unsigned long)y->listings, (unsigned long)y->pushed,
+	              (unsigned long)y->pushed_bytes, (unsigned long)y->fetched,
+	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad);
+}

@@ -90,6 +90,51 @@ static int cmd_status(const char *sock, uint32_t flags)
 	return r < 0 ? 1 : 0;
 }
 
+struct key_page {
+	struct cfs_id last;
+	bool more, any;
+};
+
+static void print_keys(void *arg, int status, const struct cfs_msg *reply)
+{
+	struct key_page *p = arg;
+	char hex[65];
+
+	p->more = false;
+	if (status < 0)
+		return;
+	for (uint32_t i = 0; i < reply->n_keys; i++)
+		printf("%s\n", cfs_id_hex(&reply->keys[i], hex));
+	if (reply->n_keys) {
+		p->last = reply->keys[reply->n_keys - 1];
+		p->any = true;
+		p->more = (reply->flags & CFS_KEYS_F_MORE) != 0;
+	}
+}
+
+/* Every stored key, a page (CTL_KEYS) at a time. */
+static int cmd_keys(const char *sock)
+{
+	struct cfs_msg *req = xmalloc(sizeof(*req));
+	struct key_page p = { 0 };
+	int r;
+
+	do {
+		cfs_msg_init(req, CFS_MSG_CTL_KEYS);
+		if (p.any) {
+			req->flags = CFS_KEYS_F_AFTER;
+			req->key = p.last;
+		}
+		r = cfsd_ctl_call(sock, req, 5000, print_keys, &p);
+	} while (r == 0 && p.more);
+	free(req);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
+	else if (r < 0)
+		fprintf(stderr, "cfsctl: keys from %s failed: %s\n", sock, strerror(-r));
+	return r < 0 ? 1 : 0;
+}
+
 struct pinger {
 	cfs_transport_t *tr;
 	struct cfs_addr dst;
@@ -278,7 +323,7 @@ int main(int argc, char **argv)
 		if (strcmp(cmd, "get") == 0)
 			return cfsctl_get(sock, check, output, argv + optind + 1, argc - optind - 1);
 		if (strcmp(cmd, "keys") == 0)
-			return cmd_status(sock, CFS_STATUS_F_KEYS);
+			return cmd_keys(sock);
 		return cmd_status(sock, json ? CFS_STATUS_F_JSON : 0);
 	}
 	if (strcmp(cmd, "ping") == 0) {

@@ -352,6 +352,26 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0);
 }
 
+/* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
+static void ctl_list(cfs_stream_t *s, const struct cfs_msg *req)
+{
+	struct cfs_id *keys = xmalloc(CFS_MSG_MAX_KEYS * sizeof(*keys));
+	bool more;
+	uint32_t n = dhash_server_keys(D.dhash, (req->flags & CFS_KEYS_F_AFTER) ? &req->key : NULL,
+	                               keys, CFS_MSG_MAX_KEYS, &more);
+	int r;
+
+	cfs_msg_init(&D.reply, CFS_MSG_CTL_KEYS);
+	D.reply.is_reply = true;
+	D.reply.reqid = req->reqid;
+	D.reply.flags = more ? CFS_KEYS_F_MORE : 0;
+	D.reply.keys = keys;
+	D.reply.n_keys = n;
+	if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
+		log_warn_errno(r, "control: cannot send a page of keys");
+	free(keys);
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
@@ -369,10 +389,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	D.ctl_requests++;
 	if (req->type == CFS_MSG_CTL_STATUS) {
 		struct cfs_sbuf b = { 0 };
-		if (req->flags & CFS_STATUS_F_KEYS)
-			dhash_server_keys(D.dhash, &b);
-		else
-			status_report(&b, req->flags & CFS_STATUS_F_JSON);
+		status_report(&b, req->flags & CFS_STATUS_F_JSON);
 		cfs_msg_init(&D.reply, CFS_MSG_CTL_STATUS);
 		D.reply.is_reply = true;
 		D.reply.reqid = req->reqid;
@@ -399,6 +416,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		ctl_block(k, req);
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);
+	} else if (req->type == CFS_MSG_CTL_KEYS) {
+		ctl_list(s, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}

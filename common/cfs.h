@@ -319,12 +319,16 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
 	CFS_MSG_CTL_HAVE,        /* local: does each key's successor hold it -> bitmap */
 	CFS_MSG_CTL_REFRESH,     /* local: extend each key's lease on its replicas -> bitmap */
+	CFS_MSG_CTL_KEYS,        /* local: a page of the stored keys after key -> flags, keys */
 	CFS_MSG_TYPE_END
 };
 
 /* CTL_STATUS flags. */
 #define CFS_STATUS_F_JSON 0x1u
-#define CFS_STATUS_F_KEYS 0x2u /* instead: every stored key, hex, one per line */
+
+/* CTL_KEYS flags. */
+#define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */
+#define CFS_KEYS_F_MORE  0x1u /* reply: more keys follow the last one */
 
 /* FIND_NEXT / LOOKUP flags. */
 #define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */

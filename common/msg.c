@@ -62,6 +62,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_PUT]     = { "ctl_put",     { F_KIND, F_LEASE, F_DATA }, { F_KEY } },
 	[CFS_MSG_CTL_HAVE]    = { "ctl_have",    { F_KEYS }, { F_BITMAP } },
 	[CFS_MSG_CTL_REFRESH] = { "ctl_refresh", { F_KEYS, F_LEASE }, { F_BITMAP } },
+	[CFS_MSG_CTL_KEYS]    = { "ctl_keys",    { F_FLAGS, F_KEY }, { F_FLAGS, F_KEYS } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -72,8 +72,10 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
                           const struct cfs_reply_to *from);
 /* Blocks, bytes, counters, as text or as a JSON object (appended to b). */
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
-/* Every stored key in hex, one per line (appended to b). */
-void dhash_server_keys(dhash_server_t *s, struct cfs_sbuf *b);
+/* A page of the stored keys in key order: up to max, from the first or
+ * after `after`; *ret_more tells whether more follow. */
+uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                           uint32_t max, bool *ret_more);
 /* Run the lease collector now (tests, and the periodic timer). */
 void dhash_server_expire(dhash_server_t *s);
 

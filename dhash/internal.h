@@ -38,8 +38,10 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 /* Up to max stored keys in (from, to] on the circle, in key order from. */
 int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
                      struct cfs_id *keys, uint32_t max, uint32_t *ret_n);
-/* Call fn for every stored key, in key order. */
-void dhash_store_each(dhash_store_t *s, void (*fn)(void *arg, const struct cfs_id *key), void *arg);
+/* Up to max stored keys in key order, from the first or after `after`;
+ * *ret_more tells whether more follow. */
+uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                          uint32_t max, bool *ret_more);
 void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *bytes);
 
 /* The servers that hold copies besides vnode vi's process: the first k-1

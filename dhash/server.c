@@ -356,22 +356,10 @@ void dhash_server_free(dhash_server_t *s)
 	uv_close((uv_handle_t *)&s->commit, handle_closed);
 }
 
-static void key_line(void *arg, const struct cfs_id *key)
+uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                           uint32_t max, bool *ret_more)
 {
-	struct cfs_sbuf *b = arg;
-	char hex[65];
-
-	if (b->len + 128 > CFS_FRAME_MAX - 4096) {
-		if (!strstr(b->p + b->len - 12 > b->p ? b->p + b->len - 12 : b->p, "truncated"))
-			cfs_sb_printf(b, "# truncated\n");
-		return;
-	}
-	cfs_sb_printf(b, "%s\n", cfs_id_hex(key, hex));
-}
-
-void dhash_server_keys(dhash_server_t *s, struct cfs_sbuf *b)
-{
-	dhash_store_each(s->store, key_line, b);
+	return dhash_store_list(s->store, after, keys, max, ret_more);
 }
 
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)

@@ -401,16 +401,28 @@ int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct c
 	return 0;
 }
 
-void dhash_store_each(dhash_store_t *s, void (*fn)(void *arg, const struct cfs_id *key), void *arg)
+uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                          uint32_t max, bool *ret_more)
 {
-	uint8_t lo = P_BLOCK;
+	uint8_t k0[1 + CFS_ID_BYTES];
+	uint32_t n = 0;
+	struct cfs_id id;
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 
-	struct cfs_id id;
-	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it) && iter_block(it, &id);
-	     leveldb_iter_next(it))
-		fn(arg, &id);
+	block_key(k0, after ? after : &(struct cfs_id){ { 0 } });
+	leveldb_iter_seek(it, (const char *)k0, sizeof(k0));
+	*ret_more = false;
+	for (; leveldb_iter_valid(it) && iter_block(it, &id); leveldb_iter_next(it)) {
+		if (after && cfs_id_eq(&id, after))
+			continue;
+		if (n == max) {
+			*ret_more = true;
+			break;
+		}
+		keys[n++] = id;
+	}
 	leveldb_iter_destroy(it);
+	return n;
 }
 
 void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *bytes)

@@ -65,7 +65,9 @@ struct sync_session {
 	struct xfer *xq;
 	size_t nxq, cxq, xnext;
 	uint32_t calls;           /* RPCs in flight (at most one compare, TRANSFERS transfers) */
-	bool comparing;
+	bool comparing, abandoned;
+	struct cfs_id lo0, hi0;   /* the session's range, for its log line */
+	uint32_t n_dig, n_diff, n_list, n_listed, n_push, n_fetch;
 	struct cfs_msg msg;
 };
 
@@ -225,6 +227,19 @@ static void next_session(dhash_server_t *s)
 	}
 }
 
+/* One line per session that moved blocks or was cut short; the others
+ * only at debug level. */
+static void session_log(const struct sync_session *se)
+{
+	char a[CFS_ADDR_STRLEN], l[9], h[9];
+	enum cfs_log_level lvl = se->n_push || se->n_fetch || se->abandoned ? CFS_LOG_INFO : CFS_LOG_DEBUG;
+
+	cfs_log(lvl, "sync: (%s, %s] with %s: %u digests (%u parts differ), %u listings (%u keys), "
+	        "%u pushed, %u fetched%s", cfs_id_short(&se->lo0, l), cfs_id_short(&se->hi0, h),
+	        cfs_addr_str(&se->peer.addr, a), se->n_dig, se->n_diff, se->n_list, se->n_listed,
+	        se->n_push, se->n_fetch, se->abandoned ? "; cut short by a failed call" : "");
+}
+
 static void session_free(struct sync_session *se)
 {
 	dhash_server_t *s = se->s;
@@ -236,6 +251,7 @@ static void session_free(struct sync_session *se)
 		if (*p)
 			*p = se->next;
 	}
+	session_log(se);
 	free(se->todo);
 	free(se->remote);
 	free(se->xq);
@@ -247,6 +263,7 @@ static void session_free(struct sync_session *se)
 /* A timeout: the peer is likely gone; end the session once calls return. */
 static void abandon(struct sync_session *se)
 {
+	se->abandoned = true;
 	se->ntodo = 0;
 	se->xnext = se->nxq = 0;
 	se->nremote = 0;
@@ -364,6 +381,7 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 		se->msg.lease_until = rec.lease_until;
 		se->msg.data = (struct cfs_bytes){ rec.data, rec.len };
 		if (call(se, push_back, x) == 0) {
+			se->n_push++;
 			s->sync.pushed++;
 			s->sync.pushed_bytes += rec.len;
 		} else {
@@ -375,6 +393,7 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	}
 	cfs_msg_init(&se->msg, CFS_MSG_FETCH);
 	se->msg.key = t->key;
+	se->n_fetch++;
 	if (call(se, fetch_back, x) < 0) {
 		s->sync.fetch_failed++;
 		free(x);
@@ -402,7 +421,7 @@ static void digest_back(void *arg, int status, const struct cfs_msg *reply,
 			struct cfs_id end;
 			part_end(&r, i, &end);
 			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
-				add_todo(se, &(struct range){ start, end, r.depth + 1 });
+				add_todo(se, &(struct range){ start, end, r.depth + 1 }), se->n_diff++;
 			start = end;
 		}
 	} else {
@@ -453,6 +472,7 @@ static void keys_back(void *arg, int status, const struct cfs_msg *reply,
 		return;
 	}
 	se->s->sync.listed_keys += reply->n_keys;
+	se->n_listed += reply->n_keys;
 	for (uint32_t i = 0; i < reply->n_keys; i++) {
 		if (!cfs_id_in_oc(&reply->keys[i], &se->cur.lo, &se->cur.hi))
 			continue; /* not asked for: ignored */
@@ -487,6 +507,7 @@ static void list_page(struct sync_session *se, const struct cfs_id *from)
 	}
 	se->comparing = true;
 	se->s->sync.listings++;
+	se->n_list++;
 }
 
 static void compare_next(struct sync_session *se)
@@ -509,6 +530,7 @@ static void compare_next(struct sync_session *se)
 		}
 		se->comparing = true;
 		s->sync.digests++;
+		se->n_dig++;
 		return;
 	}
 	se->nremote = 0;
@@ -538,6 +560,8 @@ static void session_start(dhash_server_t *s, const struct cfs_node *peer, const 
 	se->next = s->sessions;
 	s->sessions = se;
 	s->sync.sessions++;
+	se->lo0 = *lo;
+	se->hi0 = *hi;
 	add_todo(se, &(struct range){ *lo, *hi, 0 });
 	pump(se);
 }

@@ -132,7 +132,25 @@ cluster_wait_correct() {
 
 cluster_kill() { kill -KILL "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
 cluster_stop() { kill -TERM "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
-cluster_restart() { cluster_run "$1"; cluster_wait_up "$1"; }
+# A restarted node joins through its first bootstrap if that one is alive,
+# else through the first live node.
+cluster_restart() {
+	local i=$1 j boot
+	boot=$(sed -n 's/.*--bootstrap \([^ ]*\).*/\1/p' <<<"${CL_ARGS[$i]}")
+	if [ -n "$boot" ]; then
+		for ((j = 0; j < CL_N; j++)); do
+			[ "${CL_IP[$j]}:${CL_PORT[$j]}" = "$boot" ] && break
+		done
+		if [ "$j" -ge "$CL_N" ] || ! cluster_alive "$j"; then
+			for ((j = 0; j < CL_N; j++)); do
+				[ "$j" != "$i" ] && cluster_alive "$j" && break
+			done
+			[ "$j" -lt "$CL_N" ] && CL_ARGS[$i]=${CL_ARGS[$i]/--bootstrap $boot/--bootstrap ${CL_IP[$j]}:${CL_PORT[$j]}}
+		fi
+	fi
+	cluster_run "$i"
+	cluster_wait_up "$i"
+}
 
 # cluster_lookup_check MODE COUNT: COUNT random lookups from a random live
 # node, each checked against the true successor from every node's ID.

@@ -8,6 +8,9 @@
  *   get KEY       the block's verified bytes to stdout (or --output FILE);
  *   get --check KEY... ('-' reads keys from stdin): "KEY ok LENGTH"
  *                 or "KEY error MESSAGE" per key.
+ *   refresh KEY... ('-' reads stdin): extend each block's lease on its
+ *                 replicas (CTL_REFRESH, 1,024 keys a request); "KEY ok"
+ *                 when some replica had it, "KEY missing" else.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,4 +180,57 @@ int cfsctl_get(const char *sock, bool check, const char *out, char **args, int n
 		G.errors++;
 	free(G.keys);
 	return r < 0 ? 1 : G.errors ? 3 : 0;
+}
+
+struct refreshes {
+	struct cfs_id *keys;
+	size_t n;
+	uint64_t lease_until;
+	unsigned missing;
+};
+
+static void refresh_build(void *arg, size_t i, struct cfs_msg *m)
+{
+	struct refreshes *R = arg;
+	size_t first = i * CFS_MSG_MAX_KEYS;
+
+	cfs_msg_init(m, CFS_MSG_CTL_REFRESH);
+	m->keys = R->keys + first;
+	m->n_keys = (uint32_t)(R->n - first < CFS_MSG_MAX_KEYS ? R->n - first : CFS_MSG_MAX_KEYS);
+	m->lease_until = R->lease_until;
+}
+
+static void refresh_reply(void *arg, size_t i, const struct cfs_msg *m)
+{
+	struct refreshes *R = arg;
+	size_t first = i * CFS_MSG_MAX_KEYS;
+	size_t n = R->n - first < CFS_MSG_MAX_KEYS ? R->n - first : CFS_MSG_MAX_KEYS;
+	char k[65];
+
+	for (size_t j = 0; j < n; j++) {
+		cfs_id_hex(&R->keys[first + j], k);
+		if (m->status < 0 || m->type != CFS_MSG_CTL_REFRESH) {
+			printf("%s error %s\n", k, dhash_strerror(m->status < 0 ? m->status : -EPROTO));
+			R->missing++;
+		} else if (j / 8 < m->data.len && (m->data.p[j / 8] >> (j % 8) & 1)) {
+			printf("%s ok\n", k);
+		} else {
+			printf("%s missing\n", k);
+			R->missing++;
+		}
+	}
+}
+
+int cfsctl_refresh(const char *sock, uint64_t lease_until, char **args, int nargs)
+{
+	struct refreshes R = { .lease_until = lease_until };
+	int r;
+
+	if (cfsctl_read_keys(args, nargs, 0, &R.keys, &R.n) < 0)
+		return 2;
+	r = cfsd_ctl_pipeline(sock, (R.n + CFS_MSG_MAX_KEYS - 1) / CFS_MSG_MAX_KEYS, 4, refresh_build,
+	                      refresh_reply, &R);
+	cfsd_ctl_report(sock, "refreshes", r);
+	free(R.keys);
+	return r < 0 ? 1 : R.missing ? 3 : 0;
 }

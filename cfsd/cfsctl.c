@@ -32,6 +32,7 @@ static const char usage_text[] =
 	"       cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]\n"
 	"              [--random N --size S [--seed X]] [FILE... | -]\n"
 	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
+	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
 	"\n"
 	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
 	"             successors, fingers (with measured latencies), ring-size estimate,\n"
@@ -46,6 +47,8 @@ static const char usage_text[] =
 	"             refused\n"
 	"  get        fetch a block, verified, to standard output; with --check, one\n"
 	"             line per key: KEY ok LENGTH or KEY error MESSAGE\n"
+	"  refresh    extend the lease of each block on its replicas (to --lease-days\n"
+	"             from now, default 30); one line per key: KEY ok or KEY missing\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy)\n"
@@ -53,7 +56,8 @@ static const char usage_text[] =
 	"  -v, --verify         ping the answer until a live successor replies\n"
 	"  -r, --random N       also look up (or put) N random keys (blocks)\n"
 	"      --root           put: the files are signed roots (cfs-publish output)\n"
-	"      --lease-days D   put: lease of the blocks (default: the daemon's)\n"
+	"      --lease-days D   put, refresh: lease of the blocks, in days (0.5: twelve\n"
+	"                       hours; put's default: the daemon's)\n"
 	"      --size S         put: bytes per random block (default 8192)\n"
 	"      --seed X         put: seed for the random blocks\n"
 	"      --check          get: report each key instead of printing bytes\n"
@@ -275,9 +279,13 @@ int main(int argc, char **argv)
 			random_n = parse_uint("--random", optarg, 10000000);
 			break;
 		case 1001: po.root = true; break;
-		case 1002:
-			po.lease_until = (uint64_t)time(NULL) + 86400ull * parse_uint("--lease-days", optarg, 3650);
+		case 1002: {
+			uint64_t secs;
+			if (cfs_parse_days(optarg, &secs) < 0)
+				bad_usage("--lease-days wants a number of days above 0, at most 3650, not '%s'", optarg);
+			po.lease_until = (uint64_t)time(NULL) + secs;
 			break;
+		}
 		case 1003: po.random_size = parse_uint("--size", optarg, 60 * 1024); break;
 		case 1004: po.seed = parse_uint("--seed", optarg, 4000000000u); break;
 		case 1005: check = true; break;
@@ -296,7 +304,7 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return 1;
 	const char *cmd = argv[optind];
-	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0;
+	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0 || strcmp(cmd, "refresh") == 0;
 	bool is_info = strcmp(cmd, "status") == 0 || strcmp(cmd, "keys") == 0;
 	if (is_info || strcmp(cmd, "lookup") == 0 || is_block) {
 		if (is_info && optind + 1 != argc)
@@ -307,6 +315,8 @@ int main(int argc, char **argv)
 			bad_usage("put wants files, '-' or --random N");
 		if (strcmp(cmd, "get") == 0 && optind + 1 == argc)
 			bad_usage("get wants keys or '-'");
+		if (strcmp(cmd, "refresh") == 0 && optind + 1 == argc)
+			bad_usage("refresh wants keys or '-'");
 		if (!sock[0]) {
 			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
 				bad_usage("the default data directory path is too long");
@@ -322,6 +332,9 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(cmd, "get") == 0)
 			return cfsctl_get(sock, check, output, argv + optind + 1, argc - optind - 1);
+		if (strcmp(cmd, "refresh") == 0)
+			return cfsctl_refresh(sock, po.lease_until ? po.lease_until : (uint64_t)time(NULL) + 30ull * 86400u,
+			                      argv + optind + 1, argc - optind - 1);
 		if (strcmp(cmd, "keys") == 0)
 			return cmd_keys(sock);
 		return cmd_status(sock, json ? CFS_STATUS_F_JSON : 0);

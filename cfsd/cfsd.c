@@ -67,7 +67,8 @@ static const char usage_text[] =
 	"      --pns X             proximity samples per finger (default 16)\n"
 	"  -k, --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
-	"      --lease-days D      lease of a block put without one (default 30)\n"
+	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
+	"                          a decimal such as 0.5 is allowed)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
@@ -584,7 +585,13 @@ static void apply(struct settings *st, int c, const char *val)
 	case 1001: D.cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
 	case 1002: D.cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
 	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
-	case 1003: D.dc.lease_s = parse_num("--lease-days", val, 1, 3650) * 86400u; break;
+	case 1003: {
+		uint64_t secs;
+		if (cfs_parse_days(val, &secs) < 0)
+			bad_usage("--lease-days wants a number of days above 0, at most 3650 (0.5: twelve hours), not '%s'", val);
+		D.dc.lease_s = secs;
+		break;
+	}
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
 	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
 	case 1005: D.dc.corrupt_fetches = true; break;

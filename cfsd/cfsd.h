@@ -72,5 +72,8 @@ int cfsctl_put(const char *sock, const struct cfsctl_put_opts *o, char **files, 
 /* One key and no --check: its bytes to stdout (or out). Else one line per
  * key: KEY ok LENGTH | KEY error MESSAGE. */
 int cfsctl_get(const char *sock, bool check, const char *out, char **args, int nargs);
+/* Extend the lease of each key's replicas to lease_until: "KEY ok" or
+ * "KEY missing" (no replica had it) per key; exit 3 if any was missing. */
+int cfsctl_refresh(const char *sock, uint64_t lease_until, char **args, int nargs);
 
 #endif

@@ -85,6 +85,10 @@ int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
 _Noreturn void cfs_usage_error(const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A lease in days ("30", "0.5", "0.0002"), from more than 0 up to 3650,
+ * as whole seconds (at least 1) in *ret_s: 0, or -EINVAL. */
+int cfs_parse_days(const char *s, uint64_t *ret_s) CFS_WUR;
+
 #define log_error(...) cfs_log(CFS_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  cfs_log(CFS_LOG_WARN, __VA_ARGS__)
 #define log_info(...)  cfs_log(CFS_LOG_INFO, __VA_ARGS__)

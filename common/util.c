@@ -169,6 +169,19 @@ void cfs_usage_error(const char *usage, const char *fmt, ...)
 	exit(2);
 }
 
+int cfs_parse_days(const char *s, uint64_t *ret_s)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(s, &end);
+
+	if (!*s || *end || errno || !(d > 0.0) || d > 3650.0)
+		return -EINVAL;
+	double secs = d * 86400.0 + 0.5;
+	*ret_s = secs < 1.0 ? 1 : (uint64_t)secs;
+	return 0;
+}
+
 /* ------------------------------------------------------------ clocks */
 
 uint64_t cfs_now_us(void)

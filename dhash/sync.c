@@ -372,7 +372,12 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	x->key = t->key;
 	if (t->push) {
 		if (dhash_store_get(s->store, &t->key, &rec) < 0) {
-			free(x); /* expired or gone since the comparison */
+			free(x); /* gone since the comparison */
+			return;
+		}
+		if (rec.lease_until <= dhash__wall_now()) {
+			free(rec.data); /* expired: left to the collectors, not spread */
+			free(x);
 			return;
 		}
 		cfs_msg_init(&se->msg, CFS_MSG_STORE);

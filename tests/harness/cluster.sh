@@ -73,10 +73,12 @@ cluster_wait_up() {
 }
 
 # cluster_start N [V] [EXTRA...]: node 0 starts the ring, node i joins
-# through a random earlier node.
+# through a random earlier node. V is the virtual servers per process, or a
+# comma-separated list of them, node i taking entry i (cycling).
 cluster_start() {
 	local n=$1 v=${2:-1}; shift; [ $# -gt 0 ] && shift
-	local extra="$*" i boot
+	local extra="$*" i boot vs
+	IFS=, read -r -a vs <<<"$v"
 	[ "${CLUSTER_NETNS:-0}" = 1 ] && cluster_netns_setup
 	for ((i = 0; i < n; i++)); do
 		if [ "${CLUSTER_NETNS:-0}" = 1 ]; then
@@ -92,7 +94,7 @@ cluster_start() {
 			local j=$((RANDOM % i))
 			boot="--bootstrap ${CL_IP[$j]}:${CL_PORT[$j]}"
 		fi
-		CL_ARGS[$i]="--vnodes $v $boot $extra"
+		CL_ARGS[$i]="--vnodes ${vs[i % ${#vs[@]}]} $boot $extra"
 		cluster_run "$i"
 	done
 	CL_N=$n
@@ -110,6 +112,24 @@ cluster_status_all() {
 		"$CFSCTL" --data "$TEST_DIR/node$i" status --json >"$out/node$i.json" 2>/dev/null ||
 			rm -f "$out/node$i.json"
 	done
+}
+
+# cluster_collect DIR: status (NODE.json) and stored keys (NODE.keys) of
+# every live daemon.
+cluster_collect() {
+	local out=$1 i
+	cluster_status_all "$out"
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		"$CFSCTL" --data "$TEST_DIR/node$i" keys >"$out/node$i.keys" || rm -f "$out/node$i.json"
+	done
+}
+
+# cluster_placement K KEYS-FILE: where those blocks are now, as the JSON
+# summary of replica_check.py.
+cluster_placement() {
+	cluster_collect "$TEST_DIR/place"
+	python3 "$HARNESS_DIR/replica_check.py" "$1" "$TEST_DIR/place" "$2"
 }
 
 cluster_check() {

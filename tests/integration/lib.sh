@@ -64,6 +64,9 @@ expect_exit() {
 	[ "$got" -eq "$want" ] || { cat "$TEST_DIR/err" >&2; fail "'$*' exited $got, wanted $want"; }
 }
 
+# jget EXPR: a field of the JSON object on stdin, e.g. jget "['dhash']['expired']".
+jget() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
 # json_get FILE KEY.SUBKEY: one value from a JSON document.
 json_get() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))

@@ -21,15 +21,6 @@ K=6
 N=32
 BLOCKS=10000
 
-collect() { # DIR: status and key list of every live daemon
-	local out=$1 i
-	cluster_status_all "$out"
-	for ((i = 0; i < CL_N; i++)); do
-		cluster_alive "$i" || continue
-		"$CFSCTL" --data "$TEST_DIR/node$i" keys >"$out/node$i.keys" || rm -f "$out/node$i.json"
-	done
-}
-
 sync_summary() { # replica maintenance counters of every live daemon, one line each
 	local i
 	for ((i = 0; i < CL_N; i++)); do
@@ -38,12 +29,8 @@ sync_summary() { # replica maintenance counters of every live daemon, one line e
 	done
 }
 
-placement() { # KEYS-FILE: JSON summary of where those blocks are
-	collect "$TEST_DIR/place"
-	python3 "$HARNESS_DIR/replica_check.py" "$K" "$TEST_DIR/place" "$1"
-}
+placement() { cluster_placement "$K" "$1"; }
 
-jget() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 SYNC_MS=2000
 cluster_start "$N" 1 --stabilize-ms 250 --replicas "$K" --sync-ms "$SYNC_MS"
@@ -146,7 +133,7 @@ while :; do # the successors push their copies after acknowledging
 	[ $SECONDS -lt $end ] || { sync_summary; fail "fresh blocks not on exactly their $K successors: $(cat "$TEST_DIR/place3.json")"; }
 	sleep 1
 done
-collect "$TEST_DIR/before"
+cluster_collect "$TEST_DIR/before"
 victims=$(python3 -c "import random; random.seed(5); print(' '.join(map(str, random.sample(range(1, $N), $N // 2))))")
 for i in $victims; do cluster_kill "$i"; done
 for i in $victims; do rm -f "$TEST_DIR/before/node$i".*; done

@@ -288,7 +288,7 @@ clean:
 help:
 	@echo "make            build the programs (installs missing Debian packages)"
 	@echo "make demo       run the main job on a local default (see README)"
-	@echo "make test       run every test: integration scripts, then unit tests"
+	@echo "make test       run every test: layering lint, unit tests, then the integration scripts"
 	@echo "make integration [CFS_TESTS=\"t_ring t_publish\"]  the integration scripts (all, or those named)"
 	@echo "make unit       Criterion unit tests only"
 	@echo "make asan       unit tests under AddressSanitizer + UBSan"

@@ -70,6 +70,8 @@ static const char usage_text[] =
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
 	"                          a decimal such as 0.5 is allowed)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
+	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
+	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
@@ -125,11 +127,13 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		const struct dhash_client_stats *cs = dhash_client_stats(D.client);
 		cfs_sb_printf(b, ",\"client\":{\"gets\":%lu,\"gets_failed\":%lu,\"puts\":%lu,"
 		              "\"puts_failed\":%lu,\"get_rpcs\":%lu,\"bad_replies\":%lu,\"fetch_timeouts\":%lu,"
-		              "\"relookups\":%lu,\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
+		              "\"relookups\":%lu,\"hedges\":%lu,\"hedge_wins\":%lu,\"get_p50_us\":%lu,"
+		              "\"get_p99_us\":%lu}",
 		              (unsigned long)cs->gets, (unsigned long)cs->gets_failed,
 		              (unsigned long)cs->puts, (unsigned long)cs->puts_failed,
 		              (unsigned long)cs->get_rpcs, (unsigned long)cs->bad_replies, (unsigned long)cs->fetch_timeouts,
-		              (unsigned long)cs->relookups, (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
+		              (unsigned long)cs->relookups, (unsigned long)cs->hedges,
+		              (unsigned long)cs->hedge_wins, (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
 		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
@@ -529,6 +533,7 @@ static const struct option opts[] = {
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
 	{ "sync-ms", required_argument, NULL, 1013 },
+	{ "hedge-ms", required_argument, NULL, 1014 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
@@ -594,6 +599,7 @@ static void apply(struct settings *st, int c, const char *val)
 	}
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
 	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
+	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
 	case 1005: D.dc.corrupt_fetches = true; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)

@@ -540,6 +540,8 @@ int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struc
 /* Answer a request with only an error status. */
 int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status);
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret);
+/* The event loop the transport runs on (for timers of its users). */
+uv_loop_t *cfs_transport_loop(const cfs_transport_t *t);
 /* Stamp *coord (the owner's Vivaldi coordinate, read at each send) on every
  * outgoing request and reply; NULL stops stamping. */
 void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord);

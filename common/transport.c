@@ -816,3 +816,8 @@ struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s)
 {
 	return (struct cfs_netmodel){ .on_send = simple_on_send, .ctx = s };
 }
+
+uv_loop_t *cfs_transport_loop(const cfs_transport_t *t)
+{
+	return t->loop;
+}

@@ -9,7 +9,9 @@
  * gets one more try with a longer timeout at the very end; when all of
  * that fails and some were silent, the key is looked up once more (the
  * timeouts have taken the dead out of the tables by then). Only verified
- * bytes are returned.
+ * bytes are returned. With hedge_ms (OpenDHT's answer to slow nodes), a
+ * FETCH unanswered after hedge_ms is not waited on alone: the next
+ * candidate is asked too, and the first verified answer wins.
  *
  * put: compute the key, look up its successors, STORE to the first with
  * DHASH_STORE_F_PRIMARY (it replicates); if that one does not answer, the
@@ -56,6 +58,10 @@ struct op {
 	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
 	bool relooked;            /* a get's second lookup, after silent candidates */
+	bool done;                /* finished; freed once its last call is back */
+	uint32_t inflight;        /* a get's FETCHes out */
+	bool hedging;             /* the FETCH being sent is a hedge */
+	uv_timer_t *hedge;        /* a get's hedging timer (hedge_ms), or NULL */
 	int miss_status;          /* the error to report when every candidate failed */
 	/* get */
 	dhash_get_cb get_cb;
@@ -86,6 +92,28 @@ static void client_maybe_free(dhash_client_t *d)
 		free(d);
 }
 
+static void hedge_closed(uv_handle_t *h)
+{
+	struct op *o = h->data;
+
+	free(h);
+	o->hedge = NULL;
+	if (o->inflight == 0)
+		free(o);
+}
+
+/* A finished get is freed once its last FETCH is back and its timer closed. */
+static void get_release(struct op *o)
+{
+	if (o->hedge) {
+		if (!uv_is_closing((uv_handle_t *)o->hedge))
+			uv_close((uv_handle_t *)o->hedge, hedge_closed);
+		return;
+	}
+	if (o->inflight == 0)
+		free(o);
+}
+
 static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p, size_t len)
 {
 	dhash_client_t *d = o->d;
@@ -101,8 +129,9 @@ static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p
 	d->st.bad_replies += o->bad;
 	d->st.get_rpcs += o->rpcs;
 	cfs_hist_add(&d->st.get_us, r.latency_us);
+	o->done = true;
 	o->get_cb(o->arg, &r);
-	free(o);
+	get_release(o);
 	client_maybe_free(d);
 }
 
@@ -144,19 +173,35 @@ static void op_fail(struct op *o, int status)
 static void fetch_next(struct op *o);
 static int op_lookup_start(struct op *o);
 
+struct fetch_call {
+	struct op *o;
+	uint32_t ci;              /* the candidate asked */
+	bool hedge;               /* sent because an earlier one was slow */
+};
+
 static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
-	struct op *o = arg;
-	const struct cfs_node *from = &o->cand[o->next_cand - 1];
+	struct fetch_call *fc = arg;
+	struct op *o = fc->o;
+	uint32_t ci = fc->ci;
+	bool hedge = fc->hedge;
 	uint64_t seq;
 
+	free(fc);
+	o->inflight--;
+	if (o->done) { /* a hedged FETCH answered after the get ended */
+		get_release(o);
+		return;
+	}
+	const struct cfs_node *from = &o->cand[ci];
 	if (status == -ECANCELED || o->d->closing) {
 		get_finish(o, -ECANCELED, 0, NULL, 0);
 		return;
 	}
 	if (status == 0) {
 		if (dhash_verify(reply->kind, &o->key, reply->data.p, reply->data.len, &seq) == 0) {
+			o->d->st.hedge_wins += hedge;
 			get_finish(o, 0, reply->kind, reply->data.p, reply->data.len);
 			return;
 		}
@@ -171,7 +216,7 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 		o->d->st.fetch_timeouts++;
 		/* Silent is not the same as dead (a busy server, a lost
 		 * datagram): one more try at the end, with a longer timeout. */
-		if (o->next_cand - 1 < o->nfirst && o->ncand < CFS_MSG_MAX_NODES)
+		if (ci < o->nfirst && o->ncand < CFS_MSG_MAX_NODES)
 			o->cand[o->ncand++] = *from;
 		if (o->miss_status != -ENOENT && o->miss_status != -EBADMSG)
 			o->miss_status = -ETIMEDOUT;
@@ -179,7 +224,20 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 		if (o->miss_status != -EBADMSG)
 			o->miss_status = -ENOENT;
 	}
+	if (o->inflight == 0) /* else a hedged FETCH may still answer */
+		fetch_next(o);
+}
+
+static void on_hedge(uv_timer_t *t)
+{
+	struct op *o = t->data;
+
+	if (o->done || o->inflight == 0 || o->next_cand >= o->ncand)
+		return;
+	o->d->st.hedges++;
+	o->hedging = true;
 	fetch_next(o);
+	o->hedging = false;
 }
 
 static void fetch_next(struct op *o)
@@ -187,16 +245,32 @@ static void fetch_next(struct op *o)
 	dhash_client_t *d = o->d;
 
 	while (o->next_cand < o->ncand) {
-		const struct cfs_node *to = &o->cand[o->next_cand++];
+		uint32_t ci = o->next_cand++;
+		const struct cfs_node *to = &o->cand[ci];
 		cfs_msg_init(&d->msg, CFS_MSG_FETCH);
 		d->msg.key = o->key;
 		d->msg.has_to = true;
 		d->msg.to_id = to->id;
 		o->rpcs++;
-		uint32_t timeout = o->next_cand > o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
-		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, o) == 0)
+		uint32_t timeout = ci >= o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
+		struct fetch_call *fc = xmalloc(sizeof(*fc));
+		*fc = (struct fetch_call){ o, ci, o->hedging };
+		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, fc) == 0) {
+			o->inflight++;
+			if (d->cfg.hedge_ms && o->next_cand < o->ncand) {
+				if (!o->hedge) {
+					o->hedge = xmalloc(sizeof(*o->hedge));
+					uv_timer_init(cfs_transport_loop(chord_transport(d->chord)), o->hedge);
+					o->hedge->data = o;
+				}
+				uv_timer_start(o->hedge, on_hedge, d->cfg.hedge_ms, 0);
+			}
 			return;
+		}
+		free(fc);
 	}
+	if (o->inflight > 0)
+		return; /* a hedged FETCH is still out */
 	if (!o->relooked && o->timeouts > 0 && !d->closing) {
 		/* Every candidate failed and some were silent: the lookup may
 		 * have named servers that had just died, or a busy one missed

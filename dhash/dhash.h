@@ -40,6 +40,8 @@ struct dhash_config {
 	uint32_t expire_ms;       /* lease collector period (default 60 s) */
 	uint32_t sync_ms;         /* replica maintenance period (default 20 s; 0: never) */
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
+	uint32_t hedge_ms;        /* a get's second FETCH, to the next replica, when the
+	                           * first has not answered after this long (0: never) */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 };
 void dhash_config_default(struct dhash_config *c);
@@ -107,6 +109,8 @@ struct dhash_client_stats {
 	uint64_t bad_replies;     /* fetched bytes that did not verify (server skipped) */
 	uint64_t fetch_timeouts;
 	uint64_t relookups;       /* gets looked up again after every candidate failed */
+	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
+	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
 	struct cfs_hist get_us;   /* get latency */
 };
 

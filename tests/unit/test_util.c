@@ -84,3 +84,20 @@ Test(util, user_dir_follows_xdg)
 	free(saved_home);
 	free(saved_xdg);
 }
+
+Test(util, parse_days)
+{
+	uint64_t s = 0;
+
+	cr_assert(cfs_parse_days("30", &s) == 0 && s == 30u * 86400u);
+	cr_assert(cfs_parse_days("0.5", &s) == 0 && s == 43200u);
+	cr_assert(cfs_parse_days("0.00023", &s) == 0 && s == 20u); /* 19.872 s, rounded */
+	cr_assert(cfs_parse_days("0.000001", &s) == 0 && s == 1u);  /* never 0 */
+	cr_assert(cfs_parse_days("3650", &s) == 0 && s == 3650ull * 86400u);
+	cr_assert_eq(cfs_parse_days("0", &s), -EINVAL);
+	cr_assert_eq(cfs_parse_days("-1", &s), -EINVAL);
+	cr_assert_eq(cfs_parse_days("3651", &s), -EINVAL);
+	cr_assert_eq(cfs_parse_days("", &s), -EINVAL);
+	cr_assert_eq(cfs_parse_days("1d", &s), -EINVAL);
+	cr_assert_eq(cfs_parse_days("nan", &s), -EINVAL);
+}

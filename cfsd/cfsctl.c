@@ -87,10 +87,7 @@ static int cmd_status(const char *sock, uint32_t flags)
 	req->flags = flags;
 	r = cfsd_ctl_call(sock, req, 5000, print_status, NULL);
 	free(req);
-	if (r == -ENOENT || r == -ECONNREFUSED)
-		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
-	else if (r < 0)
-		fprintf(stderr, "cfsctl: status from %s failed: %s\n", sock, strerror(-r));
+	cfsd_ctl_report(sock, "status", r);
 	return r < 0 ? 1 : 0;
 }
 
@@ -132,10 +129,7 @@ static int cmd_keys(const char *sock)
 		r = cfsd_ctl_call(sock, req, 5000, print_keys, &p);
 	} while (r == 0 && p.more);
 	free(req);
-	if (r == -ENOENT || r == -ECONNREFUSED)
-		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
-	else if (r < 0)
-		fprintf(stderr, "cfsctl: keys from %s failed: %s\n", sock, strerror(-r));
+	cfsd_ctl_report(sock, "keys", r);
 	return r < 0 ? 1 : 0;
 }
 

@@ -57,8 +57,8 @@ struct sync_session {
 	dhash_server_t *s;        /* NULL once the server is gone */
 	struct sync_session *next;
 	struct cfs_node peer;
-	struct range *todo;
-	size_t ntodo, ctodo;
+	struct range *ranges;     /* ranges still to compare (a stack) */
+	size_t nranges, cranges;
 	struct range cur;         /* the range whose keys are being listed */
 	struct cfs_id *remote;
 	size_t nremote, cremote;
@@ -252,7 +252,7 @@ static void session_free(struct sync_session *se)
 			*p = se->next;
 	}
 	session_log(se);
-	free(se->todo);
+	free(se->ranges);
 	free(se->remote);
 	free(se->xq);
 	free(se);
@@ -264,7 +264,7 @@ static void session_free(struct sync_session *se)
 static void abandon(struct sync_session *se)
 {
 	se->abandoned = true;
-	se->ntodo = 0;
+	se->nranges = 0;
 	se->xnext = se->nxq = 0;
 	se->nremote = 0;
 }
@@ -281,13 +281,13 @@ static bool call_back(struct sync_session *se, int status)
 	return true;
 }
 
-static void add_todo(struct sync_session *se, const struct range *r)
+static void push_range(struct sync_session *se, const struct range *r)
 {
-	if (se->ntodo == se->ctodo) {
-		se->ctodo = se->ctodo ? 2 * se->ctodo : 16;
-		se->todo = xrealloc(se->todo, se->ctodo * sizeof(*se->todo));
+	if (se->nranges == se->cranges) {
+		se->cranges = se->cranges ? 2 * se->cranges : 16;
+		se->ranges = xrealloc(se->ranges, se->cranges * sizeof(*se->ranges));
 	}
-	se->todo[se->ntodo++] = *r;
+	se->ranges[se->nranges++] = *r;
 }
 
 static void add_xfer(struct sync_session *se, const struct cfs_id *key, bool push)
@@ -426,7 +426,7 @@ static void digest_back(void *arg, int status, const struct cfs_msg *reply,
 			struct cfs_id end;
 			part_end(&r, i, &end);
 			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
-				add_todo(se, &(struct range){ start, end, r.depth + 1 }), se->n_diff++;
+				push_range(se, &(struct range){ start, end, r.depth + 1 }), se->n_diff++;
 			start = end;
 		}
 	} else {
@@ -506,7 +506,7 @@ static void list_page(struct sync_session *se, const struct cfs_id *from)
 	se->msg.hi = se->cur.hi;
 	se->msg.count = PAGE_KEYS;
 	if (call(se, keys_back, se) < 0) {
-		se->ntodo = 0;
+		se->nranges = 0;
 		se->nremote = 0;
 		return;
 	}
@@ -519,7 +519,7 @@ static void compare_next(struct sync_session *se)
 {
 	dhash_server_t *s = se->s;
 
-	se->cur = se->todo[--se->ntodo];
+	se->cur = se->ranges[--se->nranges];
 	struct cfs_id probe[LEAF_KEYS + 1];
 	uint32_t n = 0;
 	if (dhash_store_scan(s->store, &se->cur.lo, &se->cur.hi, probe, LEAF_KEYS + 1, &n) < 0)
@@ -530,7 +530,7 @@ static void compare_next(struct sync_session *se)
 		se->msg.hi = se->cur.hi;
 		se->msg.nsucc = PARTS;
 		if (call(se, digest_back, se) < 0) {
-			se->ntodo = 0;
+			se->nranges = 0;
 			return;
 		}
 		se->comparing = true;
@@ -549,9 +549,9 @@ static void pump(struct sync_session *se)
 		start_xfer(se, &se->xq[se->xnext++]);
 	if (se->xnext == se->nxq)
 		se->xnext = se->nxq = 0;
-	while (!se->comparing && se->ntodo > 0 && se->nxq - se->xnext < BACKLOG)
+	while (!se->comparing && se->nranges > 0 && se->nxq - se->xnext < BACKLOG)
 		compare_next(se);
-	if (se->calls == 0 && se->ntodo == 0 && se->xnext == se->nxq)
+	if (se->calls == 0 && se->nranges == 0 && se->xnext == se->nxq)
 		session_free(se);
 }
 
@@ -567,7 +567,7 @@ static void session_start(dhash_server_t *s, const struct cfs_node *peer, const 
 	s->sync.sessions++;
 	se->lo0 = *lo;
 	se->hi0 = *hi;
-	add_todo(se, &(struct range){ *lo, *hi, 0 });
+	push_range(se, &(struct range){ *lo, *hi, 0 });
 	pump(se);
 }
 
@@ -622,7 +622,7 @@ void sync_stop(dhash_server_t *s)
 		struct sync_session *se = s->sessions;
 		s->sessions = se->next;
 		se->s = NULL;
-		se->ntodo = 0;
+		se->nranges = 0;
 		se->xnext = se->nxq = 0;
 		if (se->calls == 0)
 			session_free(se);

@@ -234,6 +234,7 @@ static void stab_tick(uv_timer_t *t)
 
 	if (c->frozen || c->leaving || c->freeing)
 		return;
+	v->stab_ms = uv_now(c->loop);
 	stabilize(v);
 	/* While the list is still changing, come back sooner: news travels
 	 * backwards round by round, one predecessor at a time. */
@@ -243,12 +244,26 @@ static void stab_tick(uv_timer_t *t)
 	               v->joined ? chord__jitter_ms(c, period) : JOIN_RETRY_MS, 0);
 }
 
+/*
+ * Bring the next stabilization round forward. A kick never postpones a round
+ * already due sooner, and kicked rounds stay KICK_GAP_MS apart: restarting
+ * the timer on every kick let a steady stream of them (each message from a
+ * node that would lengthen a short list is one) push the round back forever,
+ * and the short lists that cause the kicks were never repaired.
+ */
+#define KICK_GAP_MS 10
+
 void maint_kick(struct vnode *v)
 {
 	chord_t *c = v->c;
 
-	if (c->started && !c->frozen && !c->leaving && !c->freeing)
-		uv_timer_start(&v->stab_timer, stab_tick, 1, 0);
+	if (!c->started || c->frozen || c->leaving || c->freeing)
+		return;
+	uint64_t now = uv_now(c->loop), at = v->stab_ms + KICK_GAP_MS;
+	uint64_t in = at > now ? at - now : 0;
+	if (uv_is_active((uv_handle_t *)&v->stab_timer) && uv_timer_get_due_in(&v->stab_timer) <= in)
+		return;
+	uv_timer_start(&v->stab_timer, stab_tick, in, 0);
 }
 
 /* ------------------------------------------------------------ fingers */

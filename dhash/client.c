@@ -57,7 +57,7 @@ struct op {
 	uint32_t ncand, next_cand;
 	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
-	bool relooked;            /* a get's second lookup, after silent candidates */
+	bool relooked;            /* a get's second lookup, after every candidate failed */
 	bool done;                /* finished; freed once its last call is back */
 	uint32_t inflight;        /* a get's FETCHes out */
 	bool hedging;             /* the FETCH being sent is a hedge */
@@ -271,11 +271,15 @@ static void fetch_next(struct op *o)
 	}
 	if (o->inflight > 0)
 		return; /* a hedged FETCH is still out */
-	if (!o->relooked && o->timeouts > 0 && !d->closing) {
-		/* Every candidate failed and some were silent: the lookup may
-		 * have named servers that had just died, or a busy one missed
-		 * both tries. Once more, from a fresh lookup: the timeouts have
-		 * since taken the dead out of the tables it runs on. */
+	if (!o->relooked && !d->closing) {
+		/* Every candidate failed. Some may have been silent: the lookup
+		 * named servers that had just died, or a busy one missed both
+		 * tries; the timeouts have since taken the dead out of the
+		 * tables. Or all answered that they do not have it: a lookup
+		 * taken while the ring changes (many servers just died or
+		 * joined) can end at a node whose list skips the holders for a
+		 * round. Either way, once more from a fresh lookup; a block
+		 * that really is missing costs one lookup more. */
 		o->relooked = true;
 		d->st.relookups++;
 		o->ncand = o->next_cand = o->nfirst = 0;

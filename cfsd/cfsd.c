@@ -72,6 +72,11 @@ static const char usage_text[] =
 	"      --expire-ms MS      lease collector period (default 60000)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
 	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
+	"      --cache-mb MB       bound of the cache of others' blocks fetched through this\n"
+	"                          server or pushed to it by gets (DIR/cache; default 64; 0: off)\n"
+	"      --cache-push WHERE  after a get, copy the block to the lookup path's caches:\n"
+	"                          path (every hop, the default), last (the hop nearest the\n"
+	"                          key) or none\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
@@ -87,7 +92,7 @@ static const char usage_text[] =
 	"  -V, --version           show the version\n"
 	"\n"
 	"The data directory holds the lock that keeps a second cfsd off it, the block\n"
-	"store (DIR/blocks, LevelDB) and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
+	"store (DIR/blocks, LevelDB), the cache (DIR/cache) and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
 	"its ring neighbours it is leaving, then exit 0.\n";
 
 #define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)
@@ -127,13 +132,14 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		const struct dhash_client_stats *cs = dhash_client_stats(D.client);
 		cfs_sb_printf(b, ",\"client\":{\"gets\":%lu,\"gets_failed\":%lu,\"puts\":%lu,"
 		              "\"puts_failed\":%lu,\"get_rpcs\":%lu,\"bad_replies\":%lu,\"fetch_timeouts\":%lu,"
-		              "\"relookups\":%lu,\"hedges\":%lu,\"hedge_wins\":%lu,\"get_p50_us\":%lu,"
-		              "\"get_p99_us\":%lu}",
+		              "\"relookups\":%lu,\"hedges\":%lu,\"hedge_wins\":%lu,\"cache_pushes\":%lu,"
+		              "\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
 		              (unsigned long)cs->gets, (unsigned long)cs->gets_failed,
 		              (unsigned long)cs->puts, (unsigned long)cs->puts_failed,
 		              (unsigned long)cs->get_rpcs, (unsigned long)cs->bad_replies, (unsigned long)cs->fetch_timeouts,
 		              (unsigned long)cs->relookups, (unsigned long)cs->hedges,
-		              (unsigned long)cs->hedge_wins, (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
+		              (unsigned long)cs->hedge_wins, (unsigned long)cs->cache_pushes,
+		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
 		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
 		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
@@ -534,6 +540,8 @@ static const struct option opts[] = {
 	{ "expire-ms", required_argument, NULL, 1004 },
 	{ "sync-ms", required_argument, NULL, 1013 },
 	{ "hedge-ms", required_argument, NULL, 1014 },
+	{ "cache-mb", required_argument, NULL, 1015 },
+	{ "cache-push", required_argument, NULL, 1016 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
@@ -600,6 +608,17 @@ static void apply(struct settings *st, int c, const char *val)
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
 	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
+	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
+	case 1016:
+		if (!strcmp(val, "path"))
+			D.dc.cache_push = DHASH_PUSH_PATH;
+		else if (!strcmp(val, "last"))
+			D.dc.cache_push = DHASH_PUSH_LAST;
+		else if (!strcmp(val, "none"))
+			D.dc.cache_push = DHASH_PUSH_NONE;
+		else
+			bad_usage("--cache-push wants path, last or none, not '%s'", val);
+		break;
 	case 1005: D.dc.corrupt_fetches = true; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
@@ -725,7 +744,10 @@ int main(int argc, char **argv)
 	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
 		return 1;
 	char blocks[600];
+	static char cache[600];
 	snprintf(blocks, sizeof(blocks), "%s/blocks", D.data_dir);
+	snprintf(cache, sizeof(cache), "%s/cache", D.data_dir);
+	D.dc.cache_dir = cache;
 	if ((r = dhash_server_new(D.loop, D.chord, blocks, &D.dc, &D.dhash)) < 0 ||
 	    (r = dhash_client_new(D.chord, &D.dc, &D.client)) < 0) {
 		log_error_errno(r, "cannot open the block store %s", blocks);

@@ -61,6 +61,7 @@ struct chord_lookup_opts {
 	uint32_t flags;           /* CFS_LOOKUP_F_CHECK_BLOCK, CFS_LOOKUP_F_VERIFY */
 };
 
+#define CHORD_PATH_MAX 16
 struct chord_lookup_result {
 	int status;               /* 0, -EHOSTUNREACH (no live route), -ECANCELED */
 	uint32_t rpcs;            /* lookup RPCs sent (recursive: hops) */
@@ -71,6 +72,11 @@ struct chord_lookup_result {
 	struct cfs_node holder;   /* ... that hop */
 	uint32_t n;               /* successors of the key, nearest first */
 	struct cfs_node succ[CFS_MSG_MAX_NODES];
+	/* Other processes' nodes the lookup went through, nearest the key
+	 * last (at most the last CHORD_PATH_MAX; recursive lookups know only
+	 * the hop that answered). DHash caches fetched blocks on them. */
+	uint32_t npath;
+	struct cfs_node path[CHORD_PATH_MAX];
 };
 typedef void (*chord_lookup_cb)(void *arg, const struct chord_lookup_result *r);
 

@@ -53,6 +53,8 @@ struct lookup {
 	int part_depth;
 	uint32_t npart;
 	struct cfs_node part[NCAND];
+	struct cfs_node done_from; /* recursive: the hop that answered */
+	bool has_done_from;
 	struct chord_lookup_result res;
 };
 
@@ -275,6 +277,19 @@ static void set_result(struct lookup *l, const struct cfs_node *nodes, uint32_t 
 		if (!is_failed(l, &nodes[i].id))
 			l->res.succ[k++] = nodes[i];
 	l->res.n = k;
+	/* The path: the remote hops that answered, then the recursive
+	 * answerer; only the last CHORD_PATH_MAX are kept. */
+	l->res.npath = 0;
+	for (int d = 0; d <= l->depth; d++) {
+		const struct cfs_node *h = d < l->depth ? &l->path[d].n : &l->done_from;
+		if ((d == l->depth && !l->has_done_from) || chord__local(l->c, &h->id))
+			continue;
+		if (l->res.npath == CHORD_PATH_MAX) {
+			memmove(&l->res.path[0], &l->res.path[1], (CHORD_PATH_MAX - 1) * sizeof(*h));
+			l->res.npath--;
+		}
+		l->res.path[l->res.npath++] = *h;
+	}
 }
 
 static void verify_reply(void *arg, int status, const struct cfs_msg *reply,
@@ -652,6 +667,11 @@ void lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_
 		return; /* late (we fell back) or forged */
 	l->res.rpcs += req->hops;
 	l->res.hops = req->hops;
+	if (req->has_from) {
+		l->done_from = (struct cfs_node){ .id = req->from_id, .addr = from->addr,
+		                                  .vindex = req->from_vindex, .coord = req->coord };
+		l->has_done_from = chord__node_id_ok(c, &l->done_from);
+	}
 	if (req->flags & CFS_LOOKUP_F_HAS_BLOCK && req->n_nodes > 0) {
 		l->res.has_block = true;
 		l->res.holder = req->nodes[0];

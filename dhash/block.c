@@ -12,6 +12,8 @@ void dhash_config_default(struct dhash_config *c)
 	c->expire_ms = 60000;
 	c->sync_ms = 20000;
 	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
+	c->cache_bytes = 64ull << 20;
+	c->cache_push = DHASH_PUSH_PATH;
 }
 
 int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *ret)

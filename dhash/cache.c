@@ -278,6 +278,14 @@ int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, co
 	return 0;
 }
 
+bool dhash_cache_has(dhash_cache_t *c, const struct cfs_id *key)
+{
+	uint64_t tick;
+	uint32_t len;
+
+	return read_tick(c, key, &tick, &len) == 0;
+}
+
 void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,
                         uint64_t *evicted)
 {

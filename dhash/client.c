@@ -63,6 +63,8 @@ struct op {
 	bool hedging;             /* the FETCH being sent is a hedge */
 	uv_timer_t *hedge;        /* a get's hedging timer (hedge_ms), or NULL */
 	int miss_status;          /* the error to report when every candidate failed */
+	uint32_t npath;           /* a get's lookup path (caches to push to) */
+	struct cfs_node path[CHORD_PATH_MAX];
 	/* get */
 	dhash_get_cb get_cb;
 	/* put */
@@ -179,6 +181,50 @@ struct fetch_call {
 	bool hedge;               /* sent because an earlier one was slow */
 };
 
+static void push_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res)
+{
+	(void)arg; /* a cache copy is best effort: nothing waits for it */
+}
+
+/* Is a at one of the servers the get asked (they have it or are replicas)? */
+static bool asked_server(const struct op *o, const struct cfs_addr *a)
+{
+	for (uint32_t i = 0; i < o->ncand; i++)
+		if (cfs_addr_eq(&o->cand[i].addr, a))
+			return true;
+	return false;
+}
+
+/* CFS 5.2: a fetched block is copied to the servers on its lookup path, so
+ * that later lookups for it stop sooner (the last hops before the key's
+ * successors are where lookups from everywhere converge). DHASH_PUSH_LAST
+ * copies it only to the hop nearest the key. Servers on the path that were
+ * candidates (replicas, or the hop that answered with a copy) are skipped. */
+static void cache_push(struct op *o, const struct cfs_node *from, const uint8_t *p, size_t len)
+{
+	dhash_client_t *d = o->d;
+
+	if (d->cfg.cache_push == DHASH_PUSH_NONE)
+		return;
+	for (uint32_t i = o->npath; i-- > 0;) {
+		const struct cfs_node *to = &o->path[i];
+		if (cfs_addr_eq(&to->addr, &from->addr) || asked_server(o, &to->addr))
+			continue;
+		cfs_msg_init(&d->msg, CFS_MSG_STORE);
+		d->msg.kind = DHASH_KIND_CHASH;
+		d->msg.key = o->key;
+		d->msg.flags = DHASH_STORE_F_CACHE;
+		d->msg.data = (struct cfs_bytes){ p, len };
+		d->msg.has_to = true;
+		d->msg.to_id = to->id;
+		if (chord_call(d->chord, to, &d->msg, DHASH_STORE_TIMEOUT_MS, push_reply, NULL) == 0)
+			d->st.cache_pushes++;
+		if (d->cfg.cache_push == DHASH_PUSH_LAST)
+			return;
+	}
+}
+
 static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
@@ -202,6 +248,8 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 	if (status == 0) {
 		if (dhash_verify(reply->kind, &o->key, reply->data.p, reply->data.len, &seq) == 0) {
 			o->d->st.hedge_wins += hedge;
+			if (reply->kind == DHASH_KIND_CHASH)
+				cache_push(o, from, reply->data.p, reply->data.len);
 			get_finish(o, 0, reply->kind, reply->data.p, reply->data.len);
 			return;
 		}
@@ -480,6 +528,8 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 		memcpy(o->cand, r->succ, r->n * sizeof(r->succ[0]));
 		store_next(o);
 	} else {
+		o->npath = r->npath;
+		memcpy(o->path, r->path, r->npath * sizeof(r->path[0]));
 		order_candidates(o, r, o->d->cfg.replicas);
 		fetch_next(o);
 	}

@@ -30,6 +30,13 @@ enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2 };
 
 /* STORE flags. */
 #define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */
+#define DHASH_STORE_F_CACHE 0x2u   /* a copy for the server's cache, not a replica */
+/* Where a get pushes a copy of the block it fetched (CFS 5.2 caching). */
+enum dhash_cache_push {
+	DHASH_PUSH_PATH = 0,      /* every server on the lookup path (the default) */
+	DHASH_PUSH_LAST,          /* only the last hop before the key's successors */
+	DHASH_PUSH_NONE,
+};
 
 #define DHASH_REPLICAS_DEFAULT 6
 #define DHASH_LEASE_DEFAULT_S (30u * 24 * 3600)
@@ -42,6 +49,9 @@ struct dhash_config {
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
 	uint32_t hedge_ms;        /* a get's second FETCH, to the next replica, when the
 	                           * first has not answered after this long (0: never) */
+	const char *cache_dir;    /* the server's cache of others' blocks (NULL: none) */
+	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
+	uint32_t cache_push;      /* enum dhash_cache_push, for gets */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 };
 void dhash_config_default(struct dhash_config *c);
@@ -111,6 +121,7 @@ struct dhash_client_stats {
 	uint64_t relookups;       /* gets looked up again after every candidate failed */
 	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
 	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
+	uint64_t cache_pushes;    /* copies sent to lookup-path caches after gets */
 	struct cfs_hist get_us;   /* get latency */
 };
 
@@ -144,6 +155,8 @@ int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, u
 /* Add or refresh a block; the oldest make room. -EFBIG above the bound. */
 int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, const uint8_t *p,
                     size_t len);
+/* Is the block there? (No recency change.) */
+bool dhash_cache_has(dhash_cache_t *c, const struct cfs_id *key);
 void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,
                         uint64_t *evicted);
 

@@ -83,6 +83,9 @@ struct dhash_server {
 	struct cfs_msg push;
 	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
 	uint64_t pushed, push_failed, expired, store_errors, commits;
+	/* copies of others' blocks (CFS 5.2), never counted as replicas */
+	dhash_cache_t *cache;
+	uint64_t cache_stores, cache_hits, path_hits;
 	/* replica maintenance (sync.c) */
 	uv_timer_t sync_timer;
 	struct sync_session *sessions;

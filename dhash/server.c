@@ -160,6 +160,62 @@ static void on_commit(uv_check_t *h)
 		commit(s);
 }
 
+/* A copy for the cache (DHASH_STORE_F_CACHE): a content-hash block that
+ * verifies, kept unless it is stored as a replica already. Roots are never
+ * cached: a cached root could hide a newer one. */
+static void handle_cache_store(dhash_server_t *s, const struct cfs_msg *req,
+                               const struct cfs_reply_to *from)
+{
+	uint64_t seq;
+	int r;
+
+	if (!s->cache)
+		r = -EOPNOTSUPP;
+	else if (req->kind != DHASH_KIND_CHASH)
+		r = -EINVAL;
+	else
+		r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq);
+	if (r == 0 && !dhash_store_has(s->store, &req->key)) {
+		r = dhash_cache_put(s->cache, &req->key, (uint8_t)req->kind, req->data.p, req->data.len);
+		s->cache_stores += r == 0;
+	}
+	if (r < 0) {
+		s->refused[refusal_slot(r)]++;
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, r);
+		return;
+	}
+	cfs_msg_init(&s->reply, CFS_MSG_STORE);
+	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
+}
+
+/* Does this process hold key's block, stored or cached? Asked at every
+ * lookup hop (CFS_LOOKUP_F_CHECK_BLOCK): a hop that has it answers. */
+static bool server_has_block(void *arg, const struct cfs_id *key)
+{
+	dhash_server_t *s = arg;
+
+	if (dhash_store_has(s->store, key))
+		return true;
+	if (s->cache && dhash_cache_has(s->cache, key)) {
+		s->path_hits++;
+		return true;
+	}
+	return false;
+}
+
+/* The block from the cache, when the store has no replica of it. */
+static int fetch_cached(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *rec)
+{
+	uint8_t kind;
+
+	if (!s->cache || dhash_cache_get(s->cache, key, &kind, &rec->data, &rec->len) < 0)
+		return -ENOENT;
+	rec->kind = kind;
+	rec->lease_until = 0; /* a cached copy carries no lease: nobody stores it as a replica */
+	s->cache_hits++;
+	return 0;
+}
+
 /* Check a STORE; a root is written at once (its sequence check reads the
  * store), a content-hash block joins the group commit. */
 static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
@@ -170,6 +226,10 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 
 	if (req->data.len > CFS_BLOCK_MAX) {
 		answer_store(s, from, -EMSGSIZE);
+		return;
+	}
+	if (req->flags & DHASH_STORE_F_CACHE) {
+		handle_cache_store(s, req, from);
 		return;
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
@@ -215,6 +275,8 @@ static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const str
 	int r = dhash_store_get(s->store, &req->key, &rec);
 
 	s->fetches++;
+	if (r == -ENOENT)
+		r = fetch_cached(s, &req->key, &rec);
 	if (r < 0) {
 		if (r == -ENOENT)
 			s->fetch_misses++;
@@ -322,6 +384,14 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 		free(s);
 		return r;
 	}
+	if (cfg->cache_dir && cfg->cache_bytes &&
+	    (r = dhash_cache_open(cfg->cache_dir, cfg->cache_bytes, &s->cache)) < 0) {
+		log_error_errno(r, "cannot open the block cache %s", cfg->cache_dir);
+		dhash_store_close(s->store);
+		free(s);
+		return r;
+	}
+	chord_set_has_block(c, server_has_block, s);
 	uv_timer_init(loop, &s->expire_timer);
 	s->expire_timer.data = s;
 	uv_check_init(loop, &s->commit);
@@ -340,6 +410,7 @@ static void handle_closed(uv_handle_t *h)
 	if (h != (uv_handle_t *)&s->commit)
 		return; /* closed last: it frees */
 	dhash_store_close(s->store);
+	dhash_cache_close(s->cache);
 	free(s->q);
 	free(s);
 }
@@ -350,6 +421,7 @@ void dhash_server_free(dhash_server_t *s)
 		return;
 	if (s->nq)
 		commit(s); /* what was acknowledged nowhere yet is still written */
+	chord_set_has_block(s->chord, NULL, NULL);
 	sync_stop(s);
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
@@ -360,6 +432,34 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
                            uint32_t max, bool *ret_more)
 {
 	return dhash_store_list(s->store, after, keys, max, ret_more);
+}
+
+/* The cache's size and use. Hit rate: of the FETCHes for blocks this
+ * server holds no replica of, the share its cache answered. */
+static void cache_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+{
+	uint64_t blocks = 0, bytes = 0, evicted = 0, asked = s->cache_hits + s->fetch_misses;
+	double rate = asked ? (double)s->cache_hits / (double)asked : 0;
+
+	if (s->cache)
+		dhash_cache_totals(s->cache, &blocks, &bytes, &evicted);
+	if (json) {
+		cfs_sb_printf(b, "\"cache\":{\"capacity\":%lu,\"blocks\":%lu,\"bytes\":%lu,\"evicted\":%lu,"
+		              "\"stores\":%lu,\"fetch_hits\":%lu,\"hit_rate\":%.4f,\"path_hits\":%lu},",
+		              (unsigned long)(s->cache ? s->cfg.cache_bytes : 0), (unsigned long)blocks,
+		              (unsigned long)bytes, (unsigned long)evicted, (unsigned long)s->cache_stores,
+		              (unsigned long)s->cache_hits, rate, (unsigned long)s->path_hits);
+		return;
+	}
+	if (!s->cache) {
+		cfs_sb_printf(b, "cache: off\n");
+		return;
+	}
+	cfs_sb_printf(b, "cache: %lu blocks, %lu of %lu bytes, %lu evicted; %lu copies taken; "
+	              "fetches answered %lu (hit rate %.1f %%), lookups answered %lu\n",
+	              (unsigned long)blocks, (unsigned long)bytes, (unsigned long)s->cfg.cache_bytes,
+	              (unsigned long)evicted, (unsigned long)s->cache_stores,
+	              (unsigned long)s->cache_hits, 100.0 * rate, (unsigned long)s->path_hits);
 }
 
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
@@ -384,6 +484,7 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
 		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
 		              (unsigned long)s->push_failed, (unsigned long)s->expired);
+		cache_status(s, b, true);
 		sync_status(s, b, true);
 		cfs_sb_printf(b, "}");
 		return;
@@ -395,5 +496,6 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
 	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
 	              (unsigned long)s->push_failed, (unsigned long)s->expired);
+	cache_status(s, b, false);
 	sync_status(s, b, false);
 }

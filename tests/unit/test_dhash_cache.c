@@ -128,3 +128,21 @@ Test(dhash_cache, one_process_at_a_time)
 	dhash_cache_t *other;
 	cr_assert_eq(dhash_cache_open(dir, 10000, &other), -EBUSY);
 }
+
+/* has: answers without reading the bytes, and without making a block young. */
+Test(dhash_cache, has_tells_without_refreshing)
+{
+	uint8_t buf[1000];
+	struct cfs_id k0, k1;
+
+	block(0, buf, &k0);
+	block(1, buf, &k1);
+	cr_assert_not(dhash_cache_has(ca, &k0));
+	for (int i = 0; i < 10; i++)
+		put(i);
+	cr_assert(dhash_cache_has(ca, &k0));
+	cr_assert(dhash_cache_has(ca, &k1));
+	put(10); /* the oldest goes: block 0, though has() just asked for it */
+	cr_assert_not(dhash_cache_has(ca, &k0));
+	cr_assert(dhash_cache_has(ca, &k1));
+}

@@ -25,6 +25,7 @@
 #define CFS_VERSION "0.1.0"
 
 struct daemon {
+	bool quota_given;         /* --quota-mb was set; else a tenth of the capacity */
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
 	chord_t *chord;
@@ -72,6 +73,11 @@ static const char usage_text[] =
 	"      --expire-ms MS      lease collector period (default 60000)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
 	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
+	"      --capacity-mb MB    what stores may fill this server's store to (default\n"
+	"                          10240; 0: no bound)\n"
+	"      --quota-mb MB       what one client IP may store here (default a tenth of\n"
+	"                          the capacity; 0: no quota); a client's puts need the\n"
+	"                          nonce this server sends its address (CFS 5.4)\n"
 	"      --cache-mb MB       bound of the cache of others' blocks fetched through this\n"
 	"                          server or pushed to it by gets (DIR/cache; default 64; 0: off)\n"
 	"      --cache-push WHERE  after a get, copy the block to the lookup path's caches:\n"
@@ -541,6 +547,8 @@ static const struct option opts[] = {
 	{ "sync-ms", required_argument, NULL, 1013 },
 	{ "hedge-ms", required_argument, NULL, 1014 },
 	{ "cache-mb", required_argument, NULL, 1015 },
+	{ "capacity-mb", required_argument, NULL, 1017 },
+	{ "quota-mb", required_argument, NULL, 1018 },
 	{ "cache-push", required_argument, NULL, 1016 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "data", required_argument, NULL, 'd' },
@@ -609,6 +617,11 @@ static void apply(struct settings *st, int c, const char *val)
 	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
 	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
+	case 1017: D.dc.capacity_bytes = (uint64_t)parse_num("--capacity-mb", val, 0, 1ul << 30) << 20; break;
+	case 1018:
+		D.dc.quota_bytes = (uint64_t)parse_num("--quota-mb", val, 0, 1ul << 30) << 20;
+		D.quota_given = true;
+		break;
 	case 1016:
 		if (!strcmp(val, "path"))
 			D.dc.cache_push = DHASH_PUSH_PATH;
@@ -704,6 +717,8 @@ int main(int argc, char **argv)
 	cfs_log_init(argv[0], st.level);
 	if (cfs_crypto_init() < 0)
 		return 1;
+	if (!D.quota_given)
+		D.dc.quota_bytes = D.dc.capacity_bytes / 10;
 	if (D.dc.replicas > D.cc.nsucc)
 		bad_usage("--replicas %u exceeds --successors %u: the successor list must "
 		          "name every replica", D.dc.replicas, D.cc.nsucc);

@@ -13,6 +13,8 @@ void dhash_config_default(struct dhash_config *c)
 	c->sync_ms = 20000;
 	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
 	c->cache_bytes = 64ull << 20;
+	c->capacity_bytes = DHASH_CAPACITY_DEFAULT;
+	c->quota_bytes = DHASH_CAPACITY_DEFAULT / 10;
 	c->cache_push = DHASH_PUSH_PATH;
 }
 
@@ -72,6 +74,7 @@ const char *dhash_strerror(int status)
 	case -ETIMEDOUT: return "no replica answered";
 	case -EINVAL: return "unknown block kind";
 	case -EMSGSIZE: return "block too large";
+	case -EACCES: return "the server's nonce challenge was not met (is the source address forged?)";
 	default: return strerror(-status);
 	}
 }

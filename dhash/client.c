@@ -36,6 +36,13 @@
 
 struct op;
 
+/* The nonces servers gave this client (quotas, CFS 5.4), by address. */
+#define NONCES 64
+struct server_nonce {
+	struct cfs_addr addr;
+	uint8_t nonce[CFS_NONCE_BYTES];
+};
+
 struct dhash_client {
 	chord_t *chord;
 	struct dhash_config cfg;
@@ -43,6 +50,8 @@ struct dhash_client {
 	struct op *ops;
 	bool closing;
 	struct dhash_client_stats st;
+	struct server_nonce nonces[NONCES];
+	uint32_t nnonces, nonce_next;
 };
 
 struct op {
@@ -58,6 +67,7 @@ struct op {
 	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
 	bool relooked;            /* a get's second lookup, after every candidate failed */
+	bool challenged;          /* a put answered a server's nonce challenge */
 	bool done;                /* finished; freed once its last call is back */
 	uint32_t inflight;        /* a get's FETCHes out */
 	bool hedging;             /* the FETCH being sent is a hedge */
@@ -387,6 +397,25 @@ static void order_candidates(struct op *o, const struct chord_lookup_result *r, 
 
 static void store_next(struct op *o);
 
+static struct server_nonce *nonce_find(dhash_client_t *d, const struct cfs_addr *a)
+{
+	for (uint32_t i = 0; i < d->nnonces; i++)
+		if (cfs_addr_eq(&d->nonces[i].addr, a))
+			return &d->nonces[i];
+	return NULL;
+}
+
+static void nonce_keep(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce)
+{
+	struct server_nonce *n = nonce_find(d, a);
+
+	if (!n) {
+		n = &d->nonces[d->nnonces < NONCES ? d->nnonces++ : d->nonce_next++ % NONCES];
+		n->addr = *a;
+	}
+	memcpy(n->nonce, nonce, CFS_NONCE_BYTES);
+}
+
 static void store_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
@@ -394,6 +423,19 @@ static void store_reply(void *arg, int status, const struct cfs_msg *reply,
 
 	if (status == -ECANCELED || o->d->closing) {
 		put_finish(o, -ECANCELED);
+		return;
+	}
+	if (status == 0 && (reply->flags & DHASH_STORE_R_CHALLENGE)) {
+		/* The server wants proof that we receive at our address: its
+		 * nonce, sent back with the block (once per put). */
+		if (o->challenged) {
+			put_finish(o, -EACCES);
+			return;
+		}
+		o->challenged = true;
+		nonce_keep(o->d, res->from, reply->nonce);
+		o->next_cand--;
+		store_next(o);
 		return;
 	}
 	if (status == 0) {
@@ -420,6 +462,9 @@ static void store_next(struct op *o)
 		d->msg.key = o->key;
 		d->msg.lease_until = o->lease_until;
 		d->msg.flags = DHASH_STORE_F_PRIMARY;
+		const struct server_nonce *sn = nonce_find(d, &to->addr);
+		if (sn)
+			memcpy(d->msg.nonce, sn->nonce, CFS_NONCE_BYTES);
 		d->msg.data = (struct cfs_bytes){ o->data, o->len };
 		d->msg.has_to = true;
 		d->msg.to_id = to->id;
@@ -551,9 +596,14 @@ static struct op *op_new(dhash_client_t *d, const struct cfs_id *key, void *arg)
 static int op_lookup_start(struct op *o)
 {
 	dhash_client_t *d = o->d;
+	/* A get's first lookup may stop at a hop holding a copy (stored or
+	 * cached); the nodes such a hop names are next hops, not the key's
+	 * successors. So the second lookup, after every candidate failed
+	 * (the copy was bad or gone), goes all the way to the successors. */
+	bool check = !o->is_put && !o->probe && !o->relooked;
 	struct chord_lookup_opts lo = { .mode = d->cfg.lookup_mode,
 	                                .nsucc = d->cfg.replicas + (o->is_put || o->probe ? 0 : GET_SPARES),
-	                                .flags = o->is_put || o->probe ? 0 : CFS_LOOKUP_F_CHECK_BLOCK };
+	                                .flags = check ? CFS_LOOKUP_F_CHECK_BLOCK : 0 };
 	return chord_lookup(d->chord, &o->key, &lo, lookup_done, o);
 }
 

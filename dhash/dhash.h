@@ -31,6 +31,8 @@ enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2 };
 /* STORE flags. */
 #define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */
 #define DHASH_STORE_F_CACHE 0x2u   /* a copy for the server's cache, not a replica */
+/* STORE reply flags. */
+#define DHASH_STORE_R_CHALLENGE 0x1u /* nothing stored: send again with the reply's nonce */
 /* Where a get pushes a copy of the block it fetched (CFS 5.2 caching). */
 enum dhash_cache_push {
 	DHASH_PUSH_PATH = 0,      /* every server on the lookup path (the default) */
@@ -39,6 +41,7 @@ enum dhash_cache_push {
 };
 
 #define DHASH_REPLICAS_DEFAULT 6
+#define DHASH_CAPACITY_DEFAULT (10ull << 30) /* 10 GiB; the quota is a tenth */
 #define DHASH_LEASE_DEFAULT_S (30u * 24 * 3600)
 
 struct dhash_config {
@@ -49,6 +52,9 @@ struct dhash_config {
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
 	uint32_t hedge_ms;        /* a get's second FETCH, to the next replica, when the
 	                           * first has not answered after this long (0: never) */
+	uint64_t capacity_bytes;  /* what STOREs may fill the store to (0: no bound) */
+	uint64_t quota_bytes;     /* per client IP, of blocks it put here (0: none);
+	                           * a client's STOREs need the nonce (CFS 5.4) */
 	const char *cache_dir;    /* the server's cache of others' blocks (NULL: none) */
 	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
 	uint32_t cache_push;      /* enum dhash_cache_push, for gets */

@@ -14,6 +14,7 @@ struct dhash_rec {
 	uint8_t kind;
 	uint64_t lease_until;     /* wall-clock seconds */
 	uint64_t seq;             /* a root's sequence number */
+	uint8_t owner[16];        /* the IP (v4-mapped) its space is charged to; 0: nobody */
 	uint8_t *data;
 	size_t len;
 };
@@ -23,6 +24,8 @@ int dhash_store_open(const char *dir, dhash_store_t **ret);
 void dhash_store_close(dhash_store_t *s);
 /* 0 with a copy in *ret, -ENOENT, or -EIO. */
 int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret);
+/* Bytes of stored blocks charged to owner (an IP, 16 bytes v4-mapped). */
+uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16]);
 bool dhash_store_has(dhash_store_t *s, const struct cfs_id *key);
 /* Durable (synchronous) write; never shortens a stored lease. -ENOSPC when
  * the disk is full, -EIO on other store errors. */
@@ -92,9 +95,26 @@ struct dhash_server {
 	struct sync_job *sync_jobs; /* this round's sessions, started in turn */
 	size_t sync_n, sync_next, sync_cap;
 	struct dhash_sync_stats sync;
+	/* quotas (quota.c) */
+	uint8_t quota_secret[32];
+	uint64_t challenges;
 };
 
 uint64_t dhash__wall_now(void);
+
+/* ---- quotas (quota.c) */
+void quota_init(dhash_server_t *s);
+/* The 16-byte owner (v4-mapped IP) a sender's stores are charged to. */
+void quota_owner(const struct cfs_addr *a, uint8_t out[16]);
+/* Does nonce prove that the sender receives at from? */
+bool quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce);
+/* Answer a STORE with a challenge: nothing stored, send again with this nonce. */
+void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from);
+/* May rec (new to the batch, after batch_bytes of new blocks of which
+ * batch_owner_bytes are its owner's) be stored? 0, -ENOSPC (capacity) or
+ * -EDQUOT (its owner's quota). */
+int quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
+                uint64_t batch_bytes, uint64_t batch_owner_bytes);
 
 /* ---- replica maintenance (sync.c) */
 void sync_start(dhash_server_t *s);

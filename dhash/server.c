@@ -133,22 +133,44 @@ static void commit(dhash_server_t *s)
 	struct dhash_rec *recs = xmalloc((n ? n : 1) * sizeof(*recs));
 	int *st = xmalloc((n ? n : 1) * sizeof(*st));
 
+	size_t *at = xmalloc((n ? n : 1) * sizeof(*at)), m = 0;
+	int *wst = xmalloc((n ? n : 1) * sizeof(*wst));
+	uint64_t batch = 0;
+
+	/* Capacity and quotas first: what they refuse is not written. */
 	for (size_t i = 0; i < n; i++) {
-		keys[i] = s->q[i].key;
-		recs[i] = s->q[i].rec;
+		const struct pending *p = &s->q[i];
+		uint64_t mine = 0;
+		for (size_t j = 0; j < m; j++)
+			if (!memcmp(recs[j].owner, p->rec.owner, 16))
+				mine += recs[j].len;
+		st[i] = quota_admit(s, &p->key, &p->rec, batch, mine);
+		if (st[i] == 0) {
+			keys[m] = p->key;
+			recs[m] = p->rec;
+			at[m++] = i;
+			batch += p->rec.len;
+		}
 	}
-	(void)dhash_store_put_many(s->store, keys, recs, n, st);
+	(void)dhash_store_put_many(s->store, keys, recs, m, wst);
+	for (size_t j = 0; j < m; j++)
+		st[at[j]] = wst[j];
 	s->commits++;
 	s->nq = 0;
 	for (size_t i = 0; i < n; i++) {
-		answer_store(s, &s->q[i].from, st[i]);
-		if (st[i] == 0 && (s->q[i].flags & DHASH_STORE_F_PRIMARY))
-			replicate(s, &keys[i], &recs[i]);
-		free(recs[i].data);
+		struct pending *p = &s->q[i];
+		answer_store(s, &p->from, st[i]);
+		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY)) {
+			memset(p->rec.owner, 0, 16); /* the copies are nobody's charge */
+			replicate(s, &p->key, &p->rec);
+		}
+		free(p->rec.data);
 	}
 	free(keys);
 	free(recs);
 	free(st);
+	free(wst);
+	free(at);
 }
 
 static void on_commit(uv_check_t *h)
@@ -232,6 +254,14 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		handle_cache_store(s, req, from);
 		return;
 	}
+	/* A client's put is charged to its address, once it proves it. */
+	if ((req->flags & DHASH_STORE_F_PRIMARY) && s->cfg.quota_bytes) {
+		if (!quota_confirmed(s, &from->addr, req->nonce)) {
+			quota_challenge(s, from);
+			return;
+		}
+		quota_owner(&from->addr, rec.owner);
+	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
 		answer_store(s, from, r);
 		return;
@@ -250,13 +280,17 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		} else if (r == -ENOENT) {
 			r = 0;
 		}
+		if (r == 0)
+			r = quota_admit(s, &req->key, &rec, 0, 0);
 		if (r == 0) {
 			rec.data = (uint8_t *)req->data.p;
 			r = dhash_store_put(s->store, &req->key, &rec);
 		}
 		answer_store(s, from, r);
-		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY))
+		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY)) {
+			memset(rec.owner, 0, 16);
 			replicate(s, &req->key, &rec);
+		}
 		return;
 	}
 	rec.data = xmalloc(rec.len ? rec.len : 1);
@@ -392,6 +426,7 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 		return r;
 	}
 	chord_set_has_block(c, server_has_block, s);
+	quota_init(s);
 	uv_timer_init(loop, &s->expire_timer);
 	s->expire_timer.data = s;
 	uv_check_init(loop, &s->commit);
@@ -484,6 +519,9 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
 		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
 		              (unsigned long)s->push_failed, (unsigned long)s->expired);
+		cfs_sb_printf(b, "\"capacity\":%lu,\"quota\":%lu,\"challenges\":%lu,",
+		              (unsigned long)s->cfg.capacity_bytes, (unsigned long)s->cfg.quota_bytes,
+		              (unsigned long)s->challenges);
 		cache_status(s, b, true);
 		sync_status(s, b, true);
 		cfs_sb_printf(b, "}");
@@ -496,6 +534,9 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
 	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
 	              (unsigned long)s->push_failed, (unsigned long)s->expired);
+	cfs_sb_printf(b, "limits: capacity %lu bytes, quota %lu bytes per client IP; %lu nonce "
+	              "challenges sent\n", (unsigned long)s->cfg.capacity_bytes,
+	              (unsigned long)s->cfg.quota_bytes, (unsigned long)s->challenges);
 	cache_status(s, b, false);
 	sync_status(s, b, false);
 }

@@ -2,7 +2,9 @@
  * The block store: one LevelDB database per process, in the data directory.
  *
  * Records, kept apart by a one-byte prefix:
- *   'B' key          -> kind (1) | lease_until (8, BE) | seq (8, BE) | bytes
+ *   'B' key          -> kind (1) | lease_until (8, BE) | seq (8, BE) |
+ *                       owner (16: the IP its space is charged to, zeros for
+ *                       nobody) | bytes
  *                       a replica (a block this server is asked to keep)
  *   'L' lease key    -> ""  the lease index: lease_until (8, BE) then key,
  *                       so the collector reads expired blocks in order
@@ -18,7 +20,15 @@
 
 #define P_BLOCK 'B'
 #define P_LEASE 'L'
-#define HDR 17 /* kind, lease_until, seq */
+#define HDR 33 /* kind, lease_until, seq, owner */
+#define OWNER_BUCKETS 256
+
+/* Bytes charged per owner IP (quotas); counted at open, kept up to date. */
+struct owner_use {
+	uint8_t ip[16];
+	uint64_t bytes;
+	struct owner_use *next;
+};
 
 struct dhash_store {
 	leveldb_t *db;
@@ -27,7 +37,55 @@ struct dhash_store {
 	leveldb_writeoptions_t *wo_sync;
 	leveldb_writeoptions_t *wo;
 	uint64_t blocks, bytes;
+	struct owner_use *owners[OWNER_BUCKETS];
 };
+
+static bool owner_none(const uint8_t ip[16])
+{
+	static const uint8_t zero[16];
+	return !memcmp(ip, zero, 16);
+}
+
+static struct owner_use **owner_slot(const dhash_store_t *s, const uint8_t ip[16])
+{
+	uint32_t h = 2166136261u;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ ip[i]) * 16777619u;
+	struct owner_use **pp = (struct owner_use **)&s->owners[h % OWNER_BUCKETS];
+	while (*pp && memcmp((*pp)->ip, ip, 16))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Charge (add) or refund (subtract) len bytes to ip. */
+static void owner_charge(dhash_store_t *s, const uint8_t ip[16], uint64_t len, bool add)
+{
+	if (owner_none(ip))
+		return;
+	struct owner_use **pp = owner_slot(s, ip);
+	if (!*pp) {
+		if (!add)
+			return;
+		*pp = xcalloc(1, sizeof(**pp));
+		memcpy((*pp)->ip, ip, 16);
+	}
+	if (add) {
+		(*pp)->bytes += len;
+	} else {
+		(*pp)->bytes -= len < (*pp)->bytes ? len : (*pp)->bytes;
+		if ((*pp)->bytes == 0) {
+			struct owner_use *e = *pp;
+			*pp = e->next;
+			free(e);
+		}
+	}
+}
+
+uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16])
+{
+	struct owner_use **pp = owner_slot(s, owner);
+	return *pp ? (*pp)->bytes : 0;
+}
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
@@ -107,9 +165,11 @@ int dhash_store_open(const char *dir, dhash_store_t **ret)
 	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it) && iter_block(it, &id);
 	     leveldb_iter_next(it)) {
 		size_t vl;
-		(void)leveldb_iter_value(it, &vl);
+		const char *v = leveldb_iter_value(it, &vl);
 		s->blocks++;
 		s->bytes += vl > HDR ? vl - HDR : 0;
+		if (vl >= HDR)
+			owner_charge(s, (const uint8_t *)v + 17, vl - HDR, true);
 	}
 	leveldb_iter_destroy(it);
 	*ret = s;
@@ -125,6 +185,12 @@ void dhash_store_close(dhash_store_t *s)
 	leveldb_writeoptions_destroy(s->wo);
 	leveldb_writeoptions_destroy(s->wo_sync);
 	leveldb_options_destroy(s->opt);
+	for (int i = 0; i < OWNER_BUCKETS; i++)
+		while (s->owners[i]) {
+			struct owner_use *e = s->owners[i];
+			s->owners[i] = e->next;
+			free(e);
+		}
 	free(s);
 }
 
@@ -149,6 +215,7 @@ int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec
 	ret->kind = (uint8_t)v[0];
 	ret->lease_until = get_be64((const uint8_t *)v + 1);
 	ret->seq = get_be64((const uint8_t *)v + 9);
+	memcpy(ret->owner, v + 17, 16);
 	ret->len = vl - HDR;
 	ret->data = xmalloc(ret->len ? ret->len : 1);
 	memcpy(ret->data, v + HDR, ret->len);
@@ -176,6 +243,7 @@ static void batch_rec(leveldb_writebatch_t *b, const struct cfs_id *key, const s
 	v[0] = rec->kind;
 	put_be64(v + 1, rec->lease_until);
 	put_be64(v + 9, rec->seq);
+	memcpy(v + 17, rec->owner, 16);
 	memcpy(v + HDR, rec->data, rec->len);
 	if (old) {
 		lease_key(lk, old->lease_until, key);
@@ -189,11 +257,14 @@ static void batch_rec(leveldb_writebatch_t *b, const struct cfs_id *key, const s
 
 static void account(dhash_store_t *s, const struct dhash_rec *rec, const struct dhash_rec *old)
 {
-	if (old)
+	if (old) {
 		s->bytes -= old->len;
-	else
+		owner_charge(s, old->owner, old->len, false);
+	} else {
 		s->blocks++;
+	}
 	s->bytes += rec->len;
+	owner_charge(s, rec->owner, rec->len, true);
 }
 
 static int write_rec(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
@@ -225,6 +296,7 @@ static int plan_put(dhash_store_t *s, const struct cfs_id *key, const struct dha
 	if (r == 0) {
 		if (ret_old->lease_until > ret->lease_until)
 			ret->lease_until = ret_old->lease_until; /* a put never shortens a lease */
+		memcpy(ret->owner, ret_old->owner, 16); /* the space was charged once, to the first */
 		if (ret_old->kind == ret->kind && ret_old->seq == ret->seq && ret_old->len == ret->len &&
 		    ret_old->lease_until == ret->lease_until && !memcmp(ret_old->data, ret->data, ret->len)) {
 			free(ret_old->data);
@@ -332,6 +404,7 @@ static int delete_rec(dhash_store_t *s, const struct cfs_id *key, const struct d
 		return db_error(err, "delete");
 	s->blocks--;
 	s->bytes -= old->len;
+	owner_charge(s, old->owner, old->len, false);
 	return 0;
 }
 

@@ -20,7 +20,7 @@ def main():
     data = open(path, "rb").read()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
-    s.sendto(msg(STORE, [u(kind), binb(key), u(0), u(0), binb(data)]), ("127.0.0.1", port))
+    s.sendto(msg(STORE, [u(kind), binb(key), u(0), u(0), binb(bytes(16)), binb(data)]), ("127.0.0.1", port))
     print(reply_status(s.recv(65536)))
 
 

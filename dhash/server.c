@@ -160,10 +160,8 @@ static void commit(dhash_server_t *s)
 	for (size_t i = 0; i < n; i++) {
 		struct pending *p = &s->q[i];
 		answer_store(s, &p->from, st[i]);
-		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY)) {
-			memset(p->rec.owner, 0, 16); /* the copies are nobody's charge */
-			replicate(s, &p->key, &p->rec);
-		}
+		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY))
+			replicate(s, &p->key, &p->rec); /* plain STOREs: nobody's charge */
 		free(p->rec.data);
 	}
 	free(keys);
@@ -287,10 +285,8 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 			r = dhash_store_put(s->store, &req->key, &rec);
 		}
 		answer_store(s, from, r);
-		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY)) {
-			memset(rec.owner, 0, 16);
+		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY))
 			replicate(s, &req->key, &rec);
-		}
 		return;
 	}
 	rec.data = xmalloc(rec.len ? rec.len : 1);

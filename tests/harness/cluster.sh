@@ -7,6 +7,8 @@
 #                                             (CLUSTER_SUCCESSORS: the daemons' --successors)
 #   cluster_status_all DIR                    DIR/NODE.json for each live node
 #   cluster_lookup_check MODE COUNT           random lookups, each checked true
+#   cluster_placement K KEYS                  where blocks live (replica_check.py)
+#   cluster_wait_placement K KEYS SECS OUT FIELD WANT   ... until FIELD is WANT
 #   cluster_kill I / cluster_stop I / cluster_restart I
 #
 # With CLUSTER_NETNS=1 every daemon runs in its own network namespace with
@@ -130,6 +132,18 @@ cluster_collect() {
 cluster_placement() {
 	cluster_collect "$TEST_DIR/place"
 	python3 "$HARNESS_DIR/replica_check.py" "$1" "$TEST_DIR/place" "$2"
+}
+# cluster_wait_placement K KEYS SECONDS OUT FIELD WANT: check placement
+# every second (into OUT) until its FIELD (exact, short, ...) is WANT;
+# 1 when SECONDS pass first (OUT then holds the last check).
+cluster_wait_placement() {
+	local end=$((SECONDS + $3))
+	while :; do
+		cluster_placement "$1" "$2" >"$4"
+		[ "$(jget "['$5']" <"$4")" -eq "$6" ] && return 0
+		[ $SECONDS -lt $end ] || return 1
+		sleep 1
+	done
 }
 
 cluster_check() {

@@ -32,13 +32,8 @@ echo "# ring of $N daemons started in $((SECONDS - start - CLUSTER_CONVERGED_S))
 "$CFSCTL" --data "$TEST_DIR/node0" put --random "$BLOCKS" --size 8192 --seed 41 >"$TEST_DIR/puts" ||
 	fail "putting $BLOCKS blocks failed: $(cat "$TEST_DIR/puts")"
 cut -d' ' -f1 "$TEST_DIR/puts" >"$TEST_DIR/all.keys"
-end=$((SECONDS + 60))
-while :; do
-	cluster_placement "$K" "$TEST_DIR/all.keys" >"$TEST_DIR/place.json"
-	[ "$(jget "['exact']" <"$TEST_DIR/place.json")" -eq "$BLOCKS" ] && break
-	[ $SECONDS -lt $end ] || fail "blocks not on exactly their $K successors: $(cat "$TEST_DIR/place.json")"
-	sleep 1
-done
+cluster_wait_placement "$K" "$TEST_DIR/all.keys" 60 "$TEST_DIR/place.json" exact "$BLOCKS" ||
+	fail "blocks not on exactly their $K successors: $(cat "$TEST_DIR/place.json")"
 
 # One get at a time, from random daemons; each get's RPCs are the fetching
 # daemon's get_rpcs counter after it minus before it.

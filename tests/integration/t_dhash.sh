@@ -43,13 +43,8 @@ start=$SECONDS
 	fail "putting $BLOCKS blocks failed: $(grep -c error "$TEST_DIR/keys") errors"
 [ "$(wc -l <"$TEST_DIR/keys")" -eq "$BLOCKS" ] || fail "not every put was answered"
 echo "# $BLOCKS puts of 2 KiB through one daemon in $((SECONDS - start))s"
-end=$((SECONDS + 60))
-while :; do
-	placement "$TEST_DIR/keys" >"$TEST_DIR/place.json"
-	[ "$(jget "['exact']" <"$TEST_DIR/place.json")" -eq "$BLOCKS" ] && break
-	[ $SECONDS -lt $end ] || fail "blocks not on exactly their $K successors: $(cat "$TEST_DIR/place.json")"
-	sleep 1
-done
+cluster_wait_placement "$K" "$TEST_DIR/keys" 60 "$TEST_DIR/place.json" exact "$BLOCKS" ||
+	fail "blocks not on exactly their $K successors: $(cat "$TEST_DIR/place.json")"
 echo "# placement: $(cat "$TEST_DIR/place.json")"
 ok "$BLOCKS blocks, each on exactly its $K successors"
 
@@ -126,13 +121,9 @@ ok "every acknowledged block survives kill -9 and restart"
 "$CFSCTL" --data "$TEST_DIR/node0" put --random "$BLOCKS" --size 2048 --seed 14 >"$TEST_DIR/keys3" ||
 	fail "putting $BLOCKS fresh blocks failed"
 cut -d' ' -f1 "$TEST_DIR/keys3" >"$TEST_DIR/all.keys"
-end=$((SECONDS + 60))
-while :; do # the successors push their copies after acknowledging
-	placement "$TEST_DIR/all.keys" >"$TEST_DIR/place3.json"
-	[ "$(jget "['exact']" <"$TEST_DIR/place3.json")" -eq "$BLOCKS" ] && break
-	[ $SECONDS -lt $end ] || { sync_summary; fail "fresh blocks not on exactly their $K successors: $(cat "$TEST_DIR/place3.json")"; }
-	sleep 1
-done
+# the successors push their copies after acknowledging
+cluster_wait_placement "$K" "$TEST_DIR/all.keys" 60 "$TEST_DIR/place3.json" exact "$BLOCKS" ||
+	{ sync_summary; fail "fresh blocks not on exactly their $K successors: $(cat "$TEST_DIR/place3.json")"; }
 cluster_collect "$TEST_DIR/before"
 victims=$(python3 -c "import random; random.seed(5); print(' '.join(map(str, random.sample(range(1, $N), $N // 2))))")
 for i in $victims; do cluster_kill "$i"; done
@@ -177,13 +168,8 @@ ok "after half the ring died, every block with a live replica was fetched"
 # ---- repair: every surviving block back to k copies
 start=$SECONDS
 cluster_wait_correct 60 || fail "the ring did not re-converge after half of it died"
-end=$((SECONDS + 120))
-while :; do
-	placement "$TEST_DIR/all.keys" >"$TEST_DIR/repair.json"
-	[ "$(jget "['short']" <"$TEST_DIR/repair.json")" -eq 0 ] && break
-	[ $SECONDS -lt $end ] || { sync_summary; fail "surviving blocks not back to $K copies: $(cat "$TEST_DIR/repair.json")"; }
-	sleep 1
-done
+cluster_wait_placement "$K" "$TEST_DIR/all.keys" 120 "$TEST_DIR/repair.json" short 0 ||
+	{ sync_summary; fail "surviving blocks not back to $K copies: $(cat "$TEST_DIR/repair.json")"; }
 took=$((SECONDS - start))
 lost=$(jget "['lost']" <"$TEST_DIR/repair.json")
 cluster_status_all "$TEST_DIR/sync"
@@ -213,14 +199,9 @@ cut -d' ' -f1 "$TEST_DIR/keys2" >"$TEST_DIR/new.keys"
 sleep $((60 - (SECONDS - start)))
 cluster_restart "$away"
 cluster_wait_correct 60 || fail "the ring did not take node $away back"
-end=$((SECONDS + 60))
 cat "$TEST_DIR/all.keys" "$TEST_DIR/new.keys" >"$TEST_DIR/every.keys"
-while :; do
-	placement "$TEST_DIR/every.keys" >"$TEST_DIR/back.json"
-	[ "$(jget "['short']" <"$TEST_DIR/back.json")" -eq 0 ] && break
-	[ $SECONDS -lt $end ] || fail "blocks not back to $K copies after node $away returned: $(cat "$TEST_DIR/back.json")"
-	sleep 1
-done
+cluster_wait_placement "$K" "$TEST_DIR/every.keys" 60 "$TEST_DIR/back.json" short 0 ||
+	fail "blocks not back to $K copies after node $away returned: $(cat "$TEST_DIR/back.json")"
 sleep $((2 * SYNC_MS / 1000)) # two more rounds: what a returning node costs in all
 "$CFSCTL" --data "$TEST_DIR/node$away" status --json >"$TEST_DIR/away.json"
 python3 - "$TEST_DIR/away.json" "$away" <<'PY'

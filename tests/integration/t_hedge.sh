@@ -27,12 +27,8 @@ cluster_wait_correct 120 || fail "the $N-daemon ring did not converge"
 "$CFSCTL" --data "$TEST_DIR/node2" put --random "$BLOCKS" --size 4096 --seed 41 >"$TEST_DIR/puts" ||
 	fail "puts: $(grep -c error "$TEST_DIR/puts") errors"
 cut -d' ' -f1 "$TEST_DIR/puts" >"$TEST_DIR/all.keys"
-end=$((SECONDS + 30))
-until cluster_placement "$K" "$TEST_DIR/all.keys" >"$TEST_DIR/place.json" &&
-	[ "$(jget "['exact']" <"$TEST_DIR/place.json")" -eq "$BLOCKS" ]; do
-	[ $SECONDS -lt $end ] || fail "blocks not on their $K successors: $(cat "$TEST_DIR/place.json")"
-	sleep 1
-done
+cluster_wait_placement "$K" "$TEST_DIR/all.keys" 30 "$TEST_DIR/place.json" exact "$BLOCKS" ||
+	fail "blocks not on their $K successors: $(cat "$TEST_DIR/place.json")"
 # Keep alive, of daemons 2-7, only one and freeze the other five: for the
 # blocks that this one holds and daemons 0 and 1 do not, both other
 # replicas are frozen. Which replica a get asks first follows the hedging

@@ -23,13 +23,8 @@ echo "# ring of $N processes ($VN virtual servers) converged in ${CLUSTER_CONVER
 "$CFSCTL" --data "$TEST_DIR/node0" put --random "$BLOCKS" --size 1024 --seed 31 >"$TEST_DIR/puts" ||
 	fail "putting $BLOCKS blocks failed: $(grep -c error "$TEST_DIR/puts") errors"
 cut -d' ' -f1 "$TEST_DIR/puts" >"$TEST_DIR/all.keys"
-end=$((SECONDS + 60))
-while :; do
-	cluster_placement 1 "$TEST_DIR/all.keys" >"$TEST_DIR/place.json"
-	[ "$(jget "['exact']" <"$TEST_DIR/place.json")" -eq "$BLOCKS" ] && break
-	[ $SECONDS -lt $end ] || fail "blocks not on exactly their successor's process: $(cat "$TEST_DIR/place.json")"
-	sleep 1
-done
+cluster_wait_placement 1 "$TEST_DIR/all.keys" 60 "$TEST_DIR/place.json" exact "$BLOCKS" ||
+	fail "blocks not on exactly their successor's process: $(cat "$TEST_DIR/place.json")"
 ok "every block is stored by the process of its key's successor, and only there"
 
 python3 - "$TEST_DIR/place" "$BLOCKS" <<'PY'

@@ -85,6 +85,8 @@ static const char usage_text[] =
 	"                          key) or none\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
+	"      --test-ring-order   for tests: a get asks the key's successors in ring order,\n"
+	"                          not nearest first\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
 	"                          (a misbehaving server; clients must skip it)\n"
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
@@ -551,6 +553,7 @@ static const struct option opts[] = {
 	{ "quota-mb", required_argument, NULL, 1018 },
 	{ "cache-push", required_argument, NULL, 1016 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
+	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -633,6 +636,7 @@ static void apply(struct settings *st, int c, const char *val)
 			bad_usage("--cache-push wants path, last or none, not '%s'", val);
 		break;
 	case 1005: D.dc.corrupt_fetches = true; break;
+	case 1019: D.dc.ring_order = true; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");

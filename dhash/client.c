@@ -374,7 +374,7 @@ static void order_candidates(struct op *o, const struct chord_lookup_result *r, 
 		if (dup)
 			continue;
 		o->cand[n++] = r->succ[i];
-		if (i < k)
+		if (i < k && !o->d->cfg.ring_order)
 			sorted_end = n;
 	}
 	for (uint32_t i = first; i < sorted_end; i++)

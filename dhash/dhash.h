@@ -59,6 +59,8 @@ struct dhash_config {
 	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
 	uint32_t cache_push;      /* enum dhash_cache_push, for gets */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
+	bool ring_order;          /* tests only: a get asks the successors in ring order,
+	                           * not by predicted latency */
 };
 void dhash_config_default(struct dhash_config *c);
 

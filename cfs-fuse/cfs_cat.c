@@ -4,7 +4,7 @@
  * measured against, and the CFS Figure 6 experiment (whole-file download
  * speed against the number of blocks in flight).
  *
- *   cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH
+ *   cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -165,11 +165,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "cfsd", required_argument, NULL, 's' },
 		{ "data", required_argument, NULL, 'D' },
+		{ "bootstrap", required_argument, NULL, 'b' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char sock[4096] = "";
+	static struct dhash_target tgt;
 	const char *why = "";
 	unsigned long window = 12;
 	struct cat c = { 0 };
@@ -180,43 +181,48 @@ int main(int argc, char **argv)
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	cfsfuse_options_default(&fs->o);
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:D:w:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":s:D:b:w:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 's': snprintf(sock, sizeof(sock), "%s", optarg); break;
-		case 'D': snprintf(sock, sizeof(sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
+		case 's': snprintf(tgt.sock, sizeof(tgt.sock), "%s", optarg); break;
+		case 'D': snprintf(tgt.sock, sizeof(tgt.sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
+		case 'b':
+			if (dhash_target_add(&tgt, optarg, "--bootstrap") < 0)
+				return 2;
+			break;
 		case 'w':
 			window = strtoul(optarg, &end, 10);
 			if (*end || window < 1 || window > 4096)
-				cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+				cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
 				                "--window wants 1..4096 blocks");
 			break;
 		case 'h':
-			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH\n\n"
+			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
-			     "(default 12, as cfs-mount), through the local cfsd; no FUSE.");
+			     "(default 12, as cfs-mount), through the local cfsd or as a plain ring\n"
+			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf); no FUSE.");
 			return 0;
 		default:
-			cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+			cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
 			                "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)
-		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
 		                "give a VOLUME and a PATH");
 	if (cfs_name_decode(fs->vol.b, argv[optind], &why) < 0)
-		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR] [--window N] VOLUME PATH",
+		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
 		                "'%s' is not a volume name: %s", argv[optind], why);
-	if (!sock[0] && dhash_default_socket(sock, sizeof(sock)) < 0)
+	if (dhash_target_resolve(&tgt) < 0)
 		return 2;
 	if (cfs_crypto_init() < 0)
 		return 1;
-	fs->o.socket = sock;
+	fs->o.target = &tgt;
 	fs->o.max_fetches = (uint32_t)window; /* the window is the only limit */
 	cfs_name_encode(fs->volname, fs->vol.b);
 	if (fs__root_initial(fs) < 0)
 		return 1;
 	fs->loop = uv_default_loop();
-	if (dhash_local_new(fs->loop, sock, fs->o.fetch_timeout_ms, &fs->dh) < 0)
+	if (dhash_target_open(fs->loop, &tgt, fs->o.fetch_timeout_ms, &fs->dh) < 0)
 		return 1;
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o, NULL);
 	c.fs = fs;

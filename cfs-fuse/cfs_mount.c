@@ -36,11 +36,13 @@ static const char usage_text[] =
 	"      --prefetch N      largest prefetch window in blocks (default 64; 0 off)\n"
 	"      --prefetch-init N prefetch window at the start (default 4)\n"
 	"      --update SECONDS  check for a newer root this often (default 60; 0 never)\n"
-	"      --timeout MS      one block fetch through cfsd (default 10000)\n"
+	"      --timeout MS      one block fetch (default 10000)\n"
 	"      --retries N       further tries of a failed fetch before EIO (default 2)\n"
-	"      --max-fetches N   block fetches outstanding at cfsd at once (default 12)\n"
+	"      --max-fetches N   block fetches outstanding at once (default 12)\n"
 	"      --state-dir DIR   where the highest root sequence seen is kept\n"
-	"      --bootstrap H:P   reach the ring without a local cfsd (not built yet)\n"
+	"      --bootstrap H:P   reach the ring as a plain client, no local cfsd\n"
+	"                        (repeatable; default: the local cfsd when one runs,\n"
+	"                        else $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
 	"  -d, --debug           log every FUSE request (libfuse's -d)\n"
 	"  -h, --help            show this help\n";
 
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct cfsfuse_options o;
-	char sock[4096] = "", mnt[4096], cache_dir[4096] = "", *fuse_argv[64];
+	static struct dhash_target tgt;
+	char mnt[4096], cache_dir[4096] = "", *fuse_argv[64];
 	uint64_t disk_mb = 0;
 	int fuse_argc = 0, c;
 	const char *why = "";
@@ -98,9 +101,13 @@ int main(int argc, char **argv)
 			fuse_argv[fuse_argc++] = (char *)"-o";
 			fuse_argv[fuse_argc++] = optarg;
 			break;
-		case O_CFSD: snprintf(sock, sizeof(sock), "%s", optarg); break;
+		case O_CFSD:
+			if (snprintf(tgt.sock, sizeof(tgt.sock), "%s", optarg) >= (int)sizeof(tgt.sock))
+				bad_usage("--cfsd path too long");
+			break;
 		case O_DATA:
-			if (snprintf(sock, sizeof(sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >= (int)sizeof(sock))
+			if (snprintf(tgt.sock, sizeof(tgt.sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >=
+			    (int)sizeof(tgt.sock))
 				bad_usage("--data path too long");
 			break;
 		case O_DISK_CACHE: disk_mb = number("--disk-cache-mb", optarg, 1ul << 24); break;
@@ -120,9 +127,9 @@ int main(int argc, char **argv)
 			break;
 		case O_STATE: o.state_dir = optarg; break;
 		case O_BOOTSTRAP:
-			log_error("--bootstrap (a plain ring client without a local cfsd) is not built yet; "
-			          "run `cfsd --bootstrap %s` and mount through it", optarg);
-			return 2;
+			if (dhash_target_add(&tgt, optarg, "--bootstrap") < 0)
+				return 2;
+			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
@@ -136,9 +143,11 @@ int main(int argc, char **argv)
 		bad_usage("--prefetch-init %u is above --prefetch %u", o.prefetch_init, o.prefetch_max);
 	if (o.cache_bytes < (1u << 20))
 		bad_usage("--cache-mb wants at least 1");
-	if (!sock[0] && dhash_default_socket(sock, sizeof(sock)) < 0)
-		bad_usage("the default cfsd socket path is too long; give --cfsd");
-	o.socket = sock;
+	if (tgt.sock[0] && tgt.nboot)
+		bad_usage("give either --cfsd / --data or --bootstrap, not both");
+	if (dhash_target_resolve(&tgt) < 0)
+		return 2;
+	o.target = &tgt;
 	if (disk_mb) {
 		if (!cache_dir[0] && cfs_user_dir(cache_dir, sizeof(cache_dir), "/var/cache/cfs",
 		                                  "XDG_CACHE_HOME", ".cache") < 0)

@@ -10,7 +10,8 @@
  *    loop says it is readable and answered from block-fetch callbacks. The
  *    only other thread sends kernel cache invalidations (which may block on
  *    kernel locks held by requests this thread has yet to answer).
- *  - Blocks come from the local cfsd (dhash_local_*); each is checked
+ *  - Blocks come from the local cfsd or, without one, a plain ring client
+ *    (dhash_local_*, dhash_target_open); each is checked
  *    against its key (the hash chain from the signed root) before use.
  *  - A block no replica can give after the bounded retries makes that one
  *    operation fail with EIO (logged with key and path); nothing hangs.
@@ -27,7 +28,7 @@
 #include "sfsro-format/sfsro.h"
 
 struct cfsfuse_options {
-	const char *socket;       /* the local cfsd's control socket */
+	const struct dhash_target *target; /* the local cfsd, or a plain ring client's bootstrap */
 	const char *state_dir;    /* highest root sequence seen, per volume */
 	size_t cache_bytes;       /* in-memory block cache (default 64 MiB) */
 	const char *disk_cache;   /* a block cache on disk, one per volume under it (NULL: none) */

@@ -660,7 +660,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 		goto out_unmount;
 
 	fs->loop = uv_default_loop();
-	if (dhash_local_new(fs->loop, o->socket, o->fetch_timeout_ms, &fs->dh) < 0)
+	if (dhash_target_open(fs->loop, o->target, o->fetch_timeout_ms, &fs->dh) < 0)
 		goto out_unmount;
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o, open_disk_cache(fs));
 	fs->nodes = fs__nodes_new();

@@ -120,7 +120,7 @@ int fs__root_initial(cfsfuse_t *fs)
 
 	sfsro_root_key(&fs->vol, &key);
 	uv_loop_init(&loop);
-	if ((r = dhash_local_new(&loop, fs->o.socket, fs->o.fetch_timeout_ms, &dh)) < 0)
+	if ((r = dhash_target_open(&loop, fs->o.target, fs->o.fetch_timeout_ms, &dh)) < 0)
 		return r;
 	for (uint32_t attempt = 0;; attempt++) {
 		struct first f = { fs, false, 0 };
@@ -137,10 +137,17 @@ int fs__root_initial(cfsfuse_t *fs)
 	dhash_local_free(dh);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
-	if (r == -ENOENT && access(fs->o.socket, F_OK) != 0)
-		return log_error_errno(r, "no cfsd control socket at %s: start cfsd first", fs->o.socket);
-	if (r == -ECONNREFUSED)
-		return log_error_errno(r, "no cfsd answers at %s", fs->o.socket);
+	const struct dhash_target *t = fs->o.target;
+	if (t->nboot == 0 && r == -ENOENT && access(t->sock, F_OK) != 0)
+		return log_error_errno(r, "no cfsd control socket at %s: start cfsd, or give "
+		                       "--bootstrap HOST:PORT (or $CFS_BOOTSTRAP)", t->sock);
+	if (t->nboot == 0 && r == -ECONNREFUSED)
+		return log_error_errno(r, "no cfsd answers at %s", t->sock);
+	if (t->nboot > 0 && r == -EHOSTUNREACH) {
+		char name[256];
+		return log_error_errno(r, "cannot reach %s: no bootstrap address answered",
+		                       dhash_target_name(t, name, sizeof(name)));
+	}
 	if (r < 0) {
 		log_error("cannot mount volume %s: %s", fs->volname, root_error(r));
 		return r;

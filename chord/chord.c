@@ -85,7 +85,7 @@ void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const 
 	if (!v)
 		v = &c->v[0];
 	cfs_msg_init(&c->msg, type);
-	c->msg.has_from = true;
+	c->msg.has_from = !c->client; /* a plain client is nobody's neighbour */
 	c->msg.from_id = v->self.id;
 	c->msg.from_vindex = v->index;
 	if (to) {
@@ -263,6 +263,7 @@ static void maybe_release(chord_t *c)
 	auth_free(c);
 	free(c->v);
 	free(c->boot);
+	free(c->contacts);
 	free(c);
 }
 
@@ -322,7 +323,7 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 {
 	struct vnode *v = &c->v[0];
 
-	if (req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE)
+	if (req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE || c->client)
 		return false;
 	if (c->freeing) {
 		(void)cfs_transport_reply_error(c->tr, from, -ESHUTDOWN);

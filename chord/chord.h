@@ -91,6 +91,17 @@ typedef bool (*chord_has_block_fn)(void *arg, const struct cfs_id *key);
  */
 int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
               const struct chord_config *c, chord_t **ret) CFS_WUR;
+/*
+ * A plain client of the ring, not a member (a mount or a publisher without
+ * a local cfsd): lookups are iterative, from the known node nearest the key
+ * (learned from earlier answers) or else from one of the n bootstrap
+ * addresses; nobody adds it to a table and it serves no ring requests
+ * (chord_handle_request returns false). Needs no chord_start.
+ */
+int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *boot, size_t n,
+                     chord_t **ret) CFS_WUR;
+/* The ring members a plain client knows. */
+uint32_t chord_client_contacts(const chord_t *c);
 /* Create a new ring (n == 0) or join through any of the n addresses,
  * retrying until one answers. Maintenance starts here. */
 void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n);

@@ -82,6 +82,11 @@ struct chord {
 	chord_has_block_fn has_block;
 	void *has_block_arg;
 
+	/* a plain client (chord_client_new): not a member, no maintenance */
+	bool client;
+	struct cfs_node *contacts;
+	uint32_t ncontacts;
+
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 };
 
@@ -164,9 +169,21 @@ void lookup_cancel_all(chord_t *c);
 int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
                  const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg);
+/* The pseudo-hop of a client's lookup: up to cap known nodes, nearest
+ * predecessor of key first; 0 when none are known. */
+uint32_t client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
+                           uint32_t cap);
 /* Index of the best next hop among cand[0..n) for key seen from cur, by the
  * mode's rule; -1 when none makes progress. skip[i] true = excluded. */
 int lookup_select(chord_t *c, uint32_t sel, const struct cfs_id *cur, const struct cfs_id *key,
                   const struct cfs_node *cand, uint32_t n, const bool *skip);
+
+/* client.c */
+int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+                  chord_lookup_cb cb, void *arg);
+/* Remember a node a lookup showed alive (clients only). */
+void client_learn(chord_t *c, const struct cfs_node *n);
+/* A contact that did not answer. */
+void client_forget(chord_t *c, const struct cfs_id *id);
 
 #endif

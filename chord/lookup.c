@@ -39,6 +39,7 @@ struct lookup {
 	void *arg;
 	uint64_t started_us, id, deadline_us;
 	bool recursive, ended, first_pending;
+	bool client_start;        /* path[0] is a plain client's pseudo-hop */
 	struct cfs_addr first;
 	int outstanding;
 	int depth, path_cap;
@@ -282,7 +283,8 @@ static void set_result(struct lookup *l, const struct cfs_node *nodes, uint32_t 
 	l->res.npath = 0;
 	for (int d = 0; d <= l->depth; d++) {
 		const struct cfs_node *h = d < l->depth ? &l->path[d].n : &l->done_from;
-		if ((d == l->depth && !l->has_done_from) || chord__local(l->c, &h->id))
+		if ((d == l->depth && !l->has_done_from) || chord__local(l->c, &h->id) ||
+		    (d == 0 && l->client_start))
 			continue;
 		if (l->res.npath == CHORD_PATH_MAX) {
 			memmove(&l->res.path[0], &l->res.path[1], (CHORD_PATH_MAX - 1) * sizeof(*h));
@@ -483,9 +485,11 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 					continue;
 				struct cfs_id id = top->cand[i].id;
 				add_failed(l, &id);
-				if (!chord__local(c, &top->n.id))
+				if (!chord__local(c, &top->n.id) && !(l->client_start && l->depth == 1))
 					send_alert(l, &top->n, &id);
 				table_drop_finger(c, &id);
+				if (c->client)
+					client_forget(c, &id);
 			}
 			iter_next(l);
 			return;
@@ -873,6 +877,17 @@ int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
 		send_find(l, &l->first, NULL);
 		return 0;
 	}
+	if (c->client) {
+		/* A plain client has no table: its known nodes are the first
+		 * hop's candidates, seen from the key itself (every one of them
+		 * makes progress). */
+		struct hop *h = push_hop(l);
+		h->n.id = *key;
+		h->ncand = client_candidates(c, key, h->cand, NCAND);
+		l->client_start = true;
+		iter_next(l);
+		return 0;
+	}
 	if (local_step(l))
 		return 0;
 	if (CHORD_MODE_ALGO(o->mode) == CHORD_RECURSIVE) {
@@ -888,5 +903,7 @@ int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
 int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg)
 {
+	if (c->client)
+		return client_lookup(c, key, o, cb, arg);
 	return lookup_start(c, &c->v[0], NULL, key, o, cb, arg);
 }

@@ -191,6 +191,15 @@ typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32
  * loop, never inside the call; free cancels what is pending (-ECANCELED). */
 int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms,
                     dhash_local_t **ret) CFS_WUR;
+/* The same API with no daemon: a plain client of the ring (not a member)
+ * that reaches it through any of the n bootstrap addresses, with its own
+ * UDP socket and DHash client (default configuration). */
+int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
+                          uint32_t timeout_ms, dhash_local_t **ret) CFS_WUR;
+/* Is it a plain ring client? */
+bool dhash_local_is_plain(const dhash_local_t *l);
+/* Its DHash client's counters (plain clients; NULL otherwise). */
+const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l);
 void dhash_local_free(dhash_local_t *l);
 /* Requests started and not yet answered. */
 uint32_t dhash_local_pending(const dhash_local_t *l);
@@ -204,5 +213,28 @@ int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dh
 /* Extend keys' leases on their replicas; bit i: some replica had key i. */
 int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
                         uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
+
+/* ---- how a client program reaches the ring */
+
+#define DHASH_BOOT_MAX 16
+struct dhash_target {
+	char sock[4096];          /* the local cfsd's control socket ... */
+	struct cfs_addr boot[DHASH_BOOT_MAX]; /* ... or, when nboot > 0, a plain
+	                           * ring client's bootstrap addresses */
+	size_t nboot;
+};
+/* Add the addresses in list (separated by commas or blanks); from names
+ * the source in the error logged (-EINVAL). */
+int dhash_target_add(struct dhash_target *t, const char *list, const char *from) CFS_WUR;
+/* Fill in what the command line left open (sock empty, nboot 0): the
+ * default daemon socket when a cfsd answers there, else $CFS_BOOTSTRAP,
+ * else the client configuration file's `bootstrap ADDR` lines
+ * ($XDG_CONFIG_HOME/cfs/client.conf, /etc/cfs/client.conf), else the
+ * default socket. Errors are logged. */
+int dhash_target_resolve(struct dhash_target *t) CFS_WUR;
+int dhash_target_open(uv_loop_t *loop, const struct dhash_target *t, uint32_t timeout_ms,
+                      dhash_local_t **ret) CFS_WUR;
+/* "cfsd at SOCKET" or "the ring through ADDR", for messages. */
+const char *dhash_target_name(const struct dhash_target *t, char *buf, size_t n);
 
 #endif

@@ -11,6 +11,13 @@
  * that error and the next request connects again. A request the daemon
  * does not answer within the timeout fails with -ETIMEDOUT: a caller is
  * never left waiting on a daemon that hangs.
+ *
+ * The same handle can instead be a plain client of the ring, with no
+ * daemon (dhash_local_new_plain): its own UDP transport, a chord client
+ * (chord_client_new) and a DHash client over it. The slot table and its
+ * timeouts stay the same; a request is started on the DHash client instead
+ * of being written to the socket, and a have / refresh of n keys is n
+ * DHash calls whose answers fill one bitmap.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +44,17 @@ struct lreq {
 	dhash_put_cb put_cb;
 	dhash_bits_cb bits_cb;
 	void *arg;
+	/* plain client: a have / refresh's answers so far */
+	uint32_t waiting;
+	int first_error;
+	uint8_t *bits;
+};
+
+/* A DHash call made for request id's key i (plain client). */
+struct pcall {
+	dhash_local_t *l;
+	uint64_t id;
+	uint32_t i;
 };
 
 struct dhash_local {
@@ -52,8 +70,13 @@ struct dhash_local {
 	uint32_t nfree;
 	uint32_t gen;
 	uv_timer_t timer;
-	bool closing;
+	bool closing, timer_closed;
 	struct cfs_msg msg;
+	/* plain client */
+	cfs_transport_t *tr;
+	chord_t *chord;
+	dhash_client_t *dc;
+	uint32_t calls;           /* pcalls not yet back */
 };
 
 int dhash_default_data_dir(char *buf, size_t n)
@@ -152,6 +175,7 @@ static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struc
 		break;
 	}
 	free(q->data);
+	free(q->bits);
 	free(q);
 }
 
@@ -257,10 +281,156 @@ static void on_timer(uv_timer_t *t)
 	}
 	for (uint32_t i = 0; i < l->used; i++)
 		if (l->slot[i] && l->slot[i]->deadline_ms <= now)
-			req_finish(l, l->slot[i], -ETIMEDOUT, NULL);
+			req_finish(l, l->slot[i],
+			           l->slot[i]->first_error ? l->slot[i]->first_error : -ETIMEDOUT, NULL);
 	uv_timer_start(&l->timer, on_timer, SWEEP_MS, 0);
 	if (l->used == l->nfree)
 		uv_unref((uv_handle_t *)&l->timer);
+}
+
+/* ------------------------------------------------------------ plain client */
+
+static void release(dhash_local_t *l)
+{
+	if (!l->timer_closed || l->calls > 0)
+		return;
+	free(l->slot);
+	free(l->free_list);
+	free(l->sock);
+	free(l);
+}
+
+/* The request a DHash answer belongs to, or NULL (timed out, cancelled). */
+static struct lreq *pcall_end(struct pcall *k)
+{
+	dhash_local_t *l = k->l;
+	struct lreq *q = l->closing ? NULL : req_find(l, k->id);
+
+	l->calls--;
+	free(k);
+	release(l);
+	return q;
+}
+
+static void plain_got(void *arg, const struct dhash_get_result *r)
+{
+	struct pcall *k = arg;
+	dhash_local_t *l = k->l;
+	struct lreq *q = pcall_end(k);
+
+	if (!q)
+		return;
+	uint32_t i = (uint32_t)q->id;
+	l->slot[i] = NULL;
+	l->free_list[l->nfree++] = i;
+	q->get_cb(q->arg, r);
+	free(q);
+}
+
+static void plain_put(void *arg, int status, const struct cfs_id *key)
+{
+	struct pcall *k = arg;
+	dhash_local_t *l = k->l;
+	struct lreq *q = pcall_end(k);
+
+	if (q)
+		req_finish(l, q, status, NULL);
+}
+
+static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found)
+{
+	struct pcall *k = arg;
+	dhash_local_t *l = k->l;
+	uint32_t i = k->i;
+	struct lreq *q = pcall_end(k);
+
+	if (!q)
+		return;
+	if (status == 0 && found > 0)
+		q->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+	if (status < 0 && !q->first_error)
+		q->first_error = status;
+	if (--q->waiting > 0)
+		return;
+	/* An error only when no key got an answer. */
+	bool any = false;
+	for (uint32_t j = 0; j < (q->n_keys + 7) / 8; j++)
+		any |= q->bits[j] != 0;
+	int st = any || !q->first_error ? 0 : q->first_error;
+	uint32_t slot = (uint32_t)q->id;
+	l->slot[slot] = NULL;
+	l->free_list[l->nfree++] = slot;
+	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys);
+	free(q->data);
+	free(q->bits);
+	free(q);
+}
+
+static struct pcall *pcall_new(dhash_local_t *l, const struct lreq *q, uint32_t i)
+{
+	struct pcall *k = xcalloc(1, sizeof(*k));
+	k->l = l;
+	k->id = q->id;
+	k->i = i;
+	l->calls++;
+	return k;
+}
+
+/* Start q on the DHash client; a synchronous failure fails q from the timer. */
+static void plain_start(dhash_local_t *l, struct lreq *q)
+{
+	const struct cfs_id *keys = (const struct cfs_id *)q->data;
+	int r = 0;
+
+	switch (q->type) {
+	case CFS_MSG_CTL_GET: {
+		struct pcall *k = pcall_new(l, q, 0);
+		if ((r = dhash_get(l->dc, &q->key, plain_got, k)) < 0) {
+			l->calls--;
+			free(k);
+		}
+		break;
+	}
+	case CFS_MSG_CTL_PUT: {
+		struct pcall *k = pcall_new(l, q, 0);
+		if ((r = dhash_put(l->dc, q->kind, q->data, q->len, q->lease_until, plain_put, k)) < 0) {
+			l->calls--;
+			free(k);
+		}
+		break;
+	}
+	default:
+		q->bits = xcalloc(1, (q->n_keys + 7) / 8);
+		for (uint32_t i = 0; i < q->n_keys && r == 0; i++) {
+			struct pcall *k = pcall_new(l, q, i);
+			r = q->type == CFS_MSG_CTL_HAVE
+			        ? dhash_have(l->dc, &keys[i], plain_key, k)
+			        : dhash_refresh(l->dc, &keys[i], q->lease_until, plain_key, k);
+			if (r < 0) {
+				l->calls--;
+				free(k);
+			} else {
+				q->waiting++;
+			}
+		}
+		if (q->waiting > 0)
+			r = 0; /* what was started answers */
+		break;
+	}
+	q->sent = true;
+	if (r < 0) {
+		q->deadline_ms = 0; /* the sweep fails it */
+		q->first_error = r;
+		uv_timer_start(&l->timer, on_timer, 0, 0);
+	}
+}
+
+static void plain_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	dhash_local_t *l = arg;
+
+	if (!chord_handle_request(l->chord, req, from))
+		(void)cfs_transport_reply_error(l->tr, from, -EOPNOTSUPP);
 }
 
 /* Send q now, or connect first (q waits in the table). */
@@ -270,6 +440,10 @@ static int req_start(dhash_local_t *l, struct lreq *q)
 
 	/* The sweep timer keeps the loop alive while anything is pending. */
 	uv_ref((uv_handle_t *)&l->timer);
+	if (l->dc) {
+		plain_start(l, q);
+		return 0;
+	}
 	if (l->s) {
 		if ((r = req_send(l, q)) < 0) {
 			cfs_stream_close(l->s);
@@ -307,13 +481,38 @@ int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms, dhas
 	return 0;
 }
 
+int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
+                          uint32_t timeout_ms, dhash_local_t **ret)
+{
+	struct cfs_transport_config tc;
+	struct dhash_config dc;
+	dhash_local_t *l;
+	int r;
+
+	cfs_transport_config_default(&tc);
+	dhash_config_default(&dc);
+	if ((r = dhash_local_new(loop, "", timeout_ms, &l)) < 0)
+		return r;
+	if ((r = cfs_transport_new(loop, &tc, plain_request, l, &l->tr)) < 0) {
+		log_error("dhash: cannot open a UDP socket: %s", strerror(-r));
+		goto fail;
+	}
+	if ((r = chord_client_new(loop, l->tr, boot, n, &l->chord)) < 0 ||
+	    (r = dhash_client_new(l->chord, &dc, &l->dc)) < 0)
+		goto fail;
+	*ret = l;
+	return 0;
+fail:
+	dhash_local_free(l);
+	return r;
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
 	dhash_local_t *l = h->data;
-	free(l->slot);
-	free(l->free_list);
-	free(l->sock);
-	free(l);
+
+	l->timer_closed = true;
+	release(l);
 }
 
 void dhash_local_free(dhash_local_t *l)
@@ -325,6 +524,12 @@ void dhash_local_free(dhash_local_t *l)
 		cfs_stream_close(l->s);
 	l->s = NULL;
 	fail_all(l, -ECANCELED);
+	/* The DHash calls end with -ECANCELED as the transport closes;
+	 * l stays until the last of them is back. */
+	dhash_client_free(l->dc);
+	chord_free(l->chord);
+	if (l->tr)
+		cfs_transport_close(l->tr);
 	uv_close((uv_handle_t *)&l->timer, on_timer_closed);
 }
 
@@ -390,4 +595,14 @@ int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
                         uint64_t lease_until, dhash_bits_cb cb, void *arg)
 {
 	return keys_start(l, CFS_MSG_CTL_REFRESH, keys, n, lease_until, cb, arg);
+}
+
+bool dhash_local_is_plain(const dhash_local_t *l)
+{
+	return l->dc != NULL;
+}
+
+const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l)
+{
+	return l->dc ? dhash_client_stats(l->dc) : NULL;
 }

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 			       "or corrupt by path and key. --list prints every entry with its attributes\n"
 			       "and content hash. Exit 0 if the volume is whole.\n\n"
 			       "  -f, --from STORE  cfsd (the ring through the local daemon; the default),\n"
-			       "                    cfsd:SOCKET, or dir:PATH\n");
+			       "                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH\n");
 			return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);

@@ -1,6 +1,6 @@
 /*
- * The DHT store ("cfsd" or "cfsd:SOCKET"): blocks go to the ring through
- * the local daemon (dhash_local_*). A batch's "have" is one CTL_HAVE per
+ * The DHT store ("cfsd", "cfsd:SOCKET", "ring:ADDR"): blocks go to the ring
+ * through the local daemon or a plain ring client (dhash_local_*). A batch's "have" is one CTL_HAVE per
  * CFS_MSG_MAX_KEYS keys, its put one CTL_PUT per block, all in flight at
  * once; the daemon's DHash client does lookups, stores and replication.
  * The block source (for the previous root and for refresh walks) runs the
@@ -52,9 +52,9 @@ static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n)
 {
 	struct have_req *h = arg;
 
-	if (status == -ENOENT || status == -ECONNREFUSED)
-		log_error("no cfsd answers at %s: start one, or publish offline with --to dir:PATH",
-		          h->d->sock);
+	if (status == -ENOENT || status == -ECONNREFUSED || status == -EHOSTUNREACH)
+		log_error("no %s: start one, give --to ring:HOST:PORT, or publish offline with "
+		          "--to dir:PATH", h->d->sock);
 	for (uint32_t i = 0; status == 0 && i < n; i++)
 		h->b->have[h->base + i] = bits[i / 8] >> (i % 8) & 1;
 	batch_end(h->b, status);
@@ -269,22 +269,19 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.free = sk_free,
 };
 
-int pub__cfsdsink_open(uv_loop_t *loop, const char *sock, struct pub_sink *ret)
+int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink *ret)
 {
 	struct cfsdsink *d = xcalloc(1, sizeof(*d));
-	char path[4096];
+	char name[4200];
 	int r;
 
-	if (!sock || !*sock) {
-		if ((r = dhash_default_socket(path, sizeof(path))) < 0) {
-			free(d);
-			return log_error_errno(r, "the default cfsd socket path");
-		}
-		sock = path;
+	if ((r = dhash_target_resolve(t)) < 0) {
+		free(d);
+		return r;
 	}
 	d->loop = loop;
-	d->sock = xstrdup(sock);
-	if ((r = dhash_local_new(loop, sock, 0, &d->l)) < 0) {
+	d->sock = xstrdup(dhash_target_name(t, name, sizeof(name)));
+	if ((r = dhash_target_open(loop, t, 0, &d->l)) < 0) {
 		free(d->sock);
 		free(d);
 		return r;

@@ -757,12 +757,23 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 	struct dirstore *d;
 	int r;
 
+	static struct dhash_target t; /* large; one sink per process */
+	memset(&t, 0, sizeof(t));
 	if (strcmp(spec, "cfsd") == 0)
-		return pub__cfsdsink_open(loop, NULL, ret);
-	if (strncmp(spec, "cfsd:", 5) == 0 && spec[5])
-		return pub__cfsdsink_open(loop, spec + 5, ret);
+		return pub__cfsdsink_open(loop, &t, ret);
+	if (strncmp(spec, "cfsd:", 5) == 0 && spec[5]) {
+		if (snprintf(t.sock, sizeof(t.sock), "%s", spec + 5) >= (int)sizeof(t.sock))
+			return log_error_errno(-ENAMETOOLONG, "store '%s': path too long", spec);
+		return pub__cfsdsink_open(loop, &t, ret);
+	}
+	if (strncmp(spec, "ring:", 5) == 0 && spec[5]) {
+		if (dhash_target_add(&t, spec + 5, "--to ring:") < 0)
+			return -EINVAL;
+		return pub__cfsdsink_open(loop, &t, ret);
+	}
 	if (strncmp(spec, "dir:", 4) != 0 || !spec[4]) {
-		log_error("unknown store '%s': expected cfsd[:SOCKET] or dir:PATH", spec);
+		log_error("unknown store '%s': expected cfsd[:SOCKET], ring:HOST:PORT[,...] or dir:PATH",
+		          spec);
 		return -EINVAL;
 	}
 	if (strlen(spec) > 4000)

@@ -69,8 +69,9 @@ struct pub_sink {
 };
 
 /* Open a sink from its text form: "cfsd" (the ring through the local
- * daemon's default socket), "cfsd:SOCKET", or "dir:PATH" (created if
- * missing). */
+ * daemon's default socket, or without one through $CFS_BOOTSTRAP or the
+ * client configuration file), "cfsd:SOCKET", "ring:HOST:PORT[,...]" (a
+ * plain ring client, no daemon), or "dir:PATH" (created if missing). */
 int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
 void pub_sink_close(struct pub_sink *s);
 

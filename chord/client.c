@@ -1,0 +1,160 @@
+/*
+ * A plain client of the ring: a chord_t that is not a member. It has no
+ * ID in anyone's tables (its messages carry no sender node, so servers
+ * never offer it to their tables), runs no maintenance and answers no ring
+ * requests. Its lookups are iterative and start at the known node that
+ * most closely precedes the key, by the lookup mode's next-hop rule.
+ *
+ * The known nodes ("contacts") are what earlier lookups returned: the
+ * key's successors and the hops on the way, each checked to be the hash
+ * of its address (CFS 4.4), at most CONTACTS of them, a random one out
+ * when full. A contact that fails to answer is forgotten. Before the first
+ * lookup, and when every contact has failed, a lookup starts at a
+ * bootstrap address; each is tried once before the lookup fails.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+#define CONTACTS 64
+
+struct clk {
+	chord_t *c;
+	struct cfs_id key;
+	struct chord_lookup_opts o;
+	chord_lookup_cb cb;
+	void *arg;
+	uint32_t boot_tries;      /* bootstrap addresses tried */
+	uint32_t rpcs, timeouts;  /* of the attempts that failed */
+	uint64_t started_us;
+};
+
+int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *boot, size_t n,
+                     chord_t **ret)
+{
+	struct chord_config cfg;
+	struct cfs_addr self;
+	chord_t *c;
+	int r;
+
+	if (n == 0)
+		return log_error_errno(-EINVAL, "a ring client needs a bootstrap address");
+	if ((r = cfs_transport_local_addr(t, &self)) < 0)
+		return r;
+	chord_config_default(&cfg);
+	if ((r = chord_new(loop, t, &self, &cfg, &c)) < 0)
+		return r;
+	c->client = true;
+	c->nboot = n;
+	c->boot = xmemdup(boot, n * sizeof(*boot));
+	c->contacts = xcalloc(CONTACTS, sizeof(*c->contacts));
+	*ret = c;
+	return 0;
+}
+
+uint32_t chord_client_contacts(const chord_t *c)
+{
+	return c->ncontacts;
+}
+
+void client_learn(chord_t *c, const struct cfs_node *n)
+{
+	if (!c->client || !chord__node_id_ok(c, n))
+		return;
+	for (uint32_t i = 0; i < c->ncontacts; i++)
+		if (cfs_id_eq(&c->contacts[i].id, &n->id)) {
+			c->contacts[i] = *n; /* a fresher coordinate */
+			return;
+		}
+	if (c->ncontacts < CONTACTS)
+		c->contacts[c->ncontacts++] = *n;
+	else
+		c->contacts[cfs_rng_next(&c->rng) % CONTACTS] = *n;
+}
+
+void client_forget(chord_t *c, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < c->ncontacts; i++)
+		if (cfs_id_eq(&c->contacts[i].id, id)) {
+			c->contacts[i] = c->contacts[--c->ncontacts];
+			return;
+		}
+}
+
+/* Up to cap contacts, nearest predecessor of key first. */
+uint32_t client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
+                           uint32_t cap)
+{
+	uint32_t n = 0;
+	double gap[CONTACTS];
+
+	for (uint32_t i = 0; i < c->ncontacts; i++) {
+		struct cfs_id d;
+		cfs_id_distance(&d, &c->contacts[i].id, key);
+		double g = cfs_id_to_unit(&d);
+		uint32_t j = n < cap ? n++ : cap;
+		if (j == cap && g >= gap[cap - 1])
+			continue;
+		if (j == cap)
+			j = cap - 1;
+		while (j > 0 && gap[j - 1] > g) {
+			gap[j] = gap[j - 1];
+			out[j] = out[j - 1];
+			j--;
+		}
+		gap[j] = g;
+		out[j] = c->contacts[i];
+	}
+	return n;
+}
+
+static void clk_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct clk *k = arg;
+	chord_t *c = k->c;
+
+	if (r->status == 0) {
+		for (uint32_t i = 0; i < r->n; i++)
+			client_learn(c, &r->succ[i]);
+		for (uint32_t i = 0; i < r->npath; i++)
+			client_learn(c, &r->path[i]);
+	} else if (r->status != -ECANCELED && k->boot_tries < c->nboot && !c->freeing) {
+		/* Every contact failed (or there were none): a bootstrap. */
+		const struct cfs_addr *a = &c->boot[c->boot_next++ % c->nboot];
+		k->boot_tries++;
+		k->rpcs += r->rpcs;
+		k->timeouts += r->timeouts;
+		if (lookup_start(c, &c->v[0], a, &k->key, &k->o, clk_done, k) == 0)
+			return;
+	}
+	struct chord_lookup_result res = *r;
+	res.rpcs += k->rpcs;
+	res.timeouts += k->timeouts;
+	res.latency_us = cfs_now_us() - k->started_us;
+	k->cb(k->arg, &res);
+	free(k);
+}
+
+int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+                  chord_lookup_cb cb, void *arg)
+{
+	struct clk *k = xcalloc(1, sizeof(*k));
+	const struct cfs_addr *first = NULL;
+	int r;
+
+	k->c = c;
+	k->key = *key;
+	k->o = *o;
+	k->o.mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_MODE_SELECT(o->mode));
+	k->cb = cb;
+	k->arg = arg;
+	k->started_us = cfs_now_us();
+	if (c->ncontacts == 0) {
+		first = &c->boot[c->boot_next++ % c->nboot];
+		k->boot_tries = 1;
+	}
+	if ((r = lookup_start(c, &c->v[0], first, key, &k->o, clk_done, k)) < 0)
+		free(k);
+	return r;
+}

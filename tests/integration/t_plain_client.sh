@@ -1,0 +1,129 @@
+#!/bin/bash
+# The plain ring client: publishing, checking, reading and mounting with no
+# local cfsd, given only bootstrap addresses (8-daemon loopback ring, k = 6):
+#   - cfs-publish --to ring:ADDR publishes; cfs-fsck --from ring:ADDR finds
+#     the volume whole; every root and data block sits on its k successors;
+#   - cfs-mount with $CFS_BOOTSTRAP (no option, no daemon socket) mounts and
+#     the tree reads back equal; cfs-cat reads through the client
+#     configuration file;
+#   - the client is in no daemon's tables (it is nobody's neighbour);
+#   - the mount keeps working after its bootstrap daemon is killed (it
+#     learned other nodes);
+#   - an unreachable bootstrap fails the mount with a clear error within a
+#     bound; bad addresses and conflicting options are usage errors.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../harness/cluster.sh"
+. "$(dirname "$0")/../harness/tree.sh"
+PUBLISH=$CFS_BIN/cfs-publish
+FSCK=$CFS_BIN/cfs-fsck
+MOUNT=$CFS_BIN/cfs-mount
+CAT=$CFS_BIN/cfs-cat
+LISTING=$(dirname "$0")/tree-listing.py
+export XDG_CONFIG_HOME=$TEST_DIR/config
+# No daemon at the default socket: only bootstrap addresses lead to the ring.
+export CFS_DATA_DIR=$TEST_DIR/no-daemon
+mkdir -p "$CFS_DATA_DIR"
+unset CFS_BOOTSTRAP
+N=8
+mnt=$TEST_DIR/mnt
+MOUNT_PID=
+mount_cleanup() {
+	[ -n "$MOUNT_PID" ] && kill -TERM "$MOUNT_PID" 2>/dev/null
+	sleep 0.5
+	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt" 2>/dev/null
+	true
+}
+trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
+
+src=$TEST_DIR/src
+make_tree "$src/tree" 300 6
+head -c $((8 << 20)) /dev/urandom >"$src/big"
+echo hello >"$src/hello"
+mkdir "$src/unread" # first read after the bootstrap daemon dies
+head -c $((4 << 20)) /dev/urandom >"$src/unread/big2"
+
+cluster_start "$N" 1 --stabilize-ms 250
+cluster_wait_correct 60 || fail "the $N-daemon ring did not converge"
+addr() { echo "127.0.0.1:${CL_PORT[$1]}"; }
+
+"$PUBLISH" --keygen >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
+vol=$(cat "$TEST_DIR/vol")
+
+# ---- usage errors
+expect_exit 2 "$MOUNT" -f --bootstrap nonsense "$vol" "$mnt"
+expect_exit 2 "$MOUNT" -f --bootstrap "$(addr 0)" --cfsd /nonexistent "$vol" "$mnt"
+expect_exit 2 "$CAT" --bootstrap 127.0.0.1 "$vol" /hello
+ok "a bad bootstrap address and --cfsd with --bootstrap are usage errors (exit 2)"
+
+# ---- publish and check with no daemon
+start=$SECONDS
+"$PUBLISH" --to "ring:$(addr 1)" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" ||
+	{ cat "$TEST_DIR/err"; fail "publish through the plain client"; }
+[ "$(cat "$TEST_DIR/out")" = "$vol" ] || fail "publish printed '$(cat "$TEST_DIR/out")'"
+echo "# published through ring:$(addr 1) in $((SECONDS - start)) s: $(grep -o '[0-9]* files.*' "$TEST_DIR/err")"
+"$FSCK" --from "ring:$(addr 2),$(addr 3)" "$vol" >"$TEST_DIR/fsck.out" 2>&1 ||
+	{ tail -5 "$TEST_DIR/fsck.out"; fail "cfs-fsck through the plain client"; }
+ok "cfs-publish --to ring: and cfs-fsck --from ring: with no local cfsd"
+
+# Every stored key is on exactly its k successors (the publisher's puts
+# went through the plain client's lookups to the right servers).
+placed() {
+	cluster_collect "$TEST_DIR/place"
+	python3 "$HARNESS_DIR/replica_check.py" 6 "$TEST_DIR/place" >"$TEST_DIR/placement"
+	[ "$(jget "['exact']" <"$TEST_DIR/placement")" = "$(jget "['keys']" <"$TEST_DIR/placement")" ]
+}
+wait_for 30 placed || fail "blocks not on their k successors: $(cat "$TEST_DIR/placement")"
+nkeys=$(jget "['keys']" <"$TEST_DIR/placement")
+[ "$nkeys" -gt 1000 ] || fail "only $nkeys keys stored"
+ok "$nkeys keys, every one on exactly its 6 successors"
+
+# ---- the client is nobody's neighbour
+cluster_status_all "$TEST_DIR/status"
+ports=" ${CL_PORT[*]} "
+for f in "$TEST_DIR"/status/*.json; do
+	for p in $(grep -o '127\.0\.0\.1:[0-9]*' "$f" | cut -d: -f2 | sort -u); do
+		case "$ports" in *" $p "*) ;; *) fail "$(basename "$f") has a table entry on port $p, not a daemon" ;; esac
+	done
+done
+ok "no daemon's tables name anything but the $N daemons"
+
+# ---- cfs-cat through the configuration file
+mkdir -p "$XDG_CONFIG_HOME/cfs"
+printf '# the ring\nbootstrap %s\n' "$(addr 4)" >"$XDG_CONFIG_HOME/cfs/client.conf"
+"$CAT" "$vol" /big >"$TEST_DIR/big.out" 2>"$TEST_DIR/cat.err" || { cat "$TEST_DIR/cat.err"; fail "cfs-cat"; }
+cmp "$src/big" "$TEST_DIR/big.out" || fail "cfs-cat through client.conf read wrong bytes"
+rm "$XDG_CONFIG_HOME/cfs/client.conf"
+ok "cfs-cat through client.conf's bootstrap reads the 8 MiB file"
+
+# ---- mount through $CFS_BOOTSTRAP
+mkdir -p "$mnt"
+CFS_BOOTSTRAP="$(addr 5)" "$MOUNT" -f --state-dir "$TEST_DIR/state" --timeout 3000 --retries 1 \
+	"$vol" "$mnt" >"$TEST_DIR/mount.out" 2>>"$TEST_DIR/mount.log" &
+MOUNT_PID=$!
+PIDS+=("$MOUNT_PID")
+wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted"; }
+python3 "$LISTING" "$src/tree" | sort >"$TEST_DIR/source"
+python3 "$LISTING" "$mnt/tree" | sort >"$TEST_DIR/mounted"
+diff "$TEST_DIR/source" "$TEST_DIR/mounted" >/dev/null || fail "the mounted tree differs from the source"
+for e in tree big hello; do
+	diff -r --no-dereference "$src/$e" "$mnt/$e" || fail "diff -r finds differences in $e"
+done
+ok "mounted through \$CFS_BOOTSTRAP with no daemon: $(wc -l <"$TEST_DIR/source") entries equal, diff -r clean"
+
+# ---- its bootstrap daemon dies; the mount goes on with the nodes it learned
+cluster_kill 5
+cmp "$src/unread/big2" "$mnt/unread/big2" || fail "after its bootstrap daemon died the mount read wrong bytes"
+ok "bootstrap daemon killed: the mount reads a 4 MiB file it had not read before"
+mount_cleanup
+wait "$MOUNT_PID" 2>/dev/null || true
+MOUNT_PID=
+
+# ---- nobody at the bootstrap address
+dead=$(free_port)
+start=$(date +%s.%N)
+"$MOUNT" -f --bootstrap "127.0.0.1:$dead" --state-dir "$TEST_DIR/state" --timeout 2000 --retries 1 \
+	"$vol" "$mnt" >/dev/null 2>"$TEST_DIR/dead.err" && fail "a mount with a dead bootstrap succeeded"
+took=$(echo "$(date +%s.%N) - $start" | bc)
+grep -q "cannot reach" "$TEST_DIR/dead.err" || { cat "$TEST_DIR/dead.err"; fail "no clear error"; }
+mountpoint -q "$mnt" && fail "mounted anyway"
+ok "a dead bootstrap address: the mount fails in ${took}s with '$(grep -o 'cannot reach.*' "$TEST_DIR/dead.err" | head -1)'"

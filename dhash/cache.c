@@ -111,6 +111,17 @@ static void shrink(dhash_cache_t *c)
 		(void)cache_error(err, "eviction");
 }
 
+void dhash_cache_trim(dhash_cache_t *c, uint64_t bytes)
+{
+	uint64_t cap = c->cap;
+
+	if (c->bytes <= bytes)
+		return;
+	c->cap = bytes;
+	shrink(c);
+	c->cap = cap;
+}
+
 int dhash_cache_open(const char *dir, uint64_t cap_bytes, dhash_cache_t **ret)
 {
 	dhash_cache_t *c = xcalloc(1, sizeof(*c));

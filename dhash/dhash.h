@@ -163,6 +163,9 @@ int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, u
 /* Add or refresh a block; the oldest make room. -EFBIG above the bound. */
 int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, const uint8_t *p,
                     size_t len);
+/* Evict the oldest blocks until at most bytes are cached (the bound
+ * stays: this makes room now, e.g. for a server's replicas). */
+void dhash_cache_trim(dhash_cache_t *c, uint64_t bytes);
 /* Is the block there? (No recency change.) */
 bool dhash_cache_has(dhash_cache_t *c, const struct cfs_id *key);
 void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,

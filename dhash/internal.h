@@ -36,6 +36,8 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
                          size_t n, int *status);
 /* Extend key's lease to lease_until (never shortening): -ENOENT if absent. */
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until);
+/* Blocks whose lease ends at or before until (counting stops at max). */
+uint64_t dhash_store_expiring(dhash_store_t *s, uint64_t until, uint64_t max);
 /* Delete up to max blocks whose lease ended at or before now. */
 int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *ret_n);
 /* Up to max stored keys in (from, to] on the circle, in key order from. */
@@ -63,6 +65,9 @@ struct dhash_sync_stats {
 	uint64_t pushed, pushed_bytes, push_failed;
 	uint64_t fetched, fetched_bytes, fetch_failed, fetch_bad;
 	uint64_t served_digests, served_listings;
+	/* Replication debt: copies found missing on a replica server (to
+	 * push) or here (to fetch), in the round at work and the last whole one. */
+	uint64_t debt_round, debt_last;
 };
 
 /* A content-hash STORE checked and waiting for the group commit. */
@@ -108,6 +113,9 @@ void quota_init(dhash_server_t *s);
 void quota_owner(const struct cfs_addr *a, uint8_t out[16]);
 /* Does nonce prove that the sender receives at from? */
 bool quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce);
+/* Room for a cached copy of len bytes within the capacity (older cached
+ * copies go first); false when the replicas alone leave none. */
+bool quota_cache_room(dhash_server_t *s, size_t len);
 /* Answer a STORE with a challenge: nothing stored, send again with this nonce. */
 void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from);
 /* May rec (new to the batch, after batch_bytes of new blocks of which

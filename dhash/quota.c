@@ -80,6 +80,19 @@ void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from)
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
+bool quota_cache_room(dhash_server_t *s, size_t len)
+{
+	uint64_t blocks, bytes;
+
+	if (!s->cfg.capacity_bytes)
+		return true;
+	dhash_store_totals(s->store, &blocks, &bytes);
+	if (bytes + len > s->cfg.capacity_bytes)
+		return false;
+	dhash_cache_trim(s->cache, s->cfg.capacity_bytes - bytes - len);
+	return true;
+}
+
 int quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
                 uint64_t batch_bytes, uint64_t batch_owner_bytes)
 {
@@ -94,6 +107,10 @@ int quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_
 	dhash_store_totals(s->store, &blocks, &bytes);
 	if (s->cfg.capacity_bytes && bytes + batch_bytes + rec->len > s->cfg.capacity_bytes)
 		return -ENOSPC;
+	/* The capacity holds replicas and cached copies together: cached
+	 * copies make room first (CFS 5.2: evicted before any replica). */
+	if (s->cfg.capacity_bytes && s->cache)
+		dhash_cache_trim(s->cache, s->cfg.capacity_bytes - bytes - batch_bytes - rec->len);
 	if (charged && s->cfg.quota_bytes &&
 	    dhash_store_usage(s->store, rec->owner) + batch_owner_bytes + rec->len > s->cfg.quota_bytes)
 		return -EDQUOT;

@@ -196,7 +196,9 @@ static void handle_cache_store(dhash_server_t *s, const struct cfs_msg *req,
 	else
 		r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq);
 	if (r == 0 && !dhash_store_has(s->store, &req->key)) {
-		r = dhash_cache_put(s->cache, &req->key, (uint8_t)req->kind, req->data.p, req->data.len);
+		r = quota_cache_room(s, req->data.len) ? 0 : -ENOSPC;
+		if (r == 0)
+			r = dhash_cache_put(s->cache, &req->key, (uint8_t)req->kind, req->data.p, req->data.len);
 		s->cache_stores += r == 0;
 	}
 	if (r < 0) {
@@ -493,11 +495,17 @@ static void cache_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->cache_hits, 100.0 * rate, (unsigned long)s->path_hits);
 }
 
+#define EXPIRING_MAX 1000000 /* leases counted at most, per status */
+
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
-	uint64_t blocks, bytes, refused = 0;
+	uint64_t blocks, bytes, refused = 0, now = dhash__wall_now();
 
 	dhash_store_totals(s->store, &blocks, &bytes);
+	/* Leases ending within a day and a week (a walk of the lease index,
+	 * bounded so that status stays cheap on a huge store). */
+	uint64_t day = dhash_store_expiring(s->store, now + 86400, EXPIRING_MAX);
+	uint64_t week = dhash_store_expiring(s->store, now + 7 * 86400, EXPIRING_MAX);
 	for (int i = 0; i < 8; i++)
 		refused += s->refused[i];
 	if (json) {
@@ -515,9 +523,10 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
 		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
 		              (unsigned long)s->push_failed, (unsigned long)s->expired);
-		cfs_sb_printf(b, "\"capacity\":%lu,\"quota\":%lu,\"challenges\":%lu,",
+		cfs_sb_printf(b, "\"capacity\":%lu,\"quota\":%lu,\"challenges\":%lu,"
+		              "\"leases_expiring\":{\"day\":%lu,\"week\":%lu},",
 		              (unsigned long)s->cfg.capacity_bytes, (unsigned long)s->cfg.quota_bytes,
-		              (unsigned long)s->challenges);
+		              (unsigned long)s->challenges, (unsigned long)day, (unsigned long)week);
 		cache_status(s, b, true);
 		sync_status(s, b, true);
 		cfs_sb_printf(b, "}");
@@ -530,6 +539,9 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
 	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
 	              (unsigned long)s->push_failed, (unsigned long)s->expired);
+	cfs_sb_printf(b, "leases ending within a day: %s%lu; within a week: %s%lu\n",
+	              day == EXPIRING_MAX ? ">= " : "", (unsigned long)day,
+	              week == EXPIRING_MAX ? ">= " : "", (unsigned long)week);
 	cfs_sb_printf(b, "limits: capacity %lu bytes, quota %lu bytes per client IP; %lu nonce "
 	              "challenges sent\n", (unsigned long)s->cfg.capacity_bytes,
 	              (unsigned long)s->cfg.quota_bytes, (unsigned long)s->challenges);

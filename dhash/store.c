@@ -447,6 +447,26 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 	return r < 0 ? r : 0;
 }
 
+uint64_t dhash_store_expiring(dhash_store_t *s, uint64_t until, uint64_t max)
+{
+	uint8_t lo[9];
+	uint64_t n = 0;
+
+	lo[0] = P_LEASE;
+	put_be64(lo + 1, 0);
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
+	     leveldb_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > until)
+			break;
+		n++;
+	}
+	leveldb_iter_destroy(it);
+	return n;
+}
+
 int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
                      struct cfs_id *keys, uint32_t max, uint32_t *ret_n)
 {

@@ -297,6 +297,8 @@ static void add_xfer(struct sync_session *se, const struct cfs_id *key, bool pus
 		se->xq = xrealloc(se->xq, se->cxq * sizeof(*se->xq));
 	}
 	se->xq[se->nxq++] = (struct xfer){ *key, push };
+	if (se->s)
+		se->s->sync.debt_round++;
 }
 
 static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
@@ -579,6 +581,9 @@ void sync_round(dhash_server_t *s)
 
 	if (s->sessions || s->sync_next < s->sync_n)
 		return; /* the last round is still at work */
+	if (s->sync.rounds > 0)
+		s->sync.debt_last = s->sync.debt_round;
+	s->sync.debt_round = 0;
 	s->sync.rounds++;
 	s->sync_n = s->sync_next = 0;
 	for (uint32_t i = 0; i < nv; i++) {
@@ -637,19 +642,24 @@ void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		cfs_sb_printf(b, "\"sync\":{\"period_ms\":%u,\"active\":%u,\"rounds\":%lu,\"sessions\":%lu,\"digests\":%lu,"
 		              "\"listings\":%lu,\"listed_keys\":%lu,\"pushed\":%lu,\"pushed_bytes\":%lu,"
 		              "\"push_failed\":%lu,\"fetched\":%lu,\"fetched_bytes\":%lu,\"fetch_failed\":%lu,"
-		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu}",
+		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu,"
+		              "\"debt_last_round\":%lu,\"debt_this_round\":%lu}",
 		              s->cfg.sync_ms, session_count(s), (unsigned long)y->rounds, (unsigned long)y->sessions,
 		              (unsigned long)y->digests, (unsigned long)y->listings,
 		              (unsigned long)y->listed_keys, (unsigned long)y->pushed,
 		              (unsigned long)y->pushed_bytes, (unsigned long)y->push_failed,
 		              (unsigned long)y->fetched, (unsigned long)y->fetched_bytes,
 		              (unsigned long)y->fetch_failed, (unsigned long)y->fetch_bad,
-		              (unsigned long)y->served_digests, (unsigned long)y->served_listings);
+		              (unsigned long)y->served_digests, (unsigned long)y->served_listings,
+		              (unsigned long)y->debt_last, (unsigned long)y->debt_round);
 		return;
 	}
 	cfs_sb_printf(b, "sync: every %u ms, %lu rounds, %lu digests, %lu listings; pushed %lu (%lu bytes), "
-	              "fetched %lu (%lu bytes), %lu bad\n", s->cfg.sync_ms, (unsigned long)y->rounds,
+	              "fetched %lu (%lu bytes), %lu bad\n"
+	              "replication debt: %lu copies missing in the last whole round, %lu in this one\n",
+	              s->cfg.sync_ms, (unsigned long)y->rounds,
 	              (unsigned long)y->digests, (unsigned long)y->listings, (unsigned long)y->pushed,
 	              (unsigned long)y->pushed_bytes, (unsigned long)y->fetched,
-	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad);
+	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad,
+	              (unsigned long)y->debt_last, (unsigned long)y->debt_round);
 }

@@ -5,6 +5,8 @@
 #     kernel caches dropped) and warm (again, from the kernel's page cache);
 #   - the same file after a remount, from the mount's disk cache;
 #   - the same file through the client library without FUSE (cfs-cat);
+#   - the mount and cfs-cat again as plain ring clients (--bootstrap, no
+#     cfsd in between);
 #   - the same file served by nginx over loopback and fetched with curl;
 #   - whole-file download speed against the number of blocks in flight,
 #     1..64 (the shape of CFS Figure 6), through cfs-cat;
@@ -46,7 +48,7 @@ mount_fresh() {
 	if [ -n "$MOUNT_PID" ]; then
 		kill -TERM "$MOUNT_PID"; wait "$MOUNT_PID" || true; MOUNT_PID=
 	fi
-	"$BIN/cfs-mount" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$@" "$vol" "$mnt" \
+	"$BIN/cfs-mount" -f ${MOUNT_VIA:---data $TEST_DIR/node$M} --state-dir "$TEST_DIR/state" "$@" "$vol" "$mnt" \
 		>/dev/null 2>>"$TEST_DIR/mount.log" &
 	MOUNT_PID=$!
 	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted"; }
@@ -103,6 +105,15 @@ mount_fresh
 sync; echo 3 >/proc/sys/vm/drop_caches
 t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 12 "$vol" /big >/dev/null; plain=$(since "$t0")
 
+# ---- both again as plain ring clients: no cfsd between them and the ring
+boot="127.0.0.1:${CL_PORT[$M]}"
+MOUNT_VIA="--bootstrap $boot" mount_fresh
+t0=$(now); dd if="$mnt/big" of=/dev/null bs=1M status=none; ring_cold=$(since "$t0")
+cmp -s "$src/big" "$mnt/big" || fail "the plain-client mount read different bytes"
+mount_fresh
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); "$BIN/cfs-cat" --bootstrap "$boot" --window 12 "$vol" /big >/dev/null; ring_plain=$(since "$t0")
+
 # ---- nginx over loopback
 if ! command -v nginx >/dev/null || ! command -v curl >/dev/null; then
 	"$here/../../tools/ensure-deps.sh" nginx-light curl >/dev/null
@@ -144,12 +155,15 @@ printf '%-44s %8s %10s\n' "cfs-mount, cold (fresh mount, caches dropped)" "$cold
 printf '%-44s %8s %10s\n' "cfs-mount, warm (kernel page cache)" "$warm" "$(mbs $size "$warm")"
 printf '%-44s %8s %10s\n' "cfs-mount, remount, from its disk cache" "$remount" "$(mbs $size "$remount")"
 printf '%-44s %8s %10s\n' "client library, no FUSE (cfs-cat -w 12)" "$plain" "$(mbs $size "$plain")"
+printf '%-44s %8s %10s\n' "cfs-mount --bootstrap (no cfsd), cold" "$ring_cold" "$(mbs $size "$ring_cold")"
+printf '%-44s %8s %10s\n' "cfs-cat --bootstrap -w 12 (no cfsd)" "$ring_plain" "$(mbs $size "$ring_plain")"
 printf '%-44s %8s %10s\n' "nginx + curl over loopback, cold" "$http_cold" "$(mbs $size "$http_cold")"
 printf '%-44s %8s %10s\n' "nginx + curl over loopback, warm" "$http_warm" "$(mbs $size "$http_warm")"
-python3 - "$cold" "$plain" "$http_cold" <<'EOF'
+python3 - "$cold" "$plain" "$http_cold" "$ring_cold" "$ring_plain" <<'EOF'
 import sys
-m, p, h = map(float, sys.argv[1:])
-print("mount / plain client: %.0f %%  (aim >= 80 %%);  mount / nginx cold: %.0f %%  (aim >= 50 %%)" % (100 * p / m, 100 * h / m))
+m, p, h, rm, rp = map(float, sys.argv[1:])
+print("through cfsd:  mount / client library: %.0f %%  (aim >= 80 %%);  mount / nginx cold: %.0f %%  (aim >= 50 %%)" % (100 * p / m, 100 * h / m))
+print("plain client:  mount / client library: %.0f %%;  mount / nginx cold: %.0f %%" % (100 * rp / rm, 100 * h / rm))
 EOF
 echo "mount fetched $fetches blocks for $((size / 8192)) data blocks; the remount with a disk cache fetched $remount_fetches"
 

@@ -166,8 +166,19 @@ fi
 ok "after half the ring died, every block with a live replica was fetched"
 
 # ---- repair: every surviving block back to k copies
+debt_sum() { # copies the last whole sync round of every live daemon found missing
+	cluster_status_all "$TEST_DIR/debt"
+	cat "$TEST_DIR"/debt/*.json | python3 -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = t = 0
+while i < len(s):
+    o, i = dec.raw_decode(s, i); t += o["dhash"]["sync"]["debt_last_round"]
+    while i < len(s) and s[i].isspace(): i += 1
+print(t)'
+}
 start=$SECONDS
 cluster_wait_correct 60 || fail "the ring did not re-converge after half of it died"
+debt_at_convergence=$(debt_sum)
 cluster_wait_placement "$K" "$TEST_DIR/all.keys" 120 "$TEST_DIR/repair.json" short 0 ||
 	{ sync_summary; fail "surviving blocks not back to $K copies: $(cat "$TEST_DIR/repair.json")"; }
 took=$((SECONDS - start))
@@ -187,6 +198,10 @@ print("# repair after half the ring died: every surviving block back on its %d s
          t["fetched"], t["digests"], t["listings"], t["fetch_bad"]))
 PY
 ok "after half the ring died, every surviving block is back to $K copies within ${took}s"
+debt_zero() { [ "$(debt_sum)" -eq 0 ]; }
+wait_for 30 debt_zero ||
+	fail "cfsctl status still reports replication debt: $(debt_sum) copies missing in the last round"
+echo "# replication debt (cfsctl status, copies missing in the last whole sync round, summed): $debt_at_convergence when the ring re-converged, 0 after repair"
 
 # ---- a daemon away for a minute catches up by difference
 away=

@@ -26,14 +26,28 @@ t0=$SECONDS
 "$CFSCTL" --data "$TEST_DIR/node1" put --random "$BLOCKS" --size 1024 --seed 22 >"$TEST_DIR/b" || fail "puts (b)"
 cut -d' ' -f1 "$TEST_DIR/a" >"$TEST_DIR/a.keys"
 cut -d' ' -f1 "$TEST_DIR/b" >"$TEST_DIR/b.keys"
-"$CFSCTL" --data "$TEST_DIR/node2" refresh --lease-days 1 - <"$TEST_DIR/b.keys" >"$TEST_DIR/refresh" ||
+"$CFSCTL" --data "$TEST_DIR/node2" refresh --lease-days 2 - <"$TEST_DIR/b.keys" >"$TEST_DIR/refresh" ||
 	fail "refresh: $(grep -vc ' ok$' "$TEST_DIR/refresh") keys not refreshed"
 [ "$(grep -c ' ok$' "$TEST_DIR/refresh")" -eq "$BLOCKS" ] || fail "refresh did not answer every key"
 # Both sets were whole before the leases ran out: the test proves something.
 a_before=$(held_of "$TEST_DIR/a.keys")
 [ $((SECONDS - t0)) -lt 15 ] || fail "the puts and the refresh took too long for a 20 s lease"
 [ "$a_before" -eq "$BLOCKS" ] || fail "only $a_before of the $BLOCKS unrefreshed blocks were stored"
-echo "# $BLOCKS blocks put with a 20 s lease, $BLOCKS more put and refreshed to a day, in $((SECONDS - t0)) s"
+echo "# $BLOCKS blocks put with a 20 s lease, $BLOCKS more put and refreshed to two days, in $((SECONDS - t0)) s"
+# cfsctl status counts leases ending within a day (the unrefreshed copies)
+# and a week (those and the refreshed ones), against the copies held.
+a_copies=$(cat "$TEST_DIR"/held/*.keys | grep -cFxf "$TEST_DIR/a.keys" || true)
+b_copies=$(cat "$TEST_DIR"/held/*.keys | grep -cFxf "$TEST_DIR/b.keys" || true)
+read -r day week < <(cat "$TEST_DIR"/held/*.json | python3 -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = d = w = 0
+while i < len(s):
+    o, i = dec.raw_decode(s, i); e = o["dhash"]["leases_expiring"]; d += e["day"]; w += e["week"]
+    while i < len(s) and s[i].isspace(): i += 1
+print(d, w)')
+[ "$day" -eq "$a_copies" ] && [ "$week" -eq $((a_copies + b_copies)) ] ||
+	fail "status: $day leases ending within a day (want $a_copies), $week within a week (want $((a_copies + b_copies)))"
+echo "# cfsctl status: $day leases end within a day, $week within a week, as the copies held say"
 
 end=$((SECONDS + 60))
 while :; do

@@ -100,6 +100,7 @@ struct dhash_server {
 	struct sync_job *sync_jobs; /* this round's sessions, started in turn */
 	size_t sync_n, sync_next, sync_cap;
 	struct dhash_sync_stats sync;
+	int closing_handles;      /* dhash_server_free: close callbacks still due */
 	/* quotas (quota.c) */
 	uint8_t quota_secret[32];
 	uint64_t challenges;

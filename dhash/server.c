@@ -440,8 +440,9 @@ static void handle_closed(uv_handle_t *h)
 {
 	dhash_server_t *s = h->data;
 
-	if (h != (uv_handle_t *)&s->commit)
-		return; /* closed last: it frees */
+	/* libuv runs close callbacks in no promised order: the last frees. */
+	if (--s->closing_handles > 0)
+		return;
 	dhash_store_close(s->store);
 	dhash_cache_close(s->cache);
 	free(s->q);
@@ -456,6 +457,7 @@ void dhash_server_free(dhash_server_t *s)
 		commit(s); /* what was acknowledged nowhere yet is still written */
 	chord_set_has_block(s->chord, NULL, NULL);
 	sync_stop(s);
+	s->closing_handles = 3;
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->commit, handle_closed);

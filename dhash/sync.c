@@ -448,8 +448,10 @@ static void diff_listing(struct sync_session *se)
 	size_t nl, i = 0, j = 0;
 	struct cfs_id *mine = scan_all(se->s, &se->cur, &nl);
 
-	qsort(mine, nl, sizeof(*mine), id_cmp);
-	qsort(se->remote, se->nremote, sizeof(*se->remote), id_cmp);
+	if (nl) /* qsort must not see NULL, even for nothing */
+		qsort(mine, nl, sizeof(*mine), id_cmp);
+	if (se->nremote)
+		qsort(se->remote, se->nremote, sizeof(*se->remote), id_cmp);
 	while (i < nl || j < se->nremote) {
 		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(&mine[i], &se->remote[j]);
 		if (c < 0)

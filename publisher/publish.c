@@ -316,7 +316,8 @@ static int publish_dir(struct pub *p, int fd, const char *path, struct sfsro_ent
 		r = log_error_errno(-errno, "cannot read directory %s", path);
 		goto out;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n) /* an empty directory: names is NULL */
+		qsort(names, n, sizeof(*names), cmp_names);
 	e = xcalloc(n ? n : 1, sizeof(*e));
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct sfsro_entry *en = &e[ne];

@@ -82,7 +82,8 @@ static int enc_write(void *data, const char *p, size_t n)
 		e->over = true;
 		return -1;
 	}
-	memcpy(e->buf + e->size, p, n);
+	if (n) /* msgpack passes NULL for an empty bin */
+		memcpy(e->buf + e->size, p, n);
 	e->size += n;
 	return 0;
 }

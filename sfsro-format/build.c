@@ -72,7 +72,8 @@ static int cmp_entries(const void *a, const void *b)
 
 void sfsro_sort_entries(struct sfsro_entry *entries, size_t n)
 {
-	qsort(entries, n, sizeof(*entries), cmp_entries);
+	if (n) /* qsort must not see NULL, even for nothing */
+		qsort(entries, n, sizeof(*entries), cmp_entries);
 }
 
 int sfsro_build_dir(const struct sfsro_entry *entries, uint32_t n, uint32_t bsize,

@@ -137,14 +137,27 @@ static struct lreq *req_find(dhash_local_t *l, uint64_t id)
 	return l->slot[i];
 }
 
-/* Take q out of the table and call its callback with status (and reply m
- * when status is 0). */
-static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struct cfs_msg *m)
+/* Take q out of the table (its callback is the caller's to make). */
+static void req_take(dhash_local_t *l, struct lreq *q)
 {
 	uint32_t i = (uint32_t)q->id;
 
 	l->slot[i] = NULL;
 	l->free_list[l->nfree++] = i;
+}
+
+static void req_free(struct lreq *q)
+{
+	free(q->data);
+	free(q->bits);
+	free(q);
+}
+
+/* Take q out of the table and call its callback with status (and reply m
+ * when status is 0). */
+static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struct cfs_msg *m)
+{
+	req_take(l, q);
 	if (l->closing)
 		status = -ECANCELED;
 	switch (q->type) {
@@ -174,9 +187,7 @@ static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struc
 		q->bits_cb(q->arg, status, status == 0 ? m->data.p : NULL, q->n_keys);
 		break;
 	}
-	free(q->data);
-	free(q->bits);
-	free(q);
+	req_free(q);
 }
 
 static void fail_all(dhash_local_t *l, int status)
@@ -320,11 +331,9 @@ static void plain_got(void *arg, const struct dhash_get_result *r)
 
 	if (!q)
 		return;
-	uint32_t i = (uint32_t)q->id;
-	l->slot[i] = NULL;
-	l->free_list[l->nfree++] = i;
+	req_take(l, q);
 	q->get_cb(q->arg, r);
-	free(q);
+	req_free(q);
 }
 
 static void plain_put(void *arg, int status, const struct cfs_id *key)
@@ -357,13 +366,9 @@ static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t 
 	for (uint32_t j = 0; j < (q->n_keys + 7) / 8; j++)
 		any |= q->bits[j] != 0;
 	int st = any || !q->first_error ? 0 : q->first_error;
-	uint32_t slot = (uint32_t)q->id;
-	l->slot[slot] = NULL;
-	l->free_list[l->nfree++] = slot;
+	req_take(l, q);
 	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys);
-	free(q->data);
-	free(q->bits);
-	free(q);
+	req_free(q);
 }
 
 static struct pcall *pcall_new(dhash_local_t *l, const struct lreq *q, uint32_t i)

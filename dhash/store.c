@@ -408,28 +408,39 @@ static int delete_rec(dhash_store_t *s, const struct cfs_id *key, const struct d
 	return 0;
 }
 
-int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *ret_n)
+/* The lease index in order, up to max entries ending at or before until:
+ * their count, and their keys in keys when it is not NULL. */
+static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys, uint64_t max)
 {
 	uint8_t lo[9];
+	uint64_t n = 0;
+
+	lo[0] = P_LEASE;
+	put_be64(lo + 1, 0);
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
+	     leveldb_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > until)
+			break;
+		if (keys)
+			memcpy(keys[n].b, k + 9, CFS_ID_BYTES);
+		n++;
+	}
+	leveldb_iter_destroy(it);
+	return n;
+}
+
+int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *ret_n)
+{
 	uint32_t n = 0;
 	struct cfs_id keys[256];
 	int r = 0;
 
 	if (max > 256)
 		max = 256;
-	lo[0] = P_LEASE;
-	put_be64(lo + 1, 0);
-	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
-	uint32_t m = 0;
-	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && m < max;
-	     leveldb_iter_next(it)) {
-		size_t kl;
-		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > now)
-			break;
-		memcpy(keys[m++].b, k + 9, CFS_ID_BYTES);
-	}
-	leveldb_iter_destroy(it);
+	uint32_t m = (uint32_t)lease_walk(s, now, keys, max);
 	for (uint32_t i = 0; i < m; i++) {
 		struct dhash_rec old;
 		if ((r = dhash_store_get(s, &keys[i], &old)) < 0) {
@@ -449,22 +460,7 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 
 uint64_t dhash_store_expiring(dhash_store_t *s, uint64_t until, uint64_t max)
 {
-	uint8_t lo[9];
-	uint64_t n = 0;
-
-	lo[0] = P_LEASE;
-	put_be64(lo + 1, 0);
-	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
-	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
-	     leveldb_iter_next(it)) {
-		size_t kl;
-		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > until)
-			break;
-		n++;
-	}
-	leveldb_iter_destroy(it);
-	return n;
+	return lease_walk(s, until, NULL, max);
 }
 
 int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,

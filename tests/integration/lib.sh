@@ -56,6 +56,15 @@ start_cfsd() {
 		{ cat "$TEST_DIR/$name.log" >&2; fail "cfsd $name did not start"; }
 }
 
+# mount_cleanup: stop the cfs-mount whose PID is $MOUNT_PID (SIGTERM
+# unmounts it) and lazily unmount $mnt if it is still mounted.
+mount_cleanup() {
+	[ -n "$MOUNT_PID" ] && kill -TERM "$MOUNT_PID" 2>/dev/null
+	sleep 0.5
+	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt" 2>/dev/null
+	true
+}
+
 # expect_exit CODE COMMAND...: run it, check its exit status.
 expect_exit() {
 	local want=$1; shift

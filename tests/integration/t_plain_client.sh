@@ -27,12 +27,6 @@ unset CFS_BOOTSTRAP
 N=8
 mnt=$TEST_DIR/mnt
 MOUNT_PID=
-mount_cleanup() {
-	[ -n "$MOUNT_PID" ] && kill -TERM "$MOUNT_PID" 2>/dev/null
-	sleep 0.5
-	mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u -z "$mnt" 2>/dev/null
-	true
-}
 trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
 
 src=$TEST_DIR/src

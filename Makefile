@@ -23,6 +23,7 @@ BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc
 FUZZ_PKGS  := clang libclang-rt-14-dev
+EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
 ENSURE := tools/ensure-deps.sh
 
@@ -79,6 +80,10 @@ CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c
 CFSD_SRCS   := cfsd/cfsd.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
+# The evaluation testbed (tests/testbed/): its churn schedules are a library
+# so that the unit tests and the fuzzer reach them.
+TESTBED_LIB_SRCS := tests/testbed/churn.c
+TESTBED_SRCS := tests/testbed/cfs_testbed.c tests/testbed/nodes.c tests/testbed/workload.c
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -89,6 +94,7 @@ LIBDHASH  := $(B)/libdhash.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
 LIBFUSE   := $(B)/libcfsfuse.a
+LIBTESTBED := $(B)/libtestbed.a
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
@@ -97,6 +103,7 @@ $(LIBDHASH): $(call obj,$(DHASH_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
 $(LIBFUSE): $(call obj,$(FUSE_LIB_SRCS))
+$(LIBTESTBED): $(call obj,$(TESTBED_LIB_SRCS))
 
 $(B)/%.a:
 	@echo "  AR      $@"
@@ -109,15 +116,16 @@ $(B)/%.o: %.c $(B)/config.mk
 
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
-HARNESS  := $(B)/bin/cfs-ring
+HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
+$(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfsd $(B)/bin/cfsctl: LINK_LIBS = $(LEVELDB_LIBS)
+$(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-testbed: LINK_LIBS = $(LEVELDB_LIBS)
 $(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) $(LEVELDB_LIBS) -lpthread
 $(PROGRAMS) $(HARNESS):
@@ -140,7 +148,7 @@ $(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS) $(CRITERION_LIBS)
@@ -158,11 +166,12 @@ integration: $(PROGRAMS) $(HARNESS) | deps-test
 
 # Layering lint, Criterion's unit tests, then the shell-driven integration
 # tests, whose summary (with the logs of any failures) comes last.
-test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN)
+test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN) | deps-eval
 	$(Q)st=0; \
 	tools/lint.sh || st=1; \
 	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || st=1; \
 	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
+	tests/testbed/eval.sh $(CURDIR)/$(B)/bin quick $(CURDIR)/$(B)/eval-quick || st=1; \
 	exit $$st
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
@@ -196,6 +205,11 @@ fuzz-build: $(B)/config.mk
 	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
 	  $(FUZZ_TARGETS) build-fuzz/fuzz/gen-seeds
+
+# The churn schedule parser lives in the testbed's library.
+build-fuzz/fuzz/fuzz_churn: tests/fuzz/fuzz_churn.c build-fuzz/libtestbed.a build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
 # The directory store's index decoder needs the publisher library and what it links.
 build-fuzz/fuzz/fuzz_dirstore: tests/fuzz/fuzz_dirstore.c build-fuzz/libpublisher.a build-fuzz/libdhash.a \
@@ -260,6 +274,21 @@ bench-dhash: $(PROGRAMS) | deps-test
 bench-lookup: $(HARNESS)
 	$(Q)tests/bench/bench-lookup.sh $(CURDIR)/$(B)/bin/cfs-ring
 
+# ---------------------------------------------------------------- evaluation
+# make eval regenerates docs/EVALUATION.md and its plots (docs/eval/*.png)
+# from experiments run here (about an hour); make eval-quick runs every
+# experiment small (under ten minutes, part of make test) and checks that
+# each gives sane output. Raw output: build/eval/ and build/eval-quick/.
+.PHONY: eval eval-quick deps-eval
+deps-eval: $(B)/config.mk
+	$(Q)$(ENSURE) $(EVAL_PKGS)
+
+eval: $(HARNESS) | deps-eval
+	$(Q)tests/testbed/eval.sh $(CURDIR)/$(B)/bin full $(CURDIR)/$(B)/eval docs/EVALUATION.md docs/eval
+
+eval-quick: $(HARNESS) | deps-eval
+	$(Q)tests/testbed/eval.sh $(CURDIR)/$(B)/bin quick $(CURDIR)/$(B)/eval-quick
+
 # ---------------------------------------------------------------- demo
 .PHONY: demo
 demo: $(PROGRAMS)
@@ -297,6 +326,8 @@ help:
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
+	@echo "make eval           run the papers' experiments (about an hour), regenerate docs/EVALUATION.md"
+	@echo "make eval-quick     every experiment small (< 10 min, part of make test), output checked"
 	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"
 	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
 	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"

@@ -45,6 +45,9 @@ struct daemon {
 	uint64_t started_us;
 	uint64_t ctl_requests, ctl_malformed;
 	struct cfs_msg reply; /* large: not on the stack */
+	bool has_wan;             /* --netmodel: evaluation only */
+	struct cfs_wan wan;
+	struct cfs_wan_node wan_node;
 };
 
 static struct daemon D;
@@ -86,6 +89,10 @@ static const char usage_text[] =
 	"                          key) or none\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
+	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
+	"                          sent as a wide-area model says; SPEC is key=value,...\n"
+	"                          of seed=N, median-rtt=MS (default 130), loss=FRAC,\n"
+	"                          slow=FRAC, slow-ms=MS, matrix=FILE (off by default)\n"
 	"      --test-ring-order   for tests: a get asks the key's successors in ring order,\n"
 	"                          not nearest first\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
@@ -555,6 +562,7 @@ static const struct option opts[] = {
 	{ "cache-push", required_argument, NULL, 1016 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
+	{ "netmodel", required_argument, NULL, 1020 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -638,6 +646,17 @@ static void apply(struct settings *st, int c, const char *val)
 		break;
 	case 1005: D.dc.corrupt_fetches = true; break;
 	case 1019: D.dc.ring_order = true; break;
+	case 1020: {
+		/* The config file and the command line may both name one. */
+		struct cfs_wan w;
+		char err[512];
+		if (cfs_wan_parse(val, &w, err, sizeof(err)) < 0)
+			bad_usage("--netmodel: %s", err);
+		cfs_wan_free(&D.wan);
+		D.wan = w;
+		D.has_wan = true;
+		break;
+	}
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");
@@ -650,6 +669,27 @@ static void apply(struct settings *st, int c, const char *val)
 			bad_usage("--log-level wants error, warn, info or debug, not '%s'", val);
 		break;
 	}
+}
+
+/*
+ * --netmodel: every datagram this daemon sends passes the wide-area model
+ * as sent from D.addr, the address peers know us by and send to, so each
+ * daemon's view of a pair is the one its peer has (an unspecified bind
+ * address such as :: would name no place).
+ */
+static void install_netmodel(void)
+{
+	char desc[512];
+	struct cfs_netmodel m;
+
+	if (!D.has_wan)
+		return;
+	cfs_wan_node_init(&D.wan_node, &D.wan, &D.addr, D.wan.seed);
+	m = cfs_wan_ops(&D.wan_node);
+	cfs_transport_set_model(D.tr, &m);
+	cfs_wan_describe(&D.wan, desc, sizeof(desc));
+	log_warn("evaluation only: every datagram sent is delayed or dropped by a network model: %s%s",
+	         desc, cfs_wan_is_slow(&D.wan, &D.addr) ? "; this server is one of the slow" : "");
 }
 
 /* "name = value" lines; the values are kept for the life of the process. */
@@ -761,6 +801,7 @@ int main(int argc, char **argv)
 	if (cfs_addr_from_ip(&self, D.advertise, cfs_addr_port(&D.addr)) < 0)
 		return 1;
 	D.addr = self;
+	install_netmodel();
 	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
 		return 1;
 	char blocks[600];
@@ -798,6 +839,7 @@ int main(int argc, char **argv)
 	uv_run(D.loop, UV_RUN_DEFAULT);
 	uv_loop_close(D.loop);
 	close(D.lock_fd);
+	cfs_wan_free(&D.wan);
 	log_info("stopped");
 	return 0;
 }

@@ -66,6 +66,7 @@ struct op {
 	uint32_t ncand, next_cand;
 	uint32_t nfirst;          /* cand[nfirst..] are second tries of silent replicas */
 	uint32_t rpcs, timeouts, bad;
+	uint64_t lookup_us;       /* time spent in lookups (the rest is fetching) */
 	bool relooked;            /* a get's second lookup, after every candidate failed */
 	bool challenged;          /* a put answered a server's nonce challenge */
 	bool done;                /* finished; freed once its last call is back */
@@ -132,7 +133,7 @@ static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p
 	struct dhash_get_result r = {
 		.status = d->closing ? -ECANCELED : status, .kind = kind, .data = p, .len = len,
 		.rpcs = o->rpcs, .timeouts = o->timeouts, .bad_replies = o->bad,
-		.latency_us = cfs_now_us() - o->started_us,
+		.latency_us = cfs_now_us() - o->started_us, .lookup_us = o->lookup_us,
 	};
 
 	op_unlink(o);
@@ -553,6 +554,7 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 
 	o->rpcs += r->rpcs;
 	o->timeouts += r->timeouts;
+	o->lookup_us += r->latency_us;
 	if (o->d->closing) {
 		op_fail(o, -ECANCELED);
 		return;

@@ -112,6 +112,7 @@ struct dhash_get_result {
 	uint32_t timeouts;
 	uint32_t bad_replies;     /* replicas that sent bytes that do not verify */
 	uint64_t latency_us;
+	uint64_t lookup_us;       /* of latency_us, the part spent looking the key up */
 };
 typedef void (*dhash_get_cb)(void *arg, const struct dhash_get_result *r);
 /* status 0 once the key's successor acknowledged a durable write. */

@@ -34,6 +34,7 @@ struct node {
 	cfs_transport_t *tr;
 	chord_t *chord;
 	bool alive;
+	struct cfs_wan_node wan; /* --netmodel: this node's sends */
 };
 
 static struct {
@@ -55,12 +56,17 @@ static struct {
 	uint64_t rpcs, rpcs_sq, timeouts, hops, lat_sum;
 	struct cfs_hist lat;
 	uint32_t *per_lookup_rpcs;
+	bool has_wan;
+	struct cfs_wan wan;
 } S;
 
 static const char usage[] =
 	"usage: cfs-ring --nodes N [--vnodes V] [--base-port P] [--stabilize-ms MS] [--fix-ms MS] [--pns X]\n"
+	"                [--successors R]\n"
 	"                [--lookups L] [--mode MODE]... [--kill FRAC [--freeze]] [--seed S]\n"
-	"                [--converge-timeout S]\n";
+	"                [--converge-timeout S] [--netmodel SPEC]\n"
+	"--netmodel: evaluation only, every node's sends pass the wide-area model SPEC\n"
+	"(key=value,... of seed=N, median-rtt=MS, loss=FRAC, slow=FRAC, slow-ms=MS, matrix=FILE)\n";
 
 static void die_usage(const char *why)
 {
@@ -403,6 +409,8 @@ int main(int argc, char **argv)
 		{ "freeze", no_argument, NULL, 'f' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "converge-timeout", required_argument, NULL, 't' },
+		{ "netmodel", required_argument, NULL, 1000 },
+		{ "successors", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -421,7 +429,7 @@ int main(int argc, char **argv)
 	S.nsucc = 16;
 	S.window = 64;
 	cfs_log_init("cfs-ring", getenv("CFS_RING_DEBUG") ? CFS_LOG_DEBUG : CFS_LOG_WARN);
-	while ((c = getopt_long(argc, argv, "n:v:p:s:F:x:l:m:k:fS:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:v:p:s:F:x:l:m:k:fS:t:r:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': S.nn = (uint32_t)atoi(optarg); break;
 		case 'v': S.vnodes = (uint32_t)atoi(optarg); break;
@@ -429,6 +437,11 @@ int main(int argc, char **argv)
 		case 's': S.stabilize_ms = (uint32_t)atoi(optarg); break;
 		case 'F': fix_ms = (uint32_t)atoi(optarg); break;
 		case 'x': S.pns = (uint32_t)atoi(optarg); break;
+		case 'r':
+			S.nsucc = (uint32_t)atoi(optarg);
+			if (S.nsucc < 1 || S.nsucc > CHORD_SUCC_MAX)
+				die_usage("--successors wants 1..32");
+			break;
 		case 'l': lookups = (uint32_t)atoi(optarg); break;
 		case 'm':
 			if (nmodes >= 8 || chord_mode_parse(optarg, &modes[nmodes]) < 0)
@@ -439,6 +452,17 @@ int main(int argc, char **argv)
 		case 'f': freeze = true; break;
 		case 'S': seed = strtoull(optarg, NULL, 10); break;
 		case 't': converge_s = atof(optarg); break;
+		case 1000: {
+			char err[512], why[600];
+			if (S.has_wan)
+				die_usage("--netmodel is given twice");
+			if (cfs_wan_parse(optarg, &S.wan, err, sizeof(err)) < 0) {
+				snprintf(why, sizeof(why), "--netmodel: %s", err);
+				die_usage(why);
+			}
+			S.has_wan = true;
+			break;
+		}
 		case 'h': fputs(usage, stdout); return 0;
 		default: die_usage("bad option");
 		}
@@ -471,6 +495,12 @@ int main(int argc, char **argv)
 	if (fix_ms)
 		cc.fix_fingers_ms = fix_ms;
 	cc.pns = S.pns;
+	cc.nsucc = S.nsucc;
+	if (S.has_wan) {
+		char desc[512];
+		cfs_wan_describe(&S.wan, desc, sizeof(desc));
+		fprintf(stderr, "cfs-ring: network model: %s\n", desc);
+	}
 	for (uint32_t i = 0; i < S.nn; i++) {
 		struct cfs_transport_config tc;
 		struct cfs_addr self;
@@ -483,6 +513,12 @@ int main(int argc, char **argv)
 		}
 		if (cfs_addr_from_ip(&self, "127.0.0.1", tc.port) < 0)
 			return 1;
+		if (S.has_wan) {
+			/* Each node sends as itself: its own place, its own slowness. */
+			cfs_wan_node_init(&S.n[i].wan, &S.wan, &self, seed);
+			struct cfs_netmodel m = cfs_wan_ops(&S.n[i].wan);
+			cfs_transport_set_model(S.n[i].tr, &m);
+		}
 		cc.seed = seed * 1000003u + i;
 		if (chord_new(S.loop, S.n[i].tr, &self, &cc, &S.n[i].chord) < 0)
 			return 1;
@@ -575,5 +611,6 @@ int main(int argc, char **argv)
 		}
 	uv_run(S.loop, UV_RUN_DEFAULT);
 	free(S.all);
+	cfs_wan_free(&S.wan);
 	return rc;
 }

@@ -1,0 +1,441 @@
+/*
+ * cfs-testbed — the evaluation testbed (DESIGN §10, SPLAY's role): a ring
+ * of N whole DHash nodes on this machine, many per process, optionally
+ * under the wide-area network model, driven through a churn schedule while
+ * a workload runs; every operation and every churn event is recorded.
+ *
+ *   1. The schedule is resolved (--nodes N adds "at 0 join N" to the
+ *      script), the same seed always giving the same one.
+ *   2. The nodes that join at time 0 are started in generations that at
+ *      most double the ring, each generation waited on until every
+ *      successor, predecessor and finger table is right.
+ *   3. The workload's blocks are put.
+ *   4. The clock starts: the schedule's events are applied as their times
+ *      come, gets run at the workload's rate; or, for the hot-block, file
+ *      and placement workloads, the experiment runs.
+ *   5. Everything stops — on the schedule's end, --duration, or SIGINT /
+ *      SIGTERM — and the data directories are removed.
+ *
+ * Output: a human account on stderr; JSON objects (one per phase) on
+ * stdout; with --out DIR, DIR/ops.csv (one line per operation, see
+ * workload.c) and DIR/events.csv (t_ms,event,node,alive).
+ */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "tests/testbed/testbed.h"
+
+static const char usage[] =
+	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
+	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
+	"                   [--successors R] [--pns X] [--mode MODE] [--ring-order] [--hedge-ms MS]\n"
+	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS]\n"
+	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
+	"                   [--rate GETS_PER_S] [--fetches F] [--windows W1,W2,...] [--repeat R]\n"
+	"                   [--out DIR] [--dir DATADIR] [--base-port P] [--converge-timeout SEC]\n"
+	"                   [--print-schedule]\n"
+	"Starts a ring of DHash nodes in this process, replays the churn schedule,\n"
+	"runs the workload and records every operation. See docs/TESTBED.md.\n";
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "cfs-testbed: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	exit(2);
+}
+
+static double num(const char *s, const char *opt, double lo, double hi)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (!*s || *end || v < lo || v > hi) {
+		char m[128];
+		snprintf(m, sizeof(m), "%s wants a number in [%g, %g], not '%%s'", opt, lo, hi);
+		die_usage(m, s);
+	}
+	return v;
+}
+
+static uint32_t num_list(const char *s, const char *opt, uint32_t *ret, uint32_t max)
+{
+	uint32_t n = 0;
+	char buf[256], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			die_usage("too many values in '%s'", s);
+		ret[n++] = (uint32_t)num(t, opt, 1, 4096);
+	}
+	if (!n)
+		die_usage("an empty list: '%s'", s);
+	return n;
+}
+
+static char *read_file(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "r");
+	size_t cap = 4096, len = 0;
+	char *p;
+
+	if (!f) {
+		fprintf(stderr, "cfs-testbed: cannot read %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	p = xmalloc(cap);
+	for (size_t k; (k = fread(p + len, 1, cap - len, f)) > 0;) {
+		len += k;
+		if (len == cap)
+			p = realloc(p, cap *= 2);
+		if (!p)
+			abort();
+	}
+	fclose(f);
+	*ret_len = len;
+	return p;
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	if (TB.interrupted)
+		_exit(130); /* a second signal: the data directories stay */
+	fprintf(stderr, "cfs-testbed: %s: stopping every node\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	TB.interrupted = true;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(path) < 0 ? -1 : 0;
+}
+
+static uint64_t rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, res = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+/* ------------------------------------------------------------ the schedule */
+
+static struct churn_schedule sched;
+static size_t next_ev;
+
+static void event_apply(const struct churn_event *e)
+{
+	static const char *names[] = { "join", "leave", "fail" };
+
+	if (e->kind == CHURN_JOIN)
+		(void)tb_node_start(e->node);
+	else
+		tb_node_stop(e->node, e->kind == CHURN_LEAVE);
+	if (TB.events)
+		fprintf(TB.events, "%llu,%s,%u,%u\n", (unsigned long long)tb_now_ms(), names[e->kind],
+		        e->node, TB.nalive);
+}
+
+/* Start the nodes that join at time 0, in generations that at most
+ * double the ring; true when the ring came out right. */
+static bool build(double timeout_s)
+{
+	uint64_t t = cfs_now_us();
+	bool ok = true;
+
+	while (next_ev < sched.n && sched.ev[next_ev].t_ms == 0 && !TB.interrupted) {
+		uint32_t gen = TB.nalive ? TB.nalive : 1;
+		for (; gen && next_ev < sched.n && sched.ev[next_ev].t_ms == 0; gen--)
+			event_apply(&sched.ev[next_ev++]);
+		ok = tb_wait_ring(false, timeout_s);
+		fprintf(stderr, "cfs-testbed: %u nodes linked %s after %.1f s\n", TB.nalive,
+		        ok ? "correctly" : "NOT correctly", (double)(cfs_now_us() - t) / 1e6);
+		if (!ok)
+			break;
+	}
+	/* Fingers filled while the ring was a fraction of its size point at
+	 * valid but distant nodes: one more full pass (as cfs-ring does). */
+	for (uint32_t i = 0; i < TB.nslots && ok; i++)
+		if (TB.n[i].alive)
+			chord_refresh_fingers(TB.n[i].chord);
+	ok = ok && tb_wait_ring(true, timeout_s);
+	fprintf(stderr, "cfs-testbed: %u nodes %s after %.1f s\n", TB.nalive,
+	        ok ? "correct" : "NOT correct", (double)(cfs_now_us() - t) / 1e6);
+	printf("{\"phase\":\"build\",\"nodes\":%u,\"seconds\":%.1f,\"converged\":%s,"
+	       "\"wrong\":%u,\"kib_per_node\":%.1f}\n",
+	       TB.nalive, (double)(cfs_now_us() - t) / 1e6, ok ? "true" : "false", tb_ring_wrong(true),
+	       TB.nalive ? (double)rss_kib() / TB.nalive : 0);
+	fflush(stdout);
+	return ok;
+}
+
+static bool clock_done;
+static uint64_t end_ms;
+
+static void on_clock(uv_timer_t *t)
+{
+	uint64_t now = tb_now_ms();
+
+	while (next_ev < sched.n && sched.ev[next_ev].t_ms <= now)
+		event_apply(&sched.ev[next_ev++]);
+	if (now >= end_ms || TB.interrupted)
+		clock_done = true;
+}
+
+/* ------------------------------------------------------------ main */
+
+enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNODES_LIST,
+       O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
+       O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
+       O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP };
+
+static const struct option opts[] = {
+	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
+	{ "duration", 1, NULL, O_DURATION }, { "netmodel", 1, NULL, O_NETMODEL },
+	{ "vnodes", 1, NULL, O_VNODES }, { "vnodes-list", 1, NULL, O_VNODES_LIST },
+	{ "replicas", 1, NULL, O_REPLICAS }, { "successors", 1, NULL, O_SUCC },
+	{ "pns", 1, NULL, O_PNS }, { "mode", 1, NULL, O_MODE }, { "ring-order", 0, NULL, O_RING_ORDER },
+	{ "hedge-ms", 1, NULL, O_HEDGE }, { "caching", 0, NULL, O_CACHING },
+	{ "stabilize-ms", 1, NULL, O_STAB }, { "fix-ms", 1, NULL, O_FIX },
+	{ "workload", 1, NULL, O_WORKLOAD }, { "blocks", 1, NULL, O_BLOCKS },
+	{ "block-size", 1, NULL, O_BSIZE }, { "rate", 1, NULL, O_RATE },
+	{ "fetches", 1, NULL, O_FETCHES }, { "windows", 1, NULL, O_WINDOWS },
+	{ "repeat", 1, NULL, O_REPEAT }, { "out", 1, NULL, O_OUT }, { "dir", 1, NULL, O_DIR },
+	{ "base-port", 1, NULL, O_PORT }, { "converge-timeout", 1, NULL, O_CONVERGE },
+	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+};
+
+struct settings {
+	uint32_t nodes;
+	const char *churn, *out, *netmodel;
+	double duration, converge, speedup;
+	bool print;
+	struct tb_workload w;
+};
+
+static void parse_args(int argc, char **argv, struct settings *st)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_NODES: st->nodes = (uint32_t)num(optarg, "--nodes", 0, 100000); break;
+		case O_CHURN: st->churn = optarg; break;
+		case O_SEED: TB.seed = (uint64_t)num(optarg, "--seed", 0, 1e15); break;
+		case O_SPEEDUP: st->speedup = num(optarg, "--speedup", 0.001, 1000); break;
+		case O_DURATION: st->duration = num(optarg, "--duration", 0, 1e6); break;
+		case O_NETMODEL: st->netmodel = optarg; break;
+		case O_VNODES: TB.cc.vnodes = (uint32_t)num(optarg, "--vnodes", 1, CHORD_VNODES_MAX); break;
+		case O_VNODES_LIST:
+			TB.nvnodes_list = num_list(optarg, "--vnodes-list", TB.vnodes_list, 16);
+			break;
+		case O_REPLICAS: TB.dc.replicas = (uint32_t)num(optarg, "--replicas", 1, 16); break;
+		case O_SUCC: TB.cc.nsucc = (uint32_t)num(optarg, "--successors", 1, CHORD_SUCC_MAX); break;
+		case O_PNS: TB.cc.pns = (uint32_t)num(optarg, "--pns", 1, 64); break;
+		case O_MODE:
+			if (chord_mode_parse(optarg, &TB.dc.lookup_mode) < 0)
+				die_usage("unknown lookup mode '%s'", optarg);
+			break;
+		case O_RING_ORDER: TB.dc.ring_order = true; break;
+		case O_HEDGE: TB.dc.hedge_ms = (uint32_t)num(optarg, "--hedge-ms", 0, 60000); break;
+		case O_CACHING: TB.caching = true; break;
+		case O_STAB: TB.cc.stabilize_ms = (uint32_t)num(optarg, "--stabilize-ms", 10, 600000); break;
+		case O_FIX: TB.cc.fix_fingers_ms = (uint32_t)num(optarg, "--fix-ms", 10, 600000); break;
+		case O_WORKLOAD:
+			if (strcmp(optarg, "gets") && strcmp(optarg, "hot") && strcmp(optarg, "file") &&
+			    strcmp(optarg, "placement") && strcmp(optarg, "none"))
+				die_usage("unknown workload '%s'", optarg);
+			st->w.kind = optarg;
+			break;
+		case O_BLOCKS: st->w.blocks = (uint32_t)num(optarg, "--blocks", 0, 10000000); break;
+		case O_BSIZE: st->w.block_size = (uint32_t)num(optarg, "--block-size", 8, 60000); break;
+		case O_RATE: st->w.rate = num(optarg, "--rate", 0, 100000); break;
+		case O_FETCHES: st->w.fetches = (uint32_t)num(optarg, "--fetches", 1, 1000000); break;
+		case O_WINDOWS: st->w.nwindows = num_list(optarg, "--windows", st->w.windows, 16); break;
+		case O_REPEAT: st->w.repeat = (uint32_t)num(optarg, "--repeat", 1, 1000); break;
+		case O_OUT: st->out = optarg; break;
+		case O_DIR: TB.dir = optarg; break;
+		case O_PORT: TB.base_port = (uint16_t)num(optarg, "--base-port", 1024, 65535); break;
+		case O_CONVERGE: st->converge = num(optarg, "--converge-timeout", 1, 1e5); break;
+		case O_PRINT: st->print = true; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		default: die_usage("bad arguments%s", "");
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if (TB.dc.replicas > TB.cc.nsucc)
+		die_usage("--replicas exceeds --successors%s", "");
+	if (!st->nodes && !st->churn)
+		die_usage("give --nodes N, --churn SCRIPT or both%s", "");
+}
+
+static void load_schedule(const struct settings *st)
+{
+	char err[256], head[64];
+	size_t flen = 0, hlen;
+	char *file = st->churn ? read_file(st->churn, &flen) : NULL;
+
+	hlen = st->nodes ? (size_t)snprintf(head, sizeof(head), "at 0 join %u\n", st->nodes) : 0;
+	if (st->speedup > 0)
+		hlen += (size_t)snprintf(head + hlen, sizeof(head) - hlen, "speedup %g\n", st->speedup);
+	char *text = xmalloc(hlen + flen + 1);
+	memcpy(text, head, hlen);
+	if (flen)
+		memcpy(text + hlen, file, flen);
+	if (churn_parse(text, hlen + flen, TB.seed, &sched, err, sizeof(err)) < 0) {
+		/* Line numbers count the --nodes line too when there is one. */
+		fprintf(stderr, "cfs-testbed: %s: %s%s\n", st->churn ? st->churn : "--nodes", err,
+		        hlen ? " (counting --nodes and --speedup as the first lines)" : "");
+		exit(2);
+	}
+	free(text);
+	free(file);
+	TB.seed = sched.seed;
+}
+
+static void open_outputs(const char *out)
+{
+	char p[600];
+
+	if (!out)
+		return;
+	if (cfs_mkdir_p(out, 0755) < 0) {
+		fprintf(stderr, "cfs-testbed: cannot create %s\n", out);
+		exit(1);
+	}
+	snprintf(p, sizeof(p), "%s/ops.csv", out);
+	TB.ops = fopen(p, "w");
+	snprintf(p, sizeof(p), "%s/events.csv", out);
+	TB.events = fopen(p, "w");
+	if (!TB.ops || !TB.events) {
+		fprintf(stderr, "cfs-testbed: cannot write in %s\n", out);
+		exit(1);
+	}
+	fprintf(TB.ops, "t_ms,op,node,status,latency_ms,lookup_ms,rpcs,timeouts,alive,arg,oracle_ms\n");
+	fprintf(TB.events, "t_ms,event,node,alive\n");
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct settings st = { .converge = 300,
+	                       .w = { .kind = "gets", .block_size = 8192, .fetches = 100, .repeat = 1 } };
+	char tmpdir[] = "/dev/shm/cfs-testbed.XXXXXX";
+	uv_signal_t sigint, sigterm;
+	uv_timer_t clock;
+	int status = 0;
+
+	cfs_log_init("cfs-testbed", CFS_LOG_WARN);
+	chord_config_default(&TB.cc);
+	dhash_config_default(&TB.dc);
+	TB.dc.sync_ms = 5000;
+	TB.base_port = 20000;
+	TB.seed = 1;
+	parse_args(argc, argv, &st);
+	if (!st.w.nwindows)
+		st.w.windows[st.w.nwindows++] = 1;
+	load_schedule(&st);
+	if (st.print) {
+		int r = churn_write(&sched, stdout);
+		churn_free(&sched);
+		return r < 0 ? 1 : 0;
+	}
+	if (st.netmodel) {
+		char err[256];
+		if (cfs_wan_parse(st.netmodel, &TB.wan, err, sizeof(err)) < 0)
+			die_usage("--netmodel: %s", err);
+		TB.has_wan = true;
+		cfs_wan_describe(&TB.wan, err, sizeof(err));
+		fprintf(stderr, "cfs-testbed: network model: %s\n", err);
+	}
+	if ((uint64_t)TB.base_port + sched.slots > 65535)
+		die_usage("the schedule needs more ports than remain above --base-port%s", "");
+	if (cfs_crypto_init() < 0)
+		return 1;
+	raise_fd_limit();
+	if (!TB.dir) {
+		if (!mkdtemp(tmpdir)) {
+			fprintf(stderr, "cfs-testbed: cannot create %s: %s\n", tmpdir, strerror(errno));
+			return 1;
+		}
+		TB.dir = tmpdir;
+	}
+	open_outputs(st.out);
+
+	TB.loop = uv_default_loop();
+	cfs_rng_seed(&TB.rng, TB.seed);
+	TB.nslots = sched.slots;
+	TB.n = xcalloc(TB.nslots ? TB.nslots : 1, sizeof(TB.n[0]));
+	uint32_t maxv = TB.cc.vnodes;
+	for (uint32_t i = 0; i < TB.nvnodes_list; i++)
+		maxv = TB.vnodes_list[i] > maxv ? TB.vnodes_list[i] : maxv;
+	TB.ids = xcalloc((size_t)(TB.nslots ? TB.nslots : 1) * maxv, sizeof(TB.ids[0]));
+	uv_signal_init(TB.loop, &sigint);
+	uv_signal_init(TB.loop, &sigterm);
+	uv_signal_start(&sigint, on_signal, SIGINT);
+	uv_signal_start(&sigterm, on_signal, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "cfs-testbed: %zu events on %u slots, seed %llu, data in %s\n", sched.n,
+	        sched.slots, (unsigned long long)TB.seed, TB.dir);
+
+	if (!build(st.converge) || tb_workload_prepare(&st.w) < 0)
+		status = 1;
+	/* Time 0. */
+	TB.t0_us = cfs_now_us();
+	end_ms = sched.end_ms;
+	if (st.duration > 0)
+		end_ms = (uint64_t)(st.duration * 1000);
+	if (!status && !TB.interrupted) {
+		tb_workload_start(&st.w);
+		if (tb_workload_run(&st.w) < 0)
+			status = 1;
+		uv_timer_init(TB.loop, &clock);
+		uv_timer_start(&clock, on_clock, 10, 10);
+		while (!clock_done && end_ms > 0)
+			uv_run(TB.loop, UV_RUN_ONCE);
+		uv_close((uv_handle_t *)&clock, NULL);
+		tb_workload_stop();
+		tb_workload_summary(stdout);
+	}
+	printf("{\"phase\":\"end\",\"t_ms\":%llu,\"alive\":%u,\"rss_kib\":%llu,\"interrupted\":%s}\n",
+	       (unsigned long long)tb_now_ms(), TB.nalive, (unsigned long long)rss_kib(),
+	       TB.interrupted ? "true" : "false");
+	fflush(stdout);
+	tb_nodes_stop_all();
+	uv_close((uv_handle_t *)&sigint, NULL);
+	uv_close((uv_handle_t *)&sigterm, NULL);
+	uv_run(TB.loop, UV_RUN_DEFAULT);
+	if (TB.ops)
+		fclose(TB.ops);
+	if (TB.events)
+		fclose(TB.events);
+	if (TB.dir == tmpdir)
+		nftw(tmpdir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+	churn_free(&sched);
+	free(TB.n);
+	free(TB.ids);
+	if (TB.interrupted)
+		return 130;
+	return status;
+}

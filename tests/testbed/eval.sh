@@ -1,0 +1,138 @@
+#!/bin/bash
+# make eval / make eval-quick: run the papers' experiments on this machine
+# with cfs-ring (Chord alone, many nodes per process) and cfs-testbed (whole
+# DHash nodes, many per process, the network model, churn), then write the
+# report (tests/testbed/eval_report.py: tables, gnuplot PNGs, figures).
+#
+#   eval.sh BIN full|quick OUT [DOC PNGDIR]
+#
+# Each experiment's raw output stays in OUT/<experiment>/: the JSON phases
+# on stdout (RUN.json), the account on stderr (RUN.err) and, for testbed
+# runs, RUN/ops.csv and RUN/events.csv. Full sizes follow the papers; the
+# quick mode (CI) shrinks every ring and duration so that the whole run
+# stays well under ten minutes, and checks only that each experiment gives
+# sane output.
+set -euo pipefail
+BIN=$1 MODE=$2 OUT=$3 DOC=${4:-} PNG=${5:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+RING=$BIN/cfs-ring TB=$BIN/cfs-testbed
+rm -rf "$OUT"
+mkdir -p "$OUT"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port=24000
+started=$(date +%s)
+# run EXPERIMENT RUN PROGRAM ARGS...: one run, its output kept; a failed
+# run is reported and recorded (the report shows it), not fatal.
+run() {
+	local exp=$1 name=$2 prog=$3; shift 3
+	local dir=$OUT/$exp
+	mkdir -p "$dir"
+	local extra=()
+	[ "$prog" = "$TB" ] && extra=(--out "$dir/$name")
+	local t=$(date +%s)
+	printf '  %-10s %-22s ' "$exp" "$name"
+	"$prog" --base-port $port "${extra[@]}" "$@" >"$dir/$name.json" 2>"$dir/$name.err" &
+	pids+=($!)
+	local st=0
+	wait $! || st=$?
+	pids=("${pids[@]:0:${#pids[@]}-1}")
+	port=$((port + 2000 > 60000 ? 24000 : port + 2000))
+	if [ $st -ne 0 ]; then
+		echo "FAILED (exit $st, $(( $(date +%s) - t )) s): $(tail -1 "$dir/$name.err")"
+		echo "$st" >"$dir/$name.failed"
+	else
+		echo "$(( $(date +%s) - t )) s"
+	fi
+}
+
+if [ "$MODE" = full ]; then
+	SIZES="16 64 256 1024 4096"; LOOKUPS=10000
+	KILL_N=1000; KILLS="0.1 0.2 0.3 0.4 0.5"
+	VN_N=64; VN_BLOCKS=10000; HOT_N=1000; HOT_FETCHES=200
+	LAT_N=100; LAT_S=120; LAT_RATE=10; LAT_BLOCKS=1000
+	CHURN_N=100; CHURN_SPEEDUP=1; CHURN_RATE=10
+	FILE_N=100; WINDOWS=1,2,3,4,6,8,12,16,24,32; FILE_REPEAT=5
+	HEDGE=250
+else
+	SIZES="16 64 128"; LOOKUPS=2000
+	KILL_N=128; KILLS="0.2 0.5"
+	VN_N=16; VN_BLOCKS=1000; HOT_N=48; HOT_FETCHES=40
+	LAT_N=24; LAT_S=12; LAT_RATE=10; LAT_BLOCKS=100
+	CHURN_N=24; CHURN_SPEEDUP=10; CHURN_RATE=20
+	FILE_N=24; WINDOWS=1,4,16; FILE_REPEAT=1
+	HEDGE=250
+fi
+echo "eval ($MODE): raw output in $OUT"
+
+# CFS Fig. 9: RPCs per lookup against N (and memory per node).
+for n in $SIZES; do
+	stab=1000 fix=500
+	[ "$n" -ge 1024 ] && stab=2000 fix=2000
+	[ "$n" -ge 4096 ] && stab=4000 fix=4000
+	run fig9 "n$n" "$RING" --nodes "$n" --stabilize-ms $stab --fix-ms $fix --lookups $LOOKUPS \
+		--mode iterative --mode recursive --converge-timeout 3000
+done
+
+# CFS Fig. 13-15: lookups right after a fraction of the ring failed, before
+# stabilisation can repair anything (k = 6 successors).
+for f in $KILLS; do
+	run fig13 "kill$f" "$RING" --nodes $KILL_N --successors 6 --lookups $LOOKUPS --mode iterative \
+		--kill "$f" --freeze --converge-timeout 3000
+done
+
+# CFS Fig. 10 and 12: key space and blocks per physical server.
+for v in 1 6 24; do
+	run fig10 "v$v" "$TB" --nodes $VN_N --vnodes $v --replicas 1 --workload placement \
+		--blocks $VN_BLOCKS
+done
+run fig12 vlist "$TB" --nodes 7 --vnodes-list 1,2,4,8,16,32,64 --replicas 1 --workload placement \
+	--blocks $VN_BLOCKS
+
+# CFS Fig. 11: successive fetches of one hot block, caching on.
+run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches $HOT_FETCHES
+
+# DHash++ Fig. 4/12: get latency under the network model as each technique
+# is switched on in turn.
+lat() { # EXPERIMENT RUN ARGS...: gets for LAT_S seconds
+	run "$@" --nodes $LAT_N --workload gets --blocks $LAT_BLOCKS --rate $LAT_RATE --duration $LAT_S
+}
+NET=median-rtt=130
+lat dhashpp base "$TB" --netmodel $NET --mode iterative --pns 1 --ring-order
+lat dhashpp recursive "$TB" --netmodel $NET --mode recursive --pns 1 --ring-order
+lat dhashpp pns "$TB" --netmodel $NET --mode recursive --pns 16 --ring-order
+lat dhashpp nearest "$TB" --netmodel $NET --mode recursive --pns 16
+
+# OpenDHT Table 1: 5 % slow nodes; routing rules, iterative, hedged gets.
+SLOW=median-rtt=130,slow=0.05
+lat opendht rec-greedy "$TB" --netmodel $SLOW --mode recursive,greedy
+lat opendht rec-cost "$TB" --netmodel $SLOW --mode recursive,cost
+lat opendht rec-nonlinear "$TB" --netmodel $SLOW --mode recursive,nonlinear
+lat opendht iter-nonlinear "$TB" --netmodel $SLOW --mode iterative,nonlinear
+lat opendht rec-nonlinear-hedged "$TB" --netmodel $SLOW --mode recursive,nonlinear \
+	--hedge-ms $HEDGE
+
+# Tapestry Fig. 19-22, SPLAY Fig. 10: gets through failures, a flash crowd
+# and steady churn (no network model: Tapestry ran these on a cluster).
+for s in massive-failure flash-crowd churn1 churn2; do
+	run churn "$s" "$TB" --nodes $CHURN_N --churn "$HERE/$s.txt" --speedup $CHURN_SPEEDUP \
+		--workload gets --blocks $LAT_BLOCKS --rate $CHURN_RATE
+done
+
+# CFS Fig. 6: a 1 MB file downloaded with prefetch windows, with and
+# without server selection, under the network model.
+run fig6 selection "$TB" --nodes $FILE_N --netmodel $NET --workload file --blocks 128 \
+	--windows $WINDOWS --repeat $FILE_REPEAT
+run fig6 no-selection "$TB" --nodes $FILE_N --netmodel $NET --ring-order --workload file \
+	--blocks 128 --windows $WINDOWS --repeat $FILE_REPEAT
+
+echo "eval ($MODE): experiments took $(( $(date +%s) - started )) s"
+args=("$OUT" --mode "$MODE")
+[ -n "$DOC" ] && args+=(--doc "$DOC" --png-dir "$PNG")
+python3 "$HERE/eval_report.py" "${args[@]}"

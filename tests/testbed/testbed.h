@@ -1,0 +1,112 @@
+/*
+ * cfs-testbed internals: many DHash nodes in one process (each its own UDP
+ * socket, chord_t, LevelDB block store and client), a churn schedule that
+ * starts and stops them, and workloads that record every operation.
+ *
+ * nodes.c     node lifetime, request dispatch, the ring's truth, convergence
+ * workload.c  puts, gets at a rate, a hot block, a whole file, placement
+ * cfs_testbed.c  options, the clock that replays the schedule, records, exit
+ */
+#ifndef CFS_TESTBED_H
+#define CFS_TESTBED_H
+
+#include <stdio.h>
+
+#include "dhash/dhash.h"
+#include "tests/testbed/churn.h"
+
+struct tb_node {
+	uint32_t slot;
+	bool alive;               /* started and not stopped */
+	bool leaving;             /* a graceful leave in progress */
+	uint16_t port;
+	cfs_transport_t *tr;
+	chord_t *chord;
+	dhash_server_t *dh;
+	dhash_client_t *cl;
+	struct cfs_wan_node wan;
+	uint64_t joined_ms;       /* on the run's clock */
+	char cache_dir[560];      /* its server's cache (the server keeps the pointer) */
+};
+
+struct tb {
+	uv_loop_t *loop;
+	/* configuration */
+	const char *dir;          /* data directories, one per slot */
+	uint16_t base_port;
+	struct chord_config cc;
+	struct dhash_config dc;
+	uint32_t vnodes_list[16]; /* when set: slot i runs vnodes_list[i % n] */
+	uint32_t nvnodes_list;
+	uint32_t max_vnodes;      /* of all slots (sizes the ID array) */
+	bool caching;             /* each node keeps a cache of others' blocks */
+	bool has_wan;
+	struct cfs_wan wan;
+	uint64_t seed;
+	/* nodes, by slot */
+	struct tb_node *n;
+	uint32_t nslots;
+	uint32_t nalive;
+	struct cfs_rng rng;
+	/* the live virtual-server IDs, sorted (the truth lookups are checked against) */
+	struct tb_vid { struct cfs_id id; uint32_t slot; } *ids;
+	size_t nids;
+	bool ids_stale;
+	/* the clock */
+	uint64_t t0_us;           /* time 0 of the schedule */
+	bool interrupted;
+	FILE *ops;                /* ops.csv */
+	FILE *events;             /* events.csv */
+};
+
+extern struct tb TB;
+
+/* ---- nodes.c */
+int tb_node_start(uint32_t slot);
+/* Graceful leave (chord_leave, then free) or crash (nothing told). */
+void tb_node_stop(uint32_t slot, bool graceful);
+void tb_nodes_stop_all(void);
+/* A random live node, or NULL when none is. */
+struct tb_node *tb_random_node(void);
+/* The true successor of key among the live nodes (NULL: none live). */
+const struct cfs_id *tb_true_succ(const struct cfs_id *key);
+/* How many live virtual servers have a wrong successor or predecessor (or,
+ * with settled, have not filled their fingers yet). */
+uint32_t tb_ring_wrong(bool settled);
+/* Run the loop for ms milliseconds (or until interrupted). */
+void tb_run_ms(uint64_t ms);
+/* Run until tb_ring_wrong(settled) is 0 (checked every 200 ms) or
+ * timeout_s; true when it is. */
+bool tb_wait_ring(bool settled, double timeout_s);
+/* Milliseconds since time 0 of the schedule. */
+uint64_t tb_now_ms(void);
+/* The physical node (slot) owning a live virtual-server ID, or UINT32_MAX. */
+uint32_t tb_owner(const struct cfs_id *id);
+/* The oracle's get (OpenDHT Table 1): one round trip from `from` to the
+ * nearest of the key's k replicas (its first k distinct live successors)
+ * under the network model; 0 without one. */
+uint64_t tb_oracle_us(const struct tb_node *from, const struct cfs_id *key, uint32_t k);
+
+/* ---- workload.c */
+struct tb_workload {
+	const char *kind;         /* gets | hot | file | placement | none */
+	uint32_t blocks;          /* blocks put before the clock starts */
+	uint32_t block_size;
+	double rate;              /* gets per second while the schedule runs */
+	uint32_t fetches;         /* hot: successive fetches */
+	uint32_t windows[16];     /* file: prefetch windows to try */
+	uint32_t nwindows;
+	uint32_t repeat;          /* file: downloads per window */
+};
+/* Put the workload's blocks (before time 0); -errno when too many fail. */
+int tb_workload_prepare(const struct tb_workload *w);
+/* Start what runs on the clock (gets at a rate). */
+void tb_workload_start(const struct tb_workload *w);
+void tb_workload_stop(void);
+/* Run the workloads that are experiments of their own (hot, file,
+ * placement) after time 0; prints their summaries. */
+int tb_workload_run(const struct tb_workload *w);
+/* Print the per-run summary of the gets as one JSON object. */
+void tb_workload_summary(FILE *f);
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * The testbed's workloads. Every operation is one line of ops.csv:
+ *   t_ms,op,node,status,latency_ms,lookup_ms,rpcs,timeouts,alive,arg,oracle_ms
+ * (t_ms when it ended, on the schedule's clock; alive: live nodes then;
+ * arg: the fetch's sequence number, or the download's window; oracle_ms:
+ * under the network model, one round trip to the nearest replica).
+ *
+ *  gets       blocks put before time 0, then gets of random ones from
+ *             random live nodes at a fixed rate while the schedule runs
+ *             (the success rate over time under churn: Tapestry Fig.
+ *             19-22, SPLAY Fig. 10; get latency: DHash++, OpenDHT)
+ *  hot        one block, then successive fetches from random nodes, one
+ *             at a time (CFS Fig. 11: caching along the lookup path)
+ *  file       a file of blocks downloaded whole from one node with w
+ *             blocks in flight, for each window w (CFS Fig. 6)
+ *  placement  blocks put, then each physical node's share of the key
+ *             space and the blocks it stores (CFS Fig. 10 and 12)
+ *
+ * Blocks are content-hash blocks of random bytes: a get succeeds only with
+ * bytes that hash to the key (the client verifies), so success is checked.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testbed/testbed.h"
+
+static struct {
+	struct cfs_id *keys;
+	uint32_t nkeys;
+	/* puts */
+	uint32_t put_next, put_inflight, put_ok, put_failed;
+	uint32_t block_size;
+	/* gets at a rate */
+	uv_timer_t timer;
+	bool running;
+	double rate, owed;
+	uint32_t inflight;
+	uint64_t gets, gets_ok;
+	struct cfs_hist lat_us, lookup_us, oracle_us;
+	uint64_t rpcs, timeouts;
+	/* a serial chain (hot) or a window (file) */
+	uint32_t seq, total, window, chain_inflight, chain_done, chain_failed;
+	struct tb_node *from;
+	uint64_t chain_rpcs, chain_bytes;
+	bool chain_end;
+} W;
+
+static void record(const char *op, const struct tb_node *n, int status,
+                   const struct dhash_get_result *r, uint64_t arg, uint64_t oracle_us)
+{
+	if (!TB.ops)
+		return;
+	fprintf(TB.ops, "%llu,%s,%u,%d,%.3f,%.3f,%u,%u,%u,%llu,%.3f\n", (unsigned long long)tb_now_ms(),
+	        op, n ? n->slot : 0, status, r ? (double)r->latency_us / 1000 : 0,
+	        r ? (double)r->lookup_us / 1000 : 0, r ? r->rpcs : 0, r ? r->timeouts : 0, TB.nalive,
+	        (unsigned long long)arg, (double)oracle_us / 1000);
+}
+
+/* ------------------------------------------------------------ puts */
+
+static void put_issue(void);
+
+static void put_done(void *arg, int status, const struct cfs_id *key)
+{
+	W.put_inflight--;
+	if (status == 0)
+		W.put_ok++;
+	else
+		W.put_failed++;
+	put_issue();
+}
+
+static void put_issue(void)
+{
+	uint8_t *p = xmalloc(W.block_size);
+
+	while (W.put_next < W.nkeys && W.put_inflight < 32) {
+		struct tb_node *n = tb_random_node();
+		if (!n)
+			break;
+		for (uint32_t i = 0; i + 8 <= W.block_size; i += 8) {
+			uint64_t x = cfs_rng_next(&TB.rng);
+			memcpy(p + i, &x, 8);
+		}
+		if (dhash_block_key(DHASH_KIND_CHASH, p, W.block_size, &W.keys[W.put_next]) < 0 ||
+		    dhash_put(n->cl, DHASH_KIND_CHASH, p, W.block_size, 0, put_done, NULL) < 0) {
+			W.put_failed++;
+			W.put_next++;
+			continue;
+		}
+		W.put_next++;
+		W.put_inflight++;
+	}
+	free(p);
+}
+
+int tb_workload_prepare(const struct tb_workload *w)
+{
+	uint64_t t = cfs_now_us();
+
+	W.nkeys = w->blocks;
+	W.block_size = w->block_size;
+	cfs_hist_reset(&W.lat_us);
+	cfs_hist_reset(&W.lookup_us);
+	cfs_hist_reset(&W.oracle_us);
+	if (!W.nkeys)
+		return 0;
+	W.keys = xcalloc(W.nkeys, sizeof(W.keys[0]));
+	put_issue();
+	while ((W.put_inflight || W.put_next < W.nkeys) && !TB.interrupted) {
+		tb_run_ms(100);
+		put_issue();
+	}
+	fprintf(stderr, "cfs-testbed: put %u blocks of %u bytes in %.1f s (%u failed)\n", W.put_ok,
+	        W.block_size, (double)(cfs_now_us() - t) / 1e6, W.put_failed);
+	if (W.put_failed > W.nkeys / 100)
+		return -EIO;
+	return TB.interrupted ? -EINTR : 0;
+}
+
+/* ------------------------------------------------------------ gets at a rate */
+
+struct rate_get {
+	struct tb_node *n;
+	uint64_t oracle_us;
+};
+
+static void rate_get_done(void *arg, const struct dhash_get_result *r)
+{
+	struct rate_get g = *(struct rate_get *)arg;
+	struct tb_node *n = g.n;
+
+	free(arg);
+	W.inflight--;
+	if (r->status == -ECANCELED)
+		return;
+	if (g.oracle_us)
+		cfs_hist_add(&W.oracle_us, g.oracle_us);
+	W.gets++;
+	if (r->status == 0) {
+		W.gets_ok++;
+		cfs_hist_add(&W.lat_us, r->latency_us);
+		cfs_hist_add(&W.lookup_us, r->lookup_us);
+	}
+	W.rpcs += r->rpcs;
+	W.timeouts += r->timeouts;
+	record("get", n, r->status, r, 0, g.oracle_us);
+}
+
+static void on_rate_tick(uv_timer_t *t)
+{
+	W.owed += W.rate / 100;
+	while (W.owed >= 1) {
+		W.owed -= 1;
+		struct tb_node *n = tb_random_node();
+		if (!n || !W.nkeys)
+			return;
+		const struct cfs_id *key = &W.keys[cfs_rng_next(&TB.rng) % W.nkeys];
+		struct rate_get *g = xmalloc(sizeof(*g));
+		g->n = n;
+		g->oracle_us = tb_oracle_us(n, key, TB.dc.replicas);
+		if (dhash_get(n->cl, key, rate_get_done, g) == 0) {
+			W.inflight++;
+		} else {
+			record("get", n, -EAGAIN, NULL, 0, g->oracle_us);
+			free(g);
+		}
+	}
+}
+
+void tb_workload_start(const struct tb_workload *w)
+{
+	if (strcmp(w->kind, "gets") || w->rate <= 0)
+		return;
+	W.rate = w->rate;
+	uv_timer_init(TB.loop, &W.timer);
+	uv_timer_start(&W.timer, on_rate_tick, 10, 10);
+	W.running = true;
+}
+
+void tb_workload_stop(void)
+{
+	if (!W.running)
+		return;
+	uv_close((uv_handle_t *)&W.timer, NULL);
+	W.running = false;
+}
+
+void tb_workload_summary(FILE *f)
+{
+	fprintf(f, "{\"phase\":\"gets\",\"gets\":%llu,\"ok\":%llu,\"failed\":%llu,"
+	        "\"p50_ms\":%.2f,\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"mean_ms\":%.2f,"
+	        "\"lookup_p50_ms\":%.2f,\"rpcs_per_get\":%.3f,\"timeouts_per_get\":%.3f,"
+	        "\"oracle_p50_ms\":%.2f,\"oracle_p99_ms\":%.2f,\"oracle_mean_ms\":%.2f}\n",
+	        (unsigned long long)W.gets, (unsigned long long)W.gets_ok,
+	        (unsigned long long)(W.gets - W.gets_ok),
+	        (double)cfs_hist_quantile(&W.lat_us, 0.5) / 1000,
+	        (double)cfs_hist_quantile(&W.lat_us, 0.9) / 1000,
+	        (double)cfs_hist_quantile(&W.lat_us, 0.99) / 1000,
+	        cfs_hist_mean(&W.lat_us) / 1000,
+	        (double)cfs_hist_quantile(&W.lookup_us, 0.5) / 1000,
+	        W.gets ? (double)W.rpcs / (double)W.gets : 0,
+	        W.gets ? (double)W.timeouts / (double)W.gets : 0,
+	        (double)cfs_hist_quantile(&W.oracle_us, 0.5) / 1000,
+	        (double)cfs_hist_quantile(&W.oracle_us, 0.99) / 1000, cfs_hist_mean(&W.oracle_us) / 1000);
+}
+
+/* ------------------------------------------------------------ hot block */
+
+static void hot_next(void);
+
+static void hot_done(void *arg, const struct dhash_get_result *r)
+{
+	struct tb_node *n = arg;
+
+	W.chain_inflight--;
+	if (r->status == -ECANCELED)
+		return;
+	record("hot", n, r->status, r, W.seq, 0);
+	W.chain_rpcs += r->rpcs;
+	W.chain_failed += r->status != 0;
+	W.seq++;
+	hot_next();
+}
+
+static void hot_next(void)
+{
+	if (W.seq >= W.total) {
+		W.chain_end = true;
+		return;
+	}
+	struct tb_node *n = tb_random_node();
+	if (!n || dhash_get(n->cl, &W.keys[0], hot_done, n) < 0) {
+		W.chain_end = true;
+		return;
+	}
+	W.chain_inflight++;
+}
+
+/* ------------------------------------------------------------ whole file */
+
+static void file_issue(void);
+
+static void file_done(void *arg, const struct dhash_get_result *r)
+{
+	W.chain_inflight--;
+	if (r->status == -ECANCELED)
+		return;
+	W.chain_done++;
+	W.chain_failed += r->status != 0;
+	W.chain_bytes += r->status == 0 ? r->len : 0;
+	W.chain_rpcs += r->rpcs;
+	file_issue();
+}
+
+static void file_issue(void)
+{
+	while (W.seq < W.total && W.chain_inflight < W.window) {
+		if (dhash_get(W.from->cl, &W.keys[W.seq], file_done, NULL) < 0) {
+			W.chain_failed++;
+			W.chain_done++;
+		} else {
+			W.chain_inflight++;
+		}
+		W.seq++;
+	}
+	if (W.chain_done == W.total)
+		W.chain_end = true;
+}
+
+static int file_run(const struct tb_workload *w)
+{
+	printf("{\"phase\":\"file\",\"blocks\":%u,\"block_size\":%u,\"rows\":[", W.nkeys, W.block_size);
+	for (uint32_t i = 0; i < w->nwindows && !TB.interrupted; i++) {
+		for (uint32_t rep = 0; rep < w->repeat && !TB.interrupted; rep++) {
+			memset(&W.seq, 0, sizeof(W) - offsetof(typeof(W), seq));
+			W.total = W.nkeys;
+			W.window = w->windows[i];
+			W.from = tb_random_node();
+			uint64_t t = cfs_now_us();
+			file_issue();
+			while (!W.chain_end && !TB.interrupted)
+				tb_run_ms(5);
+			double s = (double)(cfs_now_us() - t) / 1e6;
+			double kbs = (double)W.chain_bytes / 1000 / s;
+			struct dhash_get_result r = { .latency_us = (uint64_t)(s * 1e6), .rpcs = (uint32_t)W.chain_rpcs };
+			record("file", W.from, -(int)W.chain_failed, &r, W.window, 0);
+			printf("%s{\"window\":%u,\"node\":%u,\"seconds\":%.3f,\"kbytes_per_s\":%.1f,\"failed\":%u}",
+			       i + rep ? "," : "", W.window, W.from->slot, s, kbs, W.chain_failed);
+			fprintf(stderr, "cfs-testbed: window %2u: %.1f KB/s (%u failed)\n", W.window, kbs,
+			        W.chain_failed);
+		}
+	}
+	printf("]}\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* Blocks stored by one node: its server's keys, counted page by page. */
+static uint64_t stored_blocks(struct tb_node *n)
+{
+	struct cfs_id keys[512], after;
+	uint64_t total = 0;
+	bool more = true, first = true;
+
+	while (more) {
+		uint32_t k = dhash_server_keys(n->dh, first ? NULL : &after, keys, 512, &more);
+		if (!k)
+			break;
+		total += k;
+		after = keys[k - 1];
+		first = false;
+	}
+	return total;
+}
+
+static int placement_run(void)
+{
+	static const struct cfs_id zero;
+	double *share = xcalloc(TB.nslots, sizeof(*share));
+
+	/* Each virtual server owns the arc from the live ID before it. */
+	tb_true_succ(&zero); /* brings TB.ids up to date */
+	for (size_t j = 0; j < TB.nids; j++) {
+		struct cfs_id d;
+		uint32_t o = TB.ids[j].slot;
+		cfs_id_sub(&d, &TB.ids[j].id, &TB.ids[j ? j - 1 : TB.nids - 1].id);
+		if (o != UINT32_MAX)
+			share[o] += TB.nids == 1 ? 1.0 : cfs_id_to_unit(&d);
+	}
+	printf("{\"phase\":\"placement\",\"blocks\":%u,\"rows\":[", W.nkeys);
+	bool comma = false;
+	for (uint32_t i = 0; i < TB.nslots; i++) {
+		if (!TB.n[i].alive)
+			continue;
+		printf("%s{\"node\":%u,\"vnodes\":%u,\"share\":%.6f,\"stored\":%llu}", comma ? "," : "", i,
+		       chord_vnode_count(TB.n[i].chord), share[i],
+		       (unsigned long long)stored_blocks(&TB.n[i]));
+		comma = true;
+	}
+	printf("]}\n");
+	free(share);
+	return 0;
+}
+
+int tb_workload_run(const struct tb_workload *w)
+{
+	if (!strcmp(w->kind, "hot")) {
+		memset(&W.seq, 0, sizeof(W) - offsetof(typeof(W), seq));
+		W.total = w->fetches;
+		hot_next();
+		while (!W.chain_end && !TB.interrupted)
+			tb_run_ms(5);
+		printf("{\"phase\":\"hot\",\"fetches\":%u,\"failed\":%u,\"rpcs_mean\":%.3f}\n", W.seq,
+		       W.chain_failed, W.seq ? (double)W.chain_rpcs / W.seq : 0);
+		return W.chain_failed ? -EIO : 0;
+	}
+	if (!strcmp(w->kind, "file"))
+		return file_run(w);
+	if (!strcmp(w->kind, "placement"))
+		return placement_run();
+	return 0;
+}

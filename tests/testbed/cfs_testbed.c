@@ -327,14 +327,26 @@ static void open_outputs(const char *out)
 	fprintf(TB.events, "t_ms,event,node,alive\n");
 }
 
-static void raise_fd_limit(void)
+/* Every node holds a socket and a few LevelDB files open (about five
+ * descriptors; ten with --caching): thousands of nodes need more than the
+ * usual limit. Root may raise the hard limit too. */
+static void raise_fd_limit(uint32_t nodes)
 {
 	struct rlimit rl;
+	rlim_t want = (rlim_t)nodes * (TB.caching ? 12 : 6) + 256;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	if (rl.rlim_max < want) {
+		struct rlimit up = { want, want };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
 	}
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < want)
+		fprintf(stderr, "cfs-testbed: warning: %llu file descriptors allowed, %u nodes may need %llu\n",
+		        (unsigned long long)rl.rlim_cur, nodes, (unsigned long long)want);
 }
 
 int main(int argc, char **argv)
@@ -366,6 +378,12 @@ int main(int argc, char **argv)
 		if (cfs_wan_parse(st.netmodel, &TB.wan, err, sizeof(err)) < 0)
 			die_usage("--netmodel: %s", err);
 		TB.has_wan = true;
+		/* The ring is built and filled without slow nodes: they are part
+		 * of the experiment, not of the set-up (a ring whose maintenance
+		 * replies take seconds converges slowly, which is not what the
+		 * slow-node experiments measure). They slow down at time 0. */
+		TB.wan_setup = TB.wan;
+		TB.wan_setup.slow = 0;
 		cfs_wan_describe(&TB.wan, err, sizeof(err));
 		fprintf(stderr, "cfs-testbed: network model: %s\n", err);
 	}
@@ -373,7 +391,7 @@ int main(int argc, char **argv)
 		die_usage("the schedule needs more ports than remain above --base-port%s", "");
 	if (cfs_crypto_init() < 0)
 		return 1;
-	raise_fd_limit();
+	raise_fd_limit(sched.slots);
 	if (!TB.dir) {
 		if (!mkdtemp(tmpdir)) {
 			fprintf(stderr, "cfs-testbed: cannot create %s: %s\n", tmpdir, strerror(errno));
@@ -403,6 +421,8 @@ int main(int argc, char **argv)
 		status = 1;
 	/* Time 0. */
 	TB.t0_us = cfs_now_us();
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		TB.n[i].wan.wan = &TB.wan;
 	end_ms = sched.end_ms;
 	if (st.duration > 0)
 		end_ms = (uint64_t)(st.duration * 1000);
@@ -433,6 +453,8 @@ int main(int argc, char **argv)
 	if (TB.dir == tmpdir)
 		nftw(tmpdir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
 	churn_free(&sched);
+	if (TB.has_wan)
+		cfs_wan_free(&TB.wan);
 	free(TB.n);
 	free(TB.ids);
 	if (TB.interrupted)

@@ -56,18 +56,20 @@ if [ "$MODE" = full ]; then
 	SIZES="16 64 256 1024 4096"; LOOKUPS=10000
 	KILL_N=1000; KILLS="0.1 0.2 0.3 0.4 0.5"
 	VN_N=64; VN_BLOCKS=10000; HOT_N=1000; HOT_FETCHES=200
-	LAT_N=100; LAT_S=120; LAT_RATE=10; LAT_BLOCKS=1000
-	CHURN_N=100; CHURN_SPEEDUP=1; CHURN_RATE=10
-	FILE_N=100; WINDOWS=1,2,3,4,6,8,12,16,24,32; FILE_REPEAT=5
+	LAT_N=100; LAT_S=45; LAT_RATE=10; LAT_BLOCKS=1000
+	CHURN_N=100; CHURN_SPEEDUP=3; CHURN_RATE=10
+	FILE_N=100; FILE_BLOCKS=128; WINDOWS=1,2,3,4,6,8,12,16,24,32; FILE_REPEAT=3
 	HEDGE=250
+	SCALE_N=4096; SCALE_MS=4000; SCALE_S=30
 else
-	SIZES="16 64 128"; LOOKUPS=2000
-	KILL_N=128; KILLS="0.2 0.5"
+	SIZES="16 64"; LOOKUPS=2000
+	KILL_N=64; KILLS="0.2 0.5"
 	VN_N=16; VN_BLOCKS=1000; HOT_N=48; HOT_FETCHES=40
-	LAT_N=24; LAT_S=12; LAT_RATE=10; LAT_BLOCKS=100
-	CHURN_N=24; CHURN_SPEEDUP=10; CHURN_RATE=20
-	FILE_N=24; WINDOWS=1,4,16; FILE_REPEAT=1
+	LAT_N=16; LAT_S=6; LAT_RATE=10; LAT_BLOCKS=64
+	CHURN_N=16; CHURN_SPEEDUP=20; CHURN_RATE=20
+	FILE_N=16; FILE_BLOCKS=32; WINDOWS=1,4,16; FILE_REPEAT=1
 	HEDGE=250
+	SCALE_N=128; SCALE_MS=1000; SCALE_S=5
 fi
 echo "eval ($MODE): raw output in $OUT"
 
@@ -94,6 +96,11 @@ for v in 1 6 24; do
 done
 run fig12 vlist "$TB" --nodes 7 --vnodes-list 1,2,4,8,16,32,64 --replicas 1 --workload placement \
 	--blocks $VN_BLOCKS
+
+# Scale: the largest ring of whole DHash nodes (one process, one loop;
+# maintenance periods grow with N as in fig9), gets at a rate.
+run scale "n$SCALE_N" "$TB" --nodes $SCALE_N --stabilize-ms $SCALE_MS --fix-ms $SCALE_MS \
+	--workload gets --blocks 1000 --rate 20 --duration $SCALE_S
 
 # CFS Fig. 11: successive fetches of one hot block, caching on.
 run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches $HOT_FETCHES
@@ -127,10 +134,10 @@ done
 
 # CFS Fig. 6: a 1 MB file downloaded with prefetch windows, with and
 # without server selection, under the network model.
-run fig6 selection "$TB" --nodes $FILE_N --netmodel $NET --workload file --blocks 128 \
+run fig6 selection "$TB" --nodes $FILE_N --netmodel $NET --workload file --blocks $FILE_BLOCKS \
 	--windows $WINDOWS --repeat $FILE_REPEAT
 run fig6 no-selection "$TB" --nodes $FILE_N --netmodel $NET --ring-order --workload file \
-	--blocks 128 --windows $WINDOWS --repeat $FILE_REPEAT
+	--blocks $FILE_BLOCKS --windows $WINDOWS --repeat $FILE_REPEAT
 
 echo "eval ($MODE): experiments took $(( $(date +%s) - started )) s"
 args=("$OUT" --mode "$MODE")

@@ -135,7 +135,8 @@ int tb_node_start(uint32_t slot)
 	if ((r = cfs_addr_from_ip(&self, "127.0.0.1", n->port)) < 0)
 		return r;
 	if (TB.has_wan) {
-		cfs_wan_node_init(&n->wan, &TB.wan, &self, TB.seed * 1000003u + slot);
+		cfs_wan_node_init(&n->wan, TB.t0_us ? &TB.wan : &TB.wan_setup, &self,
+		                  TB.seed * 1000003u + slot);
 		struct cfs_netmodel m = cfs_wan_ops(&n->wan);
 		cfs_transport_set_model(n->tr, &m);
 	}

@@ -42,6 +42,7 @@ struct tb {
 	bool caching;             /* each node keeps a cache of others' blocks */
 	bool has_wan;
 	struct cfs_wan wan;
+	struct cfs_wan wan_setup; /* the same without slow nodes, before time 0 */
 	uint64_t seed;
 	/* nodes, by slot */
 	struct tb_node *n;

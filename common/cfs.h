@@ -46,6 +46,8 @@ void *xmemdup(const void *p, size_t n);
 /* Make directory path and any missing parents (mode for each one made);
  * 0 when it exists afterwards, else a negative errno. */
 int cfs_mkdir_p(const char *path, unsigned mode);
+/* This process's resident memory in KiB (0 when /proc cannot tell). */
+uint64_t cfs_rss_kib(void);
 
 /* A per-user directory of ours after the XDG rule: as root, as_root (when
  * not NULL); else $<xdg_var>/cfs; else $HOME/<home_sub>/cfs (home_sub

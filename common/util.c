@@ -40,6 +40,19 @@ void *xrealloc(void *p, size_t n)
 	return p;
 }
 
+uint64_t cfs_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, res = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
 int cfs_mkdir_p(const char *path, unsigned mode)
 {
 	char tmp[4096];

@@ -196,19 +196,6 @@ static void ring_check(uint32_t *ret_links, uint32_t *ret_lists, uint32_t *ret_u
 	*ret_unsettled = unsettled;
 }
 
-static uint64_t rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, res = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
-}
-
 /* ------------------------------------------------------------ running the loop */
 
 static uint32_t last_wrong, last_unsettled;
@@ -487,7 +474,7 @@ int main(int argc, char **argv)
 	S.n = xcalloc(S.nn, sizeof(*S.n));
 	S.ids = xcalloc((size_t)S.nn * S.vnodes, sizeof(*S.ids));
 
-	uint64_t rss0 = rss_kib(), t0 = cfs_now_us();
+	uint64_t rss0 = cfs_rss_kib(), t0 = cfs_now_us();
 	struct chord_config cc;
 	chord_config_default(&cc);
 	cc.vnodes = S.vnodes;
@@ -559,7 +546,7 @@ int main(int argc, char **argv)
 		chord_refresh_fingers(S.n[i].chord);
 	ok = ok && run_until(ring_ok, converge_s);
 	double conv_s = (double)(cfs_now_us() - t0) / 1e6;
-	uint64_t rss1 = rss_kib();
+	uint64_t rss1 = cfs_rss_kib();
 	fprintf(stderr, "cfs-ring: %u nodes × %u vnodes: ring %s after %.1f s (%u virtual servers with a wrong predecessor or successor list, "
 	        "%u unsettled); memory %.1f KiB per node beyond the base\n", S.nn, S.vnodes,
 	        ok ? "correct" : "NOT correct", conv_s, last_wrong, last_unsettled,

@@ -116,19 +116,6 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return remove(path) < 0 ? -1 : 0;
 }
 
-static uint64_t rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, res = 0;
-
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
-}
-
 /* ------------------------------------------------------------ the schedule */
 
 static struct churn_schedule sched;
@@ -175,7 +162,7 @@ static bool build(double timeout_s)
 	printf("{\"phase\":\"build\",\"nodes\":%u,\"seconds\":%.1f,\"converged\":%s,"
 	       "\"wrong\":%u,\"kib_per_node\":%.1f}\n",
 	       TB.nalive, (double)(cfs_now_us() - t) / 1e6, ok ? "true" : "false", tb_ring_wrong(true),
-	       TB.nalive ? (double)rss_kib() / TB.nalive : 0);
+	       TB.nalive ? (double)cfs_rss_kib() / TB.nalive : 0);
 	fflush(stdout);
 	return ok;
 }
@@ -439,7 +426,7 @@ int main(int argc, char **argv)
 		tb_workload_summary(stdout);
 	}
 	printf("{\"phase\":\"end\",\"t_ms\":%llu,\"alive\":%u,\"rss_kib\":%llu,\"interrupted\":%s}\n",
-	       (unsigned long long)tb_now_ms(), TB.nalive, (unsigned long long)rss_kib(),
+	       (unsigned long long)tb_now_ms(), TB.nalive, (unsigned long long)cfs_rss_kib(),
 	       TB.interrupted ? "true" : "false");
 	fflush(stdout);
 	tb_nodes_stop_all();

@@ -211,6 +211,11 @@ build-fuzz/fuzz/fuzz_churn: tests/fuzz/fuzz_churn.c build-fuzz/libtestbed.a buil
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
+# The lookup-mode parser lives in the chord library.
+build-fuzz/fuzz/fuzz_chord_mode: tests/fuzz/fuzz_chord_mode.c build-fuzz/libchord.a build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
+
 # The directory store's index decoder needs the publisher library and what it links.
 build-fuzz/fuzz/fuzz_dirstore: tests/fuzz/fuzz_dirstore.c build-fuzz/libpublisher.a build-fuzz/libdhash.a \
 		build-fuzz/libchord.a build-fuzz/libsfsro.a build-fuzz/libcfs_common.a

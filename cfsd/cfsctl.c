@@ -51,7 +51,9 @@ static const char usage_text[] =
 	"             from now, default 30); one line per key: KEY ok or KEY missing\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
-	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy)\n"
+	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
+	"                       ,pN (iterative: N requests in flight, 1-8) and ,pred\n"
+	"                       (route to the key's predecessor: no early answer)\n"
 	"  -n, --nsucc N        successors wanted (default 1)\n"
 	"  -v, --verify         ping the answer until a live successor replies\n"
 	"  -r, --random N       also look up (or put) N random keys (blocks)\n"
@@ -261,7 +263,7 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			if (chord_mode_parse(optarg, &mode) < 0)
-				bad_usage("--mode wants iterative or recursive[,greedy|,cost|,nonlinear], not '%s'", optarg);
+				bad_usage("--mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN][,pred], not '%s'", optarg);
 			break;
 		case 'n':
 			nsucc = parse_uint("--nsucc", optarg, CFS_MSG_MAX_NODES);

@@ -430,7 +430,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		struct ctl_req *q = xcalloc(1, sizeof(*q));
 		q->k = k;
 		q->reqid = req->reqid;
-		if (CHORD_MODE_ALGO(o.mode) > CHORD_RECURSIVE || CHORD_MODE_SELECT(o.mode) > CHORD_NONLINEAR) {
+		if (!chord_mode_ok(o.mode)) {
 			ctl_reply_error(s, req, -EINVAL);
 			free(q);
 		} else if ((r = chord_lookup(D.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {

@@ -21,39 +21,64 @@ void chord_config_default(struct chord_config *c)
 	c->pns = 16;
 }
 
+static const char *const mode_sels[] = { "greedy", "cost", "nonlinear" };
+
 int chord_mode_parse(const char *s, uint32_t *ret)
 {
 	static const char *const algos[] = { "iterative", "recursive" };
-	static const char *const sels[] = { "greedy", "cost", "nonlinear" };
 	const char *comma = strchr(s, ',');
 	size_t alen = comma ? (size_t)(comma - s) : strlen(s);
-	uint32_t a = 99, sel = CHORD_GREEDY;
+	uint32_t a = 99, sel = CHORD_GREEDY, par = 0, pred = 0;
+	bool have_sel = false;
 
 	for (uint32_t i = 0; i < CFS_ARRAY_SIZE(algos); i++)
 		if (strlen(algos[i]) == alen && strncmp(s, algos[i], alen) == 0)
 			a = i;
 	if (a == 99)
 		return -EINVAL;
-	if (comma) {
-		sel = 99;
-		for (uint32_t i = 0; i < CFS_ARRAY_SIZE(sels); i++)
-			if (strcmp(comma + 1, sels[i]) == 0)
+	while (comma) {
+		const char *w = comma + 1;
+		comma = strchr(w, ',');
+		size_t len = comma ? (size_t)(comma - w) : strlen(w);
+		bool known = false;
+		for (uint32_t i = 0; i < CFS_ARRAY_SIZE(mode_sels); i++)
+			if (!have_sel && strlen(mode_sels[i]) == len && strncmp(w, mode_sels[i], len) == 0) {
 				sel = i;
-		if (sel == 99)
+				have_sel = known = true;
+			}
+		if (!known && len == 4 && strncmp(w, "pred", 4) == 0 && !pred) {
+			pred = CHORD_MODE_TO_PRED;
+			known = true;
+		}
+		if (!known && len == 2 && w[0] == 'p' && w[1] >= '1' && w[1] <= '0' + CHORD_PAR_MAX &&
+		    !par && a == CHORD_ITERATIVE) {
+			par = (uint32_t)(w[1] - '0');
+			known = true;
+		}
+		if (!known)
 			return -EINVAL;
 	}
-	*ret = CHORD_MODE(a, sel);
+	*ret = CHORD_MODE_WITH_PAR(CHORD_MODE(a, sel), par > 1 ? par : 0) | pred;
 	return 0;
 }
 
-const char *chord_mode_name(uint32_t mode, char buf[static 32])
+const char *chord_mode_name(uint32_t mode, char buf[static 48])
 {
-	static const char *const sels[] = { "greedy", "cost", "nonlinear" };
-	uint32_t s = CHORD_MODE_SELECT(mode);
-
-	snprintf(buf, 32, "%s,%s", CHORD_MODE_ALGO(mode) == CHORD_RECURSIVE ? "recursive" : "iterative",
-	         s < 3 ? sels[s] : "?");
+	uint32_t s = CHORD_MODE_SELECT(mode), p = CHORD_MODE_PAR(mode);
+	int n = snprintf(buf, 48, "%s,%s", CHORD_MODE_ALGO(mode) == CHORD_RECURSIVE ? "recursive" : "iterative",
+	                 s < 3 ? mode_sels[s] : "?");
+	if (p > 1)
+		n += snprintf(buf + n, 48 - (size_t)n, ",p%u", p);
+	if (mode & CHORD_MODE_TO_PRED)
+		snprintf(buf + n, 48 - (size_t)n, ",pred");
 	return buf;
+}
+
+bool chord_mode_ok(uint32_t mode)
+{
+	return CHORD_MODE_ALGO(mode) <= CHORD_RECURSIVE && CHORD_MODE_SELECT(mode) <= CHORD_NONLINEAR &&
+	       CHORD_MODE_PAR(mode) <= CHORD_PAR_MAX && !(mode & ~CHORD_MODE_KNOWN) &&
+	       (CHORD_MODE_PAR(mode) <= 1 || CHORD_MODE_ALGO(mode) == CHORD_ITERATIVE);
 }
 
 uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms)

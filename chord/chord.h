@@ -49,11 +49,24 @@ enum chord_select { CHORD_GREEDY = 0, CHORD_CFS_COST = 1, CHORD_NONLINEAR = 2 };
 #define CHORD_MODE(algo, sel) ((uint32_t)(algo) | ((uint32_t)(sel) << 4))
 #define CHORD_MODE_ALGO(m) ((m) & 0xfu)
 #define CHORD_MODE_SELECT(m) (((m) >> 4) & 0xfu)
-/* "iterative" | "recursive", optionally followed by ",greedy" | ",cost" |
- * ",nonlinear". -EINVAL otherwise. */
+/* Iterative lookups with up to p RPCs in flight (OpenDHT 3.2.2, after
+ * Kademlia): the first useful answer moves the lookup on. 0 means 1. */
+#define CHORD_MODE_PAR(m) (((m) >> 8) & 0xfu)
+#define CHORD_MODE_WITH_PAR(m, p) (((m) & ~0xf00u) | ((uint32_t)(p) << 8))
+#define CHORD_PAR_MAX 8
+/* Route to the key's predecessor, as classic Chord does, instead of
+ * answering early at a node whose successor list already covers the key
+ * (DHash++ 4.5, Figure 10; the early answer is the default). */
+#define CHORD_MODE_TO_PRED 0x1000u
+#define CHORD_MODE_KNOWN 0x1fffu
+/* "iterative" | "recursive", then optionally ",greedy" | ",cost" |
+ * ",nonlinear", ",pN" (N in 1..CHORD_PAR_MAX, iterative only) and ",pred"
+ * in any order. -EINVAL otherwise. */
 int chord_mode_parse(const char *s, uint32_t *ret) CFS_WUR;
-/* The text form chord_mode_parse accepts; buf holds 32 bytes. */
-const char *chord_mode_name(uint32_t mode, char buf[static 32]);
+/* The text form chord_mode_parse accepts; buf holds 48 bytes. */
+const char *chord_mode_name(uint32_t mode, char buf[static 48]);
+/* Whether a mode (e.g. from a control request) is one of the above. */
+bool chord_mode_ok(uint32_t mode);
 
 struct chord_lookup_opts {
 	uint32_t mode;            /* CHORD_MODE(...) */

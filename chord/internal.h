@@ -141,10 +141,12 @@ bool table_contains(const chord_t *c, const struct cfs_id *id);
  * than nsucc successors after it, the candidates are the key's nearer
  * predecessors (they know more) and out[*n_cand..*n_out) are the
  * successors v does know: the answer to fall back on when none of those
- * predecessors is alive.
+ * predecessors is alive. With to_pred, only the key's predecessor answers
+ * (classic Chord): a covering successor list leads to it.
  */
 bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap);
+                bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
+                uint32_t cap);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
 double table_estimate_n(const struct vnode *v);

@@ -5,7 +5,11 @@
  * Recursive: DHash++ Figure 10 — each hop forwards the query and the node
  * whose successor list covers the key answers the originator directly; on
  * a timeout the originator falls back to iterative. Every next hop is
- * chosen by one of three rules (lookup_select).
+ * chosen by one of three rules (lookup_select). Iterative lookups may keep
+ * up to p requests in flight (OpenDHT 3.2.2): each goes to the next-best
+ * candidate of the current hop, and the first useful answer moves the
+ * lookup on (the others' answers are then stale: a stale final answer is
+ * still taken, stale candidates are not).
  */
 #include <math.h>
 #include <sodium.h>
@@ -39,7 +43,11 @@ struct lookup {
 	void *arg;
 	uint64_t started_us, id, deadline_us;
 	bool recursive, ended, first_pending;
+	bool answering;           /* the answer is being verified: ignore late asks */
 	bool client_start;        /* path[0] is a plain client's pseudo-hop */
+	bool to_pred;             /* CHORD_MODE_TO_PRED */
+	uint32_t par;             /* iterative: requests in flight at most */
+	uint32_t step, step_out;  /* changes of the path; asks of this step in flight */
 	struct cfs_addr first;
 	int outstanding;
 	int depth, path_cap;
@@ -57,6 +65,15 @@ struct lookup {
 	struct cfs_node done_from; /* recursive: the hop that answered */
 	bool has_done_from;
 	struct chord_lookup_result res;
+};
+
+/* One FIND_NEXT in flight: the step it was sent at, the node asked and
+ * the hop that named it (alerted when it fails). */
+struct ask {
+	struct lookup *l;
+	uint32_t step;
+	bool has_to, alert;
+	struct cfs_node to, via;
 };
 
 static void iter_next(struct lookup *l);
@@ -199,7 +216,16 @@ static struct hop *push_hop(struct lookup *l)
 	}
 	struct hop *h = &l->path[l->depth++];
 	memset(h, 0, sizeof(*h));
+	l->step++;
+	l->step_out = 0; /* asks in flight now belong to an earlier step */
 	return h;
+}
+
+static void pop_hop(struct lookup *l)
+{
+	l->depth--;
+	l->step++;
+	l->step_out = 0;
 }
 
 static void run_finished(chord_t *c)
@@ -354,6 +380,9 @@ static void verify_reply(void *arg, int status, const struct cfs_msg *reply,
 
 static void answer(struct lookup *l, const struct cfs_node *nodes, uint32_t n)
 {
+	if (l->answering)
+		return;
+	l->answering = true;
 	set_result(l, nodes, n);
 	if (l->res.n == 0) {
 		finish(l, -EHOSTUNREACH);
@@ -418,18 +447,32 @@ static void send_find(struct lookup *l, const struct cfs_addr *addr, const struc
 	chord_t *c = l->c;
 	int r;
 
+	struct ask *a = xcalloc(1, sizeof(*a));
+
+	a->l = l;
+	a->step = l->step;
+	if (to) {
+		a->has_to = true;
+		a->to = *to;
+		if (l->depth > 0) {
+			a->via = l->path[l->depth - 1].n;
+			a->alert = !chord__local(c, &a->via.id) && !(l->client_start && l->depth == 1);
+		}
+	}
 	chord__msg_init(c, NULL, CFS_MSG_FIND_NEXT, to);
 	c->msg.key = l->key;
 	c->msg.nsucc = want_succs(l);
-	c->msg.flags = l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK;
+	c->msg.flags = (l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (l->to_pred ? CFS_LOOKUP_F_TO_PRED : 0);
 	l->res.rpcs++;
-	r = to ? chord_call(c, to, &c->msg, 0, find_reply, l)
-	       : chord__call_addr(c, addr, &c->msg, c->cfg.probe_timeout_ms, find_reply, l);
+	r = to ? chord_call(c, to, &c->msg, 0, find_reply, a)
+	       : chord__call_addr(c, addr, &c->msg, c->cfg.probe_timeout_ms, find_reply, a);
 	if (r < 0) {
+		free(a);
 		finish(l, r == -ECANCELED ? -ECANCELED : -EHOSTUNREACH);
 		return;
 	}
 	l->outstanding++;
+	l->step_out++;
 }
 
 static void send_alert(struct lookup *l, const struct cfs_node *to, const struct cfs_id *dead)
@@ -444,10 +487,15 @@ static void send_alert(struct lookup *l, const struct cfs_node *to, const struct
 static void find_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
-	struct lookup *l = arg;
+	struct ask a = *(struct ask *)arg;
+	struct lookup *l = a.l;
 	chord_t *c = l->c;
+	bool current = a.step == l->step;
 
+	free(arg);
 	l->outstanding--;
+	if (current)
+		l->step_out--;
 	if (l->ended) {
 		maybe_free(l);
 		return;
@@ -456,6 +504,8 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 		finish(l, -ECANCELED);
 		return;
 	}
+	if (l->answering)
+		return; /* a parallel ask answered already */
 	if (l->first_pending) {
 		/* The bootstrap step: we only knew an address. */
 		l->first_pending = false;
@@ -473,25 +523,35 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 			return;
 		}
 	} else {
-		struct hop *top = &l->path[l->depth - 1];
 		if (status < 0) {
 			/* The hop we tried failed: tell the hop that named it
 			 * (CFS Fig. 5 alert), forget it, try the next best. */
 			if (status == -ETIMEDOUT)
 				l->res.timeouts++;
-			for (uint32_t i = 0; i < top->ncand; i++) {
-				if (!top->tried[i] || !cfs_addr_eq(&top->cand[i].addr, res->from) ||
-				    is_failed(l, &top->cand[i].id))
-					continue;
-				struct cfs_id id = top->cand[i].id;
-				add_failed(l, &id);
-				if (!chord__local(c, &top->n.id) && !(l->client_start && l->depth == 1))
-					send_alert(l, &top->n, &id);
-				table_drop_finger(c, &id);
+			if (a.has_to && !is_failed(l, &a.to.id)) {
+				add_failed(l, &a.to.id);
+				if (a.alert)
+					send_alert(l, &a.via, &a.to.id);
+				table_drop_finger(c, &a.to.id);
 				if (c->client)
-					client_forget(c, &id);
+					client_forget(c, &a.to.id);
 			}
-			iter_next(l);
+			if (current)
+				iter_next(l);
+			return;
+		}
+		if (!current) {
+			/* A parallel ask moved the lookup on; only a final
+			 * answer from this one is still worth taking. */
+			if (reply->flags & CFS_LOOKUP_F_DONE) {
+				struct cfs_node ok[CFS_MSG_MAX_NODES];
+				uint32_t n = filter(l, NULL, reply->nodes, reply->n_nodes, ok,
+				                    CFS_MSG_MAX_NODES, false);
+				if (n > 0) {
+					l->res.hops++;
+					answer(l, ok, n);
+				}
+			}
 			return;
 		}
 		struct hop *h = push_hop(l);
@@ -515,7 +575,7 @@ static void find_reply(void *arg, int status, const struct cfs_msg *reply,
 			answer(l, ok, n);
 			return;
 		}
-		l->depth--; /* an empty answer is no answer: try elsewhere */
+		pop_hop(l); /* an empty answer is no answer: try elsewhere */
 		iter_next(l);
 		return;
 	}
@@ -532,30 +592,36 @@ static void iter_next(struct lookup *l)
 {
 	chord_t *c = l->c;
 
+	if (l->answering)
+		return;
 	while (l->depth > 0) {
 		struct hop *top = &l->path[l->depth - 1];
-		bool skip[NCAND];
-		for (uint32_t i = 0; i < top->ncand; i++)
-			skip[i] = top->tried[i] || is_failed(l, &top->cand[i].id) ||
-			          was_asked(l, &top->cand[i].id);
-		int i = lookup_select(c, CHORD_MODE_SELECT(l->o.mode), &top->n.id, &l->key,
-		                      top->cand, top->ncand, skip);
-		if (i < 0) {
-			if (use_partial(l, l->depth - 1))
+		while (l->step_out < l->par) {
+			bool skip[NCAND];
+			for (uint32_t i = 0; i < top->ncand; i++)
+				skip[i] = top->tried[i] || is_failed(l, &top->cand[i].id) ||
+				          was_asked(l, &top->cand[i].id);
+			int i = lookup_select(c, CHORD_MODE_SELECT(l->o.mode), &top->n.id, &l->key,
+			                      top->cand, top->ncand, skip);
+			if (i < 0)
+				break;
+			if (l->res.rpcs >= MAX_RPCS) {
+				log_debug("lookup gave up after %u RPCs", l->res.rpcs);
+				finish(l, -EHOSTUNREACH);
 				return;
-			l->depth--; /* nothing left here: back up one hop */
-			continue;
+			}
+			top->tried[i] = true;
+			if (l->nasked < MAX_RPCS)
+				l->asked[l->nasked++] = top->cand[i].id;
+			send_find(l, NULL, &top->cand[i]);
+			if (l->ended)
+				return;
 		}
-		if (l->res.rpcs >= MAX_RPCS) {
-			log_debug("lookup gave up after %u RPCs", l->res.rpcs);
-			finish(l, -EHOSTUNREACH);
+		if (l->step_out > 0)
+			return; /* answers are on their way */
+		if (use_partial(l, l->depth - 1))
 			return;
-		}
-		top->tried[i] = true;
-		if (l->nasked < MAX_RPCS)
-			l->asked[l->nasked++] = top->cand[i].id;
-		send_find(l, NULL, &top->cand[i]);
-		return;
+		pop_hop(l); /* nothing left here: back up one hop */
 	}
 	log_debug("lookup: no live route left after %u RPCs, %u timeouts", l->res.rpcs, l->res.timeouts);
 	finish(l, -EHOSTUNREACH);
@@ -575,7 +641,7 @@ static bool local_step(struct lookup *l)
 		l->res.holder = u->self;
 	}
 	uint32_t want = want_succs(l), ncand;
-	if (table_step(c, u, &l->key, want, out, &n, &ncand, want > NCAND ? want : NCAND) ||
+	if (table_step(c, u, &l->key, want, l->to_pred, out, &n, &ncand, want > NCAND ? want : NCAND) ||
 	    l->res.has_block) {
 		answer(l, out, n);
 		return true;
@@ -617,7 +683,8 @@ static void rec_send(struct lookup *l)
 		c->msg.node.coord = c->coord;
 		c->msg.hops = 1;
 		c->msg.nsucc = want_succs(l);
-		c->msg.flags = (l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (CHORD_MODE_SELECT(l->o.mode) << 8);
+		c->msg.flags = (l->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (CHORD_MODE_SELECT(l->o.mode) << 8) |
+		               (l->to_pred ? CFS_LOOKUP_F_TO_PRED : 0);
 		if (chord_call(c, &h->cand[i], &c->msg, 0, fwd_ack, l) == 0) {
 			l->outstanding++;
 			l->deadline_us = cfs_now_us() + RECURSIVE_DEADLINE_MS * 1000ull;
@@ -775,7 +842,8 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	*nsucc = req->nsucc < 1 ? 1 : req->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : req->nsucc;
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
-	return table_step(c, v, &req->key, *nsucc, out, n, ncand, *nsucc > NCAND ? *nsucc : NCAND);
+	return table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, out, n, ncand,
+	                  *nsucc > NCAND ? *nsucc : NCAND);
 }
 
 void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
@@ -866,6 +934,10 @@ int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
 		l->o.nsucc = 1;
 	if (l->o.nsucc > CFS_MSG_MAX_NODES)
 		l->o.nsucc = CFS_MSG_MAX_NODES;
+	l->par = CHORD_MODE_PAR(o->mode) ? CHORD_MODE_PAR(o->mode) : 1;
+	if (l->par > CHORD_PAR_MAX)
+		l->par = CHORD_PAR_MAX;
+	l->to_pred = (o->mode & CHORD_MODE_TO_PRED) != 0;
 	l->cb = cb;
 	l->arg = arg;
 	l->started_us = cfs_now_us();

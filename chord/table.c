@@ -271,7 +271,7 @@ static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const stru
 }
 
 bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap)
+                bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap)
 {
 	uint32_t n = 0;
 
@@ -294,7 +294,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 		const struct cfs_id *prev = j ? &v->succ[j - 1].n.id : &v->self.id;
 		if (!cfs_id_in_oc(key, prev, &v->succ[j].n.id))
 			continue;
-		if (j == 0 || v->nsuccs - j >= nsucc) {
+		if (j == 0 || (!to_pred && v->nsuccs - j >= nsucc)) {
 			for (uint32_t i = j; i < v->nsuccs && n < nsucc; i++)
 				out[n++] = v->succ[i].n;
 			*n_out = n;
@@ -328,7 +328,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return table_step(c, u, key, nsucc, out, n_out, n_cand, cap);
+			return table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
 	}
 	if (n == 0) {
 		/* Nothing between us and the key: our successor is the answer. */

@@ -346,6 +346,9 @@ enum cfs_msg_type {
 #define CFS_LOOKUP_F_PARTIAL     0x10u /* find_next reply: nodes[0..count) are
                                         * candidates, the rest the key's first
                                         * successors (fewer than asked) */
+#define CFS_LOOKUP_F_TO_PRED     0x20u /* request: answer only as the key's
+                                        * predecessor, not early from a
+                                        * successor list that covers it */
 
 /*
  * One decoded (or to-be-encoded) message. The header fields are always
@@ -591,6 +594,7 @@ struct cfs_transport_stats {
 	uint64_t send_errors;
 	uint64_t model_dropped;  /* datagrams dropped by the network model */
 	uint64_t bytes_in, bytes_out;
+	uint64_t datagrams_out;   /* sent (requests, retransmissions, replies) */
 	uint32_t inflight, queued;
 	double window;           /* STP w */
 	double rtt_err_us;       /* STP alpha: mean |rtt - prediction| */

@@ -266,6 +266,7 @@ static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 		return;
 	}
 	t->st.bytes_out += len;
+	t->st.datagrams_out++;
 }
 
 /* Every datagram leaves through here: the network model's one hook. */

@@ -291,9 +291,10 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 		S.wrong++;
 		if (getenv("CFS_RING_DEBUG")) {
 			char a[9], b[9], k[9];
-			fprintf(stderr, "wrong: key %s answer %s truth %s rpcs %u hops %u\n",
+			fprintf(stderr, "wrong: key %s answer %s truth %s rpcs %u hops %u%s\n",
 			        cfs_id_short(&p->key, k), cfs_id_short(&r->succ[0].id, a),
-			        cfs_id_short(true_succ(&p->key), b), r->rpcs, r->hops);
+			        cfs_id_short(true_succ(&p->key), b), r->rpcs, r->hops,
+			        out_of_reach ? " (out of reach)" : "");
 		}
 	}
 	S.rpcs += r->rpcs;
@@ -336,7 +337,7 @@ static bool lookups_finished(void)
 
 static void run_lookups(const char *phase, uint32_t count)
 {
-	char mname[32];
+	char mname[48];
 	uint64_t t0 = cfs_now_us();
 
 	S.total = count;

@@ -3,11 +3,14 @@
 # process harness: real chord code over real UDP sockets, one process),
 # half of it killed at once with maintenance frozen on the survivors, so no
 # stabilisation runs between the failure and the lookups. Every answer must
-# be the first live successor; the test prints timeouts per lookup.
+# be the first live successor; the test prints timeouts per lookup. Besides
+# the plain modes: iterative lookups with three requests in flight
+# (OpenDHT's parallelism) and recursive lookups routed to the predecessor.
 . "$(dirname "$0")/lib.sh"
 RING=$CFS_BIN/cfs-ring
 "$RING" --nodes 256 --base-port 23000 --stabilize-ms 500 --lookups 2000 \
-	--mode iterative --mode recursive --kill 0.5 --freeze --seed 7 \
+	--mode iterative --mode recursive --mode iterative,p3 --mode recursive,pred \
+	--kill 0.5 --freeze --seed 7 \
 	>"$TEST_DIR/ring.json" 2>"$TEST_DIR/ring.err" || true
 cat "$TEST_DIR/ring.err" >&2
 python3 - "$TEST_DIR/ring.json" <<'PY'
@@ -17,7 +20,7 @@ build = [r for r in rows if r["phase"] == "build"]
 assert build and build[0]["converged"], "the 256-node ring did not converge"
 stable = [r for r in rows if r["phase"] == "stable"]
 after = [r for r in rows if r["phase"] == "after-kill"]
-assert len(stable) == 2 and len(after) == 2, "not every phase ran: %r" % rows
+assert len(stable) == 4 and len(after) == 4, "not every phase ran: %r" % rows
 for r in stable:
     assert r["lookups"] == 2000 and r["wrong"] == 0 and r["failed"] == 0, r
 for r in after:

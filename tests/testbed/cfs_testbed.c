@@ -35,9 +35,9 @@ static const char usage[] =
 	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
 	"                   [--successors R] [--pns X] [--mode MODE] [--ring-order] [--hedge-ms MS]\n"
-	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS]\n"
+	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
-	"                   [--rate GETS_PER_S] [--fetches F] [--windows W1,W2,...] [--repeat R]\n"
+	"                   [--rate GETS_PER_S] [--gateways G] [--fetches F] [--windows W1,W2,...] [--repeat R]\n"
 	"                   [--out DIR] [--dir DATADIR] [--base-port P] [--converge-timeout SEC]\n"
 	"                   [--print-schedule]\n"
 	"Starts a ring of DHash nodes in this process, replays the churn schedule,\n"
@@ -140,7 +140,10 @@ static bool build(double timeout_s)
 {
 	uint64_t t = cfs_now_us();
 	bool ok = true;
+	uint32_t asked = 0;
 
+	for (size_t i = 0; i < sched.n && sched.ev[i].t_ms == 0; i++)
+		asked += sched.ev[i].kind == CHURN_JOIN;
 	while (next_ev < sched.n && sched.ev[next_ev].t_ms == 0 && !TB.interrupted) {
 		uint32_t gen = TB.nalive ? TB.nalive : 1;
 		for (; gen && next_ev < sched.n && sched.ev[next_ev].t_ms == 0; gen--)
@@ -159,9 +162,14 @@ static bool build(double timeout_s)
 	ok = ok && tb_wait_ring(true, timeout_s);
 	fprintf(stderr, "cfs-testbed: %u nodes %s after %.1f s\n", TB.nalive,
 	        ok ? "correct" : "NOT correct", (double)(cfs_now_us() - t) / 1e6);
-	printf("{\"phase\":\"build\",\"nodes\":%u,\"seconds\":%.1f,\"converged\":%s,"
+	if (TB.nalive < asked) {
+		fprintf(stderr, "cfs-testbed: only %u of the %u nodes asked for started (see above)\n",
+		        TB.nalive, asked);
+		ok = false;
+	}
+	printf("{\"phase\":\"build\",\"nodes\":%u,\"asked\":%u,\"seconds\":%.1f,\"converged\":%s,"
 	       "\"wrong\":%u,\"kib_per_node\":%.1f}\n",
-	       TB.nalive, (double)(cfs_now_us() - t) / 1e6, ok ? "true" : "false", tb_ring_wrong(true),
+	       TB.nalive, asked, (double)(cfs_now_us() - t) / 1e6, ok ? "true" : "false", tb_ring_wrong(true),
 	       TB.nalive ? (double)cfs_rss_kib() / TB.nalive : 0);
 	fflush(stdout);
 	return ok;
@@ -185,7 +193,7 @@ static void on_clock(uv_timer_t *t)
 enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNODES_LIST,
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
-       O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP };
+       O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -200,6 +208,7 @@ static const struct option opts[] = {
 	{ "fetches", 1, NULL, O_FETCHES }, { "windows", 1, NULL, O_WINDOWS },
 	{ "repeat", 1, NULL, O_REPEAT }, { "out", 1, NULL, O_OUT }, { "dir", 1, NULL, O_DIR },
 	{ "base-port", 1, NULL, O_PORT }, { "converge-timeout", 1, NULL, O_CONVERGE },
+	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -237,6 +246,8 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		case O_RING_ORDER: TB.dc.ring_order = true; break;
 		case O_HEDGE: TB.dc.hedge_ms = (uint32_t)num(optarg, "--hedge-ms", 0, 60000); break;
 		case O_CACHING: TB.caching = true; break;
+		case O_FREEZE: TB.frozen = true; break;
+		case O_GATEWAYS: st->w.gateways = (uint32_t)num(optarg, "--gateways", 1, TB_GATEWAYS_MAX); break;
 		case O_STAB: TB.cc.stabilize_ms = (uint32_t)num(optarg, "--stabilize-ms", 10, 600000); break;
 		case O_FIX: TB.cc.fix_fingers_ms = (uint32_t)num(optarg, "--fix-ms", 10, 600000); break;
 		case O_WORKLOAD:
@@ -266,6 +277,10 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		die_usage("--replicas exceeds --successors%s", "");
 	if (!st->nodes && !st->churn)
 		die_usage("give --nodes N, --churn SCRIPT or both%s", "");
+	if (TB.frozen && st->churn)
+		die_usage("--freeze stops ring maintenance: it cannot go with --churn%s", "");
+	if (TB.frozen)
+		TB.dc.sync_ms = 0; /* no replica maintenance either (the ring is static) */
 }
 
 static void load_schedule(const struct settings *st)
@@ -314,13 +329,13 @@ static void open_outputs(const char *out)
 	fprintf(TB.events, "t_ms,event,node,alive\n");
 }
 
-/* Every node holds a socket and a few LevelDB files open (about five
- * descriptors; ten with --caching): thousands of nodes need more than the
+/* Every node holds a socket and four LevelDB files open (LOCK, LOG,
+ * MANIFEST, the write-ahead log: five descriptors; ten with --caching): thousands of nodes need more than the
  * usual limit. Root may raise the hard limit too. */
 static void raise_fd_limit(uint32_t nodes)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)nodes * (TB.caching ? 12 : 6) + 256;
+	rlim_t want = (rlim_t)nodes * (TB.caching ? 10 : 5) + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
@@ -413,6 +428,10 @@ int main(int argc, char **argv)
 	end_ms = sched.end_ms;
 	if (st.duration > 0)
 		end_ms = (uint64_t)(st.duration * 1000);
+	if (TB.frozen)
+		for (uint32_t i = 0; i < TB.nslots; i++)
+			if (TB.n[i].alive)
+				chord_freeze(TB.n[i].chord, true);
 	if (!status && !TB.interrupted) {
 		tb_workload_start(&st.w);
 		if (tb_workload_run(&st.w) < 0)

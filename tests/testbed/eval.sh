@@ -56,7 +56,7 @@ if [ "$MODE" = full ]; then
 	SIZES="16 64 256 1024 4096"; LOOKUPS=10000
 	KILL_N=1000; KILLS="0.1 0.2 0.3 0.4 0.5"
 	VN_N=64; VN_BLOCKS=10000; HOT_N=1000; HOT_FETCHES=200
-	LAT_N=100; LAT_S=45; LAT_RATE=10; LAT_BLOCKS=1000
+	LAT_N=100; LAT_S=20; LAT_RATE=20; LAT_BLOCKS=1000
 	CHURN_N=100; CHURN_SPEEDUP=3; CHURN_RATE=10
 	FILE_N=100; FILE_BLOCKS=128; WINDOWS=1,2,3,4,6,8,12,16,24,32; FILE_REPEAT=3
 	HEDGE=250
@@ -65,7 +65,7 @@ else
 	SIZES="16 64"; LOOKUPS=2000
 	KILL_N=64; KILLS="0.2 0.5"
 	VN_N=16; VN_BLOCKS=1000; HOT_N=48; HOT_FETCHES=40
-	LAT_N=16; LAT_S=6; LAT_RATE=10; LAT_BLOCKS=64
+	LAT_N=16; LAT_S=4; LAT_RATE=10; LAT_BLOCKS=64
 	CHURN_N=16; CHURN_SPEEDUP=20; CHURN_RATE=20
 	FILE_N=16; FILE_BLOCKS=32; WINDOWS=1,4,16; FILE_REPEAT=1
 	HEDGE=250
@@ -98,7 +98,16 @@ run fig12 vlist "$TB" --nodes 7 --vnodes-list 1,2,4,8,16,32,64 --replicas 1 --wo
 	--blocks $VN_BLOCKS
 
 # Scale: the largest ring of whole DHash nodes (one process, one loop;
-# maintenance periods grow with N as in fig9), gets at a rate.
+# maintenance periods grow with N as in fig9), gets at a rate. Each node
+# holds five file descriptors (its socket, four LevelDB files): a hard
+# limit that the testbed may not raise caps the ring, and the report says so.
+fdmax=$(ulimit -Hn)
+if [ "$fdmax" != unlimited ] && [ $(( (fdmax - 100) / 5 )) -lt $SCALE_N ]; then
+	mkdir -p "$OUT/scale"
+	echo "the hard limit of $fdmax open files (not raisable here) allows $(( (fdmax - 100) / 5 )) of the $SCALE_N nodes" \
+		| tee "$OUT/scale/capped.txt"
+	SCALE_N=$(( (fdmax - 100) / 5 ))
+fi
 run scale "n$SCALE_N" "$TB" --nodes $SCALE_N --stabilize-ms $SCALE_MS --fix-ms $SCALE_MS \
 	--workload gets --blocks 1000 --rate 20 --duration $SCALE_S
 
@@ -106,22 +115,37 @@ run scale "n$SCALE_N" "$TB" --nodes $SCALE_N --stabilize-ms $SCALE_MS --fix-ms $
 run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches $HOT_FETCHES
 
 # DHash++ Fig. 4/12: get latency under the network model as each technique
-# is switched on in turn.
+# is switched on in turn. Maintenance is frozen at time 0 (the ring is
+# static), so every message sent afterwards is a get's: messages and bytes
+# per get are counted exactly. Short maintenance periods only speed the
+# build up.
+# Every configuration runs on the same addresses, hence the same node IDs,
+# positions and slow nodes, and the same seed: the rows differ only in the
+# technique (OpenDHT compared its modes on one deployment the same way).
+SAME_NET=50000
 lat() { # EXPERIMENT RUN ARGS...: gets for LAT_S seconds
-	run "$@" --nodes $LAT_N --workload gets --blocks $LAT_BLOCKS --rate $LAT_RATE --duration $LAT_S
+	run "$@" --nodes $LAT_N --workload gets --blocks $LAT_BLOCKS --rate $LAT_RATE --duration $LAT_S \
+		--freeze --stabilize-ms 300 --fix-ms 300 --base-port $SAME_NET
 }
 NET=median-rtt=130
-lat dhashpp base "$TB" --netmodel $NET --mode iterative --pns 1 --ring-order
-lat dhashpp recursive "$TB" --netmodel $NET --mode recursive --pns 1 --ring-order
-lat dhashpp pns "$TB" --netmodel $NET --mode recursive --pns 16 --ring-order
-lat dhashpp nearest "$TB" --netmodel $NET --mode recursive --pns 16
+lat dhashpp base "$TB" --netmodel $NET --mode iterative,pred --pns 1 --ring-order
+lat dhashpp recursive "$TB" --netmodel $NET --mode recursive,pred --pns 1 --ring-order
+lat dhashpp pns "$TB" --netmodel $NET --mode recursive,pred --pns 16 --ring-order
+lat dhashpp nearest "$TB" --netmodel $NET --mode recursive,pred --pns 16
+lat dhashpp integrated "$TB" --netmodel $NET --mode recursive --pns 16
 
-# OpenDHT Table 1: 5 % slow nodes; routing rules, iterative, hedged gets.
+# OpenDHT Table 1: 5 % slow nodes; routing rules, iterative gets with
+# parallelism p, two gateways, hedged gets.
 SLOW=median-rtt=130,slow=0.05
 lat opendht rec-greedy "$TB" --netmodel $SLOW --mode recursive,greedy
 lat opendht rec-cost "$TB" --netmodel $SLOW --mode recursive,cost
 lat opendht rec-nonlinear "$TB" --netmodel $SLOW --mode recursive,nonlinear
-lat opendht iter-nonlinear "$TB" --netmodel $SLOW --mode iterative,nonlinear
+lat opendht iter-greedy-p1 "$TB" --netmodel $SLOW --mode iterative,greedy
+lat opendht iter-greedy-p2 "$TB" --netmodel $SLOW --mode iterative,greedy,p2
+lat opendht iter-greedy-p3 "$TB" --netmodel $SLOW --mode iterative,greedy,p3
+lat opendht iter-nonlinear-p3 "$TB" --netmodel $SLOW --mode iterative,nonlinear,p3
+lat opendht rec-nonlinear-gw2 "$TB" --netmodel $SLOW --mode recursive,nonlinear --gateways 2
+lat opendht iter-greedy-p3-gw2 "$TB" --netmodel $SLOW --mode iterative,greedy,p3 --gateways 2
 lat opendht rec-nonlinear-hedged "$TB" --netmodel $SLOW --mode recursive,nonlinear \
 	--hedge-ms $HEDGE
 
@@ -135,9 +159,9 @@ done
 # CFS Fig. 6: a 1 MB file downloaded with prefetch windows, with and
 # without server selection, under the network model.
 run fig6 selection "$TB" --nodes $FILE_N --netmodel $NET --workload file --blocks $FILE_BLOCKS \
-	--windows $WINDOWS --repeat $FILE_REPEAT
+	--windows $WINDOWS --repeat $FILE_REPEAT --base-port $SAME_NET
 run fig6 no-selection "$TB" --nodes $FILE_N --netmodel $NET --ring-order --workload file \
-	--blocks $FILE_BLOCKS --windows $WINDOWS --repeat $FILE_REPEAT
+	--blocks $FILE_BLOCKS --windows $WINDOWS --repeat $FILE_REPEAT --base-port $SAME_NET
 
 echo "eval ($MODE): experiments took $(( $(date +%s) - started )) s"
 args=("$OUT" --mode "$MODE")

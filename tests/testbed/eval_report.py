@@ -512,6 +512,8 @@ def get_stats(run):
         "lookup": median([o["lookup_ms"] for o in ok]),
         "rest": median([o["latency_ms"] - o["lookup_ms"] for o in ok]),
         "rpcs": mean([o["rpcs"] for o in every]), "oracle": orc,
+        "msgs": (run.phase("gets") or {}).get("msgs_per_get", float("nan")),
+        "bytes": (run.phase("gets") or {}).get("bytes_per_get", float("nan")),
     }
 
 
@@ -531,8 +533,11 @@ def latency_checks(run, s):
     return p
 
 
-DHASHPP = [("base", "iterative, PNS off"), ("recursive", "+ recursive lookup"),
-           ("pns", "+ proximity neighbour selection, PNS(16)"), ("nearest", "+ fetch from the nearest replica")]
+DHASHPP = [("base", "iterative, PNS off, lookup to the predecessor, fetch in ring order"),
+           ("recursive", "+ recursive lookup"),
+           ("pns", "+ proximity neighbour selection, PNS(16)"),
+           ("nearest", "+ fetch from the nearest replica (Vivaldi)"),
+           ("integrated", "+ integrated lookup and fetch (stop where the successor list covers the key)")]
 
 
 def sec_dhashpp(R):
@@ -542,17 +547,16 @@ def sec_dhashpp(R):
         s = get_stats(r)
         probs += latency_checks(r, s)
         if not s["ok"]:
-            rows.append([name, what, "–", "–", "–", "–", "–", "–", r.trouble() or "no successful get"])
+            rows.append([name, what, "–", "–", "–", "–", "–", "–", "–", r.trouble() or "no successful get"])
             continue
         present += 1
         rows.append([name, what, s["gets"], fmt(s["succ"]), fmt(s["lookup"]), fmt(s["rest"]), fmt(s["p50"]),
-                     fmt(s["p99"]), fmt(s["rpcs"], 2)])
+                     fmt(s["p99"]), fmt(s["msgs"], 1), fmt(s["bytes"], 0)])
         dat.append([name, s["lookup"], s["rest"]])
-        if name == "nearest":
-            R.accept.append(f"get latency, nearest replica (DHash++): median {fmt(s['p50'])} ms, p99 "
+        if name == "integrated":
+            R.accept.append(f"get latency, all DHash++ techniques: median {fmt(s['p50'])} ms, p99 "
                             f"{fmt(s['p99'])} ms; oracle median {fmt(median(s['oracle']))} ms, p99 "
                             f"{fmt(quantile(s['oracle'], 0.99))} ms")
-    rows.append(["integrated", "+ integrated lookup and fetch", "not implemented"] + [""] * 6)
     png = R.plot("dhashpp", """set style data histograms; set style histogram rowstacked
 set style fill solid 0.8 border -1; set boxwidth 0.6; set ylabel 'median time (ms)'; set yrange [0:*]
 set key top right
@@ -565,43 +569,60 @@ plot 'dhashpp.dat' u 2:xtic(1) t 'lookup (median)' lc rgb '#404080', '' u 3 t 'r
             "techniques cut the fetch latency by nearly a factor of two, and recursive lookups take about "
             "0.6 times as long as iterative ones (simulation, Fig. 5). **Here**: `cfs-testbed --workload gets` "
             "under the network model (median RTT 130 ms), each configuration a separate run; medians of "
-            "lookup_ms and of latency_ms − lookup_ms over the successful gets of ops.csv. Integrated lookup "
-            "and fetch is not implemented.\n\n")
+            "lookup_ms and of latency_ms − lookup_ms over the successful gets of ops.csv. The first four "
+            "runs route every lookup to the key's predecessor (`--mode ...,pred`, classic Chord); the "
+            "last lets a hop whose successor list already covers the key with enough successors answer "
+            "(DHash++ Fig. 10), which is the default. Ring maintenance is frozen once the ring is built "
+            "(`--freeze`), so messages and bytes per get count every datagram the nodes sent during the "
+            "gets.\n\n")
     body += table(["run", "configuration", "gets", "success %", "lookup p50 ms", "rest p50 ms",
-                   "total p50 ms", "total p99 ms", "RPCs per get"], rows)
+                   "total p50 ms", "total p99 ms", "msgs/get", "bytes/get"], rows)
     body += "\n" + png + caption("Median lookup and fetch time as each technique is switched on; paper: "
-                                 "PlanetLab, nearly ×2 faster overall; here: the network model. Integrated "
-                                 "lookup and fetch (not implemented) has no bar.")
+                                 "PlanetLab, nearly ×2 faster overall; here: the network model.")
     R.section("dhashpp", "DHash++ Fig. 4/12: latency optimisations", body)
     R.check("dhashpp", probs, f"{present} configurations")
 
 
-OPENDHT = [("rec-greedy", "R", "greedy", ""), ("rec-cost", "R", "delay cost (linear)", ""),
-           ("rec-nonlinear", "R", "nonlinear", ""), ("iter-nonlinear", "I", "nonlinear", ""),
-           ("rec-nonlinear-hedged", "R", "nonlinear", "hedged")]
-OPENDHT_PAPER = [["2", "R", "1", "greedy", 282, 149, 407, 4409, 5.5, 1833],
-                 ["5", "R", "1", "nonlinear", 185, 104, 263, 1830, 6.0, 1987],
-                 ["6", "I", "3", "greedy", 157, 116, 315, 788, 14.6, 3834],
-                 ["oracle", "", "", "closest replica, one RTT", "", 31, 76, 130, "", ""]]
+# run, I/R, p, gateways, routing, extra
+OPENDHT = [("rec-greedy", "R", 1, 1, "greedy", ""), ("rec-cost", "R", 1, 1, "CFS cost (4.3)", ""),
+           ("rec-nonlinear", "R", 1, 1, "nonlinear", ""), ("iter-greedy-p1", "I", 1, 1, "greedy", ""),
+           ("iter-greedy-p2", "I", 2, 1, "greedy", ""), ("iter-greedy-p3", "I", 3, 1, "greedy", ""),
+           ("iter-nonlinear-p3", "I", 3, 1, "nonlinear", ""),
+           ("rec-nonlinear-gw2", "R", 1, 2, "nonlinear", ""),
+           ("iter-greedy-p3-gw2", "I", 3, 2, "greedy", ""),
+           ("rec-nonlinear-hedged", "R", 1, 1, "nonlinear", "hedged, 250 ms")]
+OPENDHT_PAPER = [["2", "1", "R", "1", "greedy", 282, 149, 407, 4409, 5.5, 1833],
+                 ["4", "1", "R", "1", "linear", 201, 99, 275, 3219, 6.8, 2210],
+                 ["5", "1", "R", "1", "nonlinear", 185, 104, 263, 1830, 6.0, 1987],
+                 ["6", "1", "I", "3", "greedy", 157, 116, 315, 788, 14.6, 3834],
+                 ["9", "1", "I", "3", "nonlinear", 230, 175, 455, 1103, 18.3, 4458],
+                 ["12", "1–2", "R", "1", "nonlinear", 107, 71, 171, 609, 11.9, 3973],
+                 ["15", "1–2", "I", "3", "greedy", 88, 70, 195, 321, 29.3, 7668],
+                 ["16", "1–2", "I", "1", "greedy", 141, 96, 289, 638, 13.9, 4194],
+                 ["17", "1–2", "I", "2", "greedy", 97, 78, 217, 375, 22.5, 6181],
+                 ["oracle", "", "", "", "closest replica, one RTT", "", 31, 76, 130, "", ""]]
 
 
 def sec_opendht(R):
     probs, rows, dat, oracle, best = [], [], [], [], None
-    for name, ir, mode, hedge in OPENDHT:
+    for name, ir, par, gw, mode, extra in OPENDHT:
         r = R.run("opendht", name)
         s = get_stats(r)
         probs += latency_checks(r, s)
         oracle += s["oracle"]
         if not s["ok"]:
-            rows.append([name, ir, mode, hedge, "–", "–", "–", "–", "–", "not measured", r.trouble() or "no gets"])
+            rows.append([name, gw, ir, par, mode, extra, "–", "–", "–", "–", "–", "–",
+                         r.trouble() or "no gets"])
             continue
-        rows.append([name, ir, mode, hedge, fmt(s["avg"]), fmt(s["p50"]), fmt(s["p90"]), fmt(s["p99"]),
-                     fmt(s["rpcs"], 1), "not measured", fmt(s["succ"], 1)])
+        if not s["msgs"] > 0 or not s["bytes"] > 0:
+            probs.append(f"{r.label}: no messages or bytes per get counted")
+        rows.append([name, gw, ir, par, mode, extra, fmt(s["avg"]), fmt(s["p50"]), fmt(s["p90"]), fmt(s["p99"]),
+                     fmt(s["msgs"], 1), fmt(s["bytes"], 0), fmt(s["succ"], 1)])
         dat.append([name, s["p50"], s["p90"], s["p99"]])
         if best is None or s["p99"] < best[1]["p99"]:
             best = (name, s)
     ostat = [mean(oracle), median(oracle), quantile(oracle, 0.9), quantile(oracle, 0.99)]
-    rows.append(["oracle", "", "nearest replica, one RTT", "", *(fmt(x) for x in ostat), "", "", ""])
+    rows.append(["oracle", "", "", "", "nearest replica, one RTT", "", *(fmt(x) for x in ostat), "", "", ""])
     if oracle:
         dat.append(["oracle", ostat[1], ostat[2], ostat[3]])
     if best:
@@ -611,24 +632,28 @@ def sec_opendht(R):
                         f"p99 {fmt(quantile(s['oracle'], 0.99))} ms")
     png = R.plot("opendht", """set style data histograms; set style histogram clustered gap 1
 set style fill solid 0.8 border -1; set ylabel 'get latency (ms)'; set logscale y; set yrange [1:*]
-set xtics rotate by -20; set key top left
+set xtics rotate by -30; set key top left; set bmargin 7
 plot 'opendht.dat' u 2:xtic(1) t 'p50', '' u 3 t 'p90', '' u 4 t 'p99'""", {"opendht.dat": dat})
     body = ("**Paper** (OpenDHT on PlanetLab, Table 1): 27,046 gets per mode from one client; routing rules "
             "(greedy, proximity, linear and nonlinear delay scaling), recursive or iterative gets with "
-            "parallelism p, one to four gateways; latency percentiles and messages and bytes per get. Its "
-            "oracle — the closest of eight replicas in one RTT — has a median of 31 ms, p90 76 ms, p99 130 ms. "
-            "**Here**: the network model with 5 % slow nodes, one gateway, p = 1; latency percentiles from "
-            "the successful gets of ops.csv, messages = mean RPCs per get; the oracle row is one RTT from the "
-            "gateway to its nearest replica, over all five runs' gets. Iterative parallelism p > 1 and "
-            "multiple gateways are not implemented; hedged gets re-send after "
-            "250 ms instead. Bytes per get are not measured.\n\n")
-    body += table(["run", "I/R", "routing", "extra", "avg ms", "p50 ms", "p90 ms", "p99 ms", "msgs/get",
-                   "bytes/get", "success %"], rows)
+            "parallelism p, one to four gateways; latency percentiles and messages and bytes per get (its "
+            "values are 20 bytes). Its oracle — the closest of eight replicas in one RTT — has a median of "
+            "31 ms, p90 76 ms, p99 130 ms. **Here**: the network model with 5 % slow nodes; latency "
+            "percentiles from the successful gets of ops.csv. Iterative gets keep up to p requests in "
+            "flight (`--mode iterative,...,pP`); with two gateways (`--gateways 2`) each get starts at two "
+            "random nodes at once and the first verified block answers it; hedged gets re-send the fetch "
+            "to the next replica after 250 ms. Messages and bytes per get are every datagram the nodes "
+            "sent during the gets (maintenance frozen, `--freeze`) over the gets; a get here returns an "
+            "8 KB block, so bytes are not comparable with the paper's. The oracle row is one RTT from the "
+            "(nearest) gateway to its nearest replica, over all the runs' gets.\n\n")
+    body += table(["run", "GW", "I/R", "p", "routing", "extra", "avg ms", "p50 ms", "p90 ms", "p99 ms",
+                   "msgs/get", "bytes/get", "success %"], rows)
     body += "\nThe paper's rows for reference (PlanetLab, ms):\n\n"
-    body += table(["row", "I/R", "p", "mode", "avg", "p50", "p90", "p99", "msgs", "bytes"], OPENDHT_PAPER)
+    body += table(["row", "GW", "I/R", "p", "mode", "avg", "p50", "p90", "p99", "msgs", "bytes"], OPENDHT_PAPER)
     body += "\n" + png + caption("Get latency percentiles per routing configuration (log scale); paper: "
-                                 "PlanetLab, e.g. recursive nonlinear p50/p99 104/1830 ms, oracle 31/130 ms; "
-                                 "here: the network model with 5 % slow nodes, and its oracle.")
+                                 "PlanetLab, e.g. recursive nonlinear p50/p99 104/1830 ms, two gateways "
+                                 "iterative p = 3 70/321 ms, oracle 31/130 ms; here: the network model with "
+                                 "5 % slow nodes, and its oracle.")
     R.section("opendht", "OpenDHT Table 1: tail latency with slow nodes", body)
     R.check("opendht", probs, f"{len(dat) - (1 if oracle else 0)} configurations")
 
@@ -834,15 +859,18 @@ def sec_scale(R):
     if R.fig9:
         n = max(R.fig9)
         R.accept.append(f"largest cfs-ring: {n} nodes, {fmt(R.fig9[n][2])} KiB per node")
-    names = [f"n{R.settings['SCALE_N']}"] if "SCALE_N" in R.settings else []
-    for name in names + [r.label.split("/", 1)[1] for r in R.runs("scale", "") if r.label[6:] not in names]:
-        r = R.run("scale", name)
+    runs = R.runs("scale", "")
+    if not runs:
+        probs.append("scale: no runs")
+    capped = _read(os.path.join(R.out, "scale", "capped.txt")).strip()
+    for r in runs:
         b, s = r.phase("build"), get_stats(r)
         t = r.trouble()
         if t or not b or not b.get("converged"):
             probs.append(t or f"{r.label}: " + ("no build phase" if not b else "ring did not converge"))
         if b:
-            rows.append([r.label, b["nodes"], fmt(b["seconds"]), "yes" if b.get("converged") else "**no**",
+            rows.append([r.label, b.get("asked", "?"), b["nodes"], fmt(b["seconds"]),
+                         "yes" if b.get("converged") else "**no**",
                          fmt(b["kib_per_node"]), s["gets"], fmt(s["succ"]), fmt(s["p50"], 2), fmt(s["p99"], 2),
                          fmt((r.phase("end") or {}).get("rss_kib", float("nan")) / 1024)])
     best = None
@@ -863,7 +891,9 @@ def sec_scale(R):
             "footprint per node. **Here**: the largest ring of whole DHash nodes that eval.sh builds in one "
             "process (`cfs-testbed`, gets at a rate, no network model); memory per node is the process's RSS "
             "after the build over the nodes. The largest cfs-ring is in the Fig. 9 table.\n\n")
-    body += missing_note(probs) + table(["run", "nodes", "build s", "converged", "KiB per node", "gets",
+    if capped:
+        body += f"The ring asked for was smaller on this machine: {capped}.\n\n"
+    body += missing_note(probs) + table(["run", "asked", "nodes", "build s", "converged", "KiB per node", "gets",
                                          "success %", "p50 ms", "p99 ms", "end RSS MiB"], rows)
     R.section("scale", "Scale: the largest ring of whole nodes", body)
     R.check("scale", probs, f"{len(rows)} runs")

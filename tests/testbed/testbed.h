@@ -40,6 +40,7 @@ struct tb {
 	uint32_t nvnodes_list;
 	uint32_t max_vnodes;      /* of all slots (sizes the ID array) */
 	bool caching;             /* each node keeps a cache of others' blocks */
+	bool frozen;              /* from time 0 no maintenance: every message is the workload's */
 	bool has_wan;
 	struct cfs_wan wan;
 	struct cfs_wan wan_setup; /* the same without slow nodes, before time 0 */
@@ -98,7 +99,9 @@ struct tb_workload {
 	uint32_t windows[16];     /* file: prefetch windows to try */
 	uint32_t nwindows;
 	uint32_t repeat;          /* file: downloads per window */
+	uint32_t gateways;        /* gets: nodes each get is issued from at once */
 };
+#define TB_GATEWAYS_MAX 8
 /* Put the workload's blocks (before time 0); -errno when too many fail. */
 int tb_workload_prepare(const struct tb_workload *w);
 /* Start what runs on the clock (gets at a rate). */

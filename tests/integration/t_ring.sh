@@ -48,7 +48,7 @@ CL_N=0
 cluster_start 64 1 $STAB
 cluster_wait_correct 180 || fail "a ring of 64 processes did not converge"
 echo "# ring of 64 processes converged in ${CLUSTER_CONVERGED_S}s"
-for mode in iterative,greedy recursive,greedy iterative,cost recursive,nonlinear; do
+for mode in iterative,greedy recursive,greedy iterative,cost recursive,nonlinear iterative,greedy,p3; do
 	cluster_lookup_check "$mode" 10000 || fail "lookups ($mode) in the 64-ring"
 done
 ok "10,000 lookups per mode in a 64-process ring all return the true successor"

@@ -30,6 +30,10 @@ struct vnode {
 	uv_timer_t stab_timer, fix_timer;
 	bool stab_busy, fix_busy, pred_probe_busy, join_busy, fingers_done;
 	bool list_changed;        /* the last round changed the successor list */
+	/* The successor list was refilled from fingers after all successors
+	 * died (table_remove): it may skip live nodes, so lookups do not
+	 * answer from it until the successor names us its predecessor. */
+	bool succ_unsure;
 	uint64_t stab_ms;         /* loop time of the last round (maint_kick) */
 	int next_finger;          /* the finger fix_fingers refreshes next */
 	uint32_t join_attempts;

@@ -85,6 +85,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 	if (st != AUTH_OK)
 		return; /* pending: the next attempt finds it authenticated */
 	table_set_succs(v, &list[0], list + 1, n - 1);
+	v->succ_unsure = false;
 	maint_kick(v);
 	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
@@ -153,6 +154,8 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
 	struct cfs_node first = t->n;
 	first.coord = reply->coord;
 	table_set_succs(v, &first, reply->nodes, reply->n_nodes);
+	if (reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id))
+		v->succ_unsure = false; /* no one between us and our successor */
 	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
 	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
 		table_offer(c, &reply->pred);
@@ -207,6 +210,8 @@ static void stabilize(struct vnode *v)
 			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
 				table_offer(c, &u->pred.n);
 			table_consider(c, &v->self); /* notify u */
+			if (u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id))
+				v->succ_unsure = false;
 			free(k);
 		} else if (chord_call(c, &v->succ[0].n, &c->msg, c->cfg.probe_timeout_ms, stab_reply, k) < 0) {
 			free(k);

@@ -123,7 +123,9 @@ void table_remove(chord_t *c, const struct cfs_id *id)
 	if (found)
 		log_debug("dropped node %s from the tables", cfs_id_short(id, s));
 	/* A virtual server whose successors all died falls back on whatever
-	 * else it knows, so the ring heals instead of splitting. */
+	 * else it knows, so the ring heals instead of splitting. That list may
+	 * skip live nodes: until stabilisation confirms it (succ_unsure),
+	 * lookups do not answer from it. */
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
 		if (v->nsuccs > 0)
@@ -136,6 +138,7 @@ void table_remove(chord_t *c, const struct cfs_id *id)
 		for (uint32_t u = 0; u < c->nv; u++)
 			if (u != vi)
 				succ_insert(v, &c->v[u].self, c->cfg.nsucc);
+		v->succ_unsure = v->nsuccs > 0;
 	}
 }
 
@@ -284,13 +287,13 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	if (v->nsuccs == 0 ||
 	    (v->pred.valid && cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
 		out[n++] = v->self;
-		for (uint32_t i = 0; i < v->nsuccs && n < nsucc; i++)
+		for (uint32_t i = 0; i < v->nsuccs && n < nsucc && !v->succ_unsure; i++)
 			out[n++] = v->succ[i].n;
 		*n_out = n;
 		return true;
 	}
 	/* Does the successor list cover it (DHash++: answer early)? */
-	for (uint32_t j = 0; j < v->nsuccs; j++) {
+	for (uint32_t j = 0; j < v->nsuccs && !v->succ_unsure; j++) {
 		const struct cfs_id *prev = j ? &v->succ[j - 1].n.id : &v->self.id;
 		if (!cfs_id_in_oc(key, prev, &v->succ[j].n.id))
 			continue;
@@ -329,6 +332,10 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
 			return table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
+	}
+	if (n == 0 && v->succ_unsure) {
+		*n_out = 0; /* our successor may not be the key's: no answer */
+		return false;
 	}
 	if (n == 0) {
 		/* Nothing between us and the key: our successor is the answer. */

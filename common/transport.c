@@ -14,6 +14,15 @@
  * order and are sent as earlier ones end. Timeouts follow eq. (2):
  * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
  * smoothed RTT when it has none), alpha the running mean of |rtt - v|.
+ *
+ * A timeout is a congestion signal only the first time a destination goes
+ * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
+ * forgotten first) until anything answers from it: further timeouts to it
+ * do not halve w again, and calls to it are sent at once outside the
+ * window. Otherwise, after a mass failure, probes to the dead (each held
+ * to its full timeout) filled the 3w slots of a window that every one of
+ * their timeouts had halved, and a get to a live replica waited seconds
+ * behind them in the queue.
  */
 #include "common/cfs.h"
 
@@ -26,6 +35,7 @@
 #define RECV_BUF 65536
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
 #define SOCKET_BUF (8 << 20)
+#define SILENT_MAX 64
 
 struct call {
 	uint64_t reqid;
@@ -35,6 +45,7 @@ struct call {
 	void *arg;
 	uint32_t fixed_timeout_ms;
 	uint8_t type;
+	bool outside;        /* to a silent destination: not in the window */
 	size_t heap_idx;     /* SIZE_MAX: not yet sent */
 	struct call *hnext;  /* hash chain */
 	struct call *qnext;  /* wait queue */
@@ -85,6 +96,11 @@ struct cfs_transport {
 
 	struct cfs_transport_stats st;
 	bool have_srtt;
+
+	/* destinations whose last call timed out with no answer since;
+	 * silent_next is the slot reused when the table is full */
+	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
+	uint32_t nsilent, silent_next;
 };
 
 /*
@@ -298,6 +314,41 @@ uint64_t cfs_stp_rto_us(uint64_t predicted_us, double alpha_us)
 	return predicted_us + (uint64_t)(6.0 * alpha_us) + 15000u;
 }
 
+static int silent_find(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	for (uint32_t i = 0; i < t->nsilent; i++)
+		if (cfs_addr_eq(&t->silent[i], a))
+			return (int)i;
+	return -1;
+}
+
+/* A timeout to a: true when a was not silent already (it is now). */
+static bool silent_note(cfs_transport_t *t, const struct cfs_addr *a)
+{
+	if (silent_find(t, a) >= 0)
+		return false;
+	if (!t->silent)
+		t->silent = xcalloc(SILENT_MAX, sizeof(t->silent[0]));
+	if (t->nsilent < SILENT_MAX) {
+		t->silent[t->nsilent++] = *a;
+	} else {
+		t->silent[t->silent_next] = *a;
+		t->silent_next = (t->silent_next + 1) % SILENT_MAX;
+	}
+	return true;
+}
+
+static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
+{
+	int i = t->nsilent ? silent_find(t, a) : -1;
+
+	if (i < 0)
+		return;
+	t->silent[i] = t->silent[--t->nsilent];
+	if (t->silent_next >= t->nsilent)
+		t->silent_next = 0;
+}
+
 static unsigned window_limit(const cfs_transport_t *t)
 {
 	return (unsigned)(3.0 * t->st.window);
@@ -320,7 +371,8 @@ static void call_send(cfs_transport_t *t, struct call *c)
 	c->sent_us = now;
 	c->deadline_us = now + rto;
 	heap_push(&t->calls_heap, c);
-	t->st.inflight++;
+	if (!c->outside)
+		t->st.inflight++;
 	transmit(t, &c->dst, c->pkt, c->pkt_len);
 	free(c->pkt);
 	c->pkt = NULL;
@@ -371,7 +423,8 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	}
 	table_add(t, c);
 	t->st.calls++;
-	if (t->st.inflight < window_limit(t) && !t->q_head) {
+	c->outside = t->nsilent && silent_find(t, dst) >= 0;
+	if (c->outside || (t->st.inflight < window_limit(t) && !t->q_head)) {
 		call_send(t, c);
 		arm_timer(t);
 	} else {
@@ -435,7 +488,8 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 
 	if (c->heap_idx != SIZE_MAX) {
 		heap_remove(&t->calls_heap, c->heap_idx);
-		t->st.inflight--;
+		if (!c->outside)
+			t->st.inflight--;
 	}
 	c->cb(c->arg, status, reply, &res);
 	free(c->pkt);
@@ -462,7 +516,8 @@ static void expire_overdue(cfs_transport_t *t)
 			break;
 		table_take(t, c->reqid);
 		t->st.timeouts++;
-		t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+		if (silent_note(t, &c->dst))
+			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
 		call_finish(t, c, -ETIMEDOUT, NULL, 0);
 		done++;
 	}
@@ -577,6 +632,7 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	}
 	cfs_hist_add(&t->st.rtt_us, rtt);
 	t->st.replies++;
+	silent_clear(t, from);
 	t->st.window += 1.0 / t->st.window;
 	if (t->st.window > t->cfg.window_max)
 		t->st.window = t->cfg.window_max;
@@ -730,6 +786,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
 	free(t->buckets);
+	free(t->silent);
 	free(t);
 }
 

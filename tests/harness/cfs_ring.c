@@ -17,8 +17,15 @@
  * successor list are the true ones. After a kill, a lookup whose key sits
  * behind r or more consecutive killed nodes is counted apart: no live node
  * knows its successor until stabilisation runs, so failing it is the
- * expected outcome, not a routing fault. Output: a human summary on
- * stderr, one JSON object per phase on stdout.
+ * expected outcome, not a routing fault. For uniformly random keys and a
+ * fraction f killed, that happens with probability f^r (1 + r (1 - f))
+ * (the arc a key falls in grows with the dead run before its successor),
+ * more than the f^r of a block losing all r replicas.
+ *
+ * Exit status: 1 when a lookup of the converged ring failed or answered
+ * wrong, or a lookup after the kill answered wrong; failed lookups after
+ * the kill are what that experiment measures, not an error. Output: a
+ * human summary on stderr, one JSON object per phase on stdout.
  */
 #include <getopt.h>
 #include <math.h>
@@ -588,7 +595,7 @@ int main(int argc, char **argv)
 		for (uint32_t m = 0; m < nmodes; m++) {
 			S.mode = modes[m];
 			run_lookups("after-kill", lookups);
-			if (S.wrong || S.failed)
+			if (S.wrong)
 				rc = 1;
 		}
 	}

@@ -54,7 +54,7 @@ run() {
 
 if [ "$MODE" = full ]; then
 	SIZES="16 64 256 1024 4096"; LOOKUPS=10000
-	KILL_N=1000; KILLS="0.1 0.2 0.3 0.4 0.5"
+	KILL_N=1000; KILLS="0.1 0.2 0.3 0.4 0.5"; KILL_SUCC=20; KILL_BLOCKS=1000; KILL_GETS_S=20
 	VN_N=64; VN_BLOCKS=10000; HOT_N=1000; HOT_FETCHES=200
 	LAT_N=100; LAT_S=20; LAT_RATE=20; LAT_BLOCKS=1000
 	CHURN_N=100; CHURN_SPEEDUP=3; CHURN_RATE=10
@@ -63,7 +63,7 @@ if [ "$MODE" = full ]; then
 	SCALE_N=4096; SCALE_MS=4000; SCALE_S=30
 else
 	SIZES="16 64"; LOOKUPS=2000
-	KILL_N=64; KILLS="0.2 0.5"
+	KILL_N=64; KILLS="0.2 0.5"; KILL_SUCC=12; KILL_BLOCKS=200; KILL_GETS_S=5
 	VN_N=16; VN_BLOCKS=1000; HOT_N=48; HOT_FETCHES=40
 	LAT_N=16; LAT_S=4; LAT_RATE=10; LAT_BLOCKS=64
 	CHURN_N=16; CHURN_SPEEDUP=20; CHURN_RATE=20
@@ -82,11 +82,20 @@ for n in $SIZES; do
 		--mode iterative --mode recursive --converge-timeout 3000
 done
 
-# CFS Fig. 13-15: lookups right after a fraction of the ring failed, before
-# stabilisation can repair anything (k = 6 successors).
+# CFS Fig. 13-15: right after a fraction of the ring failed, before
+# stabilisation can repair anything. As in CFS 7.1, every server keeps
+# 2·log2 N successors and each block six replicas. Lookups (cfs-ring: RPCs
+# and timeouts per lookup) and block fetches (cfs-testbed on a frozen ring:
+# about 50 gets per second for KILL_GETS_S seconds from random live nodes,
+# each noting whether any of the block's replicas was still alive).
 for f in $KILLS; do
-	run fig13 "kill$f" "$RING" --nodes $KILL_N --successors 6 --lookups $LOOKUPS --mode iterative \
-		--kill "$f" --freeze --converge-timeout 3000
+	run fig13 "kill$f" "$RING" --nodes $KILL_N --successors $KILL_SUCC --lookups $LOOKUPS \
+		--mode iterative --kill "$f" --freeze --converge-timeout 3000
+	script=$OUT/fig13/gets$f.churn
+	printf '# fail a fraction at once, fetch until the end\nat 5 fail %s%%\nat %d end\n' \
+		"$(awk "BEGIN { print $f * 100 }")" $((5 + KILL_GETS_S)) >"$script"
+	run fig13 "gets$f" "$TB" --nodes $KILL_N --successors $KILL_SUCC --replicas 6 --freeze \
+		--churn "$script" --workload gets --blocks $KILL_BLOCKS --rate 50 --converge-timeout 3000
 done
 
 # CFS Fig. 10 and 12: key space and blocks per physical server.

@@ -74,31 +74,41 @@ uint32_t tb_owner(const struct cfs_id *id)
 	return i < TB.nids && cfs_id_eq(&TB.ids[i].id, id) ? TB.ids[i].slot : UINT32_MAX;
 }
 
+/* The key's replica set now: its first k (at most) distinct live
+ * successors' slots into slots[]; returns how many. */
+static uint32_t replica_slots(const struct cfs_id *key, uint32_t k, uint32_t *slots)
+{
+	uint32_t n = 0;
+
+	ids_refresh();
+	if (!TB.nids)
+		return 0;
+	size_t i = lower_bound(TB.ids, TB.nids, key);
+	for (size_t step = 0; step < TB.nids && n < k; step++) {
+		uint32_t slot = TB.ids[(i + step) % TB.nids].slot;
+		bool dup = false;
+		for (uint32_t j = 0; j < n; j++)
+			dup |= slots[j] == slot;
+		if (!dup)
+			slots[n++] = slot;
+	}
+	return n;
+}
+
 uint64_t tb_oracle_us(const struct tb_node *from, const struct cfs_id *key, uint32_t k)
 {
-	uint32_t seen[CFS_MSG_MAX_NODES], nseen = 0;
+	uint32_t slots[CFS_MSG_MAX_NODES];
 	struct cfs_addr a, b;
 	uint64_t best = UINT64_MAX;
 
-	if (!TB.has_wan || !tb_true_succ(key))
+	if (!TB.has_wan || cfs_addr_from_ip(&a, "127.0.0.1", from->port) < 0)
 		return 0;
-	if (cfs_addr_from_ip(&a, "127.0.0.1", from->port) < 0)
-		return 0;
-	k = k < CFS_MSG_MAX_NODES ? k : CFS_MSG_MAX_NODES;
-	size_t i = lower_bound(TB.ids, TB.nids, key);
-	for (size_t step = 0; step < TB.nids && nseen < k; step++) {
-		uint32_t slot = TB.ids[(i + step) % TB.nids].slot;
-		bool dup = false;
-		for (uint32_t j = 0; j < nseen; j++)
-			dup |= seen[j] == slot;
-		if (dup)
-			continue;
-		seen[nseen++] = slot;
-		if (cfs_addr_from_ip(&b, "127.0.0.1", TB.n[slot].port) == 0) {
+	k = replica_slots(key, k < CFS_MSG_MAX_NODES ? k : CFS_MSG_MAX_NODES, slots);
+	for (uint32_t j = 0; j < k; j++)
+		if (cfs_addr_from_ip(&b, "127.0.0.1", TB.n[slots[j]].port) == 0) {
 			uint64_t rtt = cfs_wan_rtt_us(&TB.wan, &a, &b);
 			best = rtt < best ? rtt : best;
 		}
-	}
 	return best == UINT64_MAX ? 0 : best;
 }
 
@@ -187,6 +197,12 @@ fail:
 
 static void node_free(struct tb_node *n)
 {
+	if (n->tr) {
+		struct cfs_transport_stats st;
+		cfs_transport_get_stats(n->tr, &st);
+		TB.dgrams_gone += st.datagrams_out;
+		TB.bytes_gone += st.bytes_out;
+	}
 	dhash_client_free(n->cl);
 	dhash_server_free(n->dh);
 	chord_free(n->chord);
@@ -251,6 +267,26 @@ static void true_next(const struct cfs_id *id, struct cfs_id *ret)
 	*ret = *tb_true_succ(&k);
 }
 
+/* Is the whole successor list the true one? Puts place replicas by it and
+ * a frozen ring keeps it as it is. */
+static bool succs_right(const chord_t *c, uint32_t v)
+{
+	const struct cfs_node *succ[CHORD_SUCC_MAX];
+	uint32_t ns = chord_vnode_succs(c, v, succ);
+	uint32_t want = TB.nids - 1 < TB.cc.nsucc ? (uint32_t)TB.nids - 1 : TB.cc.nsucc;
+	struct cfs_id prev = chord_vnode_self(c, v)->id, t;
+
+	if (ns != want)
+		return false;
+	for (uint32_t k = 0; k < ns; k++) {
+		true_next(&prev, &t);
+		if (!cfs_id_eq(&t, &succ[k]->id))
+			return false;
+		prev = t;
+	}
+	return true;
+}
+
 uint32_t tb_ring_wrong(bool settled)
 {
 	uint32_t wrong = 0;
@@ -273,7 +309,7 @@ uint32_t tb_ring_wrong(bool settled)
 			const struct cfs_id *pw = &TB.ids[lo == 0 ? TB.nids - 1 : lo - 1].id;
 			if (!chord_vnode_joined(n->chord, v) || (settled && !chord_vnode_settled(n->chord, v)) ||
 			    !cfs_id_eq(&chord_vnode_succ(n->chord, v)->id, &want) || !p ||
-			    !cfs_id_eq(&p->id, pw))
+			    !cfs_id_eq(&p->id, pw) || (settled && !succs_right(n->chord, v)))
 				wrong++;
 		}
 	}

@@ -49,6 +49,8 @@ struct tb {
 	struct tb_node *n;
 	uint32_t nslots;
 	uint32_t nalive;
+	uint64_t dgrams_gone;     /* sent by nodes since stopped (their transports are closed) */
+	uint64_t bytes_gone;
 	struct cfs_rng rng;
 	/* the live virtual-server IDs, sorted (the truth lookups are checked against) */
 	struct tb_vid { struct cfs_id id; uint32_t slot; } *ids;

@@ -30,6 +30,8 @@ static struct {
 	/* puts */
 	uint32_t put_next, put_inflight, put_ok, put_failed;
 	bool *put_done;           /* by key index: acknowledged */
+	uint32_t *holders;        /* frozen ring: key i is stored on slots [i*HELD_MAX, +nheld[i]) */
+	uint8_t *nheld;
 	uint32_t block_size;
 	/* gets at a rate */
 	uv_timer_t timer;
@@ -49,15 +51,84 @@ static struct {
 	bool chain_end;
 } W;
 
+/* One line of ops.csv, written when the operation ends; its time is when
+ * it was issued (the end less its latency), so that gets issued at a
+ * steady rate fill every bucket of a plot over time however long some of
+ * them take. replicas_alive: of the block's replicas when it was put, how
+ * many are alive (frozen rings only, where nothing moves a replica); -1
+ * otherwise. */
 static void record(const char *op, const struct tb_node *n, int status,
-                   const struct dhash_get_result *r, uint64_t arg, uint64_t oracle_us)
+                   const struct dhash_get_result *r, uint64_t arg, uint64_t oracle_us,
+                   int replicas_alive)
 {
+	uint64_t now = tb_now_ms(), took = r ? r->latency_us / 1000 : 0;
+
 	if (!TB.ops)
 		return;
-	fprintf(TB.ops, "%llu,%s,%u,%d,%.3f,%.3f,%u,%u,%u,%llu,%.3f\n", (unsigned long long)tb_now_ms(),
+	fprintf(TB.ops, "%llu,%s,%u,%d,%.3f,%.3f,%u,%u,%u,%llu,%.3f,%d\n",
+	        (unsigned long long)(now > took ? now - took : 0),
 	        op, n ? n->slot : 0, status, r ? (double)r->latency_us / 1000 : 0,
 	        r ? (double)r->lookup_us / 1000 : 0, r ? r->rpcs : 0, r ? r->timeouts : 0, TB.nalive,
-	        (unsigned long long)arg, (double)oracle_us / 1000);
+	        (unsigned long long)arg, (double)oracle_us / 1000, replicas_alive);
+}
+
+/* Frozen ring: which nodes hold each acknowledged block, read from their
+ * stores (a put that timed out at the key's successor lands further on,
+ * so the placement is not always the first k successors). At most
+ * HELD_MAX holders per block are noted. */
+#define HELD_MAX 16u
+
+static int key_idx_cmp(const void *a, const void *b)
+{
+	return cfs_id_cmp(&W.keys[*(const uint32_t *)a], &W.keys[*(const uint32_t *)b]);
+}
+
+static void note_holders(void)
+{
+	uint32_t *order = xmalloc(W.nkeys * sizeof(order[0]));
+	struct cfs_id page[256], last;
+
+	for (uint32_t i = 0; i < W.nkeys; i++)
+		order[i] = i;
+	qsort(order, W.nkeys, sizeof(order[0]), key_idx_cmp);
+	W.holders = xcalloc((size_t)W.nkeys * HELD_MAX, sizeof(W.holders[0]));
+	W.nheld = xcalloc(W.nkeys, 1);
+	for (uint32_t slot = 0; slot < TB.nslots; slot++) {
+		bool more = TB.n[slot].alive;
+		const struct cfs_id *after = NULL;
+		while (more) {
+			uint32_t n = dhash_server_keys(TB.n[slot].dh, after, page, 256, &more);
+			for (uint32_t j = 0; j < n; j++) {
+				size_t lo = 0, hi = W.nkeys;
+				while (lo < hi) {
+					size_t mid = (lo + hi) / 2;
+					if (cfs_id_cmp(&W.keys[order[mid]], &page[j]) < 0)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				uint32_t i = lo < W.nkeys ? order[lo] : 0;
+				if (lo < W.nkeys && cfs_id_eq(&W.keys[i], &page[j]) && W.nheld[i] < HELD_MAX)
+					W.holders[(size_t)i * HELD_MAX + W.nheld[i]++] = slot;
+			}
+			if (!n)
+				break;
+			last = page[n - 1]; /* not a pointer into the page the next call fills */
+			after = &last;
+		}
+	}
+	free(order);
+}
+
+static int replicas_alive(uint32_t i)
+{
+	int n = 0;
+
+	if (!W.holders)
+		return -1;
+	for (uint32_t j = 0; j < W.nheld[i]; j++)
+		n += TB.n[W.holders[(size_t)i * HELD_MAX + j]].alive;
+	return n;
 }
 
 /* ------------------------------------------------------------ puts */
@@ -129,6 +200,8 @@ int tb_workload_prepare(const struct tb_workload *w)
 			W.keys[k++] = W.keys[i];
 	W.nkeys = k;
 	free(W.put_done);
+	if (TB.frozen)
+		note_holders();
 	printf("{\"phase\":\"put\",\"blocks\":%u,\"failed\":%u,\"seconds\":%.1f}\n", W.put_ok,
 	       W.put_failed, (double)(cfs_now_us() - t) / 1e6);
 	if (!W.nkeys || W.put_failed > (W.put_ok + W.put_failed) / 10)
@@ -143,6 +216,7 @@ int tb_workload_prepare(const struct tb_workload *w)
 struct rate_get {
 	struct tb_node *n;        /* the first gateway: the record's node */
 	uint64_t oracle_us;       /* from the nearest gateway */
+	int replicas_alive;
 	uint32_t pending;
 	bool recorded;
 };
@@ -169,7 +243,10 @@ static void rate_get_done(void *arg, const struct dhash_get_result *r)
 	if (r->status != -ECANCELED) {
 		W.rpcs += r->rpcs; /* every gateway's cost counts */
 		W.timeouts += r->timeouts;
-		if (!g->recorded && (r->status == 0 || g->pending == 0)) {
+		/* The first success answers the get; a failure only once no
+		 * other gateway is still asked (pending 1: this one; the issuing
+		 * hold is gone, callbacks never run inside dhash_get). */
+		if (!g->recorded && (r->status == 0 || g->pending == 1)) {
 			g->recorded = true;
 			if (g->oracle_us)
 				cfs_hist_add(&W.oracle_us, g->oracle_us);
@@ -179,7 +256,7 @@ static void rate_get_done(void *arg, const struct dhash_get_result *r)
 				cfs_hist_add(&W.lat_us, r->latency_us);
 				cfs_hist_add(&W.lookup_us, r->lookup_us);
 			}
-			record("get", g->n, r->status, r, 0, g->oracle_us);
+			record("get", g->n, r->status, r, 0, g->oracle_us, g->replicas_alive);
 		}
 	}
 	get_release(g);
@@ -212,9 +289,11 @@ static void on_rate_tick(uv_timer_t *t)
 		uint32_t ngw = pick_gateways(gw);
 		if (!ngw || !W.nkeys)
 			return;
-		const struct cfs_id *key = &W.keys[cfs_rng_next(&TB.rng) % W.nkeys];
+		uint32_t ki = (uint32_t)(cfs_rng_next(&TB.rng) % W.nkeys);
+		const struct cfs_id *key = &W.keys[ki];
 		struct rate_get *g = xcalloc(1, sizeof(*g));
 		g->n = gw[0];
+		g->replicas_alive = replicas_alive(ki);
 		for (uint32_t i = 0; i < ngw; i++) {
 			uint64_t o = tb_oracle_us(gw[i], key, TB.dc.replicas);
 			if (i == 0 || o < g->oracle_us)
@@ -231,16 +310,18 @@ static void on_rate_tick(uv_timer_t *t)
 				free(a);
 		}
 		if (g->pending == 1 && !g->recorded) {
-			record("get", g->n, -EAGAIN, NULL, 0, g->oracle_us);
+			record("get", g->n, -EAGAIN, NULL, 0, g->oracle_us, g->replicas_alive);
 			g->recorded = true;
 		}
 		get_release(g); /* drop the hold */
 	}
 }
 
+/* Datagrams and bytes sent by every node, live or stopped. */
 static void sent_totals(uint64_t *dgrams, uint64_t *bytes)
 {
-	*dgrams = *bytes = 0;
+	*dgrams = TB.dgrams_gone;
+	*bytes = TB.bytes_gone;
 	for (uint32_t i = 0; i < TB.nslots; i++) {
 		struct cfs_transport_stats st;
 		if (!TB.n[i].tr)
@@ -289,13 +370,15 @@ void tb_workload_summary(FILE *f)
 		         (double)(dgrams - W.dgrams0) / (double)W.gets,
 		         (double)(bytes - W.bytes0) / (double)W.gets);
 	}
-	fprintf(f, "{\"phase\":\"gets\",\"gets\":%llu,\"ok\":%llu,\"failed\":%llu,"
+	/* Gets still unanswered 15 s after the end count as failed (and are in
+	 * no per-get mean: those are over the answered gets). */
+	fprintf(f, "{\"phase\":\"gets\",\"gets\":%llu,\"ok\":%llu,\"failed\":%llu,\"unfinished\":%u,"
 	        "\"p50_ms\":%.2f,\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"mean_ms\":%.2f,"
 	        "\"lookup_p50_ms\":%.2f,\"rpcs_per_get\":%.3f,\"timeouts_per_get\":%.3f,"
 	        "\"oracle_p50_ms\":%.2f,\"oracle_p99_ms\":%.2f,\"oracle_mean_ms\":%.2f,"
 	        "\"gateways\":%u%s}\n",
-	        (unsigned long long)W.gets, (unsigned long long)W.gets_ok,
-	        (unsigned long long)(W.gets - W.gets_ok),
+	        (unsigned long long)(W.gets + W.inflight), (unsigned long long)W.gets_ok,
+	        (unsigned long long)(W.gets + W.inflight - W.gets_ok), W.inflight,
 	        (double)cfs_hist_quantile(&W.lat_us, 0.5) / 1000,
 	        (double)cfs_hist_quantile(&W.lat_us, 0.9) / 1000,
 	        (double)cfs_hist_quantile(&W.lat_us, 0.99) / 1000,
@@ -319,7 +402,7 @@ static void hot_done(void *arg, const struct dhash_get_result *r)
 	W.chain_inflight--;
 	if (r->status == -ECANCELED)
 		return;
-	record("hot", n, r->status, r, W.seq, 0);
+	record("hot", n, r->status, r, W.seq, 0, -1);
 	W.chain_rpcs += r->rpcs;
 	W.chain_failed += r->status != 0;
 	W.seq++;
@@ -387,7 +470,7 @@ static int file_run(const struct tb_workload *w)
 			double s = (double)(cfs_now_us() - t) / 1e6;
 			double kbs = (double)W.chain_bytes / 1000 / s;
 			struct dhash_get_result r = { .latency_us = (uint64_t)(s * 1e6), .rpcs = (uint32_t)W.chain_rpcs };
-			record("file", W.from, -(int)W.chain_failed, &r, W.window, 0);
+			record("file", W.from, -(int)W.chain_failed, &r, W.window, 0, -1);
 			printf("%s{\"window\":%u,\"node\":%u,\"seconds\":%.3f,\"kbytes_per_s\":%.1f,\"failed\":%u}",
 			       i + rep ? "," : "", W.window, W.from->slot, s, kbs, W.chain_failed);
 			fprintf(stderr, "cfs-testbed: window %2u: %.1f KB/s (%u failed)\n", W.window, kbs,

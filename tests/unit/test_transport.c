@@ -318,3 +318,89 @@ Test(transport, ipv6_loopback)
 	cr_assert_eq(srv_addr.sa.sa_family, AF_INET6);
 	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
 }
+
+/* ---- a dead destination: one congestion signal, no window slots */
+
+static uint32_t dead_left, live_done_with_dead_left;
+
+static void on_dead(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	cr_assert_eq(status, -ETIMEDOUT);
+	dead_left--;
+}
+
+static void on_live(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	cr_assert_eq(status, 0);
+	live_done_with_dead_left = dead_left;
+	done = true;
+}
+
+static void call_dead(const struct cfs_addr *dead, uint32_t n, uint32_t timeout_ms)
+{
+	struct cfs_msg m;
+	for (uint32_t i = 0; i < n; i++) {
+		cfs_msg_init(&m, CFS_MSG_PING);
+		cr_assert(cfs_transport_call(cli, dead, &m, &(struct cfs_call_opts){ .timeout_ms = timeout_ms },
+		                             on_dead, NULL) == 0);
+		dead_left++;
+	}
+}
+
+Test(transport, silent_destination_halves_once_and_takes_no_slots)
+{
+	struct cfs_transport_stats st;
+	struct cfs_addr dead;
+	struct cfs_msg m;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t len = sizeof(dead);
+
+	/* A bound socket nobody reads: a peer that never answers. */
+	cr_assert(cfs_addr_from_ip(&dead, "127.0.0.1", 0) == 0);
+	cr_assert(bind(fd, &dead.sa, cfs_addr_len(&dead)) == 0);
+	cr_assert(getsockname(fd, &dead.sa, &len) == 0);
+
+	cfs_transport_get_stats(cli, &st);
+	double w0 = st.window;
+	call_dead(&dead, 1, 50);
+	while (dead_left)
+		uv_run(&loop, UV_RUN_ONCE);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.window, w0 / 2, "the first timeout halves w: %.2f -> %.2f", w0, st.window);
+
+	/* Now silent: more calls to it are outside the window, and their
+	 * timeouts do not halve it again. */
+	call_dead(&dead, 40, 1500);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.inflight, 0, "calls to a silent peer hold no window slot");
+	cr_assert_eq(st.queued, 0);
+	cfs_msg_init(&m, CFS_MSG_PING);
+	done = false;
+	cr_assert(cfs_transport_call(cli, &srv_addr, &m, NULL, on_live, NULL) == 0);
+	while (dead_left)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert(done);
+	cr_assert_eq(live_done_with_dead_left, 40, "the live call did not wait behind the dead ones");
+	cfs_transport_get_stats(cli, &st);
+	cr_assert(st.window >= w0 / 2, "41 timeouts to one dead peer halved w once: %.2f", st.window);
+
+	/* A peer that answers is no longer silent: its next timeout counts. */
+	srv.delay_replies = true;
+	cr_assert_eq(call_one(CFS_MSG_PING, &(struct cfs_call_opts){ .timeout_ms = 50 }), -ETIMEDOUT);
+	cfs_transport_get_stats(cli, &st);
+	double w1 = st.window;
+	while (srv.has_pending)
+		uv_run(&loop, UV_RUN_ONCE);
+	srv.delay_replies = false;
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	srv.delay_replies = true;
+	cfs_transport_get_stats(cli, &st);
+	double w2 = st.window;
+	cr_assert_eq(call_one(CFS_MSG_PING, &(struct cfs_call_opts){ .timeout_ms = 50 }), -ETIMEDOUT);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert(w1 < w0 && st.window == (w2 / 2 < 1 ? 1 : w2 / 2),
+	          "halved again after answering: %.2f -> %.2f", w2, st.window);
+	while (srv.has_pending)
+		uv_run(&loop, UV_RUN_ONCE);
+	close(fd);
+}

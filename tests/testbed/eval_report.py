@@ -397,6 +397,9 @@ unset multiplot""", {"fig13.dat": dat, **paper}, size="1200,450")
             "repaired) and fetches random blocks from random live nodes; each get notes whether any node "
             "the block was stored on is alive, which splits the failed gets into those the paper expects "
             "(every replica dead, probability f^6) and those a live replica could have answered. "
+            "Neighbouring blocks share replicas, so the share of blocks that lose all six varies from run "
+            "to run more than f^6 of independent blocks would; the failures with a replica alive are what "
+            "measures the implementation. "
             "`cfs-ring --kill F --freeze` runs iterative lookups on a ring of the same size for the RPCs "
             "and timeouts per lookup; a lookup fails when no live node's successor list reaches the key's "
             "live successor or no verified successor answers.\n\n" + missing_note(troubles))

@@ -316,6 +316,11 @@ static void fetch_next(struct op *o)
 		*fc = (struct fetch_call){ o, ci, o->hedging };
 		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, fc) == 0) {
 			o->inflight++;
+			/* Second tries go out together: one after another, a list
+			 * of dead successors cost a second each (a get failed after
+			 * 14 s when half a 16-node ring had just died). */
+			if (ci >= o->nfirst)
+				continue;
 			if (d->cfg.hedge_ms && o->next_cand < o->ncand) {
 				if (!o->hedge) {
 					o->hedge = xmalloc(sizeof(*o->hedge));

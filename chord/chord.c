@@ -332,6 +332,12 @@ void chord_refresh_fingers(chord_t *c)
 	maint_refresh_fingers(c);
 }
 
+void chord_stabilize_now(chord_t *c)
+{
+	for (uint32_t i = 0; i < c->nv; i++)
+		maint_kick(&c->v[i]);
+}
+
 /* ------------------------------------------------------------ requests */
 
 static bool hostile_sender(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)

@@ -147,6 +147,11 @@ void chord_freeze(chord_t *c, bool frozen);
  * (chord_vnode_settled is false until the pass ends): for a ring that grew
  * much since the last pass, whose fingers are valid but no longer close. */
 void chord_refresh_fingers(chord_t *c);
+/* Bring every virtual server's next stabilization round forward to now
+ * (no sooner than 10 ms after its last). A successor list learns one more
+ * node per round, so a harness building a ring, which waits for whole
+ * lists, calls this between its checks instead of waiting out the period. */
+void chord_stabilize_now(chord_t *c);
 
 /* --- inspection */
 /* The transport c sends on (DHash serves its requests on the same socket). */

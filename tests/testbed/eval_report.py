@@ -975,7 +975,7 @@ def write_doc(R):
              "DHash nodes. The raw output of every run (JSON phases, stderr, ops.csv, events.csv) stays in the "
              "output folder; tests/testbed/eval_report.py turns it into this page.", ""]
     if R.mode == "quick":
-        lines += ["**Quick mode:** rings of 16 to 128 nodes, short runs and churn schedules sped up 20×. "
+        lines += ["**Quick mode:** rings of 16 to 128 nodes, short runs and churn schedules sped up 25×. "
                   "The numbers below show that each experiment runs and gives sane output; they are not "
                   "the papers' experiments. `make eval` runs those (about 45 minutes).", ""]
     if nm:

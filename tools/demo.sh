@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-pick_port() { while :; do p=$((20000 + RANDOM % 40000)); ss -Hlun "sport = :$p" | grep -q . || { echo $p; return; }; done; }
+pick_port() { while :; do p=$((20000 + RANDOM % 40000)); [ -n "$(ss -Hlun "sport = :$p")" ] || { echo $p; return; }; done; }
 ctl() { "$CFS_BIN/cfsctl" --data "$dir/node$1" "${@:2}"; }
 
 say "Starting a ring of $N cfsd daemons on loopback (k = 3 replicas)"
@@ -51,7 +51,7 @@ done
 echo
 
 say "cfsctl status of node0 (ring neighbours, estimate, block store)"
-ctl 0 status | head -20
+ctl 0 status | sed -n 1,20p   # (sed reads it all: head would quit early, a SIGPIPE under pipefail)
 
 say "cfs-publish: the project's docs and sources, signed, into the ring through node0"
 export XDG_CONFIG_HOME=$dir/config

@@ -31,7 +31,7 @@ free_port() {
 	local p
 	while :; do
 		p=$((20000 + RANDOM % 40000))
-		if ! ss -Hlun "sport = :$p" | grep -q .; then echo "$p"; return; fi
+		if [ -z "$(ss -Hlun "sport = :$p")" ]; then echo "$p"; return; fi
 	done
 }
 

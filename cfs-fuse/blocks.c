@@ -161,6 +161,7 @@ static const struct fblk *disk_peek(struct fs_blocks *bs, const struct cfs_id *k
 	if (kind != DHASH_KIND_CHASH || dhash_verify(kind, key, p, len, &seq) < 0) {
 		log_warn("block %s in the disk cache does not verify; fetching it again",
 		         cfs_id_short(key, k));
+		(void)dhash_cache_del(bs->disk, key); /* a put would keep the bad bytes */
 		free(p);
 		return NULL;
 	}

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 	};
 	static struct dhash_target tgt;
 	const char *why = "";
-	unsigned long window = 12;
+	unsigned long window = 24;
 	struct cat c = { 0 };
 	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
 	char *end;
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 		case 'h':
 			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
-			     "(default 12, as cfs-mount), through the local cfsd or as a plain ring\n"
+			     "(default 24, as cfs-mount), through the local cfsd or as a plain ring\n"
 			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf); no FUSE.");
 			return 0;
 		default:

@@ -38,7 +38,7 @@ static const char usage_text[] =
 	"      --update SECONDS  check for a newer root this often (default 60; 0 never)\n"
 	"      --timeout MS      one block fetch (default 10000)\n"
 	"      --retries N       further tries of a failed fetch before EIO (default 2)\n"
-	"      --max-fetches N   block fetches outstanding at once (default 12)\n"
+	"      --max-fetches N   block fetches outstanding at once (default 24)\n"
 	"      --state-dir DIR   where the highest root sequence seen is kept\n"
 	"      --bootstrap H:P   reach the ring as a plain client, no local cfsd\n"
 	"                        (repeatable; default: the local cfsd when one runs,\n"
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	};
 	struct cfsfuse_options o;
 	static struct dhash_target tgt;
-	char mnt[4096], cache_dir[4096] = "", *fuse_argv[64];
+	char mnt[4096], cache_dir[4096] = "", state_dir[4096], *fuse_argv[64];
 	uint64_t disk_mb = 0;
 	int fuse_argc = 0, c;
 	const char *why = "";
@@ -125,7 +125,11 @@ int main(int argc, char **argv)
 			if (!(o.max_fetches = (uint32_t)number("--max-fetches", optarg, 4096)))
 				bad_usage("--max-fetches wants at least 1");
 			break;
-		case O_STATE: o.state_dir = optarg; break;
+		case O_STATE:
+			if (snprintf(state_dir, sizeof(state_dir), "%s", optarg) >= (int)sizeof(state_dir))
+				bad_usage("--state-dir is too long");
+			o.state_dir = state_dir;
+			break;
 		case O_BOOTSTRAP:
 			if (dhash_target_add(&tgt, optarg, "--bootstrap") < 0)
 				return 2;
@@ -167,6 +171,13 @@ int main(int argc, char **argv)
 			bad_usage("no MOUNTPOINT given and $XDG_RUNTIME_DIR is not set");
 		(void)cfs_mkdir_p(mnt, 0755); /* a failure shows when mounting */
 	}
+	/* Mounted, the process works from / (libfuse's fuse_daemonize changes
+	 * there, -f or not): paths from the command line are made absolute
+	 * first, or the control socket and state files would not be found. */
+	if (cfs_abs_path(tgt.sock, sizeof(tgt.sock)) < 0 || cfs_abs_path(mnt, sizeof(mnt)) < 0 ||
+	    (o.state_dir && cfs_abs_path(state_dir, sizeof(state_dir)) < 0) ||
+	    cfs_abs_path(cache_dir, sizeof(cache_dir)) < 0)
+		bad_usage("a path is too long once made absolute");
 	if (cfs_crypto_init() < 0)
 		return 1;
 	return cfsfuse_run(&vol, mnt, &o, fuse_argc, fuse_argv);

@@ -35,7 +35,7 @@ struct cfsfuse_options {
 	uint64_t disk_cache_bytes;/* its bound (default 1 GiB) */
 	uint32_t fetch_timeout_ms;/* one fetch through cfsd (default 10 s) */
 	uint32_t retries;         /* further tries of a failed fetch (default 2) */
-	uint32_t max_fetches;     /* block fetches outstanding at cfsd at once (default 12) */
+	uint32_t max_fetches;     /* block fetches outstanding at cfsd at once (default 24) */
 	uint32_t prefetch_init;   /* prefetch window at the start, in blocks (default 4) */
 	uint32_t prefetch_max;    /* its cap (default 64; 0 turns prefetch off) */
 	uint32_t update_s;        /* check for a newer root every this many s (default 60; 0: never) */

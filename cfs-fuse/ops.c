@@ -351,7 +351,7 @@ static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 		from = h->prefetched;
 	if (to > nblocks)
 		to = nblocks;
-	for (uint64_t b = from; b < to && fs__blk_inflight(fs->blocks) < (uint32_t)fs->window * 2; b++) {
+	for (uint64_t b = from; b < to; b++) {
 		struct cfs_id key;
 		if (!fs__data_key_cached(fs, ino, b, &key, prefetch_done, fs))
 			break;
@@ -613,7 +613,7 @@ void cfsfuse_options_default(struct cfsfuse_options *o)
 	o->cache_bytes = 64u << 20;
 	o->fetch_timeout_ms = 10000;
 	o->retries = 2;
-	o->max_fetches = 12;
+	o->max_fetches = 24;
 	o->disk_cache_bytes = 1ull << 30;
 	o->prefetch_init = 4;
 	o->prefetch_max = 64;

@@ -46,6 +46,11 @@ void *xmemdup(const void *p, size_t n);
 /* Make directory path and any missing parents (mode for each one made);
  * 0 when it exists afterwards, else a negative errno. */
 int cfs_mkdir_p(const char *path, unsigned mode);
+/* path made absolute against the working directory (unchanged when it
+ * is already), in place; -ENAMETOOLONG, or -errno of getcwd. A daemonized
+ * process changes directory, so relative paths from its command line are
+ * resolved before that. */
+int cfs_abs_path(char *path, size_t n);
 /* This process's resident memory in KiB (0 when /proc cannot tell). */
 uint64_t cfs_rss_kib(void);
 

@@ -73,6 +73,20 @@ int cfs_mkdir_p(const char *path, unsigned mode)
 	return 0;
 }
 
+int cfs_abs_path(char *path, size_t n)
+{
+	char cwd[4096], tmp[4096];
+
+	if (path[0] == '/' || !path[0])
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if (snprintf(tmp, sizeof(tmp), "%s/%s", cwd, path) >= (int)sizeof(tmp) || strlen(tmp) >= n)
+		return -ENAMETOOLONG;
+	memcpy(path, tmp, strlen(tmp) + 1);
+	return 0;
+}
+
 int cfs_user_dir(char *buf, size_t n, const char *as_root, const char *xdg_var,
                  const char *home_sub)
 {

@@ -136,6 +136,11 @@ int dhash_cache_open(const char *dir, uint64_t cap_bytes, dhash_cache_t **ret)
 	c->bloom = leveldb_filterpolicy_create_bloom(10); /* most lookups miss */
 	leveldb_options_set_filter_policy(c->opt, c->bloom);
 	leveldb_options_set_create_if_missing(c->opt, 1);
+	/* A cache churns: most blocks put are evicted again. A memtable of a
+	 * quarter of the bound (4..64 MiB) lets many die there instead of
+	 * being written out and compacted (LevelDB's default is 4 MiB). */
+	uint64_t wb = cap_bytes / 4;
+	leveldb_options_set_write_buffer_size(c->opt, wb < (4u << 20) ? (4u << 20) : wb > (64u << 20) ? (64u << 20) : wb);
 	c->db = leveldb_open(c->opt, dir, &err);
 	if (err) {
 		int r = strstr(err, "lock") ? -EBUSY : -EIO;
@@ -278,6 +283,14 @@ int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, co
 	if (r < 0 && r != -ENOENT)
 		return r;
 	bool had = r == 0;
+	if (had && old_len == len) {
+		/* Cached already: a content-hash key names its bytes, so only
+		 * the recency may change (as for a hit), and nothing is written
+		 * while the block is young. */
+		if (c->tick - old_tick > c->blocks / 4)
+			return make_young(c, key, true, old_tick, old_len, 0, NULL);
+		return 0;
+	}
 	if ((r = make_young(c, key, had, old_tick, (uint32_t)len, kind, p)) < 0)
 		return r;
 	if (had)
@@ -286,6 +299,32 @@ int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, co
 		c->blocks++;
 	c->bytes += len;
 	shrink(c);
+	return 0;
+}
+
+int dhash_cache_del(dhash_cache_t *c, const struct cfs_id *key)
+{
+	uint8_t ck[1 + CFS_ID_BYTES], tk[1 + CFS_ID_BYTES], ak[9 + CFS_ID_BYTES];
+	uint64_t tick;
+	uint32_t len;
+	char *err = NULL;
+	int r = read_tick(c, key, &tick, &len);
+
+	if (r < 0)
+		return r;
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+	ckey(ck, P_CACHED, key);
+	ckey(tk, P_TICK, key);
+	akey(ak, tick, key);
+	leveldb_writebatch_delete(wb, (const char *)ck, sizeof(ck));
+	leveldb_writebatch_delete(wb, (const char *)tk, sizeof(tk));
+	leveldb_writebatch_delete(wb, (const char *)ak, sizeof(ak));
+	leveldb_write(c->db, c->wo, wb, &err);
+	leveldb_writebatch_destroy(wb);
+	if (err)
+		return cache_error(err, "delete");
+	c->bytes -= len < c->bytes ? len : c->bytes;
+	c->blocks -= c->blocks > 0;
 	return 0;
 }
 

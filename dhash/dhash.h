@@ -161,12 +161,16 @@ void dhash_cache_close(dhash_cache_t *c);
 /* 0 with a malloc'd copy in *data, -ENOENT, or -EIO. */
 int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, uint8_t **data,
                     size_t *len) CFS_WUR;
-/* Add or refresh a block; the oldest make room. -EFBIG above the bound. */
+/* Add a block; the oldest make room. -EFBIG above the bound. A block
+ * cached already (same key and length: content-hash keys name their bytes)
+ * is not written again, only made young when it has aged. */
 int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, const uint8_t *p,
                     size_t len);
 /* Evict the oldest blocks until at most bytes are cached (the bound
  * stays: this makes room now, e.g. for a server's replicas). */
 void dhash_cache_trim(dhash_cache_t *c, uint64_t bytes);
+/* Forget a block (one that no longer verifies): 0 or -ENOENT, -EIO. */
+int dhash_cache_del(dhash_cache_t *c, const struct cfs_id *key);
 /* Is the block there? (No recency change.) */
 bool dhash_cache_has(dhash_cache_t *c, const struct cfs_id *key);
 void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,

@@ -266,7 +266,10 @@ static void on_connect(void *arg, int status, cfs_stream_t *s)
 
 	l->connecting = false;
 	if (status < 0) {
-		fail_all(l, status);
+		/* Not the socket's errno: ENOENT would read as "no replica has
+		 * the block" to whoever asked for one. */
+		log_error("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
+		fail_all(l, -ECONNREFUSED);
 		return;
 	}
 	if (l->closing) {

@@ -1,10 +1,15 @@
 #!/bin/bash
 # make bench-read: reading through cfs-mount on a 16-daemon loopback ring,
 # side by side with its baselines, all in one run:
+#   - the ring's first read of a file (its lookup paths' servers take cached
+#     copies then), by cfs-cat and, of a second file, by the mount; every
+#     later comparison reads a file the ring has served once before;
 #   - a 256 MiB file read sequentially through the mount, cold (fresh mount,
 #     kernel caches dropped) and warm (again, from the kernel's page cache);
 #   - the same file after a remount, from the mount's disk cache;
 #   - the same file through the client library without FUSE (cfs-cat);
+#   - the same file published with the largest data blocks (60 KiB, one
+#     datagram each) instead of 8 KiB: through the mount and cfs-cat;
 #   - the mount and cfs-cat again as plain ring clients (--bootstrap, no
 #     cfsd in between);
 #   - the same file served by nginx over loopback and fetched with curl;
@@ -44,21 +49,51 @@ now() { date +%s.%N; }
 since() { python3 -c "import sys; print('%.3f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
 stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
 
+# Wait (at most 120 s) until the daemons are nearly idle: after a publish
+# LevelDB compacts what was written for a while, and a read timed meanwhile
+# measures the compaction as much as the reader.
+wait_quiet() {
+	python3 - "${CL_PID[@]}" <<'EOF'
+import os, sys, time
+pids = [p for p in sys.argv[1:] if p]
+hz = os.sysconf("SC_CLK_TCK")
+def cpu():
+    t = 0
+    for p in pids:
+        try:
+            f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+            t += int(f[11]) + int(f[12])
+        except OSError:
+            pass
+    return t / hz
+start = time.time()
+last, quiet = cpu(), 0
+while time.time() - start < 120 and quiet < 3:
+    time.sleep(1)
+    now = cpu()
+    # under 5 % of one core, all daemons together, three seconds running
+    quiet = quiet + 1 if now - last < 0.05 else 0
+    last = now
+print("%.0f" % (time.time() - start))
+EOF
+}
+
 mount_fresh() {
 	if [ -n "$MOUNT_PID" ]; then
 		kill -TERM "$MOUNT_PID"; wait "$MOUNT_PID" || true; MOUNT_PID=
 	fi
-	"$BIN/cfs-mount" -f ${MOUNT_VIA:---data $TEST_DIR/node$M} --state-dir "$TEST_DIR/state" "$@" "$vol" "$mnt" \
+	"$BIN/cfs-mount" -f ${MOUNT_VIA:---data $TEST_DIR/node$M} --state-dir "$TEST_DIR/state" "$@" "${MOUNT_VOL:-$vol}" "$mnt" \
 		>/dev/null 2>>"$TEST_DIR/mount.log" &
 	MOUNT_PID=$!
 	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted"; }
 	sync; echo 3 >/proc/sys/vm/drop_caches
 }
 
-echo "== generating: a ${SIZE_MB} MiB file, a ${SWEEP_MB} MiB file, a ${FILES}-file tree"
+echo "== generating: two ${SIZE_MB} MiB files, a ${SWEEP_MB} MiB file, a ${FILES}-file tree"
 src=$TEST_DIR/src
 mkdir -p "$src/tree"
 head -c "$((SIZE_MB << 20))" /dev/urandom >"$src/big"
+head -c "$((SIZE_MB << 20))" /dev/urandom >"$src/big2"
 head -c "$((SWEEP_MB << 20))" /dev/urandom >"$src/sweep"
 python3 - "$src/tree" "$FILES" <<'EOF'
 import os, sys
@@ -81,9 +116,27 @@ vol=$("$BIN/cfs-publish" --quiet --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" 2>
 secs=$(since "$t0")
 bytes=$(du -sb --apparent-size "$src" | cut -f1)
 echo "== published $(numfmt --to=iec "$bytes") in ${secs}s: $(mbs "$bytes" "$secs") MB/s with 6 replicas"
+# the big file again, in 60 KiB blocks: a volume of its own (its own key)
+mkdir -p "$TEST_DIR/src60"
+ln "$src/big" "$TEST_DIR/src60/big"
+"$BIN/cfs-publish" --keygen "$TEST_DIR/key60" >/dev/null 2>&1
+vol60=$("$BIN/cfs-publish" --quiet --key "$TEST_DIR/key60" --block-size 61440 \
+	--to "cfsd:$TEST_DIR/node0/cfsd.sock" "$TEST_DIR/src60" 2>>"$TEST_DIR/publish.log") ||
+	{ cat "$TEST_DIR/publish.log"; fail "publish with 60 KiB blocks"; }
 
 size=$((SIZE_MB << 20))
 mkdir -p "$mnt"
+echo "== the daemons were idle again $(wait_quiet) s after publishing (LevelDB compactions)"
+
+# ---- the ring's first reads. Servers on a get's lookup path receive a
+# copy of the block for their caches (CFS 5.3), so the first read of a file
+# costs the ring more than later ones. The comparisons below are made with
+# files the ring has served once; these two rows show the first reads, by
+# cfs-cat (of big, before everything else) and by the mount (of big2).
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 24 "$vol" /big >/dev/null; first_cat=$(since "$t0")
+mount_fresh
+t0=$(now); dd if="$mnt/big2" of=/dev/null bs=1M status=none; first_mount=$(since "$t0")
 
 # ---- the big file through the mount, cold and warm
 mount_fresh
@@ -103,7 +156,17 @@ mount_fresh
 
 # ---- the client library without FUSE, as many blocks in flight as the mount
 sync; echo 3 >/proc/sys/vm/drop_caches
-t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 12 "$vol" /big >/dev/null; plain=$(since "$t0")
+t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 24 "$vol" /big >/dev/null; plain=$(since "$t0")
+
+# ---- both with 60 KiB blocks, after the ring's first read of the file
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 24 "$vol60" /big >/dev/null; first60=$(since "$t0")
+MOUNT_VOL=$vol60 mount_fresh
+t0=$(now); dd if="$mnt/big" of=/dev/null bs=1M status=none; cold60=$(since "$t0")
+cmp -s "$src/big" "$mnt/big" || fail "the mount read different bytes (60 KiB blocks)"
+mount_fresh
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=$(now); "$BIN/cfs-cat" --data "$TEST_DIR/node$M" --window 24 "$vol60" /big >/dev/null; plain60=$(since "$t0")
 
 # ---- both again as plain ring clients: no cfsd between them and the ring
 boot="127.0.0.1:${CL_PORT[$M]}"
@@ -112,7 +175,7 @@ t0=$(now); dd if="$mnt/big" of=/dev/null bs=1M status=none; ring_cold=$(since "$
 cmp -s "$src/big" "$mnt/big" || fail "the plain-client mount read different bytes"
 mount_fresh
 sync; echo 3 >/proc/sys/vm/drop_caches
-t0=$(now); "$BIN/cfs-cat" --bootstrap "$boot" --window 12 "$vol" /big >/dev/null; ring_plain=$(since "$t0")
+t0=$(now); "$BIN/cfs-cat" --bootstrap "$boot" --window 24 "$vol" /big >/dev/null; ring_plain=$(since "$t0")
 
 # ---- nginx over loopback
 if ! command -v nginx >/dev/null || ! command -v curl >/dev/null; then
@@ -151,18 +214,25 @@ t0=$(now); curl -sf -o /dev/null "http://127.0.0.1:$port/big"; http_warm=$(since
 echo
 echo "== sequential read of a ${SIZE_MB} MiB file (16 daemons, loopback)"
 printf '%-44s %8s %10s\n' "reader" "seconds" "MB/s"
+printf '%-44s %8s %10s\n' "the ring's first read: cfs-cat -w 24" "$first_cat" "$(mbs $size "$first_cat")"
+printf '%-44s %8s %10s\n' "the ring's first read: cfs-mount, cold" "$first_mount" "$(mbs $size "$first_mount")"
 printf '%-44s %8s %10s\n' "cfs-mount, cold (fresh mount, caches dropped)" "$cold" "$(mbs $size "$cold")"
 printf '%-44s %8s %10s\n' "cfs-mount, warm (kernel page cache)" "$warm" "$(mbs $size "$warm")"
 printf '%-44s %8s %10s\n' "cfs-mount, remount, from its disk cache" "$remount" "$(mbs $size "$remount")"
-printf '%-44s %8s %10s\n' "client library, no FUSE (cfs-cat -w 12)" "$plain" "$(mbs $size "$plain")"
+printf '%-44s %8s %10s\n' "client library, no FUSE (cfs-cat -w 24)" "$plain" "$(mbs $size "$plain")"
+printf '%-44s %8s %10s\n' "the ring's first read, 60 KiB blocks: cfs-cat" "$first60" "$(mbs $size "$first60")"
+printf '%-44s %8s %10s\n' "cfs-mount, cold, 60 KiB blocks" "$cold60" "$(mbs $size "$cold60")"
+printf '%-44s %8s %10s\n' "client library, 60 KiB blocks (cfs-cat -w 24)" "$plain60" "$(mbs $size "$plain60")"
 printf '%-44s %8s %10s\n' "cfs-mount --bootstrap (no cfsd), cold" "$ring_cold" "$(mbs $size "$ring_cold")"
-printf '%-44s %8s %10s\n' "cfs-cat --bootstrap -w 12 (no cfsd)" "$ring_plain" "$(mbs $size "$ring_plain")"
+printf '%-44s %8s %10s\n' "cfs-cat --bootstrap -w 24 (no cfsd)" "$ring_plain" "$(mbs $size "$ring_plain")"
 printf '%-44s %8s %10s\n' "nginx + curl over loopback, cold" "$http_cold" "$(mbs $size "$http_cold")"
 printf '%-44s %8s %10s\n' "nginx + curl over loopback, warm" "$http_warm" "$(mbs $size "$http_warm")"
-python3 - "$cold" "$plain" "$http_cold" "$ring_cold" "$ring_plain" <<'EOF'
+python3 - "$cold" "$plain" "$http_cold" "$ring_cold" "$ring_plain" "$cold60" "$plain60" "$first_mount" "$first_cat" <<'EOF'
 import sys
-m, p, h, rm, rp = map(float, sys.argv[1:])
+m, p, h, rm, rp, m60, p60, fm, fc = map(float, sys.argv[1:])
+print("first reads:   mount / client library: %.0f %%" % (100 * fc / fm))
 print("through cfsd:  mount / client library: %.0f %%  (aim >= 80 %%);  mount / nginx cold: %.0f %%  (aim >= 50 %%)" % (100 * p / m, 100 * h / m))
+print("60 KiB blocks: mount / client library: %.0f %%;  mount / nginx cold: %.0f %%" % (100 * p60 / m60, 100 * h / m60))
 print("plain client:  mount / client library: %.0f %%;  mount / nginx cold: %.0f %%" % (100 * rp / rm, 100 * h / rm))
 EOF
 echo "mount fetched $fetches blocks for $((size / 8192)) data blocks; the remount with a disk cache fetched $remount_fetches"

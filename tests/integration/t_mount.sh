@@ -173,6 +173,24 @@ hits=$(stat_of disk_hits)
 echo "# remount with a disk cache: a 3 MB file read again with 0 fetches from the ring ($cold cold), $hits blocks from disk"
 ok "a disk cache makes a remount warm: every block of the path and the file from disk"
 
+# ---- relative paths: mounted, the process works from /, so --data,
+# --state-dir, --cache-dir and the mountpoint are made absolute before that
+kill -TERM "$MOUNT_PID"
+wait "$MOUNT_PID" || fail "cfs-mount exited $? after SIGTERM"
+(cd "$TEST_DIR" && exec "$MOUNT" -f --data "node$M" --state-dir state --disk-cache-mb 32 --cache-dir cache \
+	--update 1 --timeout 3000 --retries 1 "$vol" mnt >mount.out 2>>mount.log) &
+MOUNT_PID=$!
+PIDS+=("$MOUNT_PID")
+wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mounted with relative paths"; }
+[ "$(cat "$TEST_DIR/mount.out")" = "$mnt" ] || fail "cfs-mount printed '$(cat "$TEST_DIR/mount.out")', not $mnt"
+other=$(cd "$src/tree" && find . -type f -size +64k ! -name three-mb | sort | head -1)
+[ -n "$other" ] || fail "no second file of 64 KiB or more in the tree"
+cmp -s "$src/tree/$other" "$mnt/tree/$other" || fail "reading $other through the cfsd named by a relative --data"
+[ "$(stat_of fetches)" -gt 0 ] || fail "nothing fetched through the relative --data"
+cmp -s "$src/tree/three-mb" "$mnt/tree/three-mb" || fail "reading three-mb with a relative --cache-dir"
+[ "$(stat_of disk_hits)" -ge $((3000000 / 8192)) ] || fail "the relative --cache-dir was not the disk cache used before"
+ok "relative --data, --state-dir, --cache-dir and mountpoint: printed absolute, fetches and disk cache work"
+
 # ---- a block with no replica left: EIO, bounded, the rest still works
 holders() { # KEY: indices of the daemons storing it
 	local i

@@ -146,3 +146,30 @@ Test(dhash_cache, has_tells_without_refreshing)
 	cr_assert_not(dhash_cache_has(ca, &k0));
 	cr_assert(dhash_cache_has(ca, &k1));
 }
+
+/* A block put again is not rewritten (its key names its bytes); one that
+ * went bad is deleted, after which a put stores the good bytes. */
+Test(dhash_cache, a_second_put_keeps_the_bytes_and_del_forgets)
+{
+	uint8_t buf[1000], other[1000];
+	uint64_t blocks, bytes, evicted;
+	struct cfs_id k;
+	uint8_t kind, *p;
+	size_t len;
+
+	block(3, buf, &k);
+	cr_assert_eq(dhash_cache_put(ca, &k, DHASH_KIND_CHASH, buf, sizeof(buf)), 0);
+	memset(other, 0x5a, sizeof(other)); /* what a put of rotten bytes would carry */
+	cr_assert_eq(dhash_cache_put(ca, &k, DHASH_KIND_CHASH, other, sizeof(other)), 0);
+	cr_assert_eq(dhash_cache_get(ca, &k, &kind, &p, &len), 0);
+	cr_assert_eq(memcmp(p, buf, len), 0, "a second put rewrote the block");
+	free(p);
+	cr_assert_eq(dhash_cache_del(ca, &k), 0);
+	cr_assert_not(dhash_cache_has(ca, &k));
+	cr_assert_eq(dhash_cache_del(ca, &k), -ENOENT);
+	dhash_cache_totals(ca, &blocks, &bytes, &evicted);
+	cr_assert_eq(blocks, 0);
+	cr_assert_eq(bytes, 0);
+	put(3);
+	cr_assert(has(3));
+}

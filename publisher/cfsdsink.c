@@ -48,13 +48,23 @@ struct have_req {
 	size_t base;
 };
 
+/* The daemon (or the ring) cannot be reached: say what to do, once. */
+static void hint_unreachable(struct cfsdsink *d, int status)
+{
+	static bool said;
+
+	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !said) {
+		said = true;
+		log_error("no %s: start one, give --to ring:HOST:PORT, or publish offline with "
+		          "--to dir:PATH", d->sock);
+	}
+}
+
 static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n)
 {
 	struct have_req *h = arg;
 
-	if (status == -ENOENT || status == -ECONNREFUSED || status == -EHOSTUNREACH)
-		log_error("no %s: start one, give --to ring:HOST:PORT, or publish offline with "
-		          "--to dir:PATH", h->d->sock);
+	hint_unreachable(h->d, status);
 	for (uint32_t i = 0; status == 0 && i < n; i++)
 		h->b->have[h->base + i] = bits[i / 8] >> (i % 8) & 1;
 	batch_end(h->b, status);
@@ -239,6 +249,7 @@ static int sk_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *re
 		return r;
 	while (!g.done)
 		uv_run(d->loop, UV_RUN_ONCE);
+	hint_unreachable(d, g.status);
 	if (g.status < 0)
 		return g.status;
 	*ret = g.p;

@@ -433,6 +433,8 @@ static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 		*ret = 1;
 		return 0;
 	}
+	if (r == -ECONNREFUSED || r == -EHOSTUNREACH)
+		return r; /* the sink said which store it could not reach */
 	if (r < 0)
 		return log_error_errno(r, "the store holds an unreadable root for this volume");
 	*ret = old.seq + 1;

@@ -9,6 +9,8 @@
 #   - the client is in no daemon's tables (it is nobody's neighbour);
 #   - the mount keeps working after its bootstrap daemon is killed (it
 #     learned other nodes);
+#   - without -f the mount daemonizes: the command returns once mounted,
+#     and fusermount3 -u unmounts it and ends the process;
 #   - an unreachable bootstrap fails the mount with a clear error within a
 #     bound; bad addresses and conflicting options are usage errors.
 . "$(dirname "$0")/lib.sh"
@@ -111,6 +113,21 @@ ok "bootstrap daemon killed: the mount reads a 4 MiB file it had not read before
 mount_cleanup
 wait "$MOUNT_PID" 2>/dev/null || true
 MOUNT_PID=
+
+# ---- background mode: the command returns once the volume is mounted;
+# fusermount3 -u unmounts it and the daemonized mount exits by itself
+CFS_BOOTSTRAP="$(addr 4)" "$MOUNT" --state-dir "$TEST_DIR/state" --timeout 3000 --retries 1 \
+	"$vol" "$mnt" >"$TEST_DIR/bg.out" 2>"$TEST_DIR/bg.err" || { cat "$TEST_DIR/bg.err"; fail "cfs-mount in the background failed"; }
+bgpid=$(pgrep -n -f "cfs-mount .*$vol $mnt\$" || true)
+[ -n "$bgpid" ] || fail "no daemonized cfs-mount process found"
+PIDS+=("$bgpid")
+mountpoint -q "$mnt" || fail "cfs-mount returned before the volume was mounted"
+[ "$(cat "$TEST_DIR/bg.out")" = "$mnt" ] || fail "cfs-mount in the background printed '$(cat "$TEST_DIR/bg.out")'"
+diff -r "$src/hello" "$mnt/hello" || fail "the background mount read wrong bytes"
+fusermount3 -u "$mnt" || fail "fusermount3 -u of the background mount"
+wait_for 10 bash -c "! kill -0 $bgpid 2>/dev/null" || fail "the background cfs-mount did not exit after fusermount3 -u"
+mountpoint -q "$mnt" && fail "still mounted after fusermount3 -u"
+ok "background mode: returns once mounted, reads, and exits after fusermount3 -u"
 
 # ---- nobody at the bootstrap address
 dead=$(free_port)

@@ -43,7 +43,10 @@ mkdir "$src/large"
 for i in 1 2 3 4; do head -c $((6 << 20)) /dev/urandom >"$src/large/r$i"; done
 head -c $((64 << 20)) /dev/urandom >"$src/large/during-failure"
 mkdir "$src/untouched" # never read before the replica-loss check
-for i in 1 2 3 4 5 6 7 8; do head -c 2000 /dev/urandom >"$src/untouched/f$i"; done
+# 24 of them: the replica-loss check needs one whose inode the mount's own
+# daemon does not hold, and after the k-1 failure below maintenance has
+# copied many blocks to more servers than k (8 files were sometimes too few)
+for i in $(seq 1 24); do head -c 2000 /dev/urandom >"$src/untouched/f$i"; done
 ok "tree generated"
 
 cluster_start "$N" 1 --stabilize-ms 250
@@ -201,7 +204,7 @@ holders() { # KEY: indices of the daemons storing it
 	true
 }
 victim=
-for f in f1 f2 f3 f4 f5 f6 f7 f8; do
+for f in $(seq -f 'f%g' 1 24); do
 	k=$(xa "$mnt/untouched/$f" user.cfs.key)
 	h=$(holders "$k")
 	if [ "$(wc -w <<<"$h")" -ge 3 ] && ! grep -qx "$M" <<<"$h"; then victim=$f; break; fi

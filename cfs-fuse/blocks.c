@@ -386,11 +386,6 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 	}
 }
 
-uint32_t fs__blk_inflight(const struct fs_blocks *bs)
-{
-	return (uint32_t)bs->nfetch;
-}
-
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 {
 	st->hits = bs->st.hits;

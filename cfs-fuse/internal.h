@@ -32,8 +32,6 @@ const struct fblk *fs__blk_peek(struct fs_blocks *bs, const struct cfs_id *key);
  * inside this call. prefetch: a guess, counted apart, not retried. */
 void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
                    void *arg);
-/* Fetches waiting for the network (not cache hits). */
-uint32_t fs__blk_inflight(const struct fs_blocks *bs);
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st);
 
 /* ---- the node table (nodes.c): FUSE inode numbers for directory entries */

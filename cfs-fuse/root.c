@@ -138,7 +138,7 @@ int fs__root_initial(cfsfuse_t *fs)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	const struct dhash_target *t = fs->o.target;
-	if (t->nboot == 0 && (r == -ECONNREFUSED || r == -ENOENT) && access(t->sock, F_OK) != 0) {
+	if (t->nboot == 0 && r == -ECONNREFUSED && access(t->sock, F_OK) != 0) {
 		(void)log_error_errno(-ENOENT, "no cfsd control socket at %s: start cfsd, or give "
 		                      "--bootstrap HOST:PORT (or $CFS_BOOTSTRAP)", t->sock);
 		return r;

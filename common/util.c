@@ -81,9 +81,10 @@ int cfs_abs_path(char *path, size_t n)
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
-	if (snprintf(tmp, sizeof(tmp), "%s/%s", cwd, path) >= (int)sizeof(tmp) || strlen(tmp) >= n)
+	int len = snprintf(tmp, sizeof(tmp), "%s/%s", cwd, path);
+	if (len < 0 || (size_t)len >= sizeof(tmp) || (size_t)len >= n)
 		return -ENAMETOOLONG;
-	memcpy(path, tmp, strlen(tmp) + 1);
+	memcpy(path, tmp, (size_t)len + 1);
 	return 0;
 }
 

@@ -76,6 +76,18 @@ static int cache_error(char *err, const char *what)
 	return -EIO;
 }
 
+/* Delete a block's three records, named by its recency-index key. */
+static void forget(leveldb_writebatch_t *wb, const uint8_t ak[9 + CFS_ID_BYTES])
+{
+	uint8_t ck[1 + CFS_ID_BYTES] = { P_CACHED }, tk[1 + CFS_ID_BYTES] = { P_TICK };
+
+	memcpy(ck + 1, ak + 9, CFS_ID_BYTES);
+	memcpy(tk + 1, ak + 9, CFS_ID_BYTES);
+	leveldb_writebatch_delete(wb, (const char *)ak, 9 + CFS_ID_BYTES);
+	leveldb_writebatch_delete(wb, (const char *)ck, sizeof(ck));
+	leveldb_writebatch_delete(wb, (const char *)tk, sizeof(tk));
+}
+
 /* Drop the oldest blocks until the cache fits its bound. */
 static void shrink(dhash_cache_t *c)
 {
@@ -93,12 +105,7 @@ static void shrink(dhash_cache_t *c)
 		const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
 		if (kl != 9 + CFS_ID_BYTES || k[0] != P_AGE)
 			break;
-		uint8_t ck[1 + CFS_ID_BYTES] = { P_CACHED }, tk[1 + CFS_ID_BYTES] = { P_TICK };
-		memcpy(ck + 1, k + 9, CFS_ID_BYTES);
-		memcpy(tk + 1, k + 9, CFS_ID_BYTES);
-		leveldb_writebatch_delete(wb, (const char *)k, kl);
-		leveldb_writebatch_delete(wb, (const char *)ck, sizeof(ck));
-		leveldb_writebatch_delete(wb, (const char *)tk, sizeof(tk));
+		forget(wb, k);
 		uint64_t len = vl == 4 ? get32(v) : 0;
 		c->bytes -= len < c->bytes ? len : c->bytes;
 		c->blocks -= c->blocks > 0;
@@ -208,6 +215,13 @@ static int read_tick(dhash_cache_t *c, const struct cfs_id *key, uint64_t *tick,
 	return r;
 }
 
+/* Has a block with this tick aged past the youngest quarter? Only then
+ * does a use make it young again (a write), CLOCK-like. */
+static bool aged(const dhash_cache_t *c, uint64_t tick)
+{
+	return c->tick - tick > c->blocks / 4;
+}
+
 /* Give key a new tick: its index entry moves to the young end. With p,
  * its bytes are (re)written too. */
 static int make_young(dhash_cache_t *c, const struct cfs_id *key, bool had, uint64_t old_tick,
@@ -265,7 +279,7 @@ int dhash_cache_get(dhash_cache_t *c, const struct cfs_id *key, uint8_t *kind, u
 	*len = vl - 1;
 	*data = xmemdup(v + 1, *len ? *len : 1);
 	leveldb_free(v);
-	if (read_tick(c, key, &tick, &tlen) == 0 && c->tick - tick > c->blocks / 4)
+	if (read_tick(c, key, &tick, &tlen) == 0 && aged(c, tick))
 		(void)make_young(c, key, true, tick, tlen, 0, NULL); /* aged: young again */
 	return 0;
 }
@@ -287,7 +301,7 @@ int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, co
 		/* Cached already: a content-hash key names its bytes, so only
 		 * the recency may change (as for a hit), and nothing is written
 		 * while the block is young. */
-		if (c->tick - old_tick > c->blocks / 4)
+		if (aged(c, old_tick))
 			return make_young(c, key, true, old_tick, old_len, 0, NULL);
 		return 0;
 	}
@@ -304,7 +318,7 @@ int dhash_cache_put(dhash_cache_t *c, const struct cfs_id *key, uint8_t kind, co
 
 int dhash_cache_del(dhash_cache_t *c, const struct cfs_id *key)
 {
-	uint8_t ck[1 + CFS_ID_BYTES], tk[1 + CFS_ID_BYTES], ak[9 + CFS_ID_BYTES];
+	uint8_t ak[9 + CFS_ID_BYTES];
 	uint64_t tick;
 	uint32_t len;
 	char *err = NULL;
@@ -313,12 +327,8 @@ int dhash_cache_del(dhash_cache_t *c, const struct cfs_id *key)
 	if (r < 0)
 		return r;
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
-	ckey(ck, P_CACHED, key);
-	ckey(tk, P_TICK, key);
 	akey(ak, tick, key);
-	leveldb_writebatch_delete(wb, (const char *)ck, sizeof(ck));
-	leveldb_writebatch_delete(wb, (const char *)tk, sizeof(tk));
-	leveldb_writebatch_delete(wb, (const char *)ak, sizeof(ak));
+	forget(wb, ak);
 	leveldb_write(c->db, c->wo, wb, &err);
 	leveldb_writebatch_destroy(wb);
 	if (err)

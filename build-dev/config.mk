@@ -1,9 +1,0 @@
-UV_CFLAGS := 
-UV_LIBS := -luv -lpthread -ldl -lrt 
-SODIUM_CFLAGS := 
-SODIUM_LIBS := -lsodium 
-MSGPACK_CFLAGS := 
-MSGPACK_LIBS := -lmsgpackc 
-FUSE_CFLAGS := -I/usr/include/fuse3 
-FUSE_LIBS := -lfuse3 -lpthread 
-LEVELDB_LIBS := -lleveldb

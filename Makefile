@@ -73,10 +73,11 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
+                publisher/blocks.c publisher/replicas.c \
                 publisher/fsck.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
-CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c
+CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c cfsd/pin.c cfsd/pin_walk.c
 CFSD_SRCS   := cfsd/cfsd.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
@@ -116,11 +117,13 @@ $(B)/%.o: %.c $(B)/config.mk
 
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
-HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed
+HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
+# A hand-made hostile volume for t_hostile_volume.
+$(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -148,7 +151,7 @@ $(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS) $(CRITERION_LIBS)

@@ -74,15 +74,11 @@ uint64_t fs__nodes_count(const struct fs_nodes *t);
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
-/* One directory's entries, loaded whole at opendir (names and targets are
- * owned copies). */
-struct listing {
-	uint64_t ino;
-	uint64_t seq;
-	uint32_t n, cap;
-	struct sfsro_entry *v;
+/* A name kept beyond the block it came from. */
+struct name_buf {
+	uint8_t b[SFSRO_NAME_MAX];
+	struct cfs_bytes n;
 };
-void fs__listing_free(struct listing *l);
 
 /* An open file: its own copy of the inode block, so a newer root does not
  * change what an open file reads. */
@@ -138,9 +134,26 @@ typedef struct cfsfuse {
 typedef void (*fs_lookup_cb)(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e);
 void fs__dir_lookup(cfsfuse_t *fs, const struct cfs_id *dir_key, const char *name,
                     fs_lookup_cb cb, void *arg);
-/* Load every entry of a directory. */
-typedef void (*fs_list_cb)(cfsfuse_t *fs, void *arg, int status, struct listing *l);
-void fs__dir_list(cfsfuse_t *fs, const struct cfs_id *dir_key, fs_list_cb cb, void *arg);
+/* An open directory (walk.c), read a leaf block at a time. */
+struct fs_dir;
+/* One entry, borrowed for the call, at index (0: the first after . and
+ * ..); false to stop before it (the reply is full). */
+typedef bool (*fs_dir_entry_fn)(void *arg, const struct sfsro_entry *e, uint64_t index);
+/* The end of an open or a read: status 0 or a negative errno. An open
+ * passes its new handle, to be freed by the callee (fs__dir_free) on error
+ * too; a read passes NULL. */
+typedef void (*fs_dir_done_fn)(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h);
+/* Open the directory whose top block is top: its first leaf is read, so a
+ * bad directory is an error here already. */
+void fs__dir_open(cfsfuse_t *fs, uint64_t ino, const struct cfs_id *top, fs_dir_done_fn done, void *arg);
+/* Hand entries from index on to add until it says stop or the directory
+ * ends, then done. An error (EIO: logged with the block's key) stays with
+ * the handle. One read at a time per handle (-EBUSY). */
+void fs__dir_read(cfsfuse_t *fs, struct fs_dir *h, uint64_t index, fs_dir_entry_fn add,
+                  fs_dir_done_fn done, void *arg);
+/* The root sequence the directory was opened under. */
+uint64_t fs__dir_seq(const struct fs_dir *h);
+void fs__dir_free(struct fs_dir *h);
 /* Fetch and decode an inode block into a new handle. */
 typedef void (*fs_open_cb)(cfsfuse_t *fs, void *arg, int status, struct fhandle *h);
 void fs__file_open(cfsfuse_t *fs, uint64_t ino, const struct cfs_id *key, fs_open_cb cb, void *arg);

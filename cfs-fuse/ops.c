@@ -173,21 +173,20 @@ struct open_ctx {
 	struct fuse_file_info fi;
 };
 
-static void opendir_done(cfsfuse_t *fs, void *arg, int status, struct listing *l)
+static void opendir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 {
 	struct open_ctx *c = arg;
 
 	if (status < 0) {
 		fs->st.eio += status == -EIO;
 		reply_errno(c->req, status);
+		fs__dir_free(h);
 	} else {
-		l->ino = c->ino;
-		l->seq = fs->root.seq;
-		c->fi.fh = (uint64_t)(uintptr_t)l;
+		c->fi.fh = (uint64_t)(uintptr_t)h;
 		c->fi.keep_cache = 1;
 		c->fi.cache_readdir = 1;
 		if (fuse_reply_open(c->req, &c->fi) < 0)
-			fs__listing_free(l); /* interrupted: no releasedir will come */
+			fs__dir_free(h); /* interrupted: no releasedir will come */
 	}
 	free(c);
 }
@@ -209,54 +208,92 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	c->req = req;
 	c->ino = ino;
 	c->fi = *fi;
-	fs__dir_list(fs, &n->key, opendir_done, c);
+	fs__dir_open(fs, ino, &n->key, opendir_done, c);
+}
+
+/* A readdir reply being filled: . and .. here, the entries as the open
+ * directory hands them out a leaf at a time (walk.c). */
+struct readdir_ctx {
+	cfsfuse_t *fs;
+	fuse_req_t req;
+	uint64_t ino, seq;
+	bool plus;
+	size_t size, used;
+	char buf[];
+};
+
+/* Add one entry at offset off - 1; false if it does not fit. */
+static bool add_dirent(struct readdir_ctx *c, const char *name, const struct sfsro_entry *e, off_t off)
+{
+	struct fuse_entry_param ep;
+	struct stat st;
+	struct fnode *n = NULL, *self;
+	size_t add;
+
+	memset(&ep, 0, sizeof(ep));
+	if (!e) {
+		self = fs__node_get(c->fs->nodes, c->ino);
+		ep.attr.st_ino = off == 1 || !self ? c->ino : self->parent ? self->parent : c->ino;
+		ep.attr.st_mode = S_IFDIR;
+	} else {
+		/* Plain readdir makes a node too (not counted as a lookup):
+		 * d_ino must not be 0, which readers take for a deleted entry,
+		 * and should match what stat says. */
+		n = fs__node_enter(c->fs->nodes, c->ino, e, c->seq);
+		fill_entry(n, &ep);
+	}
+	st = ep.attr;
+	add = c->plus ? fuse_add_direntry_plus(c->req, c->buf + c->used, c->size - c->used, name, &ep, off)
+	              : fuse_add_direntry(c->req, c->buf + c->used, c->size - c->used, name, &st, off);
+	if (add > c->size - c->used) {
+		/* did not fit: a node made for it stays unreferenced */
+		if (c->plus && n && n->nlookup == 0)
+			fs__node_forget(c->fs->nodes, n->ino, 0);
+		return false;
+	}
+	if (c->plus && n)
+		n->nlookup++;
+	c->used += add;
+	return true;
+}
+
+static bool readdir_entry(void *arg, const struct sfsro_entry *e, uint64_t index)
+{
+	char name[SFSRO_NAME_MAX + 1];
+
+	memcpy(name, e->name.p, e->name.len);
+	name[e->name.len] = 0;
+	return add_dirent(arg, name, e, (off_t)index + 3);
+}
+
+static void readdir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
+{
+	struct readdir_ctx *c = arg;
+
+	/* entries already added go out; the error comes with the next call */
+	if (status < 0 && c->used == 0) {
+		fs->st.eio += status == -EIO;
+		reply_errno(c->req, status);
+	} else {
+		fuse_reply_buf(c->req, c->buf, c->used);
+	}
+	free(c);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi, bool plus)
 {
 	cfsfuse_t *fs = FS(req);
-	struct listing *l = (struct listing *)(uintptr_t)fi->fh;
-	struct fnode *self = fs__node_get(fs->nodes, ino);
-	char *buf = xmalloc(size);
-	size_t used = 0;
+	struct fs_dir *h = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct readdir_ctx *c = xcalloc(1, sizeof(*c) + size);
 
-	for (uint64_t i = (uint64_t)off; i < (uint64_t)l->n + 2; i++) {
-		struct fuse_entry_param ep;
-		struct stat st;
-		struct fnode *n = NULL;
-		const char *name;
-		size_t add;
-
-		memset(&ep, 0, sizeof(ep));
-		if (i < 2) {
-			name = i == 0 ? "." : "..";
-			ep.attr.st_ino = i == 0 || !self ? ino : self->parent ? self->parent : ino;
-			ep.attr.st_mode = S_IFDIR;
-		} else {
-			const struct sfsro_entry *e = &l->v[i - 2];
-			name = (const char *)e->name.p;
-			/* Plain readdir makes a node too (not counted as a
-			 * lookup): d_ino must not be 0, which readers take for a
-			 * deleted entry, and should match what stat says. */
-			n = fs__node_enter(fs->nodes, ino, e, l->seq);
-			fill_entry(n, &ep);
+	*c = (struct readdir_ctx){ fs, req, ino, fs__dir_seq(h), plus, size, 0 };
+	for (; off >= 0 && off < 2; off++)
+		if (!add_dirent(c, off == 0 ? "." : "..", NULL, off + 1)) {
+			readdir_done(fs, c, 0, NULL);
+			return;
 		}
-		st = ep.attr;
-		add = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name, &ep, (off_t)i + 1)
-		           : fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)i + 1);
-		if (add > size - used) {
-			/* did not fit: a node made for it stays unreferenced */
-			if (plus && n && n->nlookup == 0)
-				fs__node_forget(fs->nodes, n->ino, 0);
-			break;
-		}
-		if (plus && n)
-			n->nlookup++;
-		used += add;
-	}
-	fuse_reply_buf(req, buf, used);
-	free(buf);
+	fs__dir_read(fs, h, (uint64_t)off - 2, readdir_entry, readdir_done, c);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -273,7 +310,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fs__listing_free((struct listing *)(uintptr_t)fi->fh);
+	fs__dir_free((struct fs_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

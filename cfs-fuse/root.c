@@ -35,31 +35,13 @@ static int default_state_dir(char *buf, size_t n)
 
 static uint64_t load_seq(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	unsigned long long v = 0;
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
+	return cfs_num_load(path);
 }
 
-/* Written to a temporary file, synced and renamed: a crash leaves the old
- * value or the new one. */
 static int store_seq(const char *path, uint64_t seq)
 {
-	char tmp[4300];
-	int fd, r = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
-		return log_warn_errno(-errno, "cannot record the root sequence in %s", tmp);
-	dprintf(fd, "%llu\n", (unsigned long long)seq);
-	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0)
-		r = log_warn_errno(-errno, "cannot record the root sequence in %s", path);
-	return r;
+	int r = cfs_num_store(path, seq);
+	return r < 0 ? log_warn_errno(r, "cannot record the root sequence in %s", path) : 0;
 }
 
 /* Decode and accept a fetched root. */
@@ -129,7 +111,9 @@ int fs__root_initial(cfsfuse_t *fs)
 				uv_run(&loop, UV_RUN_ONCE);
 			r = f.status;
 		}
-		if (r == 0 || r == -ESTALE || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
+		/* A stale root: the replicas that hold the newest may be back, or
+		 * repaired by replica maintenance, at the next try. */
+		if (r == 0 || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
 		    r == -ECONNREFUSED || attempt >= fs->o.retries)
 			break;
 		usleep(200000u * (attempt + 1));

@@ -4,8 +4,8 @@
  * parks on a fetch when it needs a block it does not have.
  *
  * A directory is a B-tree of directory blocks (sfsro-format): a lookup
- * follows the one child whose first name is not above the name wanted; a
- * listing visits every leaf in order. A file's data blocks are found
+ * follows the one child whose first name is not above the name wanted; an
+ * open directory is read a leaf at a time. A file's data blocks are found
  * through its inode and indirect blocks; one read resolves each of its
  * blocks independently, so they are fetched in parallel.
  */
@@ -16,161 +16,137 @@
 
 /* ------------------------------------------------------------ directories */
 
-struct dkey {
-	struct cfs_id key;
-	uint32_t height;          /* UINT32_MAX: the top, any height */
-};
+/*
+ * Every directory block must sit in the key range its index gives it: its
+ * first name is its index item's name, and every name in it is below the
+ * next item's. Honest directories (sfsro_build_dir) always do; an index
+ * naming one child many times, which would list millions of entries from
+ * a few blocks, cannot, so no walk reads a block of a directory twice and
+ * the lie is EIO at the first repeated child. A cycle inside a directory
+ * is refused by the height check (a child is one level lower).
+ */
 
-struct dwalk {
+static const struct cfs_bytes *first_name(const struct sfsro_dir *d, uint32_t i)
+{
+	return d->height ? &d->children[i].first : &d->entries[i].name;
+}
+
+static void name_set(struct name_buf *nb, const struct cfs_bytes *from)
+{
+	memcpy(nb->b, from->p, from->len);
+	nb->n = (struct cfs_bytes){ nb->b, from->len };
+}
+
+/* Decode the directory block b, of height want_height (UINT32_MAX: any)
+ * whose first name is lo and every name below hi (NULL: unbounded), or
+ * log why not with its key: 0 or -EIO. */
+static int dir_decode(const struct fblk *b, uint32_t want_height, const struct cfs_bytes *lo,
+                      const struct cfs_bytes *hi, struct sfsro_dir *d)
+{
+	const char *why = "malformed";
+	char k[9];
+	int r = sfsro_dir_decode(b->p, b->len, d);
+
+	if (r == 0 && want_height != UINT32_MAX && d->height != want_height)
+		r = -EPROTO;
+	if (r == 0 && lo && (d->n == 0 || sfsro_name_cmp(first_name(d, 0), lo) != 0))
+		r = -EPROTO;
+	if (r == 0 && hi && d->n > 0 && sfsro_name_cmp(first_name(d, d->n - 1), hi) >= 0)
+		r = -EPROTO;
+	if (r == 0)
+		return 0;
+	if (sfsro_dir_decode(b->p, b->len, d) == 0) { /* decodes: its place is wrong */
+		why = d->height != want_height && want_height != UINT32_MAX
+		          ? "at the wrong height"
+		          : "not where its index puts it (named twice, or out of order)";
+	}
+	sfsro_dir_clear(d);
+	log_error("directory block %s is %s", cfs_id_short(&b->key, k), why);
+	return -EIO;
+}
+
+/* A lookup: one block per level, by binary search. */
+struct dlookup {
 	cfsfuse_t *fs;
-	bool list;
-	struct cfs_bytes want;    /* lookup: the name (owned) */
-	struct dkey *stack;       /* blocks still to visit, the next on top */
-	uint32_t nstack, cap;
-	struct listing *l;
-	fs_lookup_cb lookup_cb;
-	fs_list_cb list_cb;
+	struct cfs_bytes want;    /* the name (owned) */
+	struct cfs_id key;        /* the block to read next ... */
+	uint32_t height;          /* ... its height (UINT32_MAX: the top) ... */
+	struct name_buf lo, hi;   /* ... and its range (the top has none) */
+	bool has_hi;
+	fs_lookup_cb cb;
 	void *arg;
 };
 
-static void push(struct dwalk *w, const struct cfs_id *key, uint32_t height)
+static void dlookup_end(struct dlookup *w, int status, const struct sfsro_entry *e)
 {
-	if (w->nstack == w->cap) {
-		w->cap = w->cap ? 2 * w->cap : 16;
-		w->stack = xrealloc(w->stack, w->cap * sizeof(*w->stack));
-	}
-	w->stack[w->nstack++] = (struct dkey){ *key, height };
-}
-
-static void dwalk_end(struct dwalk *w, int status, const struct sfsro_entry *e)
-{
-	if (w->list) {
-		if (status < 0) {
-			fs__listing_free(w->l);
-			w->l = NULL;
-		}
-		w->list_cb(w->fs, w->arg, status, w->l);
-	} else {
-		w->lookup_cb(w->fs, w->arg, status, e);
-	}
+	w->cb(w->fs, w->arg, status, e);
 	free((void *)w->want.p);
-	free(w->stack);
 	free(w);
 }
 
-static void listing_add(struct listing *l, const struct sfsro_entry *e)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-	}
-	struct sfsro_entry *c = &l->v[l->n++];
-	*c = *e;
-	uint8_t *name = xmalloc(e->name.len + 1);
-	memcpy(name, e->name.p, e->name.len);
-	name[e->name.len] = 0;
-	c->name.p = name;
-	c->target = (struct cfs_bytes){ NULL, 0 };
-	if (e->type == SFSRO_T_SYMLINK) {
-		uint8_t *t = xmalloc(e->target.len + 1);
-		memcpy(t, e->target.p, e->target.len);
-		t[e->target.len] = 0;
-		c->target = (struct cfs_bytes){ t, e->target.len };
-	}
-}
-
-void fs__listing_free(struct listing *l)
-{
-	if (!l)
-		return;
-	for (uint32_t i = 0; i < l->n; i++) {
-		free((void *)l->v[i].name.p);
-		free((void *)l->v[i].target.p);
-	}
-	free(l->v);
-	free(l);
-}
-
-/* One directory block: 1 to go on, 0 when the walk has ended (answered
- * and freed). */
-static int dwalk_block(struct dwalk *w, const struct dkey *at, const struct fblk *b)
+/* One block: 1 to go on to w->key, 0 when the lookup has ended. */
+static int dlookup_block(struct dlookup *w, const struct fblk *b)
 {
 	struct sfsro_dir d;
-	int r = sfsro_dir_decode(b->p, b->len, &d);
+	bool top = w->height == UINT32_MAX;
 
-	if (r == 0 && at->height != UINT32_MAX && d.height != at->height)
-		r = -EPROTO;
-	if (r < 0) {
-		char k[9];
-		log_error("directory block %s is malformed", cfs_id_short(&b->key, k));
-		dwalk_end(w, -EIO, NULL);
-		return 0;
-	}
-	if (w->list) {
-		if (d.height == 0)
-			for (uint32_t i = 0; i < d.n; i++)
-				listing_add(w->l, &d.entries[i]);
-		else
-			for (uint32_t i = d.n; i-- > 0;)
-				push(w, &d.children[i].key, d.height - 1);
-		sfsro_dir_clear(&d);
-		if (w->nstack)
-			return 1;
-		dwalk_end(w, 0, NULL);
+	if (dir_decode(b, w->height, top ? NULL : &w->lo.n, w->has_hi ? &w->hi.n : NULL, &d) < 0) {
+		dlookup_end(w, -EIO, NULL);
 		return 0;
 	}
 	/* the last item whose name is <= the one wanted */
 	uint32_t lo = 0, hi = d.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		const struct cfs_bytes *nm = d.height ? &d.children[mid].first : &d.entries[mid].name;
-		if (sfsro_name_cmp(&w->want, nm) >= 0)
+		if (sfsro_name_cmp(&w->want, first_name(&d, mid)) >= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	r = -ENOENT;
+	int r = -ENOENT;
 	if (lo > 0 && d.height == 0 && sfsro_name_cmp(&w->want, &d.entries[lo - 1].name) == 0) {
-		dwalk_end(w, 0, &d.entries[lo - 1]);
-		sfsro_dir_clear(&d);
-		return 0;
-	}
-	if (lo > 0 && d.height > 0) {
-		push(w, &d.children[lo - 1].key, d.height - 1);
+		dlookup_end(w, 0, &d.entries[lo - 1]);
+		r = 0;
+	} else if (lo > 0 && d.height > 0) {
+		w->key = d.children[lo - 1].key;
+		w->height = d.height - 1;
+		name_set(&w->lo, &d.children[lo - 1].first);
+		if (lo < d.n) {
+			name_set(&w->hi, &d.children[lo].first);
+			w->has_hi = true;
+		}
 		r = 1;
 	}
 	sfsro_dir_clear(&d);
 	if (r < 0)
-		dwalk_end(w, r, NULL);
+		dlookup_end(w, r, NULL);
 	return r < 0 ? 0 : r;
 }
 
-static void dwalk_step(struct dwalk *w, const struct fblk *got);
+static void dlookup_step(struct dlookup *w, const struct fblk *got);
 
-static void dwalk_got(void *arg, int status, const struct fblk *b)
+static void dlookup_got(void *arg, int status, const struct fblk *b)
 {
-	struct dwalk *w = arg;
+	struct dlookup *w = arg;
 
 	if (status < 0)
-		dwalk_end(w, status == -ECANCELED ? status : -EIO, NULL);
+		dlookup_end(w, status == -ECANCELED ? status : -EIO, NULL);
 	else
-		dwalk_step(w, b);
+		dlookup_step(w, b);
 }
 
-/* Run until a block is missing (then park on its fetch) or the walk ends.
- * got: the block just fetched for the top of the stack. */
-static void dwalk_step(struct dwalk *w, const struct fblk *got)
+/* Run until a block is missing (then park on its fetch) or the lookup
+ * ends. got: the block just fetched for w->key. */
+static void dlookup_step(struct dlookup *w, const struct fblk *got)
 {
 	for (;;) {
-		struct dkey at = w->stack[--w->nstack];
-		const struct fblk *b = got ? got : fs__blk_peek(w->fs->blocks, &at.key);
+		const struct fblk *b = got ? got : fs__blk_peek(w->fs->blocks, &w->key);
 		got = NULL;
 		if (!b) {
-			w->nstack++;
-			fs__blk_fetch(w->fs->blocks, &at.key, false, dwalk_got, w);
+			fs__blk_fetch(w->fs->blocks, &w->key, false, dlookup_got, w);
 			return;
 		}
-		if (dwalk_block(w, &at, b) == 0)
+		if (dlookup_block(w, b) == 0)
 			return;
 	}
 }
@@ -178,27 +154,287 @@ static void dwalk_step(struct dwalk *w, const struct fblk *got)
 void fs__dir_lookup(cfsfuse_t *fs, const struct cfs_id *dir_key, const char *name,
                     fs_lookup_cb cb, void *arg)
 {
-	struct dwalk *w = xcalloc(1, sizeof(*w));
+	struct dlookup *w = xcalloc(1, sizeof(*w));
 
 	w->fs = fs;
 	w->want = (struct cfs_bytes){ (const uint8_t *)xstrdup(name), strlen(name) };
-	w->lookup_cb = cb;
+	w->key = *dir_key;
+	w->height = UINT32_MAX;
+	w->cb = cb;
 	w->arg = arg;
-	push(w, dir_key, UINT32_MAX);
-	dwalk_step(w, NULL);
+	dlookup_step(w, NULL);
 }
 
-void fs__dir_list(cfsfuse_t *fs, const struct cfs_id *dir_key, fs_list_cb cb, void *arg)
-{
-	struct dwalk *w = xcalloc(1, sizeof(*w));
+/*
+ * An open directory is read one leaf block at a time, in name order: the
+ * handle keeps the path from the top to the current leaf (each index
+ * block's key and the child taken) and its own copy of that leaf, so
+ * memory per open directory is one leaf whatever the directory's size.
+ * The next leaf comes from re-reading the path's index blocks (cached, or
+ * fetched again: their keys fix their bytes). Entry j is at offset j + 3
+ * (after . and ..); reading on from where the last readdir stopped costs
+ * nothing, a seek backwards starts again from the top and skips leaves.
+ */
+enum { D_START, D_DOWN, D_UP, D_LEAF, D_END };
 
-	w->fs = fs;
-	w->list = true;
-	w->l = xcalloc(1, sizeof(*w->l));
-	w->list_cb = cb;
-	w->arg = arg;
-	push(w, dir_key, UINT32_MAX);
-	dwalk_step(w, NULL);
+struct fs_dir {
+	uint64_t ino, seq;
+	struct cfs_id top;
+	struct {
+		struct cfs_id key;
+		uint32_t i;           /* the child being read */
+	} path[SFSRO_HEIGHT_MAX + 1];
+	uint32_t depth;
+	int state;
+	struct cfs_id next;       /* D_DOWN: the block to read, its height and first name */
+	uint32_t next_height;
+	struct name_buf lo;
+	struct name_buf hi[SFSRO_HEIGHT_MAX + 2]; /* by depth: the bound of the block there */
+	bool has_hi[SFSRO_HEIGHT_MAX + 2];
+	struct name_buf last;     /* the last name of the leaves before */
+	bool has_last;
+	uint8_t *leaf;            /* D_LEAF: the leaf's bytes, decoded in d */
+	struct sfsro_dir d;
+	uint64_t base;            /* the directory index of d's first entry */
+	int error;                /* sticky */
+	bool busy;
+};
+
+/* A readdir (or the opendir that loads the first leaf) in progress. */
+struct dread {
+	cfsfuse_t *fs;
+	struct fs_dir *h;
+	uint64_t index;           /* the next entry wanted */
+	bool opening;
+	fs_dir_entry_fn add;
+	fs_dir_done_fn done;
+	void *arg;
+};
+
+static void leaf_drop(struct fs_dir *h)
+{
+	sfsro_dir_clear(&h->d);
+	free(h->leaf);
+	h->leaf = NULL;
+}
+
+static void dir_rewind(struct fs_dir *h)
+{
+	leaf_drop(h);
+	h->state = D_START;
+	h->depth = 0;
+	h->base = 0;
+	h->has_last = false;
+}
+
+static void prefetched(void *arg, int status, const struct fblk *b)
+{
+}
+
+/* Go down to child i of the index block d (read from key). */
+static void take_child(cfsfuse_t *fs, struct fs_dir *h, const struct cfs_id *key, const struct sfsro_dir *d,
+                       uint32_t i)
+{
+	uint32_t p = h->depth;
+
+	h->path[p].key = *key;
+	h->path[p].i = i;
+	h->depth++;
+	h->has_hi[p + 1] = i + 1 < d->n || h->has_hi[p];
+	if (i + 1 < d->n)
+		name_set(&h->hi[p + 1], &d->children[i + 1].first);
+	else if (h->has_hi[p])
+		name_set(&h->hi[p + 1], &h->hi[p].n);
+	h->next = d->children[i].key;
+	h->next_height = d->height - 1;
+	name_set(&h->lo, &d->children[i].first);
+	h->state = D_DOWN;
+	/* the leaf after this one, fetched while this one is listed */
+	if (d->height == 1 && i + 1 < d->n && !fs__blk_peek(fs->blocks, &d->children[i + 1].key))
+		fs__blk_fetch(fs->blocks, &d->children[i + 1].key, true, prefetched, NULL);
+}
+
+/* The block that D_DOWN or D_UP needs. */
+static const struct cfs_id *dir_wants(const struct fs_dir *h)
+{
+	return h->state == D_DOWN ? &h->next : &h->path[h->depth - 1].key;
+}
+
+/* One step of the walk to the next leaf, with the block it wants. */
+static void dir_block(cfsfuse_t *fs, struct fs_dir *h, const struct fblk *b)
+{
+	struct sfsro_dir d;
+	bool top = h->state == D_DOWN && h->depth == 0;
+
+	if (h->state == D_UP) {
+		/* read before, and verified then: only the next child is new */
+		if (sfsro_dir_decode(b->p, b->len, &d) < 0 || d.height == 0) {
+			char k[9];
+			log_error("directory block %s is malformed", cfs_id_short(&b->key, k));
+			sfsro_dir_clear(&d);
+			h->error = -EIO;
+			return;
+		}
+		uint32_t i = h->path[h->depth - 1].i + 1;
+		h->depth--;
+		if (i < d.n)
+			take_child(fs, h, &b->key, &d, i);
+		else if (h->depth == 0)
+			h->state = D_END;
+		sfsro_dir_clear(&d);
+		return;
+	}
+	uint8_t *copy = xmemdup(b->p, b->len ? b->len : 1);
+	struct fblk own = *b;
+	own.p = copy;
+	const struct cfs_bytes *hi = h->has_hi[h->depth] ? &h->hi[h->depth].n : NULL;
+	if ((h->error = dir_decode(&own, top ? UINT32_MAX : h->next_height, top ? NULL : &h->lo.n, hi, &d)) < 0) {
+		free(copy);
+		return;
+	}
+	if (d.height > 0) {
+		take_child(fs, h, &b->key, &d, 0);
+		sfsro_dir_clear(&d);
+		free(copy);
+		return;
+	}
+	if (h->has_last && d.n > 0 && sfsro_name_cmp(&d.entries[0].name, &h->last.n) <= 0) {
+		char k[9];
+		log_error("directory block %s is not where its index puts it (named twice, or out of order)",
+		          cfs_id_short(&b->key, k));
+		h->error = -EIO;
+		sfsro_dir_clear(&d);
+		free(copy);
+		return;
+	}
+	h->leaf = copy;
+	h->d = d;
+	h->state = D_LEAF;
+}
+
+/* The current leaf is listed: on to the next. */
+static void leaf_done(struct fs_dir *h)
+{
+	if (h->d.n > 0) {
+		name_set(&h->last, &h->d.entries[h->d.n - 1].name);
+		h->has_last = true;
+	}
+	h->base += h->d.n;
+	leaf_drop(h);
+	h->state = h->depth ? D_UP : D_END;
+}
+
+static void dread_end(struct dread *rd, int status)
+{
+	rd->h->busy = false;
+	rd->done(rd->fs, rd->arg, status, rd->opening ? rd->h : NULL);
+	free(rd);
+}
+
+static void dread_run(struct dread *rd, const struct fblk *got);
+
+static void dread_got(void *arg, int status, const struct fblk *b)
+{
+	struct dread *rd = arg;
+
+	if (status < 0) {
+		char k[9];
+		log_error("directory block %s: %s", cfs_id_short(dir_wants(rd->h), k), strerror(-status));
+		rd->h->error = status == -ECANCELED ? status : -EIO;
+		dread_end(rd, rd->h->error);
+		return;
+	}
+	dread_run(rd, b);
+}
+
+/* Hand out entries from rd->index on until add says stop or the directory
+ * ends, reading leaves as needed; park on a fetch when a block is missing.
+ * got: the block just fetched for what the walk wants. */
+static void dread_run(struct dread *rd, const struct fblk *got)
+{
+	struct fs_dir *h = rd->h;
+
+	for (;;) {
+		if (h->error) {
+			dread_end(rd, h->error);
+			return;
+		}
+		if (h->state == D_LEAF || h->state == D_END) {
+			if (rd->index < h->base) {
+				dir_rewind(h);
+				continue;
+			}
+			if (rd->opening || h->state == D_END) {
+				dread_end(rd, 0);
+				return;
+			}
+			if (rd->index >= h->base + h->d.n) {
+				leaf_done(h);
+				continue;
+			}
+			if (!rd->add(rd->arg, &h->d.entries[rd->index - h->base], rd->index)) {
+				dread_end(rd, 0);
+				return;
+			}
+			rd->index++;
+			continue;
+		}
+		if (h->state == D_START) {
+			h->next = h->top;
+			h->state = D_DOWN;
+		}
+		const struct fblk *b = got ? got : fs__blk_peek(rd->fs->blocks, dir_wants(h));
+		got = NULL;
+		if (!b) {
+			fs__blk_fetch(rd->fs->blocks, dir_wants(h), false, dread_got, rd);
+			return;
+		}
+		dir_block(rd->fs, h, b);
+	}
+}
+
+static void dread_start(cfsfuse_t *fs, struct fs_dir *h, uint64_t index, bool opening, fs_dir_entry_fn add,
+                        fs_dir_done_fn done, void *arg)
+{
+	struct dread *rd = xcalloc(1, sizeof(*rd));
+
+	*rd = (struct dread){ fs, h, index, opening, add, done, arg };
+	h->busy = true;
+	dread_run(rd, NULL);
+}
+
+void fs__dir_open(cfsfuse_t *fs, uint64_t ino, const struct cfs_id *top, fs_dir_done_fn done, void *arg)
+{
+	struct fs_dir *h = xcalloc(1, sizeof(*h));
+
+	h->ino = ino;
+	h->seq = fs->root.seq;
+	h->top = *top;
+	h->state = D_START;
+	dread_start(fs, h, 0, true, NULL, done, arg);
+}
+
+void fs__dir_read(cfsfuse_t *fs, struct fs_dir *h, uint64_t index, fs_dir_entry_fn add,
+                  fs_dir_done_fn done, void *arg)
+{
+	if (h->busy) { /* the kernel sends one at a time per open directory */
+		done(fs, arg, -EBUSY, NULL);
+		return;
+	}
+	dread_start(fs, h, index, false, add, done, arg);
+}
+
+uint64_t fs__dir_seq(const struct fs_dir *h)
+{
+	return h->seq;
+}
+
+void fs__dir_free(struct fs_dir *h)
+{
+	if (!h)
+		return;
+	leaf_drop(h);
+	free(h);
 }
 
 /* ------------------------------------------------------------ open */

@@ -9,6 +9,7 @@
  *   cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]
  *          [--random N --size S [--seed X]] [FILE... | -]
  *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
+ *   cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cfsd/cfsd.h"
 #include "chord/chord.h"
@@ -33,6 +35,7 @@ static const char usage_text[] =
 	"              [--random N --size S [--seed X]] [FILE... | -]\n"
 	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
+	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
 	"\n"
 	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
 	"             successors, fingers (with measured latencies), ring-size estimate,\n"
@@ -49,6 +52,14 @@ static const char usage_text[] =
 	"             line per key: KEY ok LENGTH or KEY error MESSAGE\n"
 	"  refresh    extend the lease of each block on its replicas (to --lease-days\n"
 	"             from now, default 30); one line per key: KEY ok or KEY missing\n"
+	"  pin        make the local cfsd keep a volume alive, this version and later\n"
+	"             ones: every round (cfsd --pin-ms) it renews the lease of every\n"
+	"             block the root reaches and puts back, from its own copy, blocks\n"
+	"             no replica holds; kept across restarts (DIR/pins)\n"
+	"  unpin      stop keeping a volume\n"
+	"  pins       list the pins: volume, root sequence seen, blocks, the last\n"
+	"             round's time and counts (renewed, re-stored, missing, errors)\n"
+	"             and when the next one starts\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
@@ -67,12 +78,12 @@ static const char usage_text[] =
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
-	"  -j, --json           status as one JSON object, for scripts\n"
+	"  -j, --json           status, pins: one JSON object, for scripts\n"
 	"  -c, --count N        pings to send (default 3)\n"
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] | put FILE... | get KEY (cfsctl --help for more)", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] | put FILE... | get KEY | pin VOLUME | pins (cfsctl --help for more)", __VA_ARGS__)
 
 static void print_status(void *arg, int status, const struct cfs_msg *reply)
 {
@@ -113,6 +124,41 @@ static void print_keys(void *arg, int status, const struct cfs_msg *reply)
 		p->any = true;
 		p->more = (reply->flags & CFS_KEYS_F_MORE) != 0;
 	}
+}
+
+static void print_pin(void *arg, int status, const struct cfs_msg *reply)
+{
+	if (status == 0 && reply->data.len)
+		fwrite(reply->data.p, 1, reply->data.len, stdout);
+}
+
+/* pin / unpin VOLUME, or pins: one request each. */
+static int cmd_pin(const char *sock, const char *cmd, const char *volume, uint32_t flags)
+{
+	struct cfs_msg *req = xmalloc(sizeof(*req));
+	const char *why;
+	int r;
+
+	cfs_msg_init(req, !strcmp(cmd, "pins") ? CFS_MSG_CTL_PINS
+	                  : !strcmp(cmd, "pin") ? CFS_MSG_CTL_PIN : CFS_MSG_CTL_UNPIN);
+	req->flags = flags;
+	if (volume && cfs_name_decode(req->key.b, volume, &why) < 0)
+		bad_usage("%s wants a volume name (52 base32 characters), not '%s': %s", cmd, volume, why);
+	r = cfsd_ctl_call(sock, req, 5000, print_pin, NULL);
+	free(req);
+	if (r == -EEXIST) {
+		printf("%s is pinned already\n", volume);
+		return 0;
+	}
+	/* -ENOENT is also "no socket": the daemon said it only if one is there. */
+	if (r == -ENOENT && volume && access(sock, F_OK) == 0) {
+		fprintf(stderr, "cfsctl: %s is not pinned\n", volume);
+		return 3;
+	}
+	cfsd_ctl_report(sock, cmd, r);
+	if (r == 0 && volume)
+		printf("%s %s\n", volume, !strcmp(cmd, "pin") ? "pinned" : "unpinned");
+	return r < 0 ? 1 : 0;
 }
 
 /* Every stored key, a page (CTL_KEYS) at a time. */
@@ -301,8 +347,9 @@ int main(int argc, char **argv)
 		return 1;
 	const char *cmd = argv[optind];
 	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0 || strcmp(cmd, "refresh") == 0;
-	bool is_info = strcmp(cmd, "status") == 0 || strcmp(cmd, "keys") == 0;
-	if (is_info || strcmp(cmd, "lookup") == 0 || is_block) {
+	bool is_info = strcmp(cmd, "status") == 0 || strcmp(cmd, "keys") == 0 || strcmp(cmd, "pins") == 0;
+	bool is_pin = strcmp(cmd, "pin") == 0 || strcmp(cmd, "unpin") == 0;
+	if (is_info || strcmp(cmd, "lookup") == 0 || is_block || is_pin) {
 		if (is_info && optind + 1 != argc)
 			bad_usage("%s takes no arguments", cmd);
 		if (strcmp(cmd, "lookup") == 0 && optind + 1 == argc && !random_n)
@@ -313,6 +360,8 @@ int main(int argc, char **argv)
 			bad_usage("get wants keys or '-'");
 		if (strcmp(cmd, "refresh") == 0 && optind + 1 == argc)
 			bad_usage("refresh wants keys or '-'");
+		if (is_pin && optind + 2 != argc)
+			bad_usage("%s takes one VOLUME", cmd);
 		if (!sock[0]) {
 			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
 				bad_usage("the default data directory path is too long");
@@ -333,6 +382,9 @@ int main(int argc, char **argv)
 			                      argv + optind + 1, argc - optind - 1);
 		if (strcmp(cmd, "keys") == 0)
 			return cmd_keys(sock);
+		if (is_pin || strcmp(cmd, "pins") == 0)
+			return cmd_pin(sock, cmd, is_pin ? argv[optind + 1] : NULL,
+			               json ? CFS_STATUS_F_JSON : 0);
 		return cmd_status(sock, json ? CFS_STATUS_F_JSON : 0);
 	}
 	if (strcmp(cmd, "ping") == 0) {

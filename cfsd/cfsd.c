@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cfsd/cfsd.h"
+#include "cfsd/pin.h"
 #include "chord/chord.h"
 #include "dhash/dhash.h"
 
@@ -26,6 +27,7 @@
 
 struct daemon {
 	bool quota_given;         /* --quota-mb was set; else a tenth of the capacity */
+	bool lease_given;         /* --lease-days was set; else at most --max-lease-days */
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
 	chord_t *chord;
@@ -33,6 +35,8 @@ struct daemon {
 	dhash_server_t *dhash;
 	dhash_client_t *client;
 	struct dhash_config dc;
+	cfsd_pinner_t *pinner;    /* cfsctl pin: volumes this daemon keeps alive */
+	uint32_t pin_ms;          /* --pin-ms (0: the default) */
 	struct cfs_addr boot[16];
 	size_t nboot;
 	const char *advertise;
@@ -73,6 +77,9 @@ static const char usage_text[] =
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
 	"                          a decimal such as 0.5 is allowed)\n"
+	"      --max-lease-days D  the longest lease this server grants, whatever a put or\n"
+	"                          refresh asks (default 90; publishers sign roots no\n"
+	"                          longer than the leases they got)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
 	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
@@ -87,8 +94,15 @@ static const char usage_text[] =
 	"      --cache-push WHERE  after a get, copy the block to the lookup path's caches:\n"
 	"                          path (every hop, the default), last (the hop nearest the\n"
 	"                          key) or none\n"
+	"      --pin-ms MS         a round of every pin this often: renew the leases of the\n"
+	"                          pinned volumes' blocks, put back what went missing\n"
+	"                          (default a quarter of --lease-days, at most an hour)\n"
 	"      --sync-ms MS        replica maintenance period: compare each range with its\n"
 	"                          replicas, push and fetch what differs (default 20000; 0: off)\n"
+	"      --scrub-days D      reread and verify every stored block within D days,\n"
+	"                          dropping bad copies for repair to restore (default 7:\n"
+	"                          the capacity in a week; 0: off)\n"
+	"      --scrub-mb-per-s MB the scrub's read rate instead (default: from --scrub-days)\n"
 	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
 	"                          sent as a wide-area model says; SPEC is key=value,...\n"
 	"                          of seed=N, median-rtt=MS (default 130), loss=FRAC,\n"
@@ -108,7 +122,8 @@ static const char usage_text[] =
 	"  -V, --version           show the version\n"
 	"\n"
 	"The data directory holds the lock that keeps a second cfsd off it, the block\n"
-	"store (DIR/blocks, LevelDB), the cache (DIR/cache) and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
+	"store (DIR/blocks, LevelDB), the cache (DIR/cache), the pins (DIR/pins) and the\n"
+	"pinned volumes' blocks (DIR/pinned), and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
 	"its ring neighbours it is leaving, then exit 0.\n";
 
 #define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)
@@ -252,7 +267,29 @@ static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 	ctl_req_end(q);
 }
 
-/* CTL_GET / CTL_PUT: the daemon's DHash client does the work. */
+/* CTL_GET / CTL_PUT / CTL_LOCATE: the daemon's DHash client does the work. */
+
+static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
+{
+	struct ctl_req *q = arg;
+	uint8_t states[CFS_MSG_MAX_NODES];
+
+	if (!q->k->closed) {
+		cfs_msg_init(&D.reply, CFS_MSG_CTL_LOCATE);
+		D.reply.is_reply = true;
+		D.reply.reqid = q->reqid;
+		D.reply.status = r->status;
+		if (r->status == 0) {
+			for (uint32_t i = 0; i < r->n; i++)
+				states[i] = (uint8_t)r->state[i];
+			D.reply.n_nodes = r->n;
+			memcpy(D.reply.nodes, r->nodes, r->n * sizeof(r->nodes[0]));
+			D.reply.data = (struct cfs_bytes){ states, r->n };
+		}
+		(void)cfs_stream_write_msg(q->k->s, &D.reply);
+	}
+	ctl_req_end(q);
+}
 
 
 static void ctl_get_done(void *arg, const struct dhash_get_result *r)
@@ -273,7 +310,7 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 	ctl_req_end(q);
 }
 
-static void ctl_put_done(void *arg, int status, const struct cfs_id *key)
+static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct ctl_req *q = arg;
 
@@ -282,8 +319,10 @@ static void ctl_put_done(void *arg, int status, const struct cfs_id *key)
 		D.reply.is_reply = true;
 		D.reply.reqid = q->reqid;
 		D.reply.status = status;
-		if (status == 0)
+		if (status == 0) {
 			D.reply.key = *key;
+			D.reply.lease_until = lease;
+		}
 		(void)cfs_stream_write_msg(q->k->s, &D.reply);
 	}
 	ctl_req_end(q);
@@ -298,6 +337,8 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	q->reqid = req->reqid;
 	if (req->type == CFS_MSG_CTL_GET)
 		r = dhash_get(D.client, &req->key, ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_LOCATE)
+		r = dhash_locate(D.client, &req->key, ctl_locate_done, q);
 	else
 		r = dhash_put(D.client, req->kind, req->data.p, req->data.len, req->lease_until,
 		              ctl_put_done, q);
@@ -322,17 +363,22 @@ struct ctl_batch {
 	uint32_t left;
 	int err;
 	uint32_t n;
+	uint64_t granted;         /* refresh: the least lease any key got */
 	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
 	struct ctl_key keys[];
 };
 
-static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found)
+static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
+                         uint64_t lease)
 {
 	struct ctl_key *ck = arg;
 	struct ctl_batch *b = ck->b;
 
-	if (status == 0 && found)
+	if (status == 0 && found) {
 		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
+		if (lease && (!b->granted || lease < b->granted))
+			b->granted = lease;
+	}
 	/* A have that reached nobody, or a refresh that reached no replica,
 	 * is not an answer: the caller must not take it for "absent". */
 	if (status < 0 && status != -ENOENT && !b->err)
@@ -344,8 +390,10 @@ static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32
 		D.reply.is_reply = true;
 		D.reply.reqid = b->q.reqid;
 		D.reply.status = b->err;
-		if (!b->err)
+		if (!b->err) {
 			D.reply.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
+			D.reply.lease_until = b->granted;
+		}
 		(void)cfs_stream_write_msg(b->q.k->s, &D.reply);
 	}
 	ctl_req_end(&b->q);
@@ -376,7 +424,7 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 				b->err = r;
 		}
 	}
-	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0);
+	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0, 0);
 }
 
 /* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
@@ -397,6 +445,33 @@ static void ctl_list(cfs_stream_t *s, const struct cfs_msg *req)
 	if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
 		log_warn_errno(r, "control: cannot send a page of keys");
 	free(keys);
+}
+
+/* CTL_PIN / CTL_UNPIN / CTL_PINS: the pinner (cfsd/pin.c) answers at once. */
+static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
+{
+	struct cfs_pubkey pk;
+	struct cfs_sbuf b = { 0 };
+	int r = 0;
+
+	memcpy(pk.b, req->key.b, sizeof(pk.b));
+	if (req->type == CFS_MSG_CTL_PIN)
+		r = cfsd_pinner_add(D.pinner, &pk);
+	else if (req->type == CFS_MSG_CTL_UNPIN)
+		r = cfsd_pinner_remove(D.pinner, &pk);
+	else
+		cfsd_pinner_report(D.pinner, &b, req->flags & CFS_STATUS_F_JSON);
+	if (r < 0) {
+		ctl_reply_error(s, req, r);
+		return;
+	}
+	cfs_msg_init(&D.reply, (enum cfs_msg_type)req->type);
+	D.reply.is_reply = true;
+	D.reply.reqid = req->reqid;
+	D.reply.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
+	if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
+		log_warn_errno(r, "control: cannot answer %s", cfs_msg_type_name(req->type));
+	free(b.p);
 }
 
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
@@ -439,12 +514,15 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		} else {
 			k->pending++;
 		}
-	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT) {
+	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
+	           req->type == CFS_MSG_CTL_LOCATE) {
 		ctl_block(k, req);
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
 		ctl_list(s, req);
+	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
+		ctl_pin(s, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}
@@ -482,10 +560,19 @@ static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_re
 
 /* ------------------------------------------------------------ lifetime */
 
+/* Pins wait for this: a daemon that is still joining would take itself for
+ * every key's successor. */
+static bool ring_joined(void *arg)
+{
+	return D.nboot == 0 || chord_vnode_joined(D.chord, 0);
+}
+
 static void stop_rest(void *arg)
 {
 	while (conns)
 		conn_close(conns);
+	/* Its operations come back cancelled while the client closes. */
+	cfsd_pinner_free(D.pinner);
 	dhash_client_free(D.client);
 	dhash_server_free(D.dhash);
 	chord_free(D.chord);
@@ -555,11 +642,15 @@ static const struct option opts[] = {
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
 	{ "sync-ms", required_argument, NULL, 1013 },
+	{ "scrub-days", required_argument, NULL, 1060 },
+	{ "scrub-mb-per-s", required_argument, NULL, 1061 },
+	{ "pin-ms", required_argument, NULL, 1050 },
 	{ "hedge-ms", required_argument, NULL, 1014 },
 	{ "cache-mb", required_argument, NULL, 1015 },
 	{ "capacity-mb", required_argument, NULL, 1017 },
 	{ "quota-mb", required_argument, NULL, 1018 },
 	{ "cache-push", required_argument, NULL, 1016 },
+	{ "max-lease-days", required_argument, NULL, 1040 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
@@ -623,10 +714,34 @@ static void apply(struct settings *st, int c, const char *val)
 		if (cfs_parse_days(val, &secs) < 0)
 			bad_usage("--lease-days wants a number of days above 0, at most 3650 (0.5: twelve hours), not '%s'", val);
 		D.dc.lease_s = secs;
+		D.lease_given = true;
+		break;
+	}
+	case 1040: {
+		uint64_t secs;
+		if (cfs_parse_days(val, &secs) < 0)
+			bad_usage("--max-lease-days wants a number of days above 0, at most 3650, not '%s'", val);
+		D.dc.max_lease_s = secs;
 		break;
 	}
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
 	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
+	case 1060: {
+		uint64_t secs = 0;
+		if (strcmp(val, "0") != 0 && cfs_parse_days(val, &secs) < 0)
+			bad_usage("--scrub-days wants a number of days, at most 3650 (0: no scrub), not '%s'", val);
+		D.dc.scrub_ms = secs * 1000;
+		break;
+	}
+	case 1061: {
+		char *end;
+		double mb = strtod(val, &end);
+		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
+			bad_usage("--scrub-mb-per-s wants a rate in MB/s (0: from --scrub-days), not '%s'", val);
+		D.dc.scrub_bytes_per_s = (uint64_t)(mb * 1e6);
+		break;
+	}
+	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
 	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
 	case 1017: D.dc.capacity_bytes = (uint64_t)parse_num("--capacity-mb", val, 0, 1ul << 30) << 20; break;
@@ -767,6 +882,11 @@ int main(int argc, char **argv)
 	if (D.dc.replicas > D.cc.nsucc)
 		bad_usage("--replicas %u exceeds --successors %u: the successor list must "
 		          "name every replica", D.dc.replicas, D.cc.nsucc);
+	if (D.dc.lease_s > D.dc.max_lease_s && !D.lease_given)
+		D.dc.lease_s = D.dc.max_lease_s;
+	if (D.dc.lease_s > D.dc.max_lease_s)
+		bad_usage("--lease-days exceeds --max-lease-days (%.4g days): this server would "
+		          "grant less than its own default", (double)D.dc.max_lease_s / 86400);
 
 	if (!D.data_dir[0] && cfsd_default_data_dir(D.data_dir, sizeof(D.data_dir) - 32) < 0)
 		bad_usage("the default data directory path is too long; use --data");
@@ -818,7 +938,21 @@ int main(int argc, char **argv)
 		uv_run(D.loop, UV_RUN_DEFAULT);
 		return 1;
 	}
-	if (cfs_listener_new(D.loop, D.sock_path, 0600, ctl_accept, NULL, &D.ctl) < 0) {
+	/* Pins renew well before a lease ends: a quarter of it, at most an
+	 * hour, so a missed round or two costs nothing. */
+	struct cfsd_pin_config pc = {
+		.round_ms = D.pin_ms ? D.pin_ms
+		            : (uint32_t)(D.dc.lease_s * 250 < CFSD_PIN_ROUND_MAX_MS
+		                         ? D.dc.lease_s * 250 : CFSD_PIN_ROUND_MAX_MS),
+		.lease_s = D.dc.lease_s,
+		.store_bytes = D.dc.capacity_bytes ? D.dc.capacity_bytes : UINT64_MAX / 2,
+		.ring_ready = ring_joined,
+	};
+	if (pc.round_ms < 100)
+		pc.round_ms = 100;
+	if (cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) < 0 ||
+	    cfs_listener_new(D.loop, D.sock_path, 0600, ctl_accept, NULL, &D.ctl) < 0) {
+		cfsd_pinner_free(D.pinner);
 		dhash_client_free(D.client);
 		dhash_server_free(D.dhash);
 		chord_free(D.chord);

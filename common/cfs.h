@@ -60,6 +60,13 @@ uint64_t cfs_rss_kib(void);
 int cfs_user_dir(char *buf, size_t n, const char *as_root, const char *xdg_var,
                  const char *home_sub);
 
+/* A number kept in a one-line file (a volume's highest root sequence):
+ * load gives 0 when the file is missing or unreadable; store writes a
+ * temporary file, syncs and renames it, so a crash leaves the old value
+ * or the new one. */
+uint64_t cfs_num_load(const char *path);
+int cfs_num_store(const char *path, uint64_t v) CFS_WUR;
+
 /* A growing text buffer (status reports, JSON). */
 struct cfs_sbuf {
 	char *p;
@@ -331,10 +338,15 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_HAVE,        /* local: does each key's successor hold it -> bitmap */
 	CFS_MSG_CTL_REFRESH,     /* local: extend each key's lease on its replicas -> bitmap */
 	CFS_MSG_CTL_KEYS,        /* local: a page of the stored keys after key -> flags, keys */
+	CFS_MSG_CTL_PIN,         /* local: keep the volume whose public key is key alive */
+	CFS_MSG_CTL_UNPIN,       /* local: stop keeping it (-ENOENT: not pinned) */
+	CFS_MSG_CTL_PINS,        /* local: flags -> the pins and their last rounds, text or JSON */
+	CFS_MSG_CTL_LOCATE,      /* local: which of key's k servers hold a good copy
+	                          * -> nodes, one state byte each (dhash_copy_state) */
 	CFS_MSG_TYPE_END
 };
 
-/* CTL_STATUS flags. */
+/* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u
 
 /* CTL_KEYS flags. */

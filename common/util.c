@@ -1,6 +1,7 @@
 /* Memory, logging, clocks, the seeded RNG and histograms. */
 #include "common/cfs.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,4 +360,37 @@ void cfs_sb_json_str(struct cfs_sbuf *b, const char *s)
 			cfs_sb_printf(b, "%c", ch);
 	}
 	cfs_sb_printf(b, "\"");
+}
+
+uint64_t cfs_num_load(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+int cfs_num_store(const char *path, uint64_t v)
+{
+	char tmp[4300];
+	int fd, r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return -errno;
+	if (dprintf(fd, "%llu\n", (unsigned long long)v) < 0 || fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
 }

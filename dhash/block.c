@@ -9,8 +9,10 @@ void dhash_config_default(struct dhash_config *c)
 	memset(c, 0, sizeof(*c));
 	c->replicas = DHASH_REPLICAS_DEFAULT;
 	c->lease_s = DHASH_LEASE_DEFAULT_S;
+	c->max_lease_s = DHASH_MAX_LEASE_DEFAULT_S;
 	c->expire_ms = 60000;
 	c->sync_ms = 20000;
+	c->scrub_ms = DHASH_SCRUB_DEFAULT_MS;
 	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
 	c->cache_bytes = 64ull << 20;
 	c->capacity_bytes = DHASH_CAPACITY_DEFAULT;

@@ -13,6 +13,12 @@
  * FETCH unanswered after hedge_ms is not waited on alone: the next
  * candidate is asked too, and the first verified answer wins.
  *
+ * A signed root is different: replicas may hold older versions (a server
+ * that was away during a republish), so the first root that verifies is
+ * not the answer. Once a FETCH returns a root, every other candidate is
+ * asked at once, and the get returns the highest sequence among the
+ * answers that come within their timeouts.
+ *
  * put: compute the key, look up its successors, STORE to the first with
  * DHASH_STORE_F_PRIMARY (it replicates); if that one does not answer, the
  * next successor takes the block. A refusal (a bad block, a stale root, a
@@ -48,6 +54,7 @@ struct dhash_client {
 	struct dhash_config cfg;
 	struct cfs_msg msg;       /* large: not on the stack */
 	struct op *ops;
+	uint32_t holds;           /* dhash__client_hold: others' operations in flight */
 	bool closing;
 	struct dhash_client_stats st;
 	struct server_nonce nonces[NONCES];
@@ -74,6 +81,10 @@ struct op {
 	bool hedging;             /* the FETCH being sent is a hedge */
 	uv_timer_t *hedge;        /* a get's hedging timer (hedge_ms), or NULL */
 	int miss_status;          /* the error to report when every candidate failed */
+	bool root_mode;           /* a root came back: ask every candidate, keep the newest */
+	uint8_t *best;            /* root mode: the newest root so far (malloc'd) */
+	size_t best_len;
+	uint64_t best_seq;
 	uint32_t npath;           /* a get's lookup path (caches to push to) */
 	struct cfs_node path[CHORD_PATH_MAX];
 	/* get */
@@ -87,6 +98,7 @@ struct op {
 	/* have / refresh */
 	dhash_key_cb key_cb;
 	uint32_t found, waiting, answered;
+	uint64_t granted;         /* put: the lease the server granted; refresh: the least */
 	void *arg;
 };
 
@@ -101,7 +113,7 @@ static void op_unlink(struct op *o)
 
 static void client_maybe_free(dhash_client_t *d)
 {
-	if (d->closing && !d->ops)
+	if (d->closing && !d->ops && !d->holds)
 		free(d);
 }
 
@@ -144,6 +156,8 @@ static void get_finish(struct op *o, int status, uint32_t kind, const uint8_t *p
 	cfs_hist_add(&d->st.get_us, r.latency_us);
 	o->done = true;
 	o->get_cb(o->arg, &r);
+	free(o->best);
+	o->best = NULL;
 	get_release(o);
 	client_maybe_free(d);
 }
@@ -155,7 +169,7 @@ static void put_finish(struct op *o, int status)
 	op_unlink(o);
 	d->st.puts++;
 	d->st.puts_failed += status < 0;
-	o->put_cb(o->arg, d->closing ? -ECANCELED : status, &o->key);
+	o->put_cb(o->arg, d->closing ? -ECANCELED : status, &o->key, status == 0 ? o->granted : 0);
 	free(o->data);
 	free(o);
 	client_maybe_free(d);
@@ -166,7 +180,7 @@ static void probe_finish(struct op *o, int status)
 	dhash_client_t *d = o->d;
 
 	op_unlink(o);
-	o->key_cb(o->arg, d->closing ? -ECANCELED : status, &o->key, o->found);
+	o->key_cb(o->arg, d->closing ? -ECANCELED : status, &o->key, o->found, o->found ? o->granted : 0);
 	free(o);
 	client_maybe_free(d);
 }
@@ -185,6 +199,7 @@ static void op_fail(struct op *o, int status)
 
 static void fetch_next(struct op *o);
 static int op_lookup_start(struct op *o);
+static bool fetch_send(struct op *o, uint32_t ci, bool hedge);
 
 struct fetch_call {
 	struct op *o;
@@ -236,6 +251,39 @@ static void cache_push(struct op *o, const struct cfs_node *from, const uint8_t 
 	}
 }
 
+/* A root that verifies: keep the newest; the first one sends a FETCH to
+ * every candidate not yet asked (the spares too: after failures the
+ * holders of the newest root may sit beyond the first k). */
+static void root_answer(struct op *o, const struct cfs_node *from, const uint8_t *p, size_t len,
+                        uint64_t seq)
+{
+	if (!o->best || seq > o->best_seq) {
+		free(o->best);
+		o->best = xmemdup(p, len ? len : 1);
+		o->best_len = len;
+		o->best_seq = seq;
+	} else if (seq == o->best_seq && (len != o->best_len || memcmp(p, o->best, len))) {
+		char a[CFS_ADDR_STRLEN], k[9];
+		log_warn("dhash: %s holds another root for %s with the same sequence %lu "
+		         "(two publishers with one key?)", cfs_addr_str(&from->addr, a),
+		         cfs_id_short(&o->key, k), (unsigned long)seq);
+	} else if (seq < o->best_seq) {
+		char a[CFS_ADDR_STRLEN], k[9];
+		log_debug("dhash: %s holds an older root for %s (sequence %lu < %lu)",
+		          cfs_addr_str(&from->addr, a), cfs_id_short(&o->key, k), (unsigned long)seq,
+		          (unsigned long)o->best_seq);
+	}
+	if (!o->root_mode) {
+		o->root_mode = true;
+		if (o->hedge)
+			uv_timer_stop(o->hedge);
+		while (o->next_cand < o->nfirst)
+			fetch_send(o, o->next_cand++, false);
+	}
+	if (o->inflight == 0)
+		get_finish(o, 0, DHASH_KIND_ROOT, o->best, o->best_len);
+}
+
 static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
@@ -254,6 +302,11 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 	const struct cfs_node *from = &o->cand[ci];
 	if (status == -ECANCELED || o->d->closing) {
 		get_finish(o, -ECANCELED, 0, NULL, 0);
+		return;
+	}
+	if (status == 0 && reply->kind == DHASH_KIND_ROOT &&
+	    dhash_verify(reply->kind, &o->key, reply->data.p, reply->data.len, &seq) == 0) {
+		root_answer(o, from, reply->data.p, reply->data.len, seq);
 		return;
 	}
 	if (status == 0) {
@@ -283,6 +336,11 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 		if (o->miss_status != -EBADMSG)
 			o->miss_status = -ENOENT;
 	}
+	if (o->root_mode) {
+		if (o->inflight == 0)
+			get_finish(o, 0, DHASH_KIND_ROOT, o->best, o->best_len);
+		return;
+	}
 	if (o->inflight == 0) /* else a hedged FETCH may still answer */
 		fetch_next(o);
 }
@@ -291,12 +349,34 @@ static void on_hedge(uv_timer_t *t)
 {
 	struct op *o = t->data;
 
-	if (o->done || o->inflight == 0 || o->next_cand >= o->ncand)
+	if (o->done || o->root_mode || o->inflight == 0 || o->next_cand >= o->ncand)
 		return;
 	o->d->st.hedges++;
 	o->hedging = true;
 	fetch_next(o);
 	o->hedging = false;
+}
+
+/* One FETCH to candidate ci; false if it could not be sent. */
+static bool fetch_send(struct op *o, uint32_t ci, bool hedge)
+{
+	dhash_client_t *d = o->d;
+	const struct cfs_node *to = &o->cand[ci];
+
+	cfs_msg_init(&d->msg, CFS_MSG_FETCH);
+	d->msg.key = o->key;
+	d->msg.has_to = true;
+	d->msg.to_id = to->id;
+	o->rpcs++;
+	uint32_t timeout = ci >= o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
+	struct fetch_call *fc = xmalloc(sizeof(*fc));
+	*fc = (struct fetch_call){ o, ci, hedge };
+	if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, fc) < 0) {
+		free(fc);
+		return false;
+	}
+	o->inflight++;
+	return true;
 }
 
 static void fetch_next(struct op *o)
@@ -305,17 +385,7 @@ static void fetch_next(struct op *o)
 
 	while (o->next_cand < o->ncand) {
 		uint32_t ci = o->next_cand++;
-		const struct cfs_node *to = &o->cand[ci];
-		cfs_msg_init(&d->msg, CFS_MSG_FETCH);
-		d->msg.key = o->key;
-		d->msg.has_to = true;
-		d->msg.to_id = to->id;
-		o->rpcs++;
-		uint32_t timeout = ci >= o->nfirst ? FETCH_RETRY_TIMEOUT_MS : 0;
-		struct fetch_call *fc = xmalloc(sizeof(*fc));
-		*fc = (struct fetch_call){ o, ci, o->hedging };
-		if (chord_call(d->chord, to, &d->msg, timeout, fetch_reply, fc) == 0) {
-			o->inflight++;
+		if (fetch_send(o, ci, o->hedging)) {
 			/* Second tries go out together: one after another, a list
 			 * of dead successors cost a second each (a get failed after
 			 * 14 s when half a 16-node ring had just died). */
@@ -331,7 +401,6 @@ static void fetch_next(struct op *o)
 			}
 			return;
 		}
-		free(fc);
 	}
 	if (o->inflight > 0)
 		return; /* a hedged FETCH is still out */
@@ -445,6 +514,8 @@ static void store_reply(void *arg, int status, const struct cfs_msg *reply,
 		return;
 	}
 	if (status == 0) {
+		/* A server that names no lease (0) granted what was asked. */
+		o->granted = reply->lease_until ? reply->lease_until : o->lease_until;
 		put_finish(o, 0);
 		return;
 	}
@@ -484,6 +555,7 @@ static void store_next(struct op *o)
 /* ------------------------------------------------------------ have, refresh */
 
 static void have_next(struct op *o);
+static bool refresh_retry(struct op *o);
 
 static void probe_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
@@ -502,6 +574,11 @@ static void probe_reply(void *arg, int status, const struct cfs_msg *reply,
 	else if (status == 0)
 		o->answered++;
 	o->found += bit;
+	if (bit && o->probe == CFS_MSG_REFRESH) {
+		uint64_t g = reply->lease_until ? reply->lease_until : o->lease_until;
+		if (!o->granted || g < o->granted)
+			o->granted = g;
+	}
 	if (o->probe == CFS_MSG_HAVE) {
 		if (status == 0)
 			probe_finish(o, 0);
@@ -509,11 +586,11 @@ static void probe_reply(void *arg, int status, const struct cfs_msg *reply,
 			have_next(o);
 		return;
 	}
-	if (--o->waiting == 0)
+	if (--o->waiting == 0 && (o->answered || !refresh_retry(o)))
 		probe_finish(o, o->answered ? 0 : -ETIMEDOUT);
 }
 
-static int probe_send(struct op *o, const struct cfs_node *to)
+static int probe_send(struct op *o, const struct cfs_node *to, uint32_t timeout_ms)
 {
 	dhash_client_t *d = o->d;
 
@@ -524,13 +601,13 @@ static int probe_send(struct op *o, const struct cfs_node *to)
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
 	o->rpcs++;
-	return chord_call(d->chord, to, &d->msg, 0, probe_reply, o);
+	return chord_call(d->chord, to, &d->msg, timeout_ms, probe_reply, o);
 }
 
 static void have_next(struct op *o)
 {
 	while (o->next_cand < o->ncand)
-		if (probe_send(o, &o->cand[o->next_cand++]) == 0)
+		if (probe_send(o, &o->cand[o->next_cand++], 0) == 0)
 			return;
 	probe_finish(o, -EHOSTUNREACH);
 }
@@ -540,15 +617,34 @@ static void refresh_send(struct op *o, const struct chord_lookup_result *r)
 {
 	uint32_t k = o->d->cfg.replicas;
 
+	o->ncand = 0;
 	for (uint32_t i = 0; i < r->n && i < k; i++) {
 		bool dup = false;
-		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = cfs_addr_eq(&r->succ[j].addr, &r->succ[i].addr);
-		if (!dup && probe_send(o, &r->succ[i]) == 0)
-			o->waiting++;
+		for (uint32_t j = 0; j < o->ncand && !dup; j++)
+			dup = cfs_addr_eq(&o->cand[j].addr, &r->succ[i].addr);
+		if (!dup)
+			o->cand[o->ncand++] = r->succ[i];
 	}
+	for (uint32_t i = 0; i < o->ncand; i++)
+		if (probe_send(o, &o->cand[i], 0) == 0)
+			o->waiting++;
 	if (!o->waiting)
 		probe_finish(o, -EHOSTUNREACH);
+}
+
+/* No replica answered a REFRESH: silent is not dead (a busy server, a
+ * lost datagram, a full window), so all of them once more, with a longer
+ * timeout, before the refresh fails. A publisher takes a failed refresh
+ * for an error, not for "absent". */
+static bool refresh_retry(struct op *o)
+{
+	if (o->relooked || o->d->closing)
+		return false;
+	o->relooked = true;
+	for (uint32_t i = 0; i < o->ncand; i++)
+		if (probe_send(o, &o->cand[i], FETCH_RETRY_TIMEOUT_MS) == 0)
+			o->waiting++;
+	return o->waiting > 0;
 }
 
 /* ------------------------------------------------------------ all */
@@ -704,5 +800,36 @@ void dhash_client_free(dhash_client_t *d)
 	if (!d)
 		return;
 	d->closing = true;
+	client_maybe_free(d);
+}
+
+chord_t *dhash__client_chord(const dhash_client_t *d)
+{
+	return d->chord;
+}
+
+uint32_t dhash__client_replicas(const dhash_client_t *d)
+{
+	return d->cfg.replicas;
+}
+
+uint32_t dhash__client_mode(const dhash_client_t *d)
+{
+	return d->cfg.lookup_mode;
+}
+
+bool dhash__client_closing(const dhash_client_t *d)
+{
+	return d->closing;
+}
+
+void dhash__client_hold(dhash_client_t *d)
+{
+	d->holds++;
+}
+
+void dhash__client_release(dhash_client_t *d)
+{
+	d->holds--;
 	client_maybe_free(d);
 }

@@ -43,12 +43,20 @@ enum dhash_cache_push {
 #define DHASH_REPLICAS_DEFAULT 6
 #define DHASH_CAPACITY_DEFAULT (10ull << 30) /* 10 GiB; the quota is a tenth */
 #define DHASH_LEASE_DEFAULT_S (30u * 24 * 3600)
+#define DHASH_MAX_LEASE_DEFAULT_S (90u * 24 * 3600)
+#define DHASH_SCRUB_DEFAULT_MS (7ull * 24 * 3600 * 1000) /* a full pass a week */
 
 struct dhash_config {
 	uint32_t replicas;        /* k (default 6; the successor list must be >= k) */
 	uint64_t lease_s;         /* lease of a put that names none (default 30 days) */
+	uint64_t max_lease_s;     /* the longest lease this server grants, whatever a
+	                           * STORE or REFRESH asks (default 90 days) */
 	uint32_t expire_ms;       /* lease collector period (default 60 s) */
 	uint32_t sync_ms;         /* replica maintenance period (default 20 s; 0: never) */
+	uint64_t scrub_ms;        /* a scrub pass rereads and verifies every stored block
+	                           * within this (default 7 days; 0: no scrub) ... */
+	uint64_t scrub_bytes_per_s; /* ... at this rate (0: the capacity, or the store
+	                           * when larger, over scrub_ms) */
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
 	uint32_t hedge_ms;        /* a get's second FETCH, to the next replica, when the
 	                           * first has not answered after this long (0: never) */
@@ -115,12 +123,16 @@ struct dhash_get_result {
 	uint64_t lookup_us;       /* of latency_us, the part spent looking the key up */
 };
 typedef void (*dhash_get_cb)(void *arg, const struct dhash_get_result *r);
-/* status 0 once the key's successor acknowledged a durable write. */
-typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key);
+/* status 0 once the key's successor acknowledged a durable write; lease is
+ * the expiry it granted (servers cap what they grant, dhash_config's
+ * max_lease_s). */
+typedef void (*dhash_put_cb)(void *arg, int status, const struct cfs_id *key, uint64_t lease);
 /* have: found is 1 when the key's successor stores the block. refresh:
  * found counts the replicas whose lease was extended (status 0 when at
- * least one replica answered). */
-typedef void (*dhash_key_cb)(void *arg, int status, const struct cfs_id *key, uint32_t found);
+ * least one replica answered), lease is the least any of them granted
+ * (0 when none had the block). */
+typedef void (*dhash_key_cb)(void *arg, int status, const struct cfs_id *key, uint32_t found,
+                             uint64_t lease);
 
 struct dhash_client_stats {
 	uint64_t gets, gets_failed, puts, puts_failed;
@@ -148,6 +160,27 @@ int dhash_have(dhash_client_t *d, const struct cfs_id *key, dhash_key_cb cb, voi
  * configured lease). */
 int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_until,
                   dhash_key_cb cb, void *arg) CFS_WUR;
+
+/* Where are key's copies? Its k responsible servers (the distinct
+ * successors), each asked for the block and its answer verified. A copy
+ * from a server's cache is not a replica (MISSING), a root below another
+ * replica's sequence is STALE. */
+enum dhash_copy_state {
+	DHASH_COPY_SILENT = -3,   /* no answer */
+	DHASH_COPY_STALE = -2,    /* a root older than another replica's */
+	DHASH_COPY_BAD = -1,      /* bytes that do not verify */
+	DHASH_COPY_MISSING = 0,
+	DHASH_COPY_GOOD = 1,
+};
+struct dhash_locate_result {
+	int status;               /* 0, or the lookup's failure */
+	uint32_t n;               /* servers responsible (up to k) */
+	struct cfs_node nodes[CFS_MSG_MAX_NODES];
+	int8_t state[CFS_MSG_MAX_NODES]; /* enum dhash_copy_state, per node */
+	uint32_t good;
+};
+typedef void (*dhash_locate_cb)(void *arg, const struct dhash_locate_result *r);
+int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
 
 /* ---- a block cache on disk (a server's cached copies, a mount's warm
  * cache): LevelDB in its own directory, bounded in bytes, least recently
@@ -189,8 +222,10 @@ int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
 /* That directory's control socket. -ENAMETOOLONG if it does not fit. */
 int dhash_default_socket(char *buf, size_t n) CFS_WUR;
 
-/* bits[i / 8] >> (i % 8) & 1 answers key i (valid during the call). */
-typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n);
+/* bits[i / 8] >> (i % 8) & 1 answers key i (valid during the call); for
+ * a refresh, lease is the least lease granted to any key found (0: none). */
+typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n,
+                              uint64_t lease);
 
 /* A client of the daemon listening at sock; it connects on first use and
  * again after the connection ends. A request unanswered after timeout_ms
@@ -218,6 +253,9 @@ int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t le
 /* Which of keys (1..CFS_MSG_MAX_KEYS) their successors store. */
 int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
                      void *arg) CFS_WUR;
+/* dhash_locate through the daemon (or the plain client's own). */
+int dhash_local_locate(dhash_local_t *l, const struct cfs_id *key, dhash_locate_cb cb,
+                       void *arg) CFS_WUR;
 /* Extend keys' leases on their replicas; bit i: some replica had key i. */
 int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
                         uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;

@@ -43,6 +43,18 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 /* Up to max stored keys in (from, to] on the circle, in key order from. */
 int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
                      struct cfs_id *keys, uint32_t max, uint32_t *ret_n);
+/* The same, with each record's kind and sequence number in kinds and seqs
+ * (either may be NULL; 0 for a record too short to say). */
+int dhash_store_scan_info(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
+                          struct cfs_id *keys, uint8_t *kinds, uint64_t *seqs, uint32_t max,
+                          uint32_t *ret_n);
+/* Delete key's record whatever its state (a copy that no longer verifies,
+ * or one too damaged to read): 0, -ENOENT, or a store error. */
+int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key);
+/* Are writes refused since one failed (until the database reopens, tried
+ * before each write once the disk has room)? *ret_recoveries counts the
+ * reopens that made the store writable again. */
+bool dhash_store_failed(const dhash_store_t *s, uint64_t *ret_recoveries);
 /* Up to max stored keys in key order, from the first or after `after`;
  * *ret_more tells whether more follow. */
 uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
@@ -52,6 +64,15 @@ void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *byte
 /* The servers that hold copies besides vnode vi's process: the first k-1
  * distinct addresses on its successor list, other than its own. */
 int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret);
+
+/* The client's pieces other files of dhash/ use (locate.c); hold keeps
+ * dhash_client_free from releasing it until the matching release. */
+chord_t *dhash__client_chord(const dhash_client_t *d);
+uint32_t dhash__client_replicas(const dhash_client_t *d);
+uint32_t dhash__client_mode(const dhash_client_t *d);
+bool dhash__client_closing(const dhash_client_t *d);
+void dhash__client_hold(dhash_client_t *d);
+void dhash__client_release(dhash_client_t *d);
 
 /* ---- the server's state (server.c, sync.c) */
 
@@ -68,6 +89,29 @@ struct dhash_sync_stats {
 	/* Replication debt: copies found missing on a replica server (to
 	 * push) or here (to fetch), in the round at work and the last whole one. */
 	uint64_t debt_round, debt_last;
+	/* roots held on both sides whose sequence numbers were compared, and
+	 * the newer ones taken from a peer or sent to it */
+	uint64_t roots_checked, roots_fetched, roots_pushed;
+};
+
+/* The scrub (scrub.c): every stored block reread and verified, at a bounded
+ * rate, and the copies that fail dropped wherever a read finds them. */
+struct dhash_scrub {
+	uv_timer_t timer;
+	uint64_t rate;            /* bytes a second */
+	uint64_t last_ms;         /* loop time of the last slice */
+	int64_t credit;           /* bytes that may be read now (negative: a debt) */
+	uint64_t pass_start_ms, next_pass_ms, last_pass_ms;
+	struct cfs_id at;         /* the last key checked this pass ... */
+	bool started;             /* ... when this pass has checked one */
+	bool in_pass;
+	struct cfs_id batch[32];  /* keys listed ahead of the cursor */
+	uint32_t nbatch, ibatch;
+	bool batch_last;          /* the listing reached the last key */
+	uint64_t passes, pass_blocks, pass_bytes, blocks, bytes;
+	/* copies that failed to verify, by the read that found them, and
+	 * those dropped from the store */
+	uint64_t bad_scrub, bad_push, bad_fetch, dropped;
 };
 
 /* A content-hash STORE checked and waiting for the group commit. */
@@ -100,6 +144,7 @@ struct dhash_server {
 	struct sync_job *sync_jobs; /* this round's sessions, started in turn */
 	size_t sync_n, sync_next, sync_cap;
 	struct dhash_sync_stats sync;
+	struct dhash_scrub scrub;
 	int closing_handles;      /* dhash_server_free: close callbacks still due */
 	/* quotas (quota.c) */
 	uint8_t quota_secret[32];
@@ -107,6 +152,9 @@ struct dhash_server {
 };
 
 uint64_t dhash__wall_now(void);
+/* The lease granted for a request of `asked` (0: the default), capped at
+ * now + cfg.max_lease_s. */
+uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked);
 
 /* ---- quotas (quota.c) */
 void quota_init(dhash_server_t *s);
@@ -135,5 +183,20 @@ void sync_round(dhash_server_t *s);
 void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+
+/* ---- the scrub and every read that serves a copy to others (scrub.c) */
+enum scrub_reader { SCRUB_BY_SCRUB, SCRUB_BY_PUSH, SCRUB_BY_FETCH };
+/* Read key's stored block and verify it (dhash_verify): 0 with the record
+ * in *ret (data malloc'd), -ENOENT when absent or when the copy did not
+ * verify (it is then logged, counted under by and dropped, so that replica
+ * maintenance fetches a good copy from a peer), or a store error. */
+int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
+               enum scrub_reader by);
+void scrub_start(dhash_server_t *s);
+void scrub_stop(dhash_server_t *s);
+/* Do one slice of the scrub now (the timer's work; tests call it). */
+void scrub_slice(dhash_server_t *s);
+/* The scrub's progress; JSON as ,"scrub":{...} (after another member). */
+void scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
 
 #endif

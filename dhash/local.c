@@ -43,11 +43,13 @@ struct lreq {
 	dhash_get_cb get_cb;
 	dhash_put_cb put_cb;
 	dhash_bits_cb bits_cb;
+	dhash_locate_cb locate_cb;
 	void *arg;
 	/* plain client: a have / refresh's answers so far */
 	uint32_t waiting;
 	int first_error;
 	uint8_t *bits;
+	uint64_t granted;         /* the least lease granted (put, refresh) */
 };
 
 /* A DHash call made for request id's key i (plain client). */
@@ -179,12 +181,26 @@ static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struc
 		break;
 	}
 	case CFS_MSG_CTL_PUT:
-		q->put_cb(q->arg, status, &q->key);
+		q->put_cb(q->arg, status, &q->key, status < 0 ? 0 : m ? m->lease_until : q->granted);
 		break;
+	case CFS_MSG_CTL_LOCATE: {
+		struct dhash_locate_result r = { .status = status };
+		if (status == 0 && m && m->data.len != m->n_nodes)
+			r.status = -EPROTO;
+		for (uint32_t i = 0; r.status == 0 && m && i < m->n_nodes; i++) {
+			r.nodes[i] = m->nodes[i];
+			r.state[i] = (int8_t)m->data.p[i];
+			r.good += r.state[i] == DHASH_COPY_GOOD;
+			r.n++;
+		}
+		q->locate_cb(q->arg, &r);
+		break;
+	}
 	default:
 		if (status == 0 && m->data.len < (q->n_keys + 7) / 8)
 			status = -EPROTO;
-		q->bits_cb(q->arg, status, status == 0 ? m->data.p : NULL, q->n_keys);
+		q->bits_cb(q->arg, status, status == 0 ? m->data.p : NULL, q->n_keys,
+		           status == 0 ? m->lease_until : 0);
 		break;
 	}
 	req_free(q);
@@ -207,6 +223,7 @@ static int req_send(dhash_local_t *l, struct lreq *q)
 	m->reqid = q->id;
 	switch (q->type) {
 	case CFS_MSG_CTL_GET:
+	case CFS_MSG_CTL_LOCATE:
 		m->key = q->key;
 		break;
 	case CFS_MSG_CTL_PUT:
@@ -339,17 +356,33 @@ static void plain_got(void *arg, const struct dhash_get_result *r)
 	req_free(q);
 }
 
-static void plain_put(void *arg, int status, const struct cfs_id *key)
+static void plain_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct pcall *k = arg;
 	dhash_local_t *l = k->l;
 	struct lreq *q = pcall_end(k);
 
-	if (q)
+	if (q) {
+		q->granted = lease;
 		req_finish(l, q, status, NULL);
+	}
 }
 
-static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found)
+static void plain_located(void *arg, const struct dhash_locate_result *r)
+{
+	struct pcall *k = arg;
+	dhash_local_t *l = k->l;
+	struct lreq *q = pcall_end(k);
+
+	if (!q)
+		return;
+	req_take(l, q);
+	q->locate_cb(q->arg, r);
+	req_free(q);
+}
+
+static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found,
+                      uint64_t lease)
 {
 	struct pcall *k = arg;
 	dhash_local_t *l = k->l;
@@ -358,8 +391,11 @@ static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t 
 
 	if (!q)
 		return;
-	if (status == 0 && found > 0)
+	if (status == 0 && found > 0) {
 		q->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+		if (lease && (!q->granted || lease < q->granted))
+			q->granted = lease;
+	}
 	if (status < 0 && !q->first_error)
 		q->first_error = status;
 	if (--q->waiting > 0)
@@ -370,7 +406,7 @@ static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t 
 		any |= q->bits[j] != 0;
 	int st = any || !q->first_error ? 0 : q->first_error;
 	req_take(l, q);
-	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys);
+	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys, st == 0 ? q->granted : 0);
 	req_free(q);
 }
 
@@ -394,6 +430,14 @@ static void plain_start(dhash_local_t *l, struct lreq *q)
 	case CFS_MSG_CTL_GET: {
 		struct pcall *k = pcall_new(l, q, 0);
 		if ((r = dhash_get(l->dc, &q->key, plain_got, k)) < 0) {
+			l->calls--;
+			free(k);
+		}
+		break;
+	}
+	case CFS_MSG_CTL_LOCATE: {
+		struct pcall *k = pcall_new(l, q, 0);
+		if ((r = dhash_locate(l->dc, &q->key, plain_located, k)) < 0) {
 			l->calls--;
 			free(k);
 		}
@@ -553,6 +597,16 @@ int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb,
 	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
 	q->key = *key;
 	q->get_cb = cb;
+	return req_start(l, q);
+}
+
+int dhash_local_locate(dhash_local_t *l, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
+{
+	if (l->closing)
+		return -ECANCELED;
+	struct lreq *q = req_new(l, CFS_MSG_CTL_LOCATE, arg);
+	q->key = *key;
+	q->locate_cb = cb;
 	return req_start(l, q);
 }
 

@@ -23,6 +23,19 @@ uint64_t dhash__wall_now(void)
 	return (uint64_t)time(NULL);
 }
 
+/* The lease this server grants for a request of `asked` (0: the default):
+ * never beyond now + max_lease_s, whoever asks (a publisher, a replica's
+ * push, a sync fetch), so nobody buys space for longer than the operator
+ * allows. */
+uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked)
+{
+	uint64_t now = dhash__wall_now(), cap = s->cfg.max_lease_s ? now + s->cfg.max_lease_s : UINT64_MAX;
+
+	if (!asked)
+		asked = now + s->cfg.lease_s;
+	return asked < cap ? asked : cap;
+}
+
 /* Which refusal counter a status belongs to. */
 static int refusal_slot(int status)
 {
@@ -110,7 +123,7 @@ static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct 
 
 /* ------------------------------------------------------------ requests */
 
-static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int r)
+static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int r, uint64_t lease)
 {
 	if (r < 0) {
 		s->refused[refusal_slot(r)]++;
@@ -121,6 +134,7 @@ static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int
 	}
 	s->stores++;
 	cfs_msg_init(&s->reply, CFS_MSG_STORE);
+	s->reply.lease_until = lease; /* what was granted: the putter's root may not outlive it */
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
@@ -159,7 +173,7 @@ static void commit(dhash_server_t *s)
 	s->nq = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct pending *p = &s->q[i];
-		answer_store(s, &p->from, st[i]);
+		answer_store(s, &p->from, st[i], p->rec.lease_until);
 		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY))
 			replicate(s, &p->key, &p->rec); /* plain STOREs: nobody's charge */
 		free(p->rec.data);
@@ -247,7 +261,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	int r;
 
 	if (req->data.len > CFS_BLOCK_MAX) {
-		answer_store(s, from, -EMSGSIZE);
+		answer_store(s, from, -EMSGSIZE, 0);
 		return;
 	}
 	if (req->flags & DHASH_STORE_F_CACHE) {
@@ -263,12 +277,12 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		quota_owner(&from->addr, rec.owner);
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
-		answer_store(s, from, r);
+		answer_store(s, from, r, 0);
 		return;
 	}
 	rec.kind = (uint8_t)req->kind;
 	rec.seq = seq;
-	rec.lease_until = req->lease_until ? req->lease_until : dhash__wall_now() + s->cfg.lease_s;
+	rec.lease_until = dhash__grant_lease(s, req->lease_until);
 	rec.len = req->data.len;
 	if (req->kind == DHASH_KIND_ROOT) {
 		r = dhash_store_get(s->store, &req->key, &old);
@@ -286,7 +300,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 			rec.data = (uint8_t *)req->data.p;
 			r = dhash_store_put(s->store, &req->key, &rec);
 		}
-		answer_store(s, from, r);
+		answer_store(s, from, r, rec.lease_until);
 		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY))
 			replicate(s, &req->key, &rec);
 		return;
@@ -304,7 +318,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct dhash_rec rec;
-	int r = dhash_store_get(s->store, &req->key, &rec);
+	int r = scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
 
 	s->fetches++;
 	if (r == -ENOENT)
@@ -330,12 +344,13 @@ static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const stru
 {
 	uint8_t bits[CFS_MSG_MAX_KEYS / 8] = { 0 };
 	uint32_t n = req->n_keys;
+	uint64_t lease = req->type == CFS_MSG_REFRESH ? dhash__grant_lease(s, req->lease_until) : 0;
 	int err = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		bool have;
 		if (req->type == CFS_MSG_REFRESH) {
-			int r = dhash_store_extend(s->store, &req->keys[i], req->lease_until);
+			int r = dhash_store_extend(s->store, &req->keys[i], lease);
 			if (r < 0 && r != -ENOENT)
 				err = r;
 			have = r == 0;
@@ -355,6 +370,7 @@ static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const stru
 	}
 	cfs_msg_init(&s->reply, (enum cfs_msg_type)req->type);
 	s->reply.data = (struct cfs_bytes){ bits, (n + 7) / 8 };
+	s->reply.lease_until = lease; /* REFRESH: every key found holds at least this lease */
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
@@ -432,6 +448,7 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
 	sync_start(s);
+	scrub_start(s);
 	*ret = s;
 	return 0;
 }
@@ -457,9 +474,11 @@ void dhash_server_free(dhash_server_t *s)
 		commit(s); /* what was acknowledged nowhere yet is still written */
 	chord_set_has_block(s->chord, NULL, NULL);
 	sync_stop(s);
-	s->closing_handles = 3;
+	scrub_stop(s);
+	s->closing_handles = 4;
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->scrub.timer, handle_closed);
 	uv_close((uv_handle_t *)&s->commit, handle_closed);
 }
 
@@ -531,6 +550,7 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)s->challenges, (unsigned long)day, (unsigned long)week);
 		cache_status(s, b, true);
 		sync_status(s, b, true);
+		scrub_status(s, b, true);
 		cfs_sb_printf(b, "}");
 		return;
 	}
@@ -549,4 +569,5 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	              (unsigned long)s->cfg.quota_bytes, (unsigned long)s->challenges);
 	cache_status(s, b, false);
 	sync_status(s, b, false);
+	scrub_status(s, b, false);
 }

@@ -11,10 +11,22 @@
  * Every write that acknowledges a put is a synchronous batch (the block and
  * its index entry together), so an acknowledged block survives kill -9.
  * The byte and block totals are counted once at open and kept up to date.
+ *
+ * A failed write (a full disk, say) leaves LevelDB with a sticky error:
+ * every later write fails with it until the database is opened again, and
+ * the log it failed in may end in a torn record, so nothing more may be
+ * appended there. So after a failed write the store writes nothing until
+ * it has closed and reopened the database (store_writable), which it tries
+ * before a write, at most once a second, once the file system has room
+ * for the reopen. Reads go on meanwhile. What was acknowledged is in the
+ * log before the failure, and the reopen replays it.
  */
+#include <dirent.h>
 #include <leveldb/c.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "dhash/internal.h"
 
@@ -22,6 +34,8 @@
 #define P_LEASE 'L'
 #define HDR 33 /* kind, lease_until, seq, owner */
 #define OWNER_BUCKETS 256
+#define RETRY_MS 1000          /* reopen attempts after a failed write, at most */
+#define ROOM_SPARE (1u << 20)  /* free space a reopen needs beyond its logs */
 
 /* Bytes charged per owner IP (quotas); counted at open, kept up to date. */
 struct owner_use {
@@ -38,6 +52,10 @@ struct dhash_store {
 	leveldb_writeoptions_t *wo;
 	uint64_t blocks, bytes;
 	struct owner_use *owners[OWNER_BUCKETS];
+	char *dir;
+	int failed;               /* the failed write's error: no writes until reopened */
+	uint64_t retry_ms;        /* next reopen attempt (monotonic ms) */
+	uint64_t recoveries;
 };
 
 static bool owner_none(const uint8_t ip[16])
@@ -135,30 +153,33 @@ static int db_error(char *err, const char *what)
 	return r;
 }
 
-int dhash_store_open(const char *dir, dhash_store_t **ret)
+static void owners_clear(dhash_store_t *s)
 {
-	dhash_store_t *s = xcalloc(1, sizeof(*s));
+	for (int i = 0; i < OWNER_BUCKETS; i++)
+		while (s->owners[i]) {
+			struct owner_use *e = s->owners[i];
+			s->owners[i] = e->next;
+			free(e);
+		}
+}
+
+/* Open the database and count what is there. */
+static int db_open(dhash_store_t *s)
+{
 	char *err = NULL;
 
-	s->opt = leveldb_options_create();
-	leveldb_options_set_create_if_missing(s->opt, 1);
-	s->db = leveldb_open(s->opt, dir, &err);
+	s->db = leveldb_open(s->opt, s->dir, &err);
 	if (err) {
-		int r = strstr(err, "lock") ? -EBUSY : db_error(err, "cannot open") ;
-		if (r == -EBUSY) {
-			log_error("block store %s is in use: %s", dir, err);
+		s->db = NULL;
+		if (strstr(err, "lock")) {
+			log_error("block store %s is in use: %s", s->dir, err);
 			leveldb_free(err);
+			return -EBUSY;
 		}
-		leveldb_options_destroy(s->opt);
-		free(s);
-		return r;
+		return db_error(err, "cannot open");
 	}
-	s->ro = leveldb_readoptions_create();
-	s->wo = leveldb_writeoptions_create();
-	s->wo_sync = leveldb_writeoptions_create();
-	leveldb_writeoptions_set_sync(s->wo_sync, 1);
-
-	/* Count what is there. */
+	s->blocks = s->bytes = 0;
+	owners_clear(s);
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 	uint8_t lo = P_BLOCK;
 	struct cfs_id id;
@@ -172,6 +193,25 @@ int dhash_store_open(const char *dir, dhash_store_t **ret)
 			owner_charge(s, (const uint8_t *)v + 17, vl - HDR, true);
 	}
 	leveldb_iter_destroy(it);
+	return 0;
+}
+
+int dhash_store_open(const char *dir, dhash_store_t **ret)
+{
+	dhash_store_t *s = xcalloc(1, sizeof(*s));
+
+	s->dir = xstrdup(dir);
+	s->opt = leveldb_options_create();
+	leveldb_options_set_create_if_missing(s->opt, 1);
+	s->ro = leveldb_readoptions_create();
+	s->wo = leveldb_writeoptions_create();
+	s->wo_sync = leveldb_writeoptions_create();
+	leveldb_writeoptions_set_sync(s->wo_sync, 1);
+	int r = db_open(s);
+	if (r < 0) {
+		dhash_store_close(s);
+		return r;
+	}
 	*ret = s;
 	return 0;
 }
@@ -180,18 +220,79 @@ void dhash_store_close(dhash_store_t *s)
 {
 	if (!s)
 		return;
-	leveldb_close(s->db);
+	if (s->db)
+		leveldb_close(s->db);
 	leveldb_readoptions_destroy(s->ro);
 	leveldb_writeoptions_destroy(s->wo);
 	leveldb_writeoptions_destroy(s->wo_sync);
 	leveldb_options_destroy(s->opt);
-	for (int i = 0; i < OWNER_BUCKETS; i++)
-		while (s->owners[i]) {
-			struct owner_use *e = s->owners[i];
-			s->owners[i] = e->next;
-			free(e);
-		}
+	owners_clear(s);
+	free(s->dir);
 	free(s);
+}
+
+/* Room for a reopen: LevelDB replays its write-ahead logs into a new
+ * table, so about their size, and a spare MiB for the new log and manifest. */
+static bool room_for_reopen(const char *dir)
+{
+	uint64_t need = ROOM_SPARE;
+	struct statvfs vfs;
+	DIR *d = opendir(dir);
+
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			struct stat st;
+			if (n > 4 && !strcmp(e->d_name + n - 4, ".log") && fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+				need += (uint64_t)st.st_size;
+		}
+		closedir(d);
+	}
+	return statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize >= need;
+}
+
+/* 0 when writes may go to the database; else the failed write's error
+ * (see the top of the file). */
+static int store_writable(dhash_store_t *s)
+{
+	uint64_t now = cfs_now_ms();
+
+	if (!s->failed)
+		return 0;
+	if (now < s->retry_ms || !room_for_reopen(s->dir))
+		return s->failed;
+	s->retry_ms = now + RETRY_MS;
+	if (s->db)
+		leveldb_close(s->db);
+	s->db = NULL;
+	if (db_open(s) < 0)
+		return s->failed; /* reads fail too until the next attempt succeeds */
+	log_info("block store: writable again after '%s' (reopened: %lu blocks, %lu bytes)",
+	         strerror(-s->failed), (unsigned long)s->blocks, (unsigned long)s->bytes);
+	s->failed = 0;
+	s->recoveries++;
+	return 0;
+}
+
+/* A write failed: no more writes until the database is reopened. */
+static int write_failed(dhash_store_t *s, char *err, const char *what)
+{
+	int r = db_error(err, what);
+
+	if (!s->failed)
+		log_warn("block store: writes refused until the database reopens (tried every %u ms "
+		         "once the disk has room)", RETRY_MS);
+	s->failed = r;
+	s->retry_ms = cfs_now_ms() + RETRY_MS;
+	return r;
+}
+
+bool dhash_store_failed(const dhash_store_t *s, uint64_t *ret_recoveries)
+{
+	if (ret_recoveries)
+		*ret_recoveries = s->recoveries;
+	return s->failed != 0;
 }
 
 int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret)
@@ -200,6 +301,8 @@ int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec
 	char *err = NULL;
 	size_t vl;
 
+	if (!s->db)
+		return -EIO; /* a reopen failed: see store_writable */
 	block_key(k, key);
 	char *v = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), &vl, &err);
 	if (err)
@@ -271,13 +374,16 @@ static int write_rec(dhash_store_t *s, const struct cfs_id *key, const struct dh
                      const struct dhash_rec *old)
 {
 	char *err = NULL;
-	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	int r = store_writable(s);
 
+	if (r < 0)
+		return r;
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
 	batch_rec(b, key, rec, old);
 	leveldb_write(s->db, s->wo_sync, b, &err);
 	leveldb_writebatch_destroy(b);
 	if (err)
-		return db_error(err, "write");
+		return write_failed(s, err, "write");
 	account(s, rec, old);
 	return 0;
 }
@@ -329,8 +435,9 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
 	bool *has_old = xcalloc(n ? n : 1, sizeof(*has_old)), *write = xcalloc(n ? n : 1, sizeof(*write));
 	char *err = NULL;
 	size_t nw = 0;
+	int r = store_writable(s);
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && r == 0; i++) {
 		bool dup = false;
 		for (size_t j = 0; j < i && !dup; j++) /* the same key twice: the first one counts */
 			dup = write[j] && cfs_id_eq(&keys[j], &keys[i]);
@@ -338,19 +445,21 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
 			status[i] = 0;
 			continue;
 		}
-		int r = plan_put(s, &keys[i], &recs[i], &nr[i], &old[i], &has_old[i]);
-		status[i] = r < 0 ? r : 0;
-		if (r == 0) {
+		int pr = plan_put(s, &keys[i], &recs[i], &nr[i], &old[i], &has_old[i]);
+		status[i] = pr < 0 ? pr : 0;
+		if (pr == 0) {
 			batch_rec(b, &keys[i], &nr[i], has_old[i] ? &old[i] : NULL);
 			write[i] = true;
 			nw++;
 		}
 	}
-	int r = 0;
-	if (nw) {
+	if (r < 0) { /* nothing planned: every record gets the store's error */
+		for (size_t i = 0; i < n; i++)
+			status[i] = r;
+	} else if (nw) {
 		leveldb_write(s->db, s->wo_sync, b, &err);
 		if (err)
-			r = db_error(err, "write");
+			r = write_failed(s, err, "write");
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (write[i]) {
@@ -388,33 +497,73 @@ int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t leas
 	return r;
 }
 
-static int delete_rec(dhash_store_t *s, const struct cfs_id *key, const struct dhash_rec *old)
+/* Delete key's block record (when blk) and its lease entry at until (when
+ * lease); refund len bytes to owner (NULL: nobody). Not synchronous: a
+ * delete lost in a crash is only done again. */
+static int delete_rec(dhash_store_t *s, const struct cfs_id *key, bool blk, bool lease,
+                      uint64_t until, size_t len, const uint8_t *owner)
 {
 	uint8_t k[1 + CFS_ID_BYTES], lk[9 + CFS_ID_BYTES];
 	char *err = NULL;
+	int r = store_writable(s);
 
-	block_key(k, key);
-	lease_key(lk, old->lease_until, key);
+	if (r < 0)
+		return r;
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
-	leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
-	leveldb_writebatch_delete(b, (const char *)k, sizeof(k));
+	if (lease) {
+		lease_key(lk, until, key);
+		leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
+	}
+	if (blk) {
+		block_key(k, key);
+		leveldb_writebatch_delete(b, (const char *)k, sizeof(k));
+	}
 	leveldb_write(s->db, s->wo, b, &err);
 	leveldb_writebatch_destroy(b);
 	if (err)
-		return db_error(err, "delete");
-	s->blocks--;
-	s->bytes -= old->len;
-	owner_charge(s, old->owner, old->len, false);
+		return write_failed(s, err, "delete");
+	if (blk) {
+		s->blocks--;
+		s->bytes -= len < s->bytes ? len : s->bytes;
+		if (owner)
+			owner_charge(s, owner, len, false);
+	}
 	return 0;
 }
 
+int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key)
+{
+	uint8_t k[1 + CFS_ID_BYTES];
+	char *err = NULL;
+	size_t vl;
+
+	if (!s->db)
+		return -EIO;
+	block_key(k, key);
+	char *v = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), &vl, &err);
+	if (err)
+		return db_error(err, "read");
+	if (!v)
+		return -ENOENT;
+	/* A record too short for its header has no lease entry we can name:
+	 * the collector removes such orphans (dhash_store_expire). */
+	bool hdr = vl >= HDR;
+	int r = delete_rec(s, key, true, hdr, hdr ? get_be64((const uint8_t *)v + 1) : 0,
+	                   hdr ? vl - HDR : 0, hdr ? (const uint8_t *)v + 17 : NULL);
+	leveldb_free(v);
+	return r;
+}
+
 /* The lease index in order, up to max entries ending at or before until:
- * their count, and their keys in keys when it is not NULL. */
-static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys, uint64_t max)
+ * their count, and their keys and ends in keys and ends when not NULL. */
+static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys, uint64_t *ends,
+                           uint64_t max)
 {
 	uint8_t lo[9];
 	uint64_t n = 0;
 
+	if (!s->db)
+		return 0;
 	lo[0] = P_LEASE;
 	put_be64(lo + 1, 0);
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
@@ -426,6 +575,8 @@ static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys
 			break;
 		if (keys)
 			memcpy(keys[n].b, k + 9, CFS_ID_BYTES);
+		if (ends)
+			ends[n] = get_be64(k + 1);
 		n++;
 	}
 	leveldb_iter_destroy(it);
@@ -436,20 +587,26 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 {
 	uint32_t n = 0;
 	struct cfs_id keys[256];
+	uint64_t ends[256];
 	int r = 0;
 
 	if (max > 256)
 		max = 256;
-	uint32_t m = (uint32_t)lease_walk(s, now, keys, max);
+	uint32_t m = (uint32_t)lease_walk(s, now, keys, ends, max);
 	for (uint32_t i = 0; i < m; i++) {
 		struct dhash_rec old;
 		if ((r = dhash_store_get(s, &keys[i], &old)) < 0) {
-			if (r == -ENOENT)
-				continue;
-			break;
+			if (r == -ENOENT) /* an orphan entry (its block was dropped): it goes */
+				r = delete_rec(s, &keys[i], false, true, ends[i], 0, NULL);
+			if (r < 0)
+				break;
+			continue;
 		}
-		if (old.lease_until <= now && (r = delete_rec(s, &keys[i], &old)) == 0)
+		if (old.lease_until <= now &&
+		    (r = delete_rec(s, &keys[i], true, true, old.lease_until, old.len, old.owner)) == 0)
 			n++;
+		else if (r == 0 && old.lease_until != ends[i]) /* a stale entry beside the record's own */
+			r = delete_rec(s, &keys[i], false, true, ends[i], 0, NULL);
 		free(old.data);
 		if (r < 0)
 			break;
@@ -460,15 +617,25 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 
 uint64_t dhash_store_expiring(dhash_store_t *s, uint64_t until, uint64_t max)
 {
-	return lease_walk(s, until, NULL, max);
+	return lease_walk(s, until, NULL, NULL, max);
 }
 
 int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
                      struct cfs_id *keys, uint32_t max, uint32_t *ret_n)
 {
+	return dhash_store_scan_info(s, from, to, keys, NULL, NULL, max, ret_n);
+}
+
+int dhash_store_scan_info(dhash_store_t *s, const struct cfs_id *from, const struct cfs_id *to,
+                          struct cfs_id *keys, uint8_t *kinds, uint64_t *seqs, uint32_t max,
+                          uint32_t *ret_n)
+{
 	uint8_t k0[1 + CFS_ID_BYTES];
 	uint32_t n = 0;
 
+	*ret_n = 0;
+	if (!s->db)
+		return -EIO;
 	/* (from, to] on the circle: one pass, or two when it wraps. */
 	bool wraps = cfs_id_cmp(from, to) >= 0;
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
@@ -481,6 +648,14 @@ int dhash_store_scan(dhash_store_t *s, const struct cfs_id *from, const struct c
 				if (pass == 0 && cfs_id_eq(&id, from))
 					continue; /* the open end */
 				break;
+			}
+			if (kinds || seqs) { /* the header is in the value the iterator holds */
+				size_t vl;
+				const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
+				if (kinds)
+					kinds[n] = vl >= HDR ? v[0] : 0;
+				if (seqs)
+					seqs[n] = vl >= HDR ? get_be64(v + 9) : 0;
 			}
 			keys[n++] = id;
 		}
@@ -496,6 +671,10 @@ uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct c
 	uint8_t k0[1 + CFS_ID_BYTES];
 	uint32_t n = 0;
 	struct cfs_id id;
+
+	*ret_more = false;
+	if (!s->db)
+		return 0;
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 
 	block_key(k0, after ? after : &(struct cfs_id){ { 0 } });

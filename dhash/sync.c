@@ -5,13 +5,22 @@
  * distinct servers of its successor list), Merkle-style:
  *
  *   - SYNC_DIGEST splits a range into 64 equal parts and answers one digest
- *     per part (BLAKE2b of the part's key count and sorted keys; all zero
- *     for an empty part). Parts whose digests differ are compared again:
- *     split once more while this side holds more than 64 keys in them (at
- *     most 3 levels), else listed with SYNC_KEYS (1,024 keys a page).
+ *     per part (BLAKE2b of the part's key count and sorted keys, each root's
+ *     key followed by its sequence number; all zero for an empty part).
+ *     Parts whose digests differ are compared again: split once more while
+ *     this side holds more than 64 keys in them (at most 3 levels), else
+ *     listed with SYNC_KEYS (1,024 keys a page). A range small enough to
+ *     list at once is listed without a digest, unless it holds a root.
  *   - A key we hold and the peer lacks is pushed (a plain STORE with its
  *     lease); a key the peer holds and we lack is fetched, checked like any
  *     STORE and stored with the lease the peer reported.
+ *   - A root both hold, in a part whose digests differ, is fetched from the
+ *     peer: a higher sequence than ours replaces ours, a lower one is sent
+ *     our root (a server that was down during a republish holds the older
+ *     root under the same key; key sets alone would never show it).
+ *   - What we push is read through scrub_read, which verifies it: a copy
+ *     that rotted here is dropped instead of pushed, and fetched back from a
+ *     peer in a later round.
  *
  * So a range that agrees costs one 2 KiB digest exchange per replica, and
  * the rest of the traffic follows what differs: a server back after a short
@@ -46,11 +55,22 @@
 struct range {
 	struct cfs_id lo, hi; /* (lo, hi] */
 	uint32_t depth;
+	bool differs;         /* a part whose digests differ: compare its roots */
 };
+
+enum xfer_op { X_PUSH, X_FETCH, X_ROOT /* fetch the peer's root to compare sequences */ };
 
 struct xfer {
 	struct cfs_id key;
-	bool push;
+	uint8_t op;
+};
+
+/* Keys with their kinds and sequence numbers (scan_all). */
+struct keyset {
+	struct cfs_id *keys;
+	uint8_t *kinds;
+	uint64_t *seqs;
+	size_t n;
 };
 
 struct sync_session {
@@ -99,44 +119,57 @@ static void part_end(const struct range *r, uint32_t i, struct cfs_id *ret)
 		cfs_id_add(ret, ret, &step);
 }
 
-/* Every stored key in (lo, hi], in circle order from lo (malloc'd). */
-static struct cfs_id *scan_all(dhash_server_t *s, const struct range *r, size_t *ret_n)
+/* Every stored key in (lo, hi], in circle order from lo, with kinds and
+ * sequence numbers (malloc'd; keyset_free). */
+static void scan_all(dhash_server_t *s, const struct range *r, struct keyset *ks)
 {
-	struct cfs_id *keys = NULL, from = r->lo;
-	size_t n = 0, cap = 0;
+	struct cfs_id from = r->lo;
+	size_t cap = 0;
 
+	memset(ks, 0, sizeof(*ks));
 	for (;;) {
 		uint32_t got = 0;
-		if (n + SCAN_CHUNK > cap) {
+		if (ks->n + SCAN_CHUNK > cap) {
 			cap = cap ? 2 * cap : SCAN_CHUNK;
-			keys = xrealloc(keys, cap * sizeof(*keys));
+			ks->keys = xrealloc(ks->keys, cap * sizeof(*ks->keys));
+			ks->kinds = xrealloc(ks->kinds, cap * sizeof(*ks->kinds));
+			ks->seqs = xrealloc(ks->seqs, cap * sizeof(*ks->seqs));
 		}
-		if (dhash_store_scan(s->store, &from, &r->hi, keys + n, SCAN_CHUNK, &got) < 0)
+		if (dhash_store_scan_info(s->store, &from, &r->hi, ks->keys + ks->n, ks->kinds + ks->n,
+		                          ks->seqs + ks->n, SCAN_CHUNK, &got) < 0)
 			break;
-		n += got;
+		ks->n += got;
 		if (got < SCAN_CHUNK)
 			break;
-		from = keys[n - 1];
+		from = ks->keys[ks->n - 1];
 		if (cfs_id_eq(&from, &r->hi))
 			break;
 	}
-	*ret_n = n;
-	return keys;
 }
 
-/* One digest per part of r (zero for an empty part). */
+static void keyset_free(struct keyset *ks)
+{
+	free(ks->keys);
+	free(ks->kinds);
+	free(ks->seqs);
+}
+
+/* One digest per part of r (zero for an empty part). A root's sequence
+ * number follows its key, so that replicas holding different versions of
+ * a root differ; a part without roots hashes as it always did. */
 static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[PARTS])
 {
-	size_t n, j = 0;
-	struct cfs_id *keys = scan_all(s, r, &n);
+	size_t j = 0;
+	struct keyset ks;
 
+	scan_all(s, r, &ks);
 	for (uint32_t i = 0; i < PARTS; i++) {
 		struct cfs_id end;
 		part_end(r, i, &end);
 		size_t start = j;
 		/* keys run in circle order from lo: part i takes those up to its end */
 		bool empty = i + 1 < PARTS && cfs_id_eq(&end, &r->lo);
-		while (j < n && !empty && (i + 1 == PARTS || cfs_id_in_oc(&keys[j], &r->lo, &end)))
+		while (j < ks.n && !empty && (i + 1 == PARTS || cfs_id_in_oc(&ks.keys[j], &r->lo, &end)))
 			j++;
 		memset(&out[i], 0, sizeof(out[i]));
 		if (j > start) {
@@ -145,11 +178,19 @@ static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[
 			                   (uint8_t)((j - start) >> 8), (uint8_t)(j - start) };
 			cfs_hasher_init(&h);
 			cfs_hasher_update(&h, cnt, sizeof(cnt));
-			cfs_hasher_update(&h, keys + start, (j - start) * sizeof(*keys));
+			for (size_t k = start; k < j; k++) {
+				cfs_hasher_update(&h, &ks.keys[k], sizeof(ks.keys[k]));
+				if (ks.kinds[k] == DHASH_KIND_ROOT) {
+					uint8_t seq[8];
+					for (int b = 0; b < 8; b++)
+						seq[b] = (uint8_t)(ks.seqs[k] >> (56 - 8 * b));
+					cfs_hasher_update(&h, seq, sizeof(seq));
+				}
+			}
 			cfs_hasher_final(&h, &out[i]);
 		}
 	}
-	free(keys);
+	keyset_free(&ks);
 }
 
 /* ------------------------------------------------------------ serving */
@@ -167,7 +208,7 @@ void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const stru
 		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EINVAL);
 		return;
 	}
-	digests(s, &(struct range){ req->key, req->hi, 0 }, out);
+	digests(s, &(struct range){ req->key, req->hi, 0, false }, out);
 	s->sync.served_digests++;
 	cfs_msg_init(&s->reply, CFS_MSG_SYNC_DIGEST);
 	s->reply.keys = out;
@@ -290,15 +331,15 @@ static void push_range(struct sync_session *se, const struct range *r)
 	se->ranges[se->nranges++] = *r;
 }
 
-static void add_xfer(struct sync_session *se, const struct cfs_id *key, bool push)
+static void add_xfer(struct sync_session *se, const struct cfs_id *key, enum xfer_op op)
 {
 	if (se->nxq == se->cxq) {
 		se->cxq = se->cxq ? 2 * se->cxq : 64;
 		se->xq = xrealloc(se->xq, se->cxq * sizeof(*se->xq));
 	}
-	se->xq[se->nxq++] = (struct xfer){ *key, push };
-	if (se->s)
-		se->s->sync.debt_round++;
+	se->xq[se->nxq++] = (struct xfer){ *key, (uint8_t)op };
+	if (se->s && op != X_ROOT)
+		se->s->sync.debt_round++; /* a root compared is no missing copy */
 }
 
 static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
@@ -329,6 +370,38 @@ static void push_back(void *arg, int status, const struct cfs_msg *reply,
 	pump(se);
 }
 
+/* A root both hold came back from the peer (verified, sequence seq):
+ * keep the newer of the two on both sides. */
+static void compare_root(struct sync_session *se, const struct cfs_id *key, const struct cfs_msg *reply,
+                         uint64_t seq, const struct dhash_rec *mine)
+{
+	dhash_server_t *s = se->s;
+	char hex[9], a[CFS_ADDR_STRLEN];
+
+	if (mine->kind != DHASH_KIND_ROOT || reply->kind != DHASH_KIND_ROOT || seq == mine->seq)
+		return;
+	if (seq < mine->seq) {
+		add_xfer(se, key, X_PUSH); /* the peer accepts a higher sequence (handle_store) */
+		s->sync.roots_pushed++;
+		log_info("sync: %s holds root %s at sequence %lu, ours is %lu: sending ours",
+		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(key, hex), (unsigned long)seq,
+		         (unsigned long)mine->seq);
+		return;
+	}
+	struct dhash_rec rec = { .kind = DHASH_KIND_ROOT,
+	                         .lease_until = dhash__grant_lease(s, reply->lease_until),
+	                         .seq = seq, .data = (uint8_t *)reply->data.p, .len = reply->data.len };
+	if (dhash_store_put(s->store, key, &rec) == 0) {
+		s->sync.roots_fetched++;
+		s->sync.fetched_bytes += reply->data.len;
+		log_info("sync: root %s at sequence %lu from %s replaces ours at %lu",
+		         cfs_id_short(key, hex), (unsigned long)seq, cfs_addr_str(&se->peer.addr, a),
+		         (unsigned long)mine->seq);
+	} else {
+		s->sync.fetch_failed++;
+	}
+}
+
 static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
@@ -341,6 +414,8 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		return;
 	dhash_server_t *s = se->s;
 	uint64_t seq;
+	struct dhash_rec mine;
+	int m;
 	if (status < 0) {
 		s->sync.fetch_failed++;
 		if (status == -ETIMEDOUT)
@@ -350,8 +425,14 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		char hex[9], a[CFS_ADDR_STRLEN];
 		log_warn("sync: %s sent bytes that do not verify for %s; skipped",
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
-	} else if (reply->lease_until > dhash__wall_now() && !dhash_store_has(s->store, &key)) {
-		struct dhash_rec rec = { .kind = (uint8_t)reply->kind, .lease_until = reply->lease_until,
+	} else if (reply->lease_until <= dhash__wall_now()) {
+		/* expired there: left to the collectors */
+	} else if ((m = scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) {
+		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
+		free(mine.data);
+	} else if (m == -ENOENT) {
+		struct dhash_rec rec = { .kind = (uint8_t)reply->kind,
+		                         .lease_until = dhash__grant_lease(s, reply->lease_until),
 		                         .seq = seq, .data = (uint8_t *)reply->data.p,
 		                         .len = reply->data.len };
 		if (dhash_store_put(s->store, &key, &rec) == 0) {
@@ -372,9 +453,9 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 
 	x->se = se;
 	x->key = t->key;
-	if (t->push) {
-		if (dhash_store_get(s->store, &t->key, &rec) < 0) {
-			free(x); /* gone since the comparison */
+	if (t->op == X_PUSH) {
+		if (scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
+			free(x); /* gone since the comparison, or a bad copy dropped here */
 			return;
 		}
 		if (rec.lease_until <= dhash__wall_now()) {
@@ -400,7 +481,10 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	}
 	cfs_msg_init(&se->msg, CFS_MSG_FETCH);
 	se->msg.key = t->key;
-	se->n_fetch++;
+	if (t->op == X_FETCH)
+		se->n_fetch++;
+	else
+		s->sync.roots_checked++;
 	if (call(se, fetch_back, x) < 0) {
 		s->sync.fetch_failed++;
 		free(x);
@@ -428,7 +512,7 @@ static void digest_back(void *arg, int status, const struct cfs_msg *reply,
 			struct cfs_id end;
 			part_end(&r, i, &end);
 			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
-				push_range(se, &(struct range){ start, end, r.depth + 1 }), se->n_diff++;
+				push_range(se, &(struct range){ start, end, r.depth + 1, true }), se->n_diff++;
 			start = end;
 		}
 	} else {
@@ -442,26 +526,46 @@ static int id_cmp(const void *a, const void *b)
 	return cfs_id_cmp(a, b);
 }
 
+static const struct cfs_id *sort_keys; /* ix_cmp's keys: qsort has no argument */
+
+static int ix_cmp(const void *a, const void *b)
+{
+	return cfs_id_cmp(&sort_keys[*(const size_t *)a], &sort_keys[*(const size_t *)b]);
+}
+
 /* The listing of se->cur is complete: queue what differs. */
 static void diff_listing(struct sync_session *se)
 {
-	size_t nl, i = 0, j = 0;
-	struct cfs_id *mine = scan_all(se->s, &se->cur, &nl);
+	size_t i = 0, j = 0;
+	struct keyset ks;
 
+	/* In key order, as the peer's list will be (a range that wraps the
+	 * circle is scanned in circle order); indices, so kinds keep their keys. */
+	scan_all(se->s, &se->cur, &ks);
+	size_t nl = ks.n, *ix = xmalloc((nl ? nl : 1) * sizeof(*ix));
+	for (size_t k = 0; k < nl; k++)
+		ix[k] = k;
+	sort_keys = ks.keys;
 	if (nl) /* qsort must not see NULL, even for nothing */
-		qsort(mine, nl, sizeof(*mine), id_cmp);
+		qsort(ix, nl, sizeof(*ix), ix_cmp);
 	if (se->nremote)
 		qsort(se->remote, se->nremote, sizeof(*se->remote), id_cmp);
 	while (i < nl || j < se->nremote) {
-		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(&mine[i], &se->remote[j]);
-		if (c < 0)
-			add_xfer(se, &mine[i++], true);
-		else if (c > 0)
-			add_xfer(se, &se->remote[j++], false);
-		else
+		const struct cfs_id *mk = i < nl ? &ks.keys[ix[i]] : NULL;
+		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(mk, &se->remote[j]);
+		if (c < 0) {
+			add_xfer(se, mk, X_PUSH);
+			i++;
+		} else if (c > 0) {
+			add_xfer(se, &se->remote[j++], X_FETCH);
+		} else {
+			if (se->cur.differs && ks.kinds[ix[i]] == DHASH_KIND_ROOT)
+				add_xfer(se, mk, X_ROOT);
 			i++, j++;
+		}
 	}
-	free(mine);
+	free(ix);
+	keyset_free(&ks);
 	se->nremote = 0;
 }
 
@@ -525,10 +629,17 @@ static void compare_next(struct sync_session *se)
 
 	se->cur = se->ranges[--se->nranges];
 	struct cfs_id probe[LEAF_KEYS + 1];
+	uint8_t kinds[LEAF_KEYS + 1];
 	uint32_t n = 0;
-	if (dhash_store_scan(s->store, &se->cur.lo, &se->cur.hi, probe, LEAF_KEYS + 1, &n) < 0)
+	bool roots = false;
+	if (dhash_store_scan_info(s->store, &se->cur.lo, &se->cur.hi, probe, kinds, NULL, LEAF_KEYS + 1,
+	                          &n) < 0)
 		return;
-	if (n > LEAF_KEYS && se->cur.depth < DEPTH_MAX) {
+	for (uint32_t i = 0; i < n && !roots; i++)
+		roots = kinds[i] == DHASH_KIND_ROOT;
+	/* A small range is listed at once, unless it holds a root not yet
+	 * compared by digest: the listing alone cannot tell root versions apart. */
+	if ((n > LEAF_KEYS || (roots && !se->cur.differs)) && se->cur.depth < DEPTH_MAX) {
 		cfs_msg_init(&se->msg, CFS_MSG_SYNC_DIGEST);
 		se->msg.key = se->cur.lo;
 		se->msg.hi = se->cur.hi;
@@ -571,7 +682,7 @@ static void session_start(dhash_server_t *s, const struct cfs_node *peer, const 
 	s->sync.sessions++;
 	se->lo0 = *lo;
 	se->hi0 = *hi;
-	push_range(se, &(struct range){ *lo, *hi, 0 });
+	push_range(se, &(struct range){ *lo, *hi, 0, false });
 	pump(se);
 }
 
@@ -645,7 +756,8 @@ void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              "\"listings\":%lu,\"listed_keys\":%lu,\"pushed\":%lu,\"pushed_bytes\":%lu,"
 		              "\"push_failed\":%lu,\"fetched\":%lu,\"fetched_bytes\":%lu,\"fetch_failed\":%lu,"
 		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu,"
-		              "\"debt_last_round\":%lu,\"debt_this_round\":%lu}",
+		              "\"debt_last_round\":%lu,\"debt_this_round\":%lu,\"roots_checked\":%lu,"
+		              "\"roots_fetched\":%lu,\"roots_pushed\":%lu}",
 		              s->cfg.sync_ms, session_count(s), (unsigned long)y->rounds, (unsigned long)y->sessions,
 		              (unsigned long)y->digests, (unsigned long)y->listings,
 		              (unsigned long)y->listed_keys, (unsigned long)y->pushed,
@@ -653,15 +765,20 @@ void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 		              (unsigned long)y->fetched, (unsigned long)y->fetched_bytes,
 		              (unsigned long)y->fetch_failed, (unsigned long)y->fetch_bad,
 		              (unsigned long)y->served_digests, (unsigned long)y->served_listings,
-		              (unsigned long)y->debt_last, (unsigned long)y->debt_round);
+		              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
+		              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
+		              (unsigned long)y->roots_pushed);
 		return;
 	}
 	cfs_sb_printf(b, "sync: every %u ms, %lu rounds, %lu digests, %lu listings; pushed %lu (%lu bytes), "
 	              "fetched %lu (%lu bytes), %lu bad\n"
-	              "replication debt: %lu copies missing in the last whole round, %lu in this one\n",
+	              "replication debt: %lu copies missing in the last whole round, %lu in this one\n"
+	              "roots: %lu compared with a replica's, %lu newer taken, %lu newer sent\n",
 	              s->cfg.sync_ms, (unsigned long)y->rounds,
 	              (unsigned long)y->digests, (unsigned long)y->listings, (unsigned long)y->pushed,
 	              (unsigned long)y->pushed_bytes, (unsigned long)y->fetched,
 	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad,
-	              (unsigned long)y->debt_last, (unsigned long)y->debt_round);
+	              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
+	              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
+	              (unsigned long)y->roots_pushed);
 }

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "publisher/publisher.h"
@@ -28,7 +29,11 @@ static const char usage_text[] =
 	"                        daemon, else $CFS_BOOTSTRAP; the default), cfsd:SOCKET,\n"
 	"                        ring:HOST:PORT[,...] (no daemon), or dir:PATH\n"
 	"  -b, --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
-	"      --valid DAYS      root valid for DAYS days (default 30)\n"
+	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
+	"                        0.5 is allowed), and every block leased as long; never\n"
+	"                        beyond the leases the servers grant\n"
+	"      --state-dir DIR   where the last sequence signed per volume is kept\n"
+	"                        (default $XDG_STATE_HOME/cfs/published)\n"
 	"  -n, --dry-run         ask the store, send nothing, report what would be sent\n"
 	"  -r, --refresh VOLUME  re-sign VOLUME's root and extend every block's lease\n"
 	"  -q, --quiet           no progress bar even on a terminal\n"
@@ -45,6 +50,7 @@ int main(int argc, char **argv)
 		{ "block-size", required_argument, NULL, 'b' },
 		{ "valid", required_argument, NULL, 'v' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ "refresh", required_argument, NULL, 'r' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -63,7 +69,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qhS:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'g': keygen = true; break;
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
@@ -76,11 +82,11 @@ int main(int argc, char **argv)
 			opt.block_size = (uint32_t)v;
 			break;
 		case 'v':
-			v = strtoul(optarg, &end, 10);
-			if (*end || v == 0 || v > 3650)
-				bad_usage("--valid wants 1..3650 days, not '%s'", optarg);
-			opt.valid_s = (uint64_t)v * 86400;
+			if (cfs_parse_days(optarg, &opt.valid_s) < 0)
+				bad_usage("--valid wants a number of days above 0, at most 3650 (0.5: twelve "
+				          "hours), not '%s'", optarg);
 			break;
+		case 'S': opt.state_dir = optarg; break;
 		case 'n': opt.dry_run = true; break;
 		case 'r': refresh = optarg; break;
 		case 'q': quiet = true; break;
@@ -138,16 +144,22 @@ int main(int argc, char **argv)
 		          refresh ? "refresh" : "publishing");
 		return 1;
 	}
+	char until[64] = "";
+	time_t vt = (time_t)st.valid_until;
+	if (st.valid_until)
+		strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime(&vt));
 	if (refresh)
-		log_info("refreshed %lu blocks; root sequence %lu", (unsigned long)st.blocks, (unsigned long)st.seq);
+		log_info("refreshed %lu blocks; root sequence %lu, valid until %s", (unsigned long)st.blocks,
+		         (unsigned long)st.seq, until);
 	else
 		log_info("%s%lu files, %lu dirs, %lu links, %.1f MB in %.2f s (%.1f MB/s); %lu blocks, %lu %s "
-		         "(%.1f MB); root sequence %lu",
+		         "(%.1f MB), %lu renewed; root sequence %lu, valid until %s",
 		         opt.dry_run ? "dry run: " : "", (unsigned long)st.files, (unsigned long)st.dirs,
 		         (unsigned long)st.symlinks, (double)st.bytes / 1e6, st.seconds,
 		         st.seconds > 0 ? (double)st.bytes / 1e6 / st.seconds : 0, (unsigned long)st.blocks,
 		         (unsigned long)st.blocks_sent, opt.dry_run ? "would be sent" : "sent",
-		         (double)st.bytes_sent / 1e6, (unsigned long)st.seq);
+		         (double)st.bytes_sent / 1e6, (unsigned long)st.blocks_renewed,
+		         (unsigned long)st.seq, opt.dry_run ? "-" : until);
 	if (!opt.dry_run)
 		puts(name);
 	return 0;

@@ -1,8 +1,11 @@
 /*
  * The DHT store ("cfsd", "cfsd:SOCKET", "ring:ADDR"): blocks go to the ring
- * through the local daemon or a plain ring client (dhash_local_*). A batch's "have" is one CTL_HAVE per
- * CFS_MSG_MAX_KEYS keys, its put one CTL_PUT per block, all in flight at
- * once; the daemon's DHash client does lookups, stores and replication.
+ * through the local daemon or a plain ring client (dhash_local_*). A batch's "have" is one
+ * CTL_REFRESH per CFS_MSG_MAX_KEYS keys (a block some replica holds is
+ * renewed to the new root's lease, and needs no sending), its put one
+ * CTL_PUT per block, all in flight at once; the daemon's DHash client does
+ * lookups, stores and replication. Every answer names the lease the
+ * servers granted; the least of them bounds the root's valid-until.
  * The block source (for the previous root and for refresh walks) runs the
  * loop until its get is answered: the publisher calls it outside of any
  * callback.
@@ -19,7 +22,14 @@ struct cfsdsink {
 	char *sock;
 	dhash_local_t *l;
 	struct sfsro_source src;
+	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
 };
+
+static void note_lease(struct cfsdsink *d, uint64_t lease)
+{
+	if (lease && lease < d->granted)
+		d->granted = lease;
+}
 
 /* One batch call: done once every request is answered. */
 struct batch {
@@ -60,19 +70,21 @@ static void hint_unreachable(struct cfsdsink *d, int status)
 	}
 }
 
-static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n)
+static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct have_req *h = arg;
 
 	hint_unreachable(h->d, status);
+	if (status == 0)
+		note_lease(h->d, lease);
 	for (uint32_t i = 0; status == 0 && i < n; i++)
 		h->b->have[h->base + i] = bits[i / 8] >> (i % 8) & 1;
 	batch_end(h->b, status);
 	free(h);
 }
 
-static void sk_have(void *sink, const struct cfs_id *keys, size_t n, bool *have, pub_done_fn done,
-                    void *arg)
+static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until, bool *have,
+                    pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
 	struct batch *b = xcalloc(1, sizeof(*b));
@@ -88,7 +100,8 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, bool *have,
 		h->b = b;
 		h->base = i;
 		b->left++;
-		int r = dhash_local_have(d->l, keys + i, m, have_done, h);
+		int r = lease_until ? dhash_local_refresh(d->l, keys + i, m, lease_until, have_done, h)
+		                    : dhash_local_have(d->l, keys + i, m, have_done, h);
 		if (r < 0) {
 			free(h);
 			b->left--;
@@ -103,16 +116,19 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, bool *have,
 }
 
 struct put_req {
+	struct cfsdsink *d;
 	struct batch *b;
 	struct pub_block *blk;
 	pub_done_fn done;         /* put_root: the caller's callback */
 	void *arg;
 };
 
-static void put_done(void *arg, int status, const struct cfs_id *key)
+static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct put_req *p = arg;
 
+	if (status == 0)
+		note_lease(p->d, lease);
 	if (status < 0) {
 		char k[9];
 		log_error("storing block %s failed: %s", cfs_id_short(key, k), dhash_strerror(status));
@@ -122,7 +138,8 @@ static void put_done(void *arg, int status, const struct cfs_id *key)
 	free(p);
 }
 
-static void sk_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn done, void *arg)
+static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t lease_until,
+                   pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
 	struct batch *b = xcalloc(1, sizeof(*b));
@@ -132,10 +149,12 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn d
 	b->left = 1;
 	for (size_t i = 0; i < n; i++) {
 		struct put_req *p = xcalloc(1, sizeof(*p));
+		p->d = d;
 		p->b = b;
 		p->blk = &blocks[i];
 		b->left++;
-		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, 0, put_done, p);
+		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
+		                        put_done, p);
 		if (r < 0) {
 			blocks[i].status = r;
 			b->left--;
@@ -147,7 +166,7 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn d
 	batch_end(b, 0);
 }
 
-static void root_done(void *arg, int status, const struct cfs_id *key)
+static void root_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct put_req *p = arg;
 	p->done(p->arg, status);
@@ -155,14 +174,14 @@ static void root_done(void *arg, int status, const struct cfs_id *key)
 }
 
 static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
-                        pub_done_fn done, void *arg)
+                        uint64_t lease_until, pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
 	struct put_req *q = xcalloc(1, sizeof(*q));
 
 	q->done = done;
 	q->arg = arg;
-	int r = dhash_local_put(d->l, DHASH_KIND_ROOT, p, len, 0, root_done, q);
+	int r = dhash_local_put(d->l, DHASH_KIND_ROOT, p, len, lease_until, root_done, q);
 	if (r < 0) {
 		/* Only a block that is not a root fails here: a bug. */
 		log_error_errno(r, "the signed root does not make a root block");
@@ -172,15 +191,18 @@ static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, 
 }
 
 struct refresh_req {
+	struct cfsdsink *d;
 	struct batch *b;
 	uint32_t n;
 };
 
-static void refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n)
+static void refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct refresh_req *q = arg;
 	uint32_t missing = 0;
 
+	if (status == 0)
+		note_lease(q->d, lease);
 	for (uint32_t i = 0; status == 0 && i < n; i++)
 		missing += !(bits[i / 8] >> (i % 8) & 1);
 	if (missing) {
@@ -203,6 +225,7 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 	b->left = 1;
 	for (size_t i = 0; i < n; i += CFS_MSG_MAX_KEYS) {
 		struct refresh_req *q = xcalloc(1, sizeof(*q));
+		q->d = d;
 		q->b = b;
 		q->n = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
 		b->left++;
@@ -257,6 +280,32 @@ static int sk_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *re
 	return 0;
 }
 
+static int sk_locate(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
+{
+	struct cfsdsink *d = sink;
+	return dhash_local_locate(d->l, key, cb, arg);
+}
+
+static int sk_restore(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
+                      pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct put_req *q = xcalloc(1, sizeof(*q));
+	int r;
+
+	q->done = done;
+	q->arg = arg;
+	if ((r = dhash_local_put(d->l, kind, p, len, lease_until, root_done, q)) < 0)
+		free(q);
+	return r;
+}
+
+static uint64_t sk_lease_granted(void *sink)
+{
+	struct cfsdsink *d = sink;
+	return d->granted;
+}
+
 static const struct sfsro_source *sk_source(void *sink)
 {
 	struct cfsdsink *d = sink;
@@ -276,6 +325,9 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.put = sk_put,
 	.put_root = sk_put_root,
 	.refresh = sk_refresh,
+	.lease_granted = sk_lease_granted,
+	.locate = sk_locate,
+	.restore = sk_restore,
 	.source = sk_source,
 	.free = sk_free,
 };
@@ -291,6 +343,7 @@ int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink 
 		return r;
 	}
 	d->loop = loop;
+	d->granted = UINT64_MAX;
 	d->sock = xstrdup(dhash_target_name(t, name, sizeof(name)));
 	if ((r = dhash_target_open(loop, t, 0, &d->l)) < 0) {
 		free(d->sock);

@@ -439,12 +439,13 @@ static void enqueue(struct dirstore *d, struct job *j)
 	run_next(d);
 }
 
-static void ds_put(void *sink, struct pub_block *blocks, size_t n, pub_done_fn done, void *arg)
+static void ds_put(void *sink, struct pub_block *blocks, size_t n, uint64_t lease_until,
+                   pub_done_fn done, void *arg)
 {
 	struct job *j = xcalloc(1, sizeof(*j));
 	j->blocks = blocks;
 	j->n = n;
-	j->lease = cfs_wall_s() + DHASH_LEASE_DEFAULT_S;
+	j->lease = lease_until ? lease_until : cfs_wall_s() + DHASH_LEASE_DEFAULT_S;
 	j->done = done;
 	j->arg = arg;
 	enqueue(sink, j);
@@ -474,13 +475,39 @@ static void ds_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 	enqueue(d, j);
 }
 
-static void ds_have(void *sink, const struct cfs_id *keys, size_t n, bool *have,
-                    pub_done_fn done, void *arg)
+/* Which blocks are here; those whose lease ends before lease_until get a
+ * record with the new one (appended like a refresh's). */
+static void ds_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
+                    bool *have, pub_done_fn done, void *arg)
 {
 	struct dirstore *d = sink;
-	for (size_t i = 0; i < n; i++)
-		have[i] = find_loc(d, &keys[i]) != NULL;
-	complete_later(d, done, arg, 0);
+	struct job *j = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct loc *at = find_loc(d, &keys[i]);
+		have[i] = at != NULL;
+		if (!at || at->lease >= lease_until)
+			continue;
+		if (!j) {
+			j = xcalloc(1, sizeof(*j));
+			j->recs = xmalloc(n * REC_BYTES + 1);
+		}
+		struct loc l = *at;
+		l.lease = lease_until;
+		rec_encode(j->recs + j->nrecs++ * REC_BYTES, &keys[i], &l);
+	}
+	if (!j) {
+		complete_later(d, done, arg, 0);
+		return;
+	}
+	j->done = done;
+	j->arg = arg;
+	enqueue(d, j);
+}
+
+static uint64_t ds_lease_granted(void *sink)
+{
+	return UINT64_MAX; /* a local store keeps what it is asked to */
 }
 
 /* ---- reading */
@@ -511,7 +538,7 @@ static int pack_read_fd(struct dirstore *d, uint32_t pack)
 }
 
 static void ds_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
-                        pub_done_fn done, void *arg)
+                        uint64_t lease_until, pub_done_fn done, void *arg)
 {
 	struct dirstore *d = sink;
 	struct sfsro_root new_root, old_root;
@@ -616,6 +643,7 @@ static const struct pub_sink_ops dirstore_ops = {
 	.put = ds_put,
 	.put_root = ds_put_root,
 	.refresh = ds_refresh,
+	.lease_granted = ds_lease_granted,
 	.source = ds_source,
 	.free = ds_free,
 };

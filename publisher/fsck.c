@@ -4,6 +4,14 @@
  * With a listing, every entry is printed with its attributes and the
  * BLAKE2b-256 of its content, so a published tree can be compared with its
  * source (tests/integration/tree-listing.py prints the same for a directory).
+ *
+ * Each block is checked once per run, however many paths lead to it: a
+ * volume is a DAG, and a hostile one can name a directory twice from each
+ * of 25 directories (2^25 paths from 26 blocks). Directories and file
+ * inodes already seen are kept by key: a file's content hash is reused, and
+ * a directory met again is listed as itself but not below (a note on err
+ * names where its contents were listed). A directory that contains itself
+ * (a cycle, which needs a BLAKE2b fixed point) is corrupt.
  */
 #include "publisher/publisher.h"
 
@@ -12,12 +20,30 @@
 
 #define READ_CHUNK (1u << 20)
 
+/* A file inode checked once: its content hash and length, or the error. */
+struct fseen {
+	struct cfs_id hash;
+	uint64_t len;
+	int r;
+};
+
+/* A directory met before: where it was first listed; done once walked
+ * (not done: it is an ancestor of the path being walked). */
+struct dseen {
+	char *path;
+	bool done;
+};
+
 struct fsck {
 	const struct sfsro_source *src;
 	FILE *out, *err;
 	bool list;
 	struct pub_fsck_stats *st;
 	uint8_t *buf;
+	struct cfs_idmap files, dirs; /* key -> index in fseen, dseen */
+	struct fseen *fseen;
+	struct dseen *dseen;
+	uint32_t nfseen, ndseen;
 	char path[8192];
 };
 
@@ -34,7 +60,8 @@ static void print_path(FILE *f, const char *p)
 	}
 }
 
-static void problem(struct fsck *k, const struct cfs_id *key, int r)
+/* why: the reason to print, else strerror(-r). */
+static void problem(struct fsck *k, const struct cfs_id *key, int r, const char *why)
 {
 	char h[65];
 	if (r == -ENOENT)
@@ -43,7 +70,7 @@ static void problem(struct fsck *k, const struct cfs_id *key, int r)
 		k->st->corrupt++;
 	fprintf(k->err, "%s: ", r == -ENOENT ? "missing" : "corrupt");
 	print_path(k->err, k->path[0] ? k->path : "/");
-	fprintf(k->err, " (block under %s: %s)\n", cfs_id_hex(key, h), strerror(-r));
+	fprintf(k->err, " (block under %s: %s)\n", cfs_id_hex(key, h), why ? why : strerror(-r));
 }
 
 static void list_entry(struct fsck *k, char type, const struct sfsro_entry *e, const char *hash)
@@ -56,7 +83,33 @@ static void list_entry(struct fsck *k, char type, const struct sfsro_entry *e, c
 	fputc('\n', k->out);
 }
 
-static int check_dir(struct fsck *k, const struct cfs_id *key);
+static void check_dir(struct fsck *k, const struct cfs_id *key);
+
+/* Read the file once per inode key; later paths reuse the hash. */
+static const struct fseen *check_file(struct fsck *k, const struct cfs_id *key)
+{
+	struct cfs_hasher hs;
+	uint32_t i;
+	size_t n;
+	int r;
+
+	if (cfs_idmap_get(&k->files, key, &i))
+		return &k->fseen[i];
+	struct fseen f = { 0 };
+	cfs_hasher_init(&hs);
+	while ((r = sfsro_walk_read(k->src, key, f.len, k->buf, READ_CHUNK, &n)) == 0 && n > 0) {
+		cfs_hasher_update(&hs, k->buf, n);
+		f.len += n;
+	}
+	f.r = r;
+	cfs_hasher_final(&hs, &f.hash);
+	k->st->bytes += f.len;
+	if (k->nfseen % 1024 == 0)
+		k->fseen = xrealloc(k->fseen, (k->nfseen + 1024) * sizeof(*k->fseen));
+	k->fseen[k->nfseen] = f;
+	cfs_idmap_put(&k->files, key, k->nfseen);
+	return &k->fseen[k->nfseen++];
+}
 
 static int on_entry(void *arg, const struct sfsro_entry *e)
 {
@@ -81,36 +134,51 @@ static int on_entry(void *arg, const struct sfsro_entry *e)
 		cfs_hash(&h, e->target.p, e->target.len);
 		list_entry(k, 'l', e, cfs_id_hex(&h, hex));
 	} else {
-		struct cfs_hasher hs;
-		struct cfs_id h;
-		uint64_t off = 0;
-		size_t n;
+		const struct fseen *f = check_file(k, &e->key);
 		k->st->files++;
-		cfs_hasher_init(&hs);
-		while ((r = sfsro_walk_read(k->src, &e->key, off, k->buf, READ_CHUNK, &n)) == 0 && n > 0) {
-			cfs_hasher_update(&hs, k->buf, n);
-			off += n;
-		}
-		if (r == 0 && off != e->size)
+		r = f->r;
+		if (r == 0 && f->len != e->size)
 			r = -EPROTO; /* the entry and the inode disagree */
-		k->st->bytes += off;
-		if (r < 0) {
-			problem(k, &e->key, r);
-		} else {
-			cfs_hasher_final(&hs, &h);
-			list_entry(k, 'f', e, cfs_id_hex(&h, hex));
-		}
+		if (r < 0)
+			problem(k, &e->key, r, NULL);
+		else
+			list_entry(k, 'f', e, cfs_id_hex(&f->hash, hex));
 	}
 	k->path[base] = 0;
 	return 0; /* keep going: report everything */
 }
 
-static int check_dir(struct fsck *k, const struct cfs_id *key)
+/* Walk a directory the first time its key is met; after that, only say
+ * where it was listed (a non-empty one), or that it is its own ancestor. */
+static void check_dir(struct fsck *k, const struct cfs_id *key)
 {
-	int r = sfsro_walk_readdir(k->src, key, on_entry, k);
-	if (r < 0)
-		problem(k, key, r);
-	return 0;
+	uint32_t i;
+	int r;
+
+	if (cfs_idmap_get(&k->dirs, key, &i)) {
+		if (!k->dseen[i].done) {
+			problem(k, key, -ELOOP, "the directory contains itself");
+		} else if (k->list && k->dseen[i].path) {
+			fprintf(k->err, "shared: ");
+			print_path(k->err, k->path);
+			fprintf(k->err, " (the directory listed at ");
+			print_path(k->err, k->dseen[i].path[0] ? k->dseen[i].path : "/");
+			fprintf(k->err, ")\n");
+		}
+		return;
+	}
+	if (k->ndseen % 1024 == 0)
+		k->dseen = xrealloc(k->dseen, (k->ndseen + 1024) * sizeof(*k->dseen));
+	i = k->ndseen++;
+	k->dseen[i] = (struct dseen){ NULL, false };
+	cfs_idmap_put(&k->dirs, key, i);
+	uint64_t before = k->st->files + k->st->dirs + k->st->symlinks;
+	if ((r = sfsro_walk_readdir(k->src, key, on_entry, k)) < 0)
+		problem(k, key, r, NULL);
+	k->dseen[i].done = true;
+	/* an empty directory has nothing to point back to */
+	if (k->list && k->st->files + k->st->dirs + k->st->symlinks > before)
+		k->dseen[i].path = xstrdup(k->path);
 }
 
 int pub_fsck(const struct sfsro_source *src, const struct cfs_pubkey *pk, FILE *out, FILE *err,
@@ -134,5 +202,11 @@ int pub_fsck(const struct sfsro_source *src, const struct cfs_pubkey *pk, FILE *
 	list_entry(&k, 'd', &rootnode.e, "-");
 	check_dir(&k, &root.root_dir);
 	free(k.buf);
+	for (uint32_t i = 0; i < k.ndseen; i++)
+		free(k.dseen[i].path);
+	free(k.dseen);
+	free(k.fseen);
+	cfs_idmap_free(&k.files);
+	cfs_idmap_free(&k.dirs);
 	return ret->missing || ret->corrupt ? -EBADMSG : 0;
 }

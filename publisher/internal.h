@@ -9,4 +9,11 @@
  * with dhash_target_resolve first: an empty t means the default rule). */
 int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink *ret) CFS_WUR;
 
+/* Call fn once for every block under root_dir (the root directory block
+ * included, the signed root not), reading and verifying the blocks that
+ * name others. Stops at the first error, fn's or a read's (logged). */
+typedef int (*pub_block_fn)(void *arg, const struct cfs_id *key);
+int pub__walk_blocks(const struct sfsro_source *src, const struct cfs_id *root_dir,
+                     pub_block_fn fn, void *arg) CFS_WUR;
+
 #endif

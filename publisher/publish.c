@@ -5,14 +5,22 @@
  * up to BATCHES_IN_FLIGHT batches out while the walk goes on — before the
  * root is signed and stored. Any error before that point leaves
  * the previously published root untouched.
+ *
+ * Leases follow publishing (CFS 5.3): every block the new root references
+ * gets a lease until the root's valid-until — a new block with its put, a
+ * stored one renewed by the "have" that found it — and the root is valid
+ * no longer than the least lease the servers granted. Sequences are never
+ * reused: the last one signed for a volume is kept on disk and the next
+ * is above it and above every replica's.
  */
-#include "publisher/publisher.h"
+#include "publisher/internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BATCH_BLOCKS 256
@@ -44,6 +52,7 @@ struct pub {
 	int error;                 /* the first batch that failed */
 	uint8_t *chunk;            /* one block of file content */
 	uint64_t total_bytes;      /* for the progress bar's ETA */
+	uint64_t lease_until;      /* of every block: the root's valid-until asked for */
 	uint64_t start_us, drawn_us;
 	int status;
 	bool done;
@@ -126,8 +135,10 @@ static void on_have(void *arg, int status)
 	for (size_t i = 0; i < b->n; i++)
 		if (!b->have[i])
 			b->send[b->nsend++] = b->blocks[i];
+	if (!p->opt->dry_run)
+		p->st->blocks_renewed += b->n - b->nsend;
 	if (b->nsend && !p->opt->dry_run)
-		p->sink->ops->put(p->sink->impl, b->send, b->nsend, on_put, b);
+		p->sink->ops->put(p->sink->impl, b->send, b->nsend, p->lease_until, on_put, b);
 	else
 		batch_end(b, 0); /* a dry run counts what it would send */
 }
@@ -143,7 +154,8 @@ static int submit(struct pub *p)
 		for (size_t i = 0; i < b->n; i++)
 			b->keys[i] = b->blocks[i].key;
 		p->in_flight++;
-		p->sink->ops->have(p->sink->impl, b->keys, b->n, b->have, on_have, b);
+		p->sink->ops->have(p->sink->impl, b->keys, b->n, p->opt->dry_run ? 0 : p->lease_until,
+		                   b->have, on_have, b);
 	} else
 		free(b);
 	uv_run(p->loop, UV_RUN_NOWAIT);
@@ -422,23 +434,108 @@ static uint64_t count_bytes(int fd)
 	return total;
 }
 
-/* The sequence after the volume's current one: 1 for a new volume. */
-static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
+/* Where the last sequence signed for pk's volume is kept. */
+static int seq_path(const struct pub_options *opt, const struct cfs_pubkey *pk, char *buf, size_t n)
+{
+	char dir[4096], name[CFS_NAME_LEN + 1];
+	int r;
+
+	if (opt->state_dir)
+		snprintf(dir, sizeof(dir), "%s", opt->state_dir);
+	else if ((r = cfs_user_dir(dir, sizeof(dir) - 16, "/var/lib/cfs", "XDG_STATE_HOME",
+	                           ".local/state")) < 0 ||
+	         strlen(dir) + sizeof("/published") > sizeof(dir))
+		return log_error_errno(r < 0 ? r : -ENAMETOOLONG,
+		                       "no directory for the published sequences: give --state-dir");
+	else
+		strcat(dir, "/published");
+	if ((r = cfs_mkdir_p(dir, 0700)) < 0)
+		return log_error_errno(r, "cannot create %s for the published sequences", dir);
+	cfs_name_encode(name, pk->b);
+	if (snprintf(buf, n, "%s/%s.seq", dir, name) >= (int)n)
+		return log_error_errno(-ENAMETOOLONG, "the state directory %s is too long", dir);
+	return 0;
+}
+
+/* The sequence to sign: above the one the store holds (a root get asks
+ * every replica it reaches and returns the highest) and above the last
+ * one this publisher signed (kept on disk), so no sequence is used twice
+ * even when the replicas holding the newest root are away. It is
+ * recorded before the root is signed: a crash after that wastes a number,
+ * never reuses one. */
+static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t current, uint64_t *ret)
+{
+	char path[4200];
+	uint64_t mine;
+	int r;
+
+	if ((r = seq_path(p->opt, pk, path, sizeof(path))) < 0)
+		return r;
+	mine = cfs_num_load(path);
+	if (mine > current)
+		log_info("this publisher signed sequence %lu before; the store's newest is %lu",
+		         (unsigned long)mine, (unsigned long)current);
+	*ret = (mine > current ? mine : current) + 1;
+	if (!p->opt->dry_run && (r = cfs_num_store(path, *ret)) < 0)
+		return log_error_errno(r, "cannot record the sequence in %s", path);
+	return 0;
+}
+
+/* The sequence of the volume's current root in the store (0: none). */
+static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 {
 	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
 	struct sfsro_root old;
 	int r = sfsro_walk_root(src, pk, 0, 0, &old);
 
-	if (r == -ENOENT) {
-		*ret = 1;
+	*ret = 0;
+	if (r == -ENOENT)
 		return 0;
-	}
 	if (r == -ECONNREFUSED || r == -EHOSTUNREACH)
 		return r; /* the sink said which store it could not reach */
 	if (r < 0)
 		return log_error_errno(r, "the store holds an unreadable root for this volume");
-	*ret = old.seq + 1;
+	*ret = old.seq;
 	return 0;
+}
+
+/* After the put: the root the store now answers with must be ours. A
+ * replica may hold another root under the same sequence, or a higher one
+ * (the key used elsewhere): the publish did not take, and is not said to. */
+static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
+{
+	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
+	struct sfsro_root got;
+	int r = sfsro_walk_root(src, &mine->pk, 0, 0, &got);
+
+	if (r < 0)
+		return log_error_errno(r, "the root just stored cannot be read back");
+	if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
+	    got.issued == mine->issued && got.valid_until == mine->valid_until)
+		return 0;
+	return log_error_errno(-ESTALE, "another root of this volume is stored (sequence %lu, "
+	                       "this publish signed %lu): the key is used by another publisher, "
+	                       "or its sequence record was lost; this version did not take",
+	                       (unsigned long)got.seq, (unsigned long)mine->seq);
+}
+
+/* The root is valid until the leases its blocks got: what was asked, or
+ * less when a server grants less (its --max-lease-days). */
+static uint64_t bounded_valid_until(struct pub *p, uint64_t asked)
+{
+	uint64_t granted = p->sink->ops->lease_granted(p->sink->impl);
+
+	if (granted >= asked)
+		return asked;
+	if (asked - granted > 60) {
+		char when[64];
+		time_t t = (time_t)granted;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
+		log_warn("the servers granted leases only until %s: the root is valid until then, "
+		         "%.1f days less than asked (keep the volume alive with --refresh or "
+		         "cfsctl pin)", when, (double)(asked - granted) / 86400);
+	}
+	return granted;
 }
 
 static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct cfs_seckey *sk)
@@ -449,15 +546,24 @@ static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct c
 	int r;
 
 	root->issued = cfs_wall_s();
-	root->valid_until = root->issued + p->opt->valid_s;
+	root->valid_until = bounded_valid_until(p, p->lease_until);
+	if (root->valid_until <= root->issued) {
+		free(buf);
+		return log_error_errno(-ETIME, "the servers granted leases that have already ended");
+	}
 	if ((r = sfsro_root_encode(root, sk, buf, 1024, &len)) == 0 && !p->opt->dry_run) {
 		sfsro_root_key(&root->pk, &key);
-		p->sink->ops->put_root(p->sink->impl, &key, buf, len, on_done, p);
+		p->sink->ops->put_root(p->sink->impl, &key, buf, len, p->lease_until, on_done, p);
 		if ((r = wait_sink(p)) < 0)
-			log_error_errno(r, "storing the signed root failed");
+			log_error_errno(r, r == -ESTALE ? "storing the signed root failed: the store holds "
+			                "a newer root, or another one with this sequence"
+			                : "storing the signed root failed");
+		else
+			r = check_stored_root(p, root);
 	}
 	free(buf);
 	p->st->seq = root->seq;
+	p->st->valid_until = root->valid_until;
 	return r;
 }
 
@@ -472,6 +578,7 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->st = st;
 	p->chunk = xmalloc(SFSRO_BLOCK_SIZE_MAX);
 	p->start_us = cfs_now_us();
+	p->lease_until = cfs_wall_s() + opt->valid_s;
 }
 
 static void pub_fini(struct pub *p)
@@ -506,7 +613,8 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 			close(fd);
 		goto out;
 	}
-	if ((r = next_seq(p, pk, &root.seq)) < 0) {
+	uint64_t current;
+	if ((r = store_seq(p, pk, &current)) < 0 || (r = next_seq(p, pk, current, &root.seq)) < 0) {
 		close(fd);
 		goto out;
 	}
@@ -563,52 +671,9 @@ static int refresh_key(struct refresher *rf, const struct cfs_id *key)
 	return rf->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf) : 0;
 }
 
-static int refresh_tree(struct refresher *rf, const struct cfs_id *key, int kind);
-
-static int refresh_entry(void *arg, const struct sfsro_entry *e)
+static int refresh_block(void *arg, const struct cfs_id *key)
 {
-	struct refresher *rf = arg;
-	if (e->type == SFSRO_T_SYMLINK)
-		return 0;
-	return refresh_tree(rf, &e->key, e->type);
-}
-
-/* Walk the blocks under key (a directory or an inode), refreshing each. */
-static int refresh_tree(struct refresher *rf, const struct cfs_id *key, int kind)
-{
-	uint8_t *b;
-	size_t len;
-	int r;
-
-	if (cfs_idmap_get(&rf->p->stored, key, NULL))
-		return 0;
-	if ((r = rf->src->get(rf->src->ctx, key, &b, &len)) < 0 || (r = sfsro_verify_hash(key, b, len)) < 0) {
-		char h[65];
-		return log_error_errno(r, "cannot read block %s", cfs_id_hex(key, h));
-	}
-	if (kind == SFSRO_T_DIR) {
-		struct sfsro_dir d;
-		if ((r = sfsro_dir_decode(b, len, &d)) == 0) {
-			for (uint32_t i = 0; r == 0 && i < d.n; i++)
-				r = d.height ? refresh_tree(rf, &d.children[i].key, SFSRO_T_DIR)
-				             : refresh_entry(rf, &d.entries[i]);
-			sfsro_dir_clear(&d);
-		}
-	} else if (kind == SFSRO_T_FILE) {
-		struct sfsro_inode ino;
-		if ((r = sfsro_inode_decode(b, len, &ino)) == 0)
-			for (uint32_t i = 0; r == 0 && i < ino.nkeys; i++)
-				r = ino.height ? refresh_tree(rf, &ino.keys[i], -(int)ino.height)
-				               : refresh_key(rf, &ino.keys[i]);
-	} else { /* an indirect block of height -kind */
-		uint32_t h, n;
-		const struct cfs_id *keys;
-		if ((r = sfsro_indirect_decode(b, len, &h, &keys, &n)) == 0)
-			for (uint32_t i = 0; r == 0 && i < n; i++)
-				r = h > 1 ? refresh_tree(rf, &keys[i], -(int)(h - 1)) : refresh_key(rf, &keys[i]);
-	}
-	free(b);
-	return r < 0 ? r : refresh_key(rf, key);
+	return refresh_key(arg, key);
 }
 
 int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
@@ -623,15 +688,17 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 	pub_init(p, loop, sink, opt, ret_stats);
 	rf->p = p;
 	rf->src = sink->ops->source(sink->impl);
-	rf->lease_until = cfs_wall_s() + opt->valid_s;
+	rf->lease_until = p->lease_until;
 	/* an expired root may be refreshed: that is what refresh is for */
 	if ((r = sfsro_walk_root(rf->src, pk, 0, 0, &root)) < 0) {
 		log_error_errno(r, "cannot read the volume's current root");
 		goto out;
 	}
-	if ((r = refresh_tree(rf, &root.root_dir, SFSRO_T_DIR)) < 0 || (r = refresh_flush(rf)) < 0)
+	if ((r = pub__walk_blocks(rf->src, &root.root_dir, refresh_block, rf)) < 0 ||
+	    (r = refresh_flush(rf)) < 0)
 		goto out;
-	root.seq++;
+	if ((r = next_seq(p, pk, root.seq, &root.seq)) < 0)
+		goto out;
 	r = sign_and_store(p, &root, sk);
 out:
 	pub_fini(p);

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "dhash/dhash.h"
 #include "sfsro-format/sfsro.h"
 
 /* ---- keys */
@@ -45,19 +46,36 @@ struct pub_block {
 typedef void (*pub_done_fn)(void *arg, int status);
 
 struct pub_sink_ops {
-	/* Set have[i] for each key stored already; then done(arg, 0 or error). */
-	void (*have)(void *sink, const struct cfs_id *keys, size_t n, bool *have,
-	             pub_done_fn done, void *arg);
-	/* Store blocks, setting each one's status; done(arg, 0) once all are
-	 * answered (a negative status there means the batch as a whole failed). */
-	void (*put)(void *sink, struct pub_block *blocks, size_t n, pub_done_fn done, void *arg);
+	/* Set have[i] for each key stored already, and extend each such
+	 * block's lease to lease_until (0: leave leases as they are, for a dry
+	 * run): a publish renews every block its root references, changed or
+	 * not, in the same pass that finds what to send. Then done(arg, 0 or
+	 * error). */
+	void (*have)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
+	             bool *have, pub_done_fn done, void *arg);
+	/* Store blocks with leases until lease_until, setting each one's
+	 * status; done(arg, 0) once all are answered (a negative status there
+	 * means the batch as a whole failed). */
+	void (*put)(void *sink, struct pub_block *blocks, size_t n, uint64_t lease_until,
+	            pub_done_fn done, void *arg);
 	/* Store a signed root (replacing only an older one); done with 0,
 	 * -ESTALE if the sink holds a higher sequence, or another error. */
 	void (*put_root)(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
-	                 pub_done_fn done, void *arg);
+	                 uint64_t lease_until, pub_done_fn done, void *arg);
 	/* Extend the leases of keys until lease_until (wall-clock seconds). */
 	void (*refresh)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
 	                pub_done_fn done, void *arg);
+	/* The least lease any put, have or refresh of this sink obtained
+	 * (servers cap what they grant); UINT64_MAX when every one got what
+	 * it asked for. A root is signed valid no longer than this. */
+	uint64_t (*lease_granted)(void *sink);
+	/* Where key's copies are (dhash_locate); NULL for a store that is not
+	 * a ring. Returns a negative errno if it could not start. */
+	int (*locate)(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg);
+	/* Store a block again through the ring's put (the key's successor
+	 * stores it and pushes it to the other k-1): repair. NULL as locate. */
+	int (*restore)(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
+	               pub_done_fn done, void *arg);
 	/* The block source reading the same store, for roots and walks. */
 	const struct sfsro_source *(*source)(void *sink);
 	void (*free)(void *sink);
@@ -82,6 +100,9 @@ struct pub_options {
 	uint64_t valid_s;         /* root validity from now, default 30 days */
 	bool dry_run;             /* ask the sink, send nothing */
 	bool progress;            /* draw a progress bar on stderr */
+	const char *state_dir;    /* where the last sequence signed per volume is
+	                           * kept (NULL: $XDG_STATE_HOME/cfs/published, or
+	                           * /var/lib/cfs/published for root) */
 };
 
 struct pub_stats {
@@ -89,7 +110,9 @@ struct pub_stats {
 	uint64_t bytes;           /* file content read */
 	uint64_t blocks;          /* blocks built (distinct within a batch) */
 	uint64_t blocks_sent, bytes_sent;
+	uint64_t blocks_renewed;  /* stored already: their leases were extended */
 	uint64_t seq;             /* the sequence of the root signed */
+	uint64_t valid_until;     /* the root's valid-until (wall-clock seconds) */
 	double seconds;
 };
 
@@ -107,6 +130,24 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
                 struct pub_stats *ret_stats) CFS_WUR;
 
 /* ---- checking */
+
+struct pub_replica_stats {
+	uint64_t blocks;          /* distinct blocks of the volume, the root included */
+	uint64_t at_k, below_k, at_zero, unknown; /* by good copies on their k servers */
+	uint64_t repaired;        /* --repair: blocks below k stored again */
+	uint32_t k;               /* the servers responsible for each block */
+};
+
+/* cfs-fsck --replicas: for every block of the volume, which of its k
+ * responsible servers hold a good copy. One line per block on out:
+ * "KEY GOOD/K" and the servers that do not ("missing ADDR", "bad ADDR",
+ * "stale ADDR", "silent ADDR"). With repair, a block with fewer than k
+ * good copies and at least one is stored again (the key's successor keeps
+ * it and pushes it to the others) and located once more. Returns 0 when
+ * every block is on all k, -EBADMSG when some are not (after a repair:
+ * when some still are not), -EOPNOTSUPP for a store that is not a ring. */
+int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, bool repair,
+                 FILE *out, struct pub_replica_stats *ret) CFS_WUR;
 
 struct pub_fsck_stats {
 	uint64_t files, dirs, symlinks, blocks, bytes;

@@ -2,6 +2,13 @@
  * Walking a volume read-only from a block source. Every content-hash block
  * is checked against its key before it is decoded, and the root against
  * its signature, so a source (a local store, the DHT) is never trusted.
+ *
+ * A directory's blocks are checked against the key range their index gives
+ * them, too: a child's first name is its index item's name and its last is
+ * below the next item's. Honest directories always agree; an index that
+ * names one child many times (a few blocks listing millions of entries)
+ * does not, so every walk of a directory reads each of its blocks at most
+ * once and a lie is -EPROTO.
  */
 #include "sfsro-format/internal.h"
 
@@ -51,6 +58,43 @@ void sfsro_walk_rootnode(const struct sfsro_root *root, struct sfsro_node *ret)
 	ret->e.key = root->root_dir;
 }
 
+static const struct cfs_bytes *first_name(const struct sfsro_dir *d, uint32_t i)
+{
+	return d->height ? &d->children[i].first : &d->entries[i].name;
+}
+
+/* Does the block fit the range its index gives it: its first name lo
+ * (NULL: the top, any) and every name below hi (NULL: no bound)? */
+static int check_range(const struct cfs_id *key, const struct sfsro_dir *d, const struct cfs_bytes *lo,
+                       const struct cfs_bytes *hi)
+{
+	bool ok = true;
+
+	if (lo)
+		ok = d->n > 0 && sfsro_name_cmp(first_name(d, 0), lo) == 0;
+	if (ok && hi && d->n > 0)
+		ok = sfsro_name_cmp(first_name(d, d->n - 1), hi) < 0;
+	if (ok)
+		return 0;
+	char h[9];
+	log_warn("directory block %s is not where its index puts it (named twice, or out of order)",
+	         cfs_id_short(key, h));
+	return -EPROTO;
+}
+
+/* A name kept across blocks (the one it came from is freed). */
+struct name_buf {
+	uint8_t b[SFSRO_NAME_MAX];
+	struct cfs_bytes n;
+};
+
+static const struct cfs_bytes *name_set(struct name_buf *nb, const struct cfs_bytes *from)
+{
+	memcpy(nb->b, from->p, from->len);
+	nb->n = (struct cfs_bytes){ nb->b, from->len };
+	return &nb->n;
+}
+
 static void node_copy(struct sfsro_node *n, const struct sfsro_entry *e)
 {
 	n->e = *e;
@@ -68,6 +112,8 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 	struct cfs_id key = *dir_key;
 	uint32_t want_height = UINT32_MAX;
 	const struct cfs_bytes want = { name, len };
+	struct name_buf lo_buf, hi_buf;
+	const struct cfs_bytes *lo = NULL, *hi = NULL; /* the range the index gives key */
 	struct sfsro_dir d;
 	uint8_t *p;
 	size_t plen;
@@ -80,29 +126,37 @@ int sfsro_walk_lookup(const struct sfsro_source *src, const struct cfs_id *dir_k
 		if (r == 0 && want_height != UINT32_MAX && d.height != want_height)
 			r = -EPROTO;
 		if (r < 0) {
+			sfsro_dir_clear(&d);
 			free(p);
 			return r == -EPROTO ? log_warn_errno(r, "malformed directory block") : r;
 		}
+		if ((r = check_range(&key, &d, lo, hi)) < 0) { /* logged */
+			sfsro_dir_clear(&d);
+			free(p);
+			return r;
+		}
 		/* binary search: the last item whose name is <= the one wanted */
-		uint32_t lo = 0, hi = d.n;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			const struct cfs_bytes *nm = d.height ? &d.children[mid].first : &d.entries[mid].name;
-			if (sfsro_name_cmp(&want, nm) >= 0)
-				lo = mid + 1;
+		uint32_t at = 0, top = d.n;
+		while (at < top) {
+			uint32_t mid = at + (top - at) / 2;
+			if (sfsro_name_cmp(&want, first_name(&d, mid)) >= 0)
+				at = mid + 1;
 			else
-				hi = mid;
+				top = mid;
 		}
 		r = -ENOENT;
-		if (lo > 0) {
+		if (at > 0) {
 			if (d.height == 0) {
-				if (sfsro_name_cmp(&want, &d.entries[lo - 1].name) == 0) {
-					node_copy(ret, &d.entries[lo - 1]);
+				if (sfsro_name_cmp(&want, &d.entries[at - 1].name) == 0) {
+					node_copy(ret, &d.entries[at - 1]);
 					r = 0;
 				}
 			} else {
-				key = d.children[lo - 1].key;
+				key = d.children[at - 1].key;
 				want_height = d.height - 1;
+				lo = name_set(&lo_buf, &d.children[at - 1].first);
+				if (at < d.n)
+					hi = name_set(&hi_buf, &d.children[at].first);
 				r = 1;
 			}
 		}
@@ -138,7 +192,11 @@ int sfsro_walk_path(const struct sfsro_source *src, const struct sfsro_root *roo
 	return 0;
 }
 
+/* One block of a directory and, depth first, the blocks under it. lo and
+ * hi: the range the parent's index gives it (borrowed from the parent's
+ * bytes, which outlive this call). */
 static int readdir_block(const struct sfsro_source *src, const struct cfs_id *key, uint32_t want_height,
+                         const struct cfs_bytes *lo, const struct cfs_bytes *hi,
                          int (*fn)(void *arg, const struct sfsro_entry *e), void *arg)
 {
 	struct sfsro_dir d;
@@ -150,8 +208,11 @@ static int readdir_block(const struct sfsro_source *src, const struct cfs_id *ke
 		return r;
 	if ((r = sfsro_dir_decode(p, len, &d)) == 0 && want_height != UINT32_MAX && d.height != want_height)
 		r = -EPROTO;
+	if (r == 0)
+		r = check_range(key, &d, lo, hi);
 	for (uint32_t i = 0; r == 0 && i < d.n; i++)
-		r = d.height ? readdir_block(src, &d.children[i].key, d.height - 1, fn, arg)
+		r = d.height ? readdir_block(src, &d.children[i].key, d.height - 1, &d.children[i].first,
+		                             i + 1 < d.n ? &d.children[i + 1].first : hi, fn, arg)
 		             : fn(arg, &d.entries[i]);
 	sfsro_dir_clear(&d);
 	free(p);
@@ -161,7 +222,7 @@ static int readdir_block(const struct sfsro_source *src, const struct cfs_id *ke
 int sfsro_walk_readdir(const struct sfsro_source *src, const struct cfs_id *dir_key,
                        int (*fn)(void *arg, const struct sfsro_entry *e), void *arg)
 {
-	return readdir_block(src, dir_key, UINT32_MAX, fn, arg);
+	return readdir_block(src, dir_key, UINT32_MAX, NULL, NULL, fn, arg);
 }
 
 /* The walk down one file tree, keeping the last block of every level so a

@@ -6,7 +6,7 @@
 #   dhash/        includes only chord/, sfsro-format/ (to check roots), common/
 #   publisher/    includes only sfsro-format/, dhash/, chord/, common/
 #   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, common/
-#   cfsd/         includes only dhash/, chord/, common/
+#   cfsd/         includes only dhash/, sfsro-format/ (pins walk volumes), chord/, common/
 # A module includes only another's public header; leveldb/c.h only in
 # dhash/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
 # files (common/msg.c, and sfsro-format/ for blocks).
@@ -20,7 +20,7 @@ declare -A allowed=(
 	[dhash]="chord sfsro-format common"
 	[publisher]="sfsro-format dhash chord common"
 	[cfs-fuse]="dhash sfsro-format chord common"
-	[cfsd]="dhash chord common"
+	[cfsd]="dhash sfsro-format chord common"
 )
 declare -A public=(
 	[common]="common/cfs.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"

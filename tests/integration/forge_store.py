@@ -62,11 +62,12 @@ def main():
     s.sendto(store(key, data, bytes(16)), (dst, port))
     r = s.recv(65536)
     st = reply_status(r)
-    # A challenge: status 0, body [flags, nonce]: the nonce ends the datagram.
-    if st != 0 or r[-18:-16] != b"\xc4\x10" or r[-19] != CHALLENGE:
+    # A challenge: status 0, body [flags, nonce, lease]: the lease granted
+    # (0: nothing stored, one byte) ends the datagram, the nonce before it.
+    if st != 0 or r[-19:-17] != b"\xc4\x10" or r[-20] != CHALLENGE or r[-1] != 0:
         print(st)
         return
-    s.sendto(store(key, data, r[-16:]), (dst, port))
+    s.sendto(store(key, data, r[-17:-1]), (dst, port))
     print("challenged, then %d" % reply_status(s.recv(65536)))
 
 

@@ -135,7 +135,7 @@ static int replicas_alive(uint32_t i)
 
 static void put_issue(void);
 
-static void put_done(void *arg, int status, const struct cfs_id *key)
+static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	W.put_inflight--;
 	if (status == 0) {

@@ -123,3 +123,97 @@ Test(dhash_block, verify_refuses_with_distinct_errors)
 	cr_assert_eq(dhash_verify(DHASH_KIND_ROOT, &k, (const uint8_t *)s, strlen(s), &seq), -EKEYREJECTED);
 	cr_assert_eq(dhash_verify(7, &k, (const uint8_t *)s, strlen(s), &seq), -EINVAL);
 }
+
+Test(dhash_store, drop_forgets_block_lease_and_bytes)
+{
+	struct cfs_id a, b;
+	struct dhash_rec ra = rec_of("block a", 100, &a), rb = rec_of("block bb", 100, &b);
+	uint64_t blocks, bytes;
+
+	cr_assert_eq(dhash_store_put(st, &a, &ra), 0);
+	cr_assert_eq(dhash_store_put(st, &b, &rb), 0);
+	cr_assert_eq(dhash_store_drop(st, &a), 0);
+	cr_assert_eq(dhash_store_drop(st, &a), -ENOENT);
+	cr_assert_not(dhash_store_has(st, &a));
+	dhash_store_totals(st, &blocks, &bytes);
+	cr_assert_eq(blocks, 1);
+	cr_assert_eq(bytes, 8);
+	cr_assert_eq(dhash_store_expiring(st, 1000, 10), 1); /* only b's lease entry is left */
+	cr_assert(!dhash_store_failed(st, NULL));
+}
+
+Test(dhash_store, scan_info_gives_kinds_and_sequences)
+{
+	struct cfs_id k[2], lo, hi, out[4];
+	uint8_t kinds[4];
+	uint64_t seqs[4];
+	uint32_t n;
+
+	for (int i = 0; i < 2; i++) {
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].b[0] = (uint8_t)(0x20 + 0x40 * i);
+		struct dhash_rec r = { .kind = (uint8_t)(i ? DHASH_KIND_ROOT : DHASH_KIND_CHASH),
+		                       .seq = i ? 7 : 0, .lease_until = 1, .data = (uint8_t *)"x", .len = 1 };
+		cr_assert_eq(dhash_store_put(st, &k[i], &r), 0);
+	}
+	memset(&lo, 0, sizeof(lo));
+	memset(&hi, 0, sizeof(hi));
+	hi.b[0] = 0xf0;
+	cr_assert_eq(dhash_store_scan_info(st, &lo, &hi, out, kinds, seqs, 4, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert(kinds[0] == DHASH_KIND_CHASH && seqs[0] == 0);
+	cr_assert(kinds[1] == DHASH_KIND_ROOT && seqs[1] == 7);
+}
+
+/* A server with only what the scrub uses: the store, the loop, counters. */
+static dhash_server_t *scrub_server(void)
+{
+	dhash_server_t *s = calloc(1, sizeof(*s));
+	s->store = st;
+	s->loop = uv_default_loop();
+	s->cfg.scrub_ms = 1000;
+	return s;
+}
+
+Test(dhash_store, a_copy_that_does_not_verify_is_dropped_where_it_is_read)
+{
+	struct cfs_id good, bad;
+	struct dhash_rec rg = rec_of("good bytes", 100, &good), rb = rec_of("rotten bytes", 100, &bad), got;
+	dhash_server_t *s = scrub_server();
+
+	rb.data = (uint8_t *)"rotten bytez"; /* stored under the hash of other bytes */
+	cr_assert_eq(dhash_store_put(st, &good, &rg), 0);
+	cr_assert_eq(dhash_store_put(st, &bad, &rb), 0);
+	cr_assert_eq(scrub_read(s, &good, &got, SCRUB_BY_FETCH), 0);
+	free(got.data);
+	cr_assert_eq(scrub_read(s, &bad, &got, SCRUB_BY_PUSH), -ENOENT);
+	cr_assert_eq(s->scrub.bad_push, 1);
+	cr_assert_eq(s->scrub.dropped, 1);
+	cr_assert_not(dhash_store_has(st, &bad));
+	cr_assert(dhash_store_has(st, &good));
+	free(s);
+}
+
+Test(dhash_store, a_scrub_slice_checks_every_block_and_drops_the_bad)
+{
+	struct cfs_id k[5];
+	char text[5][16];
+	dhash_server_t *s = scrub_server();
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(text[i], sizeof(text[i]), "block %d", i);
+		struct dhash_rec r = rec_of(text[i], 100, &k[i]);
+		if (i == 3)
+			r.data = (uint8_t *)"block X"; /* rot */
+		cr_assert_eq(dhash_store_put(st, &k[i], &r), 0);
+	}
+	scrub_slice(s); /* the credit since time 0 is capped at one slice: enough here */
+	cr_assert_eq(s->scrub.passes, 1);
+	cr_assert_eq(s->scrub.blocks, 5);
+	cr_assert_eq(s->scrub.bad_scrub, 1);
+	cr_assert_eq(s->scrub.dropped, 1);
+	cr_assert_not(dhash_store_has(st, &k[3]));
+	scrub_slice(s); /* the next pass waits for its period */
+	cr_assert_eq(s->scrub.blocks, 5);
+	free(s);
+}

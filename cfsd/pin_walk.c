@@ -1,0 +1,357 @@
+/*
+ * One round of one pin as a state machine without I/O (see cfsd/pin.h):
+ * the daemon's pinner (cfsd/pin.c) and tests/unit/test_pin.c drive it.
+ *
+ * Why a walk of the whole tree every round: leases are per block and the
+ * ring forgets a block whose lease nobody extended, so the pinner must name
+ * every key the root reaches, and it can only learn the keys below a block
+ * by reading the block. It reads from its own copy when it has one (the
+ * copy is verified again: disks are not trusted either), so after the first
+ * round a round costs one refresh per block and no fetches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfsd/pin.h"
+#include "sfsro-format/sfsro.h"
+
+struct item {
+	struct cfs_id key;
+	uint8_t btype, height;
+};
+
+struct cfsd_pin_walk {
+	enum cfsd_pin_state state;
+	struct cfs_pubkey pk;
+	struct cfs_id root_key;
+	uint64_t min_seq, now;
+	struct cfsd_pin_store store;
+	bool root_started;
+	struct cfs_idmap seen;        /* every key pushed this round: visited once */
+	struct item *todo;            /* blocks to visit (a stack: depth first) */
+	size_t ntodo, captodo;
+	struct cfsd_pin_action *ready;/* actions events made (a refresh after a fetch, a put) */
+	size_t nready, capready;
+	uint32_t inflight;
+	struct cfsd_pin_stats st;
+};
+
+struct cfsd_pin_walk *cfsd_pin_walk_new(const struct cfs_pubkey *pk, uint64_t min_seq, uint64_t now,
+                                        const struct cfsd_pin_store *store)
+{
+	struct cfsd_pin_walk *w = xcalloc(1, sizeof(*w));
+
+	w->pk = *pk;
+	sfsro_root_key(pk, &w->root_key);
+	w->min_seq = min_seq;
+	w->now = now;
+	w->store = *store;
+	return w;
+}
+
+void cfsd_pin_walk_free(struct cfsd_pin_walk *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nready; i++)
+		free(w->ready[i].data);
+	free(w->ready);
+	free(w->todo);
+	cfs_idmap_free(&w->seen);
+	free(w);
+}
+
+enum cfsd_pin_state cfsd_pin_walk_state(const struct cfsd_pin_walk *w)
+{
+	return w->state;
+}
+
+const struct cfsd_pin_stats *cfsd_pin_walk_stats(const struct cfsd_pin_walk *w)
+{
+	return &w->st;
+}
+
+static void push(struct cfsd_pin_walk *w, const struct cfs_id *key, uint8_t btype, uint8_t height)
+{
+	if (cfs_idmap_get(&w->seen, key, NULL))
+		return;
+	cfs_idmap_put(&w->seen, key, 0);
+	w->st.blocks++;
+	if (w->ntodo == w->captodo) {
+		w->captodo = w->captodo ? 2 * w->captodo : 64;
+		w->todo = xrealloc(w->todo, w->captodo * sizeof(*w->todo));
+	}
+	w->todo[w->ntodo++] = (struct item){ *key, btype, height };
+}
+
+static void ready(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a)
+{
+	if (w->nready == w->capready) {
+		w->capready = w->capready ? 2 * w->capready : 16;
+		w->ready = xrealloc(w->ready, w->capready * sizeof(*w->ready));
+	}
+	w->ready[w->nready++] = *a;
+}
+
+static void ready_key(struct cfsd_pin_walk *w, uint8_t type, const struct cfsd_pin_action *of)
+{
+	struct cfsd_pin_action a = { .type = type, .btype = of->btype, .height = of->height,
+	                             .kind = of->kind, .key = of->key };
+	ready(w, &a);
+}
+
+/* Our copy of key, verified again (it came from disk). */
+static int load(struct cfsd_pin_walk *w, const struct cfs_id *key, uint32_t *kind, uint8_t **p,
+                size_t *len)
+{
+	uint64_t seq;
+	int r = w->store.get(w->store.ctx, key, kind, p, len);
+
+	if (r < 0)
+		return r;
+	if ((r = dhash_verify(*kind, key, *p, *len, &seq)) < 0) {
+		free(*p);
+		*p = NULL;
+	}
+	return r;
+}
+
+/* Push the blocks a structural block names. */
+static int expand(struct cfsd_pin_walk *w, uint8_t btype, uint8_t height, const uint8_t *p, size_t len)
+{
+	int r = 0;
+
+	if (btype == CFSD_PIN_B_DIR) {
+		struct sfsro_dir d;
+		if ((r = sfsro_dir_decode(p, len, &d)) < 0)
+			return r;
+		for (uint32_t i = 0; i < d.n; i++) {
+			if (d.height)
+				push(w, &d.children[i].key, CFSD_PIN_B_DIR, 0);
+			else if (d.entries[i].type == SFSRO_T_FILE)
+				push(w, &d.entries[i].key, CFSD_PIN_B_INODE, 0);
+			else if (d.entries[i].type == SFSRO_T_DIR)
+				push(w, &d.entries[i].key, CFSD_PIN_B_DIR, 0);
+		}
+		sfsro_dir_clear(&d);
+	} else if (btype == CFSD_PIN_B_INODE) {
+		struct sfsro_inode ino;
+		if ((r = sfsro_inode_decode(p, len, &ino)) < 0)
+			return r;
+		for (uint32_t i = 0; i < ino.nkeys; i++)
+			push(w, &ino.keys[i], ino.height ? CFSD_PIN_B_INDIRECT : CFSD_PIN_B_DATA,
+			     (uint8_t)ino.height);
+	} else if (btype == CFSD_PIN_B_INDIRECT) {
+		const struct cfs_id *keys;
+		uint32_t h, n;
+		if ((r = sfsro_indirect_decode(p, len, &h, &keys, &n)) < 0)
+			return r;
+		if (h != height || h == 0)
+			return -EPROTO;
+		for (uint32_t i = 0; i < n; i++)
+			push(w, &keys[i], h > 1 ? CFSD_PIN_B_INDIRECT : CFSD_PIN_B_DATA, (uint8_t)(h - 1));
+	}
+	return r;
+}
+
+/* A block to visit: fetch it when we hold no copy (the copy is how we can
+ * put it back later); else read the keys it names from our copy and renew
+ * it. */
+static bool visit(struct cfsd_pin_walk *w, const struct item *it, struct cfsd_pin_action *ret)
+{
+	*ret = (struct cfsd_pin_action){ .btype = it->btype, .height = it->height,
+	                                 .kind = DHASH_KIND_CHASH, .key = it->key };
+	if (!w->store.has(w->store.ctx, &it->key)) {
+		ret->type = CFSD_PIN_A_FETCH;
+		return true;
+	}
+	if (it->btype != CFSD_PIN_B_DATA) {
+		uint32_t kind;
+		uint8_t *p;
+		size_t len;
+		int r = load(w, &it->key, &kind, &p, &len);
+		if (r < 0 || kind != DHASH_KIND_CHASH) {
+			/* A copy that does not verify is fetched again (and
+			 * replaced when it arrives). */
+			if (r == 0)
+				free(p);
+			w->st.errors++;
+			ret->type = CFSD_PIN_A_FETCH;
+			return true;
+		}
+		r = expand(w, it->btype, it->height, p, len);
+		free(p);
+		if (r < 0)
+			w->st.errors++;
+	}
+	ret->type = CFSD_PIN_A_REFRESH;
+	return true;
+}
+
+enum cfsd_pin_act cfsd_pin_walk_next(struct cfsd_pin_walk *w, struct cfsd_pin_action *ret)
+{
+	*ret = (struct cfsd_pin_action){ .type = CFSD_PIN_A_WAIT };
+	if (w->state == CFSD_PIN_S_DONE)
+		return ret->type = CFSD_PIN_A_DONE;
+	if (w->state == CFSD_PIN_S_ROOT) {
+		if (w->root_started) {
+			if (w->inflight)
+				return CFSD_PIN_A_WAIT;
+			/* The root's answer came and named nothing to walk. */
+			w->state = CFSD_PIN_S_DONE;
+			return ret->type = CFSD_PIN_A_DONE;
+		}
+		w->root_started = true;
+		w->inflight++;
+		*ret = (struct cfsd_pin_action){ .type = CFSD_PIN_A_FETCH, .btype = CFSD_PIN_B_ROOT,
+		                                 .kind = DHASH_KIND_ROOT, .key = w->root_key };
+		return CFSD_PIN_A_FETCH;
+	}
+	if (w->nready) {
+		*ret = w->ready[--w->nready];
+		w->inflight++;
+		return (enum cfsd_pin_act)ret->type;
+	}
+	while (w->ntodo) {
+		struct item it = w->todo[--w->ntodo];
+		if (visit(w, &it, ret)) {
+			w->inflight++;
+			return (enum cfsd_pin_act)ret->type;
+		}
+	}
+	if (w->inflight)
+		return CFSD_PIN_A_WAIT;
+	w->state = CFSD_PIN_S_DONE;
+	return ret->type = CFSD_PIN_A_DONE;
+}
+
+/*
+ * The root: take the newest verified root of the pinned key that we can
+ * see, the ring's or our copy, and never one older than a root seen
+ * before. When our copy is newer than what the ring serves (the replicas
+ * lost the latest version), ours goes back on the ring.
+ */
+static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status,
+                         uint32_t kind, const uint8_t *p, size_t len)
+{
+	struct sfsro_root ring, held;
+	bool ring_ok = false, held_ok = false;
+	uint8_t *hp = NULL;
+	size_t hlen = 0;
+	uint32_t hkind;
+
+	if (status == 0 && kind == DHASH_KIND_ROOT && sfsro_root_decode(p, len, &ring) == 0 &&
+	    sfsro_root_check(&ring, &w->pk, 0, 0) == 0)
+		ring_ok = true;
+	else if (status == 0)
+		w->st.errors++; /* dhash_get verified it: not expected */
+	if (load(w, &w->root_key, &hkind, &hp, &hlen) == 0) {
+		held_ok = hkind == DHASH_KIND_ROOT && sfsro_root_decode(hp, hlen, &held) == 0 &&
+		          sfsro_root_check(&held, &w->pk, 0, 0) == 0;
+	}
+	uint64_t held_seq = held_ok ? held.seq : 0;
+	const struct sfsro_root *use = NULL;
+	if (ring_ok && ring.seq >= w->min_seq && ring.seq >= held_seq) {
+		use = &ring;
+		if (!held_ok || ring.seq > held.seq) {
+			if (w->store.put(w->store.ctx, &w->root_key, DHASH_KIND_ROOT, p, len) == 0)
+				w->st.fetched++;
+			else
+				w->st.errors++;
+		}
+		ready_key(w, CFSD_PIN_A_REFRESH, a);
+	} else if (held_ok && held.seq >= w->min_seq) {
+		use = &held;
+		if (ring_ok) {
+			/* The ring serves an older version: put ours back. */
+			struct cfsd_pin_action put = *a;
+			put.type = CFSD_PIN_A_PUT;
+			put.data = hp;
+			put.len = hlen;
+			hp = NULL;
+			ready(w, &put);
+		} else {
+			ready_key(w, CFSD_PIN_A_REFRESH, a);
+		}
+	} else if (status == -ENOENT || ring_ok) {
+		/* No root at all, or only one older than a version seen. */
+		w->st.missing++;
+	} else {
+		w->st.errors++;
+	}
+	free(hp);
+	if (!use)
+		return;
+	cfs_idmap_put(&w->seen, &w->root_key, 0);
+	w->st.blocks++;
+	w->st.seq = use->seq;
+	w->st.valid_until = use->valid_until;
+	w->st.root_expired = use->valid_until < w->now;
+	push(w, &use->root_dir, CFSD_PIN_B_DIR, 0);
+	w->state = CFSD_PIN_S_TREE;
+}
+
+void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status,
+                           uint32_t kind, const uint8_t *p, size_t len)
+{
+	w->inflight--;
+	if (a->btype == CFSD_PIN_B_ROOT) {
+		root_arrived(w, a, status, kind, p, len);
+		return;
+	}
+	if (status < 0) {
+		/* Nobody serves it and we hold no copy: lost, unless it
+		 * comes back by itself. */
+		if (status == -ENOENT)
+			w->st.missing++;
+		else
+			w->st.errors++;
+		return;
+	}
+	if (kind != DHASH_KIND_CHASH) {
+		w->st.errors++;
+		return;
+	}
+	if (w->store.put(w->store.ctx, &a->key, kind, p, len) == 0)
+		w->st.fetched++;
+	else
+		w->st.errors++;
+	if (a->btype != CFSD_PIN_B_DATA && expand(w, a->btype, a->height, p, len) < 0)
+		w->st.errors++;
+	ready_key(w, CFSD_PIN_A_REFRESH, a);
+}
+
+void cfsd_pin_walk_refreshed(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status,
+                             uint32_t found)
+{
+	w->inflight--;
+	if (status == 0 && found) {
+		w->st.renewed++;
+		return;
+	}
+	if (status < 0 && status != -ENOENT) {
+		w->st.errors++;
+		return;
+	}
+	/* No replica holds it: put our copy back, with a fresh lease. */
+	struct cfsd_pin_action put = *a;
+	uint32_t kind;
+	put.type = CFSD_PIN_A_PUT;
+	if (load(w, &a->key, &kind, &put.data, &put.len) < 0 || kind != a->kind) {
+		if (put.data)
+			free(put.data);
+		w->st.missing++;
+		return;
+	}
+	ready(w, &put);
+}
+
+void cfsd_pin_walk_put_done(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status)
+{
+	w->inflight--;
+	if (status == 0)
+		w->st.restored++;
+	else
+		w->st.errors++;
+}
+

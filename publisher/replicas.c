@@ -1,0 +1,227 @@
+/*
+ * cfs-fsck --replicas [--repair]: where are a volume's copies? Every block
+ * (each once, publisher/blocks.c) is located on its k responsible servers
+ * (dhash_locate: each asked for the block, its answer verified), up to
+ * WINDOW at a time. A block with fewer than k good copies but one at
+ * least can be repaired: its verified bytes are put again, and the key's
+ * successor stores them and pushes them to the other k-1 (DHash's put),
+ * which fills the holes; then it is located again to report the outcome.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "publisher/internal.h"
+
+#define WINDOW 32
+
+struct rep {
+	uv_loop_t *loop;
+	struct pub_sink *sink;
+	FILE *out;
+	struct pub_replica_stats *st;
+	struct cfs_id *keys;
+	size_t n, cap, next, inflight;
+	uint8_t *good;            /* per key: 0 none, 1 some, 2 all k (or unknown: 3) */
+	size_t *origin;           /* repair: the index each re-located key came from */
+	int error;
+};
+
+static int collect(void *arg, const struct cfs_id *key)
+{
+	struct rep *rp = arg;
+
+	if (rp->n == rp->cap) {
+		rp->cap = rp->cap ? 2 * rp->cap : 1024;
+		rp->keys = xrealloc(rp->keys, rp->cap * sizeof(*rp->keys));
+	}
+	rp->keys[rp->n++] = *key;
+	return 0;
+}
+
+static const char *state_name(int8_t s)
+{
+	switch (s) {
+	case DHASH_COPY_MISSING: return "missing";
+	case DHASH_COPY_BAD: return "bad";
+	case DHASH_COPY_STALE: return "stale";
+	default: return "silent";
+	}
+}
+
+struct loc_call {
+	struct rep *rp;
+	size_t i;
+};
+
+static void pump(struct rep *rp);
+
+static void located(void *arg, const struct dhash_locate_result *r)
+{
+	struct loc_call *c = arg;
+	struct rep *rp = c->rp;
+	char h[65], a[CFS_ADDR_STRLEN];
+
+	rp->inflight--;
+	cfs_id_hex(&rp->keys[c->i], h);
+	if (r->status < 0) {
+		fprintf(rp->out, "%s ?/%u lookup failed: %s\n", h, rp->st->k, strerror(-r->status));
+		rp->good[c->i] = 3;
+	} else {
+		fprintf(rp->out, "%s %u/%u", h, r->good, r->n);
+		for (uint32_t j = 0; j < r->n; j++)
+			if (r->state[j] != DHASH_COPY_GOOD)
+				fprintf(rp->out, " %s %s", state_name(r->state[j]),
+				        cfs_addr_str(&r->nodes[j].addr, a));
+		fputc('\n', rp->out);
+		/* fewer servers than k in a small ring: all of them is "all" */
+		rp->good[c->i] = r->good == 0 ? 0 : r->good >= r->n && r->n > 0 ? 2 : 1;
+		if (r->n > rp->st->k)
+			rp->st->k = r->n;
+	}
+	free(c);
+	pump(rp);
+}
+
+static void pump(struct rep *rp)
+{
+	while (rp->inflight < WINDOW && rp->next < rp->n) {
+		struct loc_call *c = xmalloc(sizeof(*c));
+		*c = (struct loc_call){ rp, rp->next++ };
+		int r = rp->sink->ops->locate(rp->sink->impl, &rp->keys[c->i], located, c);
+		if (r < 0) {
+			free(c);
+			if (!rp->error)
+				rp->error = log_error_errno(r, "cannot ask where the blocks are");
+			rp->next = rp->n;
+			break;
+		}
+		rp->inflight++;
+	}
+}
+
+/* Locate every key of rp->keys[from..], printing a line per block. */
+static int locate_all(struct rep *rp, size_t from)
+{
+	rp->next = from;
+	pump(rp);
+	while (rp->inflight)
+		uv_run(rp->loop, UV_RUN_ONCE);
+	return rp->error;
+}
+
+struct restore_wait {
+	bool done;
+	int status;
+};
+
+static void restored(void *arg, int status)
+{
+	struct restore_wait *w = arg;
+	w->done = true;
+	w->status = status;
+}
+
+/* Put the blocks with some good copies but fewer than k again; the ones
+ * repaired go to the end of rp->keys to be located once more. */
+static int repair(struct rep *rp, uint64_t lease_until)
+{
+	const struct sfsro_source *src = rp->sink->ops->source(rp->sink->impl);
+	size_t n = rp->n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (rp->good[i] != 1)
+			continue;
+		uint8_t *b;
+		size_t len;
+		char h[65];
+		struct restore_wait w = { 0 };
+		int r = src->get(src->ctx, &rp->keys[i], &b, &len); /* verified */
+		if (r < 0) {
+			log_error_errno(r, "repair: cannot read a good copy of %s", cfs_id_hex(&rp->keys[i], h));
+			continue;
+		}
+		uint32_t kind = i == 0 ? DHASH_KIND_ROOT : DHASH_KIND_CHASH; /* keys[0]: the root */
+		r = rp->sink->ops->restore(rp->sink->impl, kind, b, len, lease_until, restored, &w);
+		while (r == 0 && !w.done)
+			uv_run(rp->loop, UV_RUN_ONCE);
+		free(b);
+		if (r == 0)
+			r = w.status;
+		if (r < 0) {
+			log_error_errno(r, "repair: storing %s again failed", cfs_id_hex(&rp->keys[i], h));
+			continue;
+		}
+		rp->st->repaired++;
+		rp->origin = xrealloc(rp->origin, (rp->n - n + 1) * sizeof(*rp->origin));
+		rp->origin[rp->n - n] = i;
+		collect(rp, &rp->keys[i]);
+	}
+	if (rp->n > n) {
+		rp->good = xrealloc(rp->good, rp->n);
+		memset(rp->good + n, 3, rp->n - n);
+	}
+	return 0;
+}
+
+static void count(struct rep *rp, size_t from, size_t to)
+{
+	struct pub_replica_stats *st = rp->st;
+
+	st->at_k = st->below_k = st->at_zero = st->unknown = 0;
+	for (size_t i = from; i < to; i++) {
+		if (rp->good[i] == 2)
+			st->at_k++;
+		else if (rp->good[i] == 1)
+			st->below_k++;
+		else if (rp->good[i] == 0)
+			st->at_zero++;
+		else
+			st->unknown++;
+	}
+}
+
+int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, bool do_repair,
+                 FILE *out, struct pub_replica_stats *ret)
+{
+	const struct sfsro_source *src = sink->ops->source(sink->impl);
+	struct rep rp = { .loop = loop, .sink = sink, .out = out, .st = ret };
+	struct sfsro_root root;
+	struct cfs_id root_key;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!sink->ops->locate)
+		return log_error_errno(-EOPNOTSUPP, "--replicas needs the ring (--from cfsd or ring:), "
+		                       "not a local store");
+	if ((r = sfsro_walk_root(src, pk, 0, 0, &root)) < 0)
+		return log_error_errno(r, "cannot read the volume's root");
+	sfsro_root_key(pk, &root_key);
+	collect(&rp, &root_key);
+	if ((r = pub__walk_blocks(src, &root.root_dir, collect, &rp)) < 0)
+		goto out;
+	ret->blocks = rp.n;
+	rp.good = xmalloc(rp.n ? rp.n : 1);
+	memset(rp.good, 3, rp.n);
+	if ((r = locate_all(&rp, 0)) < 0)
+		goto out;
+	count(&rp, 0, rp.n);
+	if (do_repair && ret->below_k) {
+		size_t before = rp.n;
+		uint64_t lease = root.valid_until > cfs_wall_s() ? root.valid_until : 0;
+		if ((r = repair(&rp, lease)) < 0)
+			goto out;
+		fprintf(out, "# after repair\n");
+		if ((r = locate_all(&rp, before)) < 0)
+			goto out;
+		for (size_t i = before; i < rp.n; i++) /* the new state replaces the old */
+			rp.good[rp.origin[i - before]] = rp.good[i];
+		rp.n = before;
+		count(&rp, 0, before);
+	}
+	r = ret->at_k == ret->blocks ? 0 : -EBADMSG;
+out:
+	free(rp.keys);
+	free(rp.good);
+	free(rp.origin);
+	return r;
+}

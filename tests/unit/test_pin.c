@@ -1,0 +1,359 @@
+/* cfsd/pin_walk.c: a pin's round driven by scripted events, no network. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfsd/pin.h"
+#include "sfsro-format/sfsro.h"
+
+/* ---- block stores: the ring (blocks can go missing) and the pinner's copies */
+
+#define MAXB 4096
+struct blocks {
+	struct blk { struct cfs_id key; uint32_t kind; uint8_t *p; size_t len; bool gone; } b[MAXB];
+	size_t n;
+	unsigned refreshed[MAXB], fetched[MAXB], puts;
+};
+
+static struct blk *find(struct blocks *s, const struct cfs_id *key)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (cfs_id_eq(&s->b[i].key, key))
+			return &s->b[i];
+	return NULL;
+}
+
+static int add(struct blocks *s, const struct cfs_id *key, uint32_t kind, const uint8_t *p, size_t len)
+{
+	struct blk *b = find(s, key);
+	if (!b) {
+		cr_assert(s->n < MAXB);
+		b = &s->b[s->n++];
+		b->key = *key;
+	}
+	free(b->p);
+	b->kind = kind;
+	b->p = xmemdup(p, len);
+	b->len = len;
+	b->gone = false;
+	return 0;
+}
+
+static bool st_has(void *ctx, const struct cfs_id *key)
+{
+	struct blk *b = find(ctx, key);
+	return b && !b->gone;
+}
+
+static int st_get(void *ctx, const struct cfs_id *key, uint32_t *kind, uint8_t **p, size_t *len)
+{
+	struct blk *b = find(ctx, key);
+	if (!b || b->gone)
+		return -ENOENT;
+	*kind = b->kind;
+	*p = xmemdup(b->p, b->len);
+	*len = b->len;
+	return 0;
+}
+
+static int st_put(void *ctx, const struct cfs_id *key, uint32_t kind, const uint8_t *p, size_t len)
+{
+	return add(ctx, key, kind, p, len);
+}
+
+static struct blocks *ring, *local;
+static struct cfsd_pin_store store;
+static struct cfs_pubkey pk;
+static struct cfs_seckey sk;
+static struct cfs_id root_dir, root_key, big_data0, sub_top;
+static uint8_t buf[SFSRO_BLOCK_SIZE_MAX + 1024];
+
+static int emit(void *arg, const struct cfs_id *key, const uint8_t *p, size_t len)
+{
+	return add(ring, key, DHASH_KIND_CHASH, p, len);
+}
+
+static void chash(const uint8_t *p, size_t len, struct cfs_id *ret)
+{
+	cr_assert(dhash_block_key(DHASH_KIND_CHASH, p, len, ret) == 0);
+	add(ring, ret, DHASH_KIND_CHASH, p, len);
+}
+
+static void sign_root(uint64_t seq, uint64_t valid_until)
+{
+	struct sfsro_root r = { .pk = pk, .seq = seq, .issued = 1, .valid_until = valid_until,
+	                        .root_dir = root_dir, .dir_mode = 0755 };
+	size_t len;
+	cr_assert(sfsro_root_encode(&r, &sk, buf, sizeof(buf), &len) == 0);
+	add(ring, &root_key, DHASH_KIND_ROOT, buf, len);
+}
+
+/*
+ * / { big (40 data blocks of 1 KiB: fanout 31, so two indirect blocks),
+ *     sub/ (200 entries, all the same inline file: an index over leaves),
+ *     tiny (inline), link -> big }
+ */
+static void setup(void)
+{
+	cr_assert(cfs_crypto_init() == 0);
+	ring = calloc(1, sizeof(*ring));
+	local = calloc(1, sizeof(*local));
+	store = (struct cfsd_pin_store){ st_has, st_get, st_put, local };
+	uint8_t seed[32] = { 42 };
+	cfs_sign_seed_keypair(seed, &pk, &sk);
+	sfsro_root_key(&pk, &root_key);
+
+	struct cfs_id data[40], big, tiny;
+	uint8_t content[1024];
+	size_t len;
+	for (int i = 0; i < 40; i++) {
+		memset(content, i + 1, sizeof(content));
+		cr_assert(sfsro_data_encode(content, sizeof(content), buf, sizeof(buf), &len) == 0);
+		chash(buf, len, &data[i]);
+	}
+	big_data0 = data[0];
+	struct sfsro_inode ino = { .size = 40 * 1024, .mode = 0644, .bsize = 1024 };
+	cr_assert(sfsro_build_file(&ino, data, 40, emit, NULL, &big) == 0);
+	cr_assert_eq(ino.height, 1);
+	struct sfsro_inode small = { .size = 5, .mode = 0644, .bsize = 1024,
+	                             .inline_data = { (const uint8_t *)"hello", 5 } };
+	cr_assert(sfsro_build_file(&small, NULL, 0, emit, NULL, &tiny) == 0);
+
+	static char names[200][16];
+	struct sfsro_entry e[200];
+	for (int i = 0; i < 200; i++) {
+		snprintf(names[i], sizeof(names[i]), "n%03d", i);
+		e[i] = (struct sfsro_entry){ .name = { (const uint8_t *)names[i], strlen(names[i]) },
+		                             .type = SFSRO_T_FILE, .size = 5, .mode = 0644, .key = tiny };
+	}
+	cr_assert(sfsro_build_dir(e, 200, 1024, emit, NULL, &sub_top) == 0);
+	struct sfsro_entry top[4] = {
+		{ .name = { (const uint8_t *)"big", 3 }, .type = SFSRO_T_FILE, .size = 40 * 1024, .mode = 0644, .key = big },
+		{ .name = { (const uint8_t *)"link", 4 }, .type = SFSRO_T_SYMLINK, .size = 3, .mode = 0777,
+		  .target = { (const uint8_t *)"big", 3 } },
+		{ .name = { (const uint8_t *)"sub", 3 }, .type = SFSRO_T_DIR, .size = 200, .mode = 0755, .key = sub_top },
+		{ .name = { (const uint8_t *)"tiny", 4 }, .type = SFSRO_T_FILE, .size = 5, .mode = 0644, .key = tiny },
+	};
+	cr_assert(sfsro_build_dir(top, 4, 1024, emit, NULL, &root_dir) == 0);
+	sign_root(1, UINT64_MAX);
+}
+
+static void teardown(void)
+{
+	for (size_t i = 0; i < ring->n; i++)
+		free(ring->b[i].p);
+	for (size_t i = 0; i < local->n; i++)
+		free(local->b[i].p);
+	free(ring);
+	free(local);
+}
+
+TestSuite(pin, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- the driver: carry out actions against the fake ring */
+
+struct script {
+	unsigned window;
+	bool lifo;              /* answer the newest action first */
+	int fetch_fail;         /* a get's failure other than -ENOENT (0: none) */
+	unsigned fetches, refreshes, puts, waits;
+};
+
+static void answer(struct cfsd_pin_walk *w, struct cfsd_pin_action *a, struct script *s)
+{
+	struct blk *b = find(ring, &a->key);
+	size_t i = b ? (size_t)(b - ring->b) : 0;
+
+	switch (a->type) {
+	case CFSD_PIN_A_FETCH:
+		s->fetches++;
+		if (b)
+			ring->fetched[i]++;
+		if (s->fetch_fail && a->btype != CFSD_PIN_B_ROOT)
+			cfsd_pin_walk_fetched(w, a, s->fetch_fail, 0, NULL, 0);
+		else if (!b || b->gone)
+			cfsd_pin_walk_fetched(w, a, -ENOENT, 0, NULL, 0);
+		else
+			cfsd_pin_walk_fetched(w, a, 0, b->kind, b->p, b->len);
+		break;
+	case CFSD_PIN_A_REFRESH:
+		s->refreshes++;
+		if (b)
+			ring->refreshed[i]++;
+		cfsd_pin_walk_refreshed(w, a, 0, b && !b->gone ? 3 : 0);
+		break;
+	case CFSD_PIN_A_PUT: {
+		uint64_t seq;
+		s->puts++;
+		cr_assert(dhash_verify(a->kind, &a->key, a->data, a->len, &seq) == 0, "a put of a bad block");
+		add(ring, &a->key, a->kind, a->data, a->len);
+		ring->puts++;
+		cfsd_pin_walk_put_done(w, a, 0);
+		free(a->data);
+		break;
+	}
+	default:
+		cr_assert_fail("unexpected action %u", a->type);
+	}
+}
+
+static struct cfsd_pin_stats run(uint64_t min_seq, uint64_t now, struct script *s)
+{
+	struct cfsd_pin_walk *w = cfsd_pin_walk_new(&pk, min_seq, now, &store);
+	struct cfsd_pin_action pend[64];
+	size_t np = 0;
+
+	memset(ring->refreshed, 0, sizeof(ring->refreshed));
+	memset(ring->fetched, 0, sizeof(ring->fetched));
+	for (;;) {
+		enum cfsd_pin_act t = CFSD_PIN_A_WAIT;
+		while (np < s->window) {
+			t = cfsd_pin_walk_next(w, &pend[np]);
+			if (t == CFSD_PIN_A_WAIT || t == CFSD_PIN_A_DONE)
+				break;
+			np++;
+		}
+		if (t == CFSD_PIN_A_DONE) {
+			cr_assert_eq(np, 0, "done with actions out");
+			break;
+		}
+		if (t == CFSD_PIN_A_WAIT)
+			s->waits++;
+		cr_assert(np > 0, "waiting with nothing out");
+		struct cfsd_pin_action a;
+		if (s->lifo) {
+			a = pend[--np];
+		} else {
+			a = pend[0];
+			memmove(pend, pend + 1, --np * sizeof(pend[0]));
+		}
+		answer(w, &a, s);
+	}
+	cr_assert_eq(cfsd_pin_walk_state(w), CFSD_PIN_S_DONE);
+	struct cfsd_pin_stats st = *cfsd_pin_walk_stats(w);
+	cfsd_pin_walk_free(w);
+	return st;
+}
+
+/* ---- rounds */
+
+Test(pin, first_round_copies_and_renews_every_block_once)
+{
+	struct script s = { .window = 32 };
+	size_t total = ring->n;
+	struct cfsd_pin_stats st = run(0, 100, &s);
+
+	cr_assert_eq(st.seq, 1);
+	cr_assert_eq(st.blocks, total, "reached %lu of %zu blocks", st.blocks, total);
+	cr_assert_eq(st.renewed, total);
+	cr_assert_eq(st.fetched, total);
+	cr_assert_eq(st.restored + st.missing + st.errors, 0);
+	for (size_t i = 0; i < ring->n; i++) {
+		cr_assert_eq(ring->refreshed[i], 1, "block %zu refreshed %u times", i, ring->refreshed[i]);
+		cr_assert_eq(ring->fetched[i], 1);
+	}
+	cr_assert_eq(local->n, total, "every block copied here");
+	cr_assert(s.waits > 0, "the root's fetch comes first, alone");
+}
+
+Test(pin, later_rounds_read_the_copies_and_fetch_only_the_root)
+{
+	struct script s = { .window = 32 };
+	size_t total = ring->n;
+	(void)run(0, 100, &s);
+	s = (struct script){ .window = 5, .lifo = true };
+	struct cfsd_pin_stats st = run(1, 100, &s);
+	cr_assert_eq(s.fetches, 1, "%u fetches", s.fetches);
+	cr_assert_eq(st.fetched, 0);
+	cr_assert_eq(st.renewed, total);
+	cr_assert_eq(s.refreshes, total);
+}
+
+Test(pin, blocks_gone_from_the_ring_are_put_back_from_the_copies)
+{
+	struct script s = { .window = 32 };
+	size_t total = ring->n;
+	(void)run(0, 100, &s);
+	find(ring, &big_data0)->gone = true;
+	find(ring, &sub_top)->gone = true;
+	find(ring, &root_key)->gone = true;
+	s = (struct script){ .window = 3 };
+	struct cfsd_pin_stats st = run(1, 100, &s);
+	cr_assert_eq(st.restored, 3, "re-stored %lu", st.restored);
+	cr_assert_eq(st.renewed, total - 3);
+	cr_assert_eq(st.missing + st.errors, 0);
+	cr_assert_eq(st.seq, 1, "the root came from the copy");
+	cr_assert(!find(ring, &big_data0)->gone && !find(ring, &sub_top)->gone &&
+	          !find(ring, &root_key)->gone);
+}
+
+Test(pin, without_a_copy_a_lost_block_is_counted_missing)
+{
+	struct script s = { .window = 8 };
+	size_t total = ring->n;
+	find(ring, &big_data0)->gone = true;
+	find(ring, &sub_top)->gone = true; /* and the 200 entries below it are unreachable */
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert_eq(st.missing, 2);
+	cr_assert_eq(st.restored, 0);
+	cr_assert_eq(s.puts, 0);
+	cr_assert(st.blocks < total);
+}
+
+Test(pin, a_newer_root_is_followed_and_an_older_one_never_taken)
+{
+	struct script s = { .window = 32 };
+	(void)run(0, 100, &s);
+	sign_root(5, UINT64_MAX);
+	struct cfsd_pin_stats st = run(1, 100, &s);
+	cr_assert_eq(st.seq, 5);
+	cr_assert_eq(st.fetched, 1, "the new root copied");
+
+	/* The ring's replicas lost version 5 and serve 3: ours goes back. */
+	sign_root(3, UINT64_MAX);
+	st = run(5, 100, &s);
+	cr_assert_eq(st.seq, 5);
+	cr_assert_eq(st.restored, 1);
+	struct sfsro_root r;
+	struct blk *b = find(ring, &root_key);
+	cr_assert(sfsro_root_decode(b->p, b->len, &r) == 0);
+	cr_assert_eq(r.seq, 5, "the ring has version 5 again");
+
+	/* A pin that saw 9 takes neither 5 nor its copy of 5. */
+	st = run(9, 100, &s);
+	cr_assert_eq(st.seq, 0);
+	cr_assert_eq(st.missing, 1);
+	cr_assert_eq(st.blocks, 0);
+}
+
+Test(pin, an_expired_root_still_has_its_blocks_renewed)
+{
+	struct script s = { .window = 32 };
+	size_t total = ring->n;
+	sign_root(2, 50);
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert(st.root_expired);
+	cr_assert_eq(st.renewed, total);
+}
+
+Test(pin, failed_gets_are_errors_and_the_round_still_ends)
+{
+	struct script s = { .window = 4, .fetch_fail = -ETIMEDOUT };
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert_eq(st.errors, 1, "the root directory's get failed");
+	cr_assert_eq(st.renewed, 1, "the root alone");
+}
+
+Test(pin, a_corrupt_copy_is_fetched_again)
+{
+	struct script s = { .window = 32 };
+	size_t total = ring->n;
+	(void)run(0, 100, &s);
+	struct blk *b = find(local, &sub_top);
+	b->p[b->len - 1] ^= 1;
+	struct cfsd_pin_stats st = run(1, 100, &s);
+	cr_assert_eq(st.errors, 1);
+	cr_assert_eq(st.fetched, 1);
+	cr_assert_eq(st.renewed, total);
+	cr_assert(sfsro_verify_hash(&sub_top, b->p, b->len) == 0, "the copy was replaced");
+}

@@ -20,6 +20,7 @@
 
 #include "cfsd/cfsd.h"
 #include "cfsd/pin.h"
+#include "cfsd/serve.h"
 #include "chord/chord.h"
 #include "dhash/dhash.h"
 
@@ -47,8 +48,6 @@ struct daemon {
 	char data_dir[512], sock_path[600];
 	int lock_fd;
 	uint64_t started_us;
-	uint64_t ctl_requests, ctl_malformed;
-	struct cfs_msg reply; /* large: not on the stack */
 	bool has_wan;             /* --netmodel: evaluation only */
 	struct cfs_wan wan;
 	struct cfs_wan_node wan_node;
@@ -173,7 +172,7 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
 		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
 		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
-		          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
+		          (unsigned long)cfsd_serve_requests(false), (unsigned long)cfsd_serve_requests(true));
 		return;
 	}
 	cfs_sb_printf(b, "cfsd %s, pid %d, up %lus\n", CFS_VERSION, (int)getpid(), (unsigned long)up);
@@ -190,361 +189,9 @@ static void status_report(struct cfs_sbuf *b, bool json)
 	          (unsigned long)st.requests_in, (unsigned long)st.replies_out,
 	          (unsigned long)st.malformed);
 	cfs_sb_printf(b, "control     %lu requests, %lu malformed\n",
-	          (unsigned long)D.ctl_requests, (unsigned long)D.ctl_malformed);
+	          (unsigned long)cfsd_serve_requests(false), (unsigned long)cfsd_serve_requests(true));
 	dhash_server_status(D.dhash, b, false);
 	chord_status(D.chord, b, false);
-}
-
-/* ------------------------------------------------------------ control socket */
-
-/* One control connection; it outlives its stream while lookups it asked
- * for are still running. */
-struct conn {
-	cfs_stream_t *s;
-	unsigned pending;
-	bool closed;
-	struct conn *next, **pprev;
-};
-static struct conn *conns;
-
-/* A control request answered later (lookup, get, put). */
-struct ctl_req {
-	struct conn *k;
-	uint64_t reqid;
-};
-
-static void conn_put(struct conn *k)
-{
-	if (k->closed && k->pending == 0)
-		free(k);
-}
-
-static void conn_close(struct conn *k)
-{
-	if (k->closed)
-		return;
-	k->closed = true;
-	if (k->next)
-		k->next->pprev = k->pprev;
-	*k->pprev = k->next;
-	cfs_stream_close(k->s);
-	conn_put(k);
-}
-
-static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
-{
-	cfs_msg_init(&D.reply, (enum cfs_msg_type)req->type);
-	D.reply.is_reply = true;
-	D.reply.reqid = req->reqid;
-	D.reply.status = status;
-	(void)cfs_stream_write_msg(s, &D.reply);
-}
-
-static void ctl_req_end(struct ctl_req *q)
-{
-	q->k->pending--;
-	conn_put(q->k);
-	free(q);
-}
-
-static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
-{
-	struct ctl_req *q = arg;
-	struct conn *k = q->k;
-
-	if (!k->closed) {
-		cfs_msg_init(&D.reply, CFS_MSG_CTL_LOOKUP);
-		D.reply.is_reply = true;
-		D.reply.reqid = q->reqid;
-		D.reply.status = r->status;
-		D.reply.hops = r->hops;
-		D.reply.count = r->rpcs;
-		D.reply.timeouts = r->timeouts;
-		D.reply.n_nodes = r->n;
-		memcpy(D.reply.nodes, r->succ, r->n * sizeof(r->succ[0]));
-		(void)cfs_stream_write_msg(k->s, &D.reply);
-	}
-	ctl_req_end(q);
-}
-
-/* CTL_GET / CTL_PUT / CTL_LOCATE: the daemon's DHash client does the work. */
-
-static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
-{
-	struct ctl_req *q = arg;
-	uint8_t states[CFS_MSG_MAX_NODES];
-
-	if (!q->k->closed) {
-		cfs_msg_init(&D.reply, CFS_MSG_CTL_LOCATE);
-		D.reply.is_reply = true;
-		D.reply.reqid = q->reqid;
-		D.reply.status = r->status;
-		if (r->status == 0) {
-			for (uint32_t i = 0; i < r->n; i++)
-				states[i] = (uint8_t)r->state[i];
-			D.reply.n_nodes = r->n;
-			memcpy(D.reply.nodes, r->nodes, r->n * sizeof(r->nodes[0]));
-			D.reply.data = (struct cfs_bytes){ states, r->n };
-		}
-		(void)cfs_stream_write_msg(q->k->s, &D.reply);
-	}
-	ctl_req_end(q);
-}
-
-
-static void ctl_get_done(void *arg, const struct dhash_get_result *r)
-{
-	struct ctl_req *q = arg;
-
-	if (!q->k->closed) {
-		cfs_msg_init(&D.reply, CFS_MSG_CTL_GET);
-		D.reply.is_reply = true;
-		D.reply.reqid = q->reqid;
-		D.reply.status = r->status;
-		if (r->status == 0) {
-			D.reply.kind = r->kind;
-			D.reply.data = (struct cfs_bytes){ r->data, r->len };
-		}
-		(void)cfs_stream_write_msg(q->k->s, &D.reply);
-	}
-	ctl_req_end(q);
-}
-
-static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
-{
-	struct ctl_req *q = arg;
-
-	if (!q->k->closed) {
-		cfs_msg_init(&D.reply, CFS_MSG_CTL_PUT);
-		D.reply.is_reply = true;
-		D.reply.reqid = q->reqid;
-		D.reply.status = status;
-		if (status == 0) {
-			D.reply.key = *key;
-			D.reply.lease_until = lease;
-		}
-		(void)cfs_stream_write_msg(q->k->s, &D.reply);
-	}
-	ctl_req_end(q);
-}
-
-static void ctl_block(struct conn *k, const struct cfs_msg *req)
-{
-	struct ctl_req *q = xcalloc(1, sizeof(*q));
-	int r;
-
-	q->k = k;
-	q->reqid = req->reqid;
-	if (req->type == CFS_MSG_CTL_GET)
-		r = dhash_get(D.client, &req->key, ctl_get_done, q);
-	else if (req->type == CFS_MSG_CTL_LOCATE)
-		r = dhash_locate(D.client, &req->key, ctl_locate_done, q);
-	else
-		r = dhash_put(D.client, req->kind, req->data.p, req->data.len, req->lease_until,
-		              ctl_put_done, q);
-	if (r < 0) {
-		ctl_reply_error(k->s, req, r);
-		free(q);
-		return;
-	}
-	k->pending++;
-}
-
-/* CTL_HAVE / CTL_REFRESH: one client operation per key, one reply with a
- * bitmap once all are answered. The first hard error answers for the batch. */
-struct ctl_batch;
-struct ctl_key {
-	struct ctl_batch *b;
-	uint32_t i;
-};
-struct ctl_batch {
-	struct ctl_req q;         /* first: ctl_req_end frees the batch */
-	uint8_t type;
-	uint32_t left;
-	int err;
-	uint32_t n;
-	uint64_t granted;         /* refresh: the least lease any key got */
-	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
-	struct ctl_key keys[];
-};
-
-static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
-                         uint64_t lease)
-{
-	struct ctl_key *ck = arg;
-	struct ctl_batch *b = ck->b;
-
-	if (status == 0 && found) {
-		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
-		if (lease && (!b->granted || lease < b->granted))
-			b->granted = lease;
-	}
-	/* A have that reached nobody, or a refresh that reached no replica,
-	 * is not an answer: the caller must not take it for "absent". */
-	if (status < 0 && status != -ENOENT && !b->err)
-		b->err = status;
-	if (--b->left)
-		return;
-	if (!b->q.k->closed) {
-		cfs_msg_init(&D.reply, (enum cfs_msg_type)b->type);
-		D.reply.is_reply = true;
-		D.reply.reqid = b->q.reqid;
-		D.reply.status = b->err;
-		if (!b->err) {
-			D.reply.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
-			D.reply.lease_until = b->granted;
-		}
-		(void)cfs_stream_write_msg(b->q.k->s, &D.reply);
-	}
-	ctl_req_end(&b->q);
-}
-
-static void ctl_keys(struct conn *k, const struct cfs_msg *req)
-{
-	struct ctl_batch *b = xcalloc(1, sizeof(*b) + req->n_keys * sizeof(b->keys[0]));
-
-	b->q.k = k;
-	b->q.reqid = req->reqid;
-	b->type = req->type;
-	b->n = req->n_keys;
-	b->left = 1; /* held until every key is started */
-	k->pending++;
-	for (uint32_t i = 0; i < req->n_keys; i++) {
-		int r;
-		b->keys[i] = (struct ctl_key){ b, i };
-		b->left++;
-		if (req->type == CFS_MSG_CTL_HAVE)
-			r = dhash_have(D.client, &req->keys[i], ctl_key_done, &b->keys[i]);
-		else
-			r = dhash_refresh(D.client, &req->keys[i], req->lease_until, ctl_key_done,
-			                  &b->keys[i]);
-		if (r < 0) {
-			b->left--;
-			if (!b->err)
-				b->err = r;
-		}
-	}
-	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0, 0);
-}
-
-/* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
-static void ctl_list(cfs_stream_t *s, const struct cfs_msg *req)
-{
-	struct cfs_id *keys = xmalloc(CFS_MSG_MAX_KEYS * sizeof(*keys));
-	bool more;
-	uint32_t n = dhash_server_keys(D.dhash, (req->flags & CFS_KEYS_F_AFTER) ? &req->key : NULL,
-	                               keys, CFS_MSG_MAX_KEYS, &more);
-	int r;
-
-	cfs_msg_init(&D.reply, CFS_MSG_CTL_KEYS);
-	D.reply.is_reply = true;
-	D.reply.reqid = req->reqid;
-	D.reply.flags = more ? CFS_KEYS_F_MORE : 0;
-	D.reply.keys = keys;
-	D.reply.n_keys = n;
-	if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
-		log_warn_errno(r, "control: cannot send a page of keys");
-	free(keys);
-}
-
-/* CTL_PIN / CTL_UNPIN / CTL_PINS: the pinner (cfsd/pin.c) answers at once. */
-static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
-{
-	struct cfs_pubkey pk;
-	struct cfs_sbuf b = { 0 };
-	int r = 0;
-
-	memcpy(pk.b, req->key.b, sizeof(pk.b));
-	if (req->type == CFS_MSG_CTL_PIN)
-		r = cfsd_pinner_add(D.pinner, &pk);
-	else if (req->type == CFS_MSG_CTL_UNPIN)
-		r = cfsd_pinner_remove(D.pinner, &pk);
-	else
-		cfsd_pinner_report(D.pinner, &b, req->flags & CFS_STATUS_F_JSON);
-	if (r < 0) {
-		ctl_reply_error(s, req, r);
-		return;
-	}
-	cfs_msg_init(&D.reply, (enum cfs_msg_type)req->type);
-	D.reply.is_reply = true;
-	D.reply.reqid = req->reqid;
-	D.reply.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
-	if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
-		log_warn_errno(r, "control: cannot answer %s", cfs_msg_type_name(req->type));
-	free(b.p);
-}
-
-static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
-{
-	struct conn *k = arg;
-	struct cfs_msg *req = xmalloc(sizeof(*req));
-	const char *why = "";
-	int r = cfs_msg_decode(f, len, req, &why);
-
-	if (r < 0 || req->is_reply) {
-		D.ctl_malformed++;
-		log_debug("control: dropping a malformed request (%s)", r < 0 ? why : "a reply");
-		conn_close(k);
-		free(req);
-		return;
-	}
-	D.ctl_requests++;
-	if (req->type == CFS_MSG_CTL_STATUS) {
-		struct cfs_sbuf b = { 0 };
-		status_report(&b, req->flags & CFS_STATUS_F_JSON);
-		cfs_msg_init(&D.reply, CFS_MSG_CTL_STATUS);
-		D.reply.is_reply = true;
-		D.reply.reqid = req->reqid;
-		D.reply.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
-		if ((r = cfs_stream_write_msg(s, &D.reply)) < 0)
-			log_warn_errno(r, "control: cannot send status");
-		free(b.p);
-	} else if (req->type == CFS_MSG_CTL_LOOKUP) {
-		struct chord_lookup_opts o = { .mode = req->mode, .nsucc = req->nsucc,
-		                               .flags = req->flags & CFS_LOOKUP_F_VERIFY };
-		struct ctl_req *q = xcalloc(1, sizeof(*q));
-		q->k = k;
-		q->reqid = req->reqid;
-		if (!chord_mode_ok(o.mode)) {
-			ctl_reply_error(s, req, -EINVAL);
-			free(q);
-		} else if ((r = chord_lookup(D.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {
-			ctl_reply_error(s, req, r);
-			free(q);
-		} else {
-			k->pending++;
-		}
-	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
-	           req->type == CFS_MSG_CTL_LOCATE) {
-		ctl_block(k, req);
-	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
-		ctl_keys(k, req);
-	} else if (req->type == CFS_MSG_CTL_KEYS) {
-		ctl_list(s, req);
-	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
-		ctl_pin(s, req);
-	} else {
-		ctl_reply_error(s, req, -EOPNOTSUPP);
-	}
-	free(req);
-}
-
-static void ctl_end(void *arg, cfs_stream_t *s, int status)
-{
-	conn_close(arg);
-}
-
-static void ctl_accept(void *arg, cfs_stream_t *s)
-{
-	struct conn *k = xcalloc(1, sizeof(*k));
-
-	k->s = s;
-	k->next = conns;
-	if (conns)
-		conns->pprev = &k->next;
-	k->pprev = &conns;
-	conns = k;
-	cfs_stream_start(s, ctl_frame, ctl_end, k);
 }
 
 /* ------------------------------------------------------------ UDP requests */
@@ -569,8 +216,7 @@ static bool ring_joined(void *arg)
 
 static void stop_rest(void *arg)
 {
-	while (conns)
-		conn_close(conns);
+	cfsd_serve_close_all();
 	/* Its operations come back cancelled while the client closes. */
 	cfsd_pinner_free(D.pinner);
 	dhash_client_free(D.client);
@@ -950,8 +596,11 @@ int main(int argc, char **argv)
 	};
 	if (pc.round_ms < 100)
 		pc.round_ms = 100;
-	if (cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) < 0 ||
-	    cfs_listener_new(D.loop, D.sock_path, 0600, ctl_accept, NULL, &D.ctl) < 0) {
+	if (cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) == 0)
+		cfsd_serve_init(&(struct cfsd_serve_env){ D.chord, D.dhash, D.client, D.pinner,
+		                                          status_report });
+	if (!D.pinner ||
+	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0) {
 		cfsd_pinner_free(D.pinner);
 		dhash_client_free(D.client);
 		dhash_server_free(D.dhash);

@@ -282,7 +282,7 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
 
 /* ------------------------------------------------------------ messages */
 
-#define CFS_PROTO_VERSION 1
+#define CFS_PROTO_VERSION 2
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507

@@ -390,7 +390,24 @@ int cfs_num_store(const char *path, uint64_t v)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
-	if (r < 0)
+	if (r < 0) {
 		unlink(tmp);
+		return r;
+	}
+	/* the rename itself survives a crash only once the directory is synced */
+	char dir[4300];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
 	return r;
 }

@@ -34,7 +34,9 @@
 #define WAIT_MIN_MS 10
 #define WAIT_MAX_MS 60000
 
-static const char *reader_name[] = { "scrub", "repair push", "fetch" };
+/* SCRUB_BY_PUSH is every read of replica maintenance (a push, a
+ * comparison of roots), counted as bad_push. */
+static const char *reader_name[] = { "scrub", "replica maintenance", "fetch" };
 
 int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
                enum scrub_reader by)
@@ -45,14 +47,21 @@ int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *re
 
 	if (r == 0) {
 		v = dhash_verify(ret->kind, key, ret->data, ret->len, &seq);
-		if (v == 0 && ret->kind == DHASH_KIND_ROOT && seq != ret->seq)
-			v = -EBADMSG; /* the header disagrees with the signed bytes */
+		if (v == 0 && ret->kind == DHASH_KIND_ROOT && seq != ret->seq) {
+			/* The signed bytes are good, the header is not: keep the
+			 * root (it may be the last copy), mend the header. */
+			log_warn("block store: the header of root %s says sequence %lu, its bytes %lu; "
+			         "rewritten", cfs_id_hex(key, hex), (unsigned long)ret->seq,
+			         (unsigned long)seq);
+			ret->seq = seq;
+			(void)dhash_store_put(s->store, key, ret);
+		}
 		if (v == 0)
 			return 0;
 		free(ret->data);
 		ret->data = NULL;
-	} else if (r != -EIO || dhash_store_failed(s->store, NULL)) {
-		return r; /* absent, or the store cannot be read just now */
+	} else if (r != -EUCLEAN) {
+		return r; /* absent, or a read error that may pass: never a reason to drop */
 	}
 	/* A record that fails to verify, or one too damaged to read. */
 	if (by == SCRUB_BY_SCRUB)

@@ -229,9 +229,15 @@ static void handle_cache_store(dhash_server_t *s, const struct cfs_msg *req,
 static bool server_has_block(void *arg, const struct cfs_id *key)
 {
 	dhash_server_t *s = arg;
+	struct dhash_rec rec;
 
-	if (dhash_store_has(s->store, key))
-		return true;
+	/* Not for roots: a hop holding an older version (a former replica)
+	 * would end the lookup, and a root get must reach the replicas to
+	 * find the newest. */
+	if (dhash_store_get(s->store, key, &rec) == 0) {
+		free(rec.data);
+		return rec.kind != DHASH_KIND_ROOT;
+	}
 	if (s->cache && dhash_cache_has(s->cache, key)) {
 		s->path_hits++;
 		return true;

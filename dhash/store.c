@@ -312,7 +312,7 @@ int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec
 	if (vl < HDR) {
 		leveldb_free(v);
 		log_error("block store: record %s is truncated", cfs_id_short(key, (char[9]){ 0 }));
-		return -EIO;
+		return -EUCLEAN; /* damaged, not a passing read error: only this may be dropped */
 	}
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = (uint8_t)v[0];

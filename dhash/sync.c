@@ -427,7 +427,7 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
 	} else if (reply->lease_until <= dhash__wall_now()) {
 		/* expired there: left to the collectors */
-	} else if ((m = scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) {
+	} else if ((m = scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
 		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
 		free(mine.data);
 	} else if (m == -ENOENT) {

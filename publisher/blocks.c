@@ -80,8 +80,10 @@ int pub__walk_blocks(const struct sfsro_source *src, const struct cfs_id *root_d
 		if (it.kind != KIND_DATA) {
 			uint8_t *b;
 			size_t len;
-			if ((r = src->get(src->ctx, &it.key, &b, &len)) < 0 ||
-			    (r = sfsro_verify_hash(&it.key, b, len)) < 0) {
+			if ((r = src->get(src->ctx, &it.key, &b, &len)) == 0 &&
+			    (r = sfsro_verify_hash(&it.key, b, len)) < 0)
+				free(b);
+			if (r < 0) {
 				char h[65];
 				log_error_errno(r, "cannot read block %s", cfs_id_hex(&it.key, h));
 				break;

@@ -501,22 +501,36 @@ static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 
 /* After the put: the root the store now answers with must be ours. A
  * replica may hold another root under the same sequence, or a higher one
- * (the key used elsewhere): the publish did not take, and is not said to. */
+ * (the key used elsewhere): the publish did not take, and is not said to.
+ * An older one, or none, may be a replica still taking ours: asked again
+ * a few times, then only warned about (the put was acknowledged). */
 static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
 {
 	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
 	struct sfsro_root got;
-	int r = sfsro_walk_root(src, &mine->pk, 0, 0, &got);
+	int r = 0;
 
+	for (int attempt = 0; attempt < 5; attempt++) {
+		if (attempt)
+			usleep(200000u * attempt);
+		if ((r = sfsro_walk_root(src, &mine->pk, 0, 0, &got)) < 0)
+			continue;
+		if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
+		    got.issued == mine->issued && got.valid_until == mine->valid_until)
+			return 0;
+		if (got.seq >= mine->seq)
+			return log_error_errno(-ESTALE, "another root of this volume is stored (sequence %lu, "
+			                       "this publish signed %lu): the key is used by another "
+			                       "publisher, or its sequence record was lost; this version "
+			                       "did not take", (unsigned long)got.seq, (unsigned long)mine->seq);
+	}
 	if (r < 0)
-		return log_error_errno(r, "the root just stored cannot be read back");
-	if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
-	    got.issued == mine->issued && got.valid_until == mine->valid_until)
-		return 0;
-	return log_error_errno(-ESTALE, "another root of this volume is stored (sequence %lu, "
-	                       "this publish signed %lu): the key is used by another publisher, "
-	                       "or its sequence record was lost; this version did not take",
-	                       (unsigned long)got.seq, (unsigned long)mine->seq);
+		log_warn_errno(r, "the root just stored (sequence %lu) cannot be read back yet",
+		               (unsigned long)mine->seq);
+	else
+		log_warn("the store still answers with sequence %lu, not the %lu just stored; its "
+		         "replicas may be catching up", (unsigned long)got.seq, (unsigned long)mine->seq);
+	return 0;
 }
 
 /* The root is valid until the leases its blocks got: what was asked, or

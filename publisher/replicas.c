@@ -154,7 +154,8 @@ static int repair(struct rep *rp, uint64_t lease_until)
 		rp->st->repaired++;
 		rp->origin = xrealloc(rp->origin, (rp->n - n + 1) * sizeof(*rp->origin));
 		rp->origin[rp->n - n] = i;
-		collect(rp, &rp->keys[i]);
+		struct cfs_id key = rp->keys[i]; /* collect may move rp->keys */
+		collect(rp, &key);
 	}
 	if (rp->n > n) {
 		rp->good = xrealloc(rp->good, rp->n);

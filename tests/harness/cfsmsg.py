@@ -50,7 +50,7 @@ def node(nid, port, vindex=0):
     return arr([binb(nid), binb(bytes([127, 0, 0, 1])), u(port), u(vindex), COORD])
 
 
-def msg(mtype, body, sender=None, version=1, reqid=None):
+def msg(mtype, body, sender=None, version=2, reqid=None):
     reqid = reqid if reqid is not None else int.from_bytes(os.urandom(4), "big")
     frm = arr([u(sender[1]), binb(sender[0])]) if sender else NIL
     return arr([u(version), u(mtype), u(0), u(reqid), u(0), frm, NIL, COORD, arr(body)])

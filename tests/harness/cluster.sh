@@ -167,11 +167,18 @@ cluster_wait_correct() {
 cluster_kill() { kill -KILL "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
 cluster_stop() { kill -TERM "${CL_PID[$1]}" 2>/dev/null || true; wait "${CL_PID[$1]}" 2>/dev/null || true; CL_PID[$1]=""; }
 # A restarted node joins through its first bootstrap if that one is alive,
-# else through the first live node.
+# else through the first live node. The node that started the ring has no
+# bootstrap: back alone it would start a second ring, so it joins the first
+# live node too.
 cluster_restart() {
 	local i=$1 j boot
 	boot=$(sed -n 's/.*--bootstrap \([^ ]*\).*/\1/p' <<<"${CL_ARGS[$i]}")
-	if [ -n "$boot" ]; then
+	if [ -z "$boot" ]; then
+		for ((j = 0; j < CL_N; j++)); do
+			[ "$j" != "$i" ] && cluster_alive "$j" && break
+		done
+		[ "$j" -lt "$CL_N" ] && CL_ARGS[$i]="${CL_ARGS[$i]} --bootstrap ${CL_IP[$j]}:${CL_PORT[$j]}"
+	else
 		for ((j = 0; j < CL_N; j++)); do
 			[ "${CL_IP[$j]}:${CL_PORT[$j]}" = "$boot" ] && break
 		done

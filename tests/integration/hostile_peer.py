@@ -33,7 +33,7 @@ def main():
                  sender=(me, 0)), dst)
     # 4. Malformed: wrong version, unknown type, an oversized node list,
     #    truncated, garbage.
-    s.sendto(msg(1, [], version=2), dst)
+    s.sendto(msg(1, [], version=3), dst)
     s.sendto(msg(99, []), dst)
     s.sendto(msg(6, [arr([]), arr([node(fakes[0], fake_base)] * 65)], sender=(me, 0)), dst)
     s.sendto(msg(1, [])[:-3], dst)

@@ -260,7 +260,7 @@ Test(msg, header_checks)
 	cr_assert(dec(&p, &why) == 0);
 
 	pk_init(&p);
-	pk_header(&p, 9, 2, CFS_MSG_PING, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION + 1, CFS_MSG_PING, 0, 0, 0);
 	cr_assert(dec(&p, &why) == -EPROTONOSUPPORT, "unknown version");
 	pk_init(&p);
 	msgpack_pack_array(&p.pk, 2);
@@ -298,7 +298,7 @@ Test(msg, header_checks)
 	pk_init(&p); /* 10 header items */
 	msgpack_pack_array(&p.pk, 10);
 	for (int i = 0; i < 10; i++)
-		msgpack_pack_uint8(&p.pk, 1);
+		msgpack_pack_uint8(&p.pk, i == 0 ? CFS_PROTO_VERSION : 1);
 	cr_assert(dec(&p, &why) == -EPROTO);
 
 	pk_init(&p); /* a sender that is neither nil nor [vindex, id] */

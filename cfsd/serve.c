@@ -1,0 +1,383 @@
+/*
+ * cfsd's control socket: the requests of local tools (cfsctl, cfs-publish,
+ * cfs-mount, cfs-cat, cfs-fsck), each answered on its connection. Status
+ * and listings are answered at once; lookups, gets, puts, locates and
+ * batches of haves / refreshes run on the daemon's DHash client and are
+ * answered from its callbacks, so a connection outlives its stream while
+ * any is still running.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfsd/serve.h"
+
+static struct cfsd_serve_env E;
+static struct cfs_msg R; /* a reply; large: not on the stack */
+static uint64_t ctl_requests, ctl_malformed;
+
+void cfsd_serve_init(const struct cfsd_serve_env *env)
+{
+	E = *env;
+}
+
+uint64_t cfsd_serve_requests(bool malformed)
+{
+	return malformed ? ctl_malformed : ctl_requests;
+}
+
+
+/* One control connection; it outlives its stream while lookups it asked
+ * for are still running. */
+struct conn {
+	cfs_stream_t *s;
+	unsigned pending;
+	bool closed;
+	struct conn *next, **pprev;
+};
+static struct conn *conns;
+
+/* A control request answered later (lookup, get, put). */
+struct ctl_req {
+	struct conn *k;
+	uint64_t reqid;
+};
+
+static void conn_put(struct conn *k)
+{
+	if (k->closed && k->pending == 0)
+		free(k);
+}
+
+static void conn_close(struct conn *k)
+{
+	if (k->closed)
+		return;
+	k->closed = true;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	*k->pprev = k->next;
+	cfs_stream_close(k->s);
+	conn_put(k);
+}
+
+static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+{
+	cfs_msg_init(&R, (enum cfs_msg_type)req->type);
+	R.is_reply = true;
+	R.reqid = req->reqid;
+	R.status = status;
+	(void)cfs_stream_write_msg(s, &R);
+}
+
+static void ctl_req_end(struct ctl_req *q)
+{
+	q->k->pending--;
+	conn_put(q->k);
+	free(q);
+}
+
+static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
+{
+	struct ctl_req *q = arg;
+	struct conn *k = q->k;
+
+	if (!k->closed) {
+		cfs_msg_init(&R, CFS_MSG_CTL_LOOKUP);
+		R.is_reply = true;
+		R.reqid = q->reqid;
+		R.status = r->status;
+		R.hops = r->hops;
+		R.count = r->rpcs;
+		R.timeouts = r->timeouts;
+		R.n_nodes = r->n;
+		memcpy(R.nodes, r->succ, r->n * sizeof(r->succ[0]));
+		(void)cfs_stream_write_msg(k->s, &R);
+	}
+	ctl_req_end(q);
+}
+
+/* CTL_GET / CTL_PUT / CTL_LOCATE: the daemon's DHash client does the work. */
+
+static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
+{
+	struct ctl_req *q = arg;
+	uint8_t states[CFS_MSG_MAX_NODES];
+
+	if (!q->k->closed) {
+		cfs_msg_init(&R, CFS_MSG_CTL_LOCATE);
+		R.is_reply = true;
+		R.reqid = q->reqid;
+		R.status = r->status;
+		if (r->status == 0) {
+			for (uint32_t i = 0; i < r->n; i++)
+				states[i] = (uint8_t)r->state[i];
+			R.n_nodes = r->n;
+			memcpy(R.nodes, r->nodes, r->n * sizeof(r->nodes[0]));
+			R.data = (struct cfs_bytes){ states, r->n };
+		}
+		(void)cfs_stream_write_msg(q->k->s, &R);
+	}
+	ctl_req_end(q);
+}
+
+
+static void ctl_get_done(void *arg, const struct dhash_get_result *r)
+{
+	struct ctl_req *q = arg;
+
+	if (!q->k->closed) {
+		cfs_msg_init(&R, CFS_MSG_CTL_GET);
+		R.is_reply = true;
+		R.reqid = q->reqid;
+		R.status = r->status;
+		if (r->status == 0) {
+			R.kind = r->kind;
+			R.data = (struct cfs_bytes){ r->data, r->len };
+		}
+		(void)cfs_stream_write_msg(q->k->s, &R);
+	}
+	ctl_req_end(q);
+}
+
+static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
+{
+	struct ctl_req *q = arg;
+
+	if (!q->k->closed) {
+		cfs_msg_init(&R, CFS_MSG_CTL_PUT);
+		R.is_reply = true;
+		R.reqid = q->reqid;
+		R.status = status;
+		if (status == 0) {
+			R.key = *key;
+			R.lease_until = lease;
+		}
+		(void)cfs_stream_write_msg(q->k->s, &R);
+	}
+	ctl_req_end(q);
+}
+
+static void ctl_block(struct conn *k, const struct cfs_msg *req)
+{
+	struct ctl_req *q = xcalloc(1, sizeof(*q));
+	int r;
+
+	q->k = k;
+	q->reqid = req->reqid;
+	if (req->type == CFS_MSG_CTL_GET)
+		r = dhash_get(E.client, &req->key, ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_LOCATE)
+		r = dhash_locate(E.client, &req->key, ctl_locate_done, q);
+	else
+		r = dhash_put(E.client, req->kind, req->data.p, req->data.len, req->lease_until,
+		              ctl_put_done, q);
+	if (r < 0) {
+		ctl_reply_error(k->s, req, r);
+		free(q);
+		return;
+	}
+	k->pending++;
+}
+
+/* CTL_HAVE / CTL_REFRESH: one client operation per key, one reply with a
+ * bitmap once all are answered. The first hard error answers for the batch. */
+struct ctl_batch;
+struct ctl_key {
+	struct ctl_batch *b;
+	uint32_t i;
+};
+struct ctl_batch {
+	struct ctl_req q;         /* first: ctl_req_end frees the batch */
+	uint8_t type;
+	uint32_t left;
+	int err;
+	uint32_t n;
+	uint64_t granted;         /* refresh: the least lease any key got */
+	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
+	struct ctl_key keys[];
+};
+
+static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
+                         uint64_t lease)
+{
+	struct ctl_key *ck = arg;
+	struct ctl_batch *b = ck->b;
+
+	if (status == 0 && found) {
+		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
+		if (lease && (!b->granted || lease < b->granted))
+			b->granted = lease;
+	}
+	/* A have that reached nobody, or a refresh that reached no replica,
+	 * is not an answer: the caller must not take it for "absent". */
+	if (status < 0 && status != -ENOENT && !b->err)
+		b->err = status;
+	if (--b->left)
+		return;
+	if (!b->q.k->closed) {
+		cfs_msg_init(&R, (enum cfs_msg_type)b->type);
+		R.is_reply = true;
+		R.reqid = b->q.reqid;
+		R.status = b->err;
+		if (!b->err) {
+			R.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
+			R.lease_until = b->granted;
+		}
+		(void)cfs_stream_write_msg(b->q.k->s, &R);
+	}
+	ctl_req_end(&b->q);
+}
+
+static void ctl_keys(struct conn *k, const struct cfs_msg *req)
+{
+	struct ctl_batch *b = xcalloc(1, sizeof(*b) + req->n_keys * sizeof(b->keys[0]));
+
+	b->q.k = k;
+	b->q.reqid = req->reqid;
+	b->type = req->type;
+	b->n = req->n_keys;
+	b->left = 1; /* held until every key is started */
+	k->pending++;
+	for (uint32_t i = 0; i < req->n_keys; i++) {
+		int r;
+		b->keys[i] = (struct ctl_key){ b, i };
+		b->left++;
+		if (req->type == CFS_MSG_CTL_HAVE)
+			r = dhash_have(E.client, &req->keys[i], ctl_key_done, &b->keys[i]);
+		else
+			r = dhash_refresh(E.client, &req->keys[i], req->lease_until, ctl_key_done,
+			                  &b->keys[i]);
+		if (r < 0) {
+			b->left--;
+			if (!b->err)
+				b->err = r;
+		}
+	}
+	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0, 0);
+}
+
+/* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
+static void ctl_list(cfs_stream_t *s, const struct cfs_msg *req)
+{
+	struct cfs_id *keys = xmalloc(CFS_MSG_MAX_KEYS * sizeof(*keys));
+	bool more;
+	uint32_t n = dhash_server_keys(E.dhash, (req->flags & CFS_KEYS_F_AFTER) ? &req->key : NULL,
+	                               keys, CFS_MSG_MAX_KEYS, &more);
+	int r;
+
+	cfs_msg_init(&R, CFS_MSG_CTL_KEYS);
+	R.is_reply = true;
+	R.reqid = req->reqid;
+	R.flags = more ? CFS_KEYS_F_MORE : 0;
+	R.keys = keys;
+	R.n_keys = n;
+	if ((r = cfs_stream_write_msg(s, &R)) < 0)
+		log_warn_errno(r, "control: cannot send a page of keys");
+	free(keys);
+}
+
+/* CTL_PIN / CTL_UNPIN / CTL_PINS: the pinner (cfsd/pin.c) answers at once. */
+static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
+{
+	struct cfs_pubkey pk;
+	struct cfs_sbuf b = { 0 };
+	int r = 0;
+
+	memcpy(pk.b, req->key.b, sizeof(pk.b));
+	if (req->type == CFS_MSG_CTL_PIN)
+		r = cfsd_pinner_add(E.pinner, &pk);
+	else if (req->type == CFS_MSG_CTL_UNPIN)
+		r = cfsd_pinner_remove(E.pinner, &pk);
+	else
+		cfsd_pinner_report(E.pinner, &b, req->flags & CFS_STATUS_F_JSON);
+	if (r < 0) {
+		ctl_reply_error(s, req, r);
+		return;
+	}
+	cfs_msg_init(&R, (enum cfs_msg_type)req->type);
+	R.is_reply = true;
+	R.reqid = req->reqid;
+	R.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
+	if ((r = cfs_stream_write_msg(s, &R)) < 0)
+		log_warn_errno(r, "control: cannot answer %s", cfs_msg_type_name(req->type));
+	free(b.p);
+}
+
+static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
+{
+	struct conn *k = arg;
+	struct cfs_msg *req = xmalloc(sizeof(*req));
+	const char *why = "";
+	int r = cfs_msg_decode(f, len, req, &why);
+
+	if (r < 0 || req->is_reply) {
+		ctl_malformed++;
+		log_debug("control: dropping a malformed request (%s)", r < 0 ? why : "a reply");
+		conn_close(k);
+		free(req);
+		return;
+	}
+	ctl_requests++;
+	if (req->type == CFS_MSG_CTL_STATUS) {
+		struct cfs_sbuf b = { 0 };
+		E.status(&b, req->flags & CFS_STATUS_F_JSON);
+		cfs_msg_init(&R, CFS_MSG_CTL_STATUS);
+		R.is_reply = true;
+		R.reqid = req->reqid;
+		R.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
+		if ((r = cfs_stream_write_msg(s, &R)) < 0)
+			log_warn_errno(r, "control: cannot send status");
+		free(b.p);
+	} else if (req->type == CFS_MSG_CTL_LOOKUP) {
+		struct chord_lookup_opts o = { .mode = req->mode, .nsucc = req->nsucc,
+		                               .flags = req->flags & CFS_LOOKUP_F_VERIFY };
+		struct ctl_req *q = xcalloc(1, sizeof(*q));
+		q->k = k;
+		q->reqid = req->reqid;
+		if (!chord_mode_ok(o.mode)) {
+			ctl_reply_error(s, req, -EINVAL);
+			free(q);
+		} else if ((r = chord_lookup(E.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {
+			ctl_reply_error(s, req, r);
+			free(q);
+		} else {
+			k->pending++;
+		}
+	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
+	           req->type == CFS_MSG_CTL_LOCATE) {
+		ctl_block(k, req);
+	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
+		ctl_keys(k, req);
+	} else if (req->type == CFS_MSG_CTL_KEYS) {
+		ctl_list(s, req);
+	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
+		ctl_pin(s, req);
+	} else {
+		ctl_reply_error(s, req, -EOPNOTSUPP);
+	}
+	free(req);
+}
+
+static void ctl_end(void *arg, cfs_stream_t *s, int status)
+{
+	conn_close(arg);
+}
+
+void cfsd_serve_accept(void *arg, cfs_stream_t *s)
+{
+	struct conn *k = xcalloc(1, sizeof(*k));
+
+	k->s = s;
+	k->next = conns;
+	if (conns)
+		conns->pprev = &k->next;
+	k->pprev = &conns;
+	conns = k;
+	cfs_stream_start(s, ctl_frame, ctl_end, k);
+}
+
+void cfsd_serve_close_all(void)
+{
+	while (conns)
+		conn_close(conns);
+}

@@ -1,0 +1,27 @@
+/* cfsd/ internals: the control socket's server (serve.c). */
+#ifndef CFSD_SERVE_H
+#define CFSD_SERVE_H
+
+#include "cfsd/cfsd.h"
+#include "cfsd/pin.h"
+#include "chord/chord.h"
+#include "dhash/dhash.h"
+
+/* What the requests are served from: the daemon's pieces. */
+struct cfsd_serve_env {
+	chord_t *chord;
+	dhash_server_t *dhash;
+	dhash_client_t *client;
+	cfsd_pinner_t *pinner;
+	void (*status)(struct cfs_sbuf *b, bool json); /* CTL_STATUS's report */
+};
+
+void cfsd_serve_init(const struct cfsd_serve_env *env);
+/* The listener's callback: serve a new connection. */
+void cfsd_serve_accept(void *arg, cfs_stream_t *s);
+/* Close every connection (shutdown); their running requests end quietly. */
+void cfsd_serve_close_all(void);
+/* Requests served, or (malformed) dropped as malformed. */
+uint64_t cfsd_serve_requests(bool malformed);
+
+#endif

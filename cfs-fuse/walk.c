@@ -49,9 +49,7 @@ static int dir_decode(const struct fblk *b, uint32_t want_height, const struct c
 
 	if (r == 0 && want_height != UINT32_MAX && d->height != want_height)
 		r = -EPROTO;
-	if (r == 0 && lo && (d->n == 0 || sfsro_name_cmp(first_name(d, 0), lo) != 0))
-		r = -EPROTO;
-	if (r == 0 && hi && d->n > 0 && sfsro_name_cmp(first_name(d, d->n - 1), hi) >= 0)
+	if (r == 0 && !sfsro_dir_in_range(d, lo, hi))
 		r = -EPROTO;
 	if (r == 0)
 		return 0;

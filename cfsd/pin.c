@@ -80,31 +80,15 @@ static int cache_put(void *ctx, const struct cfs_id *key, uint32_t kind, const u
  * crash leaves the old list or the new one, never half of one. */
 static int save(cfsd_pinner_t *p)
 {
-	char tmp[620];
-	FILE *f;
-	int fd, r = 0;
+	struct cfs_sbuf b = { 0 };
+	int r;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p->path);
-	if (!(f = fopen(tmp, "w")))
-		return log_error_errno(-errno, "cannot write %s", tmp);
-	fprintf(f, "# cfsd pins: VOLUME HIGHEST-ROOT-SEQUENCE-SEEN (cfsctl pin / unpin)\n");
+	cfs_sb_printf(&b, "# cfsd pins: VOLUME HIGHEST-ROOT-SEQUENCE-SEEN (cfsctl pin / unpin)\n");
 	for (struct pin *q = p->pins; q; q = q->next)
-		fprintf(f, "%s %lu\n", q->name, (unsigned long)q->seq);
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-		r = -errno;
-	if (fclose(f) != 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, p->path) != 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return log_error_errno(r, "cannot write %s", p->path);
-	}
-	if ((fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		(void)fsync(fd);
-		close(fd);
-	}
-	return 0;
+		cfs_sb_printf(&b, "%s %lu\n", q->name, (unsigned long)q->seq);
+	r = cfs_write_file_atomic(p->path, b.p, b.len, 0600);
+	free(b.p);
+	return r < 0 ? log_error_errno(r, "cannot write %s", p->path) : 0;
 }
 
 static struct pin *pin_new(cfsd_pinner_t *p, const struct cfs_pubkey *pk, uint64_t seq)

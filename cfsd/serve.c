@@ -179,8 +179,8 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	k->pending++;
 }
 
-/* CTL_HAVE / CTL_REFRESH: one client operation per key, one reply with a
- * bitmap once all are answered. The first hard error answers for the batch. */
+/* CTL_HAVE: one client operation per key, one reply with a bitmap once
+ * all are answered. The first hard error answers for the batch. */
 struct ctl_batch;
 struct ctl_key {
 	struct ctl_batch *b;
@@ -192,7 +192,6 @@ struct ctl_batch {
 	uint32_t left;
 	int err;
 	uint32_t n;
-	uint64_t granted;         /* refresh: the least lease any key got */
 	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
 	struct ctl_key keys[];
 };
@@ -203,13 +202,10 @@ static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32
 	struct ctl_key *ck = arg;
 	struct ctl_batch *b = ck->b;
 
-	if (status == 0 && found) {
+	if (status == 0 && found)
 		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
-		if (lease && (!b->granted || lease < b->granted))
-			b->granted = lease;
-	}
-	/* A have that reached nobody, or a refresh that reached no replica,
-	 * is not an answer: the caller must not take it for "absent". */
+	/* A have that reached nobody is not an answer: the caller must not
+	 * take it for "absent". */
 	if (status < 0 && status != -ENOENT && !b->err)
 		b->err = status;
 	if (--b->left)
@@ -219,10 +215,8 @@ static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32
 		R.is_reply = true;
 		R.reqid = b->q.reqid;
 		R.status = b->err;
-		if (!b->err) {
+		if (!b->err)
 			R.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
-			R.lease_until = b->granted;
-		}
 		(void)cfs_stream_write_msg(b->q.k->s, &R);
 	}
 	ctl_req_end(&b->q);
@@ -239,14 +233,9 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 	b->left = 1; /* held until every key is started */
 	k->pending++;
 	for (uint32_t i = 0; i < req->n_keys; i++) {
-		int r;
 		b->keys[i] = (struct ctl_key){ b, i };
 		b->left++;
-		if (req->type == CFS_MSG_CTL_HAVE)
-			r = dhash_have(E.client, &req->keys[i], ctl_key_done, &b->keys[i]);
-		else
-			r = dhash_refresh(E.client, &req->keys[i], req->lease_until, ctl_key_done,
-			                  &b->keys[i]);
+		int r = dhash_have(E.client, &req->keys[i], ctl_key_done, &b->keys[i]);
 		if (r < 0) {
 			b->left--;
 			if (!b->err)
@@ -254,6 +243,42 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 		}
 	}
 	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0, 0);
+}
+
+/* CTL_REFRESH: the whole batch at once, one REFRESH per server
+ * (dhash_refresh_many), the publisher's pass over every block. */
+static void ctl_refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+{
+	struct ctl_req *q = arg;
+
+	if (!q->k->closed) {
+		cfs_msg_init(&R, CFS_MSG_CTL_REFRESH);
+		R.is_reply = true;
+		R.reqid = q->reqid;
+		R.status = status;
+		if (status == 0) {
+			R.data = (struct cfs_bytes){ bits, (n + 7) / 8 };
+			R.lease_until = lease;
+		}
+		(void)cfs_stream_write_msg(q->k->s, &R);
+	}
+	ctl_req_end(q);
+}
+
+static void ctl_refresh(struct conn *k, const struct cfs_msg *req)
+{
+	struct ctl_req *q = xcalloc(1, sizeof(*q));
+	int r;
+
+	q->k = k;
+	q->reqid = req->reqid;
+	if ((r = dhash_refresh_many(E.client, req->keys, req->n_keys, req->lease_until, ctl_refresh_done,
+	                            q)) < 0) {
+		ctl_reply_error(k->s, req, r);
+		free(q);
+		return;
+	}
+	k->pending++;
 }
 
 /* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
@@ -346,8 +371,10 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
 	           req->type == CFS_MSG_CTL_LOCATE) {
 		ctl_block(k, req);
-	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
+	} else if (req->type == CFS_MSG_CTL_HAVE) {
 		ctl_keys(k, req);
+	} else if (req->type == CFS_MSG_CTL_REFRESH) {
+		ctl_refresh(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
 		ctl_list(s, req);
 	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {

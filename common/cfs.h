@@ -66,6 +66,9 @@ int cfs_user_dir(char *buf, size_t n, const char *as_root, const char *xdg_var,
  * or the new one. */
 uint64_t cfs_num_load(const char *path);
 int cfs_num_store(const char *path, uint64_t v) CFS_WUR;
+/* Replace path by len bytes, atomically and durably: a temporary file
+ * (mode), flushed, renamed into place, its directory flushed. */
+int cfs_write_file_atomic(const char *path, const void *p, size_t len, unsigned mode) CFS_WUR;
 
 /* A growing text buffer (status reports, JSON). */
 struct cfs_sbuf {

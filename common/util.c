@@ -375,16 +375,26 @@ uint64_t cfs_num_load(const char *path)
 	return v;
 }
 
-int cfs_num_store(const char *path, uint64_t v)
+int cfs_write_file_atomic(const char *path, const void *p, size_t len, unsigned mode)
 {
-	char tmp[4300];
+	char tmp[4300], dir[4300];
+	const uint8_t *b = p;
 	int fd, r = 0;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
 		return -errno;
-	if (dprintf(fd, "%llu\n", (unsigned long long)v) < 0 || fsync(fd) < 0)
+	while (len > 0 && r == 0) {
+		ssize_t n = write(fd, b, len);
+		if (n < 0) {
+			r = -errno;
+		} else {
+			b += n;
+			len -= (size_t)n;
+		}
+	}
+	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -395,7 +405,6 @@ int cfs_num_store(const char *path, uint64_t v)
 		return r;
 	}
 	/* the rename itself survives a crash only once the directory is synced */
-	char dir[4300];
 	snprintf(dir, sizeof(dir), "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (slash == dir)
@@ -410,4 +419,12 @@ int cfs_num_store(const char *path, uint64_t v)
 		r = -errno;
 	close(fd);
 	return r;
+}
+
+int cfs_num_store(const char *path, uint64_t v)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)v);
+
+	return cfs_write_file_atomic(path, line, (size_t)n, 0600);
 }

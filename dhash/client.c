@@ -833,3 +833,8 @@ void dhash__client_release(dhash_client_t *d)
 	d->holds--;
 	client_maybe_free(d);
 }
+
+uint64_t dhash__client_lease(const dhash_client_t *d)
+{
+	return d->cfg.lease_s;
+}

@@ -160,6 +160,16 @@ int dhash_have(dhash_client_t *d, const struct cfs_id *key, dhash_key_cb cb, voi
  * configured lease). */
 int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_until,
                   dhash_key_cb cb, void *arg) CFS_WUR;
+/* bits[i / 8] >> (i % 8) & 1 answers key i (valid during the call); for
+ * a refresh, lease is the least lease granted to any key found (0: none). */
+typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n,
+                              uint64_t lease);
+/* dhash_refresh of n keys at once: each key looked up, then one REFRESH
+ * per server naming all the keys it holds replicas of. Bit i: some replica
+ * had key i. Fails (-ETIMEDOUT, a lookup's error) when some key reached
+ * none of its servers. */
+int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
+                       uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
 
 /* Where are key's copies? Its k responsible servers (the distinct
  * successors), each asked for the block and its answer verified. A copy
@@ -222,10 +232,6 @@ int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
 /* That directory's control socket. -ENAMETOOLONG if it does not fit. */
 int dhash_default_socket(char *buf, size_t n) CFS_WUR;
 
-/* bits[i / 8] >> (i % 8) & 1 answers key i (valid during the call); for
- * a refresh, lease is the least lease granted to any key found (0: none). */
-typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n,
-                              uint64_t lease);
 
 /* A client of the daemon listening at sock; it connects on first use and
  * again after the connection ends. A request unanswered after timeout_ms

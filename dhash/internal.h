@@ -34,6 +34,10 @@ int dhash_store_put(dhash_store_t *s, const struct cfs_id *key, const struct dha
  * returns the batch's write error, if any (then every written record has it). */
 int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const struct dhash_rec *recs,
                          size_t n, int *status);
+/* The same for n keys in one synchronous write (a REFRESH): found[i] tells
+ * whether key i is stored; an error is the store's (then nothing moved). */
+int dhash_store_extend_many(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
+                            uint64_t lease_until, bool *found);
 /* Extend key's lease to lease_until (never shortening): -ENOENT if absent. */
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until);
 /* Blocks whose lease ends at or before until (counting stops at max). */
@@ -70,6 +74,7 @@ int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_
 chord_t *dhash__client_chord(const dhash_client_t *d);
 uint32_t dhash__client_replicas(const dhash_client_t *d);
 uint32_t dhash__client_mode(const dhash_client_t *d);
+uint64_t dhash__client_lease(const dhash_client_t *d);
 bool dhash__client_closing(const dhash_client_t *d);
 void dhash__client_hold(dhash_client_t *d);
 void dhash__client_release(dhash_client_t *d);

@@ -381,6 +381,19 @@ static void plain_located(void *arg, const struct dhash_locate_result *r)
 	req_free(q);
 }
 
+static void plain_refreshed(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+{
+	struct pcall *k = arg;
+	dhash_local_t *l = k->l;
+	struct lreq *q = pcall_end(k);
+
+	if (!q)
+		return;
+	req_take(l, q);
+	q->bits_cb(q->arg, status, bits, n, lease);
+	req_free(q);
+}
+
 static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found,
                       uint64_t lease)
 {
@@ -451,13 +464,19 @@ static void plain_start(dhash_local_t *l, struct lreq *q)
 		}
 		break;
 	}
+	case CFS_MSG_CTL_REFRESH: {
+		struct pcall *k = pcall_new(l, q, 0);
+		if ((r = dhash_refresh_many(l->dc, keys, q->n_keys, q->lease_until, plain_refreshed, k)) < 0) {
+			l->calls--;
+			free(k);
+		}
+		break;
+	}
 	default:
 		q->bits = xcalloc(1, (q->n_keys + 7) / 8);
 		for (uint32_t i = 0; i < q->n_keys && r == 0; i++) {
 			struct pcall *k = pcall_new(l, q, i);
-			r = q->type == CFS_MSG_CTL_HAVE
-			        ? dhash_have(l->dc, &keys[i], plain_key, k)
-			        : dhash_refresh(l->dc, &keys[i], q->lease_until, plain_key, k);
+			r = dhash_have(l->dc, &keys[i], plain_key, k);
 			if (r < 0) {
 				l->calls--;
 				free(k);

@@ -353,19 +353,18 @@ static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const stru
 	uint64_t lease = req->type == CFS_MSG_REFRESH ? dhash__grant_lease(s, req->lease_until) : 0;
 	int err = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
-		bool have;
-		if (req->type == CFS_MSG_REFRESH) {
-			int r = dhash_store_extend(s->store, &req->keys[i], lease);
-			if (r < 0 && r != -ENOENT)
-				err = r;
-			have = r == 0;
-		} else {
-			have = dhash_store_has(s->store, &req->keys[i]);
-		}
-		if (have)
+	bool have[CFS_MSG_MAX_KEYS];
+
+	/* a REFRESH's extensions share one synchronous write: one sync per
+	 * message, not per key (a publisher renews every block it references) */
+	if (req->type == CFS_MSG_REFRESH)
+		err = dhash_store_extend_many(s->store, req->keys, n, lease, have);
+	else
+		for (uint32_t i = 0; i < n; i++)
+			have[i] = dhash_store_has(s->store, &req->keys[i]);
+	for (uint32_t i = 0; i < n; i++)
+		if (have[i])
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
-	}
 	if (req->type == CFS_MSG_REFRESH)
 		s->refreshes += n;
 	else

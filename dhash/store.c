@@ -479,22 +479,55 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
 	return r;
 }
 
+int dhash_store_extend_many(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
+                            uint64_t lease_until, bool *found)
+{
+	struct dhash_rec *old = xcalloc(n ? n : 1, sizeof(*old)), *nr = xcalloc(n ? n : 1, sizeof(*nr));
+	bool *write = xcalloc(n ? n : 1, sizeof(*write));
+	leveldb_writebatch_t *b = NULL;
+	char *err = NULL;
+	int r = 0;
+
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		int g = dhash_store_get(s, &keys[i], &old[i]);
+		found[i] = g == 0;
+		if (g < 0 && g != -ENOENT)
+			r = g;
+		if (g < 0 || old[i].lease_until >= lease_until)
+			continue;
+		if (!b && (r = store_writable(s)) < 0)
+			break;
+		if (!b)
+			b = leveldb_writebatch_create();
+		nr[i] = old[i];
+		nr[i].lease_until = lease_until;
+		batch_rec(b, &keys[i], &nr[i], &old[i]);
+		write[i] = true;
+	}
+	if (b && r == 0) {
+		leveldb_write(s->db, s->wo_sync, b, &err);
+		if (err)
+			r = write_failed(s, err, "write");
+		for (uint32_t i = 0; i < n && r == 0; i++)
+			if (write[i])
+				account(s, &nr[i], &old[i]);
+	}
+	if (b)
+		leveldb_writebatch_destroy(b);
+	for (uint32_t i = 0; i < n; i++)
+		free(old[i].data);
+	free(old);
+	free(nr);
+	free(write);
+	return r;
+}
+
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until)
 {
-	struct dhash_rec old;
-	int r = dhash_store_get(s, key, &old);
+	bool found;
+	int r = dhash_store_extend_many(s, key, 1, lease_until, &found);
 
-	if (r < 0)
-		return r;
-	if (old.lease_until >= lease_until) {
-		free(old.data);
-		return 0;
-	}
-	struct dhash_rec nr = old;
-	nr.lease_until = lease_until;
-	r = write_rec(s, key, &nr, &old);
-	free(old.data);
-	return r;
+	return r < 0 ? r : found ? 0 : -ENOENT;
 }
 
 /* Delete key's block record (when blk) and its lease entry at until (when

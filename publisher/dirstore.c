@@ -221,37 +221,10 @@ static int sync_dir(const char *path)
 	return r;
 }
 
-/* Replace a root file atomically and durably: a temporary file, flushed,
- * renamed into place, the directory flushed. */
+/* Replace a root file atomically and durably. */
 static int write_root(const struct dirstore *d, const char *path, const uint8_t *p, size_t len)
 {
-	char tmp[4300], dir[4200];
-	int fd, r = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return -errno;
-	while (len > 0 && r == 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0)
-			r = -errno;
-		else {
-			p += n;
-			len -= (size_t)n;
-		}
-	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	snprintf(dir, sizeof(dir), "%s/roots", d->path);
-	return sync_dir(dir);
+	return cfs_write_file_atomic(path, p, len, 0644);
 }
 
 static int read_file(const char *path, uint8_t **ret, size_t *ret_len)

@@ -478,3 +478,17 @@ bad:
 	sfsro_dir_clear(ret);
 	return -EPROTO;
 }
+
+bool sfsro_dir_in_range(const struct sfsro_dir *d, const struct cfs_bytes *lo,
+                        const struct cfs_bytes *hi)
+{
+	const struct cfs_bytes *first = d->n == 0 ? NULL
+	                                : d->height ? &d->children[0].first : &d->entries[0].name;
+	const struct cfs_bytes *last = d->n == 0 ? NULL
+	                               : d->height ? &d->children[d->n - 1].first
+	                                           : &d->entries[d->n - 1].name;
+
+	if (lo && (!first || sfsro_name_cmp(first, lo) != 0))
+		return false;
+	return !hi || !last || sfsro_name_cmp(last, hi) < 0;
+}

@@ -123,6 +123,12 @@ int sfsro_inode_decode(const uint8_t *p, size_t len, struct sfsro_inode *ret) CF
  * and strictly increasing. */
 int sfsro_dir_decode(const uint8_t *p, size_t len, struct sfsro_dir *ret) CFS_WUR;
 void sfsro_dir_clear(struct sfsro_dir *d);
+/* Does directory block d sit where its parent's index puts it: its first
+ * name is lo (NULL: the top block, any) and every name is below hi (NULL:
+ * no bound)? A hostile index that names one block twice, or blocks out of
+ * order, fails this at the first wrong block. */
+bool sfsro_dir_in_range(const struct sfsro_dir *d, const struct cfs_bytes *lo,
+                        const struct cfs_bytes *hi);
 
 /* ---- building trees (deterministic; blocks go to emit) */
 

@@ -68,13 +68,7 @@ static const struct cfs_bytes *first_name(const struct sfsro_dir *d, uint32_t i)
 static int check_range(const struct cfs_id *key, const struct sfsro_dir *d, const struct cfs_bytes *lo,
                        const struct cfs_bytes *hi)
 {
-	bool ok = true;
-
-	if (lo)
-		ok = d->n > 0 && sfsro_name_cmp(first_name(d, 0), lo) == 0;
-	if (ok && hi && d->n > 0)
-		ok = sfsro_name_cmp(first_name(d, d->n - 1), hi) < 0;
-	if (ok)
+	if (sfsro_dir_in_range(d, lo, hi))
 		return 0;
 	char h[9];
 	log_warn("directory block %s is not where its index puts it (named twice, or out of order)",

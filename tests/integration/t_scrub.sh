@@ -117,7 +117,7 @@ done
 cmp -s "$TEST_DIR/blk1" "$TEST_DIR/got1" || soft_fail "blk1 read back differs"
 st=$(python3 "$HERE/dhash_fetch.py" "${CL_PORT[$s1]}" "$key1" "$TEST_DIR/blk1")
 [ "$st" = "0 blk1" ] || soft_fail "node$s1 does not hold a good copy of blk1 again (fetch: $st)"
-echo "# node$s1: bad copies found by repair pushes $(jstat "$s1" "['scrub']['bad_push']"), by fetches $(jstat "$s1" "['scrub']['bad_fetch']"), dropped $(jstat "$s1" "['scrub']['dropped']")"
+echo "# node$s1: bad copies found by replica maintenance $(jstat "$s1" "['scrub']['bad_push']"), by fetches $(jstat "$s1" "['scrub']['bad_fetch']"), dropped $(jstat "$s1" "['scrub']['dropped']")"
 ok "a rotted copy on the successor is dropped and fetched back; the block survives its other holders"
 fi
 

@@ -74,6 +74,37 @@ Test(dhash_store, leases_extend_never_shorten_and_expire)
 	cr_assert_eq(dhash_store_extend(st, &a, 900), -ENOENT);
 }
 
+Test(dhash_store, extend_many_in_one_write)
+{
+	struct cfs_id k[4];
+	struct dhash_rec r0 = rec_of("zero", 100, &k[0]), r1 = rec_of("one", 900, &k[1]), got;
+	struct dhash_rec r3 = rec_of("three", 100, &k[3]);
+	bool found[4];
+	uint64_t blocks, bytes, blocks2, bytes2;
+	uint32_t n;
+
+	(void)rec_of("two: never stored", 1, &k[2]);
+	cr_assert_eq(dhash_store_put(st, &k[0], &r0), 0);
+	cr_assert_eq(dhash_store_put(st, &k[1], &r1), 0);
+	cr_assert_eq(dhash_store_put(st, &k[3], &r3), 0);
+	dhash_store_totals(st, &blocks, &bytes);
+	cr_assert_eq(dhash_store_extend_many(st, k, 4, 500, found), 0);
+	cr_assert(found[0] && found[1] && !found[2] && found[3]);
+	cr_assert_eq(dhash_store_get(st, &k[0], &got), 0);
+	cr_assert_eq(got.lease_until, 500);
+	free(got.data);
+	cr_assert_eq(dhash_store_get(st, &k[1], &got), 0);
+	cr_assert_eq(got.lease_until, 900, "a longer lease is kept");
+	free(got.data);
+	dhash_store_totals(st, &blocks2, &bytes2);
+	cr_assert(blocks2 == blocks && bytes2 == bytes, "renewing stores nothing new");
+	/* the lease index moved too: nothing ends at 100 any more */
+	cr_assert_eq(dhash_store_expire(st, 200, 256, &n), 0);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(dhash_store_expire(st, 600, 256, &n), 0);
+	cr_assert_eq(n, 2);
+}
+
 Test(dhash_store, group_commit_and_duplicates)
 {
 	struct cfs_id keys[3];

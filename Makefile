@@ -270,6 +270,10 @@ bench-publish: $(PROGRAMS) $(HASH_RATE)
 bench-rpc: $(BENCH_RPC)
 	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
 
+.PHONY: bench-republish
+bench-republish: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-republish.sh $(CURDIR)/$(B)/bin
+
 .PHONY: bench-read
 bench-read: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-read.sh $(CURDIR)/$(B)/bin
@@ -334,6 +338,8 @@ help:
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
+	@echo "make bench-republish  publish an 81 MB tree into 16 daemons, then again unchanged"
+	@echo "                    (every block renewed on its 6 replicas)"
 	@echo "make eval           run the papers' experiments (about an hour), regenerate docs/EVALUATION.md"
 	@echo "make eval-quick     every experiment small (< 10 min, part of make test), output checked"
 	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"

@@ -21,6 +21,7 @@
 #define CFS_CFSD_PIN_H
 
 #include "dhash/dhash.h"
+#include "sfsro-format/sfsro.h"
 
 #define CFSD_PIN_WINDOW 32                 /* client operations in flight, all pins */
 #define CFSD_PIN_ROUND_MAX_MS 3600000u     /* --pin-ms default: an hour, ... */
@@ -33,7 +34,9 @@
 
 /* What a block is to the walk (from the block that named it). */
 enum cfsd_pin_btype {
-	CFSD_PIN_B_ROOT = 1, CFSD_PIN_B_DIR, CFSD_PIN_B_INODE, CFSD_PIN_B_INDIRECT, CFSD_PIN_B_DATA,
+	CFSD_PIN_B_ROOT = 1,                  /* the tree's kinds are sfsro's blockset's */
+	CFSD_PIN_B_DIR = SFSRO_B_DIR, CFSD_PIN_B_INODE = SFSRO_B_INODE,
+	CFSD_PIN_B_INDIRECT = SFSRO_B_INDIRECT, CFSD_PIN_B_DATA = SFSRO_B_DATA,
 };
 
 enum cfsd_pin_act {

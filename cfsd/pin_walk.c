@@ -15,11 +15,6 @@
 #include "cfsd/pin.h"
 #include "sfsro-format/sfsro.h"
 
-struct item {
-	struct cfs_id key;
-	uint8_t btype, height;
-};
-
 struct cfsd_pin_walk {
 	enum cfsd_pin_state state;
 	struct cfs_pubkey pk;
@@ -27,9 +22,7 @@ struct cfsd_pin_walk {
 	uint64_t min_seq, now;
 	struct cfsd_pin_store store;
 	bool root_started;
-	struct cfs_idmap seen;        /* every key pushed this round: visited once */
-	struct item *todo;            /* blocks to visit (a stack: depth first) */
-	size_t ntodo, captodo;
+	struct sfsro_blockset tree;   /* blocks to visit, every key met this round once */
 	struct cfsd_pin_action *ready;/* actions events made (a refresh after a fetch, a put) */
 	size_t nready, capready;
 	uint32_t inflight;
@@ -56,8 +49,7 @@ void cfsd_pin_walk_free(struct cfsd_pin_walk *w)
 	for (size_t i = 0; i < w->nready; i++)
 		free(w->ready[i].data);
 	free(w->ready);
-	free(w->todo);
-	cfs_idmap_free(&w->seen);
+	sfsro_blockset_free(&w->tree);
 	free(w);
 }
 
@@ -73,15 +65,19 @@ const struct cfsd_pin_stats *cfsd_pin_walk_stats(const struct cfsd_pin_walk *w)
 
 static void push(struct cfsd_pin_walk *w, const struct cfs_id *key, uint8_t btype, uint8_t height)
 {
-	if (cfs_idmap_get(&w->seen, key, NULL))
-		return;
-	cfs_idmap_put(&w->seen, key, 0);
-	w->st.blocks++;
-	if (w->ntodo == w->captodo) {
-		w->captodo = w->captodo ? 2 * w->captodo : 64;
-		w->todo = xrealloc(w->todo, w->captodo * sizeof(*w->todo));
-	}
-	w->todo[w->ntodo++] = (struct item){ *key, btype, height };
+	if (sfsro_blockset_push(&w->tree, key, btype, height))
+		w->st.blocks++;
+}
+
+/* Push the blocks a structural block names. */
+static int expand(struct cfsd_pin_walk *w, uint8_t btype, uint8_t height, const uint8_t *p, size_t len)
+{
+	struct sfsro_bitem it = { .btype = btype, .height = height };
+	uint64_t before = w->tree.pushed;
+	int r = sfsro_blockset_expand(&w->tree, &it, p, len);
+
+	w->st.blocks += w->tree.pushed - before;
+	return r;
 }
 
 static void ready(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a)
@@ -116,48 +112,10 @@ static int load(struct cfsd_pin_walk *w, const struct cfs_id *key, uint32_t *kin
 	return r;
 }
 
-/* Push the blocks a structural block names. */
-static int expand(struct cfsd_pin_walk *w, uint8_t btype, uint8_t height, const uint8_t *p, size_t len)
-{
-	int r = 0;
-
-	if (btype == CFSD_PIN_B_DIR) {
-		struct sfsro_dir d;
-		if ((r = sfsro_dir_decode(p, len, &d)) < 0)
-			return r;
-		for (uint32_t i = 0; i < d.n; i++) {
-			if (d.height)
-				push(w, &d.children[i].key, CFSD_PIN_B_DIR, 0);
-			else if (d.entries[i].type == SFSRO_T_FILE)
-				push(w, &d.entries[i].key, CFSD_PIN_B_INODE, 0);
-			else if (d.entries[i].type == SFSRO_T_DIR)
-				push(w, &d.entries[i].key, CFSD_PIN_B_DIR, 0);
-		}
-		sfsro_dir_clear(&d);
-	} else if (btype == CFSD_PIN_B_INODE) {
-		struct sfsro_inode ino;
-		if ((r = sfsro_inode_decode(p, len, &ino)) < 0)
-			return r;
-		for (uint32_t i = 0; i < ino.nkeys; i++)
-			push(w, &ino.keys[i], ino.height ? CFSD_PIN_B_INDIRECT : CFSD_PIN_B_DATA,
-			     (uint8_t)ino.height);
-	} else if (btype == CFSD_PIN_B_INDIRECT) {
-		const struct cfs_id *keys;
-		uint32_t h, n;
-		if ((r = sfsro_indirect_decode(p, len, &h, &keys, &n)) < 0)
-			return r;
-		if (h != height || h == 0)
-			return -EPROTO;
-		for (uint32_t i = 0; i < n; i++)
-			push(w, &keys[i], h > 1 ? CFSD_PIN_B_INDIRECT : CFSD_PIN_B_DATA, (uint8_t)(h - 1));
-	}
-	return r;
-}
-
 /* A block to visit: fetch it when we hold no copy (the copy is how we can
  * put it back later); else read the keys it names from our copy and renew
  * it. */
-static bool visit(struct cfsd_pin_walk *w, const struct item *it, struct cfsd_pin_action *ret)
+static bool visit(struct cfsd_pin_walk *w, const struct sfsro_bitem *it, struct cfsd_pin_action *ret)
 {
 	*ret = (struct cfsd_pin_action){ .btype = it->btype, .height = it->height,
 	                                 .kind = DHASH_KIND_CHASH, .key = it->key };
@@ -212,8 +170,8 @@ enum cfsd_pin_act cfsd_pin_walk_next(struct cfsd_pin_walk *w, struct cfsd_pin_ac
 		w->inflight++;
 		return (enum cfsd_pin_act)ret->type;
 	}
-	while (w->ntodo) {
-		struct item it = w->todo[--w->ntodo];
+	struct sfsro_bitem it;
+	while (sfsro_blockset_pop(&w->tree, &it)) {
 		if (visit(w, &it, ret)) {
 			w->inflight++;
 			return (enum cfsd_pin_act)ret->type;
@@ -282,7 +240,7 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	free(hp);
 	if (!use)
 		return;
-	cfs_idmap_put(&w->seen, &w->root_key, 0);
+	cfs_idmap_put(&w->tree.seen, &w->root_key, 0); /* met, but not a tree block to visit */
 	w->st.blocks++;
 	w->st.seq = use->seq;
 	w->st.valid_until = use->valid_until;

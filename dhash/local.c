@@ -343,17 +343,25 @@ static struct lreq *pcall_end(struct pcall *k)
 	return q;
 }
 
-static void plain_got(void *arg, const struct dhash_get_result *r)
+/* pcall_end, and the request out of the table: its callback is next. */
+static struct lreq *pcall_take(struct pcall *k)
 {
-	struct pcall *k = arg;
 	dhash_local_t *l = k->l;
 	struct lreq *q = pcall_end(k);
 
-	if (!q)
-		return;
-	req_take(l, q);
-	q->get_cb(q->arg, r);
-	req_free(q);
+	if (q) /* not closing: l is still there */
+		req_take(l, q);
+	return q;
+}
+
+static void plain_got(void *arg, const struct dhash_get_result *r)
+{
+	struct lreq *q = pcall_take(arg);
+
+	if (q) {
+		q->get_cb(q->arg, r);
+		req_free(q);
+	}
 }
 
 static void plain_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
@@ -370,28 +378,22 @@ static void plain_put(void *arg, int status, const struct cfs_id *key, uint64_t 
 
 static void plain_located(void *arg, const struct dhash_locate_result *r)
 {
-	struct pcall *k = arg;
-	dhash_local_t *l = k->l;
-	struct lreq *q = pcall_end(k);
+	struct lreq *q = pcall_take(arg);
 
-	if (!q)
-		return;
-	req_take(l, q);
-	q->locate_cb(q->arg, r);
-	req_free(q);
+	if (q) {
+		q->locate_cb(q->arg, r);
+		req_free(q);
+	}
 }
 
 static void plain_refreshed(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
-	struct pcall *k = arg;
-	dhash_local_t *l = k->l;
-	struct lreq *q = pcall_end(k);
+	struct lreq *q = pcall_take(arg);
 
-	if (!q)
-		return;
-	req_take(l, q);
-	q->bits_cb(q->arg, status, bits, n, lease);
-	req_free(q);
+	if (q) {
+		q->bits_cb(q->arg, status, bits, n, lease);
+		req_free(q);
+	}
 }
 
 static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found,

@@ -295,20 +295,30 @@ bool dhash_store_failed(const dhash_store_t *s, uint64_t *ret_recoveries)
 	return s->failed != 0;
 }
 
-int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret)
+/* Key's record as LevelDB holds it (*ret freed with leveldb_free): 0,
+ * -ENOENT, or -EIO. */
+static int raw_get(dhash_store_t *s, const struct cfs_id *key, char **ret, size_t *ret_len)
 {
 	uint8_t k[1 + CFS_ID_BYTES];
 	char *err = NULL;
-	size_t vl;
 
 	if (!s->db)
 		return -EIO; /* a reopen failed: see store_writable */
 	block_key(k, key);
-	char *v = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), &vl, &err);
+	*ret = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), ret_len, &err);
 	if (err)
 		return db_error(err, "read");
-	if (!v)
-		return -ENOENT;
+	return *ret ? 0 : -ENOENT;
+}
+
+int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret)
+{
+	size_t vl;
+	char *v;
+	int r = raw_get(s, key, &v, &vl);
+
+	if (r < 0)
+		return r;
 	if (vl < HDR) {
 		leveldb_free(v);
 		log_error("block store: record %s is truncated", cfs_id_short(key, (char[9]){ 0 }));
@@ -566,22 +576,16 @@ static int delete_rec(dhash_store_t *s, const struct cfs_id *key, bool blk, bool
 
 int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key)
 {
-	uint8_t k[1 + CFS_ID_BYTES];
-	char *err = NULL;
 	size_t vl;
+	char *v;
+	int r = raw_get(s, key, &v, &vl);
 
-	if (!s->db)
-		return -EIO;
-	block_key(k, key);
-	char *v = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), &vl, &err);
-	if (err)
-		return db_error(err, "read");
-	if (!v)
-		return -ENOENT;
+	if (r < 0)
+		return r;
 	/* A record too short for its header has no lease entry we can name:
 	 * the collector removes such orphans (dhash_store_expire). */
 	bool hdr = vl >= HDR;
-	int r = delete_rec(s, key, true, hdr, hdr ? get_be64((const uint8_t *)v + 1) : 0,
+	r = delete_rec(s, key, true, hdr, hdr ? get_be64((const uint8_t *)v + 1) : 0,
 	                   hdr ? vl - HDR : 0, hdr ? (const uint8_t *)v + 17 : NULL);
 	leveldb_free(v);
 	return r;

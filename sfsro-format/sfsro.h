@@ -183,4 +183,34 @@ int sfsro_walk_readdir(const struct sfsro_source *src, const struct cfs_id *dir_
 int sfsro_walk_read(const struct sfsro_source *src, const struct cfs_id *ino_key,
                     uint64_t off, uint8_t *buf, size_t len, size_t *ret_n) CFS_WUR;
 
+/* ---- every block of a tree, each once (blockset.c; no I/O) */
+
+/* What a block is, as far as the walk knows (the values leave room for a
+ * caller's own kinds below SFSRO_B_DIR: cfsd's pins add the root). */
+enum sfsro_btype { SFSRO_B_DIR = 2, SFSRO_B_INODE, SFSRO_B_INDIRECT, SFSRO_B_DATA };
+struct sfsro_bitem {
+	struct cfs_id key;
+	uint8_t btype;            /* enum sfsro_btype */
+	uint8_t height;           /* an indirect block's height */
+};
+/* The blocks still to visit (a stack: depth first) and every key met.
+ * Zero-initialise; sfsro_blockset_free releases it. */
+struct sfsro_blockset {
+	struct cfs_idmap seen;
+	struct sfsro_bitem *v;
+	size_t n, cap;
+	uint64_t pushed;          /* distinct blocks met */
+};
+/* Add a block to visit; false (nothing added) when its key was met before. */
+bool sfsro_blockset_push(struct sfsro_blockset *s, const struct cfs_id *key, uint8_t btype,
+                         uint8_t height);
+/* The next block to visit; false when none is left. */
+bool sfsro_blockset_pop(struct sfsro_blockset *s, struct sfsro_bitem *ret);
+/* Push the blocks a directory, inode or indirect block names, given its
+ * bytes (verified by the caller); data blocks name none. A negative errno
+ * when the bytes do not decode as what the item says they are. */
+int sfsro_blockset_expand(struct sfsro_blockset *s, const struct sfsro_bitem *it, const uint8_t *p,
+                          size_t len) CFS_WUR;
+void sfsro_blockset_free(struct sfsro_blockset *s);
+
 #endif

@@ -228,7 +228,7 @@ Test(dhash_store, a_copy_that_does_not_verify_is_dropped_where_it_is_read)
 Test(dhash_store, a_scrub_slice_checks_every_block_and_drops_the_bad)
 {
 	struct cfs_id k[5];
-	char text[5][16];
+	char text[5][24];
 	dhash_server_t *s = scrub_server();
 
 	for (int i = 0; i < 5; i++) {

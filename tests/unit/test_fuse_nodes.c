@@ -51,8 +51,9 @@ Test(fuse_nodes, changed_file_gets_a_new_number_directory_keeps_its_own)
 	cr_assert_eq(fs__node_get(t, old->ino), old, "the old version lives until forgotten");
 	cr_assert(cfs_id_eq(&old->key, &f1.key));
 	cr_assert_eq(fs__node_enter(t, 1, &f2, 2), nw, "the name now finds the new version");
-	fs__node_forget(t, old->ino, 1);
-	cr_assert_null(fs__node_get(t, old->ino));
+	uint64_t old_ino = old->ino;
+	fs__node_forget(t, old_ino, 1);
+	cr_assert_null(fs__node_get(t, old_ino), "forgotten (old is freed now)");
 	cr_assert_eq(fs__node_enter(t, 1, &d2, 2), dir);
 	cr_assert(cfs_id_eq(&dir->key, &d2.key), "a directory's key follows the newer root");
 	fs__nodes_free(t);

@@ -79,6 +79,55 @@ void cfs_sb_printf(struct cfs_sbuf *b, const char *fmt, ...) __attribute__((form
 /* A JSON string literal: quotes, backslashes and control bytes escaped. */
 void cfs_sb_json_str(struct cfs_sbuf *b, const char *s);
 
+/* ------------------------------------------------------------ byte order */
+
+/* Big-endian (network order) integers in byte buffers: the one copy of
+ * these for the wire, the on-disk indexes and the hash inputs. */
+static inline void cfs_put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void cfs_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void cfs_put_be64(uint8_t *p, uint64_t v)
+{
+	cfs_put_be32(p, (uint32_t)(v >> 32));
+	cfs_put_be32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t cfs_get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t cfs_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t cfs_get_be64(const uint8_t *p)
+{
+	return (uint64_t)cfs_get_be32(p) << 32 | cfs_get_be32(p + 4);
+}
+
+/* The n-byte big-endian unsigned integer at p, n <= 8 (msgpack's 1-, 2-,
+ * 4- and 8-byte lengths and integers). */
+static inline uint64_t cfs_get_be_n(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 /* ------------------------------------------------------------ logging */
 
 enum cfs_log_level { CFS_LOG_ERROR, CFS_LOG_WARN, CFS_LOG_INFO, CFS_LOG_DEBUG };

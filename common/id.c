@@ -264,10 +264,10 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 	const uint8_t *ip;
 	size_t iplen = cfs_addr_ip_bytes(a, &ip);
 	uint16_t port = cfs_addr_port(a);
-	uint8_t tail[6] = { (uint8_t)(port >> 8), (uint8_t)port,
-	                    (uint8_t)(vindex >> 24), (uint8_t)(vindex >> 16),
-	                    (uint8_t)(vindex >> 8), (uint8_t)vindex };
+	uint8_t tail[6];
 
+	cfs_put_be16(tail, port);
+	cfs_put_be32(tail + 2, vindex);
 	cfs_hasher_init(&h);
 	cfs_hasher_update(&h, ip, iplen);
 	cfs_hasher_update(&h, tail, sizeof(tail));

@@ -50,10 +50,8 @@ static void nonce_for(const dhash_server_t *s, const struct cfs_addr *a, uint64_
 	uint16_t port = cfs_addr_port(a);
 
 	quota_owner(a, in);
-	in[16] = (uint8_t)(port >> 8);
-	in[17] = (uint8_t)port;
-	for (int i = 0; i < 8; i++)
-		in[18 + i] = (uint8_t)(epoch >> (56 - 8 * i));
+	cfs_put_be16(in + 16, port);
+	cfs_put_be64(in + 18, epoch);
 	crypto_generichash(out, CFS_NONCE_BYTES, in, sizeof(in), s->quota_secret,
 	                   sizeof(s->quota_secret));
 }

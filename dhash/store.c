@@ -105,20 +105,6 @@ uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16])
 	return *pp ? (*pp)->bytes : 0;
 }
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static void block_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
 {
 	out[0] = P_BLOCK;
@@ -128,7 +114,7 @@ static void block_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
 static void lease_key(uint8_t out[9 + CFS_ID_BYTES], uint64_t until, const struct cfs_id *key)
 {
 	out[0] = P_LEASE;
-	put_be64(out + 1, until);
+	cfs_put_be64(out + 1, until);
 	memcpy(out + 9, key->b, CFS_ID_BYTES);
 }
 
@@ -326,8 +312,8 @@ int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec
 	}
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = (uint8_t)v[0];
-	ret->lease_until = get_be64((const uint8_t *)v + 1);
-	ret->seq = get_be64((const uint8_t *)v + 9);
+	ret->lease_until = cfs_get_be64((const uint8_t *)v + 1);
+	ret->seq = cfs_get_be64((const uint8_t *)v + 9);
 	memcpy(ret->owner, v + 17, 16);
 	ret->len = vl - HDR;
 	ret->data = xmalloc(ret->len ? ret->len : 1);
@@ -354,8 +340,8 @@ static void batch_rec(leveldb_writebatch_t *b, const struct cfs_id *key, const s
 
 	block_key(k, key);
 	v[0] = rec->kind;
-	put_be64(v + 1, rec->lease_until);
-	put_be64(v + 9, rec->seq);
+	cfs_put_be64(v + 1, rec->lease_until);
+	cfs_put_be64(v + 9, rec->seq);
 	memcpy(v + 17, rec->owner, 16);
 	memcpy(v + HDR, rec->data, rec->len);
 	if (old) {
@@ -585,7 +571,7 @@ int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key)
 	/* A record too short for its header has no lease entry we can name:
 	 * the collector removes such orphans (dhash_store_expire). */
 	bool hdr = vl >= HDR;
-	r = delete_rec(s, key, true, hdr, hdr ? get_be64((const uint8_t *)v + 1) : 0,
+	r = delete_rec(s, key, true, hdr, hdr ? cfs_get_be64((const uint8_t *)v + 1) : 0,
 	                   hdr ? vl - HDR : 0, hdr ? (const uint8_t *)v + 17 : NULL);
 	leveldb_free(v);
 	return r;
@@ -602,18 +588,18 @@ static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys
 	if (!s->db)
 		return 0;
 	lo[0] = P_LEASE;
-	put_be64(lo + 1, 0);
+	cfs_put_be64(lo + 1, 0);
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
 	     leveldb_iter_next(it)) {
 		size_t kl;
 		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > until)
+		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || cfs_get_be64(k + 1) > until)
 			break;
 		if (keys)
 			memcpy(keys[n].b, k + 9, CFS_ID_BYTES);
 		if (ends)
-			ends[n] = get_be64(k + 1);
+			ends[n] = cfs_get_be64(k + 1);
 		n++;
 	}
 	leveldb_iter_destroy(it);
@@ -692,7 +678,7 @@ int dhash_store_scan_info(dhash_store_t *s, const struct cfs_id *from, const str
 				if (kinds)
 					kinds[n] = vl >= HDR ? v[0] : 0;
 				if (seqs)
-					seqs[n] = vl >= HDR ? get_be64(v + 9) : 0;
+					seqs[n] = vl >= HDR ? cfs_get_be64(v + 9) : 0;
 			}
 			keys[n++] = id;
 		}

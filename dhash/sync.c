@@ -174,16 +174,15 @@ static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[
 		memset(&out[i], 0, sizeof(out[i]));
 		if (j > start) {
 			struct cfs_hasher h;
-			uint8_t cnt[4] = { (uint8_t)((j - start) >> 24), (uint8_t)((j - start) >> 16),
-			                   (uint8_t)((j - start) >> 8), (uint8_t)(j - start) };
+			uint8_t cnt[4];
+			cfs_put_be32(cnt, (uint32_t)(j - start));
 			cfs_hasher_init(&h);
 			cfs_hasher_update(&h, cnt, sizeof(cnt));
 			for (size_t k = start; k < j; k++) {
 				cfs_hasher_update(&h, &ks.keys[k], sizeof(ks.keys[k]));
 				if (ks.kinds[k] == DHASH_KIND_ROOT) {
 					uint8_t seq[8];
-					for (int b = 0; b < 8; b++)
-						seq[b] = (uint8_t)(ks.seqs[k] >> (56 - 8 * b));
+					cfs_put_be64(seq, ks.seqs[k]);
 					cfs_hasher_update(&h, seq, sizeof(seq));
 				}
 			}

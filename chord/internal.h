@@ -46,7 +46,6 @@ struct auth_ent {
 	struct cfs_node node;
 	uint8_t state;            /* enum auth_state */
 	uint64_t until_us;        /* state expires */
-	struct auth_ent *next;
 };
 
 struct lookup;
@@ -70,8 +69,8 @@ struct chord {
 	double coord_err;
 
 	/* auth cache */
-	struct auth_ent **auth;
-	size_t auth_nb, auth_n;
+	struct cfs_htab auth;     /* node ID -> struct auth_ent */
+	size_t auth_sweep_at;     /* drop expired entries at this count */
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch;
 
 	/* lookups in progress (for cancellation and recursive answers) */

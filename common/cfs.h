@@ -234,19 +234,55 @@ const char *cfs_id_hex(const struct cfs_id *a, char buf[static 65]);
 /* Parse exactly 64 hex digits (either case); -EINVAL otherwise. */
 int cfs_id_from_hex(struct cfs_id *ret, const char *s) CFS_WUR;
 
+/* ------------------------------------------------------------ hash table */
+
 /*
- * A map from ids to 32-bit values, open addressing on the id's first bytes
- * (ids here are hashes, so those are uniform). Zero-initialise to use.
+ * The one growable hash table (common/htab.c): fixed-size entries, a key
+ * of key_len bytes compared as bytes and a value of val_len bytes, both
+ * stored in the table; open addressing, at most 3/4 full, no tombstones.
+ * Values are aligned for any integer or pointer of their size. A pointer
+ * returned by get or put stays valid until the next put, del, filter or
+ * free on the table. Give a table its sizes with cfs_htab_init first.
  */
-struct cfs_idmap {
-	struct cfs_id *keys;
-	uint32_t *vals;          /* value + 1; 0 marks an empty slot */
+struct cfs_htab {
+	uint8_t *e;              /* cap entries of esize bytes */
+	uint8_t *used;           /* cap flags */
 	size_t cap, n;
+	uint32_t key_len, val_len, val_off, esize;
+};
+typedef bool (*cfs_htab_keep_fn)(void *ctx, const void *key, void *val);
+
+/* A seeded 64-bit hash of n bytes (the table's; not for anything kept). */
+uint64_t cfs_hash64(const void *p, size_t n);
+/* Make t an empty table of key_len-byte keys and val_len-byte values. */
+void cfs_htab_init(struct cfs_htab *t, size_t key_len, size_t val_len);
+/* The value stored under key, or NULL. */
+void *cfs_htab_get(const struct cfs_htab *t, const void *key);
+/* The value under key, added (zeroed; *ret_added true) if it was not there. */
+void *cfs_htab_put(struct cfs_htab *t, const void *key, bool *ret_added);
+/* Remove key, copying its value to ret_val (if not NULL); false if absent. */
+bool cfs_htab_del(struct cfs_htab *t, const void *key, void *ret_val);
+size_t cfs_htab_count(const struct cfs_htab *t);
+/* Walk the entries: *pos starts at 0; false once they are all seen. No put
+ * or del during a walk (use cfs_htab_filter). */
+bool cfs_htab_next(const struct cfs_htab *t, size_t *pos, const void **ret_key, void **ret_val);
+/* Keep only the entries keep() says yes to; returns how many were dropped.
+ * keep may release what a dropped value owns. */
+size_t cfs_htab_filter(struct cfs_htab *t, cfs_htab_keep_fn keep, void *ctx);
+/* Remove every entry, keeping the memory. */
+void cfs_htab_clear(struct cfs_htab *t);
+/* Release the table's memory (not what its values point to). */
+void cfs_htab_free(struct cfs_htab *t);
+
+/* A map from ids to 32-bit values: a cfs_htab sized for them.
+ * Zero-initialise to use. */
+struct cfs_idmap {
+	struct cfs_htab t;
 };
 
 /* true and *ret (if not NULL) set when k is in the map. */
 bool cfs_idmap_get(const struct cfs_idmap *m, const struct cfs_id *k, uint32_t *ret);
-/* Insert k or replace its value; v below UINT32_MAX. */
+/* Insert k or replace its value. */
 void cfs_idmap_put(struct cfs_idmap *m, const struct cfs_id *k, uint32_t v);
 void cfs_idmap_free(struct cfs_idmap *m);
 

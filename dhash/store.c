@@ -33,16 +33,8 @@
 #define P_BLOCK 'B'
 #define P_LEASE 'L'
 #define HDR 33 /* kind, lease_until, seq, owner */
-#define OWNER_BUCKETS 256
 #define RETRY_MS 1000          /* reopen attempts after a failed write, at most */
 #define ROOM_SPARE (1u << 20)  /* free space a reopen needs beyond its logs */
-
-/* Bytes charged per owner IP (quotas); counted at open, kept up to date. */
-struct owner_use {
-	uint8_t ip[16];
-	uint64_t bytes;
-	struct owner_use *next;
-};
 
 struct dhash_store {
 	leveldb_t *db;
@@ -51,7 +43,7 @@ struct dhash_store {
 	leveldb_writeoptions_t *wo_sync;
 	leveldb_writeoptions_t *wo;
 	uint64_t blocks, bytes;
-	struct owner_use *owners[OWNER_BUCKETS];
+	struct cfs_htab owners;   /* owner IP (16 bytes) -> uint64_t bytes charged (quotas) */
 	char *dir;
 	int failed;               /* the failed write's error: no writes until reopened */
 	uint64_t retry_ms;        /* next reopen attempt (monotonic ms) */
@@ -64,45 +56,28 @@ static bool owner_none(const uint8_t ip[16])
 	return !memcmp(ip, zero, 16);
 }
 
-static struct owner_use **owner_slot(const dhash_store_t *s, const uint8_t ip[16])
-{
-	uint32_t h = 2166136261u;
-	for (int i = 0; i < 16; i++)
-		h = (h ^ ip[i]) * 16777619u;
-	struct owner_use **pp = (struct owner_use **)&s->owners[h % OWNER_BUCKETS];
-	while (*pp && memcmp((*pp)->ip, ip, 16))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* Charge (add) or refund (subtract) len bytes to ip. */
+/* Charge (add) or refund (subtract) len bytes to ip; counted at open,
+ * kept up to date, an owner dropped once it is charged nothing. */
 static void owner_charge(dhash_store_t *s, const uint8_t ip[16], uint64_t len, bool add)
 {
 	if (owner_none(ip))
 		return;
-	struct owner_use **pp = owner_slot(s, ip);
-	if (!*pp) {
-		if (!add)
-			return;
-		*pp = xcalloc(1, sizeof(**pp));
-		memcpy((*pp)->ip, ip, 16);
-	}
+	uint64_t *bytes = add ? cfs_htab_put(&s->owners, ip, NULL) : cfs_htab_get(&s->owners, ip);
+	if (!bytes)
+		return;
 	if (add) {
-		(*pp)->bytes += len;
+		*bytes += len;
 	} else {
-		(*pp)->bytes -= len < (*pp)->bytes ? len : (*pp)->bytes;
-		if ((*pp)->bytes == 0) {
-			struct owner_use *e = *pp;
-			*pp = e->next;
-			free(e);
-		}
+		*bytes -= len < *bytes ? len : *bytes;
+		if (*bytes == 0)
+			cfs_htab_del(&s->owners, ip, NULL);
 	}
 }
 
 uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16])
 {
-	struct owner_use **pp = owner_slot(s, owner);
-	return *pp ? (*pp)->bytes : 0;
+	const uint64_t *bytes = cfs_htab_get(&s->owners, owner);
+	return bytes ? *bytes : 0;
 }
 
 static void block_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
@@ -141,12 +116,7 @@ static int db_error(char *err, const char *what)
 
 static void owners_clear(dhash_store_t *s)
 {
-	for (int i = 0; i < OWNER_BUCKETS; i++)
-		while (s->owners[i]) {
-			struct owner_use *e = s->owners[i];
-			s->owners[i] = e->next;
-			free(e);
-		}
+	cfs_htab_free(&s->owners);
 }
 
 /* Open the database and count what is there. */
@@ -187,6 +157,7 @@ int dhash_store_open(const char *dir, dhash_store_t **ret)
 	dhash_store_t *s = xcalloc(1, sizeof(*s));
 
 	s->dir = xstrdup(dir);
+	cfs_htab_init(&s->owners, 16, sizeof(uint64_t));
 	s->opt = leveldb_options_create();
 	leveldb_options_set_create_if_missing(s->opt, 1);
 	s->ro = leveldb_readoptions_create();

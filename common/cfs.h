@@ -128,6 +128,44 @@ static inline uint64_t cfs_get_be_n(const uint8_t *p, unsigned n)
 	return v;
 }
 
+/* ------------------------------------------------------------ status */
+
+/*
+ * A module's status, described once: a table of entries, each a value in
+ * a snapshot struct the module fills (its offset, kind and unit) with its
+ * JSON key and its text label. One renderer walks the table for both
+ * `cfsctl status` and `status --json`, so the two cannot drift apart.
+ *
+ * CFS_STAT_GROUP opens a group: in JSON an object under name (or, name
+ * NULL, nothing: its members go to the enclosing object), in text a new
+ * line headed by label. CFS_STAT_END closes it. Text lines read
+ * "HEADING     label value unit, label value unit, ...".
+ */
+enum cfs_stat_kind {
+	CFS_STAT_U64, CFS_STAT_U32, CFS_STAT_DBL, CFS_STAT_STR, CFS_STAT_BOOL,
+	CFS_STAT_GROUP, CFS_STAT_END
+};
+struct cfs_stat {
+	const char *name;        /* JSON key */
+	const char *label;       /* text label (a group's: the line heading) */
+	uint8_t kind;            /* enum cfs_stat_kind */
+	uint8_t prec;            /* CFS_STAT_DBL: digits after the point */
+	uint16_t off;            /* offsetof the value in the snapshot */
+	const char *unit;        /* text only: "us", "bytes", ... or NULL */
+};
+#define CFS_STAT(kind, snap, field, name, label, unit) \
+	{ name, label, CFS_STAT_##kind, 0, (uint16_t)offsetof(snap, field), unit }
+#define CFS_STAT_D(snap, field, prec, name, label, unit) \
+	{ name, label, CFS_STAT_DBL, prec, (uint16_t)offsetof(snap, field), unit }
+#define CFS_STAT_BEGIN(name, label) { name, label, CFS_STAT_GROUP, 0, 0, NULL }
+#define CFS_STAT_CLOSE { NULL, NULL, CFS_STAT_END, 0, 0, NULL }
+
+/* Render the n entries of table over snap into b. JSON: members of an
+ * object the caller opened, a comma before the first one unless *first
+ * (cleared as members are written). Text: whole lines. */
+void cfs_stat_render(struct cfs_sbuf *b, bool json, const struct cfs_stat *table, size_t n,
+                     const void *snap, bool *first);
+
 /* ------------------------------------------------------------ logging */
 
 enum cfs_log_level { CFS_LOG_ERROR, CFS_LOG_WARN, CFS_LOG_INFO, CFS_LOG_DEBUG };

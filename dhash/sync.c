@@ -746,38 +746,50 @@ void sync_stop(dhash_server_t *s)
 	}
 }
 
+/* The sync's counters, described once (cfs_stat). */
+struct sync_snap {
+	uint32_t period_ms, active;
+	struct dhash_sync_stats y;
+};
+
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct sync_snap, field, name, label, unit)
+static const struct cfs_stat sync_stats[] = {
+	CFS_STAT_BEGIN("sync", "sync"),
+	S(U32, period_ms, "period_ms", "every", "ms"),
+	S(U32, active, "active", "sessions active", NULL),
+	S(U64, y.rounds, "rounds", "rounds", NULL),
+	S(U64, y.sessions, "sessions", "sessions", NULL),
+	S(U64, y.digests, "digests", "digests", NULL),
+	S(U64, y.listings, "listings", "listings", NULL),
+	S(U64, y.listed_keys, "listed_keys", "keys listed", NULL),
+	S(U64, y.served_digests, "served_digests", "digests served", NULL),
+	S(U64, y.served_listings, "served_listings", "listings served", NULL),
+	CFS_STAT_BEGIN(NULL, "sync copies"),
+	S(U64, y.pushed, "pushed", "pushed", NULL),
+	S(U64, y.pushed_bytes, "pushed_bytes", "pushed", "bytes"),
+	S(U64, y.push_failed, "push_failed", "push failed", NULL),
+	S(U64, y.fetched, "fetched", "fetched", NULL),
+	S(U64, y.fetched_bytes, "fetched_bytes", "fetched", "bytes"),
+	S(U64, y.fetch_failed, "fetch_failed", "fetch failed", NULL),
+	S(U64, y.fetch_bad, "fetch_bad", "bad", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "repl. debt"),
+	S(U64, y.debt_last, "debt_last_round", "copies missing in the last whole round", NULL),
+	S(U64, y.debt_round, "debt_this_round", "in this one", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "roots"),
+	S(U64, y.roots_checked, "roots_checked", "compared with a replica's", NULL),
+	S(U64, y.roots_fetched, "roots_fetched", "newer taken", NULL),
+	S(U64, y.roots_pushed, "roots_pushed", "newer sent", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_CLOSE,
+};
+#undef S
+
 void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
-	const struct dhash_sync_stats *y = &s->sync;
+	struct sync_snap n = { .period_ms = s->cfg.sync_ms, .active = session_count(s), .y = s->sync };
+	bool first = false; /* JSON: after the server's own members */
 
-	if (json) {
-		cfs_sb_printf(b, "\"sync\":{\"period_ms\":%u,\"active\":%u,\"rounds\":%lu,\"sessions\":%lu,\"digests\":%lu,"
-		              "\"listings\":%lu,\"listed_keys\":%lu,\"pushed\":%lu,\"pushed_bytes\":%lu,"
-		              "\"push_failed\":%lu,\"fetched\":%lu,\"fetched_bytes\":%lu,\"fetch_failed\":%lu,"
-		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu,"
-		              "\"debt_last_round\":%lu,\"debt_this_round\":%lu,\"roots_checked\":%lu,"
-		              "\"roots_fetched\":%lu,\"roots_pushed\":%lu}",
-		              s->cfg.sync_ms, session_count(s), (unsigned long)y->rounds, (unsigned long)y->sessions,
-		              (unsigned long)y->digests, (unsigned long)y->listings,
-		              (unsigned long)y->listed_keys, (unsigned long)y->pushed,
-		              (unsigned long)y->pushed_bytes, (unsigned long)y->push_failed,
-		              (unsigned long)y->fetched, (unsigned long)y->fetched_bytes,
-		              (unsigned long)y->fetch_failed, (unsigned long)y->fetch_bad,
-		              (unsigned long)y->served_digests, (unsigned long)y->served_listings,
-		              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
-		              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
-		              (unsigned long)y->roots_pushed);
-		return;
-	}
-	cfs_sb_printf(b, "sync: every %u ms, %lu rounds, %lu digests, %lu listings; pushed %lu (%lu bytes), "
-	              "fetched %lu (%lu bytes), %lu bad\n"
-	              "replication debt: %lu copies missing in the last whole round, %lu in this one\n"
-	              "roots: %lu compared with a replica's, %lu newer taken, %lu newer sent\n",
-	              s->cfg.sync_ms, (unsigned long)y->rounds,
-	              (unsigned long)y->digests, (unsigned long)y->listings, (unsigned long)y->pushed,
-	              (unsigned long)y->pushed_bytes, (unsigned long)y->fetched,
-	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad,
-	              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
-	              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
-	              (unsigned long)y->roots_pushed);
+	cfs_stat_render(b, json, sync_stats, CFS_ARRAY_SIZE(sync_stats), &n, &first);
 }

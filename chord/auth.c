@@ -23,13 +23,13 @@ struct auth_call {
 	uint8_t nonce[CFS_NONCE_BYTES];
 };
 
-void auth_init(chord_t *c)
+void chord__auth_init(chord_t *c)
 {
 	cfs_htab_init(&c->auth, sizeof(struct cfs_id), sizeof(struct auth_ent));
 	c->auth_sweep_at = 64;
 }
 
-void auth_free(chord_t *c)
+void chord__auth_free(chord_t *c)
 {
 	cfs_htab_free(&c->auth);
 }
@@ -70,7 +70,7 @@ static struct auth_ent *get(chord_t *c, const struct cfs_node *n)
 	return e;
 }
 
-enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id)
+enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id)
 {
 	const struct auth_ent *e = find(c, id);
 
@@ -81,7 +81,7 @@ enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id)
 	return (enum auth_state)e->state;
 }
 
-size_t auth_count(const chord_t *c)
+size_t chord__auth_count(const chord_t *c)
 {
 	return cfs_htab_count(&c->auth);
 }

@@ -147,7 +147,7 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 		k->cb(k->arg, -ECANCELED, NULL, res);
 	} else {
 		if (status == 0 && reply) {
-			vivaldi_update(c, &reply->coord, res->rtt_us);
+			chord__vivaldi_update(c, &reply->coord, res->rtt_us);
 			double ms = (double)res->rtt_us / 1000.0;
 			c->avg_rtt_ms = c->avg_rtt_ms > 0 ? c->avg_rtt_ms + (ms - c->avg_rtt_ms) / 32 : ms;
 			if (k->has_to)
@@ -251,7 +251,7 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	}
 	uv_timer_init(loop, &c->lk_timer);
 	c->handles++;
-	auth_init(c);
+	chord__auth_init(c);
 	cfs_transport_set_coord(t, &c->coord);
 	*ret = c;
 	return 0;
@@ -264,12 +264,12 @@ void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
 	c->started = true;
 	c->nboot = n;
 	c->boot = n ? xmemdup(bootstrap, n * sizeof(*bootstrap)) : NULL;
-	maint_start(c);
+	chord__maint_start(c);
 }
 
 void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
 {
-	maint_leave(c, done, arg);
+	chord__maint_leave(c, done, arg);
 }
 
 static void on_timer_closed(uv_handle_t *h)
@@ -285,7 +285,7 @@ static void maybe_release(chord_t *c)
 	if (!c->freeing || c->inflight > 0 || c->handles > 0 || c->released)
 		return;
 	c->released = true;
-	auth_free(c);
+	chord__auth_free(c);
 	free(c->v);
 	free(c->boot);
 	free(c->contacts);
@@ -322,14 +322,14 @@ void chord_freeze(chord_t *c, bool frozen)
 		return;
 	c->frozen = frozen;
 	if (frozen)
-		maint_stop(c);
+		chord__maint_stop(c);
 	else if (c->started)
-		maint_start(c);
+		chord__maint_start(c);
 }
 
 void chord_refresh_fingers(chord_t *c)
 {
-	maint_refresh_fingers(c);
+	chord__maint_refresh_fingers(c);
 }
 
 void chord_stabilize_now(chord_t *c)
@@ -392,7 +392,7 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		lookup_handle_done(c, req, from);
 		break;
 	default:
-		maint_handle(c, v, req, from);
+		chord__maint_handle(c, v, req, from);
 		break;
 	}
 	return true;
@@ -420,7 +420,7 @@ const struct cfs_coord *chord_coord(const chord_t *c) { return &c->coord; }
 
 uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to)
 {
-	double ms = vivaldi_predict_ms(&c->coord, to);
+	double ms = chord__vivaldi_predict_ms(&c->coord, to);
 	return ms > 0 && isfinite(ms) ? (uint64_t)(ms * 1000.0) : 0;
 }
 
@@ -546,7 +546,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.coord_err = c->coord_err, .lookups_done = c->lookups_done,
 		.lookups_failed = c->lookups_failed, .lookup_rpcs = c->lookup_rpcs,
 		.lookup_timeouts = c->lookup_timeouts, .auth_sent = c->auth_sent, .auth_ok = c->auth_ok,
-		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = auth_count(c),
+		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
 	};

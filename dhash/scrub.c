@@ -9,7 +9,7 @@
  *
  *   - Every read of a stored block that serves it to someone else (a sync
  *     push to a replica, a FETCH answer to a peer's sync or to a client)
- *     goes through scrub_read, which verifies the bytes (dhash_verify: the
+ *     goes through dhash__scrub_read, which verifies the bytes (dhash_verify: the
  *     hash of a content-hash block, the signature of a root). A copy that
  *     fails is logged, counted and dropped from the store; the server then
  *     lacks the key, and the next sync round fetches it back from a replica
@@ -38,7 +38,7 @@
  * comparison of roots), counted as bad_push. */
 static const char *reader_name[] = { "scrub", "replica maintenance", "fetch" };
 
-int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
+int dhash__scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
                enum scrub_reader by)
 {
 	uint64_t seq;
@@ -134,7 +134,7 @@ static bool next_key(dhash_server_t *s, struct cfs_id *ret)
 	return true;
 }
 
-void scrub_slice(dhash_server_t *s)
+void dhash__scrub_slice(dhash_server_t *s)
 {
 	struct dhash_scrub *c = &s->scrub;
 	uint64_t now = uv_now(s->loop);
@@ -161,7 +161,7 @@ void scrub_slice(dhash_server_t *s)
 		c->at = key;
 		c->started = true;
 		n++;
-		int r = scrub_read(s, &key, &rec, SCRUB_BY_SCRUB);
+		int r = dhash__scrub_read(s, &key, &rec, SCRUB_BY_SCRUB);
 		size_t len = r == 0 ? rec.len : 0;
 		if (r == 0)
 			free(rec.data);
@@ -190,11 +190,11 @@ static void on_scrub(uv_timer_t *t)
 {
 	dhash_server_t *s = t->data;
 
-	scrub_slice(s);
+	dhash__scrub_slice(s);
 	uv_timer_start(&s->scrub.timer, on_scrub, wait_ms(s), 0);
 }
 
-void scrub_start(dhash_server_t *s)
+void dhash__scrub_start(dhash_server_t *s)
 {
 	struct dhash_scrub *c = &s->scrub;
 
@@ -207,7 +207,7 @@ void scrub_start(dhash_server_t *s)
 	}
 }
 
-void scrub_stop(dhash_server_t *s)
+void dhash__scrub_stop(dhash_server_t *s)
 {
 	uv_timer_stop(&s->scrub.timer);
 }
@@ -247,7 +247,7 @@ static const struct cfs_stat scrub_stats[] = {
 };
 #undef S
 
-void scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+void dhash__scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	const struct dhash_scrub *c = &s->scrub;
 	char at[9] = "-";

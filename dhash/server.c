@@ -158,7 +158,7 @@ static void commit(dhash_server_t *s)
 		for (size_t j = 0; j < m; j++)
 			if (!memcmp(recs[j].owner, p->rec.owner, 16))
 				mine += recs[j].len;
-		st[i] = quota_admit(s, &p->key, &p->rec, batch, mine);
+		st[i] = dhash__quota_admit(s, &p->key, &p->rec, batch, mine);
 		if (st[i] == 0) {
 			keys[m] = p->key;
 			recs[m] = p->rec;
@@ -210,7 +210,7 @@ static void handle_cache_store(dhash_server_t *s, const struct cfs_msg *req,
 	else
 		r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq);
 	if (r == 0 && !dhash_store_has(s->store, &req->key)) {
-		r = quota_cache_room(s, req->data.len) ? 0 : -ENOSPC;
+		r = dhash__quota_cache_room(s, req->data.len) ? 0 : -ENOSPC;
 		if (r == 0)
 			r = dhash_cache_put(s->cache, &req->key, (uint8_t)req->kind, req->data.p, req->data.len);
 		s->cache_stores += r == 0;
@@ -276,11 +276,11 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	}
 	/* A client's put is charged to its address, once it proves it. */
 	if ((req->flags & DHASH_STORE_F_PRIMARY) && s->cfg.quota_bytes) {
-		if (!quota_confirmed(s, &from->addr, req->nonce)) {
-			quota_challenge(s, from);
+		if (!dhash__quota_confirmed(s, &from->addr, req->nonce)) {
+			dhash__quota_challenge(s, from);
 			return;
 		}
-		quota_owner(&from->addr, rec.owner);
+		dhash__quota_owner(&from->addr, rec.owner);
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
 		answer_store(s, from, r, 0);
@@ -301,7 +301,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 			r = 0;
 		}
 		if (r == 0)
-			r = quota_admit(s, &req->key, &rec, 0, 0);
+			r = dhash__quota_admit(s, &req->key, &rec, 0, 0);
 		if (r == 0) {
 			rec.data = (uint8_t *)req->data.p;
 			r = dhash_store_put(s->store, &req->key, &rec);
@@ -324,7 +324,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct dhash_rec rec;
-	int r = scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
+	int r = dhash__scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
 
 	s->fetches++;
 	if (r == -ENOENT)
@@ -394,10 +394,10 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 		handle_keys(s, req, from);
 		return true;
 	case CFS_MSG_SYNC_DIGEST:
-		sync_handle_digest(s, req, from);
+		dhash__sync_handle_digest(s, req, from);
 		return true;
 	case CFS_MSG_SYNC_KEYS:
-		sync_handle_keys(s, req, from);
+		dhash__sync_handle_keys(s, req, from);
 		return true;
 	default:
 		return false;
@@ -445,15 +445,15 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 		return r;
 	}
 	chord_set_has_block(c, server_has_block, s);
-	quota_init(s);
+	dhash__quota_init(s);
 	uv_timer_init(loop, &s->expire_timer);
 	s->expire_timer.data = s;
 	uv_check_init(loop, &s->commit);
 	s->commit.data = s;
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
-	sync_start(s);
-	scrub_start(s);
+	dhash__sync_start(s);
+	dhash__scrub_start(s);
 	*ret = s;
 	return 0;
 }
@@ -478,8 +478,8 @@ void dhash_server_free(dhash_server_t *s)
 	if (s->nq)
 		commit(s); /* what was acknowledged nowhere yet is still written */
 	chord_set_has_block(s->chord, NULL, NULL);
-	sync_stop(s);
-	scrub_stop(s);
+	dhash__sync_stop(s);
+	dhash__scrub_stop(s);
 	s->closing_handles = 4;
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
@@ -495,8 +495,8 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
 
 #define EXPIRING_MAX 1000000 /* leases counted at most, per status */
 
-/* The server's counters, described once (cfs_stat); sync_status and
- * scrub_status add theirs. Cache hit rate: of the FETCHes for blocks this
+/* The server's counters, described once (cfs_stat); dhash__sync_status and
+ * dhash__scrub_status add theirs. Cache hit rate: of the FETCHes for blocks this
  * server holds no replica of, the share its cache answered. */
 struct server_snap {
 	uint64_t blocks, bytes, stores, refused_total, refused[8];
@@ -597,8 +597,8 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 	if (json)
 		cfs_sb_printf(b, "{");
 	cfs_stat_render(b, json, server_stats, CFS_ARRAY_SIZE(server_stats), &n, &first);
-	sync_status(s, b, json);
-	scrub_status(s, b, json);
+	dhash__sync_status(s, b, json);
+	dhash__scrub_status(s, b, json);
 	if (json)
 		cfs_sb_printf(b, "}");
 }

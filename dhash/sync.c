@@ -18,7 +18,7 @@
  *     peer: a higher sequence than ours replaces ours, a lower one is sent
  *     our root (a server that was down during a republish holds the older
  *     root under the same key; key sets alone would never show it).
- *   - What we push is read through scrub_read, which verifies it: a copy
+ *   - What we push is read through dhash__scrub_read, which verifies it: a copy
  *     that rotted here is dropped instead of pushed, and fetched back from a
  *     peer in a later round.
  *
@@ -199,7 +199,7 @@ static bool range_ok(const struct cfs_msg *req)
 	return !cfs_id_eq(&req->key, &req->hi);
 }
 
-void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_id out[PARTS];
 
@@ -215,7 +215,7 @@ void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const stru
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
-void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_id keys[PAGE_KEYS];
 	uint32_t n = 0, max = req->count;
@@ -426,7 +426,7 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
 	} else if (reply->lease_until <= dhash__wall_now()) {
 		/* expired there: left to the collectors */
-	} else if ((m = scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
+	} else if ((m = dhash__scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
 		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
 		free(mine.data);
 	} else if (m == -ENOENT) {
@@ -453,7 +453,7 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	x->se = se;
 	x->key = t->key;
 	if (t->op == X_PUSH) {
-		if (scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
+		if (dhash__scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
 			free(x); /* gone since the comparison, or a bad copy dropped here */
 			return;
 		}
@@ -687,7 +687,7 @@ static void session_start(dhash_server_t *s, const struct cfs_node *peer, const 
 
 /* ------------------------------------------------------------ rounds */
 
-void sync_round(dhash_server_t *s)
+void dhash__sync_round(dhash_server_t *s)
 {
 	uint32_t nv = chord_vnode_count(s->chord);
 
@@ -718,10 +718,10 @@ void sync_round(dhash_server_t *s)
 
 static void on_sync(uv_timer_t *t)
 {
-	sync_round(t->data);
+	dhash__sync_round(t->data);
 }
 
-void sync_start(dhash_server_t *s)
+void dhash__sync_start(dhash_server_t *s)
 {
 	uv_timer_init(s->loop, &s->sync_timer);
 	s->sync_timer.data = s;
@@ -729,7 +729,7 @@ void sync_start(dhash_server_t *s)
 		uv_timer_start(&s->sync_timer, on_sync, s->cfg.sync_ms, s->cfg.sync_ms);
 }
 
-void sync_stop(dhash_server_t *s)
+void dhash__sync_stop(dhash_server_t *s)
 {
 	uv_timer_stop(&s->sync_timer);
 	free(s->sync_jobs);
@@ -786,7 +786,7 @@ static const struct cfs_stat sync_stats[] = {
 };
 #undef S
 
-void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	struct sync_snap n = { .period_ms = s->cfg.sync_ms, .active = session_count(s), .y = s->sync };
 	bool first = false; /* JSON: after the server's own members */

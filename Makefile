@@ -77,7 +77,7 @@ PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publi
                 publisher/fsck.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
-CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pipeline.c cfsd/pin.c cfsd/pin_walk.c
+CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c

@@ -15,9 +15,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "cfsd/cfsd.h"
+#include "cfsd/cfsctl.h"
 #include "dhash/dhash.h"
+
+struct cfsctl_put_opts {
+	bool root;                /* the files are signed roots */
+	uint64_t lease_until;     /* 0: the daemon's default */
+	unsigned random_n;        /* also put this many random blocks ... */
+	size_t random_size;       /* ... of this many bytes */
+	uint64_t seed;            /* for the random blocks (0: random) */
+};
+
+enum { O_ROOT = 1001, O_LEASE_DAYS, O_SIZE, O_SEED, O_CHECK };
+
+/* --lease-days D as an absolute lease end. */
+static uint64_t lease_days(const char *optarg)
+{
+	uint64_t secs;
+
+	if (cfs_parse_days(optarg, &secs) < 0)
+		cfsctl_usage("--lease-days wants a number of days above 0, at most 3650, not '%s'", optarg);
+	return (uint64_t)time(NULL) + secs;
+}
 
 struct blk {
 	char *name;
@@ -80,7 +101,7 @@ static void put_reply(void *arg, size_t i, const struct cfs_msg *m)
 	P->b[i].p = NULL;
 }
 
-int cfsctl_put(const char *sock, const struct cfsctl_put_opts *o, char **files, int nfiles)
+static int put_blocks(const char *sock, const struct cfsctl_put_opts *o, char **files, int nfiles)
 {
 	size_t n = (size_t)nfiles + o->random_n;
 	struct puts P = { .b = xcalloc(n ? n : 1, sizeof(struct blk)), .o = o };
@@ -156,7 +177,7 @@ static void get_reply(void *arg, size_t i, const struct cfs_msg *m)
 		G->errors++;
 }
 
-int cfsctl_get(const char *sock, bool check, const char *out, char **args, int nargs)
+static int get_blocks(const char *sock, bool check, const char *out, char **args, int nargs)
 {
 	struct gets G = { .check = check, .out = stdout };
 	size_t n;
@@ -221,7 +242,7 @@ static void refresh_reply(void *arg, size_t i, const struct cfs_msg *m)
 	}
 }
 
-int cfsctl_refresh(const char *sock, uint64_t lease_until, char **args, int nargs)
+static int refresh_blocks(const char *sock, uint64_t lease_until, char **args, int nargs)
 {
 	struct refreshes R = { .lease_until = lease_until };
 	int r;
@@ -233,4 +254,91 @@ int cfsctl_refresh(const char *sock, uint64_t lease_until, char **args, int narg
 	cfsd_ctl_report(sock, "refreshes", r);
 	free(R.keys);
 	return r < 0 ? 1 : R.missing ? 3 : 0;
+}
+
+/* ------------------------------------------------------------ commands */
+
+static void put_opt(void *arg, int c, const char *optarg)
+{
+	struct cfsctl_put_opts *o = arg;
+
+	switch (c) {
+	case O_ROOT: o->root = true; break;
+	case O_LEASE_DAYS: o->lease_until = lease_days(optarg); break;
+	case 'r': o->random_n = cfsctl_uint("--random", optarg, 10000000); break;
+	case O_SIZE: o->random_size = cfsctl_uint("--size", optarg, 60 * 1024); break;
+	case O_SEED: o->seed = cfsctl_uint("--seed", optarg, 4000000000u); break;
+	}
+}
+
+/* put [--root] [--lease-days D] [--random N --size S [--seed X]] [FILE... | -] */
+int cfsctl_put_main(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "root", no_argument, NULL, O_ROOT },
+		{ "lease-days", required_argument, NULL, O_LEASE_DAYS },
+		{ "random", required_argument, NULL, 'r' },
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ 0 },
+	};
+	struct cfsctl_put_opts o = { .random_size = 8192 };
+	int i = cfsctl_getopt(g, argc, argv, "r:", opts, put_opt, &o);
+
+	if (i == argc && !o.random_n)
+		cfsctl_usage("put wants files, '-' or --random N");
+	return put_blocks(cfsctl_sock(g), &o, argv + i, argc - i);
+}
+
+struct get_opts {
+	bool check;
+	const char *output;
+};
+
+static void get_opt(void *arg, int c, const char *optarg)
+{
+	struct get_opts *o = arg;
+
+	if (c == O_CHECK)
+		o->check = true;
+	else
+		o->output = optarg;
+}
+
+/* get [--check] [--output FILE] KEY... | - */
+int cfsctl_get_main(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "check", no_argument, NULL, O_CHECK },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 },
+	};
+	struct get_opts o = { 0 };
+	int i = cfsctl_getopt(g, argc, argv, "o:", opts, get_opt, &o);
+
+	if (i == argc)
+		cfsctl_usage("get wants keys or '-'");
+	return get_blocks(cfsctl_sock(g), o.check, o.output, argv + i, argc - i);
+}
+
+static void refresh_opt(void *arg, int c, const char *optarg)
+{
+	*(uint64_t *)arg = lease_days(optarg);
+}
+
+/* refresh [--lease-days D] KEY... | -  (default: 30 days from now) */
+int cfsctl_refresh_main(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "lease-days", required_argument, NULL, O_LEASE_DAYS },
+		{ 0 },
+	};
+	uint64_t lease_until = 0;
+	int i = cfsctl_getopt(g, argc, argv, "", opts, refresh_opt, &lease_until);
+
+	if (i == argc)
+		cfsctl_usage("refresh wants keys or '-'");
+	if (!lease_until)
+		lease_until = (uint64_t)time(NULL) + 30ull * 86400u;
+	return refresh_blocks(cfsctl_sock(g), lease_until, argv + i, argc - i);
 }

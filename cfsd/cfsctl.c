@@ -13,8 +13,11 @@
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
+ *
+ * The commands are a table: main() reads what comes before the command
+ * (--data, --socket, --help) and hands the rest to the command, which
+ * parses its own options (cfsctl_getopt).
  */
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfsd/cfsd.h"
-#include "chord/chord.h"
+#include "cfsd/cfsctl.h"
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
@@ -83,7 +85,119 @@ static const char usage_text[] =
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | lookup [--mode M] [KEY... | -] | put FILE... | get KEY | pin VOLUME | pins (cfsctl --help for more)", __VA_ARGS__)
+static const char short_usage[] =
+	"usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | "
+	"lookup [--mode M] [KEY... | -] | put FILE... | get KEY | pin VOLUME | pins "
+	"(cfsctl --help for more)";
+
+void cfsctl_usage(const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	cfs_usage_error(short_usage, "%s", why);
+}
+
+void cfsctl_help(void)
+{
+	fputs(usage_text, stdout);
+}
+
+#define bad_usage(...) cfsctl_usage(__VA_ARGS__)
+
+/* ------------------------------------------------------------ options */
+
+int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts,
+                  const struct option *opts, cfsctl_opt_fn fn, void *arg)
+{
+	static const struct option common[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+	};
+	struct option all[32];
+	char so[64];
+	size_t n = 0;
+	int c;
+
+	for (; opts && opts[n].name; n++)
+		all[n] = opts[n];
+	for (size_t i = 0; i < CFS_ARRAY_SIZE(common); i++)
+		all[n++] = common[i];
+	all[n] = (struct option){ 0 };
+	/* A leading '+' (stop at the first operand) must open the string. */
+	bool stop = shortopts[0] == '+';
+	snprintf(so, sizeof(so), "%s:d:s:h%s", stop ? "+" : "", shortopts + stop);
+	opterr = 0;
+	optind = 0; /* GNU: start afresh on this argv */
+	while ((c = getopt_long(argc, argv, so, all, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			snprintf(g->data_dir, sizeof(g->data_dir), "%s", optarg);
+			break;
+		case 's':
+			snprintf(g->sock, sizeof(g->sock), "%s", optarg);
+			break;
+		case 'h':
+			cfsctl_help();
+			exit(0);
+		case ':':
+			bad_usage("option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			bad_usage("unknown option '%s'", argv[optind - 1]);
+		default:
+			fn(arg, c, optarg);
+		}
+	}
+	return optind;
+}
+
+const char *cfsctl_sock(struct cfsctl *g)
+{
+	if (!g->sock[0]) {
+		if (!g->data_dir[0] && cfsd_default_data_dir(g->data_dir, sizeof(g->data_dir)) < 0)
+			bad_usage("the default data directory path is too long");
+		if (cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
+			bad_usage("--data path is too long");
+	}
+	return g->sock;
+}
+
+unsigned cfsctl_uint(const char *opt, const char *s, unsigned max)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v == 0 || v > max)
+		bad_usage("%s wants a number from 1 to %u, not '%s'", opt, max, s);
+	return (unsigned)v;
+}
+
+/* --json, for status and pins. */
+static const struct option json_opts[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
+
+static void json_opt(void *arg, int c, const char *optarg)
+{
+	*(uint32_t *)arg = CFS_STATUS_F_JSON;
+}
+
+/* Parse a command that takes only --json (or nothing) and exactly nargs
+ * operands; returns the index of the first. */
+static int simple_args(struct cfsctl *g, int argc, char **argv, bool json, int nargs,
+                       uint32_t *flags)
+{
+	int i = cfsctl_getopt(g, argc, argv, json ? "j" : "", json ? json_opts : NULL, json_opt, flags);
+
+	if (nargs == 0 && i != argc)
+		bad_usage("%s takes no arguments", argv[0]);
+	if (nargs == 1 && i + 1 != argc)
+		bad_usage("%s takes one VOLUME", argv[0]);
+	return i;
+}
+
+/* ------------------------------------------------------------ commands */
 
 static void print_status(void *arg, int status, const struct cfs_msg *reply)
 {
@@ -91,10 +205,15 @@ static void print_status(void *arg, int status, const struct cfs_msg *reply)
 		fwrite(reply->data.p, 1, reply->data.len, stdout);
 }
 
-static int cmd_status(const char *sock, uint32_t flags)
+static int cmd_status(struct cfsctl *g, int argc, char **argv)
 {
-	struct cfs_msg *req = xmalloc(sizeof(*req));
+	uint32_t flags = 0;
+	struct cfs_msg *req;
 	int r;
+
+	simple_args(g, argc, argv, true, 0, &flags);
+	const char *sock = cfsctl_sock(g);
+	req = xmalloc(sizeof(*req));
 
 	cfs_msg_init(req, CFS_MSG_CTL_STATUS);
 	req->flags = flags;
@@ -133,11 +252,19 @@ static void print_pin(void *arg, int status, const struct cfs_msg *reply)
 }
 
 /* pin / unpin VOLUME, or pins: one request each. */
-static int cmd_pin(const char *sock, const char *cmd, const char *volume, uint32_t flags)
+static int cmd_pin(struct cfsctl *g, int argc, char **argv)
 {
-	struct cfs_msg *req = xmalloc(sizeof(*req));
-	const char *why;
+	const char *cmd = argv[0], *volume = NULL, *why;
+	bool is_pins = !strcmp(cmd, "pins");
+	uint32_t flags = 0;
+	struct cfs_msg *req;
 	int r;
+
+	int i = simple_args(g, argc, argv, is_pins, is_pins ? 0 : 1, &flags);
+	if (!is_pins)
+		volume = argv[i];
+	const char *sock = cfsctl_sock(g);
+	req = xmalloc(sizeof(*req));
 
 	cfs_msg_init(req, !strcmp(cmd, "pins") ? CFS_MSG_CTL_PINS
 	                  : !strcmp(cmd, "pin") ? CFS_MSG_CTL_PIN : CFS_MSG_CTL_UNPIN);
@@ -162,11 +289,15 @@ static int cmd_pin(const char *sock, const char *cmd, const char *volume, uint32
 }
 
 /* Every stored key, a page (CTL_KEYS) at a time. */
-static int cmd_keys(const char *sock)
+static int cmd_keys(struct cfsctl *g, int argc, char **argv)
 {
-	struct cfs_msg *req = xmalloc(sizeof(*req));
 	struct key_page p = { 0 };
+	struct cfs_msg *req;
 	int r;
+
+	simple_args(g, argc, argv, false, 0, NULL);
+	const char *sock = cfsctl_sock(g);
+	req = xmalloc(sizeof(*req));
 
 	do {
 		cfs_msg_init(req, CFS_MSG_CTL_KEYS);
@@ -224,13 +355,37 @@ static void send_ping(struct pinger *p)
 	}
 }
 
-static int cmd_ping(const char *target, unsigned count, unsigned timeout_ms)
-{
-	struct cfs_transport_config c;
-	struct pinger *p = xcalloc(1, sizeof(*p));
-	uv_loop_t *loop = uv_default_loop();
-	int r;
+struct ping_opts {
+	unsigned count, timeout_ms;
+};
 
+static void ping_opt(void *arg, int c, const char *optarg)
+{
+	struct ping_opts *o = arg;
+
+	if (c == 'c')
+		o->count = cfsctl_uint("--count", optarg, 1000000);
+	else
+		o->timeout_ms = cfsctl_uint("--timeout", optarg, 600000);
+}
+
+static int cmd_ping(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "count", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ 0 },
+	};
+	struct ping_opts o = { .count = 3, .timeout_ms = 1000 };
+	struct cfs_transport_config c;
+	uv_loop_t *loop = uv_default_loop();
+	int r, i = cfsctl_getopt(g, argc, argv, "c:t:", opts, ping_opt, &o);
+
+	if (i + 1 != argc)
+		bad_usage("ping takes one HOST:PORT");
+	const char *target = argv[i];
+	unsigned count = o.count, timeout_ms = o.timeout_ms;
+	struct pinger *p = xcalloc(1, sizeof(*p));
 	if (cfs_addr_parse(&p->dst, target) < 0)
 		bad_usage("cannot use '%s' as HOST:PORT", target);
 	cfs_transport_config_default(&c);
@@ -249,148 +404,38 @@ static int cmd_ping(const char *target, unsigned count, unsigned timeout_ms)
 	return r;
 }
 
-static unsigned parse_uint(const char *opt, const char *s, unsigned max)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (!*s || *end || v == 0 || v > max)
-		bad_usage("%s wants a number from 1 to %u, not '%s'", opt, max, s);
-	return (unsigned)v;
-}
+static const struct {
+	const char *name;
+	int (*main)(struct cfsctl *g, int argc, char **argv);
+} commands[] = {
+	{ "status", cmd_status },
+	{ "keys", cmd_keys },
+	{ "ping", cmd_ping },
+	{ "lookup", cfsctl_lookup_main },
+	{ "put", cfsctl_put_main },
+	{ "get", cfsctl_get_main },
+	{ "refresh", cfsctl_refresh_main },
+	{ "pin", cmd_pin },
+	{ "unpin", cmd_pin },
+	{ "pins", cmd_pin },
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "nsucc", required_argument, NULL, 'n' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ "random", required_argument, NULL, 'r' },
-		{ "root", no_argument, NULL, 1001 },
-		{ "lease-days", required_argument, NULL, 1002 },
-		{ "size", required_argument, NULL, 1003 },
-		{ "seed", required_argument, NULL, 1004 },
-		{ "check", no_argument, NULL, 1005 },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char data_dir[512] = "", sock[600] = "";
-	bool json = false;
-	unsigned count = 3, timeout_ms = 1000, nsucc = 1, random_n = 0;
-	uint32_t mode = 0, flags = 0;
-	struct cfsctl_put_opts po = { .random_size = 8192 };
-	bool check = false;
-	const char *output = NULL;
-	int c;
+	struct cfsctl g = { 0 };
+	int i;
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:s:jc:t:m:n:vr:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			snprintf(data_dir, sizeof(data_dir), "%s", optarg);
-			break;
-		case 's':
-			snprintf(sock, sizeof(sock), "%s", optarg);
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'c':
-			count = parse_uint("--count", optarg, 1000000);
-			break;
-		case 't':
-			timeout_ms = parse_uint("--timeout", optarg, 600000);
-			break;
-		case 'm':
-			if (chord_mode_parse(optarg, &mode) < 0)
-				bad_usage("--mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN][,pred], not '%s'", optarg);
-			break;
-		case 'n':
-			nsucc = parse_uint("--nsucc", optarg, CFS_MSG_MAX_NODES);
-			break;
-		case 'v':
-			flags |= CFS_LOOKUP_F_VERIFY;
-			break;
-		case 'r':
-			random_n = parse_uint("--random", optarg, 10000000);
-			break;
-		case 1001: po.root = true; break;
-		case 1002: {
-			uint64_t secs;
-			if (cfs_parse_days(optarg, &secs) < 0)
-				bad_usage("--lease-days wants a number of days above 0, at most 3650, not '%s'", optarg);
-			po.lease_until = (uint64_t)time(NULL) + secs;
-			break;
-		}
-		case 1003: po.random_size = parse_uint("--size", optarg, 60 * 1024); break;
-		case 1004: po.seed = parse_uint("--seed", optarg, 4000000000u); break;
-		case 1005: check = true; break;
-		case 'o': output = optarg; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		case ':':
-			bad_usage("option '%s' needs a value", argv[optind - 1]);
-		default:
-			bad_usage("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind >= argc)
+	/* What comes before the command: "+" stops at the command's name. */
+	i = cfsctl_getopt(&g, argc, argv, "+", NULL, NULL, NULL);
+	if (i >= argc)
 		bad_usage("no command given");
-	if (cfs_crypto_init() < 0)
-		return 1;
-	const char *cmd = argv[optind];
-	bool is_block = strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0 || strcmp(cmd, "refresh") == 0;
-	bool is_info = strcmp(cmd, "status") == 0 || strcmp(cmd, "keys") == 0 || strcmp(cmd, "pins") == 0;
-	bool is_pin = strcmp(cmd, "pin") == 0 || strcmp(cmd, "unpin") == 0;
-	if (is_info || strcmp(cmd, "lookup") == 0 || is_block || is_pin) {
-		if (is_info && optind + 1 != argc)
-			bad_usage("%s takes no arguments", cmd);
-		if (strcmp(cmd, "lookup") == 0 && optind + 1 == argc && !random_n)
-			bad_usage("lookup wants keys, '-' or --random N");
-		if (strcmp(cmd, "put") == 0 && optind + 1 == argc && !random_n)
-			bad_usage("put wants files, '-' or --random N");
-		if (strcmp(cmd, "get") == 0 && optind + 1 == argc)
-			bad_usage("get wants keys or '-'");
-		if (strcmp(cmd, "refresh") == 0 && optind + 1 == argc)
-			bad_usage("refresh wants keys or '-'");
-		if (is_pin && optind + 2 != argc)
-			bad_usage("%s takes one VOLUME", cmd);
-		if (!sock[0]) {
-			if (!data_dir[0] && cfsd_default_data_dir(data_dir, sizeof(data_dir)) < 0)
-				bad_usage("the default data directory path is too long");
-			if (cfsd_socket_path(data_dir, sock, sizeof(sock)) < 0)
-				bad_usage("--data path is too long");
-		}
-		if (strcmp(cmd, "lookup") == 0)
-			return cfsctl_lookup(sock, mode, nsucc, flags, argv + optind + 1,
-			                     argc - optind - 1, random_n);
-		if (strcmp(cmd, "put") == 0) {
-			po.random_n = random_n;
-			return cfsctl_put(sock, &po, argv + optind + 1, argc - optind - 1);
-		}
-		if (strcmp(cmd, "get") == 0)
-			return cfsctl_get(sock, check, output, argv + optind + 1, argc - optind - 1);
-		if (strcmp(cmd, "refresh") == 0)
-			return cfsctl_refresh(sock, po.lease_until ? po.lease_until : (uint64_t)time(NULL) + 30ull * 86400u,
-			                      argv + optind + 1, argc - optind - 1);
-		if (strcmp(cmd, "keys") == 0)
-			return cmd_keys(sock);
-		if (is_pin || strcmp(cmd, "pins") == 0)
-			return cmd_pin(sock, cmd, is_pin ? argv[optind + 1] : NULL,
-			               json ? CFS_STATUS_F_JSON : 0);
-		return cmd_status(sock, json ? CFS_STATUS_F_JSON : 0);
+	for (size_t k = 0; k < CFS_ARRAY_SIZE(commands); k++) {
+		if (strcmp(argv[i], commands[k].name) != 0)
+			continue;
+		if (cfs_crypto_init() < 0)
+			return 1;
+		return commands[k].main(&g, argc - i, argv + i);
 	}
-	if (strcmp(cmd, "ping") == 0) {
-		if (optind + 2 != argc)
-			bad_usage("ping takes one HOST:PORT");
-		return cmd_ping(argv[optind + 1], count, timeout_ms);
-	}
-	bad_usage("unknown command '%s'", cmd);
+	bad_usage("unknown command '%s'", argv[i]);
 }

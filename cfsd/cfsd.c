@@ -129,69 +129,118 @@ static const char usage_text[] =
 
 /* ------------------------------------------------------------ status */
 
+/* The daemon's own part of the report, described once (cfs_stat): what
+ * the process, its transport, its DHash client and its control socket
+ * count. The ring and the block server describe theirs. */
+struct status_snap {
+	const char *version, *address, *data_dir;
+	uint32_t pid, port;
+	uint64_t uptime_s;
+	struct cfs_transport_stats st;
+	uint64_t rtt_p50, rtt_p90, rtt_p99;
+	struct dhash_client_stats cs;
+	uint64_t get_p50, get_p99;
+	uint64_t ctl_requests, ctl_malformed;
+};
+
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct status_snap, field, name, label, unit)
+static const struct cfs_stat status_head[] = {
+	CFS_STAT_BEGIN(NULL, "cfsd"),
+	S(STR, version, "version", "version", NULL),
+	S(U32, pid, "pid", "pid", NULL),
+	S(STR, address, "address", "address", NULL),
+	S(U32, port, "port", "port", NULL),
+	S(STR, data_dir, "data_dir", "data dir", NULL),
+	S(U64, uptime_s, "uptime_s", "up", "s"),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("rpc", "rpc out"),
+	S(U64, st.calls, "calls", "calls", NULL),
+	S(U64, st.replies, "replies", "replies", NULL),
+	S(U64, st.timeouts, "timeouts", "timeouts", NULL),
+	S(U64, st.cancelled, "cancelled", "cancelled", NULL),
+	S(U64, st.unmatched, "unmatched", "unmatched replies", NULL),
+	S(U64, st.send_errors, "send_errors", "send errors", NULL),
+	S(U64, st.model_dropped, "model_dropped", "dropped by the network model", NULL),
+	S(U32, st.inflight, "inflight", "in flight", NULL),
+	S(U32, st.queued, "queued", "queued", NULL),
+	CFS_STAT_D(struct status_snap, st.window, 2, "window", "window", NULL),
+	CFS_STAT_BEGIN(NULL, "rpc rtt"),
+	CFS_STAT_D(struct status_snap, st.srtt_us, 0, "srtt_us", "srtt", "us"),
+	S(U64, rtt_p50, "rtt_p50_us", "p50", "us"),
+	S(U64, rtt_p90, "rtt_p90_us", "p90", "us"),
+	S(U64, rtt_p99, "rtt_p99_us", "p99", "us"),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "rpc in"),
+	S(U64, st.requests_in, "requests_in", "requests", NULL),
+	S(U64, st.replies_out, "replies_out", "replies sent", NULL),
+	S(U64, st.malformed, "malformed", "malformed dropped", NULL),
+	S(U64, st.bytes_in, "bytes_in", "bytes in", NULL),
+	S(U64, st.bytes_out, "bytes_out", "bytes out", NULL),
+	S(U64, st.datagrams_out, "datagrams_out", "datagrams out", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_CLOSE,
+};
+
+static const struct cfs_stat status_tail[] = {
+	CFS_STAT_BEGIN("client", "client"),
+	S(U64, cs.gets, "gets", "gets", NULL),
+	S(U64, cs.gets_failed, "gets_failed", "failed", NULL),
+	S(U64, cs.puts, "puts", "puts", NULL),
+	S(U64, cs.puts_failed, "puts_failed", "failed", NULL),
+	S(U64, cs.get_rpcs, "get_rpcs", "get RPCs", NULL),
+	S(U64, cs.bad_replies, "bad_replies", "bad replies", NULL),
+	S(U64, cs.fetch_timeouts, "fetch_timeouts", "fetch timeouts", NULL),
+	S(U64, cs.relookups, "relookups", "relookups", NULL),
+	S(U64, cs.hedges, "hedges", "hedges", NULL),
+	S(U64, cs.hedge_wins, "hedge_wins", "won", NULL),
+	S(U64, cs.cache_pushes, "cache_pushes", "cache pushes", NULL),
+	S(U64, get_p50, "get_p50_us", "get p50", "us"),
+	S(U64, get_p99, "get_p99_us", "p99", "us"),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("control", "control"),
+	S(U64, ctl_requests, "requests", "requests", NULL),
+	S(U64, ctl_malformed, "malformed", "malformed", NULL),
+	CFS_STAT_CLOSE,
+};
+#undef S
+
 static void status_report(struct cfs_sbuf *b, bool json)
 {
-	struct cfs_transport_stats st;
+	struct status_snap *s = xcalloc(1, sizeof(*s)); /* two histograms: not on the stack */
 	char a[CFS_ADDR_STRLEN];
-	uint64_t up = (cfs_now_us() - D.started_us) / 1000000u;
+	bool first = true;
 
-	cfs_transport_get_stats(D.tr, &st);
-	cfs_addr_str(&D.addr, a);
+	cfs_transport_get_stats(D.tr, &s->st);
+	s->version = CFS_VERSION;
+	s->pid = (uint32_t)getpid();
+	s->address = cfs_addr_str(&D.addr, a);
+	s->port = cfs_addr_port(&D.addr);
+	s->data_dir = D.data_dir;
+	s->uptime_s = (cfs_now_us() - D.started_us) / 1000000u;
+	s->rtt_p50 = cfs_hist_quantile(&s->st.rtt_us, 0.5);
+	s->rtt_p90 = cfs_hist_quantile(&s->st.rtt_us, 0.9);
+	s->rtt_p99 = cfs_hist_quantile(&s->st.rtt_us, 0.99);
+	s->cs = *dhash_client_stats(D.client);
+	s->get_p50 = cfs_hist_quantile(&s->cs.get_us, 0.5);
+	s->get_p99 = cfs_hist_quantile(&s->cs.get_us, 0.99);
+	s->ctl_requests = cfsd_serve_requests(false);
+	s->ctl_malformed = cfsd_serve_requests(true);
 	if (json) {
-		cfs_sb_printf(b, "{\"version\":\"%s\",\"pid\":%d,\"address\":\"%s\",\"port\":%u,"
-		             "\"data_dir\":", CFS_VERSION, (int)getpid(), a, cfs_addr_port(&D.addr));
-		cfs_sb_json_str(b, D.data_dir);
-		cfs_sb_printf(b, ",\"uptime_s\":%lu,", (unsigned long)up);
-		cfs_sb_printf(b, "\"rpc\":{\"calls\":%lu,\"replies\":%lu,\"timeouts\":%lu,"
-		             "\"requests_in\":%lu,\"replies_out\":%lu,\"malformed\":%lu,"
-		             "\"unmatched\":%lu,\"send_errors\":%lu,\"bytes_in\":%lu,\"bytes_out\":%lu,"
-		             "\"inflight\":%u,\"queued\":%u,\"window\":%.2f,\"srtt_us\":%.0f,"
-		             "\"rtt_p50_us\":%lu,\"rtt_p90_us\":%lu,\"rtt_p99_us\":%lu},",
-		          (unsigned long)st.calls, (unsigned long)st.replies, (unsigned long)st.timeouts,
-		          (unsigned long)st.requests_in, (unsigned long)st.replies_out,
-		          (unsigned long)st.malformed, (unsigned long)st.unmatched,
-		          (unsigned long)st.send_errors, (unsigned long)st.bytes_in,
-		          (unsigned long)st.bytes_out, st.inflight, st.queued, st.window, st.srtt_us,
-		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.5),
-		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.9),
-		          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
-		cfs_sb_printf(b, "\"ring\":");
+		cfs_sb_printf(b, "{");
+		cfs_stat_render(b, true, status_head, CFS_ARRAY_SIZE(status_head), s, &first);
+		cfs_sb_printf(b, ",\"ring\":");
 		chord_status(D.chord, b, true);
 		cfs_sb_printf(b, ",\"dhash\":");
 		dhash_server_status(D.dhash, b, true);
-		const struct dhash_client_stats *cs = dhash_client_stats(D.client);
-		cfs_sb_printf(b, ",\"client\":{\"gets\":%lu,\"gets_failed\":%lu,\"puts\":%lu,"
-		              "\"puts_failed\":%lu,\"get_rpcs\":%lu,\"bad_replies\":%lu,\"fetch_timeouts\":%lu,"
-		              "\"relookups\":%lu,\"hedges\":%lu,\"hedge_wins\":%lu,\"cache_pushes\":%lu,"
-		              "\"get_p50_us\":%lu,\"get_p99_us\":%lu}",
-		              (unsigned long)cs->gets, (unsigned long)cs->gets_failed,
-		              (unsigned long)cs->puts, (unsigned long)cs->puts_failed,
-		              (unsigned long)cs->get_rpcs, (unsigned long)cs->bad_replies, (unsigned long)cs->fetch_timeouts,
-		              (unsigned long)cs->relookups, (unsigned long)cs->hedges,
-		              (unsigned long)cs->hedge_wins, (unsigned long)cs->cache_pushes,
-		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.5),
-		              (unsigned long)cfs_hist_quantile(&cs->get_us, 0.99));
-		cfs_sb_printf(b, ",\"control\":{\"requests\":%lu,\"malformed\":%lu}}\n",
-		          (unsigned long)cfsd_serve_requests(false), (unsigned long)cfsd_serve_requests(true));
-		return;
+		cfs_stat_render(b, true, status_tail, CFS_ARRAY_SIZE(status_tail), s, &first);
+		cfs_sb_printf(b, "}\n");
+	} else {
+		cfs_stat_render(b, false, status_head, CFS_ARRAY_SIZE(status_head), s, NULL);
+		cfs_stat_render(b, false, status_tail, CFS_ARRAY_SIZE(status_tail), s, NULL);
+		dhash_server_status(D.dhash, b, false);
+		chord_status(D.chord, b, false);
 	}
-	cfs_sb_printf(b, "cfsd %s, pid %d, up %lus\n", CFS_VERSION, (int)getpid(), (unsigned long)up);
-	cfs_sb_printf(b, "address     %s\n", a);
-	cfs_sb_printf(b, "data dir    %s\n", D.data_dir);
-	cfs_sb_printf(b, "rpc out     %lu calls, %lu replies, %lu timeouts; window %.1f, srtt %.0f us\n",
-	          (unsigned long)st.calls, (unsigned long)st.replies, (unsigned long)st.timeouts,
-	          st.window, st.srtt_us);
-	cfs_sb_printf(b, "rpc rtt     p50 %lu us, p90 %lu us, p99 %lu us\n",
-	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.5),
-	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.9),
-	          (unsigned long)cfs_hist_quantile(&st.rtt_us, 0.99));
-	cfs_sb_printf(b, "rpc in      %lu requests, %lu replies sent, %lu malformed dropped\n",
-	          (unsigned long)st.requests_in, (unsigned long)st.replies_out,
-	          (unsigned long)st.malformed);
-	cfs_sb_printf(b, "control     %lu requests, %lu malformed\n",
-	          (unsigned long)cfsd_serve_requests(false), (unsigned long)cfsd_serve_requests(true));
-	dhash_server_status(D.dhash, b, false);
-	chord_status(D.chord, b, false);
+	free(s);
 }
 
 /* ------------------------------------------------------------ UDP requests */

@@ -52,30 +52,4 @@ int cfsd_ctl_pipeline(const char *sock, size_t n, unsigned window, cfsd_pipe_bui
 /* A message naming the daemon at sock when r says it is not there. */
 void cfsd_ctl_report(const char *sock, const char *what, int r);
 
-/* cfsctl lookup (cfsd/lookup_cmd.c): look up the keys in args ('-' reads
- * stdin) and random_n random keys through the daemon at sock, printing one
- * line per key. Returns the exit code: 0, 1 (no daemon / failure), 2 (bad
- * key), 3 (some lookups failed). */
-int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flags,
-                  char **args, int nargs, unsigned random_n);
-/* Read KEY arguments ('-': one per line from stdin) and n random keys into
- * a malloc'd array. -EINVAL (reported) for a bad key. */
-int cfsctl_read_keys(char **args, int nargs, unsigned random_n, struct cfs_id **ret, size_t *ret_n);
-
-/* cfsctl put / get (cfsd/block_cmd.c); same exit codes as lookup. */
-struct cfsctl_put_opts {
-	bool root;                /* the files are signed roots */
-	uint64_t lease_until;     /* 0: the daemon's default */
-	unsigned random_n;        /* also put this many random blocks ... */
-	size_t random_size;       /* ... of this many bytes */
-	uint64_t seed;            /* for the random blocks (0: random) */
-};
-int cfsctl_put(const char *sock, const struct cfsctl_put_opts *o, char **files, int nfiles);
-/* One key and no --check: its bytes to stdout (or out). Else one line per
- * key: KEY ok LENGTH | KEY error MESSAGE. */
-int cfsctl_get(const char *sock, bool check, const char *out, char **args, int nargs);
-/* Extend the lease of each key's replicas to lease_until: "KEY ok" or
- * "KEY missing" (no replica had it) per key; exit 3 if any was missing. */
-int cfsctl_refresh(const char *sock, uint64_t lease_until, char **args, int nargs);
-
 #endif

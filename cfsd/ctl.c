@@ -1,11 +1,19 @@
-/* Default paths and the client side of the control socket. */
-#include "cfsd/cfsd.h"
-#include "dhash/dhash.h"
-
+/*
+ * Default paths, and cfsctl's synchronous use of the control socket.
+ *
+ * The control protocol itself has one client, dhash_local (dhash/local.c):
+ * it frames, matches replies to requests by ID, times out and reports a
+ * missing daemon. Here is only what a command-line tool adds on top: a
+ * private event loop that runs until every request is answered, and a
+ * window, so that a lookup of a million keys keeps at most `window` of them
+ * in the daemon at a time.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "cfsd/cfsd.h"
+#include "dhash/dhash.h"
 
 int cfsd_default_data_dir(char *buf, size_t n)
 {
@@ -18,90 +26,121 @@ int cfsd_socket_path(const char *data_dir, char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-/* One request, one reply, on a private loop. */
-struct ctl_call {
+/* n requests over one connection, at most window unanswered. */
+struct run {
+	dhash_local_t *l;
+	size_t n, issued, done;
+	unsigned window;
+	cfsd_pipe_build_fn build;
+	cfsd_pipe_reply_fn reply;
+	void *arg;
+	int status;               /* the first failure with no reply */
+	struct cfs_msg *m;        /* the request being built */
+	struct slot { struct run *p; size_t i; } *slots;
+};
+
+static void issue(struct run *p);
+
+static void on_reply(void *arg, int status, const struct cfs_msg *reply)
+{
+	struct slot *s = arg;
+	struct run *p = s->p;
+
+	p->done++;
+	if (reply)
+		p->reply(p->arg, s->i, reply);
+	else if (!p->status)
+		p->status = status;
+	issue(p);
+}
+
+static void issue(struct run *p)
+{
+	while (!p->status && p->issued < p->n && p->issued - p->done < p->window) {
+		size_t i = p->issued;
+		cfs_msg_init(p->m, CFS_MSG_PING);
+		p->build(p->arg, i, p->m);
+		p->slots[i] = (struct slot){ p, i };
+		int r = dhash_local_call(p->l, p->m, on_reply, &p->slots[i]);
+		if (r < 0) {
+			p->status = r;
+			return;
+		}
+		p->issued++;
+	}
+}
+
+/* The pipeline on a private loop, each request failing after timeout_ms. */
+static int run(const char *sock, size_t n, unsigned window, uint32_t timeout_ms,
+               cfsd_pipe_build_fn build, cfsd_pipe_reply_fn reply, void *arg)
+{
+	struct run p = { .n = n, .window = window ? window : 64, .build = build,
+	                 .reply = reply, .arg = arg };
+	uv_loop_t loop;
+	int r;
+
+	if (n == 0)
+		return 0;
+	uv_loop_init(&loop);
+	if ((r = dhash_local_new(&loop, sock, timeout_ms, &p.l)) < 0) {
+		uv_loop_close(&loop);
+		return r;
+	}
+	p.m = xmalloc(sizeof(*p.m));
+	p.slots = xcalloc(n, sizeof(*p.slots));
+	issue(&p);
+	while (p.done < p.issued)
+		uv_run(&loop, UV_RUN_ONCE);
+	dhash_local_free(p.l);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	free(p.slots);
+	free(p.m);
+	return p.status;
+}
+
+int cfsd_ctl_pipeline(const char *sock, size_t n, unsigned window, cfsd_pipe_build_fn build,
+                      cfsd_pipe_reply_fn reply, void *arg)
+{
+	/* No deadline of our own: a lookup or put waits as long as the
+	 * daemon's own timeouts make it. */
+	return run(sock, n, window, UINT32_MAX, build, reply, arg);
+}
+
+/* One request: a pipeline of one, whose reply goes to fn. */
+struct one {
 	const struct cfs_msg *req;
 	cfsd_ctl_reply_fn fn;
 	void *arg;
 	int status;
-	bool done;
-	cfs_stream_t *s;
-	uv_timer_t timer;
 };
 
-static void finish(struct ctl_call *c, int status, const struct cfs_msg *reply)
+static void one_build(void *arg, size_t i, struct cfs_msg *m)
 {
-	if (c->done)
-		return;
-	c->done = true;
-	c->status = status;
-	c->fn(c->arg, status, reply);
-	uv_timer_stop(&c->timer);
-	if (c->s)
-		cfs_stream_close(c->s);
-	c->s = NULL;
+	struct one *o = arg;
+	*m = *o->req;
 }
 
-static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
+static void one_reply(void *arg, size_t i, const struct cfs_msg *reply)
 {
-	struct ctl_call *c = arg;
-	struct cfs_msg *m = xmalloc(sizeof(*m));
-	const char *why = "";
-	int r = cfs_msg_decode(f, len, m, &why);
+	struct one *o = arg;
 
-	if (r < 0)
-		log_error("malformed reply from cfsd: %s", why);
-	else if (!m->is_reply || m->type != c->req->type)
-		r = log_error_errno(-EPROTO, "unexpected message from cfsd");
-	else if (m->status < 0)
-		r = m->status;
-	finish(c, r, r == 0 ? m : NULL);
-	free(m);
-}
-
-static void on_end(void *arg, cfs_stream_t *s, int status)
-{
-	struct ctl_call *c = arg;
-	finish(c, status < 0 ? status : -ECONNRESET, NULL);
-}
-
-static void on_connect(void *arg, int status, cfs_stream_t *s)
-{
-	struct ctl_call *c = arg;
-	int r;
-
-	if (status < 0) {
-		finish(c, status, NULL);
-		return;
-	}
-	c->s = s;
-	cfs_stream_start(s, on_frame, on_end, c);
-	if ((r = cfs_stream_write_msg(s, c->req)) < 0)
-		finish(c, r, NULL);
-}
-
-static void on_timeout(uv_timer_t *t)
-{
-	finish(t->data, -ETIMEDOUT, NULL);
+	o->status = reply->status;
+	if (reply->status < 0)
+		o->fn(o->arg, reply->status, NULL);
+	else
+		o->fn(o->arg, 0, reply);
 }
 
 int cfsd_ctl_call(const char *path, const struct cfs_msg *req, unsigned timeout_ms,
                   cfsd_ctl_reply_fn fn, void *arg)
 {
-	struct ctl_call c = { .req = req, .fn = fn, .arg = arg };
-	uv_loop_t loop;
-	int r;
+	struct one o = { .req = req, .fn = fn, .arg = arg };
+	int r = run(path, 1, 1, timeout_ms, one_build, one_reply, &o);
 
-	uv_loop_init(&loop);
-	uv_timer_init(&loop, &c.timer);
-	c.timer.data = &c;
-	uv_timer_start(&c.timer, on_timeout, timeout_ms, 0);
-	if ((r = cfs_stream_connect(&loop, path, on_connect, &c)) < 0)
-		finish(&c, r, NULL);
-	while (!c.done)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&c.timer, NULL);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	return c.status;
+	if (r < 0) {
+		fn(arg, r, NULL);
+		return r;
+	}
+	return o.status;
 }

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfsd/cfsd.h"
+#include "cfsd/cfsctl.h"
+#include "chord/chord.h"
 
 struct batch {
 	struct cfs_id *keys;
@@ -92,13 +93,52 @@ static void reply(void *arg, size_t i, const struct cfs_msg *m)
 	}
 }
 
-int cfsctl_lookup(const char *sock, uint32_t mode, uint32_t nsucc, uint32_t flags,
-                  char **args, int nargs, unsigned random_n)
+struct lookup_opts {
+	uint32_t mode, nsucc, flags;
+	unsigned random_n;
+};
+
+static void lookup_opt(void *arg, int c, const char *optarg)
 {
-	struct batch b = { .mode = mode, .nsucc = nsucc, .flags = flags };
+	struct lookup_opts *o = arg;
+
+	switch (c) {
+	case 'm':
+		if (chord_mode_parse(optarg, &o->mode) < 0)
+			cfsctl_usage("--mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN][,pred], not '%s'", optarg);
+		break;
+	case 'n':
+		o->nsucc = cfsctl_uint("--nsucc", optarg, CFS_MSG_MAX_NODES);
+		break;
+	case 'v':
+		o->flags |= CFS_LOOKUP_F_VERIFY;
+		break;
+	case 'r':
+		o->random_n = cfsctl_uint("--random", optarg, 10000000);
+		break;
+	}
+}
+
+/* lookup [--mode M] [--nsucc N] [--verify] [--random N] [KEY... | -]: the
+ * keys, and random ones, through the daemon; one line per key. */
+int cfsctl_lookup_main(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "nsucc", required_argument, NULL, 'n' },
+		{ "verify", no_argument, NULL, 'v' },
+		{ "random", required_argument, NULL, 'r' },
+		{ 0 },
+	};
+	struct lookup_opts o = { .nsucc = 1 };
+	int i = cfsctl_getopt(g, argc, argv, "m:n:vr:", opts, lookup_opt, &o);
+	struct batch b = { .mode = o.mode, .nsucc = o.nsucc, .flags = o.flags };
 	size_t n;
 
-	if (cfsctl_read_keys(args, nargs, random_n, &b.keys, &n) < 0)
+	if (i == argc && !o.random_n)
+		cfsctl_usage("lookup wants keys, '-' or --random N");
+	const char *sock = cfsctl_sock(g);
+	if (cfsctl_read_keys(argv + i, argc - i, o.random_n, &b.keys, &n) < 0)
 		return 2;
 	int r = cfsd_ctl_pipeline(sock, n, 64, build, reply, &b);
 	cfsd_ctl_report(sock, "lookups", r);

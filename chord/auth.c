@@ -23,91 +23,54 @@ struct auth_call {
 	uint8_t nonce[CFS_NONCE_BYTES];
 };
 
-static size_t bucket(const chord_t *c, const struct cfs_id *id)
+void chord__auth_init(chord_t *c)
 {
-	uint64_t h;
-
-	memcpy(&h, id->b, sizeof(h));
-	return (size_t)(h % c->auth_nb);
+	cfs_htab_init(&c->auth, sizeof(struct cfs_id), sizeof(struct auth_ent));
+	c->auth_sweep_at = 64;
 }
 
-void auth_init(chord_t *c)
+void chord__auth_free(chord_t *c)
 {
-	c->auth_nb = 64;
-	c->auth = xcalloc(c->auth_nb, sizeof(*c->auth));
-}
-
-void auth_free(chord_t *c)
-{
-	for (size_t i = 0; i < c->auth_nb; i++)
-		for (struct auth_ent *e = c->auth[i], *n; e; e = n) {
-			n = e->next;
-			free(e);
-		}
-	free(c->auth);
-	c->auth = NULL;
+	cfs_htab_free(&c->auth);
 }
 
 static struct auth_ent *find(const chord_t *c, const struct cfs_id *id)
 {
-	for (struct auth_ent *e = c->auth[bucket(c, id)]; e; e = e->next)
-		if (cfs_id_eq(&e->id, id))
-			return e;
-	return NULL;
+	return cfs_htab_get(&c->auth, id);
 }
 
-/* Drop expired entries; grow the table when it is crowded. */
+static bool unexpired(void *now, const void *key, void *val)
+{
+	const struct auth_ent *e = val;
+	return e->until_us >= *(uint64_t *)now || e->state == AUTH_PENDING;
+}
+
+/* Drop expired entries once the cache has doubled since the last sweep. */
 static void maintain(chord_t *c)
 {
 	uint64_t now = cfs_now_us();
 
-	if (c->auth_n < c->auth_nb)
+	if (cfs_htab_count(&c->auth) < c->auth_sweep_at)
 		return;
-	for (size_t i = 0; i < c->auth_nb; i++)
-		for (struct auth_ent **pp = &c->auth[i]; *pp;) {
-			struct auth_ent *e = *pp;
-			if (e->until_us < now && e->state != AUTH_PENDING) {
-				*pp = e->next;
-				free(e);
-				c->auth_n--;
-			} else {
-				pp = &e->next;
-			}
-		}
-	if (c->auth_n * 2 < c->auth_nb)
-		return;
-	size_t onb = c->auth_nb;
-	struct auth_ent **old = c->auth;
-	c->auth_nb = onb * 2;
-	c->auth = xcalloc(c->auth_nb, sizeof(*c->auth));
-	for (size_t i = 0; i < onb; i++)
-		for (struct auth_ent *e = old[i], *n; e; e = n) {
-			n = e->next;
-			size_t b = bucket(c, &e->id);
-			e->next = c->auth[b];
-			c->auth[b] = e;
-		}
-	free(old);
+	cfs_htab_filter(&c->auth, unexpired, &now);
+	c->auth_sweep_at = 2 * cfs_htab_count(&c->auth) > 64 ? 2 * cfs_htab_count(&c->auth) : 64;
 }
 
+/* The entry for n (made if new); valid until the cache next changes. */
 static struct auth_ent *get(chord_t *c, const struct cfs_node *n)
 {
 	struct auth_ent *e = find(c, &n->id);
 
 	if (!e) {
 		maintain(c);
-		e = xcalloc(1, sizeof(*e));
+		e = cfs_htab_put(&c->auth, &n->id, NULL);
 		e->id = n->id;
-		size_t b = bucket(c, &n->id);
-		e->next = c->auth[b];
-		c->auth[b] = e;
-		c->auth_n++;
 	}
 	e->node = *n;
 	return e;
 }
 
-enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id)
+enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id)
 {
 	const struct auth_ent *e = find(c, id);
 
@@ -118,9 +81,9 @@ enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id)
 	return (enum auth_state)e->state;
 }
 
-size_t auth_count(const chord_t *c)
+size_t chord__auth_count(const chord_t *c)
 {
-	return c->auth_n;
+	return cfs_htab_count(&c->auth);
 }
 
 void auth_mark_dead(chord_t *c, const struct cfs_id *id)

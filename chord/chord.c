@@ -147,7 +147,7 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 		k->cb(k->arg, -ECANCELED, NULL, res);
 	} else {
 		if (status == 0 && reply) {
-			vivaldi_update(c, &reply->coord, res->rtt_us);
+			chord__vivaldi_update(c, &reply->coord, res->rtt_us);
 			double ms = (double)res->rtt_us / 1000.0;
 			c->avg_rtt_ms = c->avg_rtt_ms > 0 ? c->avg_rtt_ms + (ms - c->avg_rtt_ms) / 32 : ms;
 			if (k->has_to)
@@ -251,7 +251,7 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	}
 	uv_timer_init(loop, &c->lk_timer);
 	c->handles++;
-	auth_init(c);
+	chord__auth_init(c);
 	cfs_transport_set_coord(t, &c->coord);
 	*ret = c;
 	return 0;
@@ -264,12 +264,12 @@ void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
 	c->started = true;
 	c->nboot = n;
 	c->boot = n ? xmemdup(bootstrap, n * sizeof(*bootstrap)) : NULL;
-	maint_start(c);
+	chord__maint_start(c);
 }
 
 void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
 {
-	maint_leave(c, done, arg);
+	chord__maint_leave(c, done, arg);
 }
 
 static void on_timer_closed(uv_handle_t *h)
@@ -285,7 +285,7 @@ static void maybe_release(chord_t *c)
 	if (!c->freeing || c->inflight > 0 || c->handles > 0 || c->released)
 		return;
 	c->released = true;
-	auth_free(c);
+	chord__auth_free(c);
 	free(c->v);
 	free(c->boot);
 	free(c->contacts);
@@ -322,14 +322,14 @@ void chord_freeze(chord_t *c, bool frozen)
 		return;
 	c->frozen = frozen;
 	if (frozen)
-		maint_stop(c);
+		chord__maint_stop(c);
 	else if (c->started)
-		maint_start(c);
+		chord__maint_start(c);
 }
 
 void chord_refresh_fingers(chord_t *c)
 {
-	maint_refresh_fingers(c);
+	chord__maint_refresh_fingers(c);
 }
 
 void chord_stabilize_now(chord_t *c)
@@ -392,7 +392,7 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		lookup_handle_done(c, req, from);
 		break;
 	default:
-		maint_handle(c, v, req, from);
+		chord__maint_handle(c, v, req, from);
 		break;
 	}
 	return true;
@@ -420,7 +420,7 @@ const struct cfs_coord *chord_coord(const chord_t *c) { return &c->coord; }
 
 uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to)
 {
-	double ms = vivaldi_predict_ms(&c->coord, to);
+	double ms = chord__vivaldi_predict_ms(&c->coord, to);
 	return ms > 0 && isfinite(ms) ? (uint64_t)(ms * 1000.0) : 0;
 }
 
@@ -446,74 +446,124 @@ static void json_node(struct cfs_sbuf *b, const struct tnode *t)
 	              cfs_id_hex(&t->n.id, hex), cfs_addr_str(&t->n.addr, a), t->n.vindex, t->rtt_us);
 }
 
-void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
-{
-	char hex[65], s1[9], s2[9], a[CFS_ADDR_STRLEN];
-	double est = chord_estimate_n(c);
-	uint64_t lk = c->lookups_done ? c->lookups_done : 1;
+/* The ring's counters, described once (cfs_stat); the coordinate and the
+ * virtual servers' tables are lists, written after them. */
+struct ring_snap {
+	const char *address;
+	uint32_t nv;
+	double est, coord_err;
+	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
+	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
+	uint64_t hostile_dropped, fwd_handled, find_next_handled, alerts_in;
+};
 
-	if (!json) {
-		cfs_sb_printf(b, "ring        %u virtual server%s, estimated %.0f in the ring; "
-		              "coord (%.1f, %.1f, %.1f | %.1f) err %.2f\n", c->nv, c->nv == 1 ? "" : "s",
-		              est, c->coord.v[0], c->coord.v[1], c->coord.v[2], c->coord.h, c->coord_err);
-		cfs_sb_printf(b, "lookups     %lu done, %lu failed, %.2f RPCs and %.3f timeouts each\n",
-		              (unsigned long)c->lookups_done, (unsigned long)c->lookups_failed,
-		              (double)c->lookup_rpcs / (double)lk, (double)c->lookup_timeouts / (double)lk);
-		cfs_sb_printf(b, "auth        %lu nonces sent, %lu passed, %lu failed, %lu ID mismatches\n",
-		              (unsigned long)c->auth_sent, (unsigned long)c->auth_ok,
-		              (unsigned long)c->auth_failed, (unsigned long)c->id_mismatch);
-		for (uint32_t i = 0; i < c->nv; i++) {
-			const struct vnode *v = &c->v[i];
-			unsigned nf = 0;
-			for (int k = 0; k < NFINGERS; k++)
-				nf += v->finger[k].valid && (k == NFINGERS - 1 ||
-				      !v->finger[k + 1].valid || !cfs_id_eq(&v->finger[k].n.id, &v->finger[k + 1].n.id));
-			cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
-			              cfs_id_short(&v->self.id, s1),
-			              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
-			              cfs_id_short(&vn_succ(v)->id, hex), v->nsuccs ? v->nsuccs - 1 : 0, nf,
-			              v->joined ? "" : "  (joining)");
-		}
-		return;
-	}
-	cfs_sb_printf(b, "{\"address\":\"%s\",\"estimated_n\":%.1f,", cfs_addr_str(&c->addr, a), est);
-	cfs_sb_printf(b, "\"coord\":[%.3f,%.3f,%.3f,%.3f],\"coord_err\":%.3f,", c->coord.v[0],
-	              c->coord.v[1], c->coord.v[2], c->coord.h, c->coord_err);
-	cfs_sb_printf(b, "\"lookups\":{\"done\":%lu,\"failed\":%lu,\"rpcs\":%lu,\"timeouts\":%lu},",
-	              (unsigned long)c->lookups_done, (unsigned long)c->lookups_failed,
-	              (unsigned long)c->lookup_rpcs, (unsigned long)c->lookup_timeouts);
-	cfs_sb_printf(b, "\"auth\":{\"sent\":%lu,\"ok\":%lu,\"failed\":%lu,\"id_mismatch\":%lu,"
-	              "\"cached\":%zu},\"hostile_dropped\":%lu,\"vnodes\":[",
-	              (unsigned long)c->auth_sent, (unsigned long)c->auth_ok,
-	              (unsigned long)c->auth_failed, (unsigned long)c->id_mismatch, auth_count(c),
-	              (unsigned long)c->hostile_dropped);
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
+static const struct cfs_stat ring_stats[] = {
+	CFS_STAT_BEGIN(NULL, "ring"),
+	S(STR, address, "address", "address", NULL),
+	S(U32, nv, "virtual_servers", "virtual servers", NULL),
+	CFS_STAT_D(struct ring_snap, est, 1, "estimated_n", "estimated n", NULL),
+	CFS_STAT_D(struct ring_snap, coord_err, 3, "coord_err", "coordinate error", NULL),
+	S(U64, hostile_dropped, "hostile_dropped", "hostile replies dropped", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("lookups", "lookups"),
+	S(U64, lookups_done, "done", "done", NULL),
+	S(U64, lookups_failed, "failed", "failed", NULL),
+	S(U64, lookup_rpcs, "rpcs", "RPCs", NULL),
+	S(U64, lookup_timeouts, "timeouts", "timeouts", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("served", "served"),
+	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),
+	S(U64, find_next_handled, "find_next", "iterative steps", NULL),
+	S(U64, alerts_in, "alerts", "alerts", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("auth", "auth"),
+	S(U64, auth_sent, "sent", "nonces sent", NULL),
+	S(U64, auth_ok, "ok", "passed", NULL),
+	S(U64, auth_failed, "failed", "failed", NULL),
+	S(U64, id_mismatch, "id_mismatch", "ID mismatches", NULL),
+	S(U64, auth_cached, "cached", "cached", NULL),
+	CFS_STAT_CLOSE,
+};
+#undef S
+
+static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
+{
+	char s1[9], s2[9], s3[9];
+
+	cfs_sb_printf(b, "coord       (%.1f, %.1f, %.1f | %.1f)\n", c->coord.v[0], c->coord.v[1],
+	              c->coord.v[2], c->coord.h);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		const struct vnode *v = &c->v[i];
-		cfs_sb_printf(b, "%s{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
-		              i ? "," : "", v->index, cfs_id_hex(&v->self.id, hex),
-		              v->joined ? "true" : "false", table_estimate_n(v));
-		if (v->pred.valid)
-			json_node(b, &v->pred);
-		else
-			cfs_sb_printf(b, "null");
-		cfs_sb_printf(b, ",\"succs\":[");
-		for (uint32_t j = 0; j < v->nsuccs; j++) {
-			cfs_sb_printf(b, "%s", j ? "," : "");
-			json_node(b, &v->succ[j]);
-		}
-		cfs_sb_printf(b, "],\"fingers\":[");
-		bool first = true;
-		const struct cfs_id *last = NULL;
-		for (int k = NFINGERS - 1; k >= 0; k--) {
-			if (!v->finger[k].valid || (last && cfs_id_eq(last, &v->finger[k].n.id)))
-				continue;
-			last = &v->finger[k].n.id;
-			cfs_sb_printf(b, "%s{\"bit\":%d,\"node\":", first ? "" : ",", FINGER_BASE + k);
-			json_node(b, &v->finger[k]);
-			cfs_sb_printf(b, "}");
-			first = false;
-		}
-		cfs_sb_printf(b, "]}");
+		unsigned nf = 0;
+		for (int k = 0; k < NFINGERS; k++)
+			nf += v->finger[k].valid && (k == NFINGERS - 1 ||
+			      !v->finger[k + 1].valid || !cfs_id_eq(&v->finger[k].n.id, &v->finger[k + 1].n.id));
+		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
+		              cfs_id_short(&v->self.id, s1),
+		              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
+		              cfs_id_short(&vn_succ(v)->id, s3), v->nsuccs ? v->nsuccs - 1 : 0, nf,
+		              v->joined ? "" : "  (joining)");
+	}
+}
+
+static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
+{
+	char hex[65];
+
+	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
+	              v->index, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
+	              table_estimate_n(v));
+	if (v->pred.valid)
+		json_node(b, &v->pred);
+	else
+		cfs_sb_printf(b, "null");
+	cfs_sb_printf(b, ",\"succs\":[");
+	for (uint32_t j = 0; j < v->nsuccs; j++) {
+		cfs_sb_printf(b, "%s", j ? "," : "");
+		json_node(b, &v->succ[j]);
+	}
+	cfs_sb_printf(b, "],\"fingers\":[");
+	bool first = true;
+	const struct cfs_id *last = NULL;
+	for (int k = NFINGERS - 1; k >= 0; k--) {
+		if (!v->finger[k].valid || (last && cfs_id_eq(last, &v->finger[k].n.id)))
+			continue;
+		last = &v->finger[k].n.id;
+		cfs_sb_printf(b, "%s{\"bit\":%d,\"node\":", first ? "" : ",", FINGER_BASE + k);
+		json_node(b, &v->finger[k]);
+		cfs_sb_printf(b, "}");
+		first = false;
+	}
+	cfs_sb_printf(b, "]}");
+}
+
+void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
+{
+	char a[CFS_ADDR_STRLEN];
+	struct ring_snap s = {
+		.address = cfs_addr_str(&c->addr, a), .nv = c->nv, .est = chord_estimate_n(c),
+		.coord_err = c->coord_err, .lookups_done = c->lookups_done,
+		.lookups_failed = c->lookups_failed, .lookup_rpcs = c->lookup_rpcs,
+		.lookup_timeouts = c->lookup_timeouts, .auth_sent = c->auth_sent, .auth_ok = c->auth_ok,
+		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
+		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
+		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
+	};
+	bool first = true;
+
+	if (!json) {
+		cfs_stat_render(b, false, ring_stats, CFS_ARRAY_SIZE(ring_stats), &s, NULL);
+		vnodes_text(c, b);
+		return;
+	}
+	cfs_sb_printf(b, "{");
+	cfs_stat_render(b, true, ring_stats, CFS_ARRAY_SIZE(ring_stats), &s, &first);
+	cfs_sb_printf(b, ",\"coord\":[%.3f,%.3f,%.3f,%.3f],\"vnodes\":[", c->coord.v[0],
+	              c->coord.v[1], c->coord.v[2], c->coord.h);
+	for (uint32_t i = 0; i < c->nv; i++) {
+		cfs_sb_printf(b, "%s", i ? "," : "");
+		vnode_json(&c->v[i], b);
 	}
 	cfs_sb_printf(b, "]}");
 }

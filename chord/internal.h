@@ -46,7 +46,6 @@ struct auth_ent {
 	struct cfs_node node;
 	uint8_t state;            /* enum auth_state */
 	uint64_t until_us;        /* state expires */
-	struct auth_ent *next;
 };
 
 struct lookup;
@@ -70,8 +69,8 @@ struct chord {
 	double coord_err;
 
 	/* auth cache */
-	struct auth_ent **auth;
-	size_t auth_nb, auth_n;
+	struct cfs_htab auth;     /* node ID -> struct auth_ent */
+	size_t auth_sweep_at;     /* drop expired entries at this count */
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch;
 
 	/* lookups in progress (for cancellation and recursive answers) */
@@ -107,19 +106,19 @@ struct vnode *chord__local(const chord_t *c, const struct cfs_id *id);
 void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to);
 
 /* vivaldi.c */
-void vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us);
-double vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b);
+void chord__vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us);
+double chord__vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b);
 
 /* auth.c */
-void auth_init(chord_t *c);
-void auth_free(chord_t *c);
+void chord__auth_init(chord_t *c);
+void chord__auth_free(chord_t *c);
 /* AUTH_OK, AUTH_FAILED/AUTH_DEAD (never use), or AUTH_PENDING (asked; the
  * node is offered to the tables once it answers). Local nodes are AUTH_OK. */
 enum auth_state auth_check(chord_t *c, const struct cfs_node *n);
 /* The node did not answer: keep it out of tables for a while. */
 void auth_mark_dead(chord_t *c, const struct cfs_id *id);
-enum auth_state auth_peek(const chord_t *c, const struct cfs_id *id);
-size_t auth_count(const chord_t *c);
+enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id);
+size_t chord__auth_count(const chord_t *c);
 
 /* table.c */
 const struct cfs_node *vn_succ(const struct vnode *v);
@@ -156,13 +155,13 @@ struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
 double table_estimate_n(const struct vnode *v);
 
 /* maint.c */
-void maint_start(chord_t *c);
-void maint_stop(chord_t *c);
-void maint_refresh_fingers(chord_t *c);
+void chord__maint_start(chord_t *c);
+void chord__maint_stop(chord_t *c);
+void chord__maint_refresh_fingers(chord_t *c);
 /* Run v's stabilisation soon (its successor changed). */
 void maint_kick(struct vnode *v);
-void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
-void maint_leave(chord_t *c, void (*done)(void *), void *arg);
+void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
 
 /* lookup.c */
 void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,

@@ -398,7 +398,7 @@ static void fix_tick(uv_timer_t *t)
 	               v->fingers_done ? chord__jitter_ms(c, c->cfg.fix_fingers_ms) : 5, 0);
 }
 
-void maint_start(chord_t *c)
+void chord__maint_start(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];
@@ -407,7 +407,7 @@ void maint_start(chord_t *c)
 	}
 }
 
-void maint_refresh_fingers(chord_t *c)
+void chord__maint_refresh_fingers(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];
@@ -418,7 +418,7 @@ void maint_refresh_fingers(chord_t *c)
 	}
 }
 
-void maint_stop(chord_t *c)
+void chord__maint_stop(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {
 		uv_timer_stop(&c->v[i].stab_timer);
@@ -446,7 +446,7 @@ static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
 	}
 }
 
-void maint_leave(chord_t *c, void (*done)(void *), void *arg)
+void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 {
 	struct leaving *l = xcalloc(1, sizeof(*l));
 
@@ -455,7 +455,7 @@ void maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	l->arg = arg;
 	l->pending = 1;
 	c->leaving = true;
-	maint_stop(c);
+	chord__maint_stop(c);
 	lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];
@@ -497,7 +497,7 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 	free(a);
 }
 
-void maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_node sender = { 0 };
 	bool member = req->has_from;

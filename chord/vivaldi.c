@@ -13,7 +13,7 @@
 #define REMOTE_ERR 0.5  /* the wire carries no error estimate: assume a middling one */
 #define HEIGHT_MIN 0.01
 
-double vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b)
+double chord__vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b)
 {
 	double d = 0;
 
@@ -24,7 +24,7 @@ double vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b)
 	return sqrt(d) + (double)a->h + (double)b->h;
 }
 
-void vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us)
+void chord__vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us)
 {
 	struct cfs_coord *me = &c->coord;
 	double rtt = (double)rtt_us / 1000.0, diff[3], norm = 0, dist, w, es, force;

@@ -11,6 +11,10 @@
  *   - the UDP RPC transport (request IDs, timeouts, STP window) and the
  *     length-prefixed framing for local UNIX-socket clients
  *
+ * The message structs and codec live in common/msg.h, the evaluation-only
+ * network models in common/netmodel.h; this header includes both, and is
+ * the one other modules include.
+ *
  * Errors are negative errno values; see docs/PROTOCOL.md for the wire format.
  * Nothing here knows about the ring, blocks or file systems.
  */
@@ -27,6 +31,12 @@
 #include <uv.h>
 
 #define CFS_WUR __attribute__((warn_unused_result))
+
+/* Defined in common/msg.h and common/netmodel.h (included below), named
+ * here so that a file including one of those first still compiles. */
+struct cfs_msg;
+struct cfs_coord;
+struct cfs_netmodel;
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
@@ -78,6 +88,93 @@ struct cfs_sbuf {
 void cfs_sb_printf(struct cfs_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string literal: quotes, backslashes and control bytes escaped. */
 void cfs_sb_json_str(struct cfs_sbuf *b, const char *s);
+
+/* ------------------------------------------------------------ byte order */
+
+/* Big-endian (network order) integers in byte buffers: the one copy of
+ * these for the wire, the on-disk indexes and the hash inputs. */
+static inline void cfs_put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void cfs_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void cfs_put_be64(uint8_t *p, uint64_t v)
+{
+	cfs_put_be32(p, (uint32_t)(v >> 32));
+	cfs_put_be32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t cfs_get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t cfs_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t cfs_get_be64(const uint8_t *p)
+{
+	return (uint64_t)cfs_get_be32(p) << 32 | cfs_get_be32(p + 4);
+}
+
+/* The n-byte big-endian unsigned integer at p, n <= 8 (msgpack's 1-, 2-,
+ * 4- and 8-byte lengths and integers). */
+static inline uint64_t cfs_get_be_n(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ------------------------------------------------------------ status */
+
+/*
+ * A module's status, described once: a table of entries, each a value in
+ * a snapshot struct the module fills (its offset, kind and unit) with its
+ * JSON key and its text label. One renderer walks the table for both
+ * `cfsctl status` and `status --json`, so the two cannot drift apart.
+ *
+ * CFS_STAT_GROUP opens a group: in JSON an object under name (or, name
+ * NULL, nothing: its members go to the enclosing object), in text a new
+ * line headed by label. CFS_STAT_END closes it. Text lines read
+ * "HEADING     label value unit, label value unit, ...".
+ */
+enum cfs_stat_kind {
+	CFS_STAT_U64, CFS_STAT_U32, CFS_STAT_DBL, CFS_STAT_STR, CFS_STAT_BOOL,
+	CFS_STAT_GROUP, CFS_STAT_END
+};
+struct cfs_stat {
+	const char *name;        /* JSON key */
+	const char *label;       /* text label (a group's: the line heading) */
+	uint8_t kind;            /* enum cfs_stat_kind */
+	uint8_t prec;            /* CFS_STAT_DBL: digits after the point */
+	uint16_t off;            /* offsetof the value in the snapshot */
+	const char *unit;        /* text only: "us", "bytes", ... or NULL */
+};
+#define CFS_STAT(kind, snap, field, name, label, unit) \
+	{ name, label, CFS_STAT_##kind, 0, (uint16_t)offsetof(snap, field), unit }
+#define CFS_STAT_D(snap, field, prec, name, label, unit) \
+	{ name, label, CFS_STAT_DBL, prec, (uint16_t)offsetof(snap, field), unit }
+#define CFS_STAT_BEGIN(name, label) { name, label, CFS_STAT_GROUP, 0, 0, NULL }
+#define CFS_STAT_CLOSE { NULL, NULL, CFS_STAT_END, 0, 0, NULL }
+
+/* Render the n entries of table over snap into b. JSON: members of an
+ * object the caller opened, a comma before the first one unless *first
+ * (cleared as members are written). Text: whole lines. */
+void cfs_stat_render(struct cfs_sbuf *b, bool json, const struct cfs_stat *table, size_t n,
+                     const void *snap, bool *first);
 
 /* ------------------------------------------------------------ logging */
 
@@ -185,19 +282,55 @@ const char *cfs_id_hex(const struct cfs_id *a, char buf[static 65]);
 /* Parse exactly 64 hex digits (either case); -EINVAL otherwise. */
 int cfs_id_from_hex(struct cfs_id *ret, const char *s) CFS_WUR;
 
+/* ------------------------------------------------------------ hash table */
+
 /*
- * A map from ids to 32-bit values, open addressing on the id's first bytes
- * (ids here are hashes, so those are uniform). Zero-initialise to use.
+ * The one growable hash table (common/htab.c): fixed-size entries, a key
+ * of key_len bytes compared as bytes and a value of val_len bytes, both
+ * stored in the table; open addressing, at most 3/4 full, no tombstones.
+ * Values are aligned for any integer or pointer of their size. A pointer
+ * returned by get or put stays valid until the next put, del, filter or
+ * free on the table. Give a table its sizes with cfs_htab_init first.
  */
-struct cfs_idmap {
-	struct cfs_id *keys;
-	uint32_t *vals;          /* value + 1; 0 marks an empty slot */
+struct cfs_htab {
+	uint8_t *e;              /* cap entries of esize bytes */
+	uint8_t *used;           /* cap flags */
 	size_t cap, n;
+	uint32_t key_len, val_len, val_off, esize;
+};
+typedef bool (*cfs_htab_keep_fn)(void *ctx, const void *key, void *val);
+
+/* A seeded 64-bit hash of n bytes (the table's; not for anything kept). */
+uint64_t cfs_hash64(const void *p, size_t n);
+/* Make t an empty table of key_len-byte keys and val_len-byte values. */
+void cfs_htab_init(struct cfs_htab *t, size_t key_len, size_t val_len);
+/* The value stored under key, or NULL. */
+void *cfs_htab_get(const struct cfs_htab *t, const void *key);
+/* The value under key, added (zeroed; *ret_added true) if it was not there. */
+void *cfs_htab_put(struct cfs_htab *t, const void *key, bool *ret_added);
+/* Remove key, copying its value to ret_val (if not NULL); false if absent. */
+bool cfs_htab_del(struct cfs_htab *t, const void *key, void *ret_val);
+size_t cfs_htab_count(const struct cfs_htab *t);
+/* Walk the entries: *pos starts at 0; false once they are all seen. No put
+ * or del during a walk (use cfs_htab_filter). */
+bool cfs_htab_next(const struct cfs_htab *t, size_t *pos, const void **ret_key, void **ret_val);
+/* Keep only the entries keep() says yes to; returns how many were dropped.
+ * keep may release what a dropped value owns. */
+size_t cfs_htab_filter(struct cfs_htab *t, cfs_htab_keep_fn keep, void *ctx);
+/* Remove every entry, keeping the memory. */
+void cfs_htab_clear(struct cfs_htab *t);
+/* Release the table's memory (not what its values point to). */
+void cfs_htab_free(struct cfs_htab *t);
+
+/* A map from ids to 32-bit values: a cfs_htab sized for them.
+ * Zero-initialise to use. */
+struct cfs_idmap {
+	struct cfs_htab t;
 };
 
 /* true and *ret (if not NULL) set when k is in the map. */
 bool cfs_idmap_get(const struct cfs_idmap *m, const struct cfs_id *k, uint32_t *ret);
-/* Insert k or replace its value; v below UINT32_MAX. */
+/* Insert k or replace its value. */
 void cfs_idmap_put(struct cfs_idmap *m, const struct cfs_id *k, uint32_t v);
 void cfs_idmap_free(struct cfs_idmap *m);
 
@@ -285,179 +418,8 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
 
 /* ------------------------------------------------------------ messages */
 
-#define CFS_PROTO_VERSION 2
-/* Largest UDP payload over IPv4; every datagram is checked against it
- * before anything is decoded or allocated. */
-#define CFS_DGRAM_MAX 65507
-/* Largest frame on a local UNIX stream (status reports can be long). */
-#define CFS_FRAME_MAX (1u << 20)
-/* Largest block that travels in one datagram: 60 KiB of payload plus the
- * block's own header. */
-#define CFS_BLOCK_MAX (60 * 1024 + 256)
-#define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
-#define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
-#define CFS_NONCE_BYTES 16
-#define CFS_VNODE_INDEX_MAX 1024 /* virtual-server indexes are below this */
-
-/* A Vivaldi coordinate: 3 Euclidean dimensions plus a height, in ms. */
-struct cfs_coord { float v[3]; float h; };
-
-/* A virtual server as others see it. */
-struct cfs_node {
-	struct cfs_id id;
-	struct cfs_addr addr;
-	uint32_t vindex;
-	struct cfs_coord coord;
-};
-
-struct cfs_bytes { const uint8_t *p; size_t len; };
-
-/*
- * Message types. A request and its reply share the type; the reply flag
- * tells them apart. Each (type, direction) has a fixed body: see
- * common/msg.c and docs/PROTOCOL.md.
- */
-enum cfs_msg_type {
-	CFS_MSG_PING = 1,        /* liveness and RTT sample */
-	CFS_MSG_AUTH,            /* CFS 4.4 / 5.4: echo a nonce from the claimed address */
-	CFS_MSG_GET_PRED,        /* -> pred (0 or 1 node), nodes: successor list */
-	CFS_MSG_GET_SUCCS,       /* -> nodes: successor list */
-	CFS_MSG_NOTIFY,          /* node: "I might be your predecessor" */
-	CFS_MSG_LEAVE,           /* graceful leave: pred and nodes (succs) to splice */
-	CFS_MSG_ALERT,           /* key: a node ID found dead */
-	CFS_MSG_FIND_NEXT,       /* iterative step (CFS Fig. 5): key, nsucc, flags -> flags, nodes */
-	CFS_MSG_LOOKUP_FWD,      /* recursive step (DHash++ Fig. 10) */
-	CFS_MSG_LOOKUP_DONE,     /* recursive answer, straight to the originator */
-	CFS_MSG_STORE,           /* put a block: kind, key, lease, flags, data */
-	CFS_MSG_FETCH,           /* get a block: key, flags -> kind, lease, data */
-	CFS_MSG_HAVE,            /* which of keys are stored -> bitmap */
-	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
-	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */
-	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
-	CFS_MSG_CTL_STATUS = 32, /* local: flags -> status report as text or JSON */
-	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
-	CFS_MSG_CTL_GET,         /* local: DHash get */
-	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
-	CFS_MSG_CTL_HAVE,        /* local: does each key's successor hold it -> bitmap */
-	CFS_MSG_CTL_REFRESH,     /* local: extend each key's lease on its replicas -> bitmap */
-	CFS_MSG_CTL_KEYS,        /* local: a page of the stored keys after key -> flags, keys */
-	CFS_MSG_CTL_PIN,         /* local: keep the volume whose public key is key alive */
-	CFS_MSG_CTL_UNPIN,       /* local: stop keeping it (-ENOENT: not pinned) */
-	CFS_MSG_CTL_PINS,        /* local: flags -> the pins and their last rounds, text or JSON */
-	CFS_MSG_CTL_LOCATE,      /* local: which of key's k servers hold a good copy
-	                          * -> nodes, one state byte each (dhash_copy_state) */
-	CFS_MSG_TYPE_END
-};
-
-/* CTL_STATUS (and CTL_PINS) flags. */
-#define CFS_STATUS_F_JSON 0x1u
-
-/* CTL_KEYS flags. */
-#define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */
-#define CFS_KEYS_F_MORE  0x1u /* reply: more keys follow the last one */
-
-/* FIND_NEXT / LOOKUP flags. */
-#define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */
-#define CFS_LOOKUP_F_DONE        0x1u /* reply: nodes are the key's successors */
-#define CFS_LOOKUP_F_HAS_BLOCK   0x2u /* reply: this node holds a copy */
-#define CFS_LOOKUP_F_SELECT(f)   (((f) >> 8) & 0xfu) /* lookup_fwd: next-hop rule */
-#define CFS_LOOKUP_F_VERIFY      0x4u /* ctl request: ping the answer's first
-                                       * successors until one is alive */
-#define CFS_LOOKUP_F_PARTIAL     0x10u /* find_next reply: nodes[0..count) are
-                                        * candidates, the rest the key's first
-                                        * successors (fewer than asked) */
-#define CFS_LOOKUP_F_TO_PRED     0x20u /* request: answer only as the key's
-                                        * predecessor, not early from a
-                                        * successor list that covers it */
-
-/*
- * One decoded (or to-be-encoded) message. The header fields are always
- * meaningful; of the body fields only those of the message's schema are.
- * Byte and key-list fields borrow the buffer they were decoded from.
- */
-struct cfs_msg {
-	/* header */
-	uint8_t type;             /* enum cfs_msg_type */
-	bool is_reply;
-	int32_t status;           /* replies: 0 or a negative errno (then no body) */
-	uint64_t reqid;           /* set by the transport */
-	bool has_from;            /* sender is a ring member (else a plain client) */
-	uint32_t from_vindex;
-	struct cfs_id from_id;
-	bool has_to;              /* addressed to one virtual server */
-	struct cfs_id to_id;
-	struct cfs_coord coord;   /* sender's Vivaldi coordinate */
-
-	/* body */
-	struct cfs_id key;        /* a key, a lookup target, a failed node, a range start */
-	struct cfs_id hi;         /* a range end */
-	uint8_t nonce[CFS_NONCE_BYTES];
-	uint32_t flags;
-	uint32_t nsucc;           /* successors wanted; parts of a digest range */
-	uint32_t hops;
-	uint32_t kind;            /* block kind (dhash) */
-	uint32_t count;           /* a limit, or an RPC count */
-	uint32_t timeouts;        /* RPC timeouts (lookup reports) */
-	uint32_t mode;            /* lookup mode */
-	uint64_t lookup_id;
-	uint64_t lease_until;     /* wall-clock seconds */
-	bool has_pred;
-	struct cfs_node pred;
-	struct cfs_node node;     /* notify target, lookup originator */
-	struct cfs_bytes data;    /* block bytes, a bitmap, JSON text */
-	const struct cfs_id *keys;/* borrowed, n_keys entries */
-	uint32_t n_keys;
-	uint32_t n_nodes;
-	struct cfs_node nodes[CFS_MSG_MAX_NODES]; /* keep last: not cleared */
-};
-
-/* Reset header and body to empty (cheap: the node array is not wiped). */
-void cfs_msg_init(struct cfs_msg *m, enum cfs_msg_type type);
-/* The type's name, "?" when unknown. */
-const char *cfs_msg_type_name(unsigned type);
-
-/* Encode m into buf; *ret_len receives the length. -EMSGSIZE when it does
- * not fit in cap, -EINVAL when m is not a valid message of its type. */
-int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *ret_len) CFS_WUR;
-/*
- * Decode exactly len bytes into ret. Strict: -EMSGSIZE over CFS_FRAME_MAX,
- * -EPROTONOSUPPORT for another version, -ENOMSG for an unknown type, -EPROTO
- * for anything else malformed (truncated, trailing bytes, wrong types,
- * missing or extra fields, values or lists out of range). *ret_why (if not
- * NULL) gets a static description. Never allocates more than a small
- * multiple of len. ret's byte fields point into buf.
- */
-int cfs_msg_decode(const uint8_t *buf, size_t len, struct cfs_msg *ret, const char **ret_why) CFS_WUR;
-
-/* Check raw msgpack before msgpack-c sees it: one complete top-level
- * value, no trailing bytes, every string/binary/array length within the
- * bytes left, nesting at most 8, no maps or extension types. 0, or -EPROTO
- * with *why set. Every decoder of untrusted msgpack calls this first. */
-int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why) CFS_WUR;
-
-/*
- * A strict, allocation-free msgpack reader over a byte buffer, for formats
- * whose layout is fixed (the block formats). Each call reads one value of
- * the named kind at the cursor or fails with -EPROTO (cursor unchanged),
- * never reading past len. Strings and binaries borrow the buffer.
- */
-struct cfs_mpr {
-	const uint8_t *p;
-	size_t len, off;
-};
-void cfs_mpr_init(struct cfs_mpr *r, const uint8_t *p, size_t len);
-/* An array header; *ret_n is its item count (checked against bytes left). */
-int cfs_mpr_array(struct cfs_mpr *r, uint32_t *ret_n) CFS_WUR;
-/* An array of exactly n items. */
-int cfs_mpr_array_n(struct cfs_mpr *r, uint32_t n) CFS_WUR;
-int cfs_mpr_uint(struct cfs_mpr *r, uint64_t max, uint64_t *ret) CFS_WUR;
-int cfs_mpr_int(struct cfs_mpr *r, int64_t *ret) CFS_WUR;
-int cfs_mpr_bin(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
-int cfs_mpr_str(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
-/* The string s exactly. */
-int cfs_mpr_expect_str(struct cfs_mpr *r, const char *s) CFS_WUR;
-/* 0 when the cursor is at the end of the buffer. */
-int cfs_mpr_end(const struct cfs_mpr *r) CFS_WUR;
+/* The message bodies and their codec: common/msg.h. */
+#include "common/msg.h"
 
 /* ------------------------------------------------------------ transport */
 
@@ -509,98 +471,8 @@ typedef void (*cfs_reply_cb)(void *arg, int status, const struct cfs_msg *reply,
 typedef void (*cfs_request_cb)(void *arg, const struct cfs_msg *req,
                                const struct cfs_reply_to *from);
 
-/*
- * Evaluation-only network model: the one place on the send path where a
- * wide-area latency/loss/slow-node model hooks in. on_send decides each
- * outgoing datagram's fate: return true to drop it, or set *ret_delay_us.
- */
-struct cfs_netmodel {
-	bool (*on_send)(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us);
-	void *ctx;
-};
-/* A simple model: drop with probability loss, delay every datagram. */
-struct cfs_netmodel_simple {
-	double loss;
-	uint64_t delay_us;
-	struct cfs_rng rng;
-};
-void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
-                              uint64_t delay_us, uint64_t seed);
-struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s);
-
-/*
- * The wide-area model (common/netmodel.c; evaluation only, DESIGN §7), so
- * that the DHash++ and OpenDHT experiments can be re-run on one machine.
- * Every address (IP and port) gets a place from hash(seed, address) alone,
- * so separate processes agree on every RTT without sharing anything:
- * either a point in a synthetic plane of continents plus an access-link
- * height (Vivaldi's height model), RTT = |xa - xb| + ha + hb, scaled so the
- * median over random pairs is median_rtt_ms with a King-like long tail; or
- * a row of a measured latency matrix. A fraction of the addresses are slow
- * (OpenDHT's slow PlanetLab nodes): every datagram they send waits a
- * long-tailed extra delay.
- */
-#define CFS_WAN_MEDIAN_MS_DEFAULT 130.0 /* DHash++ Fig. 3: King median 134 ms */
-#define CFS_WAN_SLOW_MS_DEFAULT 500.0
-#define CFS_WAN_MATRIX_MAX 4096         /* rows of a latency matrix */
-#define CFS_WAN_LAN_RTT_US 1000u        /* two addresses on one matrix row */
-#define CFS_WAN_PATH_MAX 256
-
-/* A square latency matrix, symmetrised: rtt_us[i * n + j] == rtt_us[j * n + i]. */
-struct cfs_wan_matrix {
-	uint32_t n;
-	uint32_t median_us; /* median over the pairs i < j, for the logs */
-	uint32_t *rtt_us;
-};
-
-struct cfs_wan {
-	uint64_t seed;        /* seed=N (default 1) */
-	double median_rtt_ms; /* median-rtt=MS: synthetic model only */
-	double loss;          /* loss=FRAC: each datagram is dropped with it */
-	double slow;          /* slow=FRAC: the fraction of slow addresses */
-	double slow_ms;       /* slow-ms=MS: mean extra delay per slow datagram */
-	struct cfs_wan_matrix *matrix; /* matrix=PATH; NULL: synthetic. Owned. */
-	char matrix_path[CFS_WAN_PATH_MAX];
-};
-
-/* Parse "key=value,..." (keys above; "" gives every default) into *ret,
- * loading the matrix file if one is named. 0, or -EINVAL with the reason
- * in err (and *ret untouched). Release with cfs_wan_free. */
-int cfs_wan_parse(const char *spec, struct cfs_wan *ret, char *err, size_t errlen) CFS_WUR;
-/* Free what *w owns (its matrix); w itself is the caller's. */
-void cfs_wan_free(struct cfs_wan *w);
-/* Parse matrix text: one row per line, RTTs in ms separated by blanks, '#'
- * to the end of a line is a comment; as many rows as columns. 0, or
- * -EINVAL with "line N: why" in err. Free *ret with cfs_wan_matrix_free. */
-int cfs_wan_matrix_parse(const char *text, size_t len, struct cfs_wan_matrix **ret,
-                         char *err, size_t errlen) CFS_WUR;
-/* The same from a file; err names the file. */
-int cfs_wan_matrix_load(const char *path, struct cfs_wan_matrix **ret, char *err,
-                        size_t errlen) CFS_WUR;
-void cfs_wan_matrix_free(struct cfs_wan_matrix *m);
-/* The modelled RTT between a and b: symmetric, 0 from an address to itself. */
-uint64_t cfs_wan_rtt_us(const struct cfs_wan *w, const struct cfs_addr *a,
-                        const struct cfs_addr *b);
-/* Whether a is one of the slow addresses. */
-bool cfs_wan_is_slow(const struct cfs_wan *w, const struct cfs_addr *a);
-/* The matrix row of a (0 without a matrix). */
-uint32_t cfs_wan_row(const struct cfs_wan *w, const struct cfs_addr *a);
-/* One line describing the model, for logs and the evaluation notes. */
-void cfs_wan_describe(const struct cfs_wan *w, char *buf, size_t n);
-
-/* One sender's model: its address and the random stream for its losses and
- * slow delays. wan is borrowed and must outlive the node. */
-struct cfs_wan_node {
-	const struct cfs_wan *wan;
-	struct cfs_addr self;
-	struct cfs_rng rng;
-};
-/* The stream is seeded from seed and self, so nodes given one seed differ. */
-void cfs_wan_node_init(struct cfs_wan_node *n, const struct cfs_wan *w,
-                       const struct cfs_addr *self, uint64_t seed);
-/* The hook for cfs_transport_set_model: drop with probability loss, else
- * delay by half the RTT to the destination, plus a slow sender's extra. */
-struct cfs_netmodel cfs_wan_ops(struct cfs_wan_node *n);
+/* The evaluation-only network models (cfs_netmodel, cfs_wan): common/netmodel.h. */
+#include "common/netmodel.h"
 
 struct cfs_transport_stats {
 	uint64_t calls;          /* requests accepted by cfs_transport_call */

@@ -264,10 +264,10 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 	const uint8_t *ip;
 	size_t iplen = cfs_addr_ip_bytes(a, &ip);
 	uint16_t port = cfs_addr_port(a);
-	uint8_t tail[6] = { (uint8_t)(port >> 8), (uint8_t)port,
-	                    (uint8_t)(vindex >> 24), (uint8_t)(vindex >> 16),
-	                    (uint8_t)(vindex >> 8), (uint8_t)vindex };
+	uint8_t tail[6];
 
+	cfs_put_be16(tail, port);
+	cfs_put_be32(tail + 2, vindex);
 	cfs_hasher_init(&h);
 	cfs_hasher_update(&h, ip, iplen);
 	cfs_hasher_update(&h, tail, sizeof(tail));
@@ -298,51 +298,23 @@ int cfs_id_from_hex(struct cfs_id *ret, const char *s)
 
 /* ---- the id map */
 
-static size_t idmap_slot(const struct cfs_idmap *m, const struct cfs_id *k)
-{
-	uint64_t h;
-	memcpy(&h, k->b, sizeof(h));
-	size_t i = (size_t)h & (m->cap - 1);
-	while (m->vals[i] && !cfs_id_eq(&m->keys[i], k))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
 bool cfs_idmap_get(const struct cfs_idmap *m, const struct cfs_id *k, uint32_t *ret)
 {
-	if (!m->cap)
-		return false;
-	size_t i = idmap_slot(m, k);
-	if (!m->vals[i])
-		return false;
-	if (ret)
-		*ret = m->vals[i] - 1;
-	return true;
+	const uint32_t *v = cfs_htab_get(&m->t, k);
+
+	if (v && ret)
+		*ret = *v;
+	return v != NULL;
 }
 
 void cfs_idmap_put(struct cfs_idmap *m, const struct cfs_id *k, uint32_t v)
 {
-	if (2 * (m->n + 1) > m->cap) { /* at most half full */
-		struct cfs_idmap g = { .cap = m->cap ? 2 * m->cap : 1024 };
-		g.keys = xmalloc(g.cap * sizeof(*g.keys));
-		g.vals = xcalloc(g.cap, sizeof(*g.vals));
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->vals[i])
-				cfs_idmap_put(&g, &m->keys[i], m->vals[i] - 1);
-		cfs_idmap_free(m);
-		*m = g;
-	}
-	size_t i = idmap_slot(m, k);
-	if (!m->vals[i]) {
-		m->keys[i] = *k;
-		m->n++;
-	}
-	m->vals[i] = v + 1;
+	if (!m->t.esize)
+		cfs_htab_init(&m->t, sizeof(*k), sizeof(v));
+	*(uint32_t *)cfs_htab_put(&m->t, k, NULL) = v;
 }
 
 void cfs_idmap_free(struct cfs_idmap *m)
 {
-	free(m->keys);
-	free(m->vals);
-	*m = (struct cfs_idmap){ 0 };
+	cfs_htab_free(&m->t);
 }

@@ -1,5 +1,5 @@
 /* The strict, allocation-free msgpack reader (see cfs_mpr in cfs.h). */
-#include "common/internal.h"
+#include "common/cfs.h"
 
 #include <string.h>
 
@@ -8,14 +8,6 @@ void cfs_mpr_init(struct cfs_mpr *r, const uint8_t *p, size_t len)
 	r->p = p;
 	r->len = len;
 	r->off = 0;
-}
-
-uint64_t cfs__be(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 /* Are n more bytes there? */
@@ -40,7 +32,7 @@ int cfs_mpr_array(struct cfs_mpr *r, uint32_t *ret_n)
 		hdr = c == 0xdc ? 3 : 5;
 		if (need(r, hdr) < 0)
 			return -EPROTO;
-		n = cfs__be(r->p + r->off + 1, (unsigned)hdr - 1);
+		n = cfs_get_be_n(r->p + r->off + 1, (unsigned)hdr - 1);
 	} else {
 		return -EPROTO;
 	}
@@ -92,7 +84,7 @@ static int read_int(struct cfs_mpr *r, uint64_t *ret, bool *neg)
 	}
 	if (need(r, 1 + w) < 0)
 		return -EPROTO;
-	uint64_t v = cfs__be(r->p + r->off + 1, w);
+	uint64_t v = cfs_get_be_n(r->p + r->off + 1, w);
 	if (c >= 0xd0) { /* signed: sign-extend */
 		if (w < 8 && (v >> (8 * w - 1)) & 1)
 			v |= ~0ull << (8 * w);
@@ -149,7 +141,7 @@ static int read_raw(struct cfs_mpr *r, bool bin, size_t min, size_t max, struct 
 		hdr = (c == 0xc4 || c == 0xd9) ? 2 : (c == 0xc5 || c == 0xda) ? 3 : 5;
 		if (need(r, hdr) < 0)
 			return -EPROTO;
-		n = cfs__be(r->p + r->off + 1, (unsigned)hdr - 1);
+		n = cfs_get_be_n(r->p + r->off + 1, (unsigned)hdr - 1);
 	} else {
 		return -EPROTO;
 	}

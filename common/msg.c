@@ -16,7 +16,7 @@
  * msgpack-c builds its object tree, so the tree is at most a small multiple
  * of the datagram. msgpack_object never leaves this file.
  */
-#include "common/internal.h"
+#include "common/cfs.h"
 
 #include <math.h>
 #include <msgpack.h>
@@ -322,7 +322,7 @@ int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why)
 					*why = "truncated";
 					return -EPROTO;
 				}
-				uint64_t n = cfs__be(p + off + 1, (unsigned)hdr - 1);
+				uint64_t n = cfs_get_be_n(p + off + 1, (unsigned)hdr - 1);
 				if (array)
 					items = n;
 				else

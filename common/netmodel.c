@@ -116,8 +116,7 @@ static size_t addr_key(const struct cfs_addr *a, uint8_t out[static 18])
 		n = 4;
 	}
 	memcpy(out, ip, n);
-	out[n] = (uint8_t)(port >> 8);
-	out[n + 1] = (uint8_t)port;
+	cfs_put_be16(out + n, port);
 	return n + 2;
 }
 

@@ -105,7 +105,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	s->len += (size_t)nread;
 	while (!s->closing && s->len - s->off >= 4) {
 		const uint8_t *p = s->buf + s->off;
-		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		uint32_t n = cfs_get_be32(p);
 		if (n > CFS_FRAME_MAX) {
 			log_debug("local stream: frame of %u bytes exceeds the maximum", n);
 			stream_end(s, -EMSGSIZE);
@@ -139,10 +139,7 @@ static void on_written(uv_write_t *req, int status)
 /* Send w, whose data holds len bytes after room for the length header. */
 static int frame_send(cfs_stream_t *s, struct write_req *w, size_t len)
 {
-	w->data[0] = (uint8_t)(len >> 24);
-	w->data[1] = (uint8_t)(len >> 16);
-	w->data[2] = (uint8_t)(len >> 8);
-	w->data[3] = (uint8_t)len;
+	cfs_put_be32(w->data, (uint32_t)len);
 	uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)(4 + len));
 	int r = uv_write(&w->req, (uv_stream_t *)&s->pipe, &b, 1, on_written);
 	if (r < 0)

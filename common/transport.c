@@ -47,7 +47,6 @@ struct call {
 	uint8_t type;
 	bool outside;        /* to a silent destination: not in the window */
 	size_t heap_idx;     /* SIZE_MAX: not yet sent */
-	struct call *hnext;  /* hash chain */
 	struct call *qnext;  /* wait queue */
 	uint8_t *pkt;        /* encoded request, until sent */
 	size_t pkt_len;
@@ -83,8 +82,7 @@ struct cfs_transport {
 	void *arg;
 
 	uint64_t next_reqid;
-	struct call **buckets;
-	size_t nbuckets, ncalls;
+	struct cfs_htab calls;  /* reqid -> struct call * */
 	struct call *q_head, *q_tail;
 	struct heap calls_heap, delay_heap;
 	uint64_t timer_due_us; /* UINT64_MAX: idle */
@@ -180,48 +178,23 @@ static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx
 
 /* ------------------------------------------------------------ call table */
 
-static size_t bucket_of(const cfs_transport_t *t, uint64_t id)
-{
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (t->nbuckets - 1);
-}
-
-static void table_grow(cfs_transport_t *t)
-{
-	size_t old_n = t->nbuckets;
-	struct call **old = t->buckets;
-
-	t->nbuckets = old_n * 2;
-	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
-	for (size_t i = 0; i < old_n; i++)
-		for (struct call *c = old[i], *next; c; c = next) {
-			next = c->hnext;
-			size_t b = bucket_of(t, c->reqid);
-			c->hnext = t->buckets[b];
-			t->buckets[b] = c;
-		}
-	free(old);
-}
-
 static void table_add(cfs_transport_t *t, struct call *c)
 {
-	if (t->ncalls >= t->nbuckets)
-		table_grow(t);
-	size_t b = bucket_of(t, c->reqid);
-	c->hnext = t->buckets[b];
-	t->buckets[b] = c;
-	t->ncalls++;
+	*(struct call **)cfs_htab_put(&t->calls, &c->reqid, NULL) = c;
+}
+
+static struct call *table_find(const cfs_transport_t *t, uint64_t id)
+{
+	struct call **c = cfs_htab_get(&t->calls, &id);
+	return c ? *c : NULL;
 }
 
 static struct call *table_take(cfs_transport_t *t, uint64_t id)
 {
-	for (struct call **pp = &t->buckets[bucket_of(t, id)]; *pp; pp = &(*pp)->hnext)
-		if ((*pp)->reqid == id) {
-			struct call *c = *pp;
-			*pp = c->hnext;
-			t->ncalls--;
-			return c;
-		}
-	return NULL;
+	struct call *c = NULL;
+
+	cfs_htab_del(&t->calls, &id, &c);
+	return c;
 }
 
 /* ------------------------------------------------------------ timer */
@@ -610,9 +583,7 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 
 	/* A reply must match the call's ID, type and destination; anything
 	 * else is late (timed out already) or forged, and is dropped. */
-	for (c = t->buckets[bucket_of(t, m->reqid)]; c; c = c->hnext)
-		if (c->reqid == m->reqid)
-			break;
+	c = table_find(t, m->reqid);
 	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from)) {
 		t->st.unmatched++;
 		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
@@ -741,8 +712,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->st.window = t->cfg.window_init;
 	/* Unpredictable request IDs: a forged reply must guess one. */
 	randombytes_buf(&t->next_reqid, sizeof(t->next_reqid));
-	t->nbuckets = 256;
-	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
@@ -773,7 +743,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	*ret = t;
 	return 0;
 fail_free:
-	free(t->buckets);
+	cfs_htab_free(&t->calls);
 	free(t);
 	return r;
 }
@@ -785,7 +755,7 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
-	free(t->buckets);
+	cfs_htab_free(&t->calls);
 	free(t->silent);
 	free(t);
 }
@@ -799,14 +769,17 @@ void cfs_transport_close(cfs_transport_t *t)
 	uv_timer_stop(&t->timer);
 	/* Cancel every call, sent or waiting; callbacks may not start new ones
 	 * (cfs_transport_call refuses while closing). */
-	for (size_t i = 0; i < t->nbuckets; i++)
-		while (t->buckets[i]) {
-			struct call *c = t->buckets[i];
-			t->buckets[i] = c->hnext;
-			t->ncalls--;
-			t->st.cancelled++;
-			call_finish(t, c, -ECANCELED, NULL, 0);
-		}
+	size_t n = cfs_htab_count(&t->calls), pos = 0;
+	struct call **all = xmalloc((n ? n : 1) * sizeof(*all));
+	void *v;
+	for (size_t i = 0; cfs_htab_next(&t->calls, &pos, NULL, &v); i++)
+		all[i] = *(struct call **)v;
+	cfs_htab_clear(&t->calls);
+	for (size_t i = 0; i < n; i++) {
+		t->st.cancelled++;
+		call_finish(t, all[i], -ECANCELED, NULL, 0);
+	}
+	free(all);
 	t->q_head = t->q_tail = NULL;
 	while (t->delay_heap.n) {
 		struct delayed *d = t->delay_heap.v[0];

@@ -32,40 +32,16 @@ struct dhash_cache {
 	uint64_t cap, blocks, bytes, tick, evicted;
 };
 
-static void be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static void ckey(uint8_t out[1 + CFS_ID_BYTES], uint8_t prefix, const struct cfs_id *key)
 {
 	out[0] = prefix;
 	memcpy(out + 1, key->b, CFS_ID_BYTES);
 }
 
-static void be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void akey(uint8_t out[9 + CFS_ID_BYTES], uint64_t tick, const struct cfs_id *key)
 {
 	out[0] = P_AGE;
-	be64(out + 1, tick);
+	cfs_put_be64(out + 1, tick);
 	memcpy(out + 9, key->b, CFS_ID_BYTES);
 }
 
@@ -106,7 +82,7 @@ static void shrink(dhash_cache_t *c)
 		if (kl != 9 + CFS_ID_BYTES || k[0] != P_AGE)
 			break;
 		forget(wb, k);
-		uint64_t len = vl == 4 ? get32(v) : 0;
+		uint64_t len = vl == 4 ? cfs_get_be32(v) : 0;
 		c->bytes -= len < c->bytes ? len : c->bytes;
 		c->blocks -= c->blocks > 0;
 		c->evicted++;
@@ -172,8 +148,8 @@ int dhash_cache_open(const char *dir, uint64_t cap_bytes, dhash_cache_t **ret)
 			break;
 		c->blocks++;
 		if (vl == 4)
-			c->bytes += get32(v);
-		c->tick = get64(k + 1);
+			c->bytes += cfs_get_be32(v);
+		c->tick = cfs_get_be64(k + 1);
 	}
 	leveldb_iter_destroy(it);
 	shrink(c); /* the bound may have been lowered since */
@@ -208,8 +184,8 @@ static int read_tick(dhash_cache_t *c, const struct cfs_id *key, uint64_t *tick,
 		return -ENOENT;
 	int r = vl == 12 ? 0 : -EIO;
 	if (r == 0) {
-		*tick = get64((const uint8_t *)v);
-		*len = get32((const uint8_t *)v + 8);
+		*tick = cfs_get_be64((const uint8_t *)v);
+		*len = cfs_get_be32((const uint8_t *)v + 8);
 	}
 	leveldb_free(v);
 	return r;
@@ -245,11 +221,11 @@ static int make_young(dhash_cache_t *c, const struct cfs_id *key, bool had, uint
 		free(v);
 	}
 	ckey(k, P_TICK, key);
-	be64(t, c->tick);
-	be32(t + 8, len);
+	cfs_put_be64(t, c->tick);
+	cfs_put_be32(t + 8, len);
 	leveldb_writebatch_put(wb, (const char *)k, sizeof(k), (const char *)t, sizeof(t));
 	akey(ak, c->tick, key);
-	be32(alen, len);
+	cfs_put_be32(alen, len);
 	leveldb_writebatch_put(wb, (const char *)ak, sizeof(ak), (const char *)alen, 4);
 	leveldb_write(c->db, c->wo, wb, &err);
 	leveldb_writebatch_destroy(wb);

@@ -265,6 +265,15 @@ int dhash_local_locate(dhash_local_t *l, const struct cfs_id *key, dhash_locate_
 /* Extend keys' leases on their replicas; bit i: some replica had key i. */
 int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
                         uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
+/* Any control request (CFS_MSG_CTL_*, e.g. a status or a lookup), for
+ * cfsctl. cb gets the daemon's reply (status: the reply's own, reply set),
+ * or reply NULL and why none came: -ENOENT / -ECONNREFUSED (no daemon),
+ * -ETIMEDOUT, -EPROTO (a malformed reply), -ECONNRESET, -ECANCELED. req is
+ * encoded (and its borrowed bytes copied) before the call returns; its
+ * reqid is set here. -EOPNOTSUPP on a plain client. */
+typedef void (*dhash_ctl_cb)(void *arg, int status, const struct cfs_msg *reply);
+int dhash_local_call(dhash_local_t *l, const struct cfs_msg *req, dhash_ctl_cb cb,
+                     void *arg) CFS_WUR;
 
 /* ---- how a client program reaches the ring */
 

@@ -162,32 +162,32 @@ uint64_t dhash__wall_now(void);
 uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked);
 
 /* ---- quotas (quota.c) */
-void quota_init(dhash_server_t *s);
+void dhash__quota_init(dhash_server_t *s);
 /* The 16-byte owner (v4-mapped IP) a sender's stores are charged to. */
-void quota_owner(const struct cfs_addr *a, uint8_t out[16]);
+void dhash__quota_owner(const struct cfs_addr *a, uint8_t out[16]);
 /* Does nonce prove that the sender receives at from? */
-bool quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce);
+bool dhash__quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce);
 /* Room for a cached copy of len bytes within the capacity (older cached
  * copies go first); false when the replicas alone leave none. */
-bool quota_cache_room(dhash_server_t *s, size_t len);
+bool dhash__quota_cache_room(dhash_server_t *s, size_t len);
 /* Answer a STORE with a challenge: nothing stored, send again with this nonce. */
-void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from);
+void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from);
 /* May rec (new to the batch, after batch_bytes of new blocks of which
  * batch_owner_bytes are its owner's) be stored? 0, -ENOSPC (capacity) or
  * -EDQUOT (its owner's quota). */
-int quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
+int dhash__quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
                 uint64_t batch_bytes, uint64_t batch_owner_bytes);
 
 /* ---- replica maintenance (sync.c) */
-void sync_start(dhash_server_t *s);
+void dhash__sync_start(dhash_server_t *s);
 /* Cancel the sessions in flight (their callbacks free them later). */
-void sync_stop(dhash_server_t *s);
+void dhash__sync_stop(dhash_server_t *s);
 /* Run one round now: every local range against each replica server. */
-void sync_round(dhash_server_t *s);
+void dhash__sync_round(dhash_server_t *s);
 /* SYNC_DIGEST and SYNC_KEYS requests. */
-void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
-void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
-void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
 
 /* ---- the scrub and every read that serves a copy to others (scrub.c) */
 enum scrub_reader { SCRUB_BY_SCRUB, SCRUB_BY_PUSH, SCRUB_BY_FETCH };
@@ -195,13 +195,13 @@ enum scrub_reader { SCRUB_BY_SCRUB, SCRUB_BY_PUSH, SCRUB_BY_FETCH };
  * in *ret (data malloc'd), -ENOENT when absent or when the copy did not
  * verify (it is then logged, counted under by and dropped, so that replica
  * maintenance fetches a good copy from a peer), or a store error. */
-int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
+int dhash__scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
                enum scrub_reader by);
-void scrub_start(dhash_server_t *s);
-void scrub_stop(dhash_server_t *s);
+void dhash__scrub_start(dhash_server_t *s);
+void dhash__scrub_stop(dhash_server_t *s);
 /* Do one slice of the scrub now (the timer's work; tests call it). */
-void scrub_slice(dhash_server_t *s);
+void dhash__scrub_slice(dhash_server_t *s);
 /* The scrub's progress; JSON as ,"scrub":{...} (after another member). */
-void scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+void dhash__scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
 
 #endif

@@ -12,6 +12,11 @@
  * does not answer within the timeout fails with -ETIMEDOUT: a caller is
  * never left waiting on a daemon that hangs.
  *
+ * Besides those typed requests, dhash_local_call sends any control request
+ * as the caller built it (cfsctl's status, lookups, pins ...): it is encoded
+ * once, into the slot's buffer, and its reply is handed back as decoded.
+ * So there is one client of the control protocol, here.
+ *
  * The same handle can instead be a plain client of the ring, with no
  * daemon (dhash_local_new_plain): its own UDP transport, a chord client
  * (chord_client_new) and a DHash client over it. The slot table and its
@@ -32,6 +37,7 @@ struct lreq {
 	uint64_t id;              /* generation << 32 | slot */
 	uint8_t type;
 	bool sent;
+	bool raw;                 /* dhash_local_call: data is the encoded frame */
 	uint64_t deadline_ms;
 	uint64_t started_us;
 	struct cfs_id key;
@@ -44,6 +50,7 @@ struct lreq {
 	dhash_put_cb put_cb;
 	dhash_bits_cb bits_cb;
 	dhash_locate_cb locate_cb;
+	dhash_ctl_cb ctl_cb;
 	void *arg;
 	/* plain client: a have / refresh's answers so far */
 	uint32_t waiting;
@@ -162,6 +169,11 @@ static void req_finish(dhash_local_t *l, struct lreq *q, int status, const struc
 	req_take(l, q);
 	if (l->closing)
 		status = -ECANCELED;
+	if (q->raw) {
+		q->ctl_cb(q->arg, status, l->closing ? NULL : m);
+		req_free(q);
+		return;
+	}
 	switch (q->type) {
 	case CFS_MSG_CTL_GET: {
 		struct dhash_get_result r = { .status = status, .latency_us = cfs_now_us() - q->started_us };
@@ -213,12 +225,32 @@ static void fail_all(dhash_local_t *l, int status)
 			req_finish(l, l->slot[i], status, NULL);
 }
 
+/* No daemon at the socket. A typed request gets -ECONNREFUSED, not the
+ * socket's errno: ENOENT would read as "no replica has the block" to
+ * whoever asked for one (so the errno is logged here). A raw request's
+ * caller speaks the control protocol and gets the errno itself. */
+static void fail_connect(dhash_local_t *l, int status)
+{
+	bool typed = false;
+
+	for (uint32_t i = 0; i < l->used; i++)
+		typed |= l->slot[i] && !l->slot[i]->raw;
+	if (typed)
+		log_error("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
+	for (uint32_t i = 0; i < l->used; i++)
+		if (l->slot[i])
+			req_finish(l, l->slot[i], l->slot[i]->raw ? status : -ECONNREFUSED, NULL);
+}
+
 /* ------------------------------------------------------------ connection */
 
 static int req_send(dhash_local_t *l, struct lreq *q)
 {
 	struct cfs_msg *m = &l->msg;
 
+	q->sent = true;
+	if (q->raw)
+		return cfs_stream_write(l->s, q->data, q->len);
 	cfs_msg_init(m, (enum cfs_msg_type)q->type);
 	m->reqid = q->id;
 	switch (q->type) {
@@ -237,7 +269,6 @@ static int req_send(dhash_local_t *l, struct lreq *q)
 		m->lease_until = q->lease_until;
 		break;
 	}
-	q->sent = true;
 	return cfs_stream_write_msg(l->s, m);
 }
 
@@ -283,10 +314,7 @@ static void on_connect(void *arg, int status, cfs_stream_t *s)
 
 	l->connecting = false;
 	if (status < 0) {
-		/* Not the socket's errno: ENOENT would read as "no replica has
-		 * the block" to whoever asked for one. */
-		log_error("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
-		fail_all(l, -ECONNREFUSED);
+		fail_connect(l, status);
 		return;
 	}
 	if (l->closing) {
@@ -650,6 +678,42 @@ int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t le
 	q->data = xmemdup(p, len ? len : 1);
 	q->len = len;
 	q->put_cb = cb;
+	return req_start(l, q);
+}
+
+int dhash_local_call(dhash_local_t *l, const struct cfs_msg *req, dhash_ctl_cb cb, void *arg)
+{
+	size_t cap = CFS_DGRAM_MAX, len;
+	int r;
+
+	if (l->closing)
+		return -ECANCELED;
+	if (l->dc)
+		return -EOPNOTSUPP;
+	struct lreq *q = req_new(l, req->type, arg);
+	struct cfs_msg *m = xmalloc(sizeof(*m));
+	*m = *req;
+	m->reqid = q->id;
+	m->is_reply = false;
+	/* Most requests fit a datagram's size; a large one takes a frame's. */
+	for (;;) {
+		q->data = xmalloc(cap);
+		r = cfs_msg_encode(m, q->data, cap, &len);
+		if (r != -EMSGSIZE || cap == CFS_FRAME_MAX)
+			break;
+		free(q->data);
+		cap = CFS_FRAME_MAX;
+	}
+	free(m);
+	if (r < 0) {
+		req_take(l, q);
+		req_free(q);
+		return r;
+	}
+	q->data = xrealloc(q->data, len ? len : 1);
+	q->len = len;
+	q->raw = true;
+	q->ctl_cb = cb;
 	return req_start(l, q);
 }
 

@@ -24,12 +24,12 @@
 
 #define EPOCH_S 600
 
-void quota_init(dhash_server_t *s)
+void dhash__quota_init(dhash_server_t *s)
 {
 	randombytes_buf(s->quota_secret, sizeof(s->quota_secret));
 }
 
-void quota_owner(const struct cfs_addr *a, uint8_t out[16])
+void dhash__quota_owner(const struct cfs_addr *a, uint8_t out[16])
 {
 	const uint8_t *ip;
 	size_t n = cfs_addr_ip_bytes(a, &ip);
@@ -49,16 +49,14 @@ static void nonce_for(const dhash_server_t *s, const struct cfs_addr *a, uint64_
 	uint8_t in[16 + 2 + 8];
 	uint16_t port = cfs_addr_port(a);
 
-	quota_owner(a, in);
-	in[16] = (uint8_t)(port >> 8);
-	in[17] = (uint8_t)port;
-	for (int i = 0; i < 8; i++)
-		in[18 + i] = (uint8_t)(epoch >> (56 - 8 * i));
+	dhash__quota_owner(a, in);
+	cfs_put_be16(in + 16, port);
+	cfs_put_be64(in + 18, epoch);
 	crypto_generichash(out, CFS_NONCE_BYTES, in, sizeof(in), s->quota_secret,
 	                   sizeof(s->quota_secret));
 }
 
-bool quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce)
+bool dhash__quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8_t *nonce)
 {
 	uint64_t epoch = dhash__wall_now() / EPOCH_S;
 	uint8_t want[CFS_NONCE_BYTES];
@@ -71,7 +69,7 @@ bool quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, const uint8
 	return false;
 }
 
-void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from)
+void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from)
 {
 	cfs_msg_init(&s->reply, CFS_MSG_STORE);
 	s->reply.flags = DHASH_STORE_R_CHALLENGE;
@@ -80,7 +78,7 @@ void quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from)
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
-bool quota_cache_room(dhash_server_t *s, size_t len)
+bool dhash__quota_cache_room(dhash_server_t *s, size_t len)
 {
 	uint64_t blocks, bytes;
 
@@ -93,7 +91,7 @@ bool quota_cache_room(dhash_server_t *s, size_t len)
 	return true;
 }
 
-int quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
+int dhash__quota_admit(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec,
                 uint64_t batch_bytes, uint64_t batch_owner_bytes)
 {
 	static const uint8_t nobody[16];

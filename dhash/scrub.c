@@ -9,7 +9,7 @@
  *
  *   - Every read of a stored block that serves it to someone else (a sync
  *     push to a replica, a FETCH answer to a peer's sync or to a client)
- *     goes through scrub_read, which verifies the bytes (dhash_verify: the
+ *     goes through dhash__scrub_read, which verifies the bytes (dhash_verify: the
  *     hash of a content-hash block, the signature of a root). A copy that
  *     fails is logged, counted and dropped from the store; the server then
  *     lacks the key, and the next sync round fetches it back from a replica
@@ -38,7 +38,7 @@
  * comparison of roots), counted as bad_push. */
 static const char *reader_name[] = { "scrub", "replica maintenance", "fetch" };
 
-int scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
+int dhash__scrub_read(dhash_server_t *s, const struct cfs_id *key, struct dhash_rec *ret,
                enum scrub_reader by)
 {
 	uint64_t seq;
@@ -134,7 +134,7 @@ static bool next_key(dhash_server_t *s, struct cfs_id *ret)
 	return true;
 }
 
-void scrub_slice(dhash_server_t *s)
+void dhash__scrub_slice(dhash_server_t *s)
 {
 	struct dhash_scrub *c = &s->scrub;
 	uint64_t now = uv_now(s->loop);
@@ -161,7 +161,7 @@ void scrub_slice(dhash_server_t *s)
 		c->at = key;
 		c->started = true;
 		n++;
-		int r = scrub_read(s, &key, &rec, SCRUB_BY_SCRUB);
+		int r = dhash__scrub_read(s, &key, &rec, SCRUB_BY_SCRUB);
 		size_t len = r == 0 ? rec.len : 0;
 		if (r == 0)
 			free(rec.data);
@@ -190,11 +190,11 @@ static void on_scrub(uv_timer_t *t)
 {
 	dhash_server_t *s = t->data;
 
-	scrub_slice(s);
+	dhash__scrub_slice(s);
 	uv_timer_start(&s->scrub.timer, on_scrub, wait_ms(s), 0);
 }
 
-void scrub_start(dhash_server_t *s)
+void dhash__scrub_start(dhash_server_t *s)
 {
 	struct dhash_scrub *c = &s->scrub;
 
@@ -207,52 +207,64 @@ void scrub_start(dhash_server_t *s)
 	}
 }
 
-void scrub_stop(dhash_server_t *s)
+void dhash__scrub_stop(dhash_server_t *s)
 {
 	uv_timer_stop(&s->scrub.timer);
 }
 
-void scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+/* The scrub's progress and the store's health, described once (cfs_stat). */
+struct scrub_snap {
+	uint64_t period_ms, rate, passes, last_pass_ms, pass_blocks, pass_bytes, blocks, bytes;
+	uint64_t bad, bad_scrub, bad_push, bad_fetch, dropped, recoveries;
+	const char *position;
+	bool writable;
+};
+
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct scrub_snap, field, name, label, unit)
+static const struct cfs_stat scrub_stats[] = {
+	CFS_STAT_BEGIN("scrub", "scrub"),
+	S(U64, period_ms, "period_ms", "every", "ms"),
+	S(U64, rate, "rate", "rate", "bytes/s"),
+	S(U64, passes, "passes", "passes done", NULL),
+	S(U64, last_pass_ms, "last_pass_ms", "the last in", "ms"),
+	S(STR, position, "position", "this pass at", NULL),
+	S(U64, pass_blocks, "pass_blocks", "blocks", NULL),
+	S(U64, pass_bytes, "pass_bytes", "bytes", NULL),
+	S(U64, blocks, "blocks", "checked in all", "blocks"),
+	S(U64, bytes, "bytes", "checked in all", "bytes"),
+	CFS_STAT_BEGIN(NULL, "bad copies"),
+	S(U64, bad, "bad", "found", NULL),
+	S(U64, bad_scrub, "bad_scrub", "by the scrub", NULL),
+	S(U64, bad_push, "bad_push", "by repair pushes", NULL),
+	S(U64, bad_fetch, "bad_fetch", "by fetches", NULL),
+	S(U64, dropped, "dropped", "dropped", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "store"),
+	S(BOOL, writable, "store_writable", "writable", NULL),
+	S(U64, recoveries, "store_recoveries", "recoveries after failed writes", NULL),
+	CFS_STAT_CLOSE,
+};
+#undef S
+
+void dhash__scrub_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	const struct dhash_scrub *c = &s->scrub;
-	uint64_t blocks, bytes, recoveries;
-	uint64_t bad = c->bad_scrub + c->bad_push + c->bad_fetch;
 	char at[9] = "-";
-	bool failed = dhash_store_failed(s->store, &recoveries);
+	struct scrub_snap n = {
+		.period_ms = s->cfg.scrub_ms, .rate = s->cfg.scrub_ms ? c->rate : 0,
+		.passes = c->passes, .last_pass_ms = c->last_pass_ms, .position = at,
+		.pass_blocks = c->pass_blocks, .pass_bytes = c->pass_bytes, .blocks = c->blocks,
+		.bytes = c->bytes, .bad = c->bad_scrub + c->bad_push + c->bad_fetch,
+		.bad_scrub = c->bad_scrub, .bad_push = c->bad_push, .bad_fetch = c->bad_fetch,
+		.dropped = c->dropped,
+	};
+	bool first = false; /* JSON: after the server's own members */
 
-	dhash_store_totals(s->store, &blocks, &bytes);
+	n.writable = !dhash_store_failed(s->store, &n.recoveries);
 	if (c->started)
 		cfs_id_short(&c->at, at);
-	if (json) {
-		cfs_sb_printf(b, ",\"scrub\":{\"period_ms\":%lu,\"rate\":%lu,\"passes\":%lu,"
-		              "\"last_pass_ms\":%lu,\"position\":\"%s\",\"pass_blocks\":%lu,\"pass_bytes\":%lu,"
-		              "\"blocks\":%lu,\"bytes\":%lu,\"bad\":%lu,\"bad_scrub\":%lu,\"bad_push\":%lu,"
-		              "\"bad_fetch\":%lu,\"dropped\":%lu},\"store_writable\":%s,"
-		              "\"store_recoveries\":%lu",
-		              (unsigned long)s->cfg.scrub_ms, (unsigned long)(s->cfg.scrub_ms ? c->rate : 0),
-		              (unsigned long)c->passes, (unsigned long)c->last_pass_ms, at,
-		              (unsigned long)c->pass_blocks, (unsigned long)c->pass_bytes,
-		              (unsigned long)c->blocks, (unsigned long)c->bytes, (unsigned long)bad,
-		              (unsigned long)c->bad_scrub, (unsigned long)c->bad_push,
-		              (unsigned long)c->bad_fetch, (unsigned long)c->dropped,
-		              failed ? "false" : "true", (unsigned long)recoveries);
-		return;
-	}
-	if (s->cfg.scrub_ms)
-		cfs_sb_printf(b, "scrub: %lu passes done (the last in %.1f s); this pass at %s, %lu of %lu "
-		              "blocks, %lu bytes; %lu blocks, %lu bytes checked in all, at %lu bytes/s\n",
-		              (unsigned long)c->passes, (double)c->last_pass_ms / 1000.0, at,
-		              (unsigned long)c->pass_blocks, (unsigned long)blocks,
-		              (unsigned long)c->pass_bytes, (unsigned long)c->blocks,
-		              (unsigned long)c->bytes, (unsigned long)c->rate);
-	else
-		cfs_sb_printf(b, "scrub: off\n");
-	cfs_sb_printf(b, "bad copies: %lu found (%lu by the scrub, %lu by repair pushes, %lu by "
-	              "fetches), %lu dropped\n", (unsigned long)bad, (unsigned long)c->bad_scrub,
-	              (unsigned long)c->bad_push, (unsigned long)c->bad_fetch,
-	              (unsigned long)c->dropped);
-	if (failed || recoveries)
-		cfs_sb_printf(b, "store: %s; %lu recoveries after failed writes\n",
-		              failed ? "WRITES REFUSED since a write failed (disk full?)" : "writable",
-		              (unsigned long)recoveries);
+	cfs_stat_render(b, json, scrub_stats, CFS_ARRAY_SIZE(scrub_stats), &n, &first);
+	if (!json && !n.writable)
+		cfs_sb_printf(b, "store: WRITES REFUSED since a write failed (disk full?)\n");
 }

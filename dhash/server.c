@@ -158,7 +158,7 @@ static void commit(dhash_server_t *s)
 		for (size_t j = 0; j < m; j++)
 			if (!memcmp(recs[j].owner, p->rec.owner, 16))
 				mine += recs[j].len;
-		st[i] = quota_admit(s, &p->key, &p->rec, batch, mine);
+		st[i] = dhash__quota_admit(s, &p->key, &p->rec, batch, mine);
 		if (st[i] == 0) {
 			keys[m] = p->key;
 			recs[m] = p->rec;
@@ -210,7 +210,7 @@ static void handle_cache_store(dhash_server_t *s, const struct cfs_msg *req,
 	else
 		r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq);
 	if (r == 0 && !dhash_store_has(s->store, &req->key)) {
-		r = quota_cache_room(s, req->data.len) ? 0 : -ENOSPC;
+		r = dhash__quota_cache_room(s, req->data.len) ? 0 : -ENOSPC;
 		if (r == 0)
 			r = dhash_cache_put(s->cache, &req->key, (uint8_t)req->kind, req->data.p, req->data.len);
 		s->cache_stores += r == 0;
@@ -276,11 +276,11 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	}
 	/* A client's put is charged to its address, once it proves it. */
 	if ((req->flags & DHASH_STORE_F_PRIMARY) && s->cfg.quota_bytes) {
-		if (!quota_confirmed(s, &from->addr, req->nonce)) {
-			quota_challenge(s, from);
+		if (!dhash__quota_confirmed(s, &from->addr, req->nonce)) {
+			dhash__quota_challenge(s, from);
 			return;
 		}
-		quota_owner(&from->addr, rec.owner);
+		dhash__quota_owner(&from->addr, rec.owner);
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
 		answer_store(s, from, r, 0);
@@ -301,7 +301,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 			r = 0;
 		}
 		if (r == 0)
-			r = quota_admit(s, &req->key, &rec, 0, 0);
+			r = dhash__quota_admit(s, &req->key, &rec, 0, 0);
 		if (r == 0) {
 			rec.data = (uint8_t *)req->data.p;
 			r = dhash_store_put(s->store, &req->key, &rec);
@@ -324,7 +324,7 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct dhash_rec rec;
-	int r = scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
+	int r = dhash__scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
 
 	s->fetches++;
 	if (r == -ENOENT)
@@ -394,10 +394,10 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 		handle_keys(s, req, from);
 		return true;
 	case CFS_MSG_SYNC_DIGEST:
-		sync_handle_digest(s, req, from);
+		dhash__sync_handle_digest(s, req, from);
 		return true;
 	case CFS_MSG_SYNC_KEYS:
-		sync_handle_keys(s, req, from);
+		dhash__sync_handle_keys(s, req, from);
 		return true;
 	default:
 		return false;
@@ -445,15 +445,15 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 		return r;
 	}
 	chord_set_has_block(c, server_has_block, s);
-	quota_init(s);
+	dhash__quota_init(s);
 	uv_timer_init(loop, &s->expire_timer);
 	s->expire_timer.data = s;
 	uv_check_init(loop, &s->commit);
 	s->commit.data = s;
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
-	sync_start(s);
-	scrub_start(s);
+	dhash__sync_start(s);
+	dhash__scrub_start(s);
 	*ret = s;
 	return 0;
 }
@@ -478,8 +478,8 @@ void dhash_server_free(dhash_server_t *s)
 	if (s->nq)
 		commit(s); /* what was acknowledged nowhere yet is still written */
 	chord_set_has_block(s->chord, NULL, NULL);
-	sync_stop(s);
-	scrub_stop(s);
+	dhash__sync_stop(s);
+	dhash__scrub_stop(s);
 	s->closing_handles = 4;
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
@@ -493,86 +493,112 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
 	return dhash_store_list(s->store, after, keys, max, ret_more);
 }
 
-/* The cache's size and use. Hit rate: of the FETCHes for blocks this
- * server holds no replica of, the share its cache answered. */
-static void cache_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
-{
-	uint64_t blocks = 0, bytes = 0, evicted = 0, asked = s->cache_hits + s->fetch_misses;
-	double rate = asked ? (double)s->cache_hits / (double)asked : 0;
-
-	if (s->cache)
-		dhash_cache_totals(s->cache, &blocks, &bytes, &evicted);
-	if (json) {
-		cfs_sb_printf(b, "\"cache\":{\"capacity\":%lu,\"blocks\":%lu,\"bytes\":%lu,\"evicted\":%lu,"
-		              "\"stores\":%lu,\"fetch_hits\":%lu,\"hit_rate\":%.4f,\"path_hits\":%lu},",
-		              (unsigned long)(s->cache ? s->cfg.cache_bytes : 0), (unsigned long)blocks,
-		              (unsigned long)bytes, (unsigned long)evicted, (unsigned long)s->cache_stores,
-		              (unsigned long)s->cache_hits, rate, (unsigned long)s->path_hits);
-		return;
-	}
-	if (!s->cache) {
-		cfs_sb_printf(b, "cache: off\n");
-		return;
-	}
-	cfs_sb_printf(b, "cache: %lu blocks, %lu of %lu bytes, %lu evicted; %lu copies taken; "
-	              "fetches answered %lu (hit rate %.1f %%), lookups answered %lu\n",
-	              (unsigned long)blocks, (unsigned long)bytes, (unsigned long)s->cfg.cache_bytes,
-	              (unsigned long)evicted, (unsigned long)s->cache_stores,
-	              (unsigned long)s->cache_hits, 100.0 * rate, (unsigned long)s->path_hits);
-}
-
 #define EXPIRING_MAX 1000000 /* leases counted at most, per status */
+
+/* The server's counters, described once (cfs_stat); dhash__sync_status and
+ * dhash__scrub_status add theirs. Cache hit rate: of the FETCHes for blocks this
+ * server holds no replica of, the share its cache answered. */
+struct server_snap {
+	uint64_t blocks, bytes, stores, refused_total, refused[8];
+	uint32_t k;
+	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
+	uint64_t capacity, quota, challenges, day, week;
+	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
+	double c_rate;
+};
+
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct server_snap, field, name, label, unit)
+static const struct cfs_stat server_stats[] = {
+	CFS_STAT_BEGIN(NULL, "store"),
+	S(U64, blocks, "blocks", "blocks", NULL),
+	S(U64, bytes, "bytes", "bytes", NULL),
+	S(U32, k, "replicas_k", "k", NULL),
+	S(U64, capacity, "capacity", "capacity", "bytes"),
+	S(U64, quota, "quota", "quota per client IP", "bytes"),
+	S(U64, challenges, "challenges", "nonce challenges", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "traffic"),
+	S(U64, stores, "stores", "stores accepted", NULL),
+	S(U64, refused_total, "refused_total", "refused", NULL),
+	S(U64, fetches, "fetches", "fetches", NULL),
+	S(U64, fetch_misses, "fetch_misses", "misses", NULL),
+	S(U64, haves, "have_keys", "have keys", NULL),
+	S(U64, refreshes, "refreshed_keys", "refreshed keys", NULL),
+	S(U64, pushed, "pushed", "copies pushed", NULL),
+	S(U64, push_failed, "push_failed", "failed", NULL),
+	S(U64, expired, "expired", "leases expired", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("refused", "refused"),
+	S(U64, refused[0], "bad_hash", "bad hash", NULL),
+	S(U64, refused[1], "bad_signature", "bad signature", NULL),
+	S(U64, refused[2], "stale_root", "stale root", NULL),
+	S(U64, refused[3], "bad_kind", "bad kind", NULL),
+	S(U64, refused[4], "disk_full", "disk full", NULL),
+	S(U64, refused[5], "store_error", "store error", NULL),
+	S(U64, refused[6], "over_quota", "over quota", NULL),
+	S(U64, refused[7], "other", "other", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("leases_expiring", "leases"),
+	S(U64, day, "day", "ending within a day", NULL),
+	S(U64, week, "week", "within a week", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("cache", "cache"),
+	S(U64, c_capacity, "capacity", "capacity", "bytes"),
+	S(U64, c_blocks, "blocks", "blocks", NULL),
+	S(U64, c_bytes, "bytes", "bytes", NULL),
+	S(U64, c_evicted, "evicted", "evicted", NULL),
+	S(U64, c_stores, "stores", "copies taken", NULL),
+	S(U64, c_hits, "fetch_hits", "fetches answered", NULL),
+	CFS_STAT_D(struct server_snap, c_rate, 4, "hit_rate", "hit rate", NULL),
+	S(U64, c_path_hits, "path_hits", "lookups answered", NULL),
+	CFS_STAT_CLOSE,
+};
+#undef S
+
+static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
+{
+	uint64_t now = dhash__wall_now(), asked = s->cache_hits + s->fetch_misses;
+
+	dhash_store_totals(s->store, &n->blocks, &n->bytes);
+	n->k = s->cfg.replicas;
+	n->stores = s->stores;
+	for (int i = 0; i < 8; i++)
+		n->refused_total += n->refused[i] = s->refused[i];
+	n->fetches = s->fetches;
+	n->fetch_misses = s->fetch_misses;
+	n->haves = s->haves;
+	n->refreshes = s->refreshes;
+	n->pushed = s->pushed;
+	n->push_failed = s->push_failed;
+	n->expired = s->expired;
+	n->capacity = s->cfg.capacity_bytes;
+	n->quota = s->cfg.quota_bytes;
+	n->challenges = s->challenges;
+	/* Leases ending within a day and a week (a walk of the lease index,
+	 * bounded so that status stays cheap on a huge store). */
+	n->day = dhash_store_expiring(s->store, now + 86400, EXPIRING_MAX);
+	n->week = dhash_store_expiring(s->store, now + 7 * 86400, EXPIRING_MAX);
+	if (s->cache) {
+		dhash_cache_totals(s->cache, &n->c_blocks, &n->c_bytes, &n->c_evicted);
+		n->c_capacity = s->cfg.cache_bytes;
+	}
+	n->c_stores = s->cache_stores;
+	n->c_hits = s->cache_hits;
+	n->c_rate = asked ? (double)s->cache_hits / (double)asked : 0;
+	n->c_path_hits = s->path_hits;
+}
 
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
-	uint64_t blocks, bytes, refused = 0, now = dhash__wall_now();
+	struct server_snap n = { 0 };
+	bool first = true;
 
-	dhash_store_totals(s->store, &blocks, &bytes);
-	/* Leases ending within a day and a week (a walk of the lease index,
-	 * bounded so that status stays cheap on a huge store). */
-	uint64_t day = dhash_store_expiring(s->store, now + 86400, EXPIRING_MAX);
-	uint64_t week = dhash_store_expiring(s->store, now + 7 * 86400, EXPIRING_MAX);
-	for (int i = 0; i < 8; i++)
-		refused += s->refused[i];
-	if (json) {
-		cfs_sb_printf(b, "{\"blocks\":%lu,\"bytes\":%lu,\"replicas_k\":%u,\"stores\":%lu,"
-		              "\"refused\":{\"bad_hash\":%lu,\"bad_signature\":%lu,\"stale_root\":%lu,"
-		              "\"bad_kind\":%lu,\"disk_full\":%lu,\"store_error\":%lu,\"over_quota\":%lu,"
-		              "\"other\":%lu},\"fetches\":%lu,\"fetch_misses\":%lu,\"have_keys\":%lu,"
-		              "\"refreshed_keys\":%lu,\"pushed\":%lu,\"push_failed\":%lu,\"expired\":%lu,",
-		              (unsigned long)blocks, (unsigned long)bytes, s->cfg.replicas,
-		              (unsigned long)s->stores, (unsigned long)s->refused[0],
-		              (unsigned long)s->refused[1], (unsigned long)s->refused[2],
-		              (unsigned long)s->refused[3], (unsigned long)s->refused[4],
-		              (unsigned long)s->refused[5], (unsigned long)s->refused[6],
-		              (unsigned long)s->refused[7], (unsigned long)s->fetches,
-		              (unsigned long)s->fetch_misses, (unsigned long)s->haves,
-		              (unsigned long)s->refreshes, (unsigned long)s->pushed,
-		              (unsigned long)s->push_failed, (unsigned long)s->expired);
-		cfs_sb_printf(b, "\"capacity\":%lu,\"quota\":%lu,\"challenges\":%lu,"
-		              "\"leases_expiring\":{\"day\":%lu,\"week\":%lu},",
-		              (unsigned long)s->cfg.capacity_bytes, (unsigned long)s->cfg.quota_bytes,
-		              (unsigned long)s->challenges, (unsigned long)day, (unsigned long)week);
-		cache_status(s, b, true);
-		sync_status(s, b, true);
-		scrub_status(s, b, true);
+	server_snap_fill(s, &n);
+	if (json)
+		cfs_sb_printf(b, "{");
+	cfs_stat_render(b, json, server_stats, CFS_ARRAY_SIZE(server_stats), &n, &first);
+	dhash__sync_status(s, b, json);
+	dhash__scrub_status(s, b, json);
+	if (json)
 		cfs_sb_printf(b, "}");
-		return;
-	}
-	cfs_sb_printf(b, "store: %lu blocks, %lu bytes (k = %u)\n", (unsigned long)blocks,
-	              (unsigned long)bytes, s->cfg.replicas);
-	cfs_sb_printf(b, "stores: %lu accepted, %lu refused; fetches %lu (%lu misses); "
-	              "copies pushed %lu (%lu failed); leases expired %lu\n",
-	              (unsigned long)s->stores, (unsigned long)refused, (unsigned long)s->fetches,
-	              (unsigned long)s->fetch_misses, (unsigned long)s->pushed,
-	              (unsigned long)s->push_failed, (unsigned long)s->expired);
-	cfs_sb_printf(b, "leases ending within a day: %s%lu; within a week: %s%lu\n",
-	              day == EXPIRING_MAX ? ">= " : "", (unsigned long)day,
-	              week == EXPIRING_MAX ? ">= " : "", (unsigned long)week);
-	cfs_sb_printf(b, "limits: capacity %lu bytes, quota %lu bytes per client IP; %lu nonce "
-	              "challenges sent\n", (unsigned long)s->cfg.capacity_bytes,
-	              (unsigned long)s->cfg.quota_bytes, (unsigned long)s->challenges);
-	cache_status(s, b, false);
-	sync_status(s, b, false);
-	scrub_status(s, b, false);
 }

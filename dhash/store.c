@@ -33,16 +33,8 @@
 #define P_BLOCK 'B'
 #define P_LEASE 'L'
 #define HDR 33 /* kind, lease_until, seq, owner */
-#define OWNER_BUCKETS 256
 #define RETRY_MS 1000          /* reopen attempts after a failed write, at most */
 #define ROOM_SPARE (1u << 20)  /* free space a reopen needs beyond its logs */
-
-/* Bytes charged per owner IP (quotas); counted at open, kept up to date. */
-struct owner_use {
-	uint8_t ip[16];
-	uint64_t bytes;
-	struct owner_use *next;
-};
 
 struct dhash_store {
 	leveldb_t *db;
@@ -51,7 +43,7 @@ struct dhash_store {
 	leveldb_writeoptions_t *wo_sync;
 	leveldb_writeoptions_t *wo;
 	uint64_t blocks, bytes;
-	struct owner_use *owners[OWNER_BUCKETS];
+	struct cfs_htab owners;   /* owner IP (16 bytes) -> uint64_t bytes charged (quotas) */
 	char *dir;
 	int failed;               /* the failed write's error: no writes until reopened */
 	uint64_t retry_ms;        /* next reopen attempt (monotonic ms) */
@@ -64,59 +56,28 @@ static bool owner_none(const uint8_t ip[16])
 	return !memcmp(ip, zero, 16);
 }
 
-static struct owner_use **owner_slot(const dhash_store_t *s, const uint8_t ip[16])
-{
-	uint32_t h = 2166136261u;
-	for (int i = 0; i < 16; i++)
-		h = (h ^ ip[i]) * 16777619u;
-	struct owner_use **pp = (struct owner_use **)&s->owners[h % OWNER_BUCKETS];
-	while (*pp && memcmp((*pp)->ip, ip, 16))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* Charge (add) or refund (subtract) len bytes to ip. */
+/* Charge (add) or refund (subtract) len bytes to ip; counted at open,
+ * kept up to date, an owner dropped once it is charged nothing. */
 static void owner_charge(dhash_store_t *s, const uint8_t ip[16], uint64_t len, bool add)
 {
 	if (owner_none(ip))
 		return;
-	struct owner_use **pp = owner_slot(s, ip);
-	if (!*pp) {
-		if (!add)
-			return;
-		*pp = xcalloc(1, sizeof(**pp));
-		memcpy((*pp)->ip, ip, 16);
-	}
+	uint64_t *bytes = add ? cfs_htab_put(&s->owners, ip, NULL) : cfs_htab_get(&s->owners, ip);
+	if (!bytes)
+		return;
 	if (add) {
-		(*pp)->bytes += len;
+		*bytes += len;
 	} else {
-		(*pp)->bytes -= len < (*pp)->bytes ? len : (*pp)->bytes;
-		if ((*pp)->bytes == 0) {
-			struct owner_use *e = *pp;
-			*pp = e->next;
-			free(e);
-		}
+		*bytes -= len < *bytes ? len : *bytes;
+		if (*bytes == 0)
+			cfs_htab_del(&s->owners, ip, NULL);
 	}
 }
 
 uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16])
 {
-	struct owner_use **pp = owner_slot(s, owner);
-	return *pp ? (*pp)->bytes : 0;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
+	const uint64_t *bytes = cfs_htab_get(&s->owners, owner);
+	return bytes ? *bytes : 0;
 }
 
 static void block_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
@@ -128,7 +89,7 @@ static void block_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key)
 static void lease_key(uint8_t out[9 + CFS_ID_BYTES], uint64_t until, const struct cfs_id *key)
 {
 	out[0] = P_LEASE;
-	put_be64(out + 1, until);
+	cfs_put_be64(out + 1, until);
 	memcpy(out + 9, key->b, CFS_ID_BYTES);
 }
 
@@ -155,12 +116,7 @@ static int db_error(char *err, const char *what)
 
 static void owners_clear(dhash_store_t *s)
 {
-	for (int i = 0; i < OWNER_BUCKETS; i++)
-		while (s->owners[i]) {
-			struct owner_use *e = s->owners[i];
-			s->owners[i] = e->next;
-			free(e);
-		}
+	cfs_htab_free(&s->owners);
 }
 
 /* Open the database and count what is there. */
@@ -201,6 +157,7 @@ int dhash_store_open(const char *dir, dhash_store_t **ret)
 	dhash_store_t *s = xcalloc(1, sizeof(*s));
 
 	s->dir = xstrdup(dir);
+	cfs_htab_init(&s->owners, 16, sizeof(uint64_t));
 	s->opt = leveldb_options_create();
 	leveldb_options_set_create_if_missing(s->opt, 1);
 	s->ro = leveldb_readoptions_create();
@@ -326,8 +283,8 @@ int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec
 	}
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = (uint8_t)v[0];
-	ret->lease_until = get_be64((const uint8_t *)v + 1);
-	ret->seq = get_be64((const uint8_t *)v + 9);
+	ret->lease_until = cfs_get_be64((const uint8_t *)v + 1);
+	ret->seq = cfs_get_be64((const uint8_t *)v + 9);
 	memcpy(ret->owner, v + 17, 16);
 	ret->len = vl - HDR;
 	ret->data = xmalloc(ret->len ? ret->len : 1);
@@ -354,8 +311,8 @@ static void batch_rec(leveldb_writebatch_t *b, const struct cfs_id *key, const s
 
 	block_key(k, key);
 	v[0] = rec->kind;
-	put_be64(v + 1, rec->lease_until);
-	put_be64(v + 9, rec->seq);
+	cfs_put_be64(v + 1, rec->lease_until);
+	cfs_put_be64(v + 9, rec->seq);
 	memcpy(v + 17, rec->owner, 16);
 	memcpy(v + HDR, rec->data, rec->len);
 	if (old) {
@@ -585,7 +542,7 @@ int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key)
 	/* A record too short for its header has no lease entry we can name:
 	 * the collector removes such orphans (dhash_store_expire). */
 	bool hdr = vl >= HDR;
-	r = delete_rec(s, key, true, hdr, hdr ? get_be64((const uint8_t *)v + 1) : 0,
+	r = delete_rec(s, key, true, hdr, hdr ? cfs_get_be64((const uint8_t *)v + 1) : 0,
 	                   hdr ? vl - HDR : 0, hdr ? (const uint8_t *)v + 17 : NULL);
 	leveldb_free(v);
 	return r;
@@ -602,18 +559,18 @@ static uint64_t lease_walk(dhash_store_t *s, uint64_t until, struct cfs_id *keys
 	if (!s->db)
 		return 0;
 	lo[0] = P_LEASE;
-	put_be64(lo + 1, 0);
+	cfs_put_be64(lo + 1, 0);
 	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
 	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
 	     leveldb_iter_next(it)) {
 		size_t kl;
 		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
-		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || get_be64(k + 1) > until)
+		if (kl != 9 + CFS_ID_BYTES || k[0] != P_LEASE || cfs_get_be64(k + 1) > until)
 			break;
 		if (keys)
 			memcpy(keys[n].b, k + 9, CFS_ID_BYTES);
 		if (ends)
-			ends[n] = get_be64(k + 1);
+			ends[n] = cfs_get_be64(k + 1);
 		n++;
 	}
 	leveldb_iter_destroy(it);
@@ -692,7 +649,7 @@ int dhash_store_scan_info(dhash_store_t *s, const struct cfs_id *from, const str
 				if (kinds)
 					kinds[n] = vl >= HDR ? v[0] : 0;
 				if (seqs)
-					seqs[n] = vl >= HDR ? get_be64(v + 9) : 0;
+					seqs[n] = vl >= HDR ? cfs_get_be64(v + 9) : 0;
 			}
 			keys[n++] = id;
 		}

@@ -18,7 +18,7 @@
  *     peer: a higher sequence than ours replaces ours, a lower one is sent
  *     our root (a server that was down during a republish holds the older
  *     root under the same key; key sets alone would never show it).
- *   - What we push is read through scrub_read, which verifies it: a copy
+ *   - What we push is read through dhash__scrub_read, which verifies it: a copy
  *     that rotted here is dropped instead of pushed, and fetched back from a
  *     peer in a later round.
  *
@@ -174,16 +174,15 @@ static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[
 		memset(&out[i], 0, sizeof(out[i]));
 		if (j > start) {
 			struct cfs_hasher h;
-			uint8_t cnt[4] = { (uint8_t)((j - start) >> 24), (uint8_t)((j - start) >> 16),
-			                   (uint8_t)((j - start) >> 8), (uint8_t)(j - start) };
+			uint8_t cnt[4];
+			cfs_put_be32(cnt, (uint32_t)(j - start));
 			cfs_hasher_init(&h);
 			cfs_hasher_update(&h, cnt, sizeof(cnt));
 			for (size_t k = start; k < j; k++) {
 				cfs_hasher_update(&h, &ks.keys[k], sizeof(ks.keys[k]));
 				if (ks.kinds[k] == DHASH_KIND_ROOT) {
 					uint8_t seq[8];
-					for (int b = 0; b < 8; b++)
-						seq[b] = (uint8_t)(ks.seqs[k] >> (56 - 8 * b));
+					cfs_put_be64(seq, ks.seqs[k]);
 					cfs_hasher_update(&h, seq, sizeof(seq));
 				}
 			}
@@ -200,7 +199,7 @@ static bool range_ok(const struct cfs_msg *req)
 	return !cfs_id_eq(&req->key, &req->hi);
 }
 
-void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_id out[PARTS];
 
@@ -216,7 +215,7 @@ void sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const stru
 	(void)cfs_transport_reply(chord_transport(s->chord), from, &s->reply);
 }
 
-void sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_id keys[PAGE_KEYS];
 	uint32_t n = 0, max = req->count;
@@ -427,7 +426,7 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
 	} else if (reply->lease_until <= dhash__wall_now()) {
 		/* expired there: left to the collectors */
-	} else if ((m = scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
+	} else if ((m = dhash__scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
 		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
 		free(mine.data);
 	} else if (m == -ENOENT) {
@@ -454,7 +453,7 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	x->se = se;
 	x->key = t->key;
 	if (t->op == X_PUSH) {
-		if (scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
+		if (dhash__scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
 			free(x); /* gone since the comparison, or a bad copy dropped here */
 			return;
 		}
@@ -688,7 +687,7 @@ static void session_start(dhash_server_t *s, const struct cfs_node *peer, const 
 
 /* ------------------------------------------------------------ rounds */
 
-void sync_round(dhash_server_t *s)
+void dhash__sync_round(dhash_server_t *s)
 {
 	uint32_t nv = chord_vnode_count(s->chord);
 
@@ -719,10 +718,10 @@ void sync_round(dhash_server_t *s)
 
 static void on_sync(uv_timer_t *t)
 {
-	sync_round(t->data);
+	dhash__sync_round(t->data);
 }
 
-void sync_start(dhash_server_t *s)
+void dhash__sync_start(dhash_server_t *s)
 {
 	uv_timer_init(s->loop, &s->sync_timer);
 	s->sync_timer.data = s;
@@ -730,7 +729,7 @@ void sync_start(dhash_server_t *s)
 		uv_timer_start(&s->sync_timer, on_sync, s->cfg.sync_ms, s->cfg.sync_ms);
 }
 
-void sync_stop(dhash_server_t *s)
+void dhash__sync_stop(dhash_server_t *s)
 {
 	uv_timer_stop(&s->sync_timer);
 	free(s->sync_jobs);
@@ -747,38 +746,50 @@ void sync_stop(dhash_server_t *s)
 	}
 }
 
-void sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
-{
-	const struct dhash_sync_stats *y = &s->sync;
+/* The sync's counters, described once (cfs_stat). */
+struct sync_snap {
+	uint32_t period_ms, active;
+	struct dhash_sync_stats y;
+};
 
-	if (json) {
-		cfs_sb_printf(b, "\"sync\":{\"period_ms\":%u,\"active\":%u,\"rounds\":%lu,\"sessions\":%lu,\"digests\":%lu,"
-		              "\"listings\":%lu,\"listed_keys\":%lu,\"pushed\":%lu,\"pushed_bytes\":%lu,"
-		              "\"push_failed\":%lu,\"fetched\":%lu,\"fetched_bytes\":%lu,\"fetch_failed\":%lu,"
-		              "\"fetch_bad\":%lu,\"served_digests\":%lu,\"served_listings\":%lu,"
-		              "\"debt_last_round\":%lu,\"debt_this_round\":%lu,\"roots_checked\":%lu,"
-		              "\"roots_fetched\":%lu,\"roots_pushed\":%lu}",
-		              s->cfg.sync_ms, session_count(s), (unsigned long)y->rounds, (unsigned long)y->sessions,
-		              (unsigned long)y->digests, (unsigned long)y->listings,
-		              (unsigned long)y->listed_keys, (unsigned long)y->pushed,
-		              (unsigned long)y->pushed_bytes, (unsigned long)y->push_failed,
-		              (unsigned long)y->fetched, (unsigned long)y->fetched_bytes,
-		              (unsigned long)y->fetch_failed, (unsigned long)y->fetch_bad,
-		              (unsigned long)y->served_digests, (unsigned long)y->served_listings,
-		              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
-		              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
-		              (unsigned long)y->roots_pushed);
-		return;
-	}
-	cfs_sb_printf(b, "sync: every %u ms, %lu rounds, %lu digests, %lu listings; pushed %lu (%lu bytes), "
-	              "fetched %lu (%lu bytes), %lu bad\n"
-	              "replication debt: %lu copies missing in the last whole round, %lu in this one\n"
-	              "roots: %lu compared with a replica's, %lu newer taken, %lu newer sent\n",
-	              s->cfg.sync_ms, (unsigned long)y->rounds,
-	              (unsigned long)y->digests, (unsigned long)y->listings, (unsigned long)y->pushed,
-	              (unsigned long)y->pushed_bytes, (unsigned long)y->fetched,
-	              (unsigned long)y->fetched_bytes, (unsigned long)y->fetch_bad,
-	              (unsigned long)y->debt_last, (unsigned long)y->debt_round,
-	              (unsigned long)y->roots_checked, (unsigned long)y->roots_fetched,
-	              (unsigned long)y->roots_pushed);
+#define S(kind, field, name, label, unit) CFS_STAT(kind, struct sync_snap, field, name, label, unit)
+static const struct cfs_stat sync_stats[] = {
+	CFS_STAT_BEGIN("sync", "sync"),
+	S(U32, period_ms, "period_ms", "every", "ms"),
+	S(U32, active, "active", "sessions active", NULL),
+	S(U64, y.rounds, "rounds", "rounds", NULL),
+	S(U64, y.sessions, "sessions", "sessions", NULL),
+	S(U64, y.digests, "digests", "digests", NULL),
+	S(U64, y.listings, "listings", "listings", NULL),
+	S(U64, y.listed_keys, "listed_keys", "keys listed", NULL),
+	S(U64, y.served_digests, "served_digests", "digests served", NULL),
+	S(U64, y.served_listings, "served_listings", "listings served", NULL),
+	CFS_STAT_BEGIN(NULL, "sync copies"),
+	S(U64, y.pushed, "pushed", "pushed", NULL),
+	S(U64, y.pushed_bytes, "pushed_bytes", "pushed", "bytes"),
+	S(U64, y.push_failed, "push_failed", "push failed", NULL),
+	S(U64, y.fetched, "fetched", "fetched", NULL),
+	S(U64, y.fetched_bytes, "fetched_bytes", "fetched", "bytes"),
+	S(U64, y.fetch_failed, "fetch_failed", "fetch failed", NULL),
+	S(U64, y.fetch_bad, "fetch_bad", "bad", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "repl. debt"),
+	S(U64, y.debt_last, "debt_last_round", "copies missing in the last whole round", NULL),
+	S(U64, y.debt_round, "debt_this_round", "in this one", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN(NULL, "roots"),
+	S(U64, y.roots_checked, "roots_checked", "compared with a replica's", NULL),
+	S(U64, y.roots_fetched, "roots_fetched", "newer taken", NULL),
+	S(U64, y.roots_pushed, "roots_pushed", "newer sent", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_CLOSE,
+};
+#undef S
+
+void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
+{
+	struct sync_snap n = { .period_ms = s->cfg.sync_ms, .active = session_count(s), .y = s->sync };
+	bool first = false; /* JSON: after the server's own members */
+
+	cfs_stat_render(b, json, sync_stats, CFS_ARRAY_SIZE(sync_stats), &n, &first);
 }

@@ -215,9 +215,9 @@ Test(dhash_store, a_copy_that_does_not_verify_is_dropped_where_it_is_read)
 	rb.data = (uint8_t *)"rotten bytez"; /* stored under the hash of other bytes */
 	cr_assert_eq(dhash_store_put(st, &good, &rg), 0);
 	cr_assert_eq(dhash_store_put(st, &bad, &rb), 0);
-	cr_assert_eq(scrub_read(s, &good, &got, SCRUB_BY_FETCH), 0);
+	cr_assert_eq(dhash__scrub_read(s, &good, &got, SCRUB_BY_FETCH), 0);
 	free(got.data);
-	cr_assert_eq(scrub_read(s, &bad, &got, SCRUB_BY_PUSH), -ENOENT);
+	cr_assert_eq(dhash__scrub_read(s, &bad, &got, SCRUB_BY_PUSH), -ENOENT);
 	cr_assert_eq(s->scrub.bad_push, 1);
 	cr_assert_eq(s->scrub.dropped, 1);
 	cr_assert_not(dhash_store_has(st, &bad));
@@ -238,13 +238,13 @@ Test(dhash_store, a_scrub_slice_checks_every_block_and_drops_the_bad)
 			r.data = (uint8_t *)"block X"; /* rot */
 		cr_assert_eq(dhash_store_put(st, &k[i], &r), 0);
 	}
-	scrub_slice(s); /* the credit since time 0 is capped at one slice: enough here */
+	dhash__scrub_slice(s); /* the credit since time 0 is capped at one slice: enough here */
 	cr_assert_eq(s->scrub.passes, 1);
 	cr_assert_eq(s->scrub.blocks, 5);
 	cr_assert_eq(s->scrub.bad_scrub, 1);
 	cr_assert_eq(s->scrub.dropped, 1);
 	cr_assert_not(dhash_store_has(st, &k[3]));
-	scrub_slice(s); /* the next pass waits for its period */
+	dhash__scrub_slice(s); /* the next pass waits for its period */
 	cr_assert_eq(s->scrub.blocks, 5);
 	free(s);
 }

@@ -224,7 +224,7 @@ Test(idmap, put_get_replace_and_grow)
 		cfs_hash(&k, &i, sizeof(i));
 		cfs_idmap_put(&m, &k, i);
 	}
-	cr_assert_eq(m.n, 5000);
+	cr_assert_eq(cfs_htab_count(&m.t), 5000);
 	for (uint32_t i = 0; i < 5000; i++) {
 		cfs_hash(&k, &i, sizeof(i));
 		cr_assert(cfs_idmap_get(&m, &k, &v));
@@ -235,8 +235,8 @@ Test(idmap, put_get_replace_and_grow)
 	uint32_t zero = 0;
 	cfs_hash(&k, &zero, sizeof(zero));
 	cfs_idmap_put(&m, &k, 77); /* replace: no new entry */
-	cr_assert_eq(m.n, 5000);
+	cr_assert_eq(cfs_htab_count(&m.t), 5000);
 	cr_assert(cfs_idmap_get(&m, &k, &v) && v == 77);
 	cfs_idmap_free(&m);
-	cr_assert_eq(m.cap, 0);
+	cr_assert_eq(cfs_htab_count(&m.t), 0);
 }

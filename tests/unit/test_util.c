@@ -101,3 +101,25 @@ Test(util, parse_days)
 	cr_assert_eq(cfs_parse_days("1d", &s), -EINVAL);
 	cr_assert_eq(cfs_parse_days("nan", &s), -EINVAL);
 }
+
+Test(util, big_endian_round_trip)
+{
+	uint8_t b[8];
+
+	cfs_put_be16(b, 0x1234);
+	cr_assert(b[0] == 0x12 && b[1] == 0x34);
+	cr_assert_eq(cfs_get_be16(b), 0x1234);
+	cfs_put_be32(b, 0xdeadbeefu);
+	cr_assert(b[0] == 0xde && b[1] == 0xad && b[2] == 0xbe && b[3] == 0xef);
+	cr_assert_eq(cfs_get_be32(b), 0xdeadbeefu);
+	cfs_put_be64(b, 0x0102030405060708ull);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(b[i], i + 1, "byte %d", i);
+	cr_assert_eq(cfs_get_be64(b), 0x0102030405060708ull);
+	cfs_put_be64(b, UINT64_MAX);
+	cr_assert_eq(cfs_get_be64(b), UINT64_MAX);
+	cr_assert_eq(cfs_get_be_n(b, 0), 0);
+	cfs_put_be64(b, 0x0102030405060708ull);
+	cr_assert_eq(cfs_get_be_n(b, 3), 0x010203u);
+	cr_assert_eq(cfs_get_be_n(b, 8), 0x0102030405060708ull);
+}

@@ -1,0 +1,187 @@
+/*
+ * common/msg.h — every node-to-node and client-to-daemon message as a typed
+ * struct, its msgpack codec (common/msg.c: versioned, decoded strictly)
+ * and the strict allocation-free msgpack reader the block formats use.
+ * Part of common's public interface: included by common/cfs.h, which other
+ * modules include instead.
+ */
+#ifndef CFS_COMMON_MSG_H
+#define CFS_COMMON_MSG_H
+
+#include "common/cfs.h" /* ids, addresses */
+
+#define CFS_PROTO_VERSION 2
+/* Largest UDP payload over IPv4; every datagram is checked against it
+ * before anything is decoded or allocated. */
+#define CFS_DGRAM_MAX 65507
+/* Largest frame on a local UNIX stream (status reports can be long). */
+#define CFS_FRAME_MAX (1u << 20)
+/* Largest block that travels in one datagram: 60 KiB of payload plus the
+ * block's own header. */
+#define CFS_BLOCK_MAX (60 * 1024 + 256)
+#define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
+#define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
+#define CFS_NONCE_BYTES 16
+#define CFS_VNODE_INDEX_MAX 1024 /* virtual-server indexes are below this */
+
+/* A Vivaldi coordinate: 3 Euclidean dimensions plus a height, in ms. */
+struct cfs_coord { float v[3]; float h; };
+
+/* A virtual server as others see it. */
+struct cfs_node {
+	struct cfs_id id;
+	struct cfs_addr addr;
+	uint32_t vindex;
+	struct cfs_coord coord;
+};
+
+struct cfs_bytes { const uint8_t *p; size_t len; };
+
+/*
+ * Message types. A request and its reply share the type; the reply flag
+ * tells them apart. Each (type, direction) has a fixed body: see
+ * common/msg.c and docs/PROTOCOL.md.
+ */
+enum cfs_msg_type {
+	CFS_MSG_PING = 1,        /* liveness and RTT sample */
+	CFS_MSG_AUTH,            /* CFS 4.4 / 5.4: echo a nonce from the claimed address */
+	CFS_MSG_GET_PRED,        /* -> pred (0 or 1 node), nodes: successor list */
+	CFS_MSG_GET_SUCCS,       /* -> nodes: successor list */
+	CFS_MSG_NOTIFY,          /* node: "I might be your predecessor" */
+	CFS_MSG_LEAVE,           /* graceful leave: pred and nodes (succs) to splice */
+	CFS_MSG_ALERT,           /* key: a node ID found dead */
+	CFS_MSG_FIND_NEXT,       /* iterative step (CFS Fig. 5): key, nsucc, flags -> flags, nodes */
+	CFS_MSG_LOOKUP_FWD,      /* recursive step (DHash++ Fig. 10) */
+	CFS_MSG_LOOKUP_DONE,     /* recursive answer, straight to the originator */
+	CFS_MSG_STORE,           /* put a block: kind, key, lease, flags, data */
+	CFS_MSG_FETCH,           /* get a block: key, flags -> kind, lease, data */
+	CFS_MSG_HAVE,            /* which of keys are stored -> bitmap */
+	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
+	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */
+	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
+	CFS_MSG_CTL_STATUS = 32, /* local: flags -> status report as text or JSON */
+	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
+	CFS_MSG_CTL_GET,         /* local: DHash get */
+	CFS_MSG_CTL_PUT,         /* local: DHash put -> key */
+	CFS_MSG_CTL_HAVE,        /* local: does each key's successor hold it -> bitmap */
+	CFS_MSG_CTL_REFRESH,     /* local: extend each key's lease on its replicas -> bitmap */
+	CFS_MSG_CTL_KEYS,        /* local: a page of the stored keys after key -> flags, keys */
+	CFS_MSG_CTL_PIN,         /* local: keep the volume whose public key is key alive */
+	CFS_MSG_CTL_UNPIN,       /* local: stop keeping it (-ENOENT: not pinned) */
+	CFS_MSG_CTL_PINS,        /* local: flags -> the pins and their last rounds, text or JSON */
+	CFS_MSG_CTL_LOCATE,      /* local: which of key's k servers hold a good copy
+	                          * -> nodes, one state byte each (dhash_copy_state) */
+	CFS_MSG_TYPE_END
+};
+
+/* CTL_STATUS (and CTL_PINS) flags. */
+#define CFS_STATUS_F_JSON 0x1u
+
+/* CTL_KEYS flags. */
+#define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */
+#define CFS_KEYS_F_MORE  0x1u /* reply: more keys follow the last one */
+
+/* FIND_NEXT / LOOKUP flags. */
+#define CFS_LOOKUP_F_CHECK_BLOCK 0x1u /* request: say if you hold the key's block */
+#define CFS_LOOKUP_F_DONE        0x1u /* reply: nodes are the key's successors */
+#define CFS_LOOKUP_F_HAS_BLOCK   0x2u /* reply: this node holds a copy */
+#define CFS_LOOKUP_F_SELECT(f)   (((f) >> 8) & 0xfu) /* lookup_fwd: next-hop rule */
+#define CFS_LOOKUP_F_VERIFY      0x4u /* ctl request: ping the answer's first
+                                       * successors until one is alive */
+#define CFS_LOOKUP_F_PARTIAL     0x10u /* find_next reply: nodes[0..count) are
+                                        * candidates, the rest the key's first
+                                        * successors (fewer than asked) */
+#define CFS_LOOKUP_F_TO_PRED     0x20u /* request: answer only as the key's
+                                        * predecessor, not early from a
+                                        * successor list that covers it */
+
+/*
+ * One decoded (or to-be-encoded) message. The header fields are always
+ * meaningful; of the body fields only those of the message's schema are.
+ * Byte and key-list fields borrow the buffer they were decoded from.
+ */
+struct cfs_msg {
+	/* header */
+	uint8_t type;             /* enum cfs_msg_type */
+	bool is_reply;
+	int32_t status;           /* replies: 0 or a negative errno (then no body) */
+	uint64_t reqid;           /* set by the transport */
+	bool has_from;            /* sender is a ring member (else a plain client) */
+	uint32_t from_vindex;
+	struct cfs_id from_id;
+	bool has_to;              /* addressed to one virtual server */
+	struct cfs_id to_id;
+	struct cfs_coord coord;   /* sender's Vivaldi coordinate */
+
+	/* body */
+	struct cfs_id key;        /* a key, a lookup target, a failed node, a range start */
+	struct cfs_id hi;         /* a range end */
+	uint8_t nonce[CFS_NONCE_BYTES];
+	uint32_t flags;
+	uint32_t nsucc;           /* successors wanted; parts of a digest range */
+	uint32_t hops;
+	uint32_t kind;            /* block kind (dhash) */
+	uint32_t count;           /* a limit, or an RPC count */
+	uint32_t timeouts;        /* RPC timeouts (lookup reports) */
+	uint32_t mode;            /* lookup mode */
+	uint64_t lookup_id;
+	uint64_t lease_until;     /* wall-clock seconds */
+	bool has_pred;
+	struct cfs_node pred;
+	struct cfs_node node;     /* notify target, lookup originator */
+	struct cfs_bytes data;    /* block bytes, a bitmap, JSON text */
+	const struct cfs_id *keys;/* borrowed, n_keys entries */
+	uint32_t n_keys;
+	uint32_t n_nodes;
+	struct cfs_node nodes[CFS_MSG_MAX_NODES]; /* keep last: not cleared */
+};
+
+/* Reset header and body to empty (cheap: the node array is not wiped). */
+void cfs_msg_init(struct cfs_msg *m, enum cfs_msg_type type);
+/* The type's name, "?" when unknown. */
+const char *cfs_msg_type_name(unsigned type);
+
+/* Encode m into buf; *ret_len receives the length. -EMSGSIZE when it does
+ * not fit in cap, -EINVAL when m is not a valid message of its type. */
+int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *ret_len) CFS_WUR;
+/*
+ * Decode exactly len bytes into ret. Strict: -EMSGSIZE over CFS_FRAME_MAX,
+ * -EPROTONOSUPPORT for another version, -ENOMSG for an unknown type, -EPROTO
+ * for anything else malformed (truncated, trailing bytes, wrong types,
+ * missing or extra fields, values or lists out of range). *ret_why (if not
+ * NULL) gets a static description. Never allocates more than a small
+ * multiple of len. ret's byte fields point into buf.
+ */
+int cfs_msg_decode(const uint8_t *buf, size_t len, struct cfs_msg *ret, const char **ret_why) CFS_WUR;
+
+/* Check raw msgpack before msgpack-c sees it: one complete top-level
+ * value, no trailing bytes, every string/binary/array length within the
+ * bytes left, nesting at most 8, no maps or extension types. 0, or -EPROTO
+ * with *why set. Every decoder of untrusted msgpack calls this first. */
+int cfs_msgpack_prescan(const uint8_t *p, size_t len, const char **why) CFS_WUR;
+
+/*
+ * A strict, allocation-free msgpack reader over a byte buffer, for formats
+ * whose layout is fixed (the block formats). Each call reads one value of
+ * the named kind at the cursor or fails with -EPROTO (cursor unchanged),
+ * never reading past len. Strings and binaries borrow the buffer.
+ */
+struct cfs_mpr {
+	const uint8_t *p;
+	size_t len, off;
+};
+void cfs_mpr_init(struct cfs_mpr *r, const uint8_t *p, size_t len);
+/* An array header; *ret_n is its item count (checked against bytes left). */
+int cfs_mpr_array(struct cfs_mpr *r, uint32_t *ret_n) CFS_WUR;
+/* An array of exactly n items. */
+int cfs_mpr_array_n(struct cfs_mpr *r, uint32_t n) CFS_WUR;
+int cfs_mpr_uint(struct cfs_mpr *r, uint64_t max, uint64_t *ret) CFS_WUR;
+int cfs_mpr_int(struct cfs_mpr *r, int64_t *ret) CFS_WUR;
+int cfs_mpr_bin(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
+int cfs_mpr_str(struct cfs_mpr *r, size_t min, size_t max, struct cfs_bytes *ret) CFS_WUR;
+/* The string s exactly. */
+int cfs_mpr_expect_str(struct cfs_mpr *r, const char *s) CFS_WUR;
+/* 0 when the cursor is at the end of the buffer. */
+int cfs_mpr_end(const struct cfs_mpr *r) CFS_WUR;
+
+#endif

@@ -1,0 +1,206 @@
+/* dhash_local_call: any control request through the one control-socket
+ * client, against a fake daemon on the same loop. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dhash/dhash.h"
+
+static uv_loop_t loop;
+static char dir[64], path[128];
+static cfs_listener_t *lst;
+static unsigned served;
+
+/* The fake daemon: STATUS answers "report N", KEYS an error status, PINS
+ * a reply of the wrong type, LOOKUP nothing at all. */
+static void srv_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
+{
+	static struct cfs_msg req, rep;
+	char text[64];
+
+	cr_assert(cfs_msg_decode(f, len, &req, NULL) == 0);
+	cr_assert(!req.is_reply);
+	served++;
+	cfs_msg_init(&rep, (enum cfs_msg_type)req.type);
+	rep.is_reply = true;
+	rep.reqid = req.reqid;
+	switch (req.type) {
+	case CFS_MSG_CTL_STATUS:
+		snprintf(text, sizeof(text), "report %u", req.flags);
+		rep.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
+		break;
+	case CFS_MSG_CTL_KEYS:
+		rep.status = -ENOENT;
+		break;
+	case CFS_MSG_CTL_PINS:
+		rep.type = CFS_MSG_CTL_STATUS;
+		break;
+	default:
+		return;
+	}
+	cr_assert(cfs_stream_write_msg(s, &rep) == 0);
+}
+
+static void srv_end(void *arg, cfs_stream_t *s, int status)
+{
+	cfs_stream_close(s);
+}
+
+static void on_accept(void *arg, cfs_stream_t *s)
+{
+	cfs_stream_start(s, srv_frame, srv_end, NULL);
+}
+
+static void setup(void)
+{
+	uv_loop_init(&loop);
+	strcpy(dir, "/tmp/cfs-local-XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/cfsd.sock", dir);
+	cr_assert(cfs_listener_new(&loop, path, 0600, on_accept, NULL, &lst) == 0);
+}
+
+static void teardown(void)
+{
+	if (lst)
+		cfs_listener_close(lst);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	rmdir(dir);
+}
+
+struct got {
+	int calls, status;
+	bool had_reply;
+	char text[64];
+};
+
+static void on_reply(void *arg, int status, const struct cfs_msg *reply)
+{
+	struct got *g = arg;
+
+	g->calls++;
+	g->status = status;
+	g->had_reply = reply != NULL;
+	if (reply)
+		snprintf(g->text, sizeof(g->text), "%.*s", (int)reply->data.len, reply->data.p);
+}
+
+static void run_until(struct got *g, int n)
+{
+	for (int i = 0; i < 1000 && (g ? g->calls < n : 0); i++)
+		uv_run(&loop, UV_RUN_ONCE);
+}
+
+static int call(dhash_local_t *l, enum cfs_msg_type type, uint32_t flags, struct got *g)
+{
+	struct cfs_msg *m = xmalloc(sizeof(*m));
+	cfs_msg_init(m, type);
+	m->flags = flags;
+	int r = dhash_local_call(l, m, on_reply, g);
+	memset(m, 0xa5, sizeof(*m)); /* the request was copied */
+	free(m);
+	return r;
+}
+
+TestSuite(dhash_local, .init = setup, .fini = teardown);
+
+Test(dhash_local, call_gets_the_reply)
+{
+	dhash_local_t *l;
+	struct got g[20] = { 0 };
+
+	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	for (int i = 0; i < 20; i++) {
+		cr_assert(call(l, CFS_MSG_CTL_STATUS, (uint32_t)i, &g[i]) == 0);
+		cr_assert_eq(g[i].calls, 0, "never called back inside the call");
+	}
+	cr_assert_eq(dhash_local_pending(l), 20);
+	for (int i = 0; i < 20; i++) {
+		char want[32];
+		run_until(&g[i], 1);
+		snprintf(want, sizeof(want), "report %d", i);
+		cr_assert_eq(g[i].calls, 1);
+		cr_assert_eq(g[i].status, 0);
+		cr_assert(g[i].had_reply);
+		cr_assert_str_eq(g[i].text, want, "reply %d matched to its request", i);
+	}
+	cr_assert_eq(dhash_local_pending(l), 0);
+	dhash_local_free(l);
+}
+
+Test(dhash_local, error_status_comes_with_the_reply)
+{
+	dhash_local_t *l;
+	struct got g = { 0 };
+
+	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(call(l, CFS_MSG_CTL_KEYS, 0, &g) == 0);
+	run_until(&g, 1);
+	cr_assert_eq(g.status, -ENOENT);
+	cr_assert(g.had_reply, "the daemon's own refusal carries its reply");
+	dhash_local_free(l);
+}
+
+Test(dhash_local, wrong_type_is_a_protocol_error)
+{
+	dhash_local_t *l;
+	struct got g = { 0 }, after = { 0 };
+
+	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(call(l, CFS_MSG_CTL_PINS, 0, &g) == 0);
+	run_until(&g, 1);
+	cr_assert_eq(g.status, -EPROTO);
+	cr_assert(!g.had_reply);
+	/* The next request connects again. */
+	cr_assert(call(l, CFS_MSG_CTL_STATUS, 7, &after) == 0);
+	run_until(&after, 1);
+	cr_assert_eq(after.status, 0);
+	cr_assert_str_eq(after.text, "report 7");
+	dhash_local_free(l);
+}
+
+Test(dhash_local, unanswered_request_times_out)
+{
+	dhash_local_t *l;
+	struct got g = { 0 };
+	uint64_t t0 = cfs_now_ms();
+
+	cr_assert(dhash_local_new(&loop, path, 300, &l) == 0);
+	cr_assert(call(l, CFS_MSG_CTL_LOOKUP, 0, &g) == 0);
+	run_until(&g, 1);
+	cr_assert_eq(g.status, -ETIMEDOUT);
+	cr_assert(!g.had_reply);
+	cr_assert_geq(cfs_now_ms() - t0, 300);
+	dhash_local_free(l);
+}
+
+Test(dhash_local, no_daemon_gives_the_socket_errno)
+{
+	dhash_local_t *l;
+	struct got g = { 0 };
+	char none[200];
+
+	snprintf(none, sizeof(none), "%s/none.sock", dir);
+	cr_assert(dhash_local_new(&loop, none, 2000, &l) == 0);
+	cr_assert(call(l, CFS_MSG_CTL_STATUS, 0, &g) == 0);
+	run_until(&g, 1);
+	cr_assert_eq(g.status, -ENOENT, "a raw caller sees ENOENT, got %d", g.status);
+	cr_assert_eq(served, 0);
+	dhash_local_free(l);
+}
+
+Test(dhash_local, free_cancels_pending_calls)
+{
+	dhash_local_t *l;
+	struct got g = { 0 };
+
+	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(call(l, CFS_MSG_CTL_LOOKUP, 0, &g) == 0);
+	dhash_local_free(l);
+	cr_assert_eq(g.calls, 1);
+	cr_assert_eq(g.status, -ECANCELED);
+	cr_assert(!g.had_reply);
+}

@@ -1,193 +1,131 @@
 /*
  * Renewing many leases at once (a publisher's pass, cfs-publish --refresh,
- * cfs-fsck's neighbours): look every key up for its k servers, then send
- * each server one REFRESH naming all the keys it is asked to renew (up to
- * CHUNK a message), instead of one REFRESH per key and server. A key's
- * bit is set when some replica had it; the lease reported is the least any
- * server granted. A server that does not answer is asked once more with a
- * longer timeout; a key none of whose servers answered (or whose lookup
- * failed) fails the batch, so nobody takes "not renewed" for "absent".
+ * cfs-fsck's neighbours): the driver of refresh_sm.c's machine, which says
+ * what is looked up and which server gets which REFRESH. This file does
+ * the lookups and the calls and reports the answer; the operation is
+ * freed in one place, after its callback.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "dhash/internal.h"
-
-#define CHUNK 256                /* keys per REFRESH: 8 KiB of keys */
-#define RETRY_TIMEOUT_MS 1000
-
-struct rgroup {                  /* one server and the keys it renews */
-	struct cfs_node node;
-	uint32_t *idx, n, cap;
-};
+#include "dhash/client_sm.h"
 
 struct rmany {
 	dhash_client_t *d;
-	struct cfs_id *keys;
-	uint32_t n;
-	uint64_t lease_until;
 	dhash_bits_cb cb;
 	void *arg;
-	uint32_t lookups_left, calls;
-	int lookup_err;
-	struct rgroup *g;
-	uint32_t ng, capg;
-	uint8_t *found, *answered;  /* per key: a replica had it, some server answered */
-	uint64_t granted;
+	struct dhash__rmany sm;
+	bool finished;
 };
 
-struct rcall {
+struct rcall {                   /* a lookup or a REFRESH in flight */
 	struct rmany *rm;
-	uint32_t g, off, cnt;
-	bool retried;
+	uint32_t i;              /* the key's index, or the call's */
 };
 
-struct rlookup {
-	struct rmany *rm;
-	uint32_t i;
-};
+static void rmany_run(struct rmany *rm);
 
-static void finish(struct rmany *rm)
+static void lookup_done(void *arg, const struct chord_lookup_result *res)
 {
-	uint8_t *bits = xcalloc(1, (rm->n + 7) / 8);
-	int st = rm->lookup_err;
+	struct rcall *c = arg;
+	struct rmany *rm = c->rm;
 
-	for (uint32_t i = 0; i < rm->n; i++) {
-		if (rm->found[i])
-			bits[i / 8] |= (uint8_t)(1u << (i % 8));
-		else if (!rm->answered[i] && !st)
-			st = -ETIMEDOUT;
-	}
-	if (dhash__client_closing(rm->d))
-		st = -ECANCELED;
-	rm->cb(rm->arg, st, st == 0 ? bits : NULL, rm->n, st == 0 ? rm->granted : 0);
-	free(bits);
-	for (uint32_t j = 0; j < rm->ng; j++)
-		free(rm->g[j].idx);
-	free(rm->g);
-	free(rm->keys);
-	free(rm->found);
-	free(rm->answered);
-	dhash__client_release(rm->d);
-	free(rm);
+	dhash__rmany_on_lookup(&rm->sm, c->i, res, 0);
+	free(c);
+	rmany_run(rm);
 }
 
-static void send_chunk(struct rcall *c, uint32_t timeout_ms);
+static int lookup_send(struct rmany *rm, const struct dhash__act *a)
+{
+	struct chord_lookup_opts lo = { .mode = dhash__client_mode(rm->d), .nsucc = a->nsucc,
+	                                .flags = a->flags };
+	struct rcall *c = xmalloc(sizeof(*c));
+	int r;
+
+	*c = (struct rcall){ rm, a->i };
+	r = chord_lookup(dhash__client_chord(rm->d), &rm->sm.keys[a->i], &lo, lookup_done, c);
+	if (r < 0)
+		free(c);
+	return r;
+}
 
 static void refresh_reply(void *arg, int status, const struct cfs_msg *reply,
                           const struct cfs_rpc_result *res)
 {
 	struct rcall *c = arg;
 	struct rmany *rm = c->rm;
-	const struct rgroup *g = &rm->g[c->g];
+	struct dhash__reply rep = { .status = dhash__client_closing(rm->d) ? -ECANCELED : status };
 
-	if (status == -ETIMEDOUT && !c->retried && !dhash__client_closing(rm->d)) {
-		/* silent is not dead: a busy server, a lost datagram */
-		c->retried = true;
-		send_chunk(c, RETRY_TIMEOUT_MS);
-		return;
+	if (rep.status == 0) {
+		rep.data = reply->data.p;
+		rep.len = reply->data.len;
+		rep.lease_until = reply->lease_until;
 	}
-	if (status == 0 && reply->data.len >= (c->cnt + 7) / 8) {
-		for (uint32_t j = 0; j < c->cnt; j++) {
-			uint32_t i = g->idx[c->off + j];
-			rm->answered[i] = 1;
-			if (!(reply->data.p[j / 8] >> (j % 8) & 1))
-				continue;
-			rm->found[i] = 1;
-			uint64_t l = reply->lease_until ? reply->lease_until : rm->lease_until;
-			if (!rm->granted || l < rm->granted)
-				rm->granted = l;
-		}
-	}
+	dhash__rmany_on_reply(&rm->sm, c->i, &rep);
 	free(c);
-	if (--rm->calls == 0)
-		finish(rm);
+	rmany_run(rm);
 }
 
-static void send_chunk(struct rcall *c, uint32_t timeout_ms)
+static int refresh_send(struct rmany *rm, const struct dhash__act *a)
 {
-	struct rmany *rm = c->rm;
-	const struct rgroup *g = &rm->g[c->g];
-	struct cfs_id *keys = xmalloc(c->cnt * sizeof(*keys));
+	const struct cfs_node *to = dhash__rmany_call_node(&rm->sm, a->i);
+	struct cfs_id *keys = xmalloc(DHASH_REFRESH_CHUNK * sizeof(*keys));
 	struct cfs_msg *m = xmalloc(sizeof(*m));
+	struct rcall *c = xmalloc(sizeof(*c));
 
-	for (uint32_t j = 0; j < c->cnt; j++)
-		keys[j] = rm->keys[g->idx[c->off + j]];
 	cfs_msg_init(m, CFS_MSG_REFRESH);
 	m->keys = keys;
-	m->n_keys = c->cnt;
-	m->lease_until = rm->lease_until;
+	m->n_keys = dhash__rmany_call_keys(&rm->sm, a->i, keys);
+	m->lease_until = rm->sm.lease_until;
 	m->has_to = true;
-	m->to_id = g->node.id;
+	m->to_id = to->id;
+	*c = (struct rcall){ rm, a->i };
 	/* the message is encoded inside the call: keys may go right after */
-	int r = chord_call(dhash__client_chord(rm->d), &g->node, m, timeout_ms, refresh_reply, c);
+	int r = chord_call(dhash__client_chord(rm->d), to, m, a->timeout_ms, refresh_reply, c);
 	free(keys);
 	free(m);
-	if (r < 0) {
+	if (r < 0)
 		free(c);
-		if (--rm->calls == 0)
-			finish(rm);
-	}
+	return r;
 }
 
-static void send_all(struct rmany *rm)
+static void rmany_finish(struct rmany *rm, const struct dhash__act *a)
 {
-	rm->calls = 1; /* held while the calls go out */
-	for (uint32_t j = 0; j < rm->ng; j++)
-		for (uint32_t off = 0; off < rm->g[j].n; off += CHUNK) {
-			struct rcall *c = xcalloc(1, sizeof(*c));
-			*c = (struct rcall){ rm, j, off, rm->g[j].n - off < CHUNK ? rm->g[j].n - off : CHUNK, false };
-			rm->calls++;
-			send_chunk(c, 0);
-		}
-	if (--rm->calls == 0)
-		finish(rm);
+	int st = dhash__client_closing(rm->d) ? -ECANCELED : a->status;
+
+	rm->finished = true;
+	rm->cb(rm->arg, st, st == 0 ? a->data : NULL, rm->sm.n, st == 0 ? a->lease : 0);
 }
 
-static void group_add(struct rmany *rm, const struct cfs_node *node, uint32_t i)
+/* Carry out the machine's actions; free rm after its callback. */
+static void rmany_run(struct rmany *rm)
 {
-	uint32_t j = 0;
+	struct dhash__act a;
+	int r;
 
-	while (j < rm->ng && !cfs_addr_eq(&rm->g[j].node.addr, &node->addr))
-		j++;
-	if (j == rm->ng) {
-		if (rm->ng == rm->capg) {
-			rm->capg = rm->capg ? 2 * rm->capg : 16;
-			rm->g = xrealloc(rm->g, rm->capg * sizeof(*rm->g));
-		}
-		rm->g[rm->ng++] = (struct rgroup){ .node = *node };
-	}
-	struct rgroup *g = &rm->g[j];
-	if (g->n == g->cap) {
-		g->cap = g->cap ? 2 * g->cap : 64;
-		g->idx = xrealloc(g->idx, g->cap * sizeof(*g->idx));
-	}
-	g->idx[g->n++] = i;
-}
-
-static void lookup_done(void *arg, const struct chord_lookup_result *res)
-{
-	struct rlookup *lk = arg;
-	struct rmany *rm = lk->rm;
-	uint32_t i = lk->i, k = dhash__client_replicas(rm->d), taken = 0;
-
-	free(lk);
-	if (res->status < 0 || res->n == 0) {
-		if (!rm->lookup_err)
-			rm->lookup_err = res->status < 0 ? res->status : -EHOSTUNREACH;
-	}
-	/* the first k distinct servers: a process's virtual servers count once */
-	for (uint32_t s = 0; res->status == 0 && s < res->n && taken < k; s++) {
-		bool dup = false;
-		for (uint32_t t = 0; t < s && !dup; t++)
-			dup = cfs_addr_eq(&res->succ[t].addr, &res->succ[s].addr);
-		if (!dup) {
-			group_add(rm, &res->succ[s], i);
-			taken++;
+	while (!rm->finished && dhash__rmany_next(&rm->sm, &a)) {
+		switch (a.type) {
+		case DHASH_ACT_LOOKUP:
+			if ((r = lookup_send(rm, &a)) < 0)
+				dhash__rmany_on_lookup(&rm->sm, a.i, NULL, r);
+			break;
+		case DHASH_ACT_REFRESH:
+			if (refresh_send(rm, &a) < 0)
+				dhash__rmany_on_reply(&rm->sm, a.i, NULL);
+			break;
+		case DHASH_ACT_FINISH:
+			rmany_finish(rm, &a);
+			break;
+		default:
+			break;
 		}
 	}
-	if (--rm->lookups_left == 0)
-		send_all(rm);
+	if (rm->finished) {
+		dhash_client_t *d = rm->d;
+		dhash__rmany_fini(&rm->sm);
+		free(rm);
+		dhash__client_release(d);
+	}
 }
 
 int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
@@ -198,31 +136,13 @@ int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
 	if (n == 0)
 		return -EINVAL;
 	struct rmany *rm = xcalloc(1, sizeof(*rm));
-	struct chord_lookup_opts lo = { .mode = dhash__client_mode(d), .nsucc = dhash__client_replicas(d) };
 
 	rm->d = d;
-	rm->keys = xmemdup(keys, n * sizeof(*keys));
-	rm->n = n;
-	rm->lease_until = lease_until ? lease_until : cfs_wall_s() + dhash__client_lease(d);
 	rm->cb = cb;
 	rm->arg = arg;
-	rm->found = xcalloc(1, n);
-	rm->answered = xcalloc(1, n);
+	dhash__rmany_init(&rm->sm, keys, n, dhash__client_replicas(d),
+	                  lease_until ? lease_until : cfs_wall_s() + dhash__client_lease(d));
 	dhash__client_hold(d);
-	rm->lookups_left = 1; /* held while the lookups go out */
-	for (uint32_t i = 0; i < n; i++) {
-		struct rlookup *lk = xmalloc(sizeof(*lk));
-		*lk = (struct rlookup){ rm, i };
-		rm->lookups_left++;
-		int r = chord_lookup(dhash__client_chord(d), &keys[i], &lo, lookup_done, lk);
-		if (r < 0) {
-			free(lk);
-			rm->lookups_left--;
-			if (!rm->lookup_err)
-				rm->lookup_err = r;
-		}
-	}
-	if (--rm->lookups_left == 0)
-		send_all(rm);
+	rmany_run(rm);
 	return 0;
 }

@@ -1,0 +1,265 @@
+/*
+ * The DHash client's operations as state machines that do no I/O.
+ *
+ * Each multi-step operation (a get, a put, a have or refresh, a
+ * refresh of many keys, a locate) is a struct with its state in an enum
+ * and event functions: a lookup's result arrived, a reply (or a timeout)
+ * from candidate i, a send could not even start, the hedge timer fired.
+ * An event never sends anything: it queues actions (look the key up,
+ * FETCH from candidate i, STORE to it, arm the hedge timer, push a copy to
+ * a cache, finish with this status) that the driver (client.c, refresh.c,
+ * locate.c) takes off with dhash__*_next() and carries out in order. Unit
+ * tests feed events and read the actions, with no socket and no loop.
+ *
+ * A send the driver could not start (chord_call failed at once) is
+ * reported back at once, before the next action is taken, with the
+ * matching *_on_send_failed(): the machine then counts that send as never
+ * made, exactly as if it had not asked for it. Every machine counts the
+ * sends it asked for as in flight until a reply or a send failure comes
+ * back for each, also after it finished; the driver frees the operation
+ * once *_idle() says it is finished and nothing is out.
+ *
+ * Bytes in events (reply data, nonces) are borrowed for the call; an
+ * action that carries bytes (a FINISH with the block, a CACHE_PUSH) points
+ * either into the event being handled or into the machine, and is valid
+ * until the driver returns from the callback that fed the event.
+ */
+#ifndef CFS_DHASH_CLIENT_SM_H
+#define CFS_DHASH_CLIENT_SM_H
+
+#include "dhash/internal.h"
+
+#define DHASH_GET_SPARES 4          /* successors asked beyond k, for stale lists */
+#define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
+#define DHASH_REFRESH_CHUNK 256     /* keys per REFRESH of refresh_many: 8 KiB */
+
+enum dhash__act_type {
+	DHASH_ACT_LOOKUP = 1,     /* chord_lookup for nsucc successors with flags; i: the
+	                           * key's index (refresh_many), else the op's key */
+	DHASH_ACT_FETCH,          /* FETCH the key from cand[i] (hedge: a hedged one) */
+	DHASH_ACT_STORE,          /* STORE the block to cand[i], F_PRIMARY, with the
+	                           * nonce this client keeps for its address */
+	DHASH_ACT_KEEP_NONCE,     /* remember nonce as addr's (CFS 5.4 challenge) */
+	DHASH_ACT_HAVE,           /* HAVE of the key to cand[i] */
+	DHASH_ACT_REFRESH,        /* REFRESH of the key to cand[i]; refresh_many: call i */
+	DHASH_ACT_CACHE_PUSH,     /* STORE F_CACHE of data to path[i] (best effort) */
+	DHASH_ACT_ARM_HEDGE,      /* (re)start the one-shot hedge timer for timeout_ms */
+	DHASH_ACT_STOP_HEDGE,
+	DHASH_ACT_FINISH,         /* report status (and the rest below); always last */
+};
+
+struct dhash__act {
+	enum dhash__act_type type;
+	uint32_t i;               /* a candidate, path entry, key or call, by type */
+	uint32_t timeout_ms;      /* sends: 0 = the transport's prediction; ARM_HEDGE */
+	bool hedge;               /* FETCH: sent because an earlier one was slow */
+	uint32_t nsucc, flags;    /* LOOKUP */
+	int status;               /* FINISH */
+	uint32_t kind;            /* FINISH of a get: the block's kind */
+	const uint8_t *data;      /* FINISH (get: the block; refresh_many: bits), CACHE_PUSH */
+	size_t len;
+	uint32_t found;           /* FINISH of a have / refresh */
+	uint64_t lease;           /* FINISH of a put / have / refresh / refresh_many */
+	struct cfs_addr addr;     /* KEEP_NONCE */
+	uint8_t nonce[CFS_NONCE_BYTES];
+};
+
+/* Actions queued, first in first out. */
+struct dhash__actq {
+	struct dhash__act *a;
+	uint32_t head, n, cap;
+};
+struct dhash__act *dhash__actq_push(struct dhash__actq *q, enum dhash__act_type type);
+bool dhash__actq_pop(struct dhash__actq *q, struct dhash__act *ret);
+/* The next action's type without taking it, 0 when none. */
+enum dhash__act_type dhash__actq_peek(const struct dhash__actq *q);
+void dhash__actq_free(struct dhash__actq *q);
+
+/* One reply, as the machines read it; status 0 or the reply's error, or
+ * -ETIMEDOUT / -ECANCELED (the driver passes -ECANCELED for every reply
+ * once the client is closing). Fields other than status only when 0. */
+struct dhash__reply {
+	int status;
+	uint32_t kind;
+	uint32_t flags;
+	const uint8_t *data;
+	size_t len;
+	uint64_t lease_until;
+	const uint8_t *nonce;     /* CFS_NONCE_BYTES */
+	const struct cfs_addr *from;
+};
+
+/* dhash_verify, or a test's stand-in. */
+typedef int (*dhash__verify_fn)(uint32_t kind, const struct cfs_id *key, const uint8_t *p,
+                                size_t len, uint64_t *ret_seq);
+
+/* ---- get (get_sm.c) */
+
+enum dhash__get_state {
+	DHASH_GET_LOOKUP,         /* the key's successors being looked up */
+	DHASH_GET_FETCH,          /* candidates asked in turn (and hedged) */
+	DHASH_GET_ROOT,           /* a root came back: every candidate asked, newest kept */
+	DHASH_GET_DONE,
+};
+
+struct dhash__get {
+	enum dhash__get_state state;
+	struct cfs_id key;
+	uint32_t replicas, hedge_ms, cache_push;
+	bool ring_order;
+	dhash__verify_fn verify;
+	/* candidates, in the order they are tried; cand[nfirst..] are second
+	 * tries of the silent */
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
+	uint32_t ncand, next_cand, nfirst;
+	uint32_t npath;           /* the lookup path (caches to push to) */
+	struct cfs_node path[CHORD_PATH_MAX];
+	uint32_t inflight;        /* FETCHes out */
+	bool relooked;            /* the second lookup, after every candidate failed */
+	int miss;                 /* the error if every candidate fails (dhash__get_miss) */
+	uint8_t *best;            /* root mode: the newest root so far (malloc'd) */
+	size_t best_len;
+	uint64_t best_seq;
+	/* for the result and the client's counters */
+	uint32_t rpcs, timeouts, bad, fetch_timeouts, hedges, hedge_wins, relookups;
+	uint64_t lookup_us;
+	struct dhash__actq q;
+};
+
+/* Start a get of key (queues the LOOKUP). */
+void dhash__get_init(struct dhash__get *g, const struct cfs_id *key, const struct dhash_config *cfg);
+void dhash__get_fini(struct dhash__get *g);
+/* The lookup ended; rtt_us[i] is the predicted round trip to r->succ[i]. */
+void dhash__get_on_lookup(struct dhash__get *g, const struct chord_lookup_result *r,
+                          const uint64_t *rtt_us);
+/* The second lookup could not be started (chord_lookup failed at once). */
+void dhash__get_on_lookup_failed(struct dhash__get *g, int err);
+/* The FETCH to cand[ci] (hedge: a hedged one) ended. */
+void dhash__get_on_fetch(struct dhash__get *g, uint32_t ci, bool hedge,
+                         const struct dhash__reply *rep);
+void dhash__get_on_send_failed(struct dhash__get *g, uint32_t ci, bool hedge);
+void dhash__get_on_hedge(struct dhash__get *g);
+bool dhash__get_next(struct dhash__get *g, struct dhash__act *ret);
+/* Finished, and no FETCH still out. */
+bool dhash__get_idle(const struct dhash__get *g);
+/* The error precedence when every candidate failed: the error to keep
+ * after one more failure with status, given the one kept so far. */
+int dhash__get_miss(int kept, int status);
+
+/* ---- put (put_sm.c) */
+
+enum dhash__put_state { DHASH_PUT_LOOKUP, DHASH_PUT_STORE, DHASH_PUT_DONE };
+
+struct dhash__put {
+	enum dhash__put_state state;
+	uint32_t replicas;
+	uint64_t lease_until;     /* asked for */
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
+	uint32_t ncand, next_cand;
+	bool challenged;          /* answered a server's nonce challenge once */
+	int miss;
+	uint32_t rpcs, timeouts;
+	struct dhash__actq q;
+};
+
+void dhash__put_init(struct dhash__put *p, uint32_t replicas, uint64_t lease_until);
+void dhash__put_fini(struct dhash__put *p);
+void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result *r);
+void dhash__put_on_reply(struct dhash__put *p, const struct dhash__reply *rep);
+void dhash__put_on_send_failed(struct dhash__put *p);
+bool dhash__put_next(struct dhash__put *p, struct dhash__act *ret);
+
+/* ---- have and refresh of one key (put_sm.c) */
+
+enum dhash__probe_state { DHASH_PROBE_LOOKUP, DHASH_PROBE_ASK, DHASH_PROBE_RETRY, DHASH_PROBE_DONE };
+
+struct dhash__probe {
+	enum dhash__probe_state state;
+	bool refresh;             /* REFRESH to every replica, else HAVE to one */
+	uint32_t replicas;
+	uint64_t lease_until;
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
+	uint32_t ncand, next_cand;
+	uint32_t waiting;         /* probes out */
+	uint32_t found, answered;
+	uint64_t granted;         /* refresh: the least lease granted */
+	uint32_t rpcs, timeouts;
+	struct dhash__actq q;
+};
+
+void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
+                       uint64_t lease_until);
+void dhash__probe_fini(struct dhash__probe *pr);
+void dhash__probe_on_lookup(struct dhash__probe *pr, const struct chord_lookup_result *r);
+void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *rep);
+void dhash__probe_on_send_failed(struct dhash__probe *pr);
+bool dhash__probe_next(struct dhash__probe *pr, struct dhash__act *ret);
+
+/* ---- refresh of many keys (refresh_sm.c) */
+
+enum dhash__rmany_state { DHASH_RMANY_LOOKUP, DHASH_RMANY_REFRESH, DHASH_RMANY_DONE };
+
+struct dhash__rgroup {            /* one server and the keys it renews */
+	struct cfs_node node;
+	uint32_t *idx, n, cap;
+};
+
+struct dhash__rcall {             /* one REFRESH: a chunk of a group's keys */
+	uint32_t g, off, cnt;
+	bool retried;
+};
+
+struct dhash__rmany {
+	enum dhash__rmany_state state;
+	struct cfs_id *keys;
+	uint32_t n, replicas;
+	uint64_t lease_until;
+	uint32_t lookups_left, calls_left;
+	int lookup_err;
+	struct dhash__rgroup *g;
+	uint32_t ng, capg;
+	struct dhash__rcall *c;
+	uint32_t nc;
+	uint8_t *found, *answered;    /* per key: a replica had it, some server answered */
+	uint8_t *bits;                /* the answer, at the end */
+	uint64_t granted;
+	struct dhash__actq q;
+};
+
+/* n >= 1 keys (copied). Queues one LOOKUP per key. */
+void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint32_t n,
+                       uint32_t replicas, uint64_t lease_until);
+void dhash__rmany_fini(struct dhash__rmany *rm);
+/* Key i's lookup ended (r), or could not start (r NULL, err). */
+void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,
+                            const struct chord_lookup_result *r, int err);
+/* REFRESH call ci ended (rep), or could not start (rep NULL). */
+void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dhash__reply *rep);
+bool dhash__rmany_next(struct dhash__rmany *rm, struct dhash__act *ret);
+/* Call ci's server, and its keys into out (DHASH_REFRESH_CHUNK); the count. */
+const struct cfs_node *dhash__rmany_call_node(const struct dhash__rmany *rm, uint32_t ci);
+uint32_t dhash__rmany_call_keys(const struct dhash__rmany *rm, uint32_t ci, struct cfs_id *out);
+
+/* ---- locate (locate_sm.c) */
+
+enum dhash__locate_state { DHASH_LOCATE_LOOKUP, DHASH_LOCATE_FETCH, DHASH_LOCATE_DONE };
+
+struct dhash__locate {
+	enum dhash__locate_state state;
+	struct cfs_id key;
+	uint32_t replicas;
+	dhash__verify_fn verify;
+	uint32_t waiting;
+	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
+	struct dhash_locate_result r;    /* FETCH i goes to r.nodes[i] */
+	struct dhash__actq q;
+};
+
+void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint32_t replicas);
+void dhash__locate_fini(struct dhash__locate *lc);
+void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup_result *r);
+/* FETCH i ended (rep), or could not start (rep NULL). */
+void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep);
+bool dhash__locate_next(struct dhash__locate *lc, struct dhash__act *ret);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * Locate as a state machine that does no I/O (client_sm.h); locate.c
+ * carries out what it asks for. Where are a block's copies? LOOKUP the key
+ * for its k successors (the servers responsible for it, CFS 5.1), then
+ * FETCH the block from each distinct one at once and verify what comes
+ * back. A copy answered from a server's cache (lease 0) is not a replica
+ * (CFS 5.2: cached copies never count as replicas), and a root older than
+ * another replica's is stale (CFS 5.5).
+ */
+#include <string.h>
+
+#include "dhash/client_sm.h"
+
+void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint32_t replicas)
+{
+	memset(lc, 0, sizeof(*lc));
+	lc->key = *key;
+	lc->replicas = replicas;
+	lc->verify = dhash_verify;
+	dhash__actq_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
+}
+
+void dhash__locate_fini(struct dhash__locate *lc)
+{
+	dhash__actq_free(&lc->q);
+}
+
+bool dhash__locate_next(struct dhash__locate *lc, struct dhash__act *ret)
+{
+	return dhash__actq_pop(&lc->q, ret);
+}
+
+/* Every FETCH is back: good copies below the newest root are stale. */
+static void locate_finish(struct dhash__locate *lc)
+{
+	uint64_t top = 0;
+
+	for (uint32_t i = 0; i < lc->r.n; i++)
+		if (lc->r.state[i] == DHASH_COPY_GOOD && lc->seq[i] > top)
+			top = lc->seq[i];
+	for (uint32_t i = 0; i < lc->r.n; i++)
+		if (lc->r.state[i] == DHASH_COPY_GOOD && lc->seq[i] < top)
+			lc->r.state[i] = DHASH_COPY_STALE;
+	for (uint32_t i = 0; i < lc->r.n; i++)
+		lc->r.good += lc->r.state[i] == DHASH_COPY_GOOD;
+	dhash__actq_push(&lc->q, DHASH_ACT_FINISH)->status = lc->r.status;
+	lc->state = DHASH_LOCATE_DONE;
+}
+
+void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup_result *r)
+{
+	if (lc->state != DHASH_LOCATE_LOOKUP)
+		return;
+	lc->r.status = r->status < 0 ? r->status : r->n == 0 ? -EHOSTUNREACH : 0;
+	for (uint32_t i = 0; lc->r.status == 0 && i < r->n && lc->r.n < lc->replicas; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < lc->r.n && !dup; j++)
+			dup = cfs_addr_eq(&lc->r.nodes[j].addr, &r->succ[i].addr);
+		if (!dup)
+			lc->r.nodes[lc->r.n++] = r->succ[i];
+	}
+	lc->state = DHASH_LOCATE_FETCH;
+	for (uint32_t i = 0; i < lc->r.n; i++) {
+		lc->r.state[i] = DHASH_COPY_SILENT;
+		dhash__actq_push(&lc->q, DHASH_ACT_FETCH)->i = i;
+		lc->waiting++;
+	}
+	if (lc->waiting == 0)
+		locate_finish(lc);
+}
+
+void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
+{
+	uint64_t seq = 0;
+
+	if (lc->state != DHASH_LOCATE_FETCH)
+		return;
+	if (!rep)
+		lc->r.state[i] = DHASH_COPY_SILENT; /* never sent */
+	else if (rep->status == 0)
+		lc->r.state[i] = rep->lease_until == 0 ? DHASH_COPY_MISSING /* a cached copy */
+		                 : lc->verify(rep->kind, &lc->key, rep->data, rep->len, &seq) == 0
+		                 ? DHASH_COPY_GOOD : DHASH_COPY_BAD;
+	else if (rep->status == -ENOENT)
+		lc->r.state[i] = DHASH_COPY_MISSING;
+	else
+		lc->r.state[i] = DHASH_COPY_SILENT;
+	lc->seq[i] = seq;
+	if (--lc->waiting == 0)
+		locate_finish(lc);
+}

@@ -1,0 +1,635 @@
+/* dhash: the put, have, refresh, refresh-many and locate state machines
+ * (put_sm.c, refresh_sm.c, locate_sm.c) driven by scripted events, with
+ * no socket. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dhash/client_sm.h"
+
+#define MAXA 64
+
+static struct dhash__act acts[MAXA];
+static uint32_t nacts;
+
+static void setup(void)
+{
+	cfs_log_init("test", CFS_LOG_ERROR);
+}
+
+TestSuite(dhash_put, .init = setup);
+TestSuite(dhash_probe, .init = setup);
+TestSuite(dhash_rmany, .init = setup);
+TestSuite(dhash_locate, .init = setup);
+
+static struct cfs_node node(uint8_t x)
+{
+	struct cfs_node n = { 0 };
+	char ip[32];
+
+	snprintf(ip, sizeof(ip), "10.0.0.%u", x);
+	cr_assert_eq(cfs_addr_from_ip(&n.addr, ip, 4000), 0);
+	n.id.b[0] = x;
+	return n;
+}
+
+/* A lookup result naming nodes first..first+n-1 as the key's successors. */
+static struct chord_lookup_result *succs_from(uint8_t first, uint32_t n)
+{
+	static struct chord_lookup_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		r.succ[i] = node((uint8_t)(first + i));
+	return &r;
+}
+
+static struct chord_lookup_result *succs(uint32_t n)
+{
+	return succs_from(1, n);
+}
+
+static struct chord_lookup_result *lookup_error(int status)
+{
+	struct chord_lookup_result *r = succs(0);
+
+	r->status = status;
+	return r;
+}
+
+static struct dhash__reply err(int status)
+{
+	return (struct dhash__reply){ .status = status };
+}
+
+#define DRAIN(next, sm)                                                          \
+	do {                                                                     \
+		nacts = 0;                                                       \
+		while (nacts < MAXA && next(sm, &acts[nacts]))                   \
+			nacts++;                                                 \
+	} while (0)
+
+/* ------------------------------------------------------------ put */
+
+static void put_start(struct dhash__put *p)
+{
+	dhash__put_init(p, 3, 1000);
+	DRAIN(dhash__put_next, p);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	cr_assert_eq(acts[0].nsucc, 3);
+	cr_assert_eq(acts[0].flags, 0);
+}
+
+static void put_reply(struct dhash__put *p, struct dhash__reply rep)
+{
+	dhash__put_on_reply(p, &rep);
+	DRAIN(dhash__put_next, p);
+}
+
+Test(dhash_put, a_timeout_is_retried_and_the_later_success_wins)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(3));
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[0].i, 0); /* the successor first */
+	put_reply(&p, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[0].i, 1);
+	put_reply(&p, (struct dhash__reply){ .status = 0, .lease_until = 777 });
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0); /* never a failed publish */
+	cr_assert_eq(acts[0].lease, 777);
+	cr_assert_eq(p.timeouts, 1);
+	cr_assert_eq(p.rpcs, 2);
+	put_reply(&p, err(-ETIMEDOUT)); /* nothing after the end */
+	cr_assert_eq(nacts, 0);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, lease_zero_means_granted_as_asked)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(1));
+	DRAIN(dhash__put_next, &p);
+	put_reply(&p, err(0));
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 1000);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, all_silent_fails_with_timeout)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(2));
+	DRAIN(dhash__put_next, &p);
+	put_reply(&p, err(-ETIMEDOUT));
+	put_reply(&p, err(-ETIMEDOUT));
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ETIMEDOUT);
+	cr_assert_eq(acts[0].lease, 0);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, a_refusal_ends_the_put)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(3));
+	DRAIN(dhash__put_next, &p);
+	put_reply(&p, err(-EDQUOT));
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EDQUOT);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, nonce_challenge_answered_once)
+{
+	struct dhash__put p;
+	struct cfs_node n1 = node(1);
+	uint8_t nonce[CFS_NONCE_BYTES];
+
+	memset(nonce, 0xab, sizeof(nonce));
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(3));
+	DRAIN(dhash__put_next, &p);
+	struct dhash__reply ch = { .status = 0, .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
+	                           .from = &n1.addr };
+	put_reply(&p, ch);
+	/* CFS 5.4: keep the nonce, then the same server again */
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_KEEP_NONCE);
+	cr_assert(cfs_addr_eq(&acts[0].addr, &n1.addr));
+	cr_assert_eq(memcmp(acts[0].nonce, nonce, CFS_NONCE_BYTES), 0);
+	cr_assert_eq(acts[1].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[1].i, 0);
+	put_reply(&p, ch); /* challenged again: the nonce did not help */
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EACCES);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, challenge_then_success)
+{
+	struct dhash__put p;
+	struct cfs_node n1 = node(1);
+	uint8_t nonce[CFS_NONCE_BYTES] = { 1 };
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(3));
+	DRAIN(dhash__put_next, &p);
+	put_reply(&p, (struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
+	                                     .from = &n1.addr });
+	put_reply(&p, (struct dhash__reply){ .lease_until = 5 });
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 5);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, send_failures_and_lookup_failures)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(2));
+	DRAIN(dhash__put_next, &p);
+	dhash__put_on_send_failed(&p);
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[0].i, 1);
+	dhash__put_on_send_failed(&p);
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, succs(0));
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	dhash__put_on_lookup(&p, lookup_error(-ECANCELED));
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(acts[0].status, -ECANCELED);
+	dhash__put_on_lookup(&p, succs(1)); /* late: ignored */
+	dhash__put_on_send_failed(&p);
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(nacts, 0);
+	dhash__put_fini(&p);
+}
+
+/* ------------------------------------------------------------ have */
+
+static const uint8_t yes = 1, no = 0;
+
+static struct dhash__reply bit(const uint8_t *b, uint64_t lease)
+{
+	return (struct dhash__reply){ .status = 0, .data = b, .len = 1, .lease_until = lease };
+}
+
+static void probe_reply(struct dhash__probe *pr, struct dhash__reply rep)
+{
+	dhash__probe_on_reply(pr, &rep);
+	DRAIN(dhash__probe_next, pr);
+}
+
+Test(dhash_probe, have_asks_the_next_when_silent)
+{
+	struct dhash__probe pr;
+
+	dhash__probe_init(&pr, false, 3, 0);
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	dhash__probe_on_lookup(&pr, succs(3));
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_HAVE);
+	cr_assert_eq(acts[0].i, 0);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(acts[0].type, DHASH_ACT_HAVE);
+	cr_assert_eq(acts[0].i, 1);
+	probe_reply(&pr, bit(&yes, 0));
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 1);
+	cr_assert_eq(pr.timeouts, 1);
+	dhash__probe_fini(&pr);
+}
+
+Test(dhash_probe, have_absent_and_all_silent)
+{
+	struct dhash__probe pr;
+
+	dhash__probe_init(&pr, false, 3, 0);
+	DRAIN(dhash__probe_next, &pr);
+	dhash__probe_on_lookup(&pr, succs(1));
+	DRAIN(dhash__probe_next, &pr);
+	probe_reply(&pr, bit(&no, 0));
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 0);
+	dhash__probe_fini(&pr);
+
+	dhash__probe_init(&pr, false, 3, 0);
+	DRAIN(dhash__probe_next, &pr);
+	dhash__probe_on_lookup(&pr, succs(2));
+	DRAIN(dhash__probe_next, &pr);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	dhash__probe_on_send_failed(&pr); /* the second could not be sent */
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__probe_fini(&pr);
+
+	dhash__probe_init(&pr, false, 3, 0);
+	DRAIN(dhash__probe_next, &pr);
+	dhash__probe_on_lookup(&pr, lookup_error(-EHOSTUNREACH));
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__probe_fini(&pr);
+
+	dhash__probe_init(&pr, false, 3, 0);
+	DRAIN(dhash__probe_next, &pr);
+	dhash__probe_on_lookup(&pr, succs(2));
+	DRAIN(dhash__probe_next, &pr);
+	probe_reply(&pr, err(-ECANCELED));
+	cr_assert_eq(acts[0].status, -ECANCELED);
+	dhash__probe_fini(&pr);
+}
+
+/* ------------------------------------------------------------ refresh */
+
+static void refresh_start(struct dhash__probe *pr, struct chord_lookup_result *r)
+{
+	dhash__probe_init(pr, true, 3, 9000);
+	DRAIN(dhash__probe_next, pr);
+	dhash__probe_on_lookup(pr, r);
+	DRAIN(dhash__probe_next, pr);
+}
+
+Test(dhash_probe, refresh_every_distinct_replica_at_once)
+{
+	struct dhash__probe pr;
+	struct chord_lookup_result *r = succs(5);
+
+	r->succ[1].addr = r->succ[0].addr; /* one process, two virtual servers */
+	refresh_start(&pr, r);
+	/* the distinct servers among the first k = 3 */
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_REFRESH);
+	cr_assert_eq(acts[0].timeout_ms, 0);
+	cr_assert_eq(pr.cand[acts[1].i].id.b[0], 3);
+	probe_reply(&pr, bit(&yes, 8000));
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, bit(&yes, 0)); /* 0: what was asked */
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 2);
+	cr_assert_eq(acts[0].lease, 8000); /* the least */
+	dhash__probe_fini(&pr);
+}
+
+Test(dhash_probe, refresh_retries_the_silent_once)
+{
+	struct dhash__probe pr;
+
+	refresh_start(&pr, succs(2));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_REFRESH);
+	cr_assert_eq(acts[0].timeout_ms, DHASH_RETRY_TIMEOUT_MS);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, bit(&no, 0)); /* answered, without the block */
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 0);
+	cr_assert_eq(acts[0].lease, 0);
+	dhash__probe_fini(&pr);
+
+	refresh_start(&pr, succs(1));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ETIMEDOUT); /* not "absent" */
+	dhash__probe_fini(&pr);
+}
+
+Test(dhash_probe, refresh_send_failures_and_cancel)
+{
+	struct dhash__probe pr;
+
+	refresh_start(&pr, succs(2));
+	dhash__probe_on_send_failed(&pr);
+	dhash__probe_on_send_failed(&pr);
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__probe_fini(&pr);
+
+	refresh_start(&pr, succs(1));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	dhash__probe_on_send_failed(&pr); /* the retry could not be sent */
+	DRAIN(dhash__probe_next, &pr);
+	cr_assert_eq(acts[0].status, -ETIMEDOUT);
+	dhash__probe_fini(&pr);
+
+	refresh_start(&pr, succs(2));
+	probe_reply(&pr, err(-ECANCELED));
+	cr_assert_eq(nacts, 0); /* waits for the other */
+	probe_reply(&pr, err(-ECANCELED));
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ECANCELED);
+	probe_reply(&pr, err(0)); /* late */
+	cr_assert_eq(nacts, 0);
+	dhash__probe_fini(&pr);
+}
+
+/* ------------------------------------------------------------ refresh many */
+
+static struct cfs_id keyn(uint32_t i)
+{
+	struct cfs_id k = { 0 };
+
+	memcpy(k.b, &i, sizeof(i));
+	k.b[31] = 0x5a;
+	return k;
+}
+
+static void rmany_start(struct dhash__rmany *rm, uint32_t n, uint32_t k)
+{
+	struct cfs_id *keys = calloc(n, sizeof(*keys));
+
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = keyn(i);
+	dhash__rmany_init(rm, keys, n, k, 5000);
+	free(keys);
+	for (uint32_t i = 0; i < n; i++) {
+		struct dhash__act a;
+		cr_assert(dhash__rmany_next(rm, &a));
+		cr_assert_eq(a.type, DHASH_ACT_LOOKUP);
+		cr_assert_eq(a.i, i);
+		cr_assert_eq(a.nsucc, k);
+	}
+}
+
+static void rmany_reply(struct dhash__rmany *rm, uint32_t ci, const uint8_t *bits, size_t len,
+                        uint64_t lease)
+{
+	struct dhash__reply rep = { .status = 0, .data = bits, .len = len, .lease_until = lease };
+
+	dhash__rmany_on_reply(rm, ci, &rep);
+	DRAIN(dhash__rmany_next, rm);
+}
+
+Test(dhash_rmany, one_refresh_per_server)
+{
+	struct dhash__rmany rm;
+	struct cfs_id keys[4];
+
+	rmany_start(&rm, 3, 2);
+	/* key 0 on servers 1, 2; key 1 on 2, 3; key 2 on 1, 1 (one process), 3 */
+	dhash__rmany_on_lookup(&rm, 0, succs_from(1, 2), 0);
+	dhash__rmany_on_lookup(&rm, 1, succs_from(2, 2), 0);
+	struct chord_lookup_result *r = succs_from(1, 3);
+	r->succ[1].addr = r->succ[0].addr;
+	dhash__rmany_on_lookup(&rm, 2, r, 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 3); /* servers 1, 2, 3 */
+	for (uint32_t c = 0; c < 3; c++) {
+		cr_assert_eq(acts[c].type, DHASH_ACT_REFRESH);
+		cr_assert_eq(acts[c].i, c);
+		cr_assert_eq(acts[c].timeout_ms, 0);
+	}
+	cr_assert_eq(dhash__rmany_call_node(&rm, 0)->id.b[0], 1);
+	cr_assert_eq(dhash__rmany_call_keys(&rm, 0, keys), 2); /* keys 0 and 2 */
+	cr_assert_eq(keys[0].b[0], 0);
+	cr_assert_eq(keys[1].b[0], 2);
+	cr_assert_eq(dhash__rmany_call_keys(&rm, 1, keys), 2); /* server 2: keys 0, 1 */
+	cr_assert_eq(dhash__rmany_call_keys(&rm, 2, keys), 2); /* server 3: keys 1, 2 */
+
+	rmany_reply(&rm, 0, &(uint8_t){ 0x1 }, 1, 7000); /* key 0 there, key 2 not */
+	rmany_reply(&rm, 1, &(uint8_t){ 0x0 }, 1, 0);
+	cr_assert_eq(nacts, 0);
+	rmany_reply(&rm, 2, &(uint8_t){ 0x1 }, 1, 0); /* key 1 there, lease as asked */
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].len, 3);
+	cr_assert_eq(acts[0].data[0], 0x3); /* keys 0 and 1; key 2 answered absent */
+	cr_assert_eq(acts[0].lease, 5000);
+	dhash__rmany_fini(&rm);
+}
+
+Test(dhash_rmany, chunks_of_many_keys)
+{
+	struct dhash__rmany rm;
+	uint32_t n = DHASH_REFRESH_CHUNK + 10;
+	struct cfs_id *keys = calloc(DHASH_REFRESH_CHUNK, sizeof(*keys));
+	uint8_t all[DHASH_REFRESH_CHUNK / 8];
+
+	memset(all, 0xff, sizeof(all));
+	rmany_start(&rm, n, 1);
+	for (uint32_t i = 0; i < n; i++)
+		dhash__rmany_on_lookup(&rm, i, succs(1), 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(dhash__rmany_call_keys(&rm, 0, keys), DHASH_REFRESH_CHUNK);
+	cr_assert_eq(dhash__rmany_call_keys(&rm, 1, keys), 10);
+	cr_assert_eq(keys[0].b[0], DHASH_REFRESH_CHUNK & 0xff);
+	rmany_reply(&rm, 1, all, 1, 0); /* too short for 10 keys: as if silent */
+	rmany_reply(&rm, 0, all, sizeof(all), 0);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ETIMEDOUT);
+	cr_assert_null(acts[0].data);
+	dhash__rmany_fini(&rm);
+	free(keys);
+}
+
+Test(dhash_rmany, a_silent_server_is_asked_once_more)
+{
+	struct dhash__rmany rm;
+	struct dhash__reply to = err(-ETIMEDOUT);
+
+	rmany_start(&rm, 1, 2);
+	dhash__rmany_on_lookup(&rm, 0, succs(2), 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 2);
+	dhash__rmany_on_reply(&rm, 0, &to);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_REFRESH);
+	cr_assert_eq(acts[0].i, 0);
+	cr_assert_eq(acts[0].timeout_ms, DHASH_RETRY_TIMEOUT_MS);
+	dhash__rmany_on_reply(&rm, 0, &to); /* silent twice: given up */
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 0);
+	dhash__rmany_on_reply(&rm, 1, &to);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(acts[0].type, DHASH_ACT_REFRESH); /* the other's second try */
+	rmany_reply(&rm, 1, &(uint8_t){ 1 }, 1, 0);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0); /* one server answered for the key */
+	cr_assert_eq(acts[0].data[0], 1);
+	dhash__rmany_fini(&rm);
+}
+
+Test(dhash_rmany, lookup_and_send_failures)
+{
+	struct dhash__rmany rm;
+
+	rmany_start(&rm, 2, 1);
+	dhash__rmany_on_lookup(&rm, 0, NULL, -ECANCELED); /* could not start */
+	dhash__rmany_on_lookup(&rm, 1, succs(1), 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 1);
+	dhash__rmany_on_reply(&rm, 0, NULL); /* the REFRESH could not be sent */
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ECANCELED); /* the lookup's error first */
+	dhash__rmany_fini(&rm);
+
+	rmany_start(&rm, 2, 1);
+	dhash__rmany_on_lookup(&rm, 0, succs(0), 0);
+	dhash__rmany_on_lookup(&rm, 1, lookup_error(-EHOSTUNREACH), 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 1); /* no server to ask: done */
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__rmany_fini(&rm);
+}
+
+/* ------------------------------------------------------------ locate */
+
+static int seq_verify(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size_t len,
+                      uint64_t *ret_seq)
+{
+	*ret_seq = len > 1 ? p[1] : 0;
+	return len >= 1 && p[0] == 'G' ? 0 : -EBADMSG;
+}
+
+Test(dhash_locate, copies_classified)
+{
+	struct dhash__locate lc;
+	struct cfs_id key = { { 7 } };
+	struct chord_lookup_result *r = succs(7);
+
+	dhash__locate_init(&lc, &key, 6);
+	lc.verify = seq_verify;
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	cr_assert_eq(acts[0].nsucc, 6);
+	r->succ[5].addr = r->succ[4].addr; /* one server counts once: 6 distinct of 7 */
+	dhash__locate_on_lookup(&lc, r);
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(nacts, 6);
+	cr_assert_eq(lc.r.n, 6);
+	struct dhash__reply good = { .data = (const uint8_t *)"G\x05", .len = 2, .lease_until = 9 };
+	struct dhash__reply newer = { .data = (const uint8_t *)"G\x06", .len = 2, .lease_until = 9 };
+	struct dhash__reply bad = { .data = (const uint8_t *)"B", .len = 1, .lease_until = 9 };
+	struct dhash__reply cached = { .data = (const uint8_t *)"G\x06", .len = 2, .lease_until = 0 };
+	struct dhash__reply missing = err(-ENOENT), silent = err(-ETIMEDOUT);
+	dhash__locate_on_fetch(&lc, 0, &good);
+	dhash__locate_on_fetch(&lc, 1, &newer);
+	dhash__locate_on_fetch(&lc, 2, &bad);
+	dhash__locate_on_fetch(&lc, 3, &cached);
+	dhash__locate_on_fetch(&lc, 4, &missing);
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(nacts, 0);
+	dhash__locate_on_fetch(&lc, 5, &silent);
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(lc.r.state[0], DHASH_COPY_STALE);
+	cr_assert_eq(lc.r.state[1], DHASH_COPY_GOOD);
+	cr_assert_eq(lc.r.state[2], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[3], DHASH_COPY_MISSING);
+	cr_assert_eq(lc.r.state[4], DHASH_COPY_MISSING);
+	cr_assert_eq(lc.r.state[5], DHASH_COPY_SILENT);
+	cr_assert_eq(lc.r.good, 1);
+	dhash__locate_fini(&lc);
+}
+
+Test(dhash_locate, lookup_failure_and_unsent)
+{
+	struct dhash__locate lc;
+	struct cfs_id key = { { 7 } };
+
+	dhash__locate_init(&lc, &key, 3);
+	DRAIN(dhash__locate_next, &lc);
+	dhash__locate_on_lookup(&lc, lookup_error(-EHOSTUNREACH));
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	cr_assert_eq(lc.r.n, 0);
+	dhash__locate_fini(&lc);
+
+	dhash__locate_init(&lc, &key, 3);
+	DRAIN(dhash__locate_next, &lc);
+	dhash__locate_on_lookup(&lc, succs(1));
+	DRAIN(dhash__locate_next, &lc);
+	dhash__locate_on_fetch(&lc, 0, NULL);
+	DRAIN(dhash__locate_next, &lc);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(lc.r.state[0], DHASH_COPY_SILENT);
+	cr_assert_eq(lc.r.good, 0);
+	dhash__locate_fini(&lc);
+}

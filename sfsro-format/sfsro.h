@@ -234,9 +234,10 @@ void sfsro_walker_seek(sfsro_walker_t *w, uint64_t index);
 void sfsro_walker_read(sfsro_walker_t *w, const struct cfs_id *ino_key, uint64_t off, uint8_t *buf,
                        size_t len, size_t *ret_n);
 /* Fetch the inode block ino_key: at DONE *ret_bytes is a malloc'd copy of
- * it (the caller frees) and *ret the inode decoded from that copy. */
+ * it (*ret_len bytes; the caller frees) and *ret the inode decoded from
+ * that copy. */
 void sfsro_walker_inode(sfsro_walker_t *w, const struct cfs_id *ino_key, struct sfsro_inode *ret,
-                        uint8_t **ret_bytes);
+                        uint8_t **ret_bytes, size_t *ret_len);
 /* The key of data block b of the file ino_key, through its indirect blocks. */
 void sfsro_walker_locate(sfsro_walker_t *w, const struct cfs_id *ino_key, uint64_t b,
                          struct cfs_id *ret);

@@ -108,6 +108,7 @@ struct rdop {
 	size_t *ret_n;
 	struct sfsro_inode *ret_ino;
 	uint8_t **ret_bytes;
+	size_t *ret_len;
 	struct cfs_id *ret_key;
 	uint64_t size;            /* the inode's, once fed */
 	uint32_t bsize, fanout;
@@ -574,6 +575,7 @@ static void inode_fed(sfsro_walker_t *w, const struct cfs_id *key, const uint8_t
 	r->fanout = ino.fanout;
 	if (r->kind == R_INODE) {
 		*r->ret_bytes = xmemdup(p, len ? len : 1);
+		*r->ret_len = len;
 		if (sfsro_inode_decode(*r->ret_bytes, len, r->ret_ino) < 0) /* decoded just now */
 			fail(w, -EPROTO);
 		w->done = true;
@@ -789,11 +791,12 @@ void sfsro_walker_read(sfsro_walker_t *w, const struct cfs_id *ino_key, uint64_t
 }
 
 void sfsro_walker_inode(sfsro_walker_t *w, const struct cfs_id *ino_key, struct sfsro_inode *ret,
-                        uint8_t **ret_bytes)
+                        uint8_t **ret_bytes, size_t *ret_len)
 {
 	reset(w, OP_READ);
-	w->r = (struct rdop){ .kind = R_INODE, .ret_ino = ret, .ret_bytes = ret_bytes };
+	w->r = (struct rdop){ .kind = R_INODE, .ret_ino = ret, .ret_bytes = ret_bytes, .ret_len = ret_len };
 	*ret_bytes = NULL;
+	*ret_len = 0;
 	want_set(&w->one, ino_key, SFSRO_B_INODE, 0);
 }
 

@@ -348,9 +348,10 @@ static void rdir_rewind(sfsro_walker_t *w)
 	want_set(&w->one, &rd->top, SFSRO_B_DIR, 0);
 }
 
-/* Go down to child i of the index block at the bottom of the path (d, its
- * decoding): its range is bounded by its item and the next one, or by the
- * index block's own bound after the last item. */
+/* CFS 3 / SFSRO: a directory is a B-tree of blocks, listed leaf by leaf
+ * in name order. Go down to child i of the index block at the bottom of
+ * the path (d, its decoding): its range is bounded by its item and the
+ * next one, or by the index block's own bound after the last item. */
 static void rdir_child(sfsro_walker_t *w, const struct sfsro_dir *d, uint32_t i)
 {
 	struct rdir *rd = &w->rd;
@@ -375,14 +376,11 @@ static void rdir_fed(sfsro_walker_t *w, const struct cfs_id *key, const uint8_t 
 	bool top = rd->next_height == UINT32_MAX;
 	struct sfsro_dir d;
 
-	if (dir_take(w, key, p, len, rd->next_height, top ? NULL : &rd->lo, rd->has_hi ? &rd->hi : NULL,
-	             &d) < 0)
-		return;
-	uint8_t *copy = xmemdup(p, len ? len : 1);
-	sfsro_dir_clear(&d);
-	if (sfsro_dir_decode(copy, len, &d) < 0) { /* decoded just now: cannot fail */
+	uint8_t *copy = xmemdup(p, len ? len : 1); /* kept: a leaf's entries, an index's bounds */
+
+	if (dir_take(w, key, copy, len, rd->next_height, top ? NULL : &rd->lo,
+	             rd->has_hi ? &rd->hi : NULL, &d) < 0) {
 		free(copy);
-		fail(w, -EPROTO);
 		return;
 	}
 	if (d.height > 0) {
@@ -646,9 +644,11 @@ static int read_step(sfsro_walker_t *w, struct sfsro_step *ret)
 
 /* ------------------------------------------------------------ visit */
 
-/* Blocks met are reported once their bytes were verified and expanded (a
- * structural block), or when met (a data block: named, never fetched).
- * Up to VISIT_WINDOW structural blocks are asked for at once. */
+/* CFS 5.3: a root's lease covers every block it references, so a refresh
+ * (and fsck --replicas) needs each of them once. Blocks met are reported
+ * once their bytes were verified and expanded (a structural block), or
+ * when met (a data block: named, never fetched). Up to VISIT_WINDOW
+ * structural blocks are asked for at once. */
 static int visit_step(sfsro_walker_t *w, struct sfsro_step *ret)
 {
 	struct visit *v = &w->v;

@@ -366,6 +366,7 @@ Test(sfsro_walker, inode_and_locate)
 		len = data_block(b, size, out, sizeof(out));
 		cfs_hash(&want, out, len);
 		cr_assert(cfs_id_eq(&key, &want));
+		run_free(&rl);
 	}
 	struct run rx = { 0 };
 	sfsro_walker_locate(w, &ino, 1000, &key);
@@ -379,6 +380,10 @@ Test(sfsro_walker, inode_and_locate)
 	sfsro_walker_locate(w, &ino, 0, &key);
 	struct run rz = { 0 };
 	cr_assert_eq(drive(w, &rz), -EINVAL);
+	run_free(&r);
+	run_free(&rx);
+	run_free(&ry);
+	run_free(&rz);
 	sfsro_walker_free(w);
 }
 
@@ -512,6 +517,7 @@ static int path(const struct sfsro_root *root, const char *p, struct sfsro_node 
 	sfsro_walker_path(w, root, p, ret);
 	int st = drive(w, &r);
 	sfsro_walker_free(w);
+	run_free(&r);
 	return st;
 }
 
@@ -636,6 +642,9 @@ Test(sfsro_walker, missing_block_propagates)
 	struct run r3 = { 0 };
 	sfsro_walker_read(w, &dir, 0, buf, 10, &n);
 	cr_assert_eq(drive(w, &r3), -EPROTO);
+	run_free(&r);
+	run_free(&r2);
+	run_free(&r3);
 	sfsro_walker_free(w);
 }
 

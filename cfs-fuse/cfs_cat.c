@@ -27,9 +27,6 @@ struct chunk {
 struct cat {
 	cfsfuse_t *fs;
 	struct fhandle *h;
-	struct cfs_sbuf path;
-	const char *rest;         /* the path still to resolve */
-	struct cfs_id dir;
 	uint32_t window, bsize;
 	uint64_t size, next_off, written;
 	struct chunk *ring;       /* window slots, by block number mod window */
@@ -115,49 +112,16 @@ static void opened(cfsfuse_t *fs, void *arg, int status, struct fhandle *h)
 	read_more(c);
 }
 
-static void lookup_next(struct cat *c);
-
 static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e)
 {
 	struct cat *c = arg;
 
-	if (status < 0) {
+	if (status < 0)
 		cat_finish(c, status);
-		return;
-	}
-	c->dir = e->key;
-	if (*c->rest == 0) {
-		if (e->type != SFSRO_T_FILE) {
-			cat_finish(c, e->type == SFSRO_T_DIR ? -EISDIR : -EINVAL);
-			return;
-		}
+	else if (e->type != SFSRO_T_FILE)
+		cat_finish(c, e->type == SFSRO_T_DIR ? -EISDIR : -EINVAL);
+	else
 		fs__file_open(fs, 0, &e->key, opened, c);
-		return;
-	}
-	if (e->type != SFSRO_T_DIR) {
-		cat_finish(c, -ENOTDIR);
-		return;
-	}
-	lookup_next(c);
-}
-
-static void lookup_next(struct cat *c)
-{
-	char name[SFSRO_NAME_MAX + 1];
-
-	while (*c->rest == '/')
-		c->rest++;
-	size_t n = strcspn(c->rest, "/");
-	if (n == 0 || n > SFSRO_NAME_MAX) {
-		cat_finish(c, n ? -ENAMETOOLONG : -EISDIR);
-		return;
-	}
-	memcpy(name, c->rest, n);
-	name[n] = 0;
-	c->rest += n;
-	while (*c->rest == '/')
-		c->rest++;
-	fs__dir_lookup(c->fs, &c->dir, name, looked_up, c);
 }
 
 int main(int argc, char **argv)
@@ -219,19 +183,17 @@ int main(int argc, char **argv)
 	fs->o.target = &tgt;
 	fs->o.max_fetches = (uint32_t)window; /* the window is the only limit */
 	cfs_name_encode(fs->volname, fs->vol.b);
+	fs->loop = uv_default_loop();
 	if (fs__root_initial(fs) < 0)
 		return 1;
-	fs->loop = uv_default_loop();
 	if (dhash_target_open(fs->loop, &tgt, fs->o.fetch_timeout_ms, &fs->dh) < 0)
 		return 1;
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o, NULL);
 	c.fs = fs;
 	c.window = (uint32_t)window;
-	c.dir = fs->root.root_dir;
-	c.rest = argv[optind + 1];
-	lookup_next(&c);
-	while (!c.finished)
-		uv_run(fs->loop, UV_RUN_ONCE);
+	fs__path_lookup(fs, argv[optind + 1], looked_up, &c);
+	if (cfs_loop_run_until(fs->loop, &c.finished) < 0)
+		cat_finish(&c, -EIO);
 	fflush(stdout);
 	if (c.status < 0) {
 		log_error("%s: %s", argv[optind + 1], strerror(-c.status));

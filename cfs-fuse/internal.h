@@ -74,21 +74,17 @@ uint64_t fs__nodes_count(const struct fs_nodes *t);
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
-/* A name kept beyond the block it came from. */
-struct name_buf {
-	uint8_t b[SFSRO_NAME_MAX];
-	struct cfs_bytes n;
-};
-
 /* An open file: its own copy of the inode block, so a newer root does not
  * change what an open file reads. */
 struct fhandle {
 	uint64_t ino;
 	struct cfs_id key;
 	uint8_t *iblock;
+	size_t iblock_len;
 	struct sfsro_inode inode;
 	uint64_t next_off;        /* where a sequential reader goes next */
 	uint64_t prefetched;      /* data blocks below this were prefetched */
+	sfsro_walker_t *locator;  /* finds data keys for prefetches (made on first use) */
 };
 
 /* Kernel cache invalidations, sent from their own thread. */
@@ -128,12 +124,17 @@ typedef struct cfsfuse {
 	bool inval_stop, inval_started;
 } cfsfuse_t;
 
-/* walk.c: directories and files from blocks, asynchronously. */
+/* walk.c: directories and files from blocks, asynchronously: the
+ * sfsro-format walker, fed from the block cache and its fetches. A block
+ * that cannot be fetched, or that the walker refuses, is -EIO (logged
+ * with its key); -ECANCELED when the mount is going away. */
 /* Find name in the directory of node dir; done(arg, status, entry) with an
  * entry valid during the call. */
 typedef void (*fs_lookup_cb)(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e);
 void fs__dir_lookup(cfsfuse_t *fs, const struct cfs_id *dir_key, const char *name,
                     fs_lookup_cb cb, void *arg);
+/* Resolve path from the mounted root (as sfsro_walker_path). */
+void fs__path_lookup(cfsfuse_t *fs, const char *path, fs_lookup_cb cb, void *arg);
 /* An open directory (walk.c), read a leaf block at a time. */
 struct fs_dir;
 /* One entry, borrowed for the call, at index (0: the first after . and
@@ -162,14 +163,19 @@ void fs__fhandle_free(struct fhandle *h);
 typedef void (*fs_read_cb)(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n);
 void fs__file_read(cfsfuse_t *fs, struct fhandle *h, uint64_t off, size_t size, fs_read_cb cb,
                    void *arg);
-/* The key of data block b if every indirect block above it is cached; else
- * prefetch the first one missing (cb when it arrives) and return false. */
-bool fs__data_key_cached(cfsfuse_t *fs, const struct sfsro_inode *ino, uint64_t b,
-                         struct cfs_id *ret, fs_blk_cb cb, void *arg);
+/* The key of data block b of h's file if every indirect block above it is
+ * cached; else prefetch the first one missing (cb when it arrives) and
+ * return false. */
+bool fs__data_key_cached(cfsfuse_t *fs, struct fhandle *h, uint64_t b, struct cfs_id *ret,
+                         fs_blk_cb cb, void *arg);
 
 /* root.c: fetching and checking roots, updates, invalidations. */
-/* Fetch the volume's root with a private loop (before mounting). */
+/* Fetch the volume's root on fs->loop, running it until the answer comes:
+ * from the top of the program, before anything else uses the loop. */
 int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
+/* Decode and accept a root fetched for fs->vol (the walker's rules, above
+ * fs->max_seq and not expired). */
+int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret) CFS_WUR;
 void fs__root_start_updates(cfsfuse_t *fs);
 void fs__inval_start(cfsfuse_t *fs);
 /* Remember a negative entry, to invalidate it at the next root switch;

@@ -390,7 +390,7 @@ static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 		to = nblocks;
 	for (uint64_t b = from; b < to; b++) {
 		struct cfs_id key;
-		if (!fs__data_key_cached(fs, ino, b, &key, prefetch_done, fs))
+		if (!fs__data_key_cached(fs, h, b, &key, prefetch_done, fs))
 			break;
 		if (!fs__blk_peek(fs->blocks, &key))
 			fs__blk_fetch(fs->blocks, &key, true, prefetch_done, fs);
@@ -669,6 +669,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	fs->vol = *vol;
 	cfs_name_encode(fs->volname, vol->b);
 	fs->window = o->prefetch_init ? o->prefetch_init : 1;
+	fs->loop = uv_default_loop();
 	if (fs__root_initial(fs) < 0)
 		goto out_free;
 
@@ -695,8 +696,11 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	         mountpoint);
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
+	/* the root was fetched on this loop before the fork: the child
+	 * takes its kernel state over (nothing is active on it now) */
+	if (!o->foreground && uv_loop_fork(fs->loop) != 0)
+		log_warn("cannot reinitialise the event loop after daemonizing");
 
-	fs->loop = uv_default_loop();
 	if (dhash_target_open(fs->loop, o->target, o->fetch_timeout_ms, &fs->dh) < 0)
 		goto out_unmount;
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o, open_disk_cache(fs));
@@ -723,7 +727,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	fs__inval_start(fs);
 	fs__root_start_updates(fs);
 
-	uv_run(fs->loop, UV_RUN_DEFAULT);
+	cfs_loop_run(fs->loop);
 	rc = 0;
 
 	fs__inval_stop(fs);

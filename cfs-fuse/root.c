@@ -1,5 +1,6 @@
 /*
- * The mounted root version: the first fetch (before mounting), the
+ * The mounted root version: the first fetch (before mounting, on the
+ * mount's loop run from the top until it is answered), the
  * periodic check for a newer one, the switch, and the kernel cache
  * invalidations that follow it.
  *
@@ -44,17 +45,21 @@ static int store_seq(const char *path, uint64_t seq)
 	return r < 0 ? log_warn_errno(r, "cannot record the root sequence in %s", path) : 0;
 }
 
-/* Decode and accept a fetched root. */
-static int check_root(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret)
+/* The walker's root step, fed with what the ring gave (CFS 5.5: signed
+ * by the volume's key, not older than a root seen, not expired). */
+int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret)
 {
-	int r = g->status;
+	sfsro_walker_t *w = sfsro_walker_new();
+	struct sfsro_step s;
+	int r;
 
-	if (r == 0 && g->kind != DHASH_KIND_ROOT)
-		r = -EBADMSG;
-	if (r == 0)
-		r = sfsro_root_decode(g->data, g->len, ret);
-	if (r == 0)
-		r = sfsro_root_check(ret, &fs->vol, fs->max_seq, cfs_wall_s());
+	sfsro_walker_root(w, &fs->vol, fs->max_seq, cfs_wall_s(), ret);
+	if ((r = sfsro_walker_step(w, &s)) == SFSRO_WALK_NEED) {
+		int st = g->status == 0 && g->kind != DHASH_KIND_ROOT ? -EBADMSG : g->status;
+		(void)sfsro_walker_feed(w, &s.key, st, g->data, g->len, 0);
+		r = sfsro_walker_step(w, &s);
+	}
+	sfsro_walker_free(w);
 	return r;
 }
 
@@ -81,14 +86,13 @@ static void first_got(void *arg, const struct dhash_get_result *g)
 {
 	struct first *f = arg;
 	f->done = true;
-	f->status = check_root(f->fs, g, &f->fs->root);
+	f->status = fs__root_check(f->fs, g, &f->fs->root);
 }
 
 int fs__root_initial(cfsfuse_t *fs)
 {
 	char dir[4000];
 	struct cfs_id key;
-	uv_loop_t loop;
 	dhash_local_t *dh;
 	int r;
 
@@ -101,16 +105,13 @@ int fs__root_initial(cfsfuse_t *fs)
 	fs->max_seq = load_seq(fs->seq_path);
 
 	sfsro_root_key(&fs->vol, &key);
-	uv_loop_init(&loop);
-	if ((r = dhash_target_open(&loop, fs->o.target, fs->o.fetch_timeout_ms, &dh)) < 0)
+	if ((r = dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh)) < 0)
 		return r;
 	for (uint32_t attempt = 0;; attempt++) {
 		struct first f = { fs, false, 0 };
-		if ((r = dhash_local_get(dh, &key, first_got, &f)) == 0) {
-			while (!f.done)
-				uv_run(&loop, UV_RUN_ONCE);
+		if ((r = dhash_local_get(dh, &key, first_got, &f)) == 0 &&
+		    (r = cfs_loop_run_until(fs->loop, &f.done)) == 0)
 			r = f.status;
-		}
 		/* A stale root: the replicas that hold the newest may be back, or
 		 * repaired by replica maintenance, at the next try. */
 		if (r == 0 || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
@@ -119,8 +120,7 @@ int fs__root_initial(cfsfuse_t *fs)
 		usleep(200000u * (attempt + 1));
 	}
 	dhash_local_free(dh);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
+	cfs_loop_run(fs->loop); /* until the client has closed */
 	const struct dhash_target *t = fs->o.target;
 	if (t->nboot == 0 && r == -ECONNREFUSED && access(t->sock, F_OK) != 0) {
 		(void)log_error_errno(-ENOENT, "no cfsd control socket at %s: start cfsd, or give "
@@ -280,7 +280,7 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 	fs->checking = false;
 	if (g->status == -ECANCELED || fs->stopping)
 		return;
-	if ((st = check_root(fs, g, &r)) < 0) {
+	if ((st = fs__root_check(fs, g, &r)) < 0) {
 		if (st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG || st == -EKEYREJECTED)
 			log_warn("volume %s: refusing the root the ring gave: %s", fs->volname, root_error(st));
 		else

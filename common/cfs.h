@@ -227,6 +227,20 @@ uint64_t cfs_rng_next(struct cfs_rng *r);
 /* Uniform in [0, 1). */
 double cfs_rng_double(struct cfs_rng *r);
 
+/* ------------------------------------------------------------ running a loop (loop.c) */
+
+/* Every uv_run goes through these, from the top of a program only: a call
+ * made from inside a callback of a running loop is a bug (it asserts). */
+/* Run the loop until *done is set: 0, or -EDEADLK when nothing is left
+ * on the loop that could set it. */
+int cfs_loop_run_until(uv_loop_t *loop, const bool *done);
+/* Run the loop until nothing is active on it (UV_RUN_DEFAULT). */
+void cfs_loop_run(uv_loop_t *loop);
+/* Handle what is ready now without blocking (UV_RUN_NOWAIT). */
+void cfs_loop_poll(uv_loop_t *loop);
+/* Is a loop running under one of the calls above on this thread? */
+bool cfs_loop_is_running(void);
+
 /* ------------------------------------------------------------ histogram */
 
 /* Log-linear histogram of non-negative integers (e.g. microseconds):

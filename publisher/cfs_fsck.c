@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 		struct pub_replica_stats rs;
 		r = pub_replicas(loop, &sink, &pk, repair, stdout, &rs);
 		pub_sink_close(&sink);
-		uv_run(loop, UV_RUN_DEFAULT);
+		cfs_loop_run(loop); /* the sink closes */
 		if (r == -EOPNOTSUPP)
 			return 1;
 		fprintf(stderr, "cfs-fsck: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
@@ -89,9 +89,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "cfs-fsck: %lu blocks stored again\n", (unsigned long)rs.repaired);
 		return r < 0 ? 1 : 0;
 	}
-	r = pub_fsck(sink.ops->source(sink.impl), &pk, stdout, stderr, list, &st);
+	r = pub_fsck(loop, &sink, &pk, stdout, stderr, list, &st);
 	pub_sink_close(&sink);
-	uv_run(loop, UV_RUN_DEFAULT);
+	cfs_loop_run(loop); /* the sink closes */
 	fprintf(stderr, "cfs-fsck: %lu files, %lu directories, %lu links, %.1f MB; %lu missing, %lu corrupt\n",
 	        (unsigned long)st.files, (unsigned long)st.dirs, (unsigned long)st.symlinks,
 	        (double)st.bytes / 1e6, (unsigned long)st.missing, (unsigned long)st.corrupt);

@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	            : pub_publish(loop, &sink, argv[optind], &pk, &sk, &opt, &st);
 	cfs_seckey_wipe(&sk);
 	pub_sink_close(&sink);
-	uv_run(loop, UV_RUN_DEFAULT);
+	cfs_loop_run(loop); /* the sink closes */
 	if (r < 0) {
 		log_error("%s failed; the previously published root (if any) is unchanged",
 		          refresh ? "refresh" : "publishing");

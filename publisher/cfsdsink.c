@@ -6,9 +6,8 @@
  * CTL_PUT per block, all in flight at once; the daemon's DHash client does
  * lookups, stores and replication. Every answer names the lease the
  * servers granted; the least of them bounds the root's valid-until.
- * The block source (for the previous root and for refresh walks) runs the
- * loop until its get is answered: the publisher calls it outside of any
- * callback.
+ * Reads (the previous root, refresh and fsck walks) are asynchronous gets
+ * like everything else; the publisher's walker driver waits for them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,6 @@ struct cfsdsink {
 	uv_loop_t *loop;
 	char *sock;
 	dhash_local_t *l;
-	struct sfsro_source src;
 	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
 };
 
@@ -241,43 +239,33 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 	batch_end(b, 0);
 }
 
-/* ---- the synchronous block source */
+/* ---- reading blocks back */
 
-struct sync_get {
-	bool done;
-	int status;
-	uint8_t *p;
-	size_t len;
+struct get_req {
+	struct cfsdsink *d;
+	pub_get_fn done;
+	void *arg;
 };
 
-static void sync_get_done(void *arg, const struct dhash_get_result *r)
+static void get_done(void *arg, const struct dhash_get_result *r)
 {
-	struct sync_get *g = arg;
+	struct get_req *q = arg;
 
-	g->done = true;
-	g->status = r->status;
-	if (r->status == 0) {
-		g->p = xmemdup(r->data, r->len ? r->len : 1);
-		g->len = r->len;
-	}
+	hint_unreachable(q->d, r->status);
+	q->done(q->arg, r->status, r->status == 0 ? r->data : NULL, r->status == 0 ? r->len : 0);
+	free(q);
 }
 
-static int sk_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *ret_len)
+static int sk_get(void *sink, const struct cfs_id *key, pub_get_fn done, void *arg)
 {
-	struct cfsdsink *d = ctx;
-	struct sync_get g = { 0 };
-	int r = dhash_local_get(d->l, key, sync_get_done, &g);
+	struct cfsdsink *d = sink;
+	struct get_req *q = xmalloc(sizeof(*q));
+	int r;
 
-	if (r < 0)
-		return r;
-	while (!g.done)
-		uv_run(d->loop, UV_RUN_ONCE);
-	hint_unreachable(d, g.status);
-	if (g.status < 0)
-		return g.status;
-	*ret = g.p;
-	*ret_len = g.len;
-	return 0;
+	*q = (struct get_req){ d, done, arg };
+	if ((r = dhash_local_get(d->l, key, get_done, q)) < 0)
+		free(q);
+	return r;
 }
 
 static int sk_locate(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
@@ -306,12 +294,6 @@ static uint64_t sk_lease_granted(void *sink)
 	return d->granted;
 }
 
-static const struct sfsro_source *sk_source(void *sink)
-{
-	struct cfsdsink *d = sink;
-	return &d->src;
-}
-
 static void sk_free(void *sink)
 {
 	struct cfsdsink *d = sink;
@@ -328,7 +310,7 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.lease_granted = sk_lease_granted,
 	.locate = sk_locate,
 	.restore = sk_restore,
-	.source = sk_source,
+	.get = sk_get,
 	.free = sk_free,
 };
 
@@ -350,7 +332,6 @@ int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink 
 		free(d);
 		return r;
 	}
-	d->src = (struct sfsro_source){ sk_get, d };
 	ret->ops = &cfsdsink_ops;
 	ret->impl = d;
 	return 0;

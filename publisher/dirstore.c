@@ -570,6 +570,36 @@ static int ds_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *re
 	return 0;
 }
 
+/* An asynchronous read, answered from the loop like every other call. */
+struct read_req {
+	pub_get_fn done;
+	void *arg;
+	uint8_t *p;
+	size_t len;
+};
+
+static void read_answer(void *arg, int status)
+{
+	struct read_req *q = arg;
+	q->done(q->arg, status, q->p, q->len);
+	free(q->p);
+	free(q);
+}
+
+static int ds_get_later(void *sink, const struct cfs_id *key, pub_get_fn done, void *arg)
+{
+	struct dirstore *d = sink;
+	struct read_req *q = xcalloc(1, sizeof(*q));
+
+	q->done = done;
+	q->arg = arg;
+	int r = ds_get(d, key, &q->p, &q->len);
+	if (r < 0)
+		q->p = NULL;
+	complete_later(d, read_answer, q, r);
+	return 0;
+}
+
 static const struct sfsro_source *ds_source(void *sink)
 {
 	return &((struct dirstore *)sink)->src;
@@ -617,6 +647,7 @@ static const struct pub_sink_ops dirstore_ops = {
 	.put_root = ds_put_root,
 	.refresh = ds_refresh,
 	.lease_granted = ds_lease_granted,
+	.get = ds_get_later,
 	.source = ds_source,
 	.free = ds_free,
 };

@@ -13,7 +13,7 @@
  * names where its contents were listed). A directory that contains itself
  * (a cycle, which needs a BLAKE2b fixed point) is corrupt.
  */
-#include "publisher/publisher.h"
+#include "publisher/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +34,29 @@ struct dseen {
 	bool done;
 };
 
+/* A directory being listed: the walks form a stack, the path's. */
+struct frame {
+	struct pub_walk pw;
+	struct cfs_id key;
+	uint32_t seen;            /* its index in dseen */
+	size_t parent_len;        /* the path's length without its name */
+	uint64_t before;          /* entries counted before it */
+};
+
 struct fsck {
-	const struct sfsro_source *src;
+	uv_loop_t *loop;
+	struct pub_sink *sink;
 	FILE *out, *err;
 	bool list;
 	struct pub_fsck_stats *st;
 	uint8_t *buf;
+	struct pub_walk reader;   /* file contents */
 	struct cfs_idmap files, dirs; /* key -> index in fseen, dseen */
 	struct fseen *fseen;
 	struct dseen *dseen;
 	uint32_t nfseen, ndseen;
+	struct frame *stack;
+	uint32_t depth, cap;
 	char path[8192];
 };
 
@@ -83,12 +96,13 @@ static void list_entry(struct fsck *k, char type, const struct sfsro_entry *e, c
 	fputc('\n', k->out);
 }
 
-static void check_dir(struct fsck *k, const struct cfs_id *key);
+static void enter_dir(struct fsck *k, const struct cfs_id *key, size_t parent_len);
 
 /* Read the file once per inode key; later paths reuse the hash. */
 static const struct fseen *check_file(struct fsck *k, const struct cfs_id *key)
 {
 	struct cfs_hasher hs;
+	struct sfsro_step s;
 	uint32_t i;
 	size_t n;
 	int r;
@@ -97,7 +111,10 @@ static const struct fseen *check_file(struct fsck *k, const struct cfs_id *key)
 		return &k->fseen[i];
 	struct fseen f = { 0 };
 	cfs_hasher_init(&hs);
-	while ((r = sfsro_walk_read(k->src, key, f.len, k->buf, READ_CHUNK, &n)) == 0 && n > 0) {
+	for (;;) {
+		sfsro_walker_read(k->reader.w, key, f.len, k->buf, READ_CHUNK, &n);
+		if ((r = pub__walk_next(&k->reader, &s)) < 0 || n == 0)
+			break;
 		cfs_hasher_update(&hs, k->buf, n);
 		f.len += n;
 	}
@@ -111,9 +128,11 @@ static const struct fseen *check_file(struct fsck *k, const struct cfs_id *key)
 	return &k->fseen[k->nfseen++];
 }
 
-static int on_entry(void *arg, const struct sfsro_entry *e)
+/* One entry of the directory on top of the stack (e borrowed from its
+ * walk, which does not move while the entry is handled). A directory is
+ * pushed, to be listed next. */
+static int on_entry(struct fsck *k, const struct sfsro_entry *e)
 {
-	struct fsck *k = arg;
 	size_t base = strlen(k->path);
 	char hex[65] = "-";
 	int r = 0;
@@ -127,7 +146,8 @@ static int on_entry(void *arg, const struct sfsro_entry *e)
 	if (e->type == SFSRO_T_DIR) {
 		k->st->dirs++;
 		list_entry(k, 'd', e, hex);
-		check_dir(k, &e->key);
+		enter_dir(k, &e->key, base); /* the path stays until it is listed */
+		return 0;
 	} else if (e->type == SFSRO_T_SYMLINK) {
 		struct cfs_id h;
 		k->st->symlinks++;
@@ -148,12 +168,17 @@ static int on_entry(void *arg, const struct sfsro_entry *e)
 	return 0; /* keep going: report everything */
 }
 
-/* Walk a directory the first time its key is met; after that, only say
- * where it was listed (a non-empty one), or that it is its own ancestor. */
-static void check_dir(struct fsck *k, const struct cfs_id *key)
+static uint64_t entries(const struct fsck *k)
+{
+	return k->st->files + k->st->dirs + k->st->symlinks;
+}
+
+/* Start listing a directory the first time its key is met (k->path is
+ * its path); after that, only say where it was listed (a non-empty one),
+ * or that it is its own ancestor. */
+static void enter_dir(struct fsck *k, const struct cfs_id *key, size_t parent_len)
 {
 	uint32_t i;
-	int r;
 
 	if (cfs_idmap_get(&k->dirs, key, &i)) {
 		if (!k->dseen[i].done) {
@@ -165,6 +190,7 @@ static void check_dir(struct fsck *k, const struct cfs_id *key)
 			print_path(k->err, k->dseen[i].path[0] ? k->dseen[i].path : "/");
 			fprintf(k->err, ")\n");
 		}
+		k->path[parent_len] = 0;
 		return;
 	}
 	if (k->ndseen % 1024 == 0)
@@ -172,36 +198,73 @@ static void check_dir(struct fsck *k, const struct cfs_id *key)
 	i = k->ndseen++;
 	k->dseen[i] = (struct dseen){ NULL, false };
 	cfs_idmap_put(&k->dirs, key, i);
-	uint64_t before = k->st->files + k->st->dirs + k->st->symlinks;
-	if ((r = sfsro_walk_readdir(k->src, key, on_entry, k)) < 0)
-		problem(k, key, r, NULL);
-	k->dseen[i].done = true;
-	/* an empty directory has nothing to point back to */
-	if (k->list && k->st->files + k->st->dirs + k->st->symlinks > before)
-		k->dseen[i].path = xstrdup(k->path);
+	if (k->depth == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 16;
+		k->stack = xrealloc(k->stack, k->cap * sizeof(*k->stack));
+	}
+	struct frame *f = &k->stack[k->depth++];
+	*f = (struct frame){ .key = *key, .seen = i, .parent_len = parent_len, .before = entries(k) };
+	pub__walk_init(&f->pw, k->loop, k->sink);
+	sfsro_walker_readdir(f->pw.w, key);
 }
 
-int pub_fsck(const struct sfsro_source *src, const struct cfs_pubkey *pk, FILE *out, FILE *err,
-             bool list, struct pub_fsck_stats *ret)
+/* The directory on top of the stack is listed (r: DONE, or the error
+ * that stopped its listing). */
+static void leave_dir(struct fsck *k, int r)
 {
-	struct fsck k = { .src = src, .out = out, .err = err, .list = list, .st = ret };
+	struct frame *f = &k->stack[k->depth - 1];
+
+	if (r < 0)
+		problem(k, &f->key, r, NULL);
+	k->dseen[f->seen].done = true;
+	/* an empty directory has nothing to point back to */
+	if (k->list && entries(k) > f->before)
+		k->dseen[f->seen].path = xstrdup(k->path);
+	pub__walk_fini(&f->pw);
+	k->path[f->parent_len] = 0;
+	k->depth--;
+}
+
+/* Depth first, each directory once: the stack of listings replaces a
+ * recursion as deep as the volume (which a hostile one makes deep). */
+static void check_tree(struct fsck *k, const struct cfs_id *top)
+{
+	struct sfsro_step s;
+	int r;
+
+	enter_dir(k, top, 0);
+	while (k->depth) {
+		struct frame *f = &k->stack[k->depth - 1];
+		if ((r = pub__walk_next(&f->pw, &s)) == SFSRO_WALK_ENTRY && (r = on_entry(k, s.entry)) == 0)
+			continue;
+		leave_dir(k, r);
+	}
+}
+
+int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
+             FILE *err, bool list, struct pub_fsck_stats *ret)
+{
+	struct fsck k = { .loop = loop, .sink = sink, .out = out, .err = err, .list = list, .st = ret };
 	struct sfsro_root root;
 	struct sfsro_node rootnode;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	/* seq 0 and time 0: fsck checks the signature, not freshness */
-	if ((r = sfsro_walk_root(src, pk, 0, 0, &root)) < 0) {
+	if ((r = pub__read_root(loop, sink, pk, &root)) < 0) {
 		fprintf(err, "the volume's root cannot be used: %s\n", strerror(-r));
 		return r;
 	}
 	k.buf = xmalloc(READ_CHUNK);
+	pub__walk_init(&k.reader, loop, sink);
 	sfsro_walk_rootnode(&root, &rootnode);
 	rootnode.e.size = 0;
 	ret->dirs++;
 	list_entry(&k, 'd', &rootnode.e, "-");
-	check_dir(&k, &root.root_dir);
+	check_tree(&k, &root.root_dir);
+	pub__walk_fini(&k.reader);
 	free(k.buf);
+	free(k.stack);
 	for (uint32_t i = 0; i < k.ndseen; i++)
 		free(k.dseen[i].path);
 	free(k.dseen);

@@ -56,6 +56,7 @@ struct pub {
 	uint64_t start_us, drawn_us;
 	int status;
 	bool done;
+	bool woke;                 /* a batch was answered */
 };
 
 static void on_done(void *arg, int status)
@@ -65,13 +66,20 @@ static void on_done(void *arg, int status)
 	p->done = true;
 }
 
-/* Drive the loop until the sink answers. */
+/* Run the loop until the sink answers (the publisher is the top of its
+ * program: it waits here, never inside a callback). */
 static int wait_sink(struct pub *p)
 {
-	while (!p->done)
-		uv_run(p->loop, UV_RUN_ONCE);
+	int r = cfs_loop_run_until(p->loop, &p->done);
 	p->done = false;
-	return p->status;
+	return r < 0 ? r : p->status;
+}
+
+/* Run the loop until some batch is answered. */
+static int wait_batch(struct pub *p)
+{
+	p->woke = false;
+	return cfs_loop_run_until(p->loop, &p->woke);
 }
 
 static void draw_progress(struct pub *p, bool final)
@@ -114,6 +122,7 @@ static void batch_end(struct batch *b, int r)
 	else if (!p->error)
 		p->error = r;
 	p->in_flight--;
+	p->woke = true;
 	batch_free(b);
 }
 
@@ -158,9 +167,10 @@ static int submit(struct pub *p)
 		                   b->have, on_have, b);
 	} else
 		free(b);
-	uv_run(p->loop, UV_RUN_NOWAIT);
+	cfs_loop_poll(p->loop); /* answers that came while the walk read files */
 	while (p->in_flight >= BATCHES_IN_FLIGHT && !p->error)
-		uv_run(p->loop, UV_RUN_ONCE);
+		if (wait_batch(p) < 0 && !p->error)
+			p->error = -EIO;
 	draw_progress(p, false);
 	return p->error;
 }
@@ -169,8 +179,8 @@ static int submit(struct pub *p)
 static int drain(struct pub *p)
 {
 	int r = submit(p);
-	while (p->in_flight)
-		uv_run(p->loop, UV_RUN_ONCE);
+	while (p->in_flight && wait_batch(p) == 0)
+		;
 	return r < 0 ? r : p->error;
 }
 
@@ -484,9 +494,8 @@ static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t current
 /* The sequence of the volume's current root in the store (0: none). */
 static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 {
-	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
 	struct sfsro_root old;
-	int r = sfsro_walk_root(src, pk, 0, 0, &old);
+	int r = pub__read_root(p->loop, p->sink, pk, &old);
 
 	*ret = 0;
 	if (r == -ENOENT)
@@ -506,14 +515,13 @@ static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
  * a few times, then only warned about (the put was acknowledged). */
 static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
 {
-	const struct sfsro_source *src = p->sink->ops->source(p->sink->impl);
 	struct sfsro_root got;
 	int r = 0;
 
 	for (int attempt = 0; attempt < 5; attempt++) {
 		if (attempt)
 			usleep(200000u * attempt);
-		if ((r = sfsro_walk_root(src, &mine->pk, 0, 0, &got)) < 0)
+		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, &got)) < 0)
 			continue;
 		if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
 		    got.issued == mine->issued && got.valid_until == mine->valid_until)
@@ -599,8 +607,8 @@ static void pub_fini(struct pub *p)
 {
 	if (p->cur)
 		batch_free(p->cur);
-	while (p->in_flight) /* after an error: the sink still holds batches */
-		uv_run(p->loop, UV_RUN_ONCE);
+	while (p->in_flight && wait_batch(p) == 0) /* after an error: the sink still holds batches */
+		;
 	cfs_idmap_free(&p->stored);
 	free(p->chunk);
 	p->st->seconds = (double)(cfs_now_us() - p->start_us) / 1e6;
@@ -657,7 +665,6 @@ out:
 
 struct refresher {
 	struct pub *p;
-	const struct sfsro_source *src;
 	struct cfs_id batch[CFS_MSG_MAX_KEYS];
 	size_t n;
 	uint64_t lease_until;
@@ -701,14 +708,13 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 
 	pub_init(p, loop, sink, opt, ret_stats);
 	rf->p = p;
-	rf->src = sink->ops->source(sink->impl);
 	rf->lease_until = p->lease_until;
 	/* an expired root may be refreshed: that is what refresh is for */
-	if ((r = sfsro_walk_root(rf->src, pk, 0, 0, &root)) < 0) {
+	if ((r = pub__read_root(loop, sink, pk, &root)) < 0) {
 		log_error_errno(r, "cannot read the volume's current root");
 		goto out;
 	}
-	if ((r = pub__walk_blocks(rf->src, &root.root_dir, refresh_block, rf)) < 0 ||
+	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, refresh_block, rf)) < 0 ||
 	    (r = refresh_flush(rf)) < 0)
 		goto out;
 	if ((r = next_seq(p, pk, root.seq, &root.seq)) < 0)

@@ -44,6 +44,9 @@ struct pub_block {
 };
 
 typedef void (*pub_done_fn)(void *arg, int status);
+/* A block read: status 0 with its bytes (borrowed for the call), or a
+ * negative errno (-ENOENT: no such block). */
+typedef void (*pub_get_fn)(void *arg, int status, const uint8_t *p, size_t len);
 
 struct pub_sink_ops {
 	/* Set have[i] for each key stored already, and extend each such
@@ -76,7 +79,12 @@ struct pub_sink_ops {
 	 * stores it and pushes it to the other k-1): repair. NULL as locate. */
 	int (*restore)(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
 	               pub_done_fn done, void *arg);
-	/* The block source reading the same store, for roots and walks. */
+	/* Read key's bytes (a signed root under its root key, or a block):
+	 * done runs later, never inside this call, unless this returns a
+	 * negative errno (then it never runs). The reader verifies them. */
+	int (*get)(void *sink, const struct cfs_id *key, pub_get_fn done, void *arg);
+	/* A synchronous block source over the same store, for a store that
+	 * reads without the loop (dir:); NULL for the ring. */
 	const struct sfsro_source *(*source)(void *sink);
 	void (*free)(void *sink);
 };
@@ -154,12 +162,14 @@ struct pub_fsck_stats {
 	uint64_t missing, corrupt;
 };
 
-/* Walk the whole volume from its root, verifying every block. Problems
- * are printed to err by path and key; with list set, every entry is printed
- * to out as "TYPE MODE SIZE MTIME BLAKE2B PATH" (see docs/PUBLISHING.md).
- * Returns 0 if the volume is whole, -EBADMSG if anything is missing or
- * corrupt, or the error that stopped the walk at the root. */
-int pub_fsck(const struct sfsro_source *src, const struct cfs_pubkey *pk, FILE *out, FILE *err,
-             bool list, struct pub_fsck_stats *ret) CFS_WUR;
+/* Walk the whole volume from its root, verifying every block read from
+ * sink (the loop runs while they come; call it from the top of the
+ * program, not from a callback). Problems are printed to err by path and
+ * key; with list set, every entry is printed to out as "TYPE MODE SIZE
+ * MTIME BLAKE2B PATH" (see docs/PUBLISHING.md). Returns 0 if the volume is
+ * whole, -EBADMSG if anything is missing or corrupt, or the error that
+ * stopped the walk at the root. */
+int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
+             FILE *err, bool list, struct pub_fsck_stats *ret) CFS_WUR;
 
 #endif

@@ -24,6 +24,7 @@ struct rep {
 	uint8_t *good;            /* per key: 0 none, 1 some, 2 all k (or unknown: 3) */
 	size_t *origin;           /* repair: the index each re-located key came from */
 	int error;
+	bool woke;                /* a locate was answered */
 };
 
 static int collect(void *arg, const struct cfs_id *key)
@@ -79,6 +80,7 @@ static void located(void *arg, const struct dhash_locate_result *r)
 			rp->st->k = r->n;
 	}
 	free(c);
+	rp->woke = true;
 	pump(rp);
 }
 
@@ -104,8 +106,11 @@ static int locate_all(struct rep *rp, size_t from)
 {
 	rp->next = from;
 	pump(rp);
-	while (rp->inflight)
-		uv_run(rp->loop, UV_RUN_ONCE);
+	while (rp->inflight) {
+		rp->woke = false;
+		if (cfs_loop_run_until(rp->loop, &rp->woke) < 0)
+			return log_error_errno(-EIO, "locates were lost");
+	}
 	return rp->error;
 }
 
@@ -125,7 +130,6 @@ static void restored(void *arg, int status)
  * repaired go to the end of rp->keys to be located once more. */
 static int repair(struct rep *rp, uint64_t lease_until)
 {
-	const struct sfsro_source *src = rp->sink->ops->source(rp->sink->impl);
 	size_t n = rp->n;
 
 	for (size_t i = 0; i < n; i++) {
@@ -135,15 +139,15 @@ static int repair(struct rep *rp, uint64_t lease_until)
 		size_t len;
 		char h[65];
 		struct restore_wait w = { 0 };
-		int r = src->get(src->ctx, &rp->keys[i], &b, &len); /* verified */
+		int r = pub__get_block(rp->loop, rp->sink, &rp->keys[i], i == 0, &b, &len); /* keys[0]: the root */
 		if (r < 0) {
 			log_error_errno(r, "repair: cannot read a good copy of %s", cfs_id_hex(&rp->keys[i], h));
 			continue;
 		}
 		uint32_t kind = i == 0 ? DHASH_KIND_ROOT : DHASH_KIND_CHASH; /* keys[0]: the root */
 		r = rp->sink->ops->restore(rp->sink->impl, kind, b, len, lease_until, restored, &w);
-		while (r == 0 && !w.done)
-			uv_run(rp->loop, UV_RUN_ONCE);
+		if (r == 0)
+			r = cfs_loop_run_until(rp->loop, &w.done);
 		free(b);
 		if (r == 0)
 			r = w.status;
@@ -184,7 +188,6 @@ static void count(struct rep *rp, size_t from, size_t to)
 int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, bool do_repair,
                  FILE *out, struct pub_replica_stats *ret)
 {
-	const struct sfsro_source *src = sink->ops->source(sink->impl);
 	struct rep rp = { .loop = loop, .sink = sink, .out = out, .st = ret };
 	struct sfsro_root root;
 	struct cfs_id root_key;
@@ -194,11 +197,11 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 	if (!sink->ops->locate)
 		return log_error_errno(-EOPNOTSUPP, "--replicas needs the ring (--from cfsd or ring:), "
 		                       "not a local store");
-	if ((r = sfsro_walk_root(src, pk, 0, 0, &root)) < 0)
+	if ((r = pub__read_root(loop, sink, pk, &root)) < 0)
 		return log_error_errno(r, "cannot read the volume's root");
 	sfsro_root_key(pk, &root_key);
 	collect(&rp, &root_key);
-	if ((r = pub__walk_blocks(src, &root.root_dir, collect, &rp)) < 0)
+	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, collect, &rp)) < 0)
 		goto out;
 	ret->blocks = rp.n;
 	rp.good = xmalloc(rp.n ? rp.n : 1);

@@ -147,20 +147,121 @@ int sfsro_build_dir(const struct sfsro_entry *entries, uint32_t n, uint32_t bsiz
 /* Sort entries by name, the order directories use (bytewise). */
 void sfsro_sort_entries(struct sfsro_entry *entries, size_t n);
 
-/* ---- walking a volume from a block source */
+/* An entry with its own copies of name and target. */
+struct sfsro_node {
+	struct sfsro_entry e;
+	uint8_t name[SFSRO_NAME_MAX + 1];
+	uint8_t target[SFSRO_SYMLINK_MAX + 1];
+};
+
+/* What a block is, as far as a walk knows: a signed root, or a block of
+ * the tree under it. */
+enum sfsro_btype { SFSRO_B_ROOT = 1, SFSRO_B_DIR, SFSRO_B_INODE, SFSRO_B_INDIRECT, SFSRO_B_DATA };
+
+/* ---- the volume walker (walker.c): one resumable walk, no I/O
+ *
+ * Every read of a volume — the signed root, a path, a directory listing, a
+ * byte range of a file, every block once — is one walker: start an
+ * operation, then step it. A step never fetches; it answers NEED (feed me
+ * this block, then step again), WAIT (every block I need is asked for),
+ * an ENTRY of a listing, a BLOCK visited, or DONE, or a negative errno
+ * (sticky: the walk is over). The caller fetches however it likes — a
+ * synchronous store, a libuv fetch whose callback feeds — and feeds bytes
+ * or an error; the walker verifies what it is fed (the content hash, or a
+ * root's signature; then each block's height and place in its parent's
+ * key range), so the source is never trusted. Hostile shapes end: a child
+ * is always one level lower than its parent, a directory's ranges must
+ * increase, and a visit meets every key once.
+ *
+ * A read and a visit may ask for several blocks before any is fed (step
+ * again after a NEED); feed them in any order. The others ask for one at
+ * a time. A feed for a key not asked for is ignored (-ENOENT).
+ *
+ * Errors at step: -EBADMSG bytes that do not hash to their key (or a root
+ * whose signature fails), -EPROTO a block malformed or out of place, the
+ * status fed for a block that could not be fetched, the root's and the
+ * paths' errors as above.
+ */
+typedef struct sfsro_walker sfsro_walker_t;
+
+enum sfsro_walk_result {
+	SFSRO_WALK_DONE = 0,      /* the operation is complete: its results are set */
+	SFSRO_WALK_NEED,          /* feed step.key (of kind btype, height) */
+	SFSRO_WALK_WAIT,          /* nothing to do until a block asked for is fed */
+	SFSRO_WALK_HINT,          /* step.key will likely be needed soon: prefetch it if you like */
+	SFSRO_WALK_ENTRY,         /* a directory entry: step.entry, at step.index */
+	SFSRO_WALK_BLOCK,         /* a visit met step.key (data blocks are never fetched) */
+};
+
+/* What one step gives; borrowed until the next call on the walker. */
+struct sfsro_step {
+	struct cfs_id key;
+	uint8_t btype;            /* enum sfsro_btype */
+	uint8_t height;           /* an indirect block's */
+	const struct sfsro_entry *entry;
+	uint64_t index;           /* the entry's position in its directory (0: the first) */
+};
+
+/* The bytes fed were checked against the key already (a verifying cache):
+ * skip the hash. Everything else is checked still. */
+#define SFSRO_FEED_VERIFIED 1u
+
+sfsro_walker_t *sfsro_walker_new(void);
+void sfsro_walker_free(sfsro_walker_t *w);
+
+/* Each start abandons whatever the walker did before. Result pointers
+ * (ret*) are the caller's and must live until DONE. */
+
+/* Fetch pk's signed root and accept it (sfsro_root_check's rules). */
+void sfsro_walker_root(sfsro_walker_t *w, const struct cfs_pubkey *pk, uint64_t min_seq,
+                       uint64_t now, struct sfsro_root *ret);
+/* Find name in the directory whose top block is dir_key. */
+void sfsro_walker_lookup(sfsro_walker_t *w, const struct cfs_id *dir_key, const uint8_t *name,
+                         size_t len, struct sfsro_node *ret);
+/* Resolve path ("/a/b", "a/b"; empty components skipped, symlinks not
+ * followed) from root's top directory: -ENOENT, -ENOTDIR, -ENAMETOOLONG. */
+void sfsro_walker_path(sfsro_walker_t *w, const struct sfsro_root *root, const char *path,
+                       struct sfsro_node *ret);
+/* List the directory whose top block is dir_key: one ENTRY per entry in
+ * name order, then DONE. Memory: the leaf being listed and the index
+ * blocks above it. */
+void sfsro_walker_readdir(sfsro_walker_t *w, const struct cfs_id *dir_key);
+/* Go on listing from entry index (a readdir only): on within the current
+ * leaf costs nothing, backwards starts again from the top. */
+void sfsro_walker_seek(sfsro_walker_t *w, uint64_t index);
+/* Read up to len bytes at off of the file whose inode is ino_key into buf;
+ * *ret_n gets the count at DONE (short only at the end of the file). */
+void sfsro_walker_read(sfsro_walker_t *w, const struct cfs_id *ino_key, uint64_t off, uint8_t *buf,
+                       size_t len, size_t *ret_n);
+/* Fetch the inode block ino_key: at DONE *ret_bytes is a malloc'd copy of
+ * it (*ret_len bytes; the caller frees) and *ret the inode decoded from
+ * that copy. */
+void sfsro_walker_inode(sfsro_walker_t *w, const struct cfs_id *ino_key, struct sfsro_inode *ret,
+                        uint8_t **ret_bytes, size_t *ret_len);
+/* The key of data block b of the file ino_key, through its indirect blocks. */
+void sfsro_walker_locate(sfsro_walker_t *w, const struct cfs_id *ino_key, uint64_t b,
+                         struct cfs_id *ret);
+/* Every block under the directory top (itself included), each once: a
+ * BLOCK for each, structural blocks after they were fed and verified. */
+void sfsro_walker_visit(sfsro_walker_t *w, const struct cfs_id *top);
+
+/* The next thing to do, or the result: an enum sfsro_walk_result, or a
+ * negative errno. */
+int sfsro_walker_step(sfsro_walker_t *w, struct sfsro_step *ret) CFS_WUR;
+/* Hand the walker key's bytes (status 0; borrowed for the call) or the
+ * error its fetch ended with (status < 0). 0, or -ENOENT when key was not
+ * asked for (nothing changes). */
+int sfsro_walker_feed(sfsro_walker_t *w, const struct cfs_id *key, int status, const uint8_t *p,
+                      size_t len, unsigned flags);
+
+/* ---- walking a volume from a synchronous block source (walk.c: loops
+ * over the walker) */
 
 /* Fetch key's bytes into a malloc'd *ret (freed by the caller): 0, or
  * -ENOENT and friends. The walker verifies what it gets. */
 struct sfsro_source {
 	int (*get)(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *ret_len);
 	void *ctx;
-};
-
-/* An entry with its own copies of name and target. */
-struct sfsro_node {
-	struct sfsro_entry e;
-	uint8_t name[SFSRO_NAME_MAX + 1];
-	uint8_t target[SFSRO_SYMLINK_MAX + 1];
 };
 
 /* Fetch, verify and accept pk's root (sfsro_root_check's rules). */
@@ -185,9 +286,6 @@ int sfsro_walk_read(const struct sfsro_source *src, const struct cfs_id *ino_key
 
 /* ---- every block of a tree, each once (blockset.c; no I/O) */
 
-/* What a block is, as far as the walk knows (the values leave room for a
- * caller's own kinds below SFSRO_B_DIR: cfsd's pins add the root). */
-enum sfsro_btype { SFSRO_B_DIR = 2, SFSRO_B_INODE, SFSRO_B_INDIRECT, SFSRO_B_DATA };
 struct sfsro_bitem {
 	struct cfs_id key;
 	uint8_t btype;            /* enum sfsro_btype */

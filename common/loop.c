@@ -11,7 +11,7 @@
  */
 #include <assert.h>
 
-#include "common/internal.h"
+#include "common/cfs.h"
 
 /* Set while a loop runs on this thread under one of the calls below. */
 static __thread bool running;

@@ -124,7 +124,10 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 		fs__file_open(fs, 0, &e->key, opened, c);
 }
 
-int main(int argc, char **argv)
+#define USAGE "usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH"
+
+/* The options: the daemon or ring to use, the window; then VOLUME PATH. */
+static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsfuse_t *fs)
 {
 	static const struct option opts[] = {
 		{ "cfsd", required_argument, NULL, 's' },
@@ -134,50 +137,53 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static struct dhash_target tgt;
 	const char *why = "";
 	unsigned long window = 24;
-	struct cat c = { 0 };
-	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
 	char *end;
 	int opt;
 
-	cfs_log_init(argv[0], CFS_LOG_WARN);
-	cfsfuse_options_default(&fs->o);
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":s:D:b:w:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 's': snprintf(tgt.sock, sizeof(tgt.sock), "%s", optarg); break;
-		case 'D': snprintf(tgt.sock, sizeof(tgt.sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
+		case 's': snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg); break;
+		case 'D': snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
 		case 'b':
-			if (dhash_target_add(&tgt, optarg, "--bootstrap") < 0)
-				return 2;
+			if (dhash_target_add(tgt, optarg, "--bootstrap") < 0)
+				exit(2);
 			break;
 		case 'w':
 			window = strtoul(optarg, &end, 10);
 			if (*end || window < 1 || window > 4096)
-				cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
-				                "--window wants 1..4096 blocks");
+				cfs_usage_error(USAGE, "--window wants 1..4096 blocks");
 			break;
 		case 'h':
-			puts("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH\n\n"
+			puts(USAGE "\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
 			     "(default 24, as cfs-mount), through the local cfsd or as a plain ring\n"
 			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf); no FUSE.");
-			return 0;
+			exit(0);
 		default:
-			cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
-			                "unknown option '%s'", argv[optind - 1]);
+			cfs_usage_error(USAGE, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)
-		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
-		                "give a VOLUME and a PATH");
+		cfs_usage_error(USAGE, "give a VOLUME and a PATH");
 	if (cfs_name_decode(fs->vol.b, argv[optind], &why) < 0)
-		cfs_usage_error("usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH",
-		                "'%s' is not a volume name: %s", argv[optind], why);
-	if (dhash_target_resolve(&tgt) < 0)
-		return 2;
+		cfs_usage_error(USAGE, "'%s' is not a volume name: %s", argv[optind], why);
+	if (dhash_target_resolve(tgt) < 0)
+		exit(2);
+	return (uint32_t)window;
+}
+
+int main(int argc, char **argv)
+{
+	static struct dhash_target tgt;
+	struct cat c = { 0 };
+	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
+
+	cfs_log_init(argv[0], CFS_LOG_WARN);
+	cfsfuse_options_default(&fs->o);
+	uint32_t window = parse_args(argc, argv, &tgt, fs);
 	if (cfs_crypto_init() < 0)
 		return 1;
 	fs->o.target = &tgt;

@@ -57,6 +57,9 @@ static unsigned long number(const char *opt, const char *s, unsigned long max)
 	return v;
 }
 
+/* The options, one getopt case each, then the checks that need several of
+ * them together; long because the option table and its switch are flat,
+ * which keeps each option's parsing next to its name. */
 int main(int argc, char **argv)
 {
 	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,

@@ -657,6 +657,30 @@ void cfsfuse_options_default(struct cfsfuse_options *o)
 	o->update_s = 60;
 }
 
+/* Listen to the kernel, the signals and the root's update timer. */
+static void start_serving(cfsfuse_t *fs)
+{
+	int fd = fuse_session_fd(fs->se);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	uv_poll_init(fs->loop, &fs->poll, fd);
+	fs->poll.data = fs;
+	uv_poll_start(&fs->poll, UV_READABLE, on_fuse);
+	uv_signal_init(fs->loop, &fs->sigterm);
+	uv_signal_init(fs->loop, &fs->sigint);
+	fs->sigterm.data = fs->sigint.data = fs;
+	uv_signal_start(&fs->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&fs->sigint, on_signal, SIGINT);
+	uv_timer_init(fs->loop, &fs->update_timer);
+	fs->update_timer.data = fs;
+	fs__inval_start(fs);
+	fs__root_start_updates(fs);
+
+}
+
+/* Mount, then serve until a signal. The root is fetched before anything is
+ * mounted (a volume that cannot be found leaves no mount behind) on the
+ * same loop that serves later, which fuse_daemonize's fork hands to the
+ * child; the labels at the end unwind in the reverse order of setting up. */
 int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
                 const struct cfsfuse_options *o, int fuse_argc, char **fuse_argv)
 {
@@ -712,21 +736,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	root->mtime_ns = fs->root.mtime_ns;
 	root->seq = fs->root.seq;
 
-	int fd = fuse_session_fd(fs->se);
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	uv_poll_init(fs->loop, &fs->poll, fd);
-	fs->poll.data = fs;
-	uv_poll_start(&fs->poll, UV_READABLE, on_fuse);
-	uv_signal_init(fs->loop, &fs->sigterm);
-	uv_signal_init(fs->loop, &fs->sigint);
-	fs->sigterm.data = fs->sigint.data = fs;
-	uv_signal_start(&fs->sigterm, on_signal, SIGTERM);
-	uv_signal_start(&fs->sigint, on_signal, SIGINT);
-	uv_timer_init(fs->loop, &fs->update_timer);
-	fs->update_timer.data = fs;
-	fs__inval_start(fs);
-	fs__root_start_updates(fs);
-
+	start_serving(fs);
 	cfs_loop_run(fs->loop);
 	rc = 0;
 

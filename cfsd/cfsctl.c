@@ -397,7 +397,7 @@ static int cmd_ping(struct cfsctl *g, int argc, char **argv)
 	p->left = count;
 	p->timeout_ms = timeout_ms;
 	send_ping(p);
-	uv_run(loop, UV_RUN_DEFAULT);
+	cfs_loop_run(loop);
 	printf("%u sent, %u replies\n", p->sent, p->ok);
 	r = p->ok == p->sent ? 0 : 1;
 	free(p);

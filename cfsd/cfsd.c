@@ -630,7 +630,7 @@ int main(int argc, char **argv)
 		dhash_server_free(D.dhash);
 		chord_free(D.chord);
 		cfs_transport_close(D.tr);
-		uv_run(D.loop, UV_RUN_DEFAULT);
+		cfs_loop_run(D.loop);
 		return 1;
 	}
 	/* Pins renew well before a lease ends: a quarter of it, at most an
@@ -655,7 +655,7 @@ int main(int argc, char **argv)
 		dhash_server_free(D.dhash);
 		chord_free(D.chord);
 		cfs_transport_close(D.tr);
-		uv_run(D.loop, UV_RUN_DEFAULT);
+		cfs_loop_run(D.loop);
 		return 1;
 	}
 	uv_signal_init(D.loop, &D.sigterm);
@@ -668,7 +668,7 @@ int main(int argc, char **argv)
 	log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
 	         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
 	         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
-	uv_run(D.loop, UV_RUN_DEFAULT);
+	cfs_loop_run(D.loop);
 	uv_loop_close(D.loop);
 	close(D.lock_fd);
 	cfs_wan_free(&D.wan);

@@ -35,6 +35,7 @@ struct run {
 	cfsd_pipe_reply_fn reply;
 	void *arg;
 	int status;               /* the first failure with no reply */
+	bool finished;            /* every request issued has its answer */
 	struct cfs_msg *m;        /* the request being built */
 	struct slot { struct run *p; size_t i; } *slots;
 };
@@ -52,6 +53,7 @@ static void on_reply(void *arg, int status, const struct cfs_msg *reply)
 	else if (!p->status)
 		p->status = status;
 	issue(p);
+	p->finished = p->done == p->issued;
 }
 
 static void issue(struct run *p)
@@ -89,10 +91,10 @@ static int run(const char *sock, size_t n, unsigned window, uint32_t timeout_ms,
 	p.m = xmalloc(sizeof(*p.m));
 	p.slots = xcalloc(n, sizeof(*p.slots));
 	issue(&p);
-	while (p.done < p.issued)
-		uv_run(&loop, UV_RUN_ONCE);
+	p.finished = p.done == p.issued;
+	(void)cfs_loop_run_until(&loop, &p.finished);
 	dhash_local_free(p.l);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	cfs_loop_run(&loop);
 	uv_loop_close(&loop);
 	free(p.slots);
 	free(p.m);

@@ -497,6 +497,38 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 	free(a);
 }
 
+/* CFS 4.4 / Fig. 5: a lookup's originator tells us that a node we named
+ * did not answer. Believe no one: if we know the node, ping it ourselves
+ * and drop it only if it is silent (alert_probe). */
+static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
+{
+	c->alerts_in++;
+	if (!table_contains(c, dead) || chord__local(c, dead))
+		return;
+	struct alert *a = xcalloc(1, sizeof(*a));
+	const struct cfs_node *n = NULL;
+	for (uint32_t vi = 0; vi < c->nv && !n; vi++) {
+		struct vnode *u = &c->v[vi];
+		for (uint32_t i = 0; i < u->nsuccs && !n; i++)
+			if (cfs_id_eq(&u->succ[i].n.id, dead))
+				n = &u->succ[i].n;
+		for (int k = 0; k < NFINGERS && !n; k++)
+			if (u->finger[k].valid && cfs_id_eq(&u->finger[k].n.id, dead))
+				n = &u->finger[k].n;
+		if (!n && u->pred.valid && cfs_id_eq(&u->pred.n.id, dead))
+			n = &u->pred.n;
+	}
+	a->c = c;
+	a->id = *dead;
+	if (n) {
+		struct cfs_node to = *n;
+		chord__msg_init(c, v, CFS_MSG_PING, &to);
+		if (chord_call(c, &to, &c->msg, c->cfg.probe_timeout_ms, alert_probe, a) == 0)
+			a = NULL;
+	}
+	free(a);
+}
+
 void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct cfs_node sender = { 0 };
@@ -531,32 +563,7 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 			table_offer(c, &sender);
 		break;
 	case CFS_MSG_ALERT:
-		c->alerts_in++;
-		if (table_contains(c, &req->key) && !chord__local(c, &req->key)) {
-			/* Believe no one: see for ourselves whether it is dead. */
-			struct alert *a = xcalloc(1, sizeof(*a));
-			const struct cfs_node *n = NULL;
-			for (uint32_t vi = 0; vi < c->nv && !n; vi++) {
-				struct vnode *u = &c->v[vi];
-				for (uint32_t i = 0; i < u->nsuccs && !n; i++)
-					if (cfs_id_eq(&u->succ[i].n.id, &req->key))
-						n = &u->succ[i].n;
-				for (int k = 0; k < NFINGERS && !n; k++)
-					if (u->finger[k].valid && cfs_id_eq(&u->finger[k].n.id, &req->key))
-						n = &u->finger[k].n;
-				if (!n && u->pred.valid && cfs_id_eq(&u->pred.n.id, &req->key))
-					n = &u->pred.n;
-			}
-			a->c = c;
-			a->id = req->key;
-			if (n) {
-				struct cfs_node to = *n;
-				chord__msg_init(c, v, CFS_MSG_PING, &to);
-				if (chord_call(c, &to, &c->msg, c->cfg.probe_timeout_ms, alert_probe, a) == 0)
-					a = NULL;
-			}
-			free(a);
-		}
+		handle_alert(c, v, &req->key);
 		break;
 	case CFS_MSG_LEAVE:
 		if (member) {

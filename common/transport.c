@@ -691,6 +691,8 @@ static void size_socket_buffers(cfs_transport_t *t)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
 }
 
+static void on_handle_closed(uv_handle_t *h);
+
 int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
                       cfs_request_cb on_request, void *arg, cfs_transport_t **ret)
 {
@@ -727,9 +729,11 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 			r = bind_udp(t, "0.0.0.0", c->port);
 	}
 	if (r < 0) {
-		uv_close((uv_handle_t *)&t->udp, NULL);
-		uv_run(loop, UV_RUN_NOWAIT);
-		goto fail_free;
+		/* The handle is freed with t once the loop runs its close. */
+		t->udp.data = t;
+		t->handles_open = 1;
+		uv_close((uv_handle_t *)&t->udp, on_handle_closed);
+		return r;
 	}
 	size_socket_buffers(t);
 	uv_timer_init(loop, &t->timer);

@@ -178,10 +178,7 @@ int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
  * predecessor of key first; 0 when none are known. */
 uint32_t client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
-/* Index of the best next hop among cand[0..n) for key seen from cur, by the
- * mode's rule; -1 when none makes progress. skip[i] true = excluded. */
-int lookup_select(chord_t *c, uint32_t sel, const struct cfs_id *cur, const struct cfs_id *key,
-                  const struct cfs_node *cand, uint32_t n, const bool *skip);
+/* The lookup state machines (no I/O) are in lookup_sm.h. */
 
 /* client.c */
 int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,

@@ -1,0 +1,204 @@
+/* table_step (chord/table.c), the local half of a lookup step, on tables
+ * filled by hand: no socket, no timer. ring[] holds real nodes sorted by
+ * ID, so ring[i] precedes ring[i + 1] on the circle. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+#define RING 512
+
+static struct cfs_node ring[RING];
+static chord_t *C;
+static struct cfs_node out[CFS_MSG_MAX_NODES];
+static uint32_t n_out, n_cand;
+
+static int by_id(const void *a, const void *b)
+{
+	return cfs_id_cmp(&((const struct cfs_node *)a)->id, &((const struct cfs_node *)b)->id);
+}
+
+/* Just before ring[i]: its successor is ring[i]. */
+static struct cfs_id before(int i)
+{
+	struct cfs_id one = { 0 }, k;
+
+	one.b[31] = 1;
+	cfs_id_sub(&k, &ring[i].id, &one);
+	return k;
+}
+
+static bool same(const struct cfs_node *a, int idx)
+{
+	return cfs_id_eq(&a->id, &ring[idx].id);
+}
+
+/* Virtual server vi at ring[self] with successors ring[self+1 .. +nsuccs]. */
+static struct vnode *vn(uint32_t vi, int self, uint32_t nsuccs)
+{
+	struct vnode *v = &C->v[vi];
+
+	v->c = C;
+	v->index = vi;
+	v->self = ring[self];
+	v->joined = true;
+	v->nsuccs = nsuccs;
+	for (uint32_t i = 0; i < nsuccs; i++)
+		v->succ[i] = (struct tnode){ .n = ring[self + 1 + (int)i], .valid = true };
+	return v;
+}
+
+static void setup(void)
+{
+	for (int i = 0; i < RING; i++) {
+		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, "10.9.8.7", (uint16_t)(3000 + i)), 0);
+		cfs_node_id(&ring[i].id, &ring[i].addr, 0);
+	}
+	qsort(ring, RING, sizeof(ring[0]), by_id);
+	C = calloc(1, sizeof(*C));
+	C->cfg.nsucc = 16;
+	C->nv = 2;
+	C->v = calloc(2, sizeof(*C->v));
+	C->nv = 1;
+}
+
+static void teardown(void)
+{
+	free(C->v);
+	free(C);
+}
+
+static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint32_t cap)
+{
+	struct cfs_id k = before(key_at);
+
+	memset(out, 0, sizeof(out));
+	return table_step(C, v, &k, nsucc, to_pred, out, &n_out, &n_cand, cap);
+}
+
+TestSuite(chord_table, .init = setup, .fini = teardown);
+
+Test(chord_table, alone_answers_itself)
+{
+	struct vnode *v = vn(0, 0, 0);
+
+	cr_assert(step(v, 200, 4, false, 16));
+	cr_assert_eq(n_out, 1);
+	cr_assert(same(&out[0], 0));
+}
+
+/* key in (pred, self]: we are its successor, our list follows. */
+Test(chord_table, own_key)
+{
+	struct vnode *v = vn(0, 100, 8);
+
+	v->pred = (struct tnode){ .n = ring[90], .valid = true };
+	cr_assert(step(v, 100, 3, false, 16));
+	cr_assert_eq(n_out, 3);
+	cr_assert(same(&out[0], 100) && same(&out[1], 101) && same(&out[2], 102));
+	v->succ_unsure = true; /* a list refilled from fingers is not offered */
+	cr_assert(step(v, 100, 3, false, 16));
+	cr_assert_eq(n_out, 1);
+}
+
+/* DHash++ 4.5: a successor list that covers the key with enough
+ * successors after it answers early. */
+Test(chord_table, covering_list_answers_early)
+{
+	struct vnode *v = vn(0, 0, 16);
+
+	cr_assert(step(v, 1, 4, false, 16), "the first successor");
+	cr_assert_eq(n_out, 4);
+	cr_assert(same(&out[0], 1));
+	cr_assert(step(v, 4, 4, false, 16));
+	cr_assert_eq(n_out, 4);
+	cr_assert(same(&out[0], 4) && same(&out[3], 7));
+	cr_assert_eq(n_cand, 0);
+}
+
+/* Too few successors after the key: the key's predecessors (nearest
+ * first), then the successors we know as the partial answer. */
+Test(chord_table, partial_answer)
+{
+	struct vnode *v = vn(0, 0, 16);
+
+	cr_assert(!step(v, 15, 4, false, 32));
+	cr_assert_eq(n_cand, 14);
+	cr_assert_eq(n_out, 16);
+	cr_assert(same(&out[0], 14) && same(&out[13], 1));
+	cr_assert(same(&out[14], 15) && same(&out[15], 16));
+	/* the cap bounds both */
+	cr_assert(!step(v, 15, 4, false, 10));
+	cr_assert_eq(n_cand, 10);
+	cr_assert_eq(n_out, 10);
+}
+
+/* Classic Chord (TO_PRED): only the predecessor answers. */
+Test(chord_table, to_pred)
+{
+	struct vnode *v = vn(0, 0, 16);
+
+	cr_assert(!step(v, 4, 4, true, 16));
+	cr_assert_eq(n_cand, 3);
+	cr_assert(same(&out[0], 3) && same(&out[2], 1));
+	cr_assert(step(v, 1, 4, true, 16), "the first successor: we are the predecessor");
+}
+
+/* Beyond the list: the closest preceding nodes of every table, nearest
+ * the key first, without repeats. */
+Test(chord_table, fingers)
+{
+	struct vnode *v = vn(0, 0, 4);
+
+	v->finger[0] = (struct tnode){ .n = ring[100], .valid = true };
+	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
+	v->finger[2] = (struct tnode){ .n = ring[300], .valid = true };
+	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
+	v->finger[4] = (struct tnode){ .n = ring[499], .valid = false };
+	v->finger[5] = (struct tnode){ .n = ring[500], .valid = true };
+	v->pred = (struct tnode){ .n = ring[RING - 1], .valid = true };
+	cr_assert(!step(v, 480, 4, false, 16));
+	cr_assert_eq(n_cand, n_out);
+	cr_assert_eq(n_out, 7);
+	cr_assert(same(&out[0], 450) && same(&out[1], 300) && same(&out[2], 100) && same(&out[3], 4));
+	cr_assert(same(&out[6], 1));
+	cr_assert(!step(v, 480, 4, false, 2));
+	cr_assert_eq(n_out, 2);
+	cr_assert(same(&out[0], 450) && same(&out[1], 300));
+}
+
+/* CFS 6.2: a closer virtual server of ours continues the step. */
+Test(chord_table, local_shortcut)
+{
+	struct vnode *v = vn(0, 0, 4);
+
+	C->nv = 2;
+	vn(1, 479, 16);
+	cr_assert(step(v, 480, 2, false, 16));
+	cr_assert_eq(n_out, 2);
+	cr_assert(same(&out[0], 480) && same(&out[1], 481));
+}
+
+/* An unsure list with nothing before the key: no answer at all. */
+Test(chord_table, unsure_and_empty)
+{
+	struct vnode *v = vn(0, 0, 1);
+
+	v->succ[0].n = ring[5];
+	v->succ_unsure = true;
+	cr_assert(!step(v, 3, 1, false, 16));
+	cr_assert_eq(n_out, 0);
+}
+
+Test(chord_table, estimate_n)
+{
+	struct vnode *v = vn(0, 0, 0);
+
+	cr_assert_float_eq(table_estimate_n(v), 1, 1e-9);
+	vn(0, 0, 4);
+	cr_assert_float_eq(table_estimate_n(v), 5, 1e-9, "the whole ring fits");
+	vn(0, 0, 16);
+	double est = table_estimate_n(v);
+	cr_assert(est > RING / 4 && est < RING * 4, "N ≈ r / f: %f", est);
+}

@@ -86,7 +86,7 @@ size_t chord__auth_count(const chord_t *c)
 	return cfs_htab_count(&c->auth);
 }
 
-void auth_mark_dead(chord_t *c, const struct cfs_id *id)
+void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id)
 {
 	struct auth_ent *e = find(c, id);
 
@@ -121,7 +121,7 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
-		table_consider(c, &n);
+		chord__table_consider(c, &n);
 	} else {
 		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
 		e->until_us = cfs_now_us() + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
@@ -132,7 +132,7 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 	free(a);
 }
 
-enum auth_state auth_check(chord_t *c, const struct cfs_node *n)
+enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n)
 {
 	struct auth_ent *e;
 	struct auth_call *a;

@@ -151,7 +151,7 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 			double ms = (double)res->rtt_us / 1000.0;
 			c->avg_rtt_ms = c->avg_rtt_ms > 0 ? c->avg_rtt_ms + (ms - c->avg_rtt_ms) / 32 : ms;
 			if (k->has_to)
-				table_note_rtt(c, &k->to, (uint32_t)(res->rtt_us > UINT32_MAX ? UINT32_MAX : res->rtt_us));
+				chord__table_note_rtt(c, &k->to, (uint32_t)(res->rtt_us > UINT32_MAX ? UINT32_MAX : res->rtt_us));
 		}
 		k->cb(k->arg, status, reply, res);
 	}
@@ -297,7 +297,7 @@ void chord_free(chord_t *c)
 	if (!c || c->freeing)
 		return;
 	c->freeing = true;
-	lookup_cancel_all(c);
+	chord__lookup_cancel_all(c);
 	cfs_transport_set_coord(c->tr, NULL);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];
@@ -335,7 +335,7 @@ void chord_refresh_fingers(chord_t *c)
 void chord_stabilize_now(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++)
-		maint_kick(&c->v[i]);
+		chord__maint_kick(&c->v[i]);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -383,13 +383,13 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		chord__reply_simple(c, from, &c->msg);
 		break;
 	case CFS_MSG_FIND_NEXT:
-		lookup_handle_find_next(c, v, req, from);
+		chord__lookup_handle_find_next(c, v, req, from);
 		break;
 	case CFS_MSG_LOOKUP_FWD:
-		lookup_handle_fwd(c, v, req, from);
+		chord__lookup_handle_fwd(c, v, req, from);
 		break;
 	case CFS_MSG_LOOKUP_DONE:
-		lookup_handle_done(c, req, from);
+		chord__lookup_handle_done(c, req, from);
 		break;
 	default:
 		chord__maint_handle(c, v, req, from);
@@ -402,7 +402,7 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 
 uint32_t chord_vnode_count(const chord_t *c) { return c->nv; }
 const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i) { return &c->v[i].self; }
-const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return vn_succ(&c->v[i]); }
+const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return chord__vn_succ(&c->v[i]); }
 bool chord_vnode_joined(const chord_t *c, uint32_t i) { return c->v[i].joined; }
 uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[])
 {
@@ -429,13 +429,13 @@ double chord_estimate_n(const chord_t *c)
 	double sum = 0;
 
 	for (uint32_t i = 0; i < c->nv; i++)
-		sum += table_estimate_n(&c->v[i]);
+		sum += chord__table_estimate_n(&c->v[i]);
 	return sum / c->nv;
 }
 
 bool chord_knows(const chord_t *c, const struct cfs_id *id)
 {
-	return table_contains(c, id);
+	return chord__table_contains(c, id);
 }
 
 static void json_node(struct cfs_sbuf *b, const struct tnode *t)
@@ -502,7 +502,7 @@ static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
 		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
 		              cfs_id_short(&v->self.id, s1),
 		              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
-		              cfs_id_short(&vn_succ(v)->id, s3), v->nsuccs ? v->nsuccs - 1 : 0, nf,
+		              cfs_id_short(&chord__vn_succ(v)->id, s3), v->nsuccs ? v->nsuccs - 1 : 0, nf,
 		              v->joined ? "" : "  (joining)");
 	}
 }
@@ -513,7 +513,7 @@ static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
 
 	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
 	              v->index, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
-	              table_estimate_n(v));
+	              chord__table_estimate_n(v));
 	if (v->pred.valid)
 		json_node(b, &v->pred);
 	else

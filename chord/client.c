@@ -58,7 +58,7 @@ uint32_t chord_client_contacts(const chord_t *c)
 	return c->ncontacts;
 }
 
-void client_learn(chord_t *c, const struct cfs_node *n)
+void chord__client_learn(chord_t *c, const struct cfs_node *n)
 {
 	if (!c->client || !chord__node_id_ok(c, n))
 		return;
@@ -73,7 +73,7 @@ void client_learn(chord_t *c, const struct cfs_node *n)
 		c->contacts[cfs_rng_next(&c->rng) % CONTACTS] = *n;
 }
 
-void client_forget(chord_t *c, const struct cfs_id *id)
+void chord__client_forget(chord_t *c, const struct cfs_id *id)
 {
 	for (uint32_t i = 0; i < c->ncontacts; i++)
 		if (cfs_id_eq(&c->contacts[i].id, id)) {
@@ -83,7 +83,7 @@ void client_forget(chord_t *c, const struct cfs_id *id)
 }
 
 /* Up to cap contacts, nearest predecessor of key first. */
-uint32_t client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
+uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap)
 {
 	uint32_t n = 0;
@@ -116,16 +116,16 @@ static void clk_done(void *arg, const struct chord_lookup_result *r)
 
 	if (r->status == 0) {
 		for (uint32_t i = 0; i < r->n; i++)
-			client_learn(c, &r->succ[i]);
+			chord__client_learn(c, &r->succ[i]);
 		for (uint32_t i = 0; i < r->npath; i++)
-			client_learn(c, &r->path[i]);
+			chord__client_learn(c, &r->path[i]);
 	} else if (r->status != -ECANCELED && k->boot_tries < c->nboot && !c->freeing) {
 		/* Every contact failed (or there were none): a bootstrap. */
 		const struct cfs_addr *a = &c->boot[c->boot_next++ % c->nboot];
 		k->boot_tries++;
 		k->rpcs += r->rpcs;
 		k->timeouts += r->timeouts;
-		if (lookup_start(c, &c->v[0], a, &k->key, &k->o, clk_done, k) == 0)
+		if (chord__lookup_start(c, &c->v[0], a, &k->key, &k->o, clk_done, k) == 0)
 			return;
 	}
 	struct chord_lookup_result res = *r;
@@ -136,7 +136,7 @@ static void clk_done(void *arg, const struct chord_lookup_result *r)
 	free(k);
 }
 
-int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg)
 {
 	struct clk *k = xcalloc(1, sizeof(*k));
@@ -154,7 +154,7 @@ int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_looku
 		first = &c->boot[c->boot_next++ % c->nboot];
 		k->boot_tries = 1;
 	}
-	if ((r = lookup_start(c, &c->v[0], first, key, &k->o, clk_done, k)) < 0)
+	if ((r = chord__lookup_start(c, &c->v[0], first, key, &k->o, clk_done, k)) < 0)
 		free(k);
 	return r;
 }

@@ -31,10 +31,10 @@ struct vnode {
 	bool stab_busy, fix_busy, pred_probe_busy, join_busy, fingers_done;
 	bool list_changed;        /* the last round changed the successor list */
 	/* The successor list was refilled from fingers after all successors
-	 * died (table_remove): it may skip live nodes, so lookups do not
+	 * died (chord__table_remove): it may skip live nodes, so lookups do not
 	 * answer from it until the successor names us its predecessor. */
 	bool succ_unsure;
-	uint64_t stab_ms;         /* loop time of the last round (maint_kick) */
+	uint64_t stab_ms;         /* loop time of the last round (chord__maint_kick) */
 	int next_finger;          /* the finger fix_fingers refreshes next */
 	uint32_t join_attempts;
 };
@@ -114,28 +114,28 @@ void chord__auth_init(chord_t *c);
 void chord__auth_free(chord_t *c);
 /* AUTH_OK, AUTH_FAILED/AUTH_DEAD (never use), or AUTH_PENDING (asked; the
  * node is offered to the tables once it answers). Local nodes are AUTH_OK. */
-enum auth_state auth_check(chord_t *c, const struct cfs_node *n);
+enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n);
 /* The node did not answer: keep it out of tables for a while. */
-void auth_mark_dead(chord_t *c, const struct cfs_id *id);
+void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id);
 enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id);
 size_t chord__auth_count(const chord_t *c);
 
 /* table.c */
-const struct cfs_node *vn_succ(const struct vnode *v);
+const struct cfs_node *chord__vn_succ(const struct vnode *v);
 /* Offer an authenticated node to every virtual server's tables. */
-void table_consider(chord_t *c, const struct cfs_node *n);
+void chord__table_consider(chord_t *c, const struct cfs_node *n);
 /* Offer a node: authenticate first if needed (then it is considered). */
-void table_offer(chord_t *c, const struct cfs_node *n);
+void chord__table_offer(chord_t *c, const struct cfs_node *n);
 /* Remove a node from every table, mark it dead. */
-void table_remove(chord_t *c, const struct cfs_id *id);
+void chord__table_remove(chord_t *c, const struct cfs_id *id);
 /* A finger that failed to answer: forget it (fix-fingers refills it). */
-void table_drop_finger(chord_t *c, const struct cfs_id *id);
+void chord__table_drop_finger(chord_t *c, const struct cfs_id *id);
 /* Rebuild v's successor list as [first] + list (a successor's own list). */
-void table_set_succs(struct vnode *v, const struct cfs_node *first,
+void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
                      const struct cfs_node *list, uint32_t n);
 /* The measured RTT to id if any table has it, else 0. */
-void table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us);
-bool table_contains(const chord_t *c, const struct cfs_id *id);
+void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us);
+bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
 /*
  * One lookup step at v (the body of FIND_NEXT): true with the key's
  * successors in out (DONE), or false with next-hop candidates preceding
@@ -147,45 +147,45 @@ bool table_contains(const chord_t *c, const struct cfs_id *id);
  * predecessors is alive. With to_pred, only the key's predecessor answers
  * (classic Chord): a covering successor list leads to it.
  */
-bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
                 uint32_t cap);
 /* The local virtual server that most closely precedes key (or is it). */
-struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key);
-double table_estimate_n(const struct vnode *v);
+struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);
+double chord__table_estimate_n(const struct vnode *v);
 
 /* maint.c */
 void chord__maint_start(chord_t *c);
 void chord__maint_stop(chord_t *c);
 void chord__maint_refresh_fingers(chord_t *c);
 /* Run v's stabilisation soon (its successor changed). */
-void maint_kick(struct vnode *v);
+void chord__maint_kick(struct vnode *v);
 void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
 
 /* lookup.c */
-void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                              const struct cfs_reply_to *from);
-void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from);
-void lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from);
-void lookup_cancel_all(chord_t *c);
+void chord__lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void chord__lookup_cancel_all(chord_t *c);
 /* A lookup that starts at an address rather than a table (joining). */
-int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
+int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
                  const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg);
 /* The pseudo-hop of a client's lookup: up to cap known nodes, nearest
  * predecessor of key first; 0 when none are known. */
-uint32_t client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
+uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
 /* The lookup state machines (no I/O) are in lookup_sm.h. */
 
 /* client.c */
-int client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg);
 /* Remember a node a lookup showed alive (clients only). */
-void client_learn(chord_t *c, const struct cfs_node *n);
+void chord__client_learn(chord_t *c, const struct cfs_node *n);
 /* A contact that did not answer. */
-void client_forget(chord_t *c, const struct cfs_id *id);
+void chord__client_forget(chord_t *c, const struct cfs_id *id);
 
 #endif

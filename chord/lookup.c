@@ -70,10 +70,10 @@ static bool env_local_step(void *ctx, const struct cfs_id *key, uint32_t nsucc, 
                            struct cfs_node *ret_self)
 {
 	chord_t *c = ctx;
-	struct vnode *u = table_closest_local(c, key);
+	struct vnode *u = chord__table_closest_local(c, key);
 
 	*ret_self = u->self;
-	return table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
+	return chord__table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
 }
 
 static bool env_has_block(void *ctx, const struct cfs_id *key)
@@ -234,12 +234,12 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		(void)chord_call(c, &a->to, &c->msg, c->cfg.probe_timeout_ms, ignore_reply, NULL);
 		break;
 	case CHORD__LKA_DROP:
-		table_drop_finger(c, &a->id);
+		chord__table_drop_finger(c, &a->id);
 		if (c->client)
-			client_forget(c, &a->id);
+			chord__client_forget(c, &a->id);
 		break;
 	case CHORD__LKA_REMOVE:
-		table_remove(c, &a->id);
+		chord__table_remove(c, &a->id);
 		break;
 	case CHORD__LKA_DEADLINE:
 		l->deadline_us = cfs_now_us() + a->ms * 1000ull;
@@ -335,7 +335,7 @@ static void arm(chord_t *c)
 	}
 }
 
-void lookup_cancel_all(chord_t *c)
+void chord__lookup_cancel_all(chord_t *c)
 {
 	while (c->lookups) {
 		struct lookup *l = c->lookups;
@@ -349,7 +349,7 @@ void lookup_cancel_all(chord_t *c)
 
 /* ------------------------------------------------------------ recursive, served */
 
-void lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void chord__lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct chord__lk_reply d;
 	struct lookup *l;
@@ -408,7 +408,7 @@ static void fwd_drive(struct fwd *f)
 			(void)chord_call(c, &a.to, &c->msg, 0, ignore_reply, NULL);
 			break;
 		case CHORD__LKA_DROP:
-			table_drop_finger(c, &a.id);
+			chord__table_drop_finger(c, &a.id);
 			break;
 		case CHORD__LKA_END:
 			chord__fwdsm_release(&f->sm);
@@ -438,13 +438,13 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	*nsucc = req->nsucc < 1 ? 1 : req->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : req->nsucc;
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
-	return table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, out, n, ncand,
+	return chord__table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, out, n, ncand,
 	                  *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND);
 }
 
 /* One forwarding hop (DHash++ Fig. 10): acknowledge, then let the
  * machine answer the originator or pass the query on. */
-void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
 	const struct chord__lk_env env = { &lk_ops, c };
@@ -471,7 +471,7 @@ void lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 
 /* ------------------------------------------------------------ entry points */
 
-void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                              const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
@@ -480,7 +480,7 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
 
 	c->find_next_handled++;
 	if (!req->has_to)
-		v = table_closest_local(c, &req->key); /* a bootstrap query: best local start */
+		v = chord__table_closest_local(c, &req->key); /* a bootstrap query: best local start */
 	if (!v->joined) {
 		/* Our tables mean nothing yet: do not lead a joiner astray. */
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
@@ -498,7 +498,7 @@ void lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *
 	chord__reply_simple(c, from, &c->msg);
 }
 
-int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
+int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
                  const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg)
 {
@@ -522,7 +522,7 @@ int lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
 		chord__lksm_start_addr(&l->sm, first);
 	} else if (c->client) {
 		struct cfs_node cand[CHORD__LK_NCAND];
-		uint32_t n = client_candidates(c, key, cand, CHORD__LK_NCAND);
+		uint32_t n = chord__client_candidates(c, key, cand, CHORD__LK_NCAND);
 		chord__lksm_start_client(&l->sm, cand, n);
 	} else {
 		chord__lksm_start(&l->sm);
@@ -535,6 +535,6 @@ int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup
                  chord_lookup_cb cb, void *arg)
 {
 	if (c->client)
-		return client_lookup(c, key, o, cb, arg);
-	return lookup_start(c, &c->v[0], NULL, key, o, cb, arg);
+		return chord__client_lookup(c, key, o, cb, arg);
+	return chord__lookup_start(c, &c->v[0], NULL, key, o, cb, arg);
 }

@@ -32,9 +32,9 @@ struct chord__lk_ops {
 	bool (*node_id_ok)(void *ctx, const struct cfs_node *n);
 	/* Is id one of this process's virtual servers? */
 	bool (*is_local)(void *ctx, const struct cfs_id *id);
-	/* table_step at the local virtual server closest before key (its
+	/* chord__table_step at the local virtual server closest before key (its
 	 * node in *ret_self): true with key's successors, false with next
-	 * hops (see table_step in internal.h). */
+	 * hops (see chord__table_step in internal.h). */
 	bool (*local_step)(void *ctx, const struct cfs_id *key, uint32_t nsucc, bool to_pred,
 	                   struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap,
 	                   struct cfs_node *ret_self);

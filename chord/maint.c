@@ -42,7 +42,7 @@ static void probe_missed(chord_t *c, struct tnode *t, int status)
 	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
 	    ++t->misses >= c->cfg.fail_probes) {
 		log_debug("node %s failed (%s)", cfs_id_short(&t->n.id, s), strerror(-status));
-		table_remove(c, &t->n.id);
+		chord__table_remove(c, &t->n.id);
 	}
 }
 
@@ -79,14 +79,14 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 			list[n++] = r->succ[i];
 	if (n == 0)
 		return;
-	enum auth_state st = auth_check(c, &list[0]);
+	enum auth_state st = chord__auth_check(c, &list[0]);
 	for (uint32_t i = 1; i < n; i++)
-		(void)auth_check(c, &list[i]);
+		(void)chord__auth_check(c, &list[i]);
 	if (st != AUTH_OK)
 		return; /* pending: the next attempt finds it authenticated */
-	table_set_succs(v, &list[0], list + 1, n - 1);
+	chord__table_set_succs(v, &list[0], list + 1, n - 1);
 	v->succ_unsure = false;
-	maint_kick(v);
+	chord__maint_kick(v);
 	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
 }
@@ -102,13 +102,13 @@ static void join(struct vnode *v)
 	if (c->nboot == 0) {
 		/* A new ring: the virtual servers of this process know each other. */
 		for (uint32_t i = 0; i < c->nv; i++)
-			table_consider(c, &c->v[i].self);
+			chord__table_consider(c, &c->v[i].self);
 		v->joined = true;
 		return;
 	}
 	v->join_attempts++;
 	v->join_busy = true;
-	if (lookup_start(c, v, &c->boot[c->boot_next % c->nboot], &v->self.id, &o, join_done, v) < 0) {
+	if (chord__lookup_start(c, v, &c->boot[c->boot_next % c->nboot], &v->self.id, &o, join_done, v) < 0) {
 		v->join_busy = false;
 		c->boot_next++;
 	}
@@ -153,14 +153,14 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
 	}
 	struct cfs_node first = t->n;
 	first.coord = reply->coord;
-	table_set_succs(v, &first, reply->nodes, reply->n_nodes);
+	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes);
 	if (reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id))
 		v->succ_unsure = false; /* no one between us and our successor */
 	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
 	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
-		table_offer(c, &reply->pred);
+		chord__table_offer(c, &reply->pred);
 	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
-		notify_succ(v, vn_succ(v));
+		notify_succ(v, chord__vn_succ(v));
 	free(k);
 }
 
@@ -182,7 +182,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 			v->pred.misses = 0;
 		} else if (++v->pred.misses >= c->cfg.fail_probes || status == -ESRCH) {
 			v->pred.valid = false;
-			auth_mark_dead(c, &k->to.id);
+			chord__auth_mark_dead(c, &k->to.id);
 		}
 	}
 	free(k);
@@ -206,10 +206,10 @@ static void stabilize(struct vnode *v)
 			struct cfs_node list[CHORD_SUCC_MAX];
 			for (uint32_t i = 0; i < u->nsuccs; i++)
 				list[i] = u->succ[i].n;
-			table_set_succs(v, &first, list, u->nsuccs);
+			chord__table_set_succs(v, &first, list, u->nsuccs);
 			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
-				table_offer(c, &u->pred.n);
-			table_consider(c, &v->self); /* notify u */
+				chord__table_offer(c, &u->pred.n);
+			chord__table_consider(c, &v->self); /* notify u */
 			if (u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id))
 				v->succ_unsure = false;
 			free(k);
@@ -258,7 +258,7 @@ static void stab_tick(uv_timer_t *t)
  */
 #define KICK_GAP_MS 10
 
-void maint_kick(struct vnode *v)
+void chord__maint_kick(struct vnode *v)
 {
 	chord_t *c = v->c;
 
@@ -310,7 +310,7 @@ static void finger_choose(struct vnode *v, int k, const struct cfs_node *cand, u
 			return;
 		best = 0;
 	}
-	if (auth_check(c, &cand[best]) == AUTH_OK) {
+	if (chord__auth_check(c, &cand[best]) == AUTH_OK) {
 		struct tnode *f = &v->finger[k];
 		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
 			*f = (struct tnode){ .n = cand[best], .valid = true };
@@ -377,7 +377,7 @@ static void fix_fingers(struct vnode *v)
 		f->k = k;
 		next_finger(v);
 		v->fix_busy = true;
-		if (lookup_start(c, v, NULL, &s, &o, fix_done, f) < 0) {
+		if (chord__lookup_start(c, v, NULL, &s, &o, fix_done, f) < 0) {
 			v->fix_busy = false;
 			free(f);
 		}
@@ -456,7 +456,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	l->pending = 1;
 	c->leaving = true;
 	chord__maint_stop(c);
-	lookup_cancel_all(c);
+	chord__lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];
 		const struct cfs_node *to[2] = { v->nsuccs ? &v->succ[0].n : NULL,
@@ -493,7 +493,7 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 	struct alert *a = arg;
 
 	if (status != -ECANCELED && !a->c->freeing && status < 0 && status != -EPERM)
-		table_remove(a->c, &a->id);
+		chord__table_remove(a->c, &a->id);
 	free(a);
 }
 
@@ -503,7 +503,7 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
 {
 	c->alerts_in++;
-	if (!table_contains(c, dead) || chord__local(c, dead))
+	if (!chord__table_contains(c, dead) || chord__local(c, dead))
 		return;
 	struct alert *a = xcalloc(1, sizeof(*a));
 	const struct cfs_node *n = NULL;
@@ -560,7 +560,7 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		    cfs_addr_eq(&req->node.addr, &from->addr) && req->node.vindex == sender.vindex &&
 		    !cfs_id_eq(&sender.id, &v->self.id) &&
 		    (!v->pred.valid || cfs_id_in_oo(&sender.id, &v->pred.n.id, &v->self.id)))
-			table_offer(c, &sender);
+			chord__table_offer(c, &sender);
 		break;
 	case CFS_MSG_ALERT:
 		handle_alert(c, v, &req->key);
@@ -568,12 +568,12 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	case CFS_MSG_LEAVE:
 		if (member) {
 			bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id);
-			table_remove(c, &sender.id);
+			chord__table_remove(c, &sender.id);
 			if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id))
-				table_offer(c, &req->pred);
+				chord__table_offer(c, &req->pred);
 			for (uint32_t i = 0; i < req->n_nodes; i++)
 				if (!cfs_id_eq(&req->nodes[i].id, &v->self.id))
-					table_offer(c, &req->nodes[i]);
+					chord__table_offer(c, &req->nodes[i]);
 		}
 		break;
 	default:

@@ -11,7 +11,7 @@
 
 
 
-const struct cfs_node *vn_succ(const struct vnode *v)
+const struct cfs_node *chord__vn_succ(const struct vnode *v)
 {
 	return v->nsuccs ? &v->succ[0].n : &v->self;
 }
@@ -53,11 +53,11 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 		v->nsuccs++;
 	if (i == 0) {
 		v->joined = true;
-		maint_kick(v); /* a new successor: ask it about its neighbours now */
+		chord__maint_kick(v); /* a new successor: ask it about its neighbours now */
 	}
 }
 
-void table_consider(chord_t *c, const struct cfs_node *n)
+void chord__table_consider(chord_t *c, const struct cfs_node *n)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
@@ -69,7 +69,7 @@ void table_consider(chord_t *c, const struct cfs_node *n)
 		 * again now rather than a round later. */
 		if (v->nsuccs > 0 && v->nsuccs < c->cfg.nsucc &&
 		    cfs_id_in_oo(&n->id, &v->succ[v->nsuccs - 1].n.id, &v->self.id))
-			maint_kick(v);
+			chord__maint_kick(v);
 		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
 			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id))
 				v->pred = (struct tnode){ .n = *n, .valid = true };
@@ -87,13 +87,13 @@ void table_consider(chord_t *c, const struct cfs_node *n)
 	}
 }
 
-void table_offer(chord_t *c, const struct cfs_node *n)
+void chord__table_offer(chord_t *c, const struct cfs_node *n)
 {
-	if (auth_check(c, n) == AUTH_OK)
-		table_consider(c, n);
+	if (chord__auth_check(c, n) == AUTH_OK)
+		chord__table_consider(c, n);
 }
 
-void table_remove(chord_t *c, const struct cfs_id *id)
+void chord__table_remove(chord_t *c, const struct cfs_id *id)
 {
 	char s[9];
 	bool found = false;
@@ -119,7 +119,7 @@ void table_remove(chord_t *c, const struct cfs_id *id)
 				found = true;
 			}
 	}
-	auth_mark_dead(c, id);
+	chord__auth_mark_dead(c, id);
 	if (found)
 		log_debug("dropped node %s from the tables", cfs_id_short(id, s));
 	/* A virtual server whose successors all died falls back on whatever
@@ -142,7 +142,7 @@ void table_remove(chord_t *c, const struct cfs_id *id)
 	}
 }
 
-void table_drop_finger(chord_t *c, const struct cfs_id *id)
+void chord__table_drop_finger(chord_t *c, const struct cfs_id *id)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++)
 		for (int k = 0; k < NFINGERS; k++)
@@ -150,7 +150,7 @@ void table_drop_finger(chord_t *c, const struct cfs_id *id)
 				c->v[vi].finger[k].valid = false;
 }
 
-void table_set_succs(struct vnode *v, const struct cfs_node *first,
+void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
                      const struct cfs_node *list, uint32_t n)
 {
 	chord_t *c = v->c;
@@ -172,7 +172,7 @@ void table_set_succs(struct vnode *v, const struct cfs_node *first,
 		/* Authenticate every newcomer now (answers arrive by the next
 		 * round), but keep the list gap-free: it ends at the first
 		 * node not yet authenticated. */
-		enum auth_state st = auth_check(c, x);
+		enum auth_state st = chord__auth_check(c, x);
 		if (st == AUTH_FAILED || st == AUTH_DEAD || stopped)
 			continue;
 		if (st != AUTH_OK) {
@@ -195,7 +195,7 @@ void table_set_succs(struct vnode *v, const struct cfs_node *first,
 	v->joined = true;
 }
 
-void table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
+void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
@@ -214,7 +214,7 @@ void table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
 	}
 }
 
-bool table_contains(const chord_t *c, const struct cfs_id *id)
+bool chord__table_contains(const chord_t *c, const struct cfs_id *id)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		const struct vnode *v = &c->v[vi];
@@ -230,7 +230,7 @@ bool table_contains(const chord_t *c, const struct cfs_id *id)
 	return false;
 }
 
-struct vnode *table_closest_local(chord_t *c, const struct cfs_id *key)
+struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key)
 {
 	struct vnode *best = &c->v[0];
 	struct cfs_id bd, d;
@@ -273,7 +273,16 @@ static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const stru
 		(*n)++;
 }
 
-bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+/* One lookup step as this virtual server sees it, served to others and
+ * taken by our own lookups. In order: we are the key's successor (CFS
+ * 4.1); our successor list covers the key (DHash++ 4.2: answer early), or
+ * it covers it too late to give nsucc successors and we offer the key's
+ * predecessors plus what we know of its successors (PARTIAL); else the
+ * closest preceding nodes from every table of this process (CFS 4.3),
+ * continuing at a local virtual server if one is closer. Kept in one
+ * function because each case falls through to the next on the same
+ * tables, and the order is the protocol. */
+bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap)
 {
 	uint32_t n = 0;
@@ -331,7 +340,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
+			return chord__table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
 	}
 	if (n == 0 && v->succ_unsure) {
 		*n_out = 0; /* our successor may not be the key's: no answer */
@@ -339,7 +348,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	}
 	if (n == 0) {
 		/* Nothing between us and the key: our successor is the answer. */
-		out[n++] = *vn_succ(v);
+		out[n++] = *chord__vn_succ(v);
 		for (uint32_t i = 1; i < v->nsuccs && n < nsucc; i++)
 			out[n++] = v->succ[i].n;
 		*n_out = n;
@@ -349,7 +358,7 @@ bool table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t 
 	return false;
 }
 
-double table_estimate_n(const struct vnode *v)
+double chord__table_estimate_n(const struct vnode *v)
 {
 	const chord_t *c = v->c;
 

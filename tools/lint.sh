@@ -82,16 +82,6 @@ declare -A lib_prefix=(
 )
 # The one allocation family (STYLE: "one xmalloc family") keeps its names.
 allowed_names='^(xmalloc|xcalloc|xrealloc|xstrdup|xmemdup)$'
-# Names still to be renamed, defined in files being rewritten elsewhere:
-# reported, not failed. Remove a name once it carries its prefix.
-pending_names='
-auth_check auth_mark_dead maint_kick vn_succ
-client_candidates client_forget client_learn client_lookup
-lookup_cancel_all lookup_handle_done lookup_handle_find_next lookup_handle_fwd
-lookup_select lookup_start
-table_closest_local table_consider table_contains table_drop_finger table_estimate_n
-table_note_rtt table_offer table_remove table_set_succs table_step
-'
 libs=()
 for l in "${!lib_prefix[@]}"; do libs+=("$B/$l"); done
 if ! command -v nm >/dev/null; then
@@ -99,19 +89,14 @@ if ! command -v nm >/dev/null; then
 elif ! make -s --no-print-directory B="$B" "${libs[@]}" >/dev/null; then
 	echo "lint: cannot build ${libs[*]} to check exported names (see make's errors above)"; bad=1
 else
-	pending=0
 	for l in "${!lib_prefix[@]}"; do
 		while read -r sym; do
 			[[ $sym =~ ^(${lib_prefix[$l]}) ]] && continue
 			[[ $sym =~ $allowed_names ]] && continue
-			if [[ " $(echo $pending_names) " == *" $sym "* ]]; then
-				pending=$((pending + 1)); continue
-			fi
 			echo "lint: $B/$l exports '$sym': give it the prefix ${lib_prefix[$l]//|/ or } (or make it static)"
 			bad=1
 		done < <(nm -g --defined-only "$B/$l" | awk 'NF == 3 { print $3 }' | sort -u)
 	done
-	[ $pending -eq 0 ] || echo "lint: note: $pending exported names still wait for their prefix (pending_names in tools/lint.sh)"
 fi
 [ $bad -eq 0 ] && echo "lint: layering and exported names ok"
 exit $bad

@@ -398,7 +398,7 @@ Test(chord_lookup, partial_used_when_predecessors_fail)
 	cr_assert_eq(SM.res.timeouts, 2);
 }
 
-/* The same from our own tables (table_step's partial answer). */
+/* The same from our own tables (chord__table_step's partial answer). */
 Test(chord_lookup, local_partial)
 {
 	local_cands(NODES(39, 38, 40, 41), 2);

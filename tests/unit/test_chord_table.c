@@ -1,4 +1,4 @@
-/* table_step (chord/table.c), the local half of a lookup step, on tables
+/* chord__table_step (chord/table.c), the local half of a lookup step, on tables
  * filled by hand: no socket, no timer. ring[] holds real nodes sorted by
  * ID, so ring[i] precedes ring[i + 1] on the circle. */
 #include <criterion/criterion.h>
@@ -74,7 +74,7 @@ static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint
 	struct cfs_id k = before(key_at);
 
 	memset(out, 0, sizeof(out));
-	return table_step(C, v, &k, nsucc, to_pred, out, &n_out, &n_cand, cap);
+	return chord__table_step(C, v, &k, nsucc, to_pred, out, &n_out, &n_cand, cap);
 }
 
 TestSuite(chord_table, .init = setup, .fini = teardown);
@@ -195,10 +195,10 @@ Test(chord_table, estimate_n)
 {
 	struct vnode *v = vn(0, 0, 0);
 
-	cr_assert_float_eq(table_estimate_n(v), 1, 1e-9);
+	cr_assert_float_eq(chord__table_estimate_n(v), 1, 1e-9);
 	vn(0, 0, 4);
-	cr_assert_float_eq(table_estimate_n(v), 5, 1e-9, "the whole ring fits");
+	cr_assert_float_eq(chord__table_estimate_n(v), 5, 1e-9, "the whole ring fits");
 	vn(0, 0, 16);
-	double est = table_estimate_n(v);
+	double est = chord__table_estimate_n(v);
 	cr_assert(est > RING / 4 && est < RING * 4, "N ≈ r / f: %f", est);
 }

@@ -108,7 +108,8 @@ static int wbuf_write(void *data, const char *buf, size_t len)
 		w->overflow = true;
 		return -1;
 	}
-	memcpy(w->p + w->len, buf, len);
+	if (len) /* an empty field may come with no buffer at all */
+		memcpy(w->p + w->len, buf, len);
 	w->len += len;
 	return 0;
 }

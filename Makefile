@@ -363,7 +363,7 @@ help:
 	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"
 	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
 	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
-	@echo "make lint       check the layering rules"
+	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions"
 	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean      remove build trees"
 

@@ -21,7 +21,6 @@
  * fetched block is written there, so a remount starts warm.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cfs-fuse/internal.h"
 
@@ -40,7 +39,6 @@ struct ffetch {
 	bool timer_live;
 	bool queued;              /* waiting for a slot, in bs->q[prefetch] */
 	uv_timer_t timer;         /* the pause before a retry */
-	struct ffetch *hnext;
 	struct ffetch *qnext;
 };
 
@@ -53,23 +51,15 @@ struct fs_blocks {
 	dhash_local_t *dh;
 	size_t cap;
 	uint32_t retries;
-	struct fblk **tab;
-	size_t nbuckets, count, bytes;
+	struct cfs_htab tab;      /* cached blocks: cfs_id → struct fblk * */
+	size_t bytes;
 	struct fblk *lru_head, *lru_tail;
-	struct ffetch **ftab;     /* fetches in flight, by key */
-	size_t nfbuckets, nfetch;
+	struct cfs_htab ftab;     /* fetches in flight: cfs_id → struct ffetch * */
 	uint32_t active, max_active; /* gets outstanding at cfsd, and the cap */
 	struct fqueue q[2];          /* waiting for a slot: [0] wanted, [1] prefetches */
 	dhash_cache_t *disk;         /* or NULL */
 	struct cfsfuse_stats st;
 };
-
-static size_t bucket(const struct cfs_id *k, size_t n)
-{
-	uint64_t h;
-	memcpy(&h, k->b, sizeof(h));
-	return (size_t)(h & (n - 1));
-}
 
 /* ------------------------------------------------------------ LRU */
 
@@ -97,52 +87,40 @@ static void lru_push(struct fs_blocks *bs, struct fblk *b)
 		bs->lru_tail = b;
 }
 
+static void lru_touch(struct fs_blocks *bs, struct fblk *b)
+{
+	if (bs->lru_head != b) {
+		lru_unlink(bs, b);
+		lru_push(bs, b);
+	}
+}
+
 static void evict(struct fs_blocks *bs, struct fblk *b)
 {
-	for (struct fblk **pp = &bs->tab[bucket(&b->key, bs->nbuckets)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == b) {
-			*pp = b->hnext;
-			break;
-		}
+	(void)cfs_htab_del(&bs->tab, &b->key, NULL);
 	lru_unlink(bs, b);
-	bs->count--;
 	bs->bytes -= b->len;
 	free(b->p);
 	free(b);
 }
 
-static void grow(struct fs_blocks *bs)
-{
-	size_t n = bs->nbuckets * 2;
-	struct fblk **tab = xcalloc(n, sizeof(*tab));
-
-	for (size_t i = 0; i < bs->nbuckets; i++)
-		for (struct fblk *b = bs->tab[i], *next; b; b = next) {
-			next = b->hnext;
-			size_t j = bucket(&b->key, n);
-			b->hnext = tab[j];
-			tab[j] = b;
-		}
-	free(bs->tab);
-	bs->tab = tab;
-	bs->nbuckets = n;
-}
-
+/* A block already cached under key (content-hash keys name their bytes,
+ * so these are the same) is kept, made young, and returned. */
 static struct fblk *insert(struct fs_blocks *bs, const struct cfs_id *key, const uint8_t *p,
                            size_t len)
 {
-	struct fblk *b = xcalloc(1, sizeof(*b));
+	bool added;
+	struct fblk **slot = cfs_htab_put(&bs->tab, key, &added), *b;
 
+	if (!added) {
+		lru_touch(bs, *slot);
+		return *slot;
+	}
+	b = *slot = xcalloc(1, sizeof(*b));
 	b->key = *key;
 	b->p = xmemdup(p, len ? len : 1);
 	b->len = len;
-	if (bs->count >= bs->nbuckets)
-		grow(bs);
-	size_t i = bucket(key, bs->nbuckets);
-	b->hnext = bs->tab[i];
-	bs->tab[i] = b;
 	lru_push(bs, b);
-	bs->count++;
 	bs->bytes += len;
 	while (bs->bytes > bs->cap && bs->lru_tail != b)
 		evict(bs, bs->lru_tail);
@@ -173,27 +151,17 @@ static const struct fblk *disk_peek(struct fs_blocks *bs, const struct cfs_id *k
 
 const struct fblk *fs__blk_peek(struct fs_blocks *bs, const struct cfs_id *key)
 {
-	for (struct fblk *b = bs->tab[bucket(key, bs->nbuckets)]; b; b = b->hnext)
-		if (cfs_id_eq(&b->key, key)) {
-			if (bs->lru_head != b) {
-				lru_unlink(bs, b);
-				lru_push(bs, b);
-			}
-			bs->st.hits++;
-			return b;
-		}
+	struct fblk **slot = cfs_htab_get(&bs->tab, key);
+
+	if (slot) {
+		lru_touch(bs, *slot);
+		bs->st.hits++;
+		return *slot;
+	}
 	return bs->disk ? disk_peek(bs, key) : NULL;
 }
 
 /* ------------------------------------------------------------ fetches */
-
-static struct ffetch **fetch_slot(struct fs_blocks *bs, const struct cfs_id *key)
-{
-	struct ffetch **pp = &bs->ftab[bucket(key, bs->nfbuckets)];
-	while (*pp && !cfs_id_eq(&(*pp)->key, key))
-		pp = &(*pp)->hnext;
-	return pp;
-}
 
 static void fetch_start(struct ffetch *f);
 static void fetch_issue(struct ffetch *f);
@@ -246,8 +214,7 @@ static void fetch_end(struct ffetch *f, int status, const struct fblk *b)
 	struct fs_blocks *bs = f->bs;
 	struct waiter *w = f->waiters;
 
-	*fetch_slot(bs, &f->key) = f->hnext;
-	bs->nfetch--;
+	(void)cfs_htab_del(&bs->ftab, &f->key, NULL);
 	if (f->queued) /* only when the mount is being torn down */
 		q_remove(&bs->q[f->prefetch], f);
 	if (status < 0)
@@ -329,50 +296,38 @@ static void fetch_start(struct ffetch *f)
 	q_push(&bs->q[f->prefetch], f);
 }
 
+static void waiter_add(struct ffetch *f, fs_blk_cb cb, void *arg)
+{
+	struct waiter *w;
+
+	if (!cb)
+		return;
+	w = xcalloc(1, sizeof(*w));
+	w->cb = cb;
+	w->arg = arg;
+	*f->wtail = w;
+	f->wtail = &w->next;
+}
+
 void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
                    void *arg)
 {
-	struct ffetch **pp = fetch_slot(bs, key), *f = *pp;
-	struct waiter *w = NULL;
+	struct ffetch **slot = cfs_htab_get(&bs->ftab, key), *f;
 
-	if (cb) {
-		w = xcalloc(1, sizeof(*w));
-		w->cb = cb;
-		w->arg = arg;
-	}
-	if (!f) {
-		if (bs->nfetch >= bs->nfbuckets) {
-			/* rehash the fetch table */
-			size_t n = bs->nfbuckets * 2;
-			struct ffetch **tab = xcalloc(n, sizeof(*tab));
-			for (size_t i = 0; i < bs->nfbuckets; i++)
-				for (struct ffetch *x = bs->ftab[i], *next; x; x = next) {
-					next = x->hnext;
-					size_t j = bucket(&x->key, n);
-					x->hnext = tab[j];
-					tab[j] = x;
-				}
-			free(bs->ftab);
-			bs->ftab = tab;
-			bs->nfbuckets = n;
-			pp = fetch_slot(bs, key);
-		}
+	if (!slot) {
 		f = xcalloc(1, sizeof(*f));
 		f->bs = bs;
 		f->key = *key;
 		f->wtail = &f->waiters;
 		f->prefetch = prefetch;
-		*pp = f;
-		bs->nfetch++;
+		*(struct ffetch **)cfs_htab_put(&bs->ftab, key, NULL) = f;
 		bs->st.misses += !prefetch;
 		bs->st.prefetches += prefetch;
-		if (w) {
-			*f->wtail = w;
-			f->wtail = &w->next;
-		}
-		fetch_start(f);
+		waiter_add(f, cb, arg);
+		fetch_start(f); /* may end f at once while closing */
 		return;
 	}
+	f = *slot;
 	if (!prefetch && f->prefetch) {
 		if (f->queued) { /* a reader waits for it now: to the front queue */
 			q_remove(&bs->q[1], f);
@@ -380,10 +335,7 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 		}
 		f->prefetch = false;
 	}
-	if (w) {
-		*f->wtail = w;
-		f->wtail = &w->next;
-	}
+	waiter_add(f, cb, arg);
 }
 
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
@@ -396,7 +348,7 @@ void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 	st->prefetches = bs->st.prefetches;
 	st->bytes_fetched = bs->st.bytes_fetched;
 	st->cached_bytes = bs->bytes;
-	st->cached_blocks = bs->count;
+	st->cached_blocks = cfs_htab_count(&bs->tab);
 	st->disk_hits = bs->st.disk_hits;
 	if (bs->disk) {
 		uint64_t evicted;
@@ -417,26 +369,27 @@ struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struc
 	bs->max_active = o->max_fetches ? o->max_fetches : 1;
 	bs->q[0].tail = &bs->q[0].head;
 	bs->q[1].tail = &bs->q[1].head;
-	bs->nbuckets = 1024;
-	bs->tab = xcalloc(bs->nbuckets, sizeof(*bs->tab));
-	bs->nfbuckets = 256;
-	bs->ftab = xcalloc(bs->nfbuckets, sizeof(*bs->ftab));
+	cfs_htab_init(&bs->tab, sizeof(struct cfs_id), sizeof(struct fblk *));
+	cfs_htab_init(&bs->ftab, sizeof(struct cfs_id), sizeof(struct ffetch *));
 	return bs;
 }
 
 /* After the DHash client was freed: fetches still in the table wait for a
- * retry; they end here with -ECANCELED. */
+ * retry; they end here with -ECANCELED. Each walk starts again from the
+ * first slot, since fetch_end deletes (and a waiter may add) entries. */
 void fs__blocks_free(struct fs_blocks *bs)
 {
+	size_t pos;
+	void *v;
+
 	if (!bs)
 		return;
-	for (size_t i = 0; i < bs->nfbuckets; i++)
-		while (bs->ftab[i])
-			fetch_end(bs->ftab[i], -ECANCELED, NULL);
+	while (pos = 0, cfs_htab_next(&bs->ftab, &pos, NULL, &v))
+		fetch_end(*(struct ffetch **)v, -ECANCELED, NULL);
 	while (bs->lru_tail)
 		evict(bs, bs->lru_tail);
 	dhash_cache_close(bs->disk);
-	free(bs->tab);
-	free(bs->ftab);
+	cfs_htab_free(&bs->tab);
+	cfs_htab_free(&bs->ftab);
 	free(bs);
 }

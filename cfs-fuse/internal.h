@@ -13,7 +13,6 @@ struct fblk {
 	struct cfs_id key;
 	uint8_t *p;
 	size_t len;
-	struct fblk *hnext;       /* hash chain */
 	struct fblk *lprev, *lnext; /* LRU, most recent at the head */
 };
 

@@ -9,10 +9,11 @@
  * So a table with a steady churn of puts and deletes (the transport's
  * calls) never fills up with dead slots and never needs a rebuild.
  *
- * The hash is seeded once per process from the clock and an address, so a
- * peer that chooses keys (node IDs in the auth cache) cannot aim them all
- * at one probe run.
+ * The hash is seeded once per process from libsodium's random source, so
+ * a peer that chooses keys (node IDs in the auth cache) cannot aim them
+ * all at one probe run.
  */
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,10 @@ uint64_t cfs_hash64(const void *p, size_t n)
 	const uint8_t *b = p;
 	uint64_t h, w;
 
-	if (!hash_seed)
-		hash_seed = mix(cfs_now_us() ^ (uint64_t)(uintptr_t)&hash_seed) | 1;
+	if (!hash_seed) {
+		randombytes_buf(&hash_seed, sizeof(hash_seed));
+		hash_seed |= 1;
+	}
 	h = hash_seed ^ (n * 0x9e3779b97f4a7c15ull);
 	for (; n >= 8; b += 8, n -= 8) {
 		memcpy(&w, b, 8);

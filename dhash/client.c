@@ -117,14 +117,13 @@ static void op_maybe_free(struct op *o)
 	free(o);
 }
 
-/* A reply as the machines read it; -ECANCELED for all once closing. */
-static struct dhash__reply reply_of(const struct op *o, int status, const struct cfs_msg *m,
+/* An RPC's reply as the machines read it (client.c, refresh.c, locate.c);
+ * its fields only when status is 0. */
+struct dhash__reply dhash__reply_of(int status, const struct cfs_msg *m,
                                     const struct cfs_rpc_result *res)
 {
 	struct dhash__reply r = { .status = status, .from = res ? res->from : NULL };
 
-	if (!o->finished && o->d->closing)
-		r.status = -ECANCELED;
 	if (r.status == 0 && m) {
 		r.kind = m->kind;
 		r.flags = m->flags;
@@ -134,6 +133,13 @@ static struct dhash__reply reply_of(const struct op *o, int status, const struct
 		r.nonce = m->nonce;
 	}
 	return r;
+}
+
+/* A reply to an op: -ECANCELED for all once the client is closing. */
+static struct dhash__reply reply_of(const struct op *o, int status, const struct cfs_msg *m,
+                                    const struct cfs_rpc_result *res)
+{
+	return dhash__reply_of(!o->finished && o->d->closing ? -ECANCELED : status, m, res);
 }
 
 /* ------------------------------------------------------------ lookups */

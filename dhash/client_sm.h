@@ -89,6 +89,10 @@ struct dhash__reply {
 	const struct cfs_addr *from;
 };
 
+/* An RPC's reply as an event: status, and the reply's fields when 0. */
+struct dhash__reply dhash__reply_of(int status, const struct cfs_msg *m,
+                                    const struct cfs_rpc_result *res);
+
 /* dhash_verify, or a test's stand-in. */
 typedef int (*dhash__verify_fn)(uint32_t kind, const struct cfs_id *key, const uint8_t *p,
                                 size_t len, uint64_t *ret_seq);

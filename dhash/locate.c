@@ -29,14 +29,8 @@ static void fetch_done(void *arg, int status, const struct cfs_msg *reply,
 {
 	struct locate_call *c = arg;
 	struct locate *lc = c->lc;
-	struct dhash__reply rep = { .status = status };
+	struct dhash__reply rep = dhash__reply_of(status, reply, res);
 
-	if (status == 0) {
-		rep.kind = reply->kind;
-		rep.data = reply->data.p;
-		rep.len = reply->data.len;
-		rep.lease_until = reply->lease_until;
-	}
 	dhash__locate_on_fetch(&lc->sm, c->i, &rep);
 	free(c);
 	locate_run(lc);

@@ -54,13 +54,9 @@ static void refresh_reply(void *arg, int status, const struct cfs_msg *reply,
 {
 	struct rcall *c = arg;
 	struct rmany *rm = c->rm;
-	struct dhash__reply rep = { .status = dhash__client_closing(rm->d) ? -ECANCELED : status };
+	struct dhash__reply rep =
+		dhash__reply_of(dhash__client_closing(rm->d) ? -ECANCELED : status, reply, res);
 
-	if (rep.status == 0) {
-		rep.data = reply->data.p;
-		rep.len = reply->data.len;
-		rep.lease_until = reply->lease_until;
-	}
 	dhash__rmany_on_reply(&rm->sm, c->i, &rep);
 	free(c);
 	rmany_run(rm);

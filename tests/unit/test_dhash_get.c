@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dhash/client_sm.h"
+#include "tests/unit/dhash_sm_fixtures.h"
 
 #define MAXA 128
 
@@ -20,16 +21,6 @@ static void setup(void)
 
 TestSuite(dhash_get, .init = setup);
 
-static struct cfs_node node(uint8_t x)
-{
-	struct cfs_node n = { 0 };
-	char ip[32];
-
-	snprintf(ip, sizeof(ip), "10.0.0.%u", x);
-	cr_assert_eq(cfs_addr_from_ip(&n.addr, ip, 4000), 0);
-	n.id.b[0] = x;
-	return n;
-}
 
 /* Take every queued action into acts[]; returns how many. */
 static uint32_t drain(struct dhash__get *g)

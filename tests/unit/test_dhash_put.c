@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dhash/client_sm.h"
+#include "tests/unit/dhash_sm_fixtures.h"
 
 #define MAXA 64
 
@@ -23,16 +24,6 @@ TestSuite(dhash_probe, .init = setup);
 TestSuite(dhash_rmany, .init = setup);
 TestSuite(dhash_locate, .init = setup);
 
-static struct cfs_node node(uint8_t x)
-{
-	struct cfs_node n = { 0 };
-	char ip[32];
-
-	snprintf(ip, sizeof(ip), "10.0.0.%u", x);
-	cr_assert_eq(cfs_addr_from_ip(&n.addr, ip, 4000), 0);
-	n.id.b[0] = x;
-	return n;
-}
 
 /* A lookup result naming nodes first..first+n-1 as the key's successors. */
 static struct chord_lookup_result *succs_from(uint8_t first, uint32_t n)

@@ -4,6 +4,17 @@
  * random nonce sent to that address (so nobody can claim an address it does
  * not receive at). Results are cached by ID: a success for ten minutes, a
  * failure for thirty seconds, a node found dead for fifteen.
+ *
+ * Each check costs an AUTH round trip to an address that whoever offered the
+ * node chose, so checks are bounded (issue 22): de-duplicated by ID (one
+ * check at a time), charged to the offering address's and the overall token
+ * bucket (ratelimit.c), at most CHORD_AUTH_INFLIGHT_MAX in flight, and sent
+ * as background calls that never occupy or shrink the transport's window.
+ * Over budget a check is dropped and counted, never queued. Results are
+ * kept per (ID, address): a failure at one address does not keep the ID out
+ * at another (else anyone could name a live node's ID at a wrong port and
+ * shut it out), and an ID held by a live authenticated node is refused at
+ * any other address until that entry expires or the node is found dead.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -16,22 +27,36 @@
 #define DEAD_US    (15ull * 1000000)
 #define PENDING_US (10ull * 1000000)
 #define AUTH_TIMEOUT_MS 1000
+#define RECHECK_US (10ull * 1000000)
 
 struct auth_call {
 	chord_t *c;
 	struct cfs_node node;
 	uint8_t nonce[CFS_NONCE_BYTES];
+	bool recheck;             /* of an AUTH_OK entry whose ID another address claims */
 };
+
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck);
 
 void chord__auth_init(chord_t *c)
 {
+	static const struct chord__rl_params p = {
+		.src_rate = CHORD_AUTH_SRC_RATE, .src_burst = CHORD_AUTH_SRC_BURST,
+		.all_rate = CHORD_AUTH_ALL_RATE, .all_burst = CHORD_AUTH_ALL_BURST,
+		.sources = CHORD_AUTH_SOURCES,
+	};
+
 	cfs_htab_init(&c->auth, sizeof(struct cfs_id), sizeof(struct auth_ent));
 	c->auth_sweep_at = 64;
+	chord__rl_init(&c->auth_rl, &p);
+	chord__cookie_init(&c->cookies, cfs_now_us());
 }
 
 void chord__auth_free(chord_t *c)
 {
 	cfs_htab_free(&c->auth);
+	chord__rl_free(&c->auth_rl);
+	chord__cookie_wipe(&c->cookies);
 }
 
 static struct auth_ent *find(const chord_t *c, const struct cfs_id *id)
@@ -104,15 +129,18 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 	struct auth_ent *e;
 	char s[9];
 
+	c->auth_inflight--;
 	if (status == -ECANCELED || c->freeing) {
 		free(a);
 		return;
 	}
 	e = find(c, &a->node.id);
-	if (!e) {
+	if (!e || e->state != (a->recheck ? AUTH_OK : AUTH_PENDING) ||
+	    !cfs_addr_eq(&e->node.addr, &a->node.addr)) {
 		free(a);
 		return;
 	}
+	e->rechecking = false;
 	if (status == 0 && reply->has_from && cfs_id_eq(&reply->from_id, &a->node.id) &&
 	    reply->from_vindex == a->node.vindex &&
 	    sodium_memcmp(reply->nonce, a->nonce, CFS_NONCE_BYTES) == 0) {
@@ -121,7 +149,8 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
-		chord__table_consider(c, &n);
+		if (!a->recheck)
+			chord__table_consider(c, &n);
 	} else {
 		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
 		e->until_us = cfs_now_us() + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
@@ -132,42 +161,101 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 	free(a);
 }
 
-enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n)
+/*
+ * A cached verdict for n, or AUTH_NONE when a new check is due. A verdict
+ * counts only for the address it was reached at; an ID that a live,
+ * authenticated node holds is refused at any other (one IP may run several
+ * processes, and IDs no longer hash the port: DESIGN.md §3).
+ */
+static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
+{
+	struct auth_ent *e = find(c, &n->id);
+	char s[9], a[CFS_ADDR_STRLEN];
+
+	if (!e || (e->until_us < cfs_now_us() && e->state != AUTH_PENDING))
+		return AUTH_NONE;
+	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex)
+		return (enum auth_state)e->state;
+	if (e->state == AUTH_OK) {
+		/* Is the holder still there? Ask it again (charged like any
+		 * check, at most one at a time, not sooner than RECHECK_US
+		 * after it last answered); if it is gone, n is checked at the
+		 * next offer. */
+		if (!e->rechecking && cfs_now_us() + OK_US - e->until_us > RECHECK_US &&
+		    !c->leaving && !c->freeing && c->auth_inflight < CHORD_AUTH_INFLIGHT_MAX &&
+		    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) == 0) {
+			struct cfs_node holder = e->node;
+			e->rechecking = send_auth(c, &holder, true) == 0;
+		}
+		c->auth_dup++;
+		log_debug("node %s at %s refused: its ID is held by a live node at %s",
+		          cfs_id_short(&n->id, s), cfs_addr_str(&n->addr, a),
+		          cfs_addr_str(&e->node.addr, (char[CFS_ADDR_STRLEN]){ 0 }));
+		return AUTH_FAILED;
+	}
+	if (e->state == AUTH_PENDING)
+		return AUTH_PENDING; /* one check per ID at a time; not for n */
+	return AUTH_NONE; /* failed or dead at another address: n gets its own check */
+}
+
+enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
 {
 	struct auth_ent *e;
-	struct auth_call *a;
+	enum auth_state st;
 	char s[9];
 
 	if (chord__local(c, &n->id))
 		return AUTH_OK;
-	e = find(c, &n->id);
-	if (e && (e->until_us >= cfs_now_us() || e->state == AUTH_PENDING))
-		return (enum auth_state)e->state;
+	if ((st = cached(c, n, src)) != AUTH_NONE)
+		return st;
 	if (!chord__node_id_ok(c, n)) {
+		/* Not cached: an entry would keep the real node out. */
 		c->id_mismatch++;
 		log_debug("node %s: ID does not match its address and index", cfs_id_short(&n->id, s));
-		e = get(c, n);
-		e->state = AUTH_FAILED;
-		e->until_us = cfs_now_us() + FAILED_US;
 		return AUTH_FAILED;
 	}
 	if (c->leaving || c->freeing)
 		return AUTH_FAILED;
+	if (c->auth_inflight >= CHORD_AUTH_INFLIGHT_MAX ||
+	    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) < 0) {
+		c->auth_dropped++;
+		return AUTH_NONE;
+	}
 	e = get(c, n);
 	e->state = AUTH_PENDING;
 	e->until_us = cfs_now_us() + PENDING_US;
-	a = xcalloc(1, sizeof(*a));
+	e->rechecking = false;
+	if (send_auth(c, n, false) < 0) {
+		e = find(c, &n->id);
+		e->state = AUTH_FAILED;
+		e->until_us = cfs_now_us() + FAILED_US;
+		return AUTH_FAILED;
+	}
+	return AUTH_PENDING;
+}
+
+/* Send n a fresh nonce as background work (outside the window). */
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
+{
+	struct auth_call *a = xcalloc(1, sizeof(*a));
+	int r;
+
 	a->c = c;
 	a->node = *n;
+	a->recheck = recheck;
 	randombytes_buf(a->nonce, sizeof(a->nonce));
 	chord__msg_init(c, NULL, CFS_MSG_AUTH, n);
 	memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));
 	c->auth_sent++;
-	if (chord_call(c, n, &c->msg, AUTH_TIMEOUT_MS, on_auth_reply, a) < 0) {
-		e->state = AUTH_FAILED;
-		e->until_us = cfs_now_us() + FAILED_US;
+	if ((r = chord__call_background(c, n, &c->msg, AUTH_TIMEOUT_MS, on_auth_reply, a)) < 0) {
 		free(a);
-		return AUTH_FAILED;
+		return r;
 	}
-	return AUTH_PENDING;
+	c->auth_inflight++;
+	return 0;
+}
+
+enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n)
+{
+	return chord__auth_check_from(c, n, NULL);
 }

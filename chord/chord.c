@@ -160,10 +160,11 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 }
 
 static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
-                     struct cfs_msg *req, uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+                     struct cfs_msg *req, uint32_t timeout_ms, bool background, cfs_reply_cb cb,
+                     void *arg)
 {
 	struct ccall *k;
-	struct cfs_call_opts o = { .timeout_ms = timeout_ms };
+	struct cfs_call_opts o = { .timeout_ms = timeout_ms, .background = background };
 	int r;
 
 	if (c->freeing)
@@ -191,7 +192,13 @@ static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, false, cb, arg);
+}
+
+int chord__call_background(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
+                           uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+{
+	return call_addr(c, &to->addr, to, req, timeout_ms, true, cb, arg);
 }
 
 cfs_transport_t *chord_transport(const chord_t *c)
@@ -202,7 +209,7 @@ cfs_transport_t *chord_transport(const chord_t *c)
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, a, NULL, req, timeout_ms, cb, arg);
+	return call_addr(c, a, NULL, req, timeout_ms, false, cb, arg);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -455,6 +462,10 @@ struct ring_snap {
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
 	uint64_t hostile_dropped, fwd_handled, find_next_handled, alerts_in;
+	/* issue 22, part D: authenticated leaves, bounded authentication work */
+	uint64_t auth_dropped, auth_dropped_src, auth_dropped_all, auth_dup, auth_src_evicted;
+	uint32_t auth_inflight;
+	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -483,6 +494,18 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, auth_failed, "failed", "failed", NULL),
 	S(U64, id_mismatch, "id_mismatch", "ID mismatches", NULL),
 	S(U64, auth_cached, "cached", "cached", NULL),
+	S(U32, auth_inflight, "inflight", "in flight", NULL),
+	S(U64, auth_dropped, "dropped", "dropped (over budget)", NULL),
+	S(U64, auth_dropped_src, "dropped_source", "... over a source's rate", NULL),
+	S(U64, auth_dropped_all, "dropped_total", "... over the total rate", NULL),
+	S(U64, auth_src_evicted, "sources_evicted", "sources evicted", NULL),
+	S(U64, auth_dup, "duplicate_id", "duplicate IDs refused", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("leave", "leaves"),
+	S(U64, leave_applied, "applied", "applied", NULL),
+	S(U64, leave_no_cookie, "no_cookie", "without cookie", NULL),
+	S(U64, leave_bad_cookie, "bad_cookie", "bad cookie", NULL),
+	S(U64, leave_stranger, "stranger", "from strangers", NULL),
 	CFS_STAT_CLOSE,
 };
 #undef S
@@ -549,6 +572,11 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
+		.auth_dropped = c->auth_dropped, .auth_dropped_src = c->auth_rl.dropped_src,
+		.auth_dropped_all = c->auth_rl.dropped_all, .auth_dup = c->auth_dup,
+		.auth_src_evicted = c->auth_rl.evicted, .auth_inflight = c->auth_inflight,
+		.leave_no_cookie = c->leave_no_cookie, .leave_bad_cookie = c->leave_bad_cookie,
+		.leave_stranger = c->leave_stranger, .leave_applied = c->leave_applied,
 	};
 	bool first = true;
 

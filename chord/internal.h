@@ -46,9 +46,47 @@ struct auth_ent {
 	struct cfs_node node;
 	uint8_t state;            /* enum auth_state */
 	uint64_t until_us;        /* state expires */
+	bool rechecking;          /* AUTH_OK, and asked again: another address claims the ID */
 };
 
 struct lookup;
+
+/* cookie.c: stateless LEAVE cookies. */
+#define CHORD_COOKIE_KEY_BYTES 32
+#define CHORD_COOKIE_PERIOD_US (60ull * 1000000) /* key lifetime; cookies live 1-2 periods */
+struct chord__cookie_jar {
+	uint8_t key[2][CHORD_COOKIE_KEY_BYTES]; /* this period's, the previous one's */
+	uint64_t epoch;                         /* period number of key[0] */
+};
+enum chord__leave_verdict {
+	LEAVE_APPLY,      /* a valid cookie from a node in our tables at that address */
+	LEAVE_STRANGER,   /* the sender is in none of our tables (at that address): nothing to do */
+	LEAVE_NO_COOKIE,  /* answer with a cookie, change nothing */
+	LEAVE_BAD_COOKIE, /* wrong, expired, or made for another sender: likewise */
+};
+
+/* ratelimit.c: token buckets bounding AUTH calls per source and overall. */
+struct chord__bucket {
+	double tokens;
+	uint64_t at_us;           /* last take; 0: new (full) */
+};
+struct chord__rl_params {
+	double src_rate, src_burst; /* AUTH calls per second one source address may cause */
+	double all_rate, all_burst; /* ... that everyone together may cause */
+	uint32_t sources;           /* source addresses remembered (the table's bound) */
+};
+struct chord__rl_src {
+	uint8_t key[17];          /* IP length, IP (IPv6: its /64) */
+	struct chord__bucket b;
+	uint64_t used_us;
+};
+struct chord__ratelimit {
+	struct chord__rl_params p;
+	struct chord__bucket all;
+	struct chord__rl_src *src; /* p.sources entries */
+	uint32_t nsrc;
+	uint64_t dropped_src, dropped_all, evicted;
+};
 
 struct chord {
 	uv_loop_t *loop;
@@ -91,6 +129,14 @@ struct chord {
 	uint32_t ncontacts;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
+
+	/* Authenticated leaves and bounded authentication work (issue 22). */
+	struct chord__cookie_jar cookies;
+	struct chord__ratelimit auth_rl;
+	uint32_t auth_inflight;   /* AUTH calls not yet ended (<= CHORD_AUTH_INFLIGHT_MAX) */
+	uint64_t auth_dropped;    /* checks not made: over the rate or in-flight budget */
+	uint64_t auth_dup;        /* IDs refused: held by a live node at another address */
+	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
 };
 
 /* chord.c */
@@ -98,6 +144,10 @@ int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m);
 uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms);
+/* chord_call as background work (cfs_call_opts.background): outside the
+ * transport's window, never moving it. */
+int chord__call_background(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
+                           uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 /* Is n's ID the hash of its address and index (CFS 4.4)? */
 bool chord__node_id_ok(chord_t *c, const struct cfs_node *n);
 /* Is n one of this process's virtual servers? */
@@ -119,6 +169,53 @@ enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n);
 void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id);
 enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id);
 size_t chord__auth_count(const chord_t *c);
+/*
+ * Budgets of authentication work (issue 22, deliverable 4): a source
+ * address may cause CHORD_AUTH_SRC_RATE AUTH calls a second (bursts of
+ * CHORD_AUTH_SRC_BURST), everyone together CHORD_AUTH_ALL_RATE, with at
+ * most CHORD_AUTH_INFLIGHT_MAX in flight; CHORD_AUTH_SOURCES addresses are
+ * remembered. Honest churn needs a few per second.
+ */
+#define CHORD_AUTH_SRC_RATE 10.0
+#define CHORD_AUTH_SRC_BURST 20.0
+#define CHORD_AUTH_ALL_RATE 100.0
+#define CHORD_AUTH_ALL_BURST 200.0
+#define CHORD_AUTH_SOURCES 256
+#define CHORD_AUTH_INFLIGHT_MAX 32
+/*
+ * chord__auth_check for a node that src (an address that sent it to us;
+ * NULL: our own maintenance) offered: the AUTH call, if one is needed, is
+ * charged to src's budget and the overall one. AUTH_NONE when the budget
+ * is spent (dropped, counted, not queued: ask again later). AUTH_FAILED for
+ * an ID held by a live authenticated node at another address.
+ */
+enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src);
+
+/* cookie.c */
+void chord__cookie_init(struct chord__cookie_jar *j, uint64_t now_us);
+void chord__cookie_wipe(struct chord__cookie_jar *j);
+/* The cookie for sender (its ID, index and the address the datagram came
+ * from) in now's period. */
+void chord__cookie_make(struct chord__cookie_jar *j, uint64_t now_us, const struct cfs_node *sender,
+                        uint8_t out[static CFS_NONCE_BYTES]);
+/* Was cookie made for sender in now's period or the one before? */
+bool chord__cookie_ok(struct chord__cookie_jar *j, uint64_t now_us, const struct cfs_node *sender,
+                      const uint8_t cookie[static CFS_NONCE_BYTES]) CFS_WUR;
+/* What to do with a LEAVE from sender carrying nonce; known: sender is in
+ * our tables at the address it sent from. */
+enum chord__leave_verdict chord__leave_judge(struct chord__cookie_jar *j, uint64_t now_us,
+                                             const struct cfs_node *sender, bool known,
+                                             const uint8_t nonce[static CFS_NONCE_BYTES]) CFS_WUR;
+
+/* ratelimit.c */
+double chord__bucket_level(const struct chord__bucket *b, uint64_t now_us, double rate, double burst);
+/* Take one token if there is one. */
+bool chord__bucket_take(struct chord__bucket *b, uint64_t now_us, double rate, double burst);
+void chord__rl_init(struct chord__ratelimit *r, const struct chord__rl_params *p);
+void chord__rl_free(struct chord__ratelimit *r);
+/* Charge one AUTH call to src (may be NULL) and to the total: 0, or
+ * -EAGAIN (src over its budget) / -EBUSY (total over budget), counted. */
+int chord__rl_admit(struct chord__ratelimit *r, uint64_t now_us, const struct cfs_addr *src) CFS_WUR;
 
 /* table.c */
 const struct cfs_node *chord__vn_succ(const struct vnode *v);
@@ -162,6 +259,11 @@ void chord__maint_refresh_fingers(chord_t *c);
 void chord__maint_kick(struct vnode *v);
 void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
+/* A LEAVE from sender that passed its cookie check: drop it and offer
+ * what it names (its predecessor if it was ours, its successors), each
+ * check charged to its address. */
+void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
+                              const struct cfs_msg *req);
 
 /* lookup.c */
 void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,

@@ -428,6 +428,12 @@ void chord__maint_stop(chord_t *c)
 
 /* ------------------------------------------------------------ leave */
 
+/*
+ * Graceful leave (Chord; CFS 4.4) with a cookie round trip: each neighbour
+ * answers our first LEAVE with a cookie (CFS_LEAVE_F_COOKIE) and acts only
+ * on the second, which carries it. One extra round trip per neighbour, in
+ * parallel; done runs once every neighbour has answered or timed out.
+ */
 struct leaving {
 	chord_t *c;
 	unsigned pending;
@@ -435,15 +441,57 @@ struct leaving {
 	void *arg;
 };
 
-static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
-                        const struct cfs_rpc_result *res)
-{
-	struct leaving *l = arg;
+struct leave_call {
+	struct leaving *l;
+	struct vnode *v;
+	struct cfs_node to;
+	bool retried;
+};
 
+static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res);
+
+static void leave_end(struct leaving *l)
+{
 	if (--l->pending == 0) {
 		l->done(l->arg);
 		free(l);
 	}
+}
+
+/* Send k's LEAVE (with cookie, or none when NULL); 0 when it is on its way. */
+static int leave_send(struct leave_call *k, const uint8_t *cookie)
+{
+	chord_t *c = k->l->c;
+	struct vnode *v = k->v;
+
+	chord__msg_init(c, v, CFS_MSG_LEAVE, &k->to);
+	c->msg.has_pred = v->pred.valid && !chord__local(c, &v->pred.n.id);
+	if (c->msg.has_pred)
+		c->msg.pred = v->pred.n;
+	for (uint32_t s = 0; s < v->nsuccs && c->msg.n_nodes < CFS_MSG_MAX_NODES; s++)
+		if (!chord__local(c, &v->succ[s].n.id))
+			c->msg.nodes[c->msg.n_nodes++] = v->succ[s].n;
+	if (cookie)
+		memcpy(c->msg.nonce, cookie, CFS_NONCE_BYTES);
+	return chord_call(c, &k->to, &c->msg, c->cfg.probe_timeout_ms, leave_reply, k);
+}
+
+static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
+                        const struct cfs_rpc_result *res)
+{
+	struct leave_call *k = arg;
+	struct leaving *l = k->l;
+
+	/* The neighbour asks us to prove the address: once, with its cookie. */
+	if (status == 0 && reply && (reply->flags & CFS_LEAVE_F_COOKIE) && !k->retried &&
+	    !l->c->freeing) {
+		k->retried = true;
+		if (leave_send(k, reply->nonce) == 0)
+			return;
+	}
+	free(k);
+	leave_end(l);
 }
 
 void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
@@ -465,19 +513,92 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 			if (!to[j] || chord__local(c, &to[j]->id) ||
 			    (j == 1 && to[0] && cfs_id_eq(&to[0]->id, &to[1]->id)))
 				continue;
-			chord__msg_init(c, v, CFS_MSG_LEAVE, to[j]);
-			c->msg.has_pred = v->pred.valid && !chord__local(c, &v->pred.n.id);
-			if (c->msg.has_pred)
-				c->msg.pred = v->pred.n;
-			for (uint32_t s = 0; s < v->nsuccs && c->msg.n_nodes < CFS_MSG_MAX_NODES; s++)
-				if (!chord__local(c, &v->succ[s].n.id))
-					c->msg.nodes[c->msg.n_nodes++] = v->succ[s].n;
-			if (chord_call(c, to[j], &c->msg, c->cfg.probe_timeout_ms, leave_reply, l) == 0)
+			struct leave_call *k = xcalloc(1, sizeof(*k));
+			k->l = l;
+			k->v = v;
+			k->to = *to[j];
+			if (leave_send(k, NULL) == 0)
 				l->pending++;
+			else
+				free(k);
 		}
 	}
 	/* Drop our own reference: with no neighbour to tell, done runs now. */
-	leave_reply(l, 0, NULL, NULL);
+	leave_end(l);
+}
+
+void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
+                              const struct cfs_msg *req)
+{
+	bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender->id);
+
+	c->leave_applied++;
+	chord__table_remove(c, &sender->id);
+	/* What a leaving node names is authenticated like anything offered,
+	 * charged to its address (issue 22: a LEAVE offering 64 nodes once
+	 * cost 64 unbounded AUTH calls). */
+	if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id) &&
+	    chord__auth_check_from(c, &req->pred, &sender->addr) == AUTH_OK)
+		chord__table_consider(c, &req->pred);
+	for (uint32_t i = 0; i < req->n_nodes; i++)
+		if (!cfs_id_eq(&req->nodes[i].id, &v->self.id) &&
+		    chord__auth_check_from(c, &req->nodes[i], &sender->addr) == AUTH_OK)
+			chord__table_consider(c, &req->nodes[i]);
+}
+
+/* Is id in a table of ours at exactly address a? A LEAVE may remove only
+ * the node we know at the address it came from: with the port out of the
+ * ID (DESIGN.md §3) another process on the same IP could claim the ID. */
+static bool known_at(const chord_t *c, const struct cfs_id *id, const struct cfs_addr *a)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		const struct vnode *u = &c->v[vi];
+		for (uint32_t i = 0; i < u->nsuccs; i++)
+			if (cfs_id_eq(&u->succ[i].n.id, id))
+				return cfs_addr_eq(&u->succ[i].n.addr, a);
+		if (u->pred.valid && cfs_id_eq(&u->pred.n.id, id))
+			return cfs_addr_eq(&u->pred.n.addr, a);
+		for (int k = 0; k < NFINGERS; k++)
+			if (u->finger[k].valid && cfs_id_eq(&u->finger[k].n.id, id))
+				return cfs_addr_eq(&u->finger[k].n.addr, a);
+	}
+	return false;
+}
+
+/* A LEAVE (QUIC Retry / DNS cookies, RFC 7873: address validation). It was
+ * believed on its source address alone, and ten forged datagrams a second
+ * kept a live node out of its neighbours' tables (issue 22). Now a LEAVE
+ * takes effect only with a cookie that we sent to the sender's address;
+ * without one we answer with one and change nothing. */
+static void handle_leave(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+                         const struct cfs_reply_to *from, const struct cfs_node *sender)
+{
+	uint64_t now = cfs_now_us();
+	enum chord__leave_verdict vd = LEAVE_STRANGER;
+
+	if (sender)
+		vd = chord__leave_judge(&c->cookies, now, sender, known_at(c, &sender->id, &from->addr),
+		                        req->nonce);
+	chord__msg_init(c, v, CFS_MSG_LEAVE, NULL);
+	switch (vd) {
+	case LEAVE_APPLY:
+		chord__maint_leave_apply(c, v, sender, req);
+		chord__msg_init(c, v, CFS_MSG_LEAVE, NULL);
+		break;
+	case LEAVE_STRANGER:
+		c->leave_stranger++; /* nothing of ours to change: done */
+		break;
+	case LEAVE_NO_COOKIE:
+	case LEAVE_BAD_COOKIE:
+		if (vd == LEAVE_NO_COOKIE)
+			c->leave_no_cookie++;
+		else
+			c->leave_bad_cookie++;
+		c->msg.flags = CFS_LEAVE_F_COOKIE;
+		chord__cookie_make(&c->cookies, now, sender, c->msg.nonce);
+		break;
+	}
+	chord__reply_simple(c, from, &c->msg);
 }
 
 /* ------------------------------------------------------------ handlers */
@@ -560,22 +681,15 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		    cfs_addr_eq(&req->node.addr, &from->addr) && req->node.vindex == sender.vindex &&
 		    !cfs_id_eq(&sender.id, &v->self.id) &&
 		    (!v->pred.valid || cfs_id_in_oo(&sender.id, &v->pred.n.id, &v->self.id)))
-			chord__table_offer(c, &sender);
+			if (chord__auth_check_from(c, &sender, &from->addr) == AUTH_OK)
+				chord__table_consider(c, &sender);
 		break;
 	case CFS_MSG_ALERT:
 		handle_alert(c, v, &req->key);
 		break;
 	case CFS_MSG_LEAVE:
-		if (member) {
-			bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id);
-			chord__table_remove(c, &sender.id);
-			if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id))
-				chord__table_offer(c, &req->pred);
-			for (uint32_t i = 0; i < req->n_nodes; i++)
-				if (!cfs_id_eq(&req->nodes[i].id, &v->self.id))
-					chord__table_offer(c, &req->nodes[i]);
-		}
-		break;
+		handle_leave(c, v, req, from, member ? &sender : NULL);
+		return;
 	default:
 		(void)cfs_transport_reply_error(c->tr, from, -EOPNOTSUPP);
 		return;

@@ -461,6 +461,10 @@ void cfs_transport_config_default(struct cfs_transport_config *c);
 struct cfs_call_opts {
 	uint32_t timeout_ms;       /* fixed timeout; 0 = computed RTO */
 	uint32_t predicted_rtt_us; /* Vivaldi prediction v; 0 = use the smoothed RTT */
+	/* Background work (node authentication): sent at once outside the
+	 * window and never moving it, so its timeouts cannot slow client
+	 * calls; the caller bounds how many it has in flight. */
+	bool background;
 };
 
 /* Where a request came from: copy it to reply later. */

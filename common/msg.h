@@ -74,6 +74,10 @@ enum cfs_msg_type {
 	CFS_MSG_TYPE_END
 };
 
+/* LEAVE reply flags. A LEAVE takes effect only when its nonce is a cookie
+ * the receiver gave the leaving node's address (QUIC Retry, DNS cookies). */
+#define CFS_LEAVE_F_COOKIE 0x1u /* reply: not applied; resend with this nonce */
+
 /* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u
 

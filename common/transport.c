@@ -23,6 +23,11 @@
  * to its full timeout) filled the 3w slots of a window that every one of
  * their timeouts had halved, and a get to a live replica waited seconds
  * behind them in the queue.
+ *
+ * Background calls (node authentication, whose targets anyone can name)
+ * are always sent outside the window and neither grow nor halve it: a
+ * flood of offered nodes at dead addresses once queued thousands of AUTH
+ * calls ahead of client work and halved w at every timeout.
  */
 #include "common/cfs.h"
 
@@ -46,6 +51,7 @@ struct call {
 	uint32_t fixed_timeout_ms;
 	uint8_t type;
 	bool outside;        /* to a silent destination: not in the window */
+	bool background;     /* cfs_call_opts.background: never moves the window */
 	size_t heap_idx;     /* SIZE_MAX: not yet sent */
 	struct call *qnext;  /* wait queue */
 	uint8_t *pkt;        /* encoded request, until sent */
@@ -393,10 +399,11 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	if (opts) {
 		c->fixed_timeout_ms = opts->timeout_ms;
 		c->predicted_us = opts->predicted_rtt_us;
+		c->background = opts->background;
 	}
 	table_add(t, c);
 	t->st.calls++;
-	c->outside = t->nsilent && silent_find(t, dst) >= 0;
+	c->outside = c->background || (t->nsilent && silent_find(t, dst) >= 0);
 	if (c->outside || (t->st.inflight < window_limit(t) && !t->q_head)) {
 		call_send(t, c);
 		arm_timer(t);
@@ -489,7 +496,7 @@ static void expire_overdue(cfs_transport_t *t)
 			break;
 		table_take(t, c->reqid);
 		t->st.timeouts++;
-		if (silent_note(t, &c->dst))
+		if (!c->background && silent_note(t, &c->dst))
 			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
 		call_finish(t, c, -ETIMEDOUT, NULL, 0);
 		done++;
@@ -604,7 +611,8 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	cfs_hist_add(&t->st.rtt_us, rtt);
 	t->st.replies++;
 	silent_clear(t, from);
-	t->st.window += 1.0 / t->st.window;
+	if (!c->background)
+		t->st.window += 1.0 / t->st.window;
 	if (t->st.window > t->cfg.window_max)
 		t->st.window = t->cfg.window_max;
 	call_finish(t, c, m->status, m, rtt);

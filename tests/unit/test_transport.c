@@ -404,3 +404,43 @@ Test(transport, silent_destination_halves_once_and_takes_no_slots)
 		uv_run(&loop, UV_RUN_ONCE);
 	close(fd);
 }
+
+/* Background calls (node authentication, issue 22): to many dead
+ * addresses at once, they take no window slot, never halve the window, and
+ * a client call does not wait behind them. */
+Test(transport, background_calls_leave_the_window_alone)
+{
+	struct cfs_transport_stats st;
+	struct cfs_msg m;
+	int fds[40];
+
+	cfs_transport_get_stats(cli, &st);
+	double w0 = st.window;
+	for (int i = 0; i < 40; i++) {
+		struct cfs_addr dead;
+		socklen_t len = sizeof(dead);
+		fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		cr_assert(cfs_addr_from_ip(&dead, "127.0.0.1", 0) == 0);
+		cr_assert(bind(fds[i], &dead.sa, cfs_addr_len(&dead)) == 0);
+		cr_assert(getsockname(fds[i], &dead.sa, &len) == 0);
+		cfs_msg_init(&m, CFS_MSG_AUTH);
+		cr_assert(cfs_transport_call(cli, &dead, &m,
+		                             &(struct cfs_call_opts){ .timeout_ms = 300, .background = true },
+		                             on_dead, NULL) == 0);
+		dead_left++;
+	}
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.inflight, 0, "background calls hold no window slot");
+	cr_assert_eq(st.queued, 0);
+	cfs_msg_init(&m, CFS_MSG_PING);
+	done = false;
+	cr_assert(cfs_transport_call(cli, &srv_addr, &m, NULL, on_live, NULL) == 0);
+	while (dead_left)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert(done);
+	cr_assert_eq(live_done_with_dead_left, 40, "the client call did not wait behind them");
+	cfs_transport_get_stats(cli, &st);
+	cr_assert(st.window >= w0, "40 background timeouts left w alone: %.2f -> %.2f", w0, st.window);
+	for (int i = 0; i < 40; i++)
+		close(fds[i]);
+}

@@ -468,6 +468,8 @@ struct cfs_reply_to {
 	struct cfs_addr addr;
 	uint64_t reqid;
 	uint8_t type;
+	bool has_to;                   /* the request named a node: the reply names it */
+	struct cfs_id to_id;
 };
 
 struct cfs_rpc_result {

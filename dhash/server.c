@@ -306,11 +306,6 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		handle_cache_store(s, req, from);
 		return;
 	}
-	/* A replica's copy only from a member near the key (dhash__admit_replica). */
-	if (!(req->flags & DHASH_STORE_F_PRIMARY) && (r = dhash__admit_replica(s, req, from)) < 0) {
-		answer_store(s, from, r, 0);
-		return;
-	}
 	/* A client's put is charged to its address, once it proves it. */
 	if ((req->flags & DHASH_STORE_F_PRIMARY) && s->cfg.quota_bytes) {
 		if (!dhash__quota_confirmed(s, &from->addr, req->nonce)) {
@@ -320,6 +315,12 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		dhash__quota_owner(&from->addr, rec.owner);
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
+		answer_store(s, from, r, 0);
+		return;
+	}
+	/* A replica's copy only from a member near the key (dhash__admit_replica);
+	 * after the check of the bytes, whose error is the more specific. */
+	if (!(req->flags & DHASH_STORE_F_PRIMARY) && (r = dhash__admit_replica(s, req, from)) < 0) {
 		answer_store(s, from, r, 0);
 		return;
 	}

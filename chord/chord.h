@@ -181,4 +181,21 @@ bool chord_knows(const chord_t *c, const struct cfs_id *id);
  * a JSON object (appended to b). */
 void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json);
 
+/* --- store admission (admit.c) */
+/* Is id an authenticated ring member (in a table, or its nonce echoed at
+ * from within the last ten minutes) that sends from the address from? */
+bool chord_is_member(const chord_t *c, const struct cfs_id *id, const struct cfs_addr *from);
+/* chord_is_member for n; when n is unknown, start authenticating it (its ID
+ * must hash from its address) so that a later request passes. */
+bool chord_member_check(chord_t *c, const struct cfs_node *n);
+/* Could sender, in this process's view, be placing a replica of key here:
+ * sender at or just after key, one of our virtual servers after it, both
+ * within about 2k + 8 successor gaps of key (the ring-size estimate)? */
+bool chord_plausible_holder(const chord_t *c, const struct cfs_id *sender, const struct cfs_id *key,
+                            uint32_t k);
+/* The same test as a pure function of a view: our nself virtual servers'
+ * IDs and the estimate est_n of the ring's size in virtual servers. */
+bool chord_holder_plausible(const struct cfs_id *key, const struct cfs_id *sender,
+                            const struct cfs_id *selves, uint32_t nself, double est_n, uint32_t k);
+
 #endif

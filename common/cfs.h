@@ -472,6 +472,8 @@ struct cfs_reply_to {
 	struct cfs_addr addr;
 	uint64_t reqid;
 	uint8_t type;
+	bool has_to;                   /* the request named a node: the reply names it */
+	struct cfs_id to_id;
 };
 
 struct cfs_rpc_result {
@@ -574,5 +576,22 @@ int cfs_stream_write_msg(cfs_stream_t *s, const struct cfs_msg *m);
 /* Close the stream; memory is released after the close callback. No more
  * callbacks are made for it. */
 void cfs_stream_close(cfs_stream_t *s);
+
+/* Bounds on a listener's streams (issue 22): connections at once, how long
+ * a frame may stay half sent, and the reply bytes queued unread beyond
+ * which a stream is not read until they drain. 0: the default. */
+#define CFS_CTL_CONNS_DEFAULT 64
+#define CFS_CTL_IDLE_MS_DEFAULT 10000
+#define CFS_CTL_QUEUE_DEFAULT (4u << 20)
+struct cfs_listener_limits {
+	uint32_t max_conns;
+	uint32_t idle_ms;
+	size_t queue_bytes;
+};
+void cfs_listener_set_limits(cfs_listener_t *l, const struct cfs_listener_limits *lim);
+/* Streams open now; connections refused, streams ended half sent, and
+ * times a stream was paused for its unread replies. */
+void cfs_listener_stats(const cfs_listener_t *l, uint32_t *ret_conns, uint64_t *ret_refused,
+                        uint64_t *ret_timed_out, uint64_t *ret_paused);
 
 #endif

@@ -56,6 +56,8 @@ struct call {
 	struct call *qnext;  /* wait queue */
 	uint8_t *pkt;        /* encoded request, until sent */
 	size_t pkt_len;
+	bool has_to;         /* addressed to a node: its reply must name it */
+	struct cfs_id to_id;
 };
 
 struct delayed {
@@ -87,7 +89,6 @@ struct cfs_transport {
 	cfs_request_cb on_request;
 	void *arg;
 
-	uint64_t next_reqid;
 	struct cfs_htab calls;  /* reqid -> struct call * */
 	struct call *q_head, *q_tail;
 	struct heap calls_heap, delay_heap;
@@ -380,7 +381,12 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 
 	if (t->closing)
 		return -ECANCELED;
-	req->reqid = t->next_reqid++;
+	/* Sit and Morris 2002 §5 (and DNS's random query IDs): every call's
+	 * ID is drawn afresh, so that a forged reply must guess 64 bits, not
+	 * count; drawn again on the (unlikely) collision with one in flight */
+	do
+		randombytes_buf(&req->reqid, sizeof(req->reqid));
+	while (table_find(t, req->reqid));
 	req->is_reply = false;
 	req->status = 0;
 	if (t->coord)
@@ -393,6 +399,8 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	c->cb = cb;
 	c->arg = arg;
 	c->type = req->type;
+	c->has_to = req->has_to;
+	c->to_id = req->to_id;
 	c->heap_idx = SIZE_MAX;
 	c->pkt = xmemdup(sbuf, len);
 	c->pkt_len = len;
@@ -426,6 +434,12 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 	m->type = to->type;
 	m->reqid = to->reqid;
 	m->is_reply = true;
+	if (to->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &to->to_id))) {
+		/* the node the request was addressed to answers (handle_reply) */
+		m->from_vindex = m->has_from ? m->from_vindex : 0;
+		m->has_from = true;
+		m->from_id = to->to_id;
+	}
 	if (t->coord)
 		m->coord = *t->coord;
 	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
@@ -588,10 +602,12 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	struct call *c;
 	char a[CFS_ADDR_STRLEN];
 
-	/* A reply must match the call's ID, type and destination; anything
-	 * else is late (timed out already) or forged, and is dropped. */
+	/* A reply must match the call's ID, type and destination address and,
+	 * when the call was addressed to a node, name that node; anything else
+	 * is late (timed out already) or forged, and is dropped. */
 	c = table_find(t, m->reqid);
-	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from)) {
+	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
+	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
 		t->st.unmatched++;
 		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
 		return;
@@ -655,7 +671,8 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 	}
 	t->st.requests_in++;
 	if (t->on_request) {
-		struct cfs_reply_to rt = { .addr = from, .reqid = rmsg.reqid, .type = rmsg.type };
+		struct cfs_reply_to rt = { .addr = from, .reqid = rmsg.reqid, .type = rmsg.type,
+		                           .has_to = rmsg.has_to, .to_id = rmsg.to_id };
 		t->on_request(t->arg, &rmsg, &rt);
 	}
 }
@@ -721,7 +738,6 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->arg = arg;
 	t->st.window = t->cfg.window_init;
 	/* Unpredictable request IDs: a forged reply must guess one. */
-	randombytes_buf(&t->next_reqid, sizeof(t->next_reqid));
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };

@@ -312,6 +312,20 @@ static void store_reply(void *arg, int status, const struct cfs_msg *reply,
 	op_run(o);
 }
 
+void dhash__client_nonce(dhash_client_t *d, const struct cfs_addr *a, uint8_t out[CFS_NONCE_BYTES])
+{
+	const struct server_nonce *sn = nonce_find(d, a);
+
+	memset(out, 0, CFS_NONCE_BYTES);
+	if (sn)
+		memcpy(out, sn->nonce, CFS_NONCE_BYTES);
+}
+
+void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce)
+{
+	nonce_keep(d, a, nonce);
+}
+
 static int store_send(struct op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
@@ -352,6 +366,7 @@ static int probe_send(struct op *o, const struct dhash__act *a)
 	d->msg.keys = &o->key;
 	d->msg.n_keys = 1;
 	d->msg.lease_until = o->probe.sm.lease_until;
+	dhash__client_nonce(d, &to->addr, d->msg.nonce); /* a REFRESH is charged like a put */
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
 	return chord_call(d->chord, to, &d->msg, a->timeout_ms, probe_reply, o);

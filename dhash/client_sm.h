@@ -189,6 +189,8 @@ struct dhash__probe {
 	uint64_t granted;         /* refresh: the least lease granted */
 	uint32_t rpcs, timeouts;
 	struct dhash__actq q;
+	/* refresh: cand[i] answered a nonce challenge once (CFS 5.4) */
+	bool challenged[CFS_MSG_MAX_NODES];
 };
 
 void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
@@ -211,6 +213,7 @@ struct dhash__rgroup {            /* one server and the keys it renews */
 struct dhash__rcall {             /* one REFRESH: a chunk of a group's keys */
 	uint32_t g, off, cnt;
 	bool retried;
+	bool challenged;          /* sent again once with the server's nonce (CFS 5.4) */
 };
 
 struct dhash__rmany {

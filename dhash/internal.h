@@ -38,6 +38,13 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
  * whether key i is stored; an error is the store's (then nothing moved). */
 int dhash_store_extend_many(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
                             uint64_t lease_until, bool *found);
+/* The same, and each key extended is charged to owner (16 bytes; NULL: the
+ * charge stays) if owner's usage stays within quota (0: no bound); a key
+ * that does not fit is not extended and not found; *ret_over (may be NULL)
+ * counts them. */
+int dhash_store_extend_charged(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
+                               uint64_t lease_until, const uint8_t *owner, uint64_t quota,
+                               bool *found, uint32_t *ret_over);
 /* Extend key's lease to lease_until (never shortening): -ENOENT if absent. */
 int dhash_store_extend(dhash_store_t *s, const struct cfs_id *key, uint64_t lease_until);
 /* Blocks whose lease ends at or before until (counting stops at max). */
@@ -77,6 +84,10 @@ uint32_t dhash__client_mode(const dhash_client_t *d);
 uint64_t dhash__client_lease(const dhash_client_t *d);
 bool dhash__client_closing(const dhash_client_t *d);
 void dhash__client_hold(dhash_client_t *d);
+/* The nonce a server at a challenged us with (CFS 5.4), into out (zeros
+ * when none); keep one for a's address. */
+void dhash__client_nonce(dhash_client_t *d, const struct cfs_addr *a, uint8_t out[CFS_NONCE_BYTES]);
+void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce);
 void dhash__client_release(dhash_client_t *d);
 
 /* ---- the server's state (server.c, sync.c) */
@@ -154,12 +165,23 @@ struct dhash_server {
 	/* quotas (quota.c) */
 	uint8_t quota_secret[32];
 	uint64_t challenges;
+	/* store admission (issue 22): replica copies admitted, and refused
+	 * from non-members and from members far from the key; REFRESH keys
+	 * not extended because the refresher's quota was full */
+	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota;
 };
 
 uint64_t dhash__wall_now(void);
 /* The lease granted for a request of `asked` (0: the default), capped at
  * now + cfg.max_lease_s. */
 uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked);
+
+/* Name vnode vi as m's sender (has_from): a replica's copy is admitted by it. */
+void dhash__msg_from(const dhash_server_t *s, uint32_t vi, struct cfs_msg *m);
+/* May req, a STORE without DHASH_STORE_F_PRIMARY, be stored here? 0, or
+ * -EPERM (counted) unless it comes from an authenticated member that is
+ * plausibly placing a copy of its own key (chord_plausible_holder). */
+int dhash__admit_replica(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 
 /* ---- quotas (quota.c) */
 void dhash__quota_init(dhash_server_t *s);
@@ -170,8 +192,9 @@ bool dhash__quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, cons
 /* Room for a cached copy of len bytes within the capacity (older cached
  * copies go first); false when the replicas alone leave none. */
 bool dhash__quota_cache_room(dhash_server_t *s, size_t len);
-/* Answer a STORE with a challenge: nothing stored, send again with this nonce. */
-void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from);
+/* Answer a STORE or REFRESH (type) with a challenge: nothing done, send
+ * again with this nonce. */
+void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from, enum cfs_msg_type type);
 /* May rec (new to the batch, after batch_bytes of new blocks of which
  * batch_owner_bytes are its owner's) be stored? 0, -ENOSPC (capacity) or
  * -EDQUOT (its owner's quota). */

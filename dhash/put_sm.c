@@ -16,7 +16,9 @@
  * have: LOOKUP, then HAVE to the successor, the next one if it is silent.
  * refresh: LOOKUP, then REFRESH to each of the k successors at once (CFS
  * 5.5: leases instead of delete); if none of them answered, all once more
- * with a longer timeout before the refresh fails.
+ * with a longer timeout before the refresh fails. A REFRESH is charged like
+ * a put: a server enforcing quotas answers the first with a nonce, and the
+ * REFRESH goes again to that server with it, once per server.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,26 @@ static void refresh_round_done(struct dhash__probe *pr)
 	}
 }
 
+/* CFS 5.4: a server wants proof that we receive at our address before it
+ * charges us the extension. Keep its nonce and ask it again, once; true
+ * when the REFRESH went out again. A second challenge counts as an answer
+ * without the key. */
+static bool refresh_challenged(struct dhash__probe *pr, const struct dhash__reply *rep)
+{
+	uint32_t ci = 0;
+
+	while (ci < pr->ncand && !(rep->from && cfs_addr_eq(&pr->cand[ci].addr, rep->from)))
+		ci++;
+	if (ci == pr->ncand || pr->challenged[ci] || !rep->nonce)
+		return false;
+	pr->challenged[ci] = true;
+	struct dhash__act *a = dhash__actq_push(&pr->q, DHASH_ACT_KEEP_NONCE);
+	a->addr = pr->cand[ci].addr;
+	memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
+	probe_send(pr, ci, pr->state == DHASH_PROBE_RETRY ? DHASH_RETRY_TIMEOUT_MS : 0);
+	return true;
+}
+
 void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *rep)
 {
 	bool bit = rep->status == 0 && rep->len >= 1 && (rep->data[0] & 1);
@@ -230,6 +252,9 @@ void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *r
 			probe_finish(pr, -ECANCELED);
 		return;
 	}
+	if (pr->refresh && rep->status == 0 && (rep->flags & DHASH_STORE_R_CHALLENGE) &&
+	    refresh_challenged(pr, rep))
+		return;
 	if (rep->status == -ETIMEDOUT)
 		pr->timeouts++;
 	else if (rep->status == 0)

@@ -15,7 +15,12 @@
  * bytes per owner at open and on every write and delete), so a block whose
  * lease ends is refunded, and a block already stored costs nothing again.
  * Copies between servers (replication, repair) and cached copies are not
- * charged. --capacity-mb bounds what STOREs may add to the store.
+ * charged; a replica's copy is taken only from a ring member placing a
+ * copy of a key near it (dhash__admit_replica). A REFRESH is a put of
+ * time: it needs the nonce too, and each block it extends is charged to
+ * the refresher from then on (the owner before it refunded) if its quota
+ * holds it. Every lease is capped at max_lease_s, whoever asks.
+ * --capacity-mb bounds what STOREs may add to the store.
  */
 #include <sodium.h>
 #include <string.h>
@@ -69,9 +74,9 @@ bool dhash__quota_confirmed(dhash_server_t *s, const struct cfs_addr *from, cons
 	return false;
 }
 
-void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from)
+void dhash__quota_challenge(dhash_server_t *s, const struct cfs_reply_to *from, enum cfs_msg_type type)
 {
-	cfs_msg_init(&s->reply, CFS_MSG_STORE);
+	cfs_msg_init(&s->reply, type);
 	s->reply.flags = DHASH_STORE_R_CHALLENGE;
 	nonce_for(s, &from->addr, dhash__wall_now() / EPOCH_S, s->reply.nonce);
 	s->challenges++;

@@ -73,6 +73,7 @@ static int refresh_send(struct rmany *rm, const struct dhash__act *a)
 	m->keys = keys;
 	m->n_keys = dhash__rmany_call_keys(&rm->sm, a->i, keys);
 	m->lease_until = rm->sm.lease_until;
+	dhash__client_nonce(rm->d, &to->addr, m->nonce); /* CFS 5.4: charged like a put */
 	m->has_to = true;
 	m->to_id = to->id;
 	*c = (struct rcall){ rm, a->i };
@@ -108,6 +109,9 @@ static void rmany_run(struct rmany *rm)
 		case DHASH_ACT_REFRESH:
 			if (refresh_send(rm, &a) < 0)
 				dhash__rmany_on_reply(&rm->sm, a.i, NULL);
+			break;
+		case DHASH_ACT_KEEP_NONCE:
+			dhash__client_keep_nonce(rm->d, &a.addr, a.nonce);
 			break;
 		case DHASH_ACT_FINISH:
 			rmany_finish(rm, &a);

@@ -11,7 +11,9 @@
  * least any server granted. A server that does not answer is asked once
  * more with a longer timeout; a key none of whose servers answered (or
  * whose lookup failed) fails the batch, so nobody takes "not renewed" for
- * "absent".
+ * "absent". A server enforcing quotas answers a REFRESH without its nonce
+ * with a challenge (CFS 5.4; the extension is charged to us): the nonce is
+ * kept for the server's address and the call sent again, once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +123,8 @@ static void send_all(struct dhash__rmany *rm)
 	for (uint32_t j = 0; j < rm->ng; j++)
 		for (uint32_t off = 0; off < rm->g[j].n; off += DHASH_REFRESH_CHUNK) {
 			uint32_t left = rm->g[j].n - off;
-			rm->c[rm->nc] = (struct dhash__rcall){ j, off, left < DHASH_REFRESH_CHUNK ? left : DHASH_REFRESH_CHUNK, false };
+			rm->c[rm->nc] = (struct dhash__rcall){ .g = j, .off = off,
+			                                     .cnt = left < DHASH_REFRESH_CHUNK ? left : DHASH_REFRESH_CHUNK };
 			dhash__actq_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
 		}
 	rm->calls_left = rm->nc;
@@ -191,7 +194,18 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 		a->timeout_ms = DHASH_RETRY_TIMEOUT_MS;
 		return;
 	}
-	if (rep && rep->status == 0)
+	if (rep && rep->status == 0 && (rep->flags & DHASH_STORE_R_CHALLENGE) && rep->nonce &&
+	    !c->challenged) {
+		c->challenged = true;
+		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_KEEP_NONCE);
+		a->addr = rm->g[c->g].node.addr;
+		memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
+		a = dhash__actq_push(&rm->q, DHASH_ACT_REFRESH);
+		a->i = ci;
+		a->timeout_ms = c->retried ? DHASH_RETRY_TIMEOUT_MS : 0;
+		return;
+	}
+	if (rep && rep->status == 0 && !(rep->flags & DHASH_STORE_R_CHALLENGE))
 		call_answered(rm, c, rep);
 	if (--rm->calls_left == 0)
 		rmany_finish(rm);

@@ -29,7 +29,10 @@ uint64_t dhash__wall_now(void)
  * allows. */
 uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked)
 {
-	uint64_t now = dhash__wall_now(), cap = s->cfg.max_lease_s ? now + s->cfg.max_lease_s : UINT64_MAX;
+	/* issue 22: a lease of 2^64-1 was never collected; 0 is the default
+	 * cap, not "no cap" */
+	uint64_t max = s->cfg.max_lease_s ? s->cfg.max_lease_s : DHASH_MAX_LEASE_DEFAULT_S;
+	uint64_t now = dhash__wall_now(), cap = now + max;
 
 	if (!asked)
 		asked = now + s->cfg.lease_s;
@@ -104,7 +107,8 @@ int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_
 static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec)
 {
 	const struct cfs_node *to[CHORD_SUCC_MAX];
-	int n = dhash_replica_targets(s->chord, responsible_vnode(s, key), s->cfg.replicas, to);
+	uint32_t vi = responsible_vnode(s, key);
+	int n = dhash_replica_targets(s->chord, vi, s->cfg.replicas, to);
 
 	for (int i = 0; i < n; i++) {
 		cfs_msg_init(&s->push, CFS_MSG_STORE);
@@ -114,6 +118,7 @@ static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct 
 		s->push.data = (struct cfs_bytes){ rec->data, rec->len };
 		s->push.has_to = true;
 		s->push.to_id = to[i]->id;
+		dhash__msg_from(s, vi, &s->push); /* the receiver admits a replica's copy by it */
 		if (chord_call(s->chord, to[i], &s->push, DHASH_STORE_TIMEOUT_MS, push_done, s) == 0)
 			s->pushed++;
 		else
@@ -192,6 +197,33 @@ static void on_commit(uv_check_t *h)
 	uv_check_stop(&s->commit);
 	if (s->nq)
 		commit(s);
+}
+
+void dhash__msg_from(const dhash_server_t *s, uint32_t vi, struct cfs_msg *m)
+{
+	const struct cfs_node *self = chord_vnode_self(s->chord, vi);
+
+	m->has_from = true;
+	m->from_id = self->id;
+	m->from_vindex = self->vindex;
+}
+
+int dhash__admit_replica(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct cfs_node n = { .id = req->from_id, .addr = from->addr, .vindex = req->from_vindex };
+
+	/* Sit and Morris 2002 §4.2; CFS 4.4: a replica's copy costs nobody's
+	 * quota, so only a member placing its own key's copies may send one */
+	if (!req->has_from || !chord_member_check(s->chord, &n)) {
+		s->admit_stranger++;
+		return -EPERM;
+	}
+	if (!chord_plausible_holder(s->chord, &req->from_id, &req->key, s->cfg.replicas)) {
+		s->admit_far++;
+		return -EPERM;
+	}
+	s->admit_ok++;
+	return 0;
 }
 
 /* A copy for the cache (DHASH_STORE_F_CACHE): a content-hash block that
@@ -277,12 +309,18 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	/* A client's put is charged to its address, once it proves it. */
 	if ((req->flags & DHASH_STORE_F_PRIMARY) && s->cfg.quota_bytes) {
 		if (!dhash__quota_confirmed(s, &from->addr, req->nonce)) {
-			dhash__quota_challenge(s, from);
+			dhash__quota_challenge(s, from, CFS_MSG_STORE);
 			return;
 		}
 		dhash__quota_owner(&from->addr, rec.owner);
 	}
 	if ((r = dhash_verify(req->kind, &req->key, req->data.p, req->data.len, &seq)) < 0) {
+		answer_store(s, from, r, 0);
+		return;
+	}
+	/* A replica's copy only from a member near the key (dhash__admit_replica);
+	 * after the check of the bytes, whose error is the more specific. */
+	if (!(req->flags & DHASH_STORE_F_PRIMARY) && (r = dhash__admit_replica(s, req, from)) < 0) {
 		answer_store(s, from, r, 0);
 		return;
 	}
@@ -345,30 +383,47 @@ static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const str
 	free(rec.data);
 }
 
-/* HAVE and REFRESH: one bit per key (bit i of byte i/8, LSB first). */
+/* HAVE and REFRESH: one bit per key (bit i of byte i/8, LSB first).
+ *
+ * A REFRESH is a put of time (CFS 5.4, 5.5): with quotas on it needs the
+ * nonce that proves the sender's address, like a client's STORE, and each
+ * block it extends is charged to the refresher from then on (whoever put
+ * it is refunded), as far as the refresher's quota goes; a key beyond it
+ * is not extended and its bit stays clear. The lease is capped like any
+ * other (dhash__grant_lease). */
 static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
-	uint8_t bits[CFS_MSG_MAX_KEYS / 8] = { 0 };
-	uint32_t n = req->n_keys;
-	uint64_t lease = req->type == CFS_MSG_REFRESH ? dhash__grant_lease(s, req->lease_until) : 0;
+	uint8_t bits[CFS_MSG_MAX_KEYS / 8] = { 0 }, owner[16];
+	uint32_t n = req->n_keys, over = 0;
+	bool refresh = req->type == CFS_MSG_REFRESH, charged = refresh && s->cfg.quota_bytes;
+	uint64_t lease = refresh ? dhash__grant_lease(s, req->lease_until) : 0;
 	int err = 0;
 
 	bool have[CFS_MSG_MAX_KEYS];
 
+	if (charged) {
+		if (!dhash__quota_confirmed(s, &from->addr, req->nonce)) {
+			dhash__quota_challenge(s, from, CFS_MSG_REFRESH);
+			return;
+		}
+		dhash__quota_owner(&from->addr, owner);
+	}
 	/* a REFRESH's extensions share one synchronous write: one sync per
 	 * message, not per key (a publisher renews every block it references) */
-	if (req->type == CFS_MSG_REFRESH)
-		err = dhash_store_extend_many(s->store, req->keys, n, lease, have);
+	if (refresh)
+		err = dhash_store_extend_charged(s->store, req->keys, n, lease, charged ? owner : NULL,
+		                                 s->cfg.quota_bytes, have, &over);
 	else
 		for (uint32_t i = 0; i < n; i++)
 			have[i] = dhash_store_has(s->store, &req->keys[i]);
 	for (uint32_t i = 0; i < n; i++)
 		if (have[i])
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
-	if (req->type == CFS_MSG_REFRESH)
+	if (refresh)
 		s->refreshes += n;
 	else
 		s->haves += n;
+	s->refresh_over_quota += over;
 	if (err < 0) {
 		(void)cfs_transport_reply_error(chord_transport(s->chord), from, err);
 		return;
@@ -503,6 +558,7 @@ struct server_snap {
 	uint32_t k;
 	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
 	uint64_t capacity, quota, challenges, day, week;
+	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota;
 	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
 	double c_rate;
 };
@@ -537,6 +593,12 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, refused[5], "store_error", "store error", NULL),
 	S(U64, refused[6], "over_quota", "over quota", NULL),
 	S(U64, refused[7], "other", "other", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("admission", "replica copies"),
+	S(U64, admit_ok, "admitted", "admitted", NULL),
+	S(U64, admit_stranger, "refused_not_member", "refused: not a member", NULL),
+	S(U64, admit_far, "refused_far", "refused: far from the key", NULL),
+	S(U64, refresh_over_quota, "refresh_over_quota", "refreshes over quota", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("leases_expiring", "leases"),
 	S(U64, day, "day", "ending within a day", NULL),
@@ -574,6 +636,10 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	n->capacity = s->cfg.capacity_bytes;
 	n->quota = s->cfg.quota_bytes;
 	n->challenges = s->challenges;
+	n->admit_ok = s->admit_ok;
+	n->admit_stranger = s->admit_stranger;
+	n->admit_far = s->admit_far;
+	n->refresh_over_quota = s->refresh_over_quota;
 	/* Leases ending within a day and a week (a walk of the lease index,
 	 * bounded so that status stays cheap on a huge store). */
 	n->day = dhash_store_expiring(s->store, now + 86400, EXPIRING_MAX);

@@ -449,25 +449,65 @@ int dhash_store_put_many(dhash_store_t *s, const struct cfs_id *keys, const stru
 int dhash_store_extend_many(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
                             uint64_t lease_until, bool *found)
 {
+	return dhash_store_extend_charged(s, keys, n, lease_until, NULL, 0, found, NULL);
+}
+
+/* May key i of an extension move its charge to owner (NULL: no charge)?
+ * It stays where it is when owner holds it already. */
+static bool charge_fits(const dhash_store_t *s, const uint8_t *owner, uint64_t quota,
+                        const struct dhash_rec *old, uint64_t *batch)
+{
+	if (!owner || !memcmp(old->owner, owner, 16))
+		return true;
+	if (quota && dhash_store_usage(s, owner) + *batch + old->len > quota)
+		return false;
+	*batch += old->len;
+	return true;
+}
+
+/* The one write of a REFRESH: every key found whose lease is shorter gets
+ * lease_until and, when owner is given, is charged to owner from now on
+ * (the former owner refunded) if owner's quota holds it; a key that does
+ * not fit is left alone and reported absent (*ret_over counts them). */
+int dhash_store_extend_charged(dhash_store_t *s, const struct cfs_id *keys, uint32_t n,
+                               uint64_t lease_until, const uint8_t *owner, uint64_t quota,
+                               bool *found, uint32_t *ret_over)
+{
 	struct dhash_rec *old = xcalloc(n ? n : 1, sizeof(*old)), *nr = xcalloc(n ? n : 1, sizeof(*nr));
 	bool *write = xcalloc(n ? n : 1, sizeof(*write));
 	leveldb_writebatch_t *b = NULL;
 	char *err = NULL;
+	uint64_t batch = 0;
+	uint32_t over = 0;
 	int r = 0;
 
 	for (uint32_t i = 0; i < n && r == 0; i++) {
+		uint32_t j = 0;
+		while (j < i && !cfs_id_eq(&keys[j], &keys[i]))
+			j++;
+		if (j < i) { /* the same key twice: the first one counts */
+			found[i] = found[j];
+			continue;
+		}
 		int g = dhash_store_get(s, &keys[i], &old[i]);
 		found[i] = g == 0;
 		if (g < 0 && g != -ENOENT)
 			r = g;
 		if (g < 0 || old[i].lease_until >= lease_until)
 			continue;
+		if (!charge_fits(s, owner, quota, &old[i], &batch)) {
+			found[i] = false;
+			over++;
+			continue;
+		}
 		if (!b && (r = store_writable(s)) < 0)
 			break;
 		if (!b)
 			b = leveldb_writebatch_create();
 		nr[i] = old[i];
 		nr[i].lease_until = lease_until;
+		if (owner)
+			memcpy(nr[i].owner, owner, 16);
 		batch_rec(b, &keys[i], &nr[i], &old[i]);
 		write[i] = true;
 	}
@@ -486,6 +526,8 @@ int dhash_store_extend_many(dhash_store_t *s, const struct cfs_id *keys, uint32_
 	free(old);
 	free(nr);
 	free(write);
+	if (ret_over)
+		*ret_over = over;
 	return r;
 }
 

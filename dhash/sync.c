@@ -29,7 +29,9 @@
  * replica server dies, the responsible server pushes to the next one on
  * its list; when the responsible server dies, its successor takes the range
  * over (its predecessor changes) and does the same. Copies beyond k are left
- * to their leases. Nothing here is charged to a publisher's quota.
+ * to their leases. Nothing here is charged to a publisher's quota; our
+ * pushes name the virtual server whose range they come from, and the peer
+ * takes them only from a member near the key (server.c, admission).
  *
  * A round runs at most 4 sessions at once, each with at most 8 transfers in
  * flight, and a session ends at its first timeout (the peer is likely
@@ -207,6 +209,9 @@ void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, con
 		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EINVAL);
 		return;
 	}
+	if (req->has_from) /* its pushes follow: authenticate it now, not then */
+		(void)chord_member_check(s->chord, &(struct cfs_node){ .id = req->from_id, .addr = from->addr,
+		                                                       .vindex = req->from_vindex });
 	digests(s, &(struct range){ req->key, req->hi, 0, false }, out);
 	s->sync.served_digests++;
 	cfs_msg_init(&s->reply, CFS_MSG_SYNC_DIGEST);
@@ -236,6 +241,9 @@ void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const
 	if (more)
 		n = max;
 	memcpy(keys, probe, n * sizeof(keys[0]));
+	if (req->has_from)
+		(void)chord_member_check(s->chord, &(struct cfs_node){ .id = req->from_id, .addr = from->addr,
+		                                                       .vindex = req->from_vindex });
 	s->sync.served_listings++;
 	cfs_msg_init(&s->reply, CFS_MSG_SYNC_KEYS);
 	s->reply.flags = more ? 1u : 0u;
@@ -341,10 +349,25 @@ static void add_xfer(struct sync_session *se, const struct cfs_id *key, enum xfe
 		se->s->sync.debt_round++; /* a root compared is no missing copy */
 }
 
+/* Every request of a session names its virtual server (the range's hi
+ * end): the peer admits our pushes only from a member near their keys
+ * (dhash__admit_replica), and authenticates us on the first digest. */
+static void name_sender(struct sync_session *se)
+{
+	chord_t *c = se->s->chord;
+
+	for (uint32_t i = 0; i < chord_vnode_count(c); i++)
+		if (cfs_id_eq(&chord_vnode_self(c, i)->id, &se->hi0)) {
+			dhash__msg_from(se->s, i, &se->msg);
+			return;
+		}
+}
+
 static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
 {
 	se->msg.has_to = true;
 	se->msg.to_id = se->peer.id;
+	name_sender(se);
 	int r = chord_call(se->s->chord, &se->peer, &se->msg, SYNC_TIMEOUT_MS, cb, arg);
 	if (r == 0)
 		se->calls++;

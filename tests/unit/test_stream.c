@@ -168,3 +168,84 @@ Test(stream, live_socket_refused_stale_replaced)
 	cr_assert(access(path, F_OK) == 0);
 	cr_assert(cfs_listener_new(&loop, path, 0600, on_accept, NULL, &lst) == 0);
 }
+
+static int raw_connect(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	strcpy(sun.sun_path, path);
+	cr_assert(connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+	return fd;
+}
+
+/* Issue 22 point 7: a frame left half sent ends its stream after idle_ms,
+ * whether or not a byte trickles in now and then. */
+Test(stream, half_sent_frame_times_out)
+{
+	cfs_listener_set_limits(lst, &(struct cfs_listener_limits){ .idle_ms = 200 });
+	int fd = raw_connect();
+	static const uint8_t hdr[5] = { 0, 0x10, 0, 0, 'x' }; /* 1 MiB announced */
+	cr_assert(write(fd, hdr, 5) == 5);
+	uint64_t t0 = uv_now(&loop);
+	for (int i = 0; i < 3 && end_status == 1; i++) { /* a byte every 100 ms */
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(100000);
+		uv_update_time(&loop);
+		(void)!write(fd, "y", 1);
+	}
+	while (end_status == 1)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(end_status, -ETIMEDOUT);
+	cr_assert_lt(uv_now(&loop) - t0, 1000);
+	uint32_t conns;
+	uint64_t refused, timed_out, paused;
+	cfs_listener_stats(lst, &conns, &refused, &timed_out, &paused);
+	cr_assert_eq(timed_out, 1);
+	close(fd);
+}
+
+Test(stream, connections_beyond_the_bound_are_closed)
+{
+	int fds[4];
+	uint32_t conns;
+	uint64_t refused, timed_out, paused;
+
+	cfs_listener_set_limits(lst, &(struct cfs_listener_limits){ .max_conns = 2 });
+	for (int i = 0; i < 4; i++)
+		fds[i] = raw_connect();
+	for (int i = 0; i < 50; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(1000);
+	cfs_listener_stats(lst, &conns, &refused, &timed_out, &paused);
+	cr_assert_eq(naccepted, 2);
+	cr_assert_eq(refused, 2);
+	cr_assert_eq(conns, 2);
+	char c;
+	cr_assert_eq(read(fds[3], &c, 1), 0, "the refused connection sees EOF");
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+}
+
+/* A client that never reads its replies stops being read: the replies
+ * queued stay near the bound instead of growing with its requests. */
+Test(stream, unread_replies_stop_the_reading)
+{
+	static uint8_t frame[4 + 60000];
+	uint32_t conns;
+	uint64_t refused, timed_out, paused;
+	int fd;
+
+	cfs_listener_set_limits(lst, &(struct cfs_listener_limits){ .queue_bytes = 256 << 10 });
+	fd = raw_connect();
+	cfs_put_be32(frame, 60000);
+	for (int i = 0; i < 200; i++) { /* 12 MB of echo requests, nothing read */
+		ssize_t w = send(fd, frame, sizeof(frame), MSG_DONTWAIT);
+		for (int j = 0; j < 5; j++)
+			uv_run(&loop, UV_RUN_NOWAIT);
+		if (w < 0)
+			usleep(1000);
+	}
+	cfs_listener_stats(lst, &conns, &refused, &timed_out, &paused);
+	cr_assert_geq(paused, 1);
+	cr_assert_lt(frames, 200, "%d frames served with their replies unread", frames);
+	close(fd);
+}

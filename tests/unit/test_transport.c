@@ -14,6 +14,9 @@ struct server {
 	uv_timer_t late;
 	struct cfs_reply_to pending;
 	bool has_pending;
+	bool anon_reply;      /* answer without naming the node addressed */
+	uint64_t reqids[64];  /* the first request IDs seen */
+	uint32_t nreqids;
 };
 
 static void late_reply(uv_timer_t *h)
@@ -31,6 +34,15 @@ static void serve(void *arg, const struct cfs_msg *req, const struct cfs_reply_t
 	struct cfs_msg m;
 
 	s->served++;
+	if (s->nreqids < 64)
+		s->reqids[s->nreqids++] = req->reqid;
+	if (s->anon_reply) { /* a forger, or a peer answering for another node */
+		struct cfs_reply_to rt = *from;
+		rt.has_to = false;
+		cfs_msg_init(&m, req->type);
+		cr_assert(cfs_transport_reply(s->t, &rt, &m) == 0);
+		return;
+	}
 	if (req->type == CFS_MSG_FETCH) {
 		cr_assert(cfs_transport_reply_error(s->t, from, -ENOENT) == 0);
 		return;
@@ -443,4 +455,51 @@ Test(transport, background_calls_leave_the_window_alone)
 	cr_assert(st.window >= w0, "40 background timeouts left w alone: %.2f -> %.2f", w0, st.window);
 	for (int i = 0; i < 40; i++)
 		close(fds[i]);
+}
+
+/* Issue 22 point 6: request IDs drawn afresh per call, not counted up. */
+Test(transport, request_ids_are_unpredictable)
+{
+	uint32_t steps = 0;
+
+	for (int i = 0; i < 64; i++)
+		cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	cr_assert_eq(srv.nreqids, 64);
+	for (uint32_t i = 1; i < 64; i++) {
+		steps += srv.reqids[i] - srv.reqids[i - 1] < 1024;
+		for (uint32_t j = 0; j < i; j++)
+			cr_assert_neq(srv.reqids[i], srv.reqids[j]);
+	}
+	cr_assert_eq(steps, 0, "%u IDs within 1024 of the previous one", steps);
+}
+
+static int call_to(const struct cfs_id *to)
+{
+	struct cfs_msg m;
+
+	cfs_msg_init(&m, CFS_MSG_PING);
+	if (to) {
+		m.has_to = true;
+		m.to_id = *to;
+	}
+	done = false;
+	cr_assert(cfs_transport_call(cli, &srv_addr, &m, &(struct cfs_call_opts){ .timeout_ms = 100 },
+	                             on_one, NULL) == 0);
+	while (!done)
+		uv_run(&loop, UV_RUN_ONCE);
+	return last_status;
+}
+
+/* A call addressed to a node is answered only by a reply naming it. */
+Test(transport, reply_must_name_the_node_addressed)
+{
+	struct cfs_id x = { { 7 } };
+	struct cfs_transport_stats st;
+
+	cr_assert_eq(call_to(&x), 0); /* the transport names it for the server */
+	srv.anon_reply = true;
+	cr_assert_eq(call_to(NULL), 0); /* nobody addressed: the address suffices */
+	cr_assert_eq(call_to(&x), -ETIMEDOUT);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.unmatched, 1);
 }

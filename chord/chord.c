@@ -455,6 +455,7 @@ struct ring_snap {
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
 	uint64_t hostile_dropped, fwd_handled, find_next_handled, alerts_in;
+	uint64_t suspects, suspects_reported, lookup_checks_failed;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -465,6 +466,9 @@ static const struct cfs_stat ring_stats[] = {
 	CFS_STAT_D(struct ring_snap, est, 1, "estimated_n", "estimated n", NULL),
 	CFS_STAT_D(struct ring_snap, coord_err, 3, "coord_err", "coordinate error", NULL),
 	S(U64, hostile_dropped, "hostile_dropped", "hostile replies dropped", NULL),
+	S(U64, suspects, "suspects", "suspects now", NULL),
+	S(U64, suspects_reported, "suspects_reported", "suspects reported", NULL),
+	S(U64, lookup_checks_failed, "lookup_checks_failed", "lookup answers rejected", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -549,6 +553,8 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
+		.suspects = chord__suspects_count(&c->susp, cfs_now_us()),
+		.suspects_reported = c->susp.reported, .lookup_checks_failed = c->lookup_checks_failed,
 	};
 	bool first = true;
 

@@ -50,6 +50,21 @@ struct auth_ent {
 
 struct lookup;
 
+/* Suspects (suspect.c): nodes whose lookup answers failed the checks or
+ * that did not serve a block they claimed; bounded, each entry expires. */
+#define CHORD__SUSPECTS_MAX 64
+struct chord__suspect {
+	struct cfs_id id;
+	uint64_t until_us;
+	const char *why;
+};
+struct chord__suspects {
+	struct chord__suspect e[CHORD__SUSPECTS_MAX];
+	uint32_t n;
+	uint64_t ttl_us;
+	uint64_t reported;        /* suspects reported, ever */
+};
+
 struct chord {
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
@@ -91,6 +106,9 @@ struct chord {
 	uint32_t ncontacts;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
+
+	struct chord__suspects susp;
+	uint64_t lookup_checks_failed; /* lookup answers the checks rejected */
 };
 
 /* chord.c */
@@ -179,6 +197,17 @@ int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *f
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
 /* The lookup state machines (no I/O) are in lookup_sm.h. */
+
+/* suspect.c: the table on its own (now_us given, for tests), and c's. */
+void chord__suspects_init(struct chord__suspects *s, uint64_t ttl_us);
+/* Add or renew id until now + ttl; when full, the entry expiring first
+ * makes room. true when id was not a suspect yet. */
+bool chord__suspects_add(struct chord__suspects *s, const struct cfs_id *id, const char *why,
+                         uint64_t now_us);
+bool chord__suspects_has(const struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us);
+/* Suspects not yet expired. */
+uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us);
+bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
 
 /* client.c */
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,

@@ -25,6 +25,9 @@ static struct fake {
 	uint32_t nlocal;
 	struct cfs_id local[4];
 	double est_n, avg_rtt_ms;
+	uint32_t r;               /* successor list length */
+	uint32_t nsusp;
+	struct cfs_id susp[8];
 } F;
 
 static bool f_node_id_ok(void *ctx, const struct cfs_node *n)
@@ -82,10 +85,25 @@ static double f_avg_rtt(void *ctx)
 	return ((struct fake *)ctx)->avg_rtt_ms;
 }
 
+static bool f_is_suspect(void *ctx, const struct cfs_id *id)
+{
+	struct fake *f = ctx;
+
+	for (uint32_t i = 0; i < f->nsusp; i++)
+		if (cfs_id_eq(&f->susp[i], id))
+			return true;
+	return false;
+}
+
+static uint32_t f_succ_max(void *ctx)
+{
+	return ((struct fake *)ctx)->r;
+}
+
 static const struct chord__lk_ops fake_ops = {
 	.node_id_ok = f_node_id_ok, .is_local = f_is_local, .local_step = f_local_step,
 	.has_block = f_has_block, .predict_rtt_us = f_predict, .estimate_n = f_est_n,
-	.avg_rtt_ms = f_avg_rtt,
+	.avg_rtt_ms = f_avg_rtt, .is_suspect = f_is_suspect, .succ_max = f_succ_max,
 };
 static const struct chord__lk_env ENV = { &fake_ops, &F };
 
@@ -214,6 +232,7 @@ static void setup(void)
 	F.local[F.nlocal++] = ring[0].id;
 	F.est_n = 1024;
 	F.avg_rtt_ms = 50;
+	F.r = 4;
 	memset(&SM, 0, sizeof(SM));
 }
 
@@ -366,14 +385,15 @@ Test(chord_lookup, dead_hop_alert_and_backtrack)
 	cr_assert_eq(SM.res.n, 0);
 }
 
-/* A hop that answers with nothing usable is no answer: try elsewhere. */
+/* A hop that answers with a forged node is a suspect: try elsewhere. */
 Test(chord_lookup, empty_final_answer)
 {
 	local_cands(NODES(30, 38), 2);
 	start(ITER, 1, 0);
 	NB[0] = forged(40);
 	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_DONE, 1));
-	cr_assert_eq(A.n, 1);
+	cr_assert_eq(A.n, 2);
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 38);
 	assert_to(nth(CHORD__LKA_FIND, 0), 30);
 }
 

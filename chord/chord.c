@@ -466,6 +466,7 @@ struct ring_snap {
 	uint64_t auth_dropped, auth_dropped_src, auth_dropped_all, auth_dup, auth_src_evicted;
 	uint32_t auth_inflight;
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
+	uint64_t suspects, suspects_reported, lookup_checks_failed;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -476,6 +477,9 @@ static const struct cfs_stat ring_stats[] = {
 	CFS_STAT_D(struct ring_snap, est, 1, "estimated_n", "estimated n", NULL),
 	CFS_STAT_D(struct ring_snap, coord_err, 3, "coord_err", "coordinate error", NULL),
 	S(U64, hostile_dropped, "hostile_dropped", "hostile replies dropped", NULL),
+	S(U64, suspects, "suspects", "suspects now", NULL),
+	S(U64, suspects_reported, "suspects_reported", "suspects reported", NULL),
+	S(U64, lookup_checks_failed, "lookup_checks_failed", "lookup answers rejected", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -577,6 +581,8 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.auth_src_evicted = c->auth_rl.evicted, .auth_inflight = c->auth_inflight,
 		.leave_no_cookie = c->leave_no_cookie, .leave_bad_cookie = c->leave_bad_cookie,
 		.leave_stranger = c->leave_stranger, .leave_applied = c->leave_applied,
+		.suspects = chord__suspects_count(&c->susp, cfs_now_us()),
+		.suspects_reported = c->susp.reported, .lookup_checks_failed = c->lookup_checks_failed,
 	};
 	bool first = true;
 

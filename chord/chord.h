@@ -40,7 +40,12 @@ struct chord_config {
 	uint32_t fail_probes;     /* consecutive misses that make a neighbour dead (default 3) */
 	uint32_t pns;             /* PNS(x) samples per finger (default 16; 1 = plain Chord) */
 	uint64_t seed;            /* jitter RNG seed (0: from the clock) */
+	/* How long a node whose lookup answer failed the checks, or that
+	 * claimed a block it did not serve, stays a suspect (skipped as a
+	 * next hop); 0: CHORD_SUSPECT_MS_DEFAULT. */
+	uint32_t suspect_ms;
 };
+#define CHORD_SUSPECT_MS_DEFAULT 300000
 void chord_config_default(struct chord_config *c);
 
 /* Lookup modes: an algorithm and a next-hop rule, combined. */
@@ -90,6 +95,13 @@ struct chord_lookup_result {
 	 * the hop that answered). DHash caches fetched blocks on them. */
 	uint32_t npath;
 	struct cfs_node path[CHORD_PATH_MAX];
+	/* succ[0..n) passed the answer checks (the key between the answering
+	 * node and succ[0], ring order, enough successors, the density of
+	 * Castro et al. 2002), or came from our own tables: found
+	 * independently of any one hop's say-so. false for a hop's block
+	 * claim (HAS_BLOCK without DONE), whose succ[] are next hops. */
+	bool checked;
+	uint32_t checks_failed;   /* answers rejected on the way (suspects) */
 };
 typedef void (*chord_lookup_cb)(void *arg, const struct chord_lookup_result *r);
 
@@ -177,6 +189,13 @@ uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to);
 /* Is id one of this process's tables' dead or failed-authentication entries
  * (for tests), or present in any table? */
 bool chord_knows(const chord_t *c, const struct cfs_id *id);
+/* Report id as a suspect (a lying or failing ring member, e.g. a hop that
+ * claimed key's block and did not serve it): for suspect_ms lookups skip it
+ * as a next hop. Our own virtual servers are never suspects. why is a
+ * static string, logged. */
+void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why);
+/* Is id a suspect now? */
+bool chord_is_suspect(const chord_t *c, const struct cfs_id *id);
 /* The virtual servers, tables, estimate and lookup counters, as text or as
  * a JSON object (appended to b). */
 void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json);

@@ -88,6 +88,21 @@ struct chord__ratelimit {
 	uint64_t dropped_src, dropped_all, evicted;
 };
 
+/* Suspects (suspect.c): nodes whose lookup answers failed the checks or
+ * that did not serve a block they claimed; bounded, each entry expires. */
+#define CHORD__SUSPECTS_MAX 64
+struct chord__suspect {
+	struct cfs_id id;
+	uint64_t until_us;
+	const char *why;
+};
+struct chord__suspects {
+	struct chord__suspect e[CHORD__SUSPECTS_MAX];
+	uint32_t n;
+	uint64_t ttl_us;
+	uint64_t reported;        /* suspects reported, ever */
+};
+
 struct chord {
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
@@ -137,6 +152,8 @@ struct chord {
 	uint64_t auth_dropped;    /* checks not made: over the rate or in-flight budget */
 	uint64_t auth_dup;        /* IDs refused: held by a live node at another address */
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
+	struct chord__suspects susp;
+	uint64_t lookup_checks_failed; /* lookup answers the checks rejected */
 };
 
 /* chord.c */
@@ -281,6 +298,17 @@ int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *f
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
 /* The lookup state machines (no I/O) are in lookup_sm.h. */
+
+/* suspect.c: the table on its own (now_us given, for tests), and c's. */
+void chord__suspects_init(struct chord__suspects *s, uint64_t ttl_us);
+/* Add or renew id until now + ttl; when full, the entry expiring first
+ * makes room. true when id was not a suspect yet. */
+bool chord__suspects_add(struct chord__suspects *s, const struct cfs_id *id, const char *why,
+                         uint64_t now_us);
+bool chord__suspects_has(const struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us);
+/* Suspects not yet expired. */
+uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us);
+bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
 
 /* client.c */
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,

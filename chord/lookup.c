@@ -98,6 +98,16 @@ static double env_avg_rtt_ms(void *ctx)
 	return ((chord_t *)ctx)->avg_rtt_ms;
 }
 
+static bool env_is_suspect(void *ctx, const struct cfs_id *id)
+{
+	return chord__suspect_is(ctx, id);
+}
+
+static uint32_t env_succ_max(void *ctx)
+{
+	return ((chord_t *)ctx)->cfg.nsucc;
+}
+
 static const struct chord__lk_ops lk_ops = {
 	.node_id_ok = env_node_id_ok,
 	.is_local = env_is_local,
@@ -106,6 +116,8 @@ static const struct chord__lk_ops lk_ops = {
 	.predict_rtt_us = env_predict_rtt_us,
 	.estimate_n = env_estimate_n,
 	.avg_rtt_ms = env_avg_rtt_ms,
+	.is_suspect = env_is_suspect,
+	.succ_max = env_succ_max,
 };
 
 /* ------------------------------------------------------------ endings */
@@ -247,6 +259,12 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		break;
 	case CHORD__LKA_FINISH:
 		finished(l);
+		break;
+	case CHORD__LKA_SUSPECT:
+		c->lookup_checks_failed++;
+		chord_suspect(c, &a->id, a->why);
+		if (c->client)
+			chord__client_forget(c, &a->id);
 		break;
 	default:
 		break;

@@ -124,6 +124,13 @@ static bool was_asked(const struct chord__lksm *sm, const struct cfs_id *id)
 	return false;
 }
 
+static bool is_suspect(const struct chord__lksm *sm, const struct cfs_id *id)
+{
+	const struct chord__lk_ops *ops = sm->env.ops;
+
+	return ops->is_suspect && ops->is_suspect(sm->env.ctx, id);
+}
+
 static void add_failed(struct chord__lksm *sm, const struct cfs_id *id)
 {
 	if (sm->nfailed < CHORD__LK_MAX_FAILED && !is_failed(sm, id))
@@ -313,12 +320,14 @@ static void verify_reply(struct chord__lksm *sm, int status)
 	verify_next(sm);
 }
 
-/* A final answer: the key's successors (VERIFY: check them first). */
-static void answer(struct chord__lksm *sm, const struct cfs_node *nodes, uint32_t n)
+/* A final answer: the key's successors (VERIFY: check them first);
+ * checked: they passed chord__lk_check or are our own. */
+static void answer(struct chord__lksm *sm, const struct cfs_node *nodes, uint32_t n, bool checked)
 {
 	if (sm->state == CHORD__LK_VERIFYING || sm->state == CHORD__LK_DONE)
 		return;
 	set_result(sm, nodes, n);
+	sm->res.checked = checked;
 	if (sm->res.n == 0) {
 		finish(sm, -EHOSTUNREACH);
 		return;
@@ -347,11 +356,115 @@ static uint32_t filter(const struct chord__lksm *sm, const struct cfs_id *from,
 	for (uint32_t i = 0; i < n && k < cap; i++) {
 		if (!env->ops->node_id_ok(env->ctx, &in[i]) || is_failed(sm, &in[i].id))
 			continue;
-		if (progress && !cfs_id_in_oo(&in[i].id, from, &sm->key))
+		/* Castro et al. 2002 §4.2: route around suspects (they stay in
+		 * answers: a liar may still be one of the key's successors). */
+		if (progress && (!cfs_id_in_oo(&in[i].id, from, &sm->key) || is_suspect(sm, &in[i].id)))
 			continue;
 		out[k++] = in[i];
 	}
 	return k;
+}
+
+/* ------------------------------------------------------------ answer checks */
+
+static void iter_next(struct chord__lksm *sm);
+
+/*
+ * Castro, Druschel, Ganesh, Rowstron, Wallach, "Secure routing for
+ * structured peer-to-peer overlay networks" (OSDI 2002) §4.1 with CFS
+ * 4.4, before an answer is believed: IDs that hash from their addresses;
+ * successors in ring order after the key, the answering node not among
+ * them past the first; the key between the answerer and its first
+ * successor — and a node asked because it precedes the key cannot claim
+ * to be the key's successor (every next hop is chosen in (hop, key)); a
+ * full answer naming at least half of min(want, r, N̂ - 1) successors
+ * (honest lists hold min(r, N - 1); half leaves room for lists still
+ * growing); and the routing-failure test: the mean gap of key, succ[0],
+ * ..., succ[n-1] at most γ times the mean gap 1/N̂ of our own list.
+ */
+const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
+                            const struct cfs_node *from, bool from_before_key,
+                            const struct cfs_node *nodes, uint32_t n, uint32_t want, bool full)
+{
+	const struct chord__lk_ops *ops = env->ops;
+	struct cfs_id d, prev = { 0 };
+
+	if (n == 0)
+		return "named no successor";
+	for (uint32_t i = 0; i < n; i++) {
+		if (!ops->node_id_ok(env->ctx, &nodes[i]))
+			return "named a node whose ID does not hash from its address";
+		cfs_id_distance(&d, key, &nodes[i].id);
+		if (i > 0 && cfs_id_cmp(&d, &prev) <= 0)
+			return "named successors out of ring order";
+		if (i > 0 && cfs_id_eq(&nodes[i].id, &from->id))
+			return "named itself among its own successors";
+		prev = d;
+	}
+	if (cfs_id_eq(&from->id, &nodes[0].id)) {
+		if (from_before_key)
+			return "claimed the key although it precedes it";
+	} else if (!cfs_id_in_oc(key, &from->id, &nodes[0].id)) {
+		return "the key is not between it and its first successor";
+	}
+	double est = ops->estimate_n(env->ctx);
+	if (full) {
+		uint32_t cap = want;
+		if (ops->succ_max && ops->succ_max(env->ctx) < cap)
+			cap = ops->succ_max(env->ctx);
+		if (est - 1 < cap)
+			cap = est > 1 ? (uint32_t)(est - 1) : 0;
+		if (n < cap / 2)
+			return "named too few successors for the ring's size";
+	}
+	/* Castro et al. 2002 §4.1: the routing-failure test */
+	double gaps = n > CHORD__LK_DENSITY_MIN_N ? n : CHORD__LK_DENSITY_MIN_N;
+	if (est >= 2 && cfs_id_to_unit(&prev) * est > CHORD__LK_GAMMA * gaps)
+		return "named successors sparser than the ring (routing-failure test)";
+	return NULL;
+}
+
+/* Was path[d] asked because it precedes the key (chosen in (path[d-1],
+ * key))? Not a bootstrap node, nor a plain client's first hop. */
+static bool hop_before_key(const struct chord__lksm *sm, int d)
+{
+	return d >= 1 && !(d == 1 && sm->client_start);
+}
+
+/* An answer failed the checks: its node is a suspect (the driver tells
+ * the suspect table) and out of this lookup. */
+static void suspect(struct chord__lksm *sm, const struct cfs_node *n, const char *why)
+{
+	struct chord__lk_act *a = chord__lk_emit(&sm->q, CHORD__LKA_SUSPECT);
+
+	a->has_to = true;
+	a->to = *n;
+	a->id = n->id;
+	a->why = why;
+	sm->res.checks_failed++;
+	add_failed(sm, &n->id);
+}
+
+/* Castro et al. 2002 §4.2, redundant routing: the hop on top of the path
+ * lied. The first time, start again at the root of the path, avoiding the
+ * first hop of the path that led to the liar (every node asked on it stays
+ * asked: the new path is disjoint); after that, back up one hop as after
+ * a failure. */
+static void reroute(struct chord__lksm *sm)
+{
+	if (!sm->restarted && sm->depth > 2) {
+		sm->restarted = true;
+		sm->has_avoid = true;
+		sm->avoid = sm->path[1].n.id;
+		sm->depth = 1;
+		sm->step++;
+		sm->step_out = 0;
+		if (sm->part_depth >= 1)
+			sm->npart = 0; /* told by a hop of the bad path */
+	} else {
+		pop_hop(sm);
+	}
+	iter_next(sm);
 }
 
 /* Remember a hop's partial answer (the tail of nodes after ncand). */
@@ -373,11 +486,21 @@ static bool use_partial(struct chord__lksm *sm, int depth)
 
 	if (sm->npart == 0 || sm->part_depth != depth)
 		return false;
+	const struct cfs_node *from = &sm->path[depth].n;
+	if (!sm->env.ops->is_local(sm->env.ctx, &from->id) && !(depth == 0 && sm->client_start)) {
+		const char *why = chord__lk_check(&sm->env, &sm->key, from, hop_before_key(sm, depth),
+		                                  sm->part, sm->npart, want_succs(sm), false);
+		if (why) {
+			sm->npart = 0;
+			suspect(sm, from, why);
+			return false;
+		}
+	}
 	uint32_t n = filter(sm, NULL, sm->part, sm->npart, ok, NCAND, false);
 	sm->npart = 0;
 	if (n == 0)
 		return false;
-	answer(sm, ok, n);
+	answer(sm, ok, n, true);
 	return true;
 }
 
@@ -394,6 +517,7 @@ static void send_find(struct chord__lksm *sm, const struct cfs_node *to)
 		k->alert = !env->ops->is_local(env->ctx, &k->via.id) &&
 		           !(sm->client_start && sm->depth == 1);
 	}
+	k->before_key = hop_before_key(sm, sm->depth);
 	a->nsucc = want_succs(sm);
 	a->flags = (sm->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (sm->to_pred ? CFS_LOOKUP_F_TO_PRED : 0);
 	sm->res.rpcs++;
@@ -413,12 +537,18 @@ static void iter_next(struct chord__lksm *sm)
 	while (sm->depth > 0) {
 		struct chord__lk_hop *top = &sm->path[sm->depth - 1];
 		while (sm->step_out < sm->par) {
-			bool skip[NCAND];
-			for (uint32_t i = 0; i < top->ncand; i++)
+			bool skip[NCAND], avoid[NCAND];
+			for (uint32_t i = 0; i < top->ncand; i++) {
 				skip[i] = top->tried[i] || is_failed(sm, &top->cand[i].id) ||
-				          was_asked(sm, &top->cand[i].id);
-			int i = chord__lk_select(&sm->env, CHORD_MODE_SELECT(sm->o.mode), &top->n.id, &sm->key,
-			                         top->cand, top->ncand, skip);
+				          was_asked(sm, &top->cand[i].id) || is_suspect(sm, &top->cand[i].id);
+				/* after a liar: a first hop other than the bad path's */
+				avoid[i] = skip[i] || (sm->depth == 1 && sm->has_avoid &&
+				                       cfs_id_eq(&top->cand[i].id, &sm->avoid));
+			}
+			uint32_t sel = CHORD_MODE_SELECT(sm->o.mode);
+			int i = chord__lk_select(&sm->env, sel, &top->n.id, &sm->key, top->cand, top->ncand, avoid);
+			if (i < 0)
+				i = chord__lk_select(&sm->env, sel, &top->n.id, &sm->key, top->cand, top->ncand, skip);
 			if (i < 0)
 				break;
 			if (sm->res.rpcs >= CHORD__LK_MAX_RPCS) {
@@ -442,20 +572,39 @@ static void iter_next(struct chord__lksm *sm)
 /* The hop on top of the path answered (CFS Fig. 5's lookup_step): it holds
  * the block, knows the key's successors, or names next hops (DHash++ 4.5:
  * with PARTIAL, the key's predecessors plus the successors it knows). */
-static void take_step(struct chord__lksm *sm, const struct chord__lk_reply *r)
+static void take_step(struct chord__lksm *sm, const struct chord__lk_reply *r, bool before_key)
 {
 	struct chord__lk_hop *h = &sm->path[sm->depth - 1];
+	bool done = r->flags & CFS_LOOKUP_F_DONE, has = r->flags & CFS_LOOKUP_F_HAS_BLOCK;
 
 	sm->res.hops++;
-	if (r->flags & CFS_LOOKUP_F_HAS_BLOCK) {
+	if (has && !(sm->o.flags & CFS_LOOKUP_F_CHECK_BLOCK)) {
+		suspect(sm, &h->n, "claimed a block nobody asked about");
+		reroute(sm);
+		return;
+	}
+	/* A PARTIAL answer naming no predecessor is a final one in disguise
+	 * (an honest one names at least the key's predecessor). */
+	if ((r->flags & CFS_LOOKUP_F_PARTIAL) && r->count == 0)
+		done = true;
+	if (done) {
+		const char *why = chord__lk_check(&sm->env, &sm->key, &h->n, before_key, r->nodes, r->n,
+		                                  want_succs(sm), true);
+		if (why) {
+			suspect(sm, &h->n, why);
+			reroute(sm);
+			return;
+		}
+	}
+	if (has) { /* CFS 5.2; counts only once served (DHash's get) */
 		sm->res.has_block = true;
 		sm->res.holder = h->n;
 	}
-	if (r->flags & (CFS_LOOKUP_F_DONE | CFS_LOOKUP_F_HAS_BLOCK)) {
+	if (done || has) {
 		struct cfs_node ok[CFS_MSG_MAX_NODES];
 		uint32_t n = filter(sm, NULL, r->nodes, r->n, ok, CFS_MSG_MAX_NODES, false);
 		if (n > 0) {
-			answer(sm, ok, n);
+			answer(sm, ok, n, done);
 			return;
 		}
 		pop_hop(sm); /* an empty answer is no answer: try elsewhere */
@@ -510,7 +659,7 @@ static void bootstrap_reply(struct chord__lksm *sm, const struct chord__lk_reply
 		finish(sm, -EHOSTUNREACH);
 		return;
 	}
-	take_step(sm, r);
+	take_step(sm, r, false);
 }
 
 static void find_reply(struct chord__lksm *sm, const struct chord__lk_ask *k,
@@ -536,16 +685,31 @@ static void find_reply(struct chord__lksm *sm, const struct chord__lk_ask *k,
 		hop_failed(sm, k, r->status, current);
 		return;
 	}
+	/* The node asked answers under its own ID (a process answers for the
+	 * virtual server addressed), or nothing it says counts. */
+	if (k->has_to && (!r->has_from || !cfs_id_eq(&r->from.id, &k->to.id))) {
+		suspect(sm, &k->to, "answered under another node's ID");
+		if (current)
+			iter_next(sm);
+		return;
+	}
 	if (!current) {
 		/* OpenDHT 3.2.2: a parallel ask moved the lookup on; only a
-		 * final answer from this one is still worth taking. */
+		 * final answer from this one is still worth taking, checked. */
 		struct cfs_node ok[CFS_MSG_MAX_NODES];
 		uint32_t n = 0;
-		if (r->flags & CFS_LOOKUP_F_DONE)
-			n = filter(sm, NULL, r->nodes, r->n, ok, CFS_MSG_MAX_NODES, false);
+		if (!(r->flags & CFS_LOOKUP_F_DONE))
+			return;
+		const char *why = chord__lk_check(&sm->env, &sm->key, &k->to, k->before_key, r->nodes,
+		                                  r->n, want_succs(sm), true);
+		if (why) {
+			suspect(sm, &k->to, why);
+			return;
+		}
+		n = filter(sm, NULL, r->nodes, r->n, ok, CFS_MSG_MAX_NODES, false);
 		if (n > 0) {
 			sm->res.hops++;
-			answer(sm, ok, n);
+			answer(sm, ok, n, true);
 		}
 		return;
 	}
@@ -555,7 +719,7 @@ static void find_reply(struct chord__lksm *sm, const struct chord__lk_ask *k,
 		return;
 	}
 	h->n = r->from;
-	take_step(sm, r);
+	take_step(sm, r, k->before_key);
 }
 
 /* The originator's own step (CFS Fig. 5 run locally first): answered from
@@ -574,7 +738,7 @@ static bool local_step(struct chord__lksm *sm)
 		sm->res.holder = self;
 	}
 	if (done || sm->res.has_block) {
-		answer(sm, out, n);
+		answer(sm, out, n, done); /* our own tables */
 		return true;
 	}
 	keep_partial(sm, 0, out, ncand, n);
@@ -598,7 +762,7 @@ static void rec_send(struct chord__lksm *sm)
 	bool skip[NCAND];
 
 	for (uint32_t i = 0; i < h->ncand; i++)
-		skip[i] = h->tried[i] || is_failed(sm, &h->cand[i].id);
+		skip[i] = h->tried[i] || is_failed(sm, &h->cand[i].id) || is_suspect(sm, &h->cand[i].id);
 	int i = chord__lk_select(&sm->env, CHORD_MODE_SELECT(sm->o.mode), &h->n.id, &sm->key, h->cand,
 	                         h->ncand, skip);
 	if (i < 0) {
@@ -606,6 +770,7 @@ static void rec_send(struct chord__lksm *sm)
 		return;
 	}
 	h->tried[i] = true;
+	sm->rec_first = h->cand[i].id;
 	struct chord__lk_act *a = ask(sm, CHORD__LKA_FWD, &h->cand[i]);
 	a->nsucc = want_succs(sm);
 	a->flags = (sm->o.flags & CFS_LOOKUP_F_CHECK_BLOCK) | (CHORD_MODE_SELECT(sm->o.mode) << 8) |
@@ -645,8 +810,15 @@ bool chord__lksm_awaits_done(const struct chord__lksm *sm, uint64_t id, const st
 }
 
 /* DHash++ Fig. 10: "return overlap to the originator q" — the answer. */
+/* The recursive answer is checked as an iterative one (its answerer was
+ * forwarded to as a node preceding the key); one that fails makes its
+ * answerer a suspect and the lookup iterative, avoiding the first hop we
+ * forwarded to (Castro et al. 2002 §4.2). A block claim answers with the
+ * claimer alone (fwd_sm.c) and counts once served (DHash's get). */
 void chord__lksm_done_msg(struct chord__lksm *sm, const struct chord__lk_reply *d)
 {
+	const char *why = NULL;
+
 	if (sm->state != CHORD__LK_RECURSIVE)
 		return;
 	sm->res.rpcs += d->hops;
@@ -655,18 +827,36 @@ void chord__lksm_done_msg(struct chord__lksm *sm, const struct chord__lk_reply *
 		sm->done_from = d->from;
 		sm->has_done_from = sm->env.ops->node_id_ok(sm->env.ctx, &sm->done_from);
 	}
-	if ((d->flags & CFS_LOOKUP_F_HAS_BLOCK) && d->n > 0) {
+	sm->state = CHORD__LK_ITERATING;
+	if (!sm->has_done_from) {
+		fall_back(sm); /* nobody to believe, nor to blame */
+		return;
+	}
+	bool has = d->flags & CFS_LOOKUP_F_HAS_BLOCK;
+	if (has && !(sm->o.flags & CFS_LOOKUP_F_CHECK_BLOCK))
+		why = "claimed a block nobody asked about";
+	else if (!has)
+		why = chord__lk_check(&sm->env, &sm->key, &sm->done_from, true, d->nodes, d->n,
+		                      want_succs(sm), true);
+	if (why) {
+		suspect(sm, &sm->done_from, why);
+		sm->has_done_from = false;
+		sm->restarted = sm->has_avoid = true;
+		sm->avoid = sm->rec_first;
+		fall_back(sm);
+		return;
+	}
+	if (has) {
 		sm->res.has_block = true;
-		sm->res.holder = d->nodes[0];
+		sm->res.holder = sm->done_from;
 	}
 	struct cfs_node ok[CFS_MSG_MAX_NODES];
 	uint32_t n = filter(sm, NULL, d->nodes, d->n, ok, CFS_MSG_MAX_NODES, false);
-	sm->state = CHORD__LK_ITERATING;
 	if (n == 0) {
 		fall_back(sm);
 		return;
 	}
-	answer(sm, ok, n);
+	answer(sm, ok, n, !has);
 }
 
 void chord__lksm_deadline(struct chord__lksm *sm)

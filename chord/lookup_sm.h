@@ -25,6 +25,16 @@
 #define CHORD__LK_MAX_FWD_HOPS 64 /* a forwarded query this old is hostile */
 #define CHORD__LK_FWD_TRIES 3     /* next hops a forwarding hop tries */
 #define CHORD__LK_DEADLINE_MS 1500 /* recursive: then fall back to iterative */
+/* Castro et al. 2002 §4.1, the routing-failure test: an answer whose
+ * successors are spread more than GAMMA times as thinly as the ring-size
+ * estimate says (mean gap key → succ[0] → … → succ[n-1] against 1/N̂) is
+ * rejected. Their γ of 2-3 assumes a good N̂; ours comes from 16 gaps of
+ * one successor list (CFS 6.1), often 1.5-2 × off, and γ = 3 rejected
+ * 0.5 % of honest 7-successor answers in simulation, γ = 6 about 1 in
+ * 10^5 (tests/unit/test_chord_lookup.c, honest_rings_pass). A short list
+ * is given the benefit of DENSITY_MIN_N gaps. */
+#define CHORD__LK_GAMMA 6.0
+#define CHORD__LK_DENSITY_MIN_N 4
 
 /* The node as the machines see it. ctx is passed back to every call. */
 struct chord__lk_ops {
@@ -44,6 +54,10 @@ struct chord__lk_ops {
 	uint64_t (*predict_rtt_us)(void *ctx, const struct cfs_coord *to);
 	double (*estimate_n)(void *ctx);
 	double (*avg_rtt_ms)(void *ctx);
+	/* Optional (NULL: none / no cap): is id a suspect (suspect.c), and
+	 * the length r of our successor lists. */
+	bool (*is_suspect)(void *ctx, const struct cfs_id *id);
+	uint32_t (*succ_max)(void *ctx);
 };
 
 struct chord__lk_env {
@@ -73,6 +87,9 @@ enum chord__lk_act_type {
 	CHORD__LKA_FWD_NEXT,  /* LOOKUP_FWD(the query, `hops`) on to `to` */
 	CHORD__LKA_ANSWER,    /* LOOKUP_DONE(`flags`, nodes[0..n), `hops`) to the originator `to` */
 	CHORD__LKA_END,       /* the forwarding hop is over: free it */
+	/* `id` (`to`, when has_to) answered what the checks reject (`why`):
+	 * a suspect; appended here to keep the list above stable */
+	CHORD__LKA_SUSPECT,
 };
 
 struct chord__lk_act {
@@ -85,6 +102,7 @@ struct chord__lk_act {
 	int status;           /* FINISH */
 	const struct cfs_node *nodes; /* ANSWER */
 	uint32_t n;
+	const char *why;      /* SUSPECT: a static string */
 };
 
 struct chord__lk_queue {
@@ -136,6 +154,7 @@ struct chord__lk_ask {
 	uint32_t step;
 	bool has_to, alert;
 	struct cfs_node to, via;
+	bool before_key;      /* `to` was chosen because it precedes the key */
 };
 
 struct chord__lksm {
@@ -166,7 +185,24 @@ struct chord__lksm {
 	uint32_t nasks, asks_cap;
 	struct chord__lk_queue q;
 	struct chord_lookup_result res; /* latency_us is the driver's */
+	/* Castro et al. 2002 §4.2, redundant routing, once: after an answer
+	 * failed the checks the lookup starts again from our own tables,
+	 * avoiding the first hop of the path that led to the liar. */
+	bool restarted, has_avoid;
+	struct cfs_id avoid;
+	struct cfs_id rec_first;  /* recursive: the first hop forwarded to */
 };
+
+/* Why an answer naming nodes[0..n) as key's successors is not to be
+ * believed, or NULL when it passes (Castro et al. 2002 §4.1 and CFS 4.4):
+ * forged IDs, not in ring order after the key, the key not between the
+ * answering node `from` and nodes[0] (from_before_key: from was asked
+ * because it precedes the key, so it cannot be the key's successor), with
+ * full, fewer than half of min(want, r, N̂ - 1), or sparser than the
+ * ring-size estimate by more than CHORD__LK_GAMMA. */
+const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
+                            const struct cfs_node *from, bool from_before_key,
+                            const struct cfs_node *nodes, uint32_t n, uint32_t want, bool full);
 
 /* Set up a lookup of key (nsucc clamped, parallelism from the mode). id
  * names a recursive lookup (random). No action yet. */

@@ -273,6 +273,38 @@ static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const stru
 		(*n)++;
 }
 
+/* A next hop from v toward key: it makes progress and, with skipped,
+ * is no suspect (*skipped tells that one was left out). */
+static bool cand_ok(const chord_t *c, const struct cfs_node *x, const struct cfs_node *v,
+                    const struct cfs_id *key, bool *skipped)
+{
+	if (!cfs_id_in_oo(&x->id, &v->id, key))
+		return false;
+	if (skipped && chord__suspect_is(c, &x->id)) {
+		*skipped = true;
+		return false;
+	}
+	return true;
+}
+
+static void closest_preceding(chord_t *c, const struct vnode *v, const struct cfs_id *key,
+                              struct cfs_node *out, uint32_t *n, uint32_t cap, bool *skipped)
+{
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		const struct vnode *u = &c->v[vi];
+		if (u != v && cfs_id_in_oo(&u->self.id, &v->self.id, key))
+			cand_add(out, n, cap, &u->self, key);
+		for (uint32_t i = 0; i < u->nsuccs; i++)
+			if (cand_ok(c, &u->succ[i].n, &v->self, key, skipped))
+				cand_add(out, n, cap, &u->succ[i].n, key);
+		for (int k = 0; k < NFINGERS; k++)
+			if (u->finger[k].valid && cand_ok(c, &u->finger[k].n, &v->self, key, skipped))
+				cand_add(out, n, cap, &u->finger[k].n, key);
+		if (u->pred.valid && cand_ok(c, &u->pred.n, &v->self, key, skipped))
+			cand_add(out, n, cap, &u->pred.n, key);
+	}
+}
+
 /* One lookup step as this virtual server sees it, served to others and
  * taken by our own lookups. In order: we are the key's successor (CFS
  * 4.1); our successor list covers the key (DHash++ 4.2: answer early), or
@@ -323,20 +355,14 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 		*n_out = n;
 		return false;
 	}
-	/* The closest preceding nodes anywhere in this process's tables. */
-	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *u = &c->v[vi];
-		if (u != v && cfs_id_in_oo(&u->self.id, &v->self.id, key))
-			cand_add(out, &n, cap, &u->self, key);
-		for (uint32_t i = 0; i < u->nsuccs; i++)
-			if (cfs_id_in_oo(&u->succ[i].n.id, &v->self.id, key))
-				cand_add(out, &n, cap, &u->succ[i].n, key);
-		for (int k = 0; k < NFINGERS; k++)
-			if (u->finger[k].valid && cfs_id_in_oo(&u->finger[k].n.id, &v->self.id, key))
-				cand_add(out, &n, cap, &u->finger[k].n, key);
-		if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, key))
-			cand_add(out, &n, cap, &u->pred.n, key);
-	}
+	/* The closest preceding nodes anywhere in this process's tables,
+	 * suspects left out (Castro et al. 2002 §4.2: route around them) —
+	 * unless they are all there is: a suspect before the key means our
+	 * successor is not the key's. */
+	bool skipped = false;
+	closest_preceding(c, v, key, out, &n, cap, &skipped);
+	if (n == 0 && skipped)
+		closest_preceding(c, v, key, out, &n, cap, NULL);
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */

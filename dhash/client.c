@@ -446,6 +446,9 @@ static void op_run(struct op *o)
 				uv_timer_stop(o->get.hedge);
 			break;
 		case DHASH_ACT_FINISH: op_finish(o, &a); break;
+		case DHASH_ACT_SUSPECT: /* get: a holder's claim failed (get_sm.c) */
+			chord_suspect(o->d->chord, &o->get.sm.cand[a.i].id, "claimed a block it did not serve");
+			break;
 		}
 	}
 	op_maybe_free(o);

@@ -46,6 +46,9 @@ enum dhash__act_type {
 	DHASH_ACT_ARM_HEDGE,      /* (re)start the one-shot hedge timer for timeout_ms */
 	DHASH_ACT_STOP_HEDGE,
 	DHASH_ACT_FINISH,         /* report status (and the rest below); always last */
+	/* (get) cand[i] claimed to hold the block and did not serve one that
+	 * verifies: report it to chord as a suspect (chord_suspect) */
+	DHASH_ACT_SUSPECT,
 };
 
 struct dhash__act {
@@ -128,6 +131,11 @@ struct dhash__get {
 	uint32_t rpcs, timeouts, bad, fetch_timeouts, hedges, hedge_wins, relookups;
 	uint64_t lookup_us;
 	struct dhash__actq q;
+	/* cand[0] is a hop that claimed the block (CFS 5.2): believed only
+	 * once served; holder_only: the lookup's other nodes were that hop's
+	 * next hops, not checked successors, so they are not tried */
+	bool holder, holder_only;
+	uint32_t suspects;        /* holders reported */
 };
 
 /* Start a get of key (queues the LOOKUP). */

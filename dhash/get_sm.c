@@ -18,6 +18,14 @@
  * A content-hash block that verifies ends the get, and a copy of it goes
  * to the caches on the lookup path (CFS 5.2).
  *
+ * A hop's claim to hold the block (CFS 5.2) counts only once served
+ * (issue 22): a holder that answers with no block, bytes that do not
+ * verify, or silence is reported as a suspect to chord, which then routes
+ * around it; when the lookup ended at that hop's word alone (its nodes
+ * were next hops, not successors chord had checked: !r->checked), nothing it
+ * named is tried: the get looks the key up again at once, all the way to
+ * the successors, and the suspect is no next hop of that lookup.
+ *
  * ROOT: a signed root is different: replicas may hold older versions (a
  * server that was away during a republish), so the first root that
  * verifies is not the answer. Once a FETCH returns one, every candidate
@@ -115,10 +123,12 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	uint32_t n = 0, sorted_end = 0, k = g->replicas;
 	uint64_t lat[CFS_MSG_MAX_NODES];
 
+	g->holder = r->has_block;
+	g->holder_only = r->has_block && !r->checked;
 	if (r->has_block)
 		g->cand[n++] = r->holder;
 	uint32_t first = n;
-	for (uint32_t i = 0; i < r->n && n < CFS_MSG_MAX_NODES; i++) {
+	for (uint32_t i = 0; i < r->n && n < CFS_MSG_MAX_NODES && !g->holder_only; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
 			dup = cfs_addr_eq(&g->cand[j].addr, &r->succ[i].addr);
@@ -325,17 +335,32 @@ static void fetch_bad(struct dhash__get *g, uint32_t ci)
 	g->miss = dhash__get_miss(g->miss, -EBADMSG);
 }
 
+/* The hop that claimed the block did not serve it: a suspect (issue 22:
+ * a claim counts only when served), and not asked again. */
+static bool holder_failed(struct dhash__get *g, uint32_t ci)
+{
+	if (!g->holder || ci != 0)
+		return false;
+	g->holder = false;
+	g->suspects++;
+	dhash__actq_push(&g->q, DHASH_ACT_SUSPECT)->i = ci;
+	return true;
+}
+
 /* A FETCH ended without a block. Only silence and "not here" take part in
  * dhash__get_miss; a server's other errors (even its own -EBADMSG, which
  * says nothing about bytes we checked) do not. */
 static void fetch_failed(struct dhash__get *g, uint32_t ci, int status)
 {
+	bool suspect = holder_failed(g, ci);
+
 	if (status == -ETIMEDOUT) {
 		g->timeouts++;
 		g->fetch_timeouts++;
 		/* Silent is not the same as dead (a busy server, a lost
-		 * datagram): one more try at the end, with a longer timeout. */
-		if (ci < g->nfirst && g->ncand < CFS_MSG_MAX_NODES)
+		 * datagram): one more try at the end, with a longer timeout —
+		 * but not for a holder whose claim just failed. */
+		if (ci < g->nfirst && g->ncand < CFS_MSG_MAX_NODES && !suspect)
 			g->cand[g->ncand++] = g->cand[ci];
 	}
 	if (status == -ETIMEDOUT || status == -ENOENT)
@@ -361,6 +386,7 @@ void dhash__get_on_fetch(struct dhash__get *g, uint32_t ci, bool hedge,
 		/* Only bytes that verify under the key are an answer (CFS 5.5) */
 		if (g->verify(rep->kind, &g->key, rep->data, rep->len, &seq) != 0) {
 			fetch_bad(g, ci);
+			holder_failed(g, ci);
 		} else if (rep->kind == DHASH_KIND_ROOT) {
 			root_answer(g, ci, rep->data, rep->len, seq);
 			return;

@@ -4,6 +4,7 @@
  * real (their IDs hash from their addresses); ring[] holds them sorted by
  * ID, so ring[i] precedes ring[i + 1] on the circle. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ static struct fake {
 	uint32_t nlocal;
 	struct cfs_id local[4];
 	double est_n, avg_rtt_ms;
+	uint32_t r;               /* successor list length */
+	uint32_t nsusp;
+	struct cfs_id susp[8];
 } F;
 
 static bool f_node_id_ok(void *ctx, const struct cfs_node *n)
@@ -82,10 +86,25 @@ static double f_avg_rtt(void *ctx)
 	return ((struct fake *)ctx)->avg_rtt_ms;
 }
 
+static bool f_is_suspect(void *ctx, const struct cfs_id *id)
+{
+	struct fake *f = ctx;
+
+	for (uint32_t i = 0; i < f->nsusp; i++)
+		if (cfs_id_eq(&f->susp[i], id))
+			return true;
+	return false;
+}
+
+static uint32_t f_succ_max(void *ctx)
+{
+	return ((struct fake *)ctx)->r;
+}
+
 static const struct chord__lk_ops fake_ops = {
 	.node_id_ok = f_node_id_ok, .is_local = f_is_local, .local_step = f_local_step,
 	.has_block = f_has_block, .predict_rtt_us = f_predict, .estimate_n = f_est_n,
-	.avg_rtt_ms = f_avg_rtt,
+	.avg_rtt_ms = f_avg_rtt, .is_suspect = f_is_suspect, .succ_max = f_succ_max,
 };
 static const struct chord__lk_env ENV = { &fake_ops, &F };
 
@@ -214,6 +233,7 @@ static void setup(void)
 	F.local[F.nlocal++] = ring[0].id;
 	F.est_n = 1024;
 	F.avg_rtt_ms = 50;
+	F.r = 4;
 	memset(&SM, 0, sizeof(SM));
 }
 
@@ -366,14 +386,15 @@ Test(chord_lookup, dead_hop_alert_and_backtrack)
 	cr_assert_eq(SM.res.n, 0);
 }
 
-/* A hop that answers with nothing usable is no answer: try elsewhere. */
+/* A hop that answers with a forged node is a suspect: try elsewhere. */
 Test(chord_lookup, empty_final_answer)
 {
 	local_cands(NODES(30, 38), 2);
 	start(ITER, 1, 0);
 	NB[0] = forged(40);
 	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_DONE, 1));
-	cr_assert_eq(A.n, 1);
+	cr_assert_eq(A.n, 2);
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 38);
 	assert_to(nth(CHORD__LKA_FIND, 0), 30);
 }
 
@@ -983,4 +1004,246 @@ Test(chord_fwd, gives_up_quietly)
 	cr_assert_eq(A.n, 1);
 	cr_assert_eq(A.a[0].type, CHORD__LKA_END);
 	chord__fwdsm_release(&FW);
+}
+
+/* ------------------------------------------------------------ liars (issue 22) */
+
+TestSuite(chord_liar, .init = setup, .fini = teardown);
+
+/* "Done, I hold it", naming only itself: a node asked because it precedes
+ * the key cannot be its successor. A suspect; the next best goes on. */
+Test(chord_liar, done_naming_only_itself)
+{
+	local_cands(NODES(10, 30, 38), 3);
+	start(ITER, 3, CFS_LOOKUP_F_CHECK_BLOCK);
+	reply(nth(CHORD__LKA_FIND, 0)->ask,
+	      rep(&ring[38], CFS_LOOKUP_F_DONE | CFS_LOOKUP_F_HAS_BLOCK, NODES(38)));
+	cr_assert_eq(A.a[0].type, CHORD__LKA_SUSPECT);
+	assert_to(&A.a[0], 38);
+	cr_assert_str_eq(A.a[0].why, "claimed the key although it precedes it");
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+	cr_assert(!SM.res.has_block, "a liar's block claim is not taken");
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[30], CFS_LOOKUP_F_DONE, NODES(40, 41, 42)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0);
+	cr_assert(same(&SM.res.succ[0], 40));
+	cr_assert(SM.res.checked);
+	cr_assert_eq(SM.res.checks_failed, 1);
+}
+
+/* Itself first, then real nodes far past the key: the density test
+ * (Castro et al. 2002) and, here, the claim to the key reject it. The
+ * same list from a hop not known to precede the key (a bootstrap node)
+ * is caught by the density test alone. */
+Test(chord_liar, itself_and_far_nodes)
+{
+	struct cfs_node from = ring[KEY_AT + 1];
+
+	NODES(KEY_AT + 1, 300, 500, 700);
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &from, false, NB, 4, 4, true),
+	                 "named successors sparser than the ring (routing-failure test)");
+	NODES(KEY_AT, KEY_AT + 1, KEY_AT + 2, KEY_AT + 3);
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[38], true, NB, 4, 4, true));
+
+	local_cands(NODES(30, 38), 2);
+	start(ITER, 4, 0);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_DONE, NODES(38, 300, 500, 700)));
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 38);
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+}
+
+Test(chord_liar, density_on_a_bootstrap_answer)
+{
+	struct chord_lookup_opts o = { .mode = ITER, .nsucc = 4 };
+
+	chord__lksm_init(&SM, &ENV, &KEY, &o, 0);
+	chord__lksm_start_addr(&SM, &ring[KEY_AT + 1].addr);
+	drain(&SM.q);
+	reply(nth(CHORD__LKA_FIND, 0)->ask,
+	      rep(&ring[KEY_AT + 1], CFS_LOOKUP_F_DONE, NODES(KEY_AT + 1, 300, 500, 700)));
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), KEY_AT + 1);
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, -EHOSTUNREACH);
+}
+
+/* The key outside (answerer, succ[0]]: succ[0] precedes the key. */
+Test(chord_liar, key_outside_the_interval)
+{
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(39), 1, true),
+	                 "the key is not between it and its first successor");
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 42, 41), 3, true),
+	                 "named successors out of ring order");
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 37), 2, true),
+	                 "named itself among its own successors");
+	NB[1] = forged(41);
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, 2, 2, true),
+	                 "named a node whose ID does not hash from its address");
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, 0, 2, true),
+	                 "named no successor");
+
+	local_cands(NODES(30, 37), 2);
+	start(ITER, 3, 0);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[37], CFS_LOOKUP_F_DONE, NODES(39, 40, 41)));
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 37);
+}
+
+/* Too few successors for the ring: fewer than half of min(want, r, N̂-1). */
+Test(chord_liar, too_few_successors)
+{
+	F.r = 16;
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[39], true, NB, NODES(40, 41), 7, true),
+	                 "named too few successors for the ring's size");
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[39], true, NB, NODES(40, 41, 42), 7, true));
+	/* a partial answer is short by nature */
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[39], true, NB, NODES(40), 7, false));
+	/* a ring of 3 (N̂ = 3): two successors are all there are */
+	F.est_n = 3;
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[39], true, NB, NODES(40), 7, true));
+}
+
+/* Castro et al. 2002 §4.2: after a liar deeper in the path, start again
+ * from our own table with another first hop; every node of the bad path
+ * stays asked. */
+Test(chord_liar, disjoint_retry)
+{
+	local_cands(NODES(10, 20, 30), 3);
+	start(ITER, 3, 0);
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[30], 0, NODES(35, 38)));
+	assert_to(nth(CHORD__LKA_FIND, 0), 38);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_DONE, NODES(38, 45)));
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 38);
+	assert_to(nth(CHORD__LKA_FIND, 0), 20);
+	cr_assert(SM.restarted);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(30, 36, 38)));
+	assert_to(nth(CHORD__LKA_FIND, 0), 36); /* not 38 (suspect), not 30 (bad path) */
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[36], CFS_LOOKUP_F_DONE, NODES(40, 41, 42)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0);
+	cr_assert(SM.res.checked);
+
+	/* a second liar: back up one hop, no second restart */
+	chord__lksm_release(&SM);
+	local_cands(NODES(10, 20, 30), 3);
+	start(ITER, 3, 0);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[30], 0, NODES(35, 38)));
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_DONE, NODES(38)));
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(36, 37)));
+	assert_to(nth(CHORD__LKA_FIND, 0), 37);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[37], CFS_LOOKUP_F_DONE, NODES(37)));
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 37);
+	assert_to(nth(CHORD__LKA_FIND, 0), 36);
+}
+
+/* Suspects are no next hops, from our table or from an answer. */
+Test(chord_liar, suspects_skipped)
+{
+	F.susp[F.nsusp++] = ring[38].id;
+	local_cands(NODES(30, 38), 2);
+	start(ITER, 3, 0);
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[30], 0, NODES(38, 39)));
+	assert_to(nth(CHORD__LKA_FIND, 0), 39);
+}
+
+/* A block claim nobody asked about, and an answer under another ID. */
+Test(chord_liar, unasked_claim_and_wrong_id)
+{
+	local_cands(NODES(30, 38), 2);
+	start(ITER, 3, 0);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_HAS_BLOCK, NODES(39)));
+	cr_assert_str_eq(nth(CHORD__LKA_SUSPECT, 0)->why, "claimed a block nobody asked about");
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[31], CFS_LOOKUP_F_DONE, NODES(40, 41)));
+	cr_assert_str_eq(nth(CHORD__LKA_SUSPECT, 0)->why, "answered under another node's ID");
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 30);
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, -EHOSTUNREACH);
+}
+
+/* A block claim without DONE is taken, but unchecked: DHash asks the
+ * holder alone and believes it once served (get_sm.c). */
+Test(chord_liar, has_block_is_unchecked)
+{
+	local_cands(NODES(30, 38), 2);
+	start(ITER, 3, CFS_LOOKUP_F_CHECK_BLOCK);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[38], CFS_LOOKUP_F_HAS_BLOCK, NODES(39)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0);
+	cr_assert(SM.res.has_block);
+	cr_assert(!SM.res.checked);
+}
+
+/* Recursive: the answer is checked the same way; a liar's makes the lookup
+ * iterative, avoiding the first hop we forwarded to. */
+Test(chord_liar, recursive_liar)
+{
+	local_cands(NODES(10, 30, 38), 3);
+	start(REC, 3, 0);
+	assert_to(nth(CHORD__LKA_FWD, 0), 38);
+	struct chord__lk_reply d = rep(&ring[39], CFS_LOOKUP_F_DONE, NODES(39));
+	chord__lksm_done_msg(&SM, &d);
+	drain(&SM.q);
+	assert_to(nth(CHORD__LKA_SUSPECT, 0), 39);
+	cr_assert_eq(SM.state, CHORD__LK_ITERATING);
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[30], CFS_LOOKUP_F_DONE, NODES(40, 41, 42)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0);
+	cr_assert_eq(SM.res.npath, 1);
+	cr_assert(same(&SM.res.path[0], 30), "the liar is not on the path (no cache push to it)");
+}
+
+/*
+ * Honest rings never trip the checks: random rings of 2 to 1000 of the
+ * 1024 nodes, a random key, the answer its predecessor gives (the key's
+ * first min(want, r) successors, r = 16) and our N̂ from a random
+ * member's list, as chord__table_estimate_n computes it. Small rings
+ * (N ≤ r + 1) must never fail; larger ones may, by the statistics of the
+ * density test, with a tiny probability (printed, bounded here).
+ */
+static double est_of(const int *m, int n, int at, uint32_t r)
+{
+	if ((uint32_t)(n - 1) < r)
+		return n;
+	struct cfs_id d;
+	cfs_id_distance(&d, &ring[m[at]].id, &ring[m[(at + (int)r) % n]].id);
+	return r / cfs_id_to_unit(&d);
+}
+
+Test(chord_liar, honest_rings_pass, .timeout = 60)
+{
+	static int m[RING];
+	uint32_t r = 16, fails_small = 0, fails_big = 0, trials_big = 0;
+	uint64_t seed = 12345;
+
+	F.r = r;
+	for (int t = 0; t < 40000; t++) {
+		int n = t < 20000 ? 2 + t % 16 : 18 + (int)(seed % 983);
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		for (int i = 0, k = 0; i < RING && k < n; i++) /* a random subset, in ring order */
+			if ((int)((seed >> 20) % (uint64_t)(RING - i)) < n - k) {
+				m[k++] = i;
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			} else {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			}
+		int p = (int)((seed >> 33) % (uint64_t)n); /* the key lies just past member p */
+		KEY = ring[m[p]].id;
+		KEY.b[31] ^= 1; /* within the gap after it (1024 real IDs: gaps are huge) */
+		if (!cfs_id_in_oo(&KEY, &ring[m[p]].id, &ring[m[(p + 1) % n]].id))
+			continue;
+		uint32_t want = 3 + 4 + (uint32_t)(t % 3) * 4, k = 0;
+		for (uint32_t i = 1; i < (uint32_t)n && k < want && k < r; i++)
+			NB[k++] = ring[m[(p + (int)i) % n]];
+		F.est_n = est_of(m, n, (int)((seed >> 40) % (uint64_t)n), r);
+		const char *why = chord__lk_check(&ENV, &KEY, &ring[m[p]], true, NB, k, want, true);
+		if (n <= (int)r + 1) {
+			cr_assert_null(why, "ring of %d: %s", n, why);
+			fails_small += why != NULL;
+		} else {
+			trials_big++;
+			fails_big += why != NULL;
+			if (why && getenv("LIAR_DEBUG"))
+				fprintf(stderr, "n=%d k=%u want=%u est=%.1f: %s\n", n, k, want, F.est_n, why);
+		}
+	}
+	cr_log_info("honest answers rejected: %u of %u in rings of 18..1000", fails_big, trials_big);
+	fprintf(stderr, "chord_liar: honest answers rejected: %u of %u (rings of 18..1000)\n",
+	        fails_big, trials_big);
+	cr_assert_eq(fails_small, 0);
+	cr_assert_leq(fails_big * 2000, trials_big, "more than 1 in 2000 honest answers rejected");
 }

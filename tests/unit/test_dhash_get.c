@@ -140,6 +140,7 @@ Test(dhash_get, holder_first_and_ring_order_option)
 	c.ring_order = true;
 	start(&g, &c);
 	r->has_block = true;
+	r->checked = true; /* DONE and HAS_BLOCK: succ[] are the key's successors */
 	r->holder = node(9);
 	dhash__get_on_lookup(&g, r, rtt);
 	drain(&g);
@@ -674,5 +675,101 @@ Test(dhash_get, late_events_are_ignored)
 	dhash__get_on_lookup_failed(&g, -EIO);
 	dhash__get_on_send_failed(&g, 1, false);
 	cr_assert_eq(drain(&g), 0);
+	dhash__get_fini(&g);
+}
+
+/* ------------------------------------------------------------ lying holders (issue 22) */
+
+/* A hop that said "done, I hold it" naming only itself (the lookup could
+ * not check its word: succ[] are its next hops): only it is asked; its
+ * "not here" makes it a suspect and the key is looked up again at once,
+ * without CHECK_BLOCK, and the real successors serve the block. */
+Test(dhash_get, lying_holder_enoent_relooks_past_it)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(3, 0);
+	struct chord_lookup_result *r = succs(2);
+
+	start(&g, &c);
+	r->has_block = true;
+	r->holder = node(9);
+	r->checked = false;
+	dhash__get_on_lookup(&g, r, NULL);
+	cr_assert_eq(drain(&g), 1);
+	expect_fetch_to(&g, 9);
+	cr_assert_eq(g.ncand, 1, "the liar's next hops are not candidates");
+	fetch(&g, 0, err(-ENOENT));
+	cr_assert_eq(drain(&g), 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_SUSPECT);
+	cr_assert_eq(g.cand[acts[0].i].id.b[0], 9);
+	cr_assert_eq(acts[1].type, DHASH_ACT_LOOKUP);
+	cr_assert_eq(acts[1].flags, 0, "the relookup goes to the successors");
+	cr_assert_eq(g.suspects, 1);
+	r = succs(3);
+	r->checked = true;
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	expect_fetch_to(&g, 1);
+	fetch(&g, 0, ok(DHASH_KIND_CHASH, "good"));
+	drain(&g);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	dhash__get_fini(&g);
+}
+
+/* A holder among checked successors that sends garbage: a suspect, and
+ * the successors are asked next, as for any bad copy. */
+Test(dhash_get, lying_holder_garbage_then_successors)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(3, 0);
+	struct chord_lookup_result *r = succs(3);
+
+	c.ring_order = true;
+	start(&g, &c);
+	r->has_block = true;
+	r->checked = true;
+	r->holder = node(9);
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	expect_fetch_to(&g, 9);
+	fetch(&g, 0, ok(DHASH_KIND_CHASH, "garbage"));
+	cr_assert_eq(drain(&g), 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_SUSPECT);
+	cr_assert_eq(acts[1].type, DHASH_ACT_FETCH);
+	cr_assert_eq(g.cand[acts[1].i].id.b[0], 1);
+	fetch(&g, acts[1].i, ok(DHASH_KIND_CHASH, "good"));
+	drain(&g);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(g.suspects, 1);
+	dhash__get_fini(&g);
+}
+
+/* A silent holder is a suspect too, and gets no second try; a replica
+ * that fails is no suspect (it never claimed anything). */
+Test(dhash_get, silent_holder_no_second_try)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(1, 0);
+	struct chord_lookup_result *r = succs(1);
+
+	start(&g, &c);
+	r->has_block = true;
+	r->checked = true;
+	r->holder = node(9);
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	fetch(&g, 0, err(-ETIMEDOUT));
+	cr_assert_eq(drain(&g), 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_SUSPECT);
+	cr_assert_eq(acts[1].type, DHASH_ACT_FETCH);
+	cr_assert_eq(g.cand[acts[1].i].id.b[0], 1);
+	fetch(&g, acts[1].i, err(-ETIMEDOUT));
+	cr_assert_eq(drain(&g), 1, "no SUSPECT for a replica");
+	cr_assert_eq(acts[0].type, DHASH_ACT_FETCH);
+	cr_assert_eq(g.cand[acts[0].i].id.b[0], 1, "the second try is the replica's only");
+	cr_assert_eq(g.ncand, 3);
+	cr_assert_eq(g.suspects, 1);
 	dhash__get_fini(&g);
 }

@@ -1,0 +1,49 @@
+/* The suspect table (chord/suspect.c): bounded, entries expire, a full
+ * table makes room by dropping the entry that expires first. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "chord/internal.h"
+
+static struct cfs_id id_of(uint32_t i)
+{
+	struct cfs_id id;
+
+	memset(&id, 0, sizeof(id));
+	memcpy(id.b, &i, sizeof(i));
+	id.b[31] = 0x5a;
+	return id;
+}
+
+Test(chord_suspect, add_expire_and_renew)
+{
+	struct chord__suspects s;
+	struct cfs_id a = id_of(1), b = id_of(2);
+
+	chord__suspects_init(&s, 1000);
+	cr_assert(!chord__suspects_has(&s, &a, 0));
+	cr_assert(chord__suspects_add(&s, &a, "lied", 100));
+	cr_assert(!chord__suspects_add(&s, &a, "lied again", 200), "renewed, not new");
+	cr_assert(chord__suspects_has(&s, &a, 1199));
+	cr_assert(!chord__suspects_has(&s, &a, 1200), "expired");
+	cr_assert(!chord__suspects_has(&s, &b, 500));
+	cr_assert_eq(chord__suspects_count(&s, 500), 1);
+	cr_assert_eq(chord__suspects_count(&s, 1200), 0);
+	cr_assert(chord__suspects_add(&s, &a, "back", 1300), "a new suspicion after expiry");
+	cr_assert_eq(s.reported, 2);
+}
+
+Test(chord_suspect, bounded)
+{
+	struct chord__suspects s;
+
+	chord__suspects_init(&s, 1000);
+	for (uint32_t i = 0; i < CHORD__SUSPECTS_MAX; i++)
+		chord__suspects_add(&s, (struct cfs_id[]){ id_of(i) }, "x", 10 + i);
+	cr_assert_eq(s.n, CHORD__SUSPECTS_MAX);
+	chord__suspects_add(&s, (struct cfs_id[]){ id_of(999) }, "x", 500);
+	cr_assert_eq(s.n, CHORD__SUSPECTS_MAX);
+	cr_assert(!chord__suspects_has(&s, (struct cfs_id[]){ id_of(0) }, 500), "the oldest made room");
+	cr_assert(chord__suspects_has(&s, (struct cfs_id[]){ id_of(1) }, 500));
+	cr_assert(chord__suspects_has(&s, (struct cfs_id[]){ id_of(999) }, 500));
+}

@@ -117,8 +117,11 @@ static void batch_end(struct batch *b, int r)
 	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
 			p->st->blocks_failed++;
-			if (!p->put_error)
-				p->put_error = b->send[i].status;
+			if (!p->put_error) {
+				char h[65];
+				p->put_error = log_error_errno(b->send[i].status, "storing block %s failed",
+				                               cfs_id_hex(&b->send[i].key, h));
+			}
 			continue;
 		}
 		p->st->blocks_sent++;

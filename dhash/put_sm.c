@@ -2,18 +2,27 @@
  * A put, a have and a refresh of one key as state machines that do no I/O
  * (client_sm.h); client.c carries out what they ask for.
  *
- * put: LOOKUP the key's successors, then STORE to the first with
- * DHASH_STORE_F_PRIMARY: the successor stores the block and replicates it
- * on the next k-1 (CFS 5.1). A silent server is not a refusal: the next
- * successor takes the block, and a later success is the put's answer. A
- * server enforcing quotas may answer with a nonce instead of storing (CFS
- * 5.4: proof that we receive at our address); the STORE goes again to the
- * same server with that nonce, once per put. Any other refusal (a bad
- * block, a stale root, a full disk) ends the put with that error: another
- * server would refuse it for the same reason, or should not be asked to
- * take it instead.
+ * put: LOOKUP the key's successors; the first k distinct ones are its
+ * responsible servers (fewer on a small ring). STORE to the first with
+ * DHASH_STORE_F_PRIMARY: the successor stores the block, replicates it on
+ * the next k-1 (CFS 5.1) and answers once those pushes are acknowledged or
+ * timed out. A silent server is not a refusal: the next successor takes
+ * the block. A server enforcing quotas may answer with a nonce instead of
+ * storing (CFS 5.4: proof that we receive at our address); the STORE goes
+ * again to the same server with that nonce, once per server and put. Any
+ * other refusal (a bad block, a stale root, a full disk) ends the put with
+ * that error: another server would refuse it for the same reason, or
+ * should not be asked to take it instead.
  *
- * have: LOOKUP, then HAVE to the successor, the next one if it is silent.
+ * Issue 22 (one hostile member cannot lose acknowledged puts): the ack is
+ * one vote; the put is acknowledged once a majority, floor(n/2)+1 of the n
+ * responsible servers, confirm (HAVE "yes"), else the client stores to
+ * those that lack the block itself and fails with -EREMOTEIO when still
+ * short. A root is STOREd to all n at once instead (HAVE cannot tell an
+ * older root from the new one).
+ *
+ * have: LOOKUP, then HAVE to a majority of the responsible servers at
+ * once, one more for each "no" or silence; "present" only on a majority.
  * refresh: LOOKUP, then REFRESH to each of the k successors at once (CFS
  * 5.5: leases instead of delete); if none of them answered, all once more
  * with a longer timeout before the refresh fails.
@@ -401,7 +410,17 @@ static void have_next(struct dhash__probe *pr)
 		return;
 	}
 	if (pr->found + pr->waiting + (pr->ncand - pr->next_cand) < pr->need) {
-		have_finish(pr, pr->answered ? 0 : -EHOSTUNREACH, false);
+		/* No majority any more. Absent if anyone answered; else, as
+		 * before, every server is asked (a loaded ring drops HAVEs)
+		 * before the have fails. */
+		if (pr->answered) {
+			have_finish(pr, 0, false);
+		} else if (pr->next_cand < pr->ncand) {
+			if (pr->waiting == 0)
+				probe_send(pr, pr->next_cand++, 0);
+		} else if (pr->waiting == 0) {
+			have_finish(pr, -EHOSTUNREACH, false);
+		}
 		return;
 	}
 	while (pr->found + pr->waiting < pr->need && pr->next_cand < pr->ncand)

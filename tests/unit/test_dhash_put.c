@@ -569,12 +569,33 @@ Test(dhash_probe, have_absent_and_all_silent)
 	have_start(&pr, succs(2));
 	cr_assert_eq(nacts, 2);
 	probe_reply(&pr, err(-ETIMEDOUT));
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH); /* 2 of 2 can no longer say yes */
-	cr_assert_eq(acts[0].status, -EHOSTUNREACH); /* nobody answered: not "absent" */
+	cr_assert_eq(nacts, 0); /* 2 of 2 can no longer say yes, but nobody answered yet */
 	dhash__probe_on_send_failed(&pr); /* the second could not be sent */
 	DRAIN(dhash__probe_next, &pr);
-	cr_assert_eq(nacts, 0);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH); /* nobody answered: not "absent" */
 	cr_assert(dhash__probe_idle(&pr));
+	dhash__probe_fini(&pr);
+
+	/* silent servers: the rest are asked in turn before "unreachable" */
+	have_start(&pr, succs(3));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__probe_fini(&pr);
+
+	have_start(&pr, succs(3));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0); /* answered, but one yes of three */
+	cr_assert_eq(acts[0].found, 0);
 	dhash__probe_fini(&pr);
 
 	have_start(&pr, lookup_error(-EHOSTUNREACH));

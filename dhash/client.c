@@ -107,14 +107,14 @@ static void op_maybe_free(struct op *o)
 		dhash__get_fini(&o->get.sm);
 		break;
 	case OP_PUT:
-		if (!dhash__put_idle(&o->put.sm))
+		if (o->put.sm.inflight > 0)
 			return; /* a STORE or HAVE still out */
 		dhash__put_fini(&o->put.sm);
 		free(o->put.data);
 		break;
 	case OP_PROBE:
-		if (!dhash__probe_idle(&o->probe.sm))
-			return;
+		if (o->probe.sm.waiting > 0)
+			return; /* a HAVE still out */
 		dhash__probe_fini(&o->probe.sm);
 		break;
 	}

@@ -74,6 +74,7 @@ const char *dhash_strerror(int status)
 	case -ENOENT: return "no replica has the block";
 	case -EHOSTUNREACH: return "no route to the key's successors";
 	case -ETIMEDOUT: return "no replica answered";
+	case -EREMOTEIO: return "fewer than a majority of the key's servers confirmed they hold the block";
 	case -EINVAL: return "unknown block kind";
 	case -EMSGSIZE: return "block too large";
 	case -EACCES: return "the server's nonce challenge was not met (is the source address forged?)";

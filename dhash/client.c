@@ -107,10 +107,14 @@ static void op_maybe_free(struct op *o)
 		dhash__get_fini(&o->get.sm);
 		break;
 	case OP_PUT:
+		if (o->put.sm.inflight > 0)
+			return; /* a STORE or HAVE still out */
 		dhash__put_fini(&o->put.sm);
 		free(o->put.data);
 		break;
 	case OP_PROBE:
+		if (o->probe.sm.waiting > 0)
+			return; /* a HAVE still out */
 		dhash__probe_fini(&o->probe.sm);
 		break;
 	}
@@ -302,13 +306,25 @@ static void nonce_keep(dhash_client_t *d, const struct cfs_addr *a, const uint8_
 	memcpy(n->nonce, nonce, CFS_NONCE_BYTES);
 }
 
-static void store_reply(void *arg, int status, const struct cfs_msg *reply,
-                        const struct cfs_rpc_result *res)
+/* One STORE or HAVE of a put, to cand[ci]: several may be out at once. */
+struct put_call {
+	struct op *o;
+	uint32_t ci;
+	bool have;
+};
+
+static void put_reply(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
 {
-	struct op *o = arg;
+	struct put_call *pc = arg;
+	struct op *o = pc->o;
 	struct dhash__reply rep = reply_of(o, status, reply, res);
 
-	dhash__put_on_reply(&o->put.sm, &rep);
+	if (pc->have)
+		dhash__put_on_have(&o->put.sm, pc->ci, &rep);
+	else
+		dhash__put_on_store(&o->put.sm, pc->ci, &rep);
+	free(pc);
 	op_run(o);
 }
 
@@ -324,6 +340,17 @@ void dhash__client_nonce(dhash_client_t *d, const struct cfs_addr *a, uint8_t ou
 void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce)
 {
 	nonce_keep(d, a, nonce);
+}
+
+static int put_call(struct op *o, const struct dhash__act *a, uint32_t timeout_ms)
+{
+	struct put_call *pc = xmalloc(sizeof(*pc));
+	int r;
+
+	*pc = (struct put_call){ o, a->i, a->type == DHASH_ACT_HAVE };
+	if ((r = chord_call(o->d->chord, &o->put.sm.cand[a->i], &o->d->msg, timeout_ms, put_reply, pc)) < 0)
+		free(pc);
+	return r;
 }
 
 static int store_send(struct op *o, const struct dhash__act *a)
@@ -342,7 +369,21 @@ static int store_send(struct op *o, const struct dhash__act *a)
 	d->msg.data = (struct cfs_bytes){ o->put.data, o->put.len };
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
-	return chord_call(d->chord, to, &d->msg, DHASH_STORE_TIMEOUT_MS, store_reply, o);
+	return put_call(o, a, DHASH_STORE_TIMEOUT_MS);
+}
+
+/* A put's HAVE: does cand[i] hold the block now (issue 22: the quorum)? */
+static int put_have_send(struct op *o, const struct dhash__act *a)
+{
+	dhash_client_t *d = o->d;
+	const struct cfs_node *to = &o->put.sm.cand[a->i];
+
+	cfs_msg_init(&d->msg, CFS_MSG_HAVE);
+	d->msg.keys = &o->key;
+	d->msg.n_keys = 1;
+	d->msg.has_to = true;
+	d->msg.to_id = to->id;
+	return put_call(o, a, a->timeout_ms);
 }
 
 /* ------------------------------------------------------------ have, refresh */
@@ -420,7 +461,7 @@ static void send_failed(struct op *o, const struct dhash__act *a, int r)
 	else if (o->type == OP_GET)
 		dhash__get_on_send_failed(&o->get.sm, a->i, a->hedge);
 	else if (o->type == OP_PUT)
-		dhash__put_on_send_failed(&o->put.sm);
+		dhash__put_on_send_failed(&o->put.sm, a->i, a->type);
 	else
 		dhash__probe_on_send_failed(&o->probe.sm);
 }
@@ -437,6 +478,8 @@ static void op_run(struct op *o)
 		case DHASH_ACT_FETCH: send_failed(o, &a, fetch_send(o, &a)); break;
 		case DHASH_ACT_STORE: send_failed(o, &a, store_send(o, &a)); break;
 		case DHASH_ACT_HAVE:
+			send_failed(o, &a, o->type == OP_PUT ? put_have_send(o, &a) : probe_send(o, &a));
+			break;
 		case DHASH_ACT_REFRESH: send_failed(o, &a, probe_send(o, &a)); break;
 		case DHASH_ACT_KEEP_NONCE: nonce_keep(o->d, &a.addr, a.nonce); break;
 		case DHASH_ACT_CACHE_PUSH: cache_push(o, &a); break;
@@ -516,6 +559,7 @@ int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
 	o->put.len = len;
 	dhash__put_init(&o->put.sm, d->cfg.replicas,
 	                lease_until ? lease_until : (uint64_t)time(NULL) + d->cfg.lease_s);
+	o->put.sm.store_all = kind == DHASH_KIND_ROOT;
 	return op_start(o);
 }
 

@@ -160,7 +160,27 @@ int dhash__get_miss(int kept, int status);
 
 /* ---- put (put_sm.c) */
 
-enum dhash__put_state { DHASH_PUT_LOOKUP, DHASH_PUT_STORE, DHASH_PUT_DONE };
+/* A put is acknowledged when a majority of the key's responsible servers
+ * (the first k distinct ones the lookup named, or all of them on a ring
+ * with fewer) confirm they hold the block (issue 22). */
+enum dhash__put_state { DHASH_PUT_LOOKUP, DHASH_PUT_STORE, DHASH_PUT_DONE,
+	DHASH_PUT_CONFIRM,        /* the primary took it: HAVE to the others */
+	DHASH_PUT_RESTORE,        /* STOREs of our own to those that lack it */
+};
+
+/* What the put knows of each responsible server. */
+enum dhash__put_cand {
+	DHASH_PC_NONE = 0,        /* not asked */
+	DHASH_PC_STORING,         /* a STORE out */
+	DHASH_PC_ASKING,          /* a HAVE out */
+	DHASH_PC_HOLDS,           /* acknowledged a STORE, or said yes to HAVE */
+	DHASH_PC_LACKS,           /* said no to HAVE */
+	DHASH_PC_SILENT,          /* timed out, or could not be sent to */
+	DHASH_PC_REFUSED,         /* refused our STORE */
+};
+
+/* Confirmations for a majority of n servers: floor(n/2)+1, 0 for none. */
+uint32_t dhash__majority(uint32_t n);
 
 struct dhash__put {
 	enum dhash__put_state state;
@@ -172,14 +192,32 @@ struct dhash__put {
 	int miss;
 	uint32_t rpcs, timeouts;
 	struct dhash__actq q;
+	/* the quorum: cand[0..ncand) are the responsible servers, distinct */
+	bool store_all;           /* a root: STORE to every one at once (HAVE
+	                           * cannot tell an old root from the new) */
+	uint32_t need;            /* confirmations for a majority */
+	uint32_t confirmed, inflight;
+	uint8_t cst[CFS_MSG_MAX_NODES];      /* enum dhash__put_cand */
+	uint8_t challenged_at[CFS_MSG_MAX_NODES];
+	uint64_t granted;         /* the least lease a STORE ack named */
+	uint32_t haves, restores; /* HAVEs sent; STOREs of our own after a "no" */
+	uint32_t primary;         /* the candidate that acknowledged the first STORE */
+	bool suspect;             /* ... and none of the others held the block */
 };
 
+/* lease_until: the lease asked for; set store_all after it for a root. */
 void dhash__put_init(struct dhash__put *p, uint32_t replicas, uint64_t lease_until);
 void dhash__put_fini(struct dhash__put *p);
 void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result *r);
-void dhash__put_on_reply(struct dhash__put *p, const struct dhash__reply *rep);
-void dhash__put_on_send_failed(struct dhash__put *p);
+/* The STORE to cand[ci] ended. */
+void dhash__put_on_store(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep);
+/* The HAVE to cand[ci] ended. */
+void dhash__put_on_have(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep);
+/* The STORE or HAVE (type) to cand[ci] could not be sent. */
+void dhash__put_on_send_failed(struct dhash__put *p, uint32_t ci, enum dhash__act_type type);
 bool dhash__put_next(struct dhash__put *p, struct dhash__act *ret);
+/* Finished, and no STORE or HAVE still out. */
+bool dhash__put_idle(const struct dhash__put *p);
 
 /* ---- have and refresh of one key (put_sm.c) */
 
@@ -199,6 +237,8 @@ struct dhash__probe {
 	struct dhash__actq q;
 	/* refresh: cand[i] answered a nonce challenge once (CFS 5.4) */
 	bool challenged[CFS_MSG_MAX_NODES];
+	/* have: "present" only when a majority of cand[0..ncand) say yes */
+	uint32_t need, nos;
 };
 
 void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
@@ -208,6 +248,8 @@ void dhash__probe_on_lookup(struct dhash__probe *pr, const struct chord_lookup_r
 void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *rep);
 void dhash__probe_on_send_failed(struct dhash__probe *pr);
 bool dhash__probe_next(struct dhash__probe *pr, struct dhash__act *ret);
+/* Finished, and no HAVE or REFRESH still out. */
+bool dhash__probe_idle(const struct dhash__probe *pr);
 
 /* ---- refresh of many keys (refresh_sm.c) */
 

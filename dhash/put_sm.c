@@ -2,18 +2,27 @@
  * A put, a have and a refresh of one key as state machines that do no I/O
  * (client_sm.h); client.c carries out what they ask for.
  *
- * put: LOOKUP the key's successors, then STORE to the first with
- * DHASH_STORE_F_PRIMARY: the successor stores the block and replicates it
- * on the next k-1 (CFS 5.1). A silent server is not a refusal: the next
- * successor takes the block, and a later success is the put's answer. A
- * server enforcing quotas may answer with a nonce instead of storing (CFS
- * 5.4: proof that we receive at our address); the STORE goes again to the
- * same server with that nonce, once per put. Any other refusal (a bad
- * block, a stale root, a full disk) ends the put with that error: another
- * server would refuse it for the same reason, or should not be asked to
- * take it instead.
+ * put: LOOKUP the key's successors; the first k distinct ones are its
+ * responsible servers (fewer on a small ring). STORE to the first with
+ * DHASH_STORE_F_PRIMARY: the successor stores the block, replicates it on
+ * the next k-1 (CFS 5.1) and answers once those pushes are acknowledged or
+ * timed out. A silent server is not a refusal: the next successor takes
+ * the block. A server enforcing quotas may answer with a nonce instead of
+ * storing (CFS 5.4: proof that we receive at our address); the STORE goes
+ * again to the same server with that nonce, once per server and put. Any
+ * other refusal (a bad block, a stale root, a full disk) ends the put with
+ * that error: another server would refuse it for the same reason, or
+ * should not be asked to take it instead.
  *
- * have: LOOKUP, then HAVE to the successor, the next one if it is silent.
+ * Issue 22 (one hostile member cannot lose acknowledged puts): the ack is
+ * one vote; the put is acknowledged once a majority, floor(n/2)+1 of the n
+ * responsible servers, confirm (HAVE "yes"), else the client stores to
+ * those that lack the block itself and fails with -EREMOTEIO when still
+ * short. A root is STOREd to all n at once instead (HAVE cannot tell an
+ * older root from the new one).
+ *
+ * have: LOOKUP, then HAVE to a majority of the responsible servers at
+ * once, one more for each "no" or silence; "present" only on a majority.
  * refresh: LOOKUP, then REFRESH to each of the k successors at once (CFS
  * 5.5: leases instead of delete); if none of them answered, all once more
  * with a longer timeout before the refresh fails. A REFRESH is charged like
@@ -26,6 +35,36 @@
 #include "dhash/client_sm.h"
 
 /* ------------------------------------------------------------ put */
+
+uint32_t dhash__majority(uint32_t n)
+{
+	return n ? n / 2 + 1 : 0;
+}
+
+/* The key's responsible servers: the first k distinct addresses among the
+ * successors the lookup named (CFS 5.1: a process's virtual servers count
+ * once). Part of issue 22 is that this list is checked before a lookup
+ * returns it; the quorum below is only as good as the list. */
+static uint32_t take_responsible(struct cfs_node *cand, uint32_t k, const struct chord_lookup_result *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->n && n < k && n < CFS_MSG_MAX_NODES; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_eq(&cand[j].addr, &r->succ[i].addr);
+		if (!dup)
+			cand[n++] = r->succ[i];
+	}
+	return n;
+}
+
+static uint32_t lookup_nsucc(uint32_t replicas)
+{
+	uint32_t n = replicas + DHASH_GET_SPARES; /* spares: virtual servers of one process */
+
+	return n < CFS_MSG_MAX_NODES ? n : CFS_MSG_MAX_NODES;
+}
 
 static void put_finish(struct dhash__put *p, int status, uint64_t lease)
 {
@@ -41,7 +80,7 @@ void dhash__put_init(struct dhash__put *p, uint32_t replicas, uint64_t lease_unt
 	memset(p, 0, sizeof(*p));
 	p->replicas = replicas;
 	p->lease_until = lease_until;
-	dhash__actq_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
+	dhash__actq_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(replicas);
 }
 
 void dhash__put_fini(struct dhash__put *p)
@@ -54,16 +93,100 @@ bool dhash__put_next(struct dhash__put *p, struct dhash__act *ret)
 	return dhash__actq_pop(&p->q, ret);
 }
 
-/* STORE to the next successor in ring order (CFS 5.1: after the key's
- * successor fails, its next successor is responsible). */
+bool dhash__put_idle(const struct dhash__put *p)
+{
+	return p->state == DHASH_PUT_DONE && p->inflight == 0;
+}
+
+static void put_send(struct dhash__put *p, enum dhash__act_type type, uint32_t ci)
+{
+	dhash__actq_push(&p->q, type)->i = ci;
+	p->cst[ci] = type == DHASH_ACT_STORE ? DHASH_PC_STORING : DHASH_PC_ASKING;
+	p->inflight++;
+	p->rpcs++;
+	p->haves += type == DHASH_ACT_HAVE;
+}
+
+/* A majority holds the block: the put is acknowledged, with the least
+ * lease any STORE ack named (0: what was asked). */
+static bool put_maybe_done(struct dhash__put *p)
+{
+	if (p->confirmed < p->need)
+		return false;
+	put_finish(p, 0, p->granted ? p->granted : p->lease_until);
+	return true;
+}
+
+/* STORE to the next responsible server in ring order (CFS 5.1: after the
+ * key's successor fails, its next successor is responsible). */
 static void store_next(struct dhash__put *p)
 {
 	if (p->next_cand < p->ncand) {
-		dhash__actq_push(&p->q, DHASH_ACT_STORE)->i = p->next_cand++;
-		p->rpcs++;
+		put_send(p, DHASH_ACT_STORE, p->next_cand++);
 		return;
 	}
 	put_finish(p, p->miss ? p->miss : -EHOSTUNREACH, 0);
+}
+
+/* Our own STOREs to every responsible server that said no or was silent
+ * (once a put). The one that acknowledged our first STORE is never asked
+ * again: a server that acknowledges and then lets its replicas lack the
+ * block is what this step works around, not something to trust twice.
+ * When none of the others holds the block its ack is withdrawn, so that a
+ * majority must come from the others (a liar acking and dropping leaves
+ * then no put acknowledged on its word; with part B's API it would be
+ * reported as a suspect, here it is only counted). */
+static void restore(struct dhash__put *p)
+{
+	uint32_t sent = 0, others = 0;
+
+	p->state = DHASH_PUT_RESTORE;
+	for (uint32_t i = 0; i < p->ncand; i++)
+		others += i != p->primary && p->cst[i] == DHASH_PC_HOLDS;
+	if (others == 0 && p->cst[p->primary] == DHASH_PC_HOLDS) {
+		/* Not one copy of its pushes is where we looked (and it answered
+		 * only after them, server.c): its ack no longer counts. */
+		p->confirmed--;
+		p->granted = 0; /* nor the lease it named */
+		p->suspect = true;
+	}
+	for (uint32_t i = 0; i < p->ncand; i++)
+		if (p->cst[i] == DHASH_PC_LACKS || p->cst[i] == DHASH_PC_SILENT) {
+			put_send(p, DHASH_ACT_STORE, i);
+			p->restores++;
+			sent++;
+		}
+	if (sent == 0)
+		put_finish(p, p->miss ? p->miss : -EREMOTEIO, 0);
+}
+
+/* Issue 22: HAVE to just enough of the other responsible servers, in
+ * parallel, to reach a majority with those that confirmed; another one for
+ * each that says no or is silent; when none is left to ask, our own STOREs. */
+static void confirm_more(struct dhash__put *p)
+{
+	uint32_t asking = 0;
+
+	if (put_maybe_done(p))
+		return;
+	for (uint32_t i = 0; i < p->ncand; i++)
+		asking += p->cst[i] == DHASH_PC_ASKING;
+	for (uint32_t i = 0; i < p->ncand && p->confirmed + asking < p->need; i++)
+		if (p->cst[i] == DHASH_PC_NONE) {
+			put_send(p, DHASH_ACT_HAVE, i);
+			asking++;
+		}
+	if (asking == 0)
+		restore(p);
+}
+
+/* The last of a round of parallel STOREs (a root's, or our own after a
+ * "no") is back without a majority. */
+static void stores_round_done(struct dhash__put *p)
+{
+	if (put_maybe_done(p) || p->inflight > 0)
+		return;
+	put_finish(p, p->miss && p->miss != -ETIMEDOUT ? p->miss : -EREMOTEIO, 0);
 }
 
 void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result *r)
@@ -76,45 +199,146 @@ void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result
 		put_finish(p, r->status < 0 ? r->status : -EHOSTUNREACH, 0);
 		return;
 	}
-	p->ncand = r->n;
-	memcpy(p->cand, r->succ, r->n * sizeof(r->succ[0]));
+	/* A ring with fewer than k servers: a majority of those there are. */
+	p->ncand = take_responsible(p->cand, p->replicas, r);
+	p->need = dhash__majority(p->ncand);
+	if (p->store_all) {
+		p->state = DHASH_PUT_RESTORE;
+		for (uint32_t i = 0; i < p->ncand; i++)
+			put_send(p, DHASH_ACT_STORE, i);
+		return;
+	}
 	p->state = DHASH_PUT_STORE;
 	store_next(p);
 }
 
-void dhash__put_on_reply(struct dhash__put *p, const struct dhash__reply *rep)
+/* CFS 5.4: the server wants proof that we receive at our address: its
+ * nonce, sent back with the block, once per server and put. */
+static void store_challenged(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep)
 {
-	if (p->state != DHASH_PUT_STORE)
+	struct dhash__act *a = dhash__actq_push(&p->q, DHASH_ACT_KEEP_NONCE);
+
+	a->addr = *rep->from;
+	memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
+	p->challenged_at[ci] = 1;
+	p->challenged = true;
+	put_send(p, DHASH_ACT_STORE, ci);
+}
+
+/* A STORE of a parallel round (a root's, or our own after a "no") ended:
+ * an ack confirms; a refusal or silence does not, and a refusal is the
+ * error if no majority is reached. */
+static void restore_reply(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep)
+{
+	if (rep->status == 0) {
+		uint64_t g = rep->lease_until ? rep->lease_until : p->lease_until;
+		p->cst[ci] = DHASH_PC_HOLDS;
+		p->confirmed++;
+		if (!p->granted || g < p->granted)
+			p->granted = g;
+	} else if (rep->status == -ETIMEDOUT) {
+		p->cst[ci] = DHASH_PC_SILENT;
+		p->timeouts++;
+		if (!p->miss)
+			p->miss = -ETIMEDOUT;
+	} else {
+		p->cst[ci] = DHASH_PC_REFUSED;
+		if (!p->miss || p->miss == -ETIMEDOUT)
+			p->miss = rep->status;
+	}
+	stores_round_done(p);
+}
+
+void dhash__put_on_store(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep)
+{
+	if (p->inflight > 0)
+		p->inflight--;
+	if ((p->state != DHASH_PUT_STORE && p->state != DHASH_PUT_RESTORE) || ci >= p->ncand ||
+	    p->cst[ci] != DHASH_PC_STORING)
 		return;
+	if (rep->status == -ECANCELED) {
+		put_finish(p, -ECANCELED, 0);
+		return;
+	}
 	if (rep->status == 0 && (rep->flags & DHASH_STORE_R_CHALLENGE)) {
-		/* CFS 5.4: the server wants proof that we receive at our
-		 * address: its nonce, sent back with the block (once a put). */
-		if (p->challenged) {
-			put_finish(p, -EACCES, 0);
+		if (p->challenged_at[ci]) {
+			if (p->state == DHASH_PUT_STORE) {
+				put_finish(p, -EACCES, 0);
+				return;
+			}
+			restore_reply(p, ci, &(struct dhash__reply){ .status = -EACCES });
 			return;
 		}
-		p->challenged = true;
-		struct dhash__act *a = dhash__actq_push(&p->q, DHASH_ACT_KEEP_NONCE);
-		a->addr = *rep->from;
-		memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
-		p->next_cand--;
-		store_next(p);
-	} else if (rep->status == 0) {
-		/* A server that names no lease (0) granted what was asked. */
-		put_finish(p, 0, rep->lease_until ? rep->lease_until : p->lease_until);
+		store_challenged(p, ci, rep);
+		return;
+	}
+	if (p->state == DHASH_PUT_RESTORE) {
+		restore_reply(p, ci, rep);
+		return;
+	}
+	if (rep->status == 0) {
+		/* The primary took it, and (server.c) answered once its pushes to
+		 * the next servers were acknowledged or timed out: one vote. */
+		p->cst[ci] = DHASH_PC_HOLDS;
+		p->primary = ci;
+		p->confirmed = 1;
+		p->granted = rep->lease_until ? rep->lease_until : p->lease_until;
+		p->state = DHASH_PUT_CONFIRM;
+		confirm_more(p);
 	} else if (rep->status == -ETIMEDOUT) {
+		p->cst[ci] = DHASH_PC_SILENT;
 		p->timeouts++;
 		p->miss = -ETIMEDOUT;
 		store_next(p);
 	} else {
-		put_finish(p, rep->status, 0); /* a refusal, or -ECANCELED */
+		put_finish(p, rep->status, 0); /* a refusal: another would refuse too */
 	}
 }
 
-void dhash__put_on_send_failed(struct dhash__put *p)
+void dhash__put_on_have(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep)
 {
-	if (p->state == DHASH_PUT_STORE)
+	if (p->inflight > 0)
+		p->inflight--;
+	if (p->state != DHASH_PUT_CONFIRM || ci >= p->ncand || p->cst[ci] != DHASH_PC_ASKING)
+		return;
+	if (rep->status == -ECANCELED) {
+		put_finish(p, -ECANCELED, 0);
+		return;
+	}
+	if (rep->status == 0 && rep->len >= 1 && (rep->data[0] & 1)) {
+		p->cst[ci] = DHASH_PC_HOLDS;
+		p->confirmed++;
+	} else if (rep->status == 0) {
+		p->cst[ci] = DHASH_PC_LACKS;
+	} else {
+		p->timeouts += rep->status == -ETIMEDOUT;
+		p->cst[ci] = DHASH_PC_SILENT;
+	}
+	confirm_more(p);
+}
+
+void dhash__put_on_send_failed(struct dhash__put *p, uint32_t ci, enum dhash__act_type type)
+{
+	struct dhash__reply unsent = { .status = -ETIMEDOUT };
+
+	if (p->state == DHASH_PUT_DONE || p->state == DHASH_PUT_LOOKUP) {
+		if (p->inflight > 0)
+			p->inflight--;
+		return;
+	}
+	if (type == DHASH_ACT_HAVE) {
+		dhash__put_on_have(p, ci, &unsent);
+		return;
+	}
+	if (p->state == DHASH_PUT_STORE) { /* never sent: not a timeout */
+		p->inflight--;
+		p->rpcs--;
+		p->cst[ci] = DHASH_PC_SILENT;
 		store_next(p);
+		return;
+	}
+	p->timeouts--; /* counted as never sent */
+	dhash__put_on_store(p, ci, &unsent);
 }
 
 /* ------------------------------------------------------------ have, refresh */
@@ -129,6 +353,11 @@ static void probe_finish(struct dhash__probe *pr, int status)
 	pr->state = DHASH_PROBE_DONE;
 }
 
+bool dhash__probe_idle(const struct dhash__probe *pr)
+{
+	return pr->state == DHASH_PROBE_DONE && pr->waiting == 0;
+}
+
 void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
                        uint64_t lease_until)
 {
@@ -136,7 +365,7 @@ void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
 	pr->refresh = refresh;
 	pr->replicas = replicas;
 	pr->lease_until = lease_until;
-	dhash__actq_push(&pr->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
+	dhash__actq_push(&pr->q, DHASH_ACT_LOOKUP)->nsucc = refresh ? replicas : lookup_nsucc(replicas);
 }
 
 void dhash__probe_fini(struct dhash__probe *pr)
@@ -159,14 +388,67 @@ static void probe_send(struct dhash__probe *pr, uint32_t ci, uint32_t timeout_ms
 	pr->waiting++;
 }
 
-/* HAVE to the next successor. */
+/* Issue 22: HAVE counts "present" only when a majority of the key's
+ * responsible servers say yes. Asked in parallel, just enough of them to
+ * reach a majority, one more for each no or silence; the answer is in as
+ * soon as a majority said yes or one can no longer be reached. One liar
+ * saying "yes" among honest "no"s is then "absent", and the publisher
+ * sends the block. Absent with nobody answering is an error, as before: a
+ * have that reached nobody is not "absent". */
+static void have_finish(struct dhash__probe *pr, int status, bool present)
+{
+	struct dhash__act *a = dhash__actq_push(&pr->q, DHASH_ACT_FINISH);
+
+	a->status = status;
+	a->found = present;
+	a->lease = 0;
+	pr->state = DHASH_PROBE_DONE;
+}
+
 static void have_next(struct dhash__probe *pr)
 {
-	if (pr->next_cand < pr->ncand) {
-		probe_send(pr, pr->next_cand++, 0);
+	if (pr->found >= pr->need) {
+		have_finish(pr, 0, true);
 		return;
 	}
-	probe_finish(pr, -EHOSTUNREACH);
+	if (pr->found + pr->waiting + (pr->ncand - pr->next_cand) < pr->need) {
+		/* No majority any more. Absent if anyone answered; else, as
+		 * before, every server is asked (a loaded ring drops HAVEs)
+		 * before the have fails. */
+		if (pr->answered) {
+			have_finish(pr, 0, false);
+		} else if (pr->next_cand < pr->ncand) {
+			if (pr->waiting == 0)
+				probe_send(pr, pr->next_cand++, 0);
+		} else if (pr->waiting == 0) {
+			have_finish(pr, -EHOSTUNREACH, false);
+		}
+		return;
+	}
+	while (pr->found + pr->waiting < pr->need && pr->next_cand < pr->ncand)
+		probe_send(pr, pr->next_cand++, 0);
+}
+
+static void have_on_reply(struct dhash__probe *pr, const struct dhash__reply *rep)
+{
+	if (pr->waiting > 0)
+		pr->waiting--;
+	if (pr->state != DHASH_PROBE_ASK)
+		return;
+	if (rep->status == -ECANCELED) {
+		have_finish(pr, -ECANCELED, false);
+		return;
+	}
+	if (rep->status == -ETIMEDOUT)
+		pr->timeouts++;
+	if (rep->status == 0) {
+		pr->answered++;
+		if (rep->len >= 1 && (rep->data[0] & 1))
+			pr->found++;
+		else
+			pr->nos++;
+	}
+	have_next(pr);
 }
 
 /* REFRESH to each distinct server among the first k successors, the
@@ -189,8 +471,9 @@ void dhash__probe_on_lookup(struct dhash__probe *pr, const struct chord_lookup_r
 	}
 	pr->state = DHASH_PROBE_ASK;
 	if (!pr->refresh) {
-		pr->ncand = r->n;
-		memcpy(pr->cand, r->succ, r->n * sizeof(r->succ[0]));
+		/* a ring of fewer than k servers: a majority of those there are */
+		pr->ncand = take_responsible(pr->cand, pr->replicas, r);
+		pr->need = dhash__majority(pr->ncand);
 		have_next(pr);
 		return;
 	}
@@ -244,6 +527,10 @@ void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *r
 {
 	bool bit = rep->status == 0 && rep->len >= 1 && (rep->data[0] & 1);
 
+	if (!pr->refresh) {
+		have_on_reply(pr, rep);
+		return;
+	}
 	if (pr->state == DHASH_PROBE_DONE || pr->state == DHASH_PROBE_LOOKUP)
 		return;
 	pr->waiting--;
@@ -260,13 +547,6 @@ void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *r
 	else if (rep->status == 0)
 		pr->answered++;
 	pr->found += bit;
-	if (!pr->refresh) {
-		if (rep->status == 0)
-			probe_finish(pr, 0);
-		else
-			have_next(pr); /* silent, or an error: ask the next successor */
-		return;
-	}
 	if (bit) { /* the least lease any replica granted; 0: what was asked */
 		uint64_t g = rep->lease_until ? rep->lease_until : pr->lease_until;
 		if (!pr->granted || g < pr->granted)
@@ -278,12 +558,17 @@ void dhash__probe_on_reply(struct dhash__probe *pr, const struct dhash__reply *r
 
 void dhash__probe_on_send_failed(struct dhash__probe *pr)
 {
+	if (!pr->refresh) {
+		if (pr->waiting > 0)
+			pr->waiting--;
+		if (pr->state == DHASH_PROBE_ASK)
+			have_next(pr); /* as if silent */
+		return;
+	}
 	if (pr->state == DHASH_PROBE_DONE || pr->state == DHASH_PROBE_LOOKUP)
 		return;
 	pr->waiting--;
-	if (!pr->refresh) {
-		have_next(pr);
-	} else if (pr->waiting == 0) {
+	if (pr->waiting == 0) {
 		/* No REFRESH of this round could be sent (no reply can come
 		 * before the sends are all out). */
 		probe_finish(pr, pr->state == DHASH_PROBE_ASK ? -EHOSTUNREACH : -ETIMEDOUT);

@@ -7,7 +7,11 @@
  * one), written synchronously, and only then acknowledged. A client's
  * STORE (DHASH_STORE_F_PRIMARY) is then pushed to the next k-1 distinct
  * servers on the successor list of the virtual server responsible for the
- * key; those copies are plain STOREs and are not pushed further.
+ * key (only when this server is the key's successor in its own view);
+ * those copies are plain STOREs and are not pushed further. A client's
+ * content-hash STORE is answered once those pushes were acknowledged or
+ * timed out, so that the client's HAVEs at the replicas (its quorum,
+ * put_sm.c) find the copies there.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,9 @@
 
 #define EXPIRE_BATCH 256
 #define COMMIT_MAX 512        /* stores in one group commit */
+/* A push a client's answer waits for: well within the client's own STORE
+ * timeout, so that a dead replica delays the answer, never loses it. */
+#define PUSH_ANSWER_TIMEOUT_MS (DHASH_STORE_TIMEOUT_MS / 2)
 
 uint64_t dhash__wall_now(void)
 {
@@ -56,28 +63,58 @@ static int refusal_slot(int status)
 
 /* ------------------------------------------------------------ replication */
 
+static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int r, uint64_t lease);
+
+/* A client's STORE whose answer waits for its replicas' copies (issue 22:
+ * the client then confirms with HAVEs at the replicas, and a "no" must
+ * not be a copy still in flight). */
+struct push_wait {
+	dhash_server_t *s;
+	uint32_t left;            /* pushes out */
+	bool answer;              /* a client waits for from */
+	bool cancelled;           /* the transport is closing: s may be gone */
+	struct cfs_reply_to from;
+	uint64_t lease;
+};
+
+static void push_wait_end(struct push_wait *w)
+{
+	if (--w->left > 0)
+		return;
+	if (w->answer && !w->cancelled)
+		answer_store(w->s, &w->from, 0, w->lease);
+	free(w);
+}
+
 static void push_done(void *arg, int status, const struct cfs_msg *reply,
                       const struct cfs_rpc_result *res)
 {
-	dhash_server_t *s = arg;
+	struct push_wait *w = arg;
 
 	if (status == -ECANCELED)
-		return;
-	if (status < 0)
-		s->push_failed++;
+		w->cancelled = true;
+	else if (status < 0)
+		w->s->push_failed++;
+	push_wait_end(w);
 }
 
 /* The local virtual server whose range (pred, self] holds key, else the
- * first local one at or after key. */
-static uint32_t responsible_vnode(dhash_server_t *s, const struct cfs_id *key)
+ * first local one at or after key; *ret_exact says which (true also when
+ * some virtual server has no predecessor yet, so cannot tell). */
+static uint32_t responsible_vnode(dhash_server_t *s, const struct cfs_id *key, bool *ret_exact)
 {
 	uint32_t n = chord_vnode_count(s->chord), best = 0;
 	struct cfs_id bestd;
 
+	*ret_exact = false;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct cfs_node *self = chord_vnode_self(s->chord, i), *pred = chord_vnode_pred(s->chord, i);
-		if (pred && cfs_id_in_oc(key, &pred->id, &self->id))
+		if (pred && cfs_id_in_oc(key, &pred->id, &self->id)) {
+			*ret_exact = true;
 			return i;
+		}
+		if (!pred)
+			*ret_exact = true;
 		struct cfs_id d;
 		cfs_id_distance(&d, key, &self->id);
 		if (i == 0 || cfs_id_cmp(&d, &bestd) < 0) {
@@ -104,12 +141,24 @@ int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_
 	return (int)n;
 }
 
-static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec)
+/* Push plain copies of a client's STORE to the next k-1 servers (CFS
+ * 5.1), and answer from (when not NULL) once each push was acknowledged
+ * or timed out. Only the key's successor in this server's own view pushes:
+ * a server a client STOREs to further down the list (the successor was
+ * silent, or the client places copies itself after a "no") would push
+ * beyond the key's k successors, uncharged copies nobody asked for. */
+static void replicate_then_answer(dhash_server_t *s, const struct cfs_reply_to *from,
+                                  const struct cfs_id *key, const struct dhash_rec *rec)
 {
 	const struct cfs_node *to[CHORD_SUCC_MAX];
-	uint32_t vi = responsible_vnode(s, key);
-	int n = dhash_replica_targets(s->chord, vi, s->cfg.replicas, to);
+	struct push_wait *w = xcalloc(1, sizeof(*w));
+	bool exact;
+	uint32_t vi = responsible_vnode(s, key, &exact);
+	int n = exact ? dhash_replica_targets(s->chord, vi, s->cfg.replicas, to) : 0;
 
+	*w = (struct push_wait){ .s = s, .left = 1, .answer = from != NULL, .lease = rec->lease_until };
+	if (from)
+		w->from = *from;
 	for (int i = 0; i < n; i++) {
 		cfs_msg_init(&s->push, CFS_MSG_STORE);
 		s->push.kind = rec->kind;
@@ -119,11 +168,21 @@ static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct 
 		s->push.has_to = true;
 		s->push.to_id = to[i]->id;
 		dhash__msg_from(s, vi, &s->push); /* the receiver admits a replica's copy by it */
-		if (chord_call(s->chord, to[i], &s->push, DHASH_STORE_TIMEOUT_MS, push_done, s) == 0)
+		w->left++;
+		if (chord_call(s->chord, to[i], &s->push, from ? PUSH_ANSWER_TIMEOUT_MS : DHASH_STORE_TIMEOUT_MS,
+		               push_done, w) == 0) {
 			s->pushed++;
-		else
+		} else {
 			s->push_failed++;
+			w->left--;
+		}
 	}
+	push_wait_end(w); /* no push out: answered now */
+}
+
+static void replicate(dhash_server_t *s, const struct cfs_id *key, const struct dhash_rec *rec)
+{
+	replicate_then_answer(s, NULL, key, rec);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -144,7 +203,8 @@ static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int
 }
 
 /* The group commit: one synchronous write for every STORE that arrived
- * since the last poll, then the answers, then the replicas' copies. */
+ * since the last poll, then the answers; a client's STORE is answered
+ * once its replicas' copies are acknowledged (replicate_then_answer). */
 static void commit(dhash_server_t *s)
 {
 	size_t n = s->nq;
@@ -178,9 +238,10 @@ static void commit(dhash_server_t *s)
 	s->nq = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct pending *p = &s->q[i];
-		answer_store(s, &p->from, st[i], p->rec.lease_until);
-		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY))
-			replicate(s, &p->key, &p->rec); /* plain STOREs: nobody's charge */
+		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY)) /* plain STOREs: nobody's charge */
+			replicate_then_answer(s, &p->from, &p->key, &p->rec);
+		else
+			answer_store(s, &p->from, st[i], p->rec.lease_until);
 		free(p->rec.data);
 	}
 	free(keys);

@@ -2,7 +2,8 @@
  * The DHT store ("cfsd", "cfsd:SOCKET", "ring:ADDR"): blocks go to the ring
  * through the local daemon or a plain ring client (dhash_local_*). A batch's "have" is one
  * CTL_REFRESH per CFS_MSG_MAX_KEYS keys (a block some replica holds is
- * renewed to the new root's lease, and needs no sending), its put one
+ * renewed to the new root's lease), then one CTL_HAVE of the keys it found
+ * (a block a majority of its servers holds needs no sending), its put one
  * CTL_PUT per block, all in flight at once; the daemon's DHash client does
  * lookups, stores and replication. Every answer names the lease the
  * servers granted; the least of them bounds the root's valid-until.
@@ -21,7 +22,10 @@ struct cfsdsink {
 	char *sock;
 	dhash_local_t *l;
 	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
+	uint32_t put_failures;    /* blocks not stored (the first few logged) */
 };
+
+#define PUT_FAILURES_LOGGED 10
 
 static void note_lease(struct cfsdsink *d, uint64_t lease)
 {
@@ -54,6 +58,11 @@ struct have_req {
 	struct cfsdsink *d;
 	struct batch *b;
 	size_t base;
+	const struct cfs_id *keys; /* the batch's, from base (live until it ends) */
+	uint32_t n;
+	/* the renewal's "present" keys, confirmed again by a quorum HAVE */
+	struct cfs_id confirm[CFS_MSG_MAX_KEYS];
+	uint32_t at[CFS_MSG_MAX_KEYS], nconfirm;
 };
 
 /* The daemon (or the ring) cannot be reached: say what to do, once. */
@@ -81,6 +90,45 @@ static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n, ui
 	free(h);
 }
 
+/* The quorum's answer for the keys the renewal found. */
+static void confirm_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+{
+	struct have_req *h = arg;
+
+	for (uint32_t j = 0; status == 0 && j < n; j++)
+		h->b->have[h->base + h->at[j]] = bits[j / 8] >> (j % 8) & 1;
+	batch_end(h->b, status);
+	free(h);
+}
+
+/* A renewal's bit says that some server holds the block (and renewed it),
+ * which one liar can claim. Issue 22: the block is skipped only when a
+ * majority of its servers say so too (CTL_HAVE), otherwise it is sent.
+ * Costs nothing for a new tree, where the renewal finds nothing. */
+static void renew_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+{
+	struct have_req *h = arg;
+	int r;
+
+	hint_unreachable(h->d, status);
+	if (status == 0)
+		note_lease(h->d, lease);
+	for (uint32_t i = 0; status == 0 && i < n; i++)
+		if (bits[i / 8] >> (i % 8) & 1) {
+			h->confirm[h->nconfirm] = h->keys[i];
+			h->at[h->nconfirm++] = i;
+		}
+	if (status < 0 || h->nconfirm == 0) {
+		batch_end(h->b, status);
+		free(h);
+		return;
+	}
+	if ((r = dhash_local_have(h->d->l, h->confirm, h->nconfirm, confirm_done, h)) < 0) {
+		batch_end(h->b, r);
+		free(h);
+	}
+}
+
 static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until, bool *have,
                     pub_done_fn done, void *arg)
 {
@@ -97,8 +145,10 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 		h->d = d;
 		h->b = b;
 		h->base = i;
+		h->keys = keys + i;
+		h->n = m;
 		b->left++;
-		int r = lease_until ? dhash_local_refresh(d->l, keys + i, m, lease_until, have_done, h)
+		int r = lease_until ? dhash_local_refresh(d->l, keys + i, m, lease_until, renew_done, h)
 		                    : dhash_local_have(d->l, keys + i, m, have_done, h);
 		if (r < 0) {
 			free(h);
@@ -127,9 +177,10 @@ static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t l
 
 	if (status == 0)
 		note_lease(p->d, lease);
-	if (status < 0) {
+	if (status < 0 && p->d->put_failures++ < PUT_FAILURES_LOGGED) {
 		char k[9];
-		log_error("storing block %s failed: %s", cfs_id_short(key, k), dhash_strerror(status));
+		log_error("storing block %s failed: %s%s", cfs_id_short(key, k), dhash_strerror(status),
+		          p->d->put_failures == PUT_FAILURES_LOGGED ? " (further failures only counted)" : "");
 	}
 	p->blk->status = status;
 	batch_end(p->b, 0);

@@ -26,6 +26,7 @@
 #define BATCH_BLOCKS 256
 #define BATCH_BYTES (4u << 20)
 #define BATCHES_IN_FLIGHT 4 /* the sink stores these while the walk goes on */
+#define PUB_FAILED_MAX 1000 /* blocks not stored before a publish gives up */
 #define DATA_HEADER_MAX 64  /* a data block's encoding beyond its payload */
 
 struct pub;
@@ -50,6 +51,7 @@ struct pub {
 	struct batch *cur;         /* being filled */
 	unsigned in_flight;        /* batches the sink has not answered */
 	int error;                 /* the first batch that failed */
+	int put_error;             /* the first block the store did not take */
 	uint8_t *chunk;            /* one block of file content */
 	uint64_t total_bytes;      /* for the progress bar's ETA */
 	uint64_t lease_until;      /* of every block: the root's valid-until asked for */
@@ -108,18 +110,26 @@ static void batch_end(struct batch *b, int r)
 {
 	struct pub *p = b->p;
 
-	for (size_t i = 0; r == 0 && i < b->nsend; i++)
+	/* A block the store did not take (the sink logged it) is counted and
+	 * the walk goes on, so that the publisher can say how many failed
+	 * (issue 22: not placed on a majority of their servers); no root is
+	 * signed over them. Past PUB_FAILED_MAX the run stops. */
+	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
-			char h[65];
-			r = log_error_errno(b->send[i].status, "storing block %s failed",
-			                    cfs_id_hex(&b->send[i].key, h));
+			p->st->blocks_failed++;
+			if (!p->put_error) {
+				char h[65];
+				p->put_error = log_error_errno(b->send[i].status, "storing block %s failed",
+				                               cfs_id_hex(&b->send[i].key, h));
+			}
+			continue;
 		}
-	if (r == 0)
-		for (size_t i = 0; i < b->nsend; i++) {
-			p->st->blocks_sent++;
-			p->st->bytes_sent += b->send[i].len;
-		}
-	else if (!p->error)
+		p->st->blocks_sent++;
+		p->st->bytes_sent += b->send[i].len;
+	}
+	if (r == 0 && p->st->blocks_failed >= PUB_FAILED_MAX)
+		r = p->put_error;
+	if (r < 0 && !p->error)
 		p->error = r;
 	p->in_flight--;
 	p->woke = true;
@@ -649,7 +659,18 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	root.dir_mode = st.st_mode & 07777;
 	root.mtime_s = st.st_mtim.tv_sec;
 	root.mtime_ns = (uint32_t)st.st_mtim.tv_nsec;
-	if ((r = publish_dir(p, fd, dir, &top)) < 0 || (r = drain(p)) < 0)
+	r = publish_dir(p, fd, dir, &top);
+	if (r == 0)
+		r = drain(p);
+	if (p->st->blocks_failed) {
+		log_error("%lu of %lu blocks sent could not be stored%s: %s; the root was not signed",
+		          (unsigned long)p->st->blocks_failed,
+		          (unsigned long)(p->st->blocks_failed + p->st->blocks_sent),
+		          p->st->blocks_failed >= PUB_FAILED_MAX ? " (stopped there)" : "",
+		          dhash_strerror(p->put_error));
+		r = r < 0 ? r : p->put_error;
+	}
+	if (r < 0)
 		goto out;
 	p->st->dirs++;
 	root.root_dir = top.key;

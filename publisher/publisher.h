@@ -122,6 +122,7 @@ struct pub_stats {
 	uint64_t seq;             /* the sequence of the root signed */
 	uint64_t valid_until;     /* the root's valid-until (wall-clock seconds) */
 	double seconds;
+	uint64_t blocks_failed;   /* the store did not take them (the first error is logged) */
 };
 
 /* Publish the tree at dir as the next version of the volume of pk/sk.

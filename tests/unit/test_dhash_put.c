@@ -64,20 +64,112 @@ static struct dhash__reply err(int status)
 
 /* ------------------------------------------------------------ put */
 
-static void put_start(struct dhash__put *p)
+static const uint8_t yes = 1, no = 0;
+
+static struct dhash__reply bit(const uint8_t *b, uint64_t lease)
 {
-	dhash__put_init(p, 3, 1000);
+	return (struct dhash__reply){ .status = 0, .data = b, .len = 1, .lease_until = lease };
+}
+
+static void put_start_k(struct dhash__put *p, uint32_t k)
+{
+	dhash__put_init(p, k, 1000);
 	DRAIN(dhash__put_next, p);
 	cr_assert_eq(nacts, 1);
 	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
-	cr_assert_eq(acts[0].nsucc, 3);
+	cr_assert_eq(acts[0].nsucc, k + DHASH_GET_SPARES); /* virtual servers count once */
 	cr_assert_eq(acts[0].flags, 0);
 }
 
-static void put_reply(struct dhash__put *p, struct dhash__reply rep)
+static void put_start(struct dhash__put *p)
 {
-	dhash__put_on_reply(p, &rep);
+	put_start_k(p, 3);
+}
+
+static void put_lookup(struct dhash__put *p, struct chord_lookup_result *r)
+{
+	dhash__put_on_lookup(p, r);
 	DRAIN(dhash__put_next, p);
+}
+
+static void put_store(struct dhash__put *p, uint32_t ci, struct dhash__reply rep)
+{
+	dhash__put_on_store(p, ci, &rep);
+	DRAIN(dhash__put_next, p);
+}
+
+static void put_have(struct dhash__put *p, uint32_t ci, struct dhash__reply rep)
+{
+	dhash__put_on_have(p, ci, &rep);
+	DRAIN(dhash__put_next, p);
+}
+
+#define expect(at, type, i) expect_at(__LINE__, at, type, i)
+static void expect_at(int line, uint32_t at, enum dhash__act_type type, uint32_t i)
+{
+	cr_assert_gt(nacts, at, "line %d: %u actions", line, nacts);
+	cr_assert_eq(acts[at].type, type, "action %u: type %d, not %d", at, acts[at].type, type);
+	if (type != DHASH_ACT_FINISH)
+		cr_assert_eq(acts[at].i, i, "action %u: to %u, not %u", at, acts[at].i, i);
+}
+
+Test(dhash_put, majority_arithmetic)
+{
+	/* issue 22: floor(k/2)+1 of the key's k servers */
+	cr_assert_eq(dhash__majority(0), 0);
+	cr_assert_eq(dhash__majority(1), 1);
+	cr_assert_eq(dhash__majority(2), 2);
+	cr_assert_eq(dhash__majority(3), 2);
+	cr_assert_eq(dhash__majority(4), 3);
+	cr_assert_eq(dhash__majority(6), 4);
+}
+
+Test(dhash_put, the_primary_and_one_have_make_a_majority_of_three)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(5)); /* the first 3 are responsible */
+	cr_assert_eq(p.ncand, 3);
+	cr_assert_eq(p.need, 2);
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_STORE, 0);
+	put_store(&p, 0, (struct dhash__reply){ .lease_until = 777 });
+	cr_assert_eq(nacts, 1); /* one HAVE: the ack is one vote of the two */
+	expect(0, DHASH_ACT_HAVE, 1);
+	put_have(&p, 1, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 777);
+	cr_assert_eq(p.rpcs, 2);
+	cr_assert_eq(p.haves, 1);
+	cr_assert_eq(p.restores, 0);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, six_replicas_need_four)
+{
+	struct dhash__put p;
+
+	put_start_k(&p, 6);
+	put_lookup(&p, succs(6));
+	cr_assert_eq(p.need, 4);
+	put_store(&p, 0, err(0));
+	cr_assert_eq(nacts, 3); /* three HAVEs at once */
+	expect(0, DHASH_ACT_HAVE, 1);
+	expect(2, DHASH_ACT_HAVE, 3);
+	put_have(&p, 2, bit(&no, 0));
+	cr_assert_eq(nacts, 1); /* one more for the "no" */
+	expect(0, DHASH_ACT_HAVE, 4);
+	put_have(&p, 1, bit(&yes, 0));
+	put_have(&p, 3, bit(&yes, 0));
+	cr_assert_eq(nacts, 0);
+	put_have(&p, 4, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(p.haves, 4);
+	dhash__put_fini(&p);
 }
 
 Test(dhash_put, a_timeout_is_retried_and_the_later_success_wins)
@@ -85,37 +177,127 @@ Test(dhash_put, a_timeout_is_retried_and_the_later_success_wins)
 	struct dhash__put p;
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(3));
-	DRAIN(dhash__put_next, &p);
+	put_lookup(&p, succs(3));
+	expect(0, DHASH_ACT_STORE, 0); /* the successor first */
+	put_store(&p, 0, err(-ETIMEDOUT));
 	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
-	cr_assert_eq(acts[0].i, 0); /* the successor first */
-	put_reply(&p, err(-ETIMEDOUT));
-	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
-	cr_assert_eq(acts[0].i, 1);
-	put_reply(&p, (struct dhash__reply){ .status = 0, .lease_until = 777 });
-	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	expect(0, DHASH_ACT_STORE, 1);
+	put_store(&p, 1, (struct dhash__reply){ .status = 0, .lease_until = 777 });
+	expect(0, DHASH_ACT_HAVE, 2); /* the silent one is not asked again */
+	put_have(&p, 2, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, 0); /* never a failed publish */
 	cr_assert_eq(acts[0].lease, 777);
 	cr_assert_eq(p.timeouts, 1);
-	cr_assert_eq(p.rpcs, 2);
-	put_reply(&p, err(-ETIMEDOUT)); /* nothing after the end */
+	cr_assert_eq(p.rpcs, 3);
+	put_store(&p, 0, err(-ETIMEDOUT)); /* nothing after the end */
 	cr_assert_eq(nacts, 0);
 	dhash__put_fini(&p);
 }
 
-Test(dhash_put, lease_zero_means_granted_as_asked)
+/* The liar of issue 22 as the key's successor: it acknowledges the STORE,
+ * pushes nothing, and the others say no. The put stores to them itself,
+ * and is acknowledged only once they hold it; the liar's ack is withdrawn. */
+Test(dhash_put, a_liar_that_acks_and_drops_is_worked_around)
 {
 	struct dhash__put p;
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(1));
-	DRAIN(dhash__put_next, &p);
-	put_reply(&p, err(0));
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0)); /* the liar */
+	expect(0, DHASH_ACT_HAVE, 1);
+	put_have(&p, 1, bit(&no, 0));
+	expect(0, DHASH_ACT_HAVE, 2);
+	put_have(&p, 2, err(-ETIMEDOUT)); /* silent counts as no */
+	cr_assert_eq(nacts, 2);
+	expect(0, DHASH_ACT_STORE, 1); /* ours, to the two others; never the liar */
+	expect(1, DHASH_ACT_STORE, 2);
+	cr_assert(p.suspect);
+	cr_assert_eq(p.confirmed, 0);
+	put_store(&p, 2, err(0));
+	cr_assert_eq(nacts, 0); /* one real copy is no majority */
+	put_store(&p, 1, (struct dhash__reply){ .lease_until = 500 });
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, 0);
-	cr_assert_eq(acts[0].lease, 1000);
+	cr_assert_eq(acts[0].lease, 500);
+	cr_assert_eq(p.restores, 2);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, the_liar_silent_to_have_and_one_store_fails)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, err(-ETIMEDOUT));
+	put_have(&p, 2, bit(&no, 0));
+	cr_assert_eq(nacts, 2);
+	put_store(&p, 1, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 0);
+	put_store(&p, 2, err(0));
+	/* only one server is known to hold it: a distinct error */
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -EREMOTEIO);
+	cr_assert_eq(acts[0].lease, 0);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, an_honest_primary_with_one_replica_down_keeps_its_vote)
+{
+	struct dhash__put p;
+
+	put_start_k(&p, 5);
+	put_lookup(&p, succs(5));
+	cr_assert_eq(p.need, 3);
+	put_store(&p, 0, err(0));
+	cr_assert_eq(nacts, 2);
+	put_have(&p, 1, bit(&yes, 0));
+	put_have(&p, 2, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 3);
+	put_have(&p, 3, bit(&no, 0));
+	expect(0, DHASH_ACT_HAVE, 4);
+	put_have(&p, 4, bit(&no, 0));
+	cr_assert_eq(nacts, 3); /* ours to 2, 3, 4 */
+	cr_assert_not(p.suspect); /* one of its copies is there */
+	put_store(&p, 3, err(0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_not(dhash__put_idle(&p)); /* two STOREs still out */
+	put_store(&p, 2, err(-ETIMEDOUT));
+	put_store(&p, 4, err(0));
+	cr_assert_eq(nacts, 0);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, a_ring_smaller_than_k)
+{
+	struct dhash__put p;
+
+	/* one server: its ack is the majority of one */
+	put_start(&p);
+	put_lookup(&p, succs(1));
+	put_store(&p, 0, err(0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 1000); /* 0: granted as asked */
+	dhash__put_fini(&p);
+
+	/* two servers (or three virtual servers of two processes): both */
+	put_start(&p);
+	struct chord_lookup_result *r = succs(3);
+	r->succ[1].addr = r->succ[0].addr;
+	put_lookup(&p, r);
+	cr_assert_eq(p.ncand, 2);
+	cr_assert_eq(p.need, 2);
+	put_store(&p, 0, err(0));
+	expect(0, DHASH_ACT_HAVE, 1);
+	cr_assert_eq(p.cand[1].id.b[0], 3);
+	put_have(&p, 1, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
 	dhash__put_fini(&p);
 }
 
@@ -124,11 +306,10 @@ Test(dhash_put, all_silent_fails_with_timeout)
 	struct dhash__put p;
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(2));
-	DRAIN(dhash__put_next, &p);
-	put_reply(&p, err(-ETIMEDOUT));
-	put_reply(&p, err(-ETIMEDOUT));
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	put_lookup(&p, succs(2));
+	put_store(&p, 0, err(-ETIMEDOUT));
+	put_store(&p, 1, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, -ETIMEDOUT);
 	cr_assert_eq(acts[0].lease, 0);
 	dhash__put_fini(&p);
@@ -136,15 +317,33 @@ Test(dhash_put, all_silent_fails_with_timeout)
 
 Test(dhash_put, a_refusal_ends_the_put)
 {
+	static const int refusals[] = { -EDQUOT, -EBADMSG, -ESTALE, -ENOSPC };
+
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		struct dhash__put p;
+		put_start(&p);
+		put_lookup(&p, succs(3));
+		put_store(&p, 0, err(refusals[i]));
+		cr_assert_eq(nacts, 1);
+		expect(0, DHASH_ACT_FINISH, 0);
+		cr_assert_eq(acts[0].status, refusals[i]);
+		dhash__put_fini(&p);
+	}
+}
+
+Test(dhash_put, a_refusal_of_our_own_store_is_the_error)
+{
 	struct dhash__put p;
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(3));
-	DRAIN(dhash__put_next, &p);
-	put_reply(&p, err(-EDQUOT));
-	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
-	cr_assert_eq(acts[0].status, -EDQUOT);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	put_store(&p, 1, err(-ENOSPC));
+	put_store(&p, 2, err(0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -ENOSPC);
 	dhash__put_fini(&p);
 }
 
@@ -156,21 +355,19 @@ Test(dhash_put, nonce_challenge_answered_once)
 
 	memset(nonce, 0xab, sizeof(nonce));
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(3));
-	DRAIN(dhash__put_next, &p);
+	put_lookup(&p, succs(3));
 	struct dhash__reply ch = { .status = 0, .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
 	                           .from = &n1.addr };
-	put_reply(&p, ch);
+	put_store(&p, 0, ch);
 	/* CFS 5.4: keep the nonce, then the same server again */
 	cr_assert_eq(nacts, 2);
 	cr_assert_eq(acts[0].type, DHASH_ACT_KEEP_NONCE);
 	cr_assert(cfs_addr_eq(&acts[0].addr, &n1.addr));
 	cr_assert_eq(memcmp(acts[0].nonce, nonce, CFS_NONCE_BYTES), 0);
-	cr_assert_eq(acts[1].type, DHASH_ACT_STORE);
-	cr_assert_eq(acts[1].i, 0);
-	put_reply(&p, ch); /* challenged again: the nonce did not help */
+	expect(1, DHASH_ACT_STORE, 0);
+	put_store(&p, 0, ch); /* challenged again: the nonce did not help */
 	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, -EACCES);
 	dhash__put_fini(&p);
 }
@@ -178,18 +375,55 @@ Test(dhash_put, nonce_challenge_answered_once)
 Test(dhash_put, challenge_then_success)
 {
 	struct dhash__put p;
-	struct cfs_node n1 = node(1);
+	struct cfs_node n1 = node(1), n2 = node(2);
 	uint8_t nonce[CFS_NONCE_BYTES] = { 1 };
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(3));
-	DRAIN(dhash__put_next, &p);
-	put_reply(&p, (struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
-	                                     .from = &n1.addr });
-	put_reply(&p, (struct dhash__reply){ .lease_until = 5 });
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, (struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
+	                                        .from = &n1.addr });
+	put_store(&p, 0, (struct dhash__reply){ .lease_until = 5 });
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	/* our own STOREs: each server challenges once for itself */
+	put_store(&p, 1, (struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
+	                                        .from = &n2.addr });
+	expect(0, DHASH_ACT_KEEP_NONCE, 0);
+	expect(1, DHASH_ACT_STORE, 1);
+	put_store(&p, 1, (struct dhash__reply){ .lease_until = 9 });
+	put_store(&p, 2, (struct dhash__reply){ .lease_until = 7 });
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, 0);
-	cr_assert_eq(acts[0].lease, 5);
+	cr_assert_eq(acts[0].lease, 7); /* the least granted */
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, a_root_is_stored_to_every_server)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	p.store_all = true; /* HAVE cannot tell an old root from the new one */
+	put_lookup(&p, succs(3));
+	cr_assert_eq(nacts, 3);
+	for (uint32_t i = 0; i < 3; i++)
+		expect(i, DHASH_ACT_STORE, i);
+	put_store(&p, 2, err(-ESTALE)); /* a liar's refusal is one voice */
+	put_store(&p, 0, err(0));
+	cr_assert_eq(nacts, 0);
+	put_store(&p, 1, err(0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	p.store_all = true;
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(-ESTALE));
+	put_store(&p, 1, err(-ESTALE));
+	put_store(&p, 2, err(0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -ESTALE); /* the refusal keeps its meaning */
 	dhash__put_fini(&p);
 }
 
@@ -198,43 +432,54 @@ Test(dhash_put, send_failures_and_lookup_failures)
 	struct dhash__put p;
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(2));
+	put_lookup(&p, succs(2));
+	dhash__put_on_send_failed(&p, 0, DHASH_ACT_STORE);
 	DRAIN(dhash__put_next, &p);
-	dhash__put_on_send_failed(&p);
+	expect(0, DHASH_ACT_STORE, 1);
+	dhash__put_on_send_failed(&p, 1, DHASH_ACT_STORE);
 	DRAIN(dhash__put_next, &p);
-	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
-	cr_assert_eq(acts[0].i, 1);
-	dhash__put_on_send_failed(&p);
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	dhash__put_on_send_failed(&p, 1, DHASH_ACT_HAVE); /* as if silent */
 	DRAIN(dhash__put_next, &p);
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	expect(0, DHASH_ACT_HAVE, 2);
+	put_have(&p, 2, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	put_lookup(&p, succs(0));
 	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
 	dhash__put_fini(&p);
 
 	put_start(&p);
-	dhash__put_on_lookup(&p, succs(0));
-	DRAIN(dhash__put_next, &p);
-	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
-	dhash__put_fini(&p);
-
-	put_start(&p);
-	dhash__put_on_lookup(&p, lookup_error(-ECANCELED));
-	DRAIN(dhash__put_next, &p);
+	put_lookup(&p, lookup_error(-ECANCELED));
 	cr_assert_eq(acts[0].status, -ECANCELED);
-	dhash__put_on_lookup(&p, succs(1)); /* late: ignored */
-	dhash__put_on_send_failed(&p);
+	put_lookup(&p, succs(1)); /* late: ignored */
+	dhash__put_on_send_failed(&p, 0, DHASH_ACT_STORE);
 	DRAIN(dhash__put_next, &p);
 	cr_assert_eq(nacts, 0);
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, err(-ECANCELED));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -ECANCELED);
+	cr_assert(dhash__put_idle(&p));
 	dhash__put_fini(&p);
 }
 
 /* ------------------------------------------------------------ have */
-
-static const uint8_t yes = 1, no = 0;
-
-static struct dhash__reply bit(const uint8_t *b, uint64_t lease)
-{
-	return (struct dhash__reply){ .status = 0, .data = b, .len = 1, .lease_until = lease };
-}
 
 static void probe_reply(struct dhash__probe *pr, struct dhash__reply rep)
 {
@@ -242,26 +487,66 @@ static void probe_reply(struct dhash__probe *pr, struct dhash__reply rep)
 	DRAIN(dhash__probe_next, pr);
 }
 
-Test(dhash_probe, have_asks_the_next_when_silent)
+static void have_start(struct dhash__probe *pr, struct chord_lookup_result *r)
+{
+	dhash__probe_init(pr, false, 3, 0);
+	DRAIN(dhash__probe_next, pr);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	cr_assert_eq(acts[0].nsucc, 3 + DHASH_GET_SPARES);
+	dhash__probe_on_lookup(pr, r);
+	DRAIN(dhash__probe_next, pr);
+}
+
+Test(dhash_probe, have_asks_a_majority_at_once_and_the_next_when_silent)
 {
 	struct dhash__probe pr;
 
-	dhash__probe_init(&pr, false, 3, 0);
-	DRAIN(dhash__probe_next, &pr);
-	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
-	dhash__probe_on_lookup(&pr, succs(3));
-	DRAIN(dhash__probe_next, &pr);
-	cr_assert_eq(nacts, 1);
-	cr_assert_eq(acts[0].type, DHASH_ACT_HAVE);
-	cr_assert_eq(acts[0].i, 0);
+	have_start(&pr, succs(5));
+	cr_assert_eq(nacts, 2); /* 2 of 3 */
+	expect(0, DHASH_ACT_HAVE, 0);
+	expect(1, DHASH_ACT_HAVE, 1);
 	probe_reply(&pr, err(-ETIMEDOUT));
-	cr_assert_eq(acts[0].type, DHASH_ACT_HAVE);
-	cr_assert_eq(acts[0].i, 1);
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_HAVE, 2);
 	probe_reply(&pr, bit(&yes, 0));
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, 0);
 	cr_assert_eq(acts[0].found, 1);
 	cr_assert_eq(pr.timeouts, 1);
+	cr_assert(dhash__probe_idle(&pr));
+	dhash__probe_fini(&pr);
+}
+
+/* issue 22: the liar says yes, the honest say no: absent, and the
+ * publisher sends the block. */
+Test(dhash_probe, one_liar_saying_yes_is_not_present)
+{
+	struct dhash__probe pr;
+
+	have_start(&pr, succs(3));
+	probe_reply(&pr, bit(&yes, 0)); /* the liar */
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, bit(&no, 0));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, bit(&no, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 0);
+	dhash__probe_fini(&pr);
+
+	/* two no's: a majority can no longer be reached; the third not asked */
+	have_start(&pr, succs(3));
+	probe_reply(&pr, bit(&no, 0));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, bit(&no, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].found, 0);
+	cr_assert_not(dhash__probe_idle(&pr)); /* the third HAVE is out */
+	probe_reply(&pr, bit(&yes, 0));
+	cr_assert_eq(nacts, 0);
+	cr_assert(dhash__probe_idle(&pr));
 	dhash__probe_fini(&pr);
 }
 
@@ -269,37 +554,55 @@ Test(dhash_probe, have_absent_and_all_silent)
 {
 	struct dhash__probe pr;
 
-	dhash__probe_init(&pr, false, 3, 0);
-	DRAIN(dhash__probe_next, &pr);
-	dhash__probe_on_lookup(&pr, succs(1));
-	DRAIN(dhash__probe_next, &pr);
+	have_start(&pr, succs(1));
 	probe_reply(&pr, bit(&no, 0));
 	cr_assert_eq(acts[0].status, 0);
 	cr_assert_eq(acts[0].found, 0);
 	dhash__probe_fini(&pr);
 
-	dhash__probe_init(&pr, false, 3, 0);
-	DRAIN(dhash__probe_next, &pr);
-	dhash__probe_on_lookup(&pr, succs(2));
-	DRAIN(dhash__probe_next, &pr);
+	have_start(&pr, succs(1)); /* a ring of one: its yes is the majority */
+	probe_reply(&pr, bit(&yes, 0));
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 1);
+	dhash__probe_fini(&pr);
+
+	have_start(&pr, succs(2));
+	cr_assert_eq(nacts, 2);
 	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 0); /* 2 of 2 can no longer say yes, but nobody answered yet */
 	dhash__probe_on_send_failed(&pr); /* the second could not be sent */
 	DRAIN(dhash__probe_next, &pr);
 	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH); /* nobody answered: not "absent" */
+	cr_assert(dhash__probe_idle(&pr));
+	dhash__probe_fini(&pr);
+
+	/* silent servers: the rest are asked in turn before "unreachable" */
+	have_start(&pr, succs(3));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
 	dhash__probe_fini(&pr);
 
-	dhash__probe_init(&pr, false, 3, 0);
-	DRAIN(dhash__probe_next, &pr);
-	dhash__probe_on_lookup(&pr, lookup_error(-EHOSTUNREACH));
-	DRAIN(dhash__probe_next, &pr);
+	have_start(&pr, succs(3));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0); /* answered, but one yes of three */
+	cr_assert_eq(acts[0].found, 0);
+	dhash__probe_fini(&pr);
+
+	have_start(&pr, lookup_error(-EHOSTUNREACH));
 	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
 	dhash__probe_fini(&pr);
 
-	dhash__probe_init(&pr, false, 3, 0);
-	DRAIN(dhash__probe_next, &pr);
-	dhash__probe_on_lookup(&pr, succs(2));
-	DRAIN(dhash__probe_next, &pr);
+	have_start(&pr, succs(2));
 	probe_reply(&pr, err(-ECANCELED));
 	cr_assert_eq(acts[0].status, -ECANCELED);
 	dhash__probe_fini(&pr);

@@ -466,6 +466,17 @@ static void send_failed(struct op *o, const struct dhash__act *a, int r)
 		dhash__probe_on_send_failed(&o->probe.sm);
 }
 
+/* A server the machine caught lying: a get's holder that did not serve
+ * the block it claimed, a put's server that acknowledged a STORE whose
+ * copies nobody holds. Lookups route around it for a while. */
+static void op_suspect(struct op *o, const struct dhash__act *a)
+{
+	if (o->type == OP_GET)
+		chord_suspect(o->d->chord, &o->get.sm.cand[a->i].id, "claimed a block it did not serve");
+	else if (o->type == OP_PUT)
+		chord_suspect(o->d->chord, &o->put.sm.cand[a->i].id, "acknowledged a STORE it dropped");
+}
+
 /* Carry out what o's machine asks for, in order, then free o if it is
  * done with (o may be gone on return). FINISH is always the last action. */
 static void op_run(struct op *o)
@@ -489,9 +500,7 @@ static void op_run(struct op *o)
 				uv_timer_stop(o->get.hedge);
 			break;
 		case DHASH_ACT_FINISH: op_finish(o, &a); break;
-		case DHASH_ACT_SUSPECT: /* get: a holder's claim failed (get_sm.c) */
-			chord_suspect(o->d->chord, &o->get.sm.cand[a.i].id, "claimed a block it did not serve");
-			break;
+		case DHASH_ACT_SUSPECT: op_suspect(o, &a); break;
 		}
 	}
 	op_maybe_free(o);

@@ -134,8 +134,8 @@ static void store_next(struct dhash__put *p)
  * block is what this step works around, not something to trust twice.
  * When none of the others holds the block its ack is withdrawn, so that a
  * majority must come from the others (a liar acking and dropping leaves
- * then no put acknowledged on its word; with part B's API it would be
- * reported as a suspect, here it is only counted). */
+ * then no put acknowledged on its word), and it is reported as a suspect
+ * so that lookups route around it (Castro et al. 2002). */
 static void restore(struct dhash__put *p)
 {
 	uint32_t sent = 0, others = 0;
@@ -149,6 +149,7 @@ static void restore(struct dhash__put *p)
 		p->confirmed--;
 		p->granted = 0; /* nor the lease it named */
 		p->suspect = true;
+		dhash__actq_push(&p->q, DHASH_ACT_SUSPECT)->i = p->primary;
 	}
 	for (uint32_t i = 0; i < p->ncand; i++)
 		if (p->cst[i] == DHASH_PC_LACKS || p->cst[i] == DHASH_PC_SILENT) {

@@ -74,7 +74,7 @@ static void die_usage(const char *why)
 static void log_counts(void)
 {
 	log_info("lies told: %lu find_next, %lu lookup_fwd, %lu stores dropped (%lu bytes), "
-	         "%lu have keys and %lu refresh keys claimed, %lu fetches refused, %lu sync requests",
+	         "%lu have keys and %lu refresh keys claimed, %lu fetches refused or answered with garbage, %lu sync requests",
 	         (unsigned long)H.find_next, (unsigned long)H.fwd, (unsigned long)H.stores,
 	         (unsigned long)H.store_bytes, (unsigned long)H.haves, (unsigned long)H.refreshes,
 	         (unsigned long)H.fetches, (unsigned long)H.syncs);

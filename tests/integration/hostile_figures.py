@@ -16,6 +16,11 @@ Usage:
       virtual server among their K successors (K distinct addresses); L:
       keys no honest daemon stores (the acknowledged puts lost). The lost
       keys follow, one per line, prefixed "lost ".
+  hostile_figures.py lookups DIR LOOKUPS HOSTILE-IDS...
+      LOOKUPS holds `cfsctl lookup` lines (KEY SUCC-ID ADDR RPCS TIMEOUTS).
+      Prints "T W H": lookups, wrong answers (not the true successor among
+      honest and hostile IDs), answers naming a hostile virtual server
+      that is not the true successor.
 """
 import bisect
 import glob
@@ -115,7 +120,28 @@ def place(k, d, acked_file, hostile):
     return 0
 
 
+def lookups(d, lk_file, hostile):
+    reports = load(d)
+    ids = sorted([int(v["id"], 16) for _, st in reports for v in st["ring"]["vnodes"]] + hostile)
+    hs = set(hostile)
+    t = w = h = 0
+    for line in open(lk_file):
+        f = line.split()
+        if len(f) < 2:
+            continue
+        key, succ = int(f[0], 16), int(f[1], 16)
+        truth = ids[bisect.bisect_left(ids, key) % len(ids)]
+        t += 1
+        if succ != truth:
+            w += 1
+            h += succ in hs
+    print("%d %d %d" % (t, w, h))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "lookups":
+        return lookups(sys.argv[2], sys.argv[3], [int(h, 16) for h in sys.argv[4:]])
     if sys.argv[1] == "joined":
         return joined(float(sys.argv[2]), sys.argv[3], [int(h, 16) for h in sys.argv[4:]])
     if sys.argv[1] == "place":

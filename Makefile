@@ -118,12 +118,15 @@ $(B)/%.o: %.c $(B)/config.mk
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
 HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
+# A lying ring member for t_hostile_member (issue 22): tests only.
+HARNESS  += $(B)/bin/cfs-hostile
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 # A hand-made hostile volume for t_hostile_volume.
 $(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-hostile: $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)

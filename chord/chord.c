@@ -87,6 +87,9 @@ uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms)
 	return (uint64_t)((double)mean_ms * (0.5 + cfs_rng_double(&c->rng))) + 1;
 }
 
+/* CFS 4.4 / DESIGN.md §3: an ID must be H(IP ‖ index) of the address it
+ * claims, with the index below the maximum, so one IP names at most
+ * CFS_VNODE_INDEX_MAX ring positions whatever ports it uses. */
 bool chord__node_id_ok(chord_t *c, const struct cfs_node *n)
 {
 	struct cfs_id id;
@@ -112,7 +115,7 @@ void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const 
 	cfs_msg_init(&c->msg, type);
 	c->msg.has_from = !c->client; /* a plain client is nobody's neighbour */
 	c->msg.from_id = v->self.id;
-	c->msg.from_vindex = v->index;
+	c->msg.from_vindex = v->self.vindex;
 	if (to) {
 		c->msg.has_to = true;
 		c->msg.to_id = to->id;
@@ -455,6 +458,7 @@ struct ring_snap {
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
 	uint64_t hostile_dropped, fwd_handled, find_next_handled, alerts_in;
+	uint64_t index_moves;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -465,6 +469,7 @@ static const struct cfs_stat ring_stats[] = {
 	CFS_STAT_D(struct ring_snap, est, 1, "estimated_n", "estimated n", NULL),
 	CFS_STAT_D(struct ring_snap, coord_err, 3, "coord_err", "coordinate error", NULL),
 	S(U64, hostile_dropped, "hostile_dropped", "hostile replies dropped", NULL),
+	S(U64, index_moves, "index_moves", "indexes taken by others, moved", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -499,7 +504,7 @@ static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
 		for (int k = 0; k < NFINGERS; k++)
 			nf += v->finger[k].valid && (k == NFINGERS - 1 ||
 			      !v->finger[k + 1].valid || !cfs_id_eq(&v->finger[k].n.id, &v->finger[k + 1].n.id));
-		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
+		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->self.vindex,
 		              cfs_id_short(&v->self.id, s1),
 		              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
 		              cfs_id_short(&chord__vn_succ(v)->id, s3), v->nsuccs ? v->nsuccs - 1 : 0, nf,
@@ -512,7 +517,7 @@ static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
 	char hex[65];
 
 	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
-	              v->index, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
+	              v->self.vindex, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
 	              chord__table_estimate_n(v));
 	if (v->pred.valid)
 		json_node(b, &v->pred);
@@ -549,6 +554,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
+		.index_moves = c->index_moves,
 	};
 	bool first = true;
 

@@ -4,9 +4,11 @@
  * Contract: given a key, find its successor on the identifier circle.
  *
  * One chord_t runs V virtual servers on one transport (one UDP socket).
- * Their IDs are H(IP ‖ port ‖ index) (CFS 4.4); a node enters a table only
- * after its ID matches its address and it has echoed a nonce sent to that
- * address. Each virtual server keeps a successor list of r entries, a
+ * Their IDs are H(IP ‖ index), the index below CFS_VNODE_INDEX_MAX (CFS
+ * 4.4; the port is not hashed, so processes sharing an IP share its indexes
+ * and a joining virtual server takes a free one); a node enters a table
+ * only after its ID matches its address and it has echoed a nonce sent to
+ * that address. Each virtual server keeps a successor list of r entries, a
  * predecessor and a finger table filled with proximity neighbour selection
  * (PNS(x), DHash++ 4.3), stabilises on jittered timers and drops a neighbour
  * after consecutive missed probes. The virtual servers of one process read
@@ -40,6 +42,10 @@ struct chord_config {
 	uint32_t fail_probes;     /* consecutive misses that make a neighbour dead (default 3) */
 	uint32_t pns;             /* PNS(x) samples per finger (default 16; 1 = plain Chord) */
 	uint64_t seed;            /* jitter RNG seed (0: from the clock) */
+	/* Called once, later, when the ring cannot be joined: -ENOSPC, every
+	 * index of this IP is taken (DESIGN.md §3). NULL: only logged. */
+	void (*on_fatal)(void *arg, int status);
+	void *fatal_arg;
 };
 void chord_config_default(struct chord_config *c);
 

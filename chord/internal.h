@@ -91,6 +91,11 @@ struct chord {
 	uint32_t ncontacts;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
+
+	/* index.c: indexes of our IP other processes hold (bit i: index i) */
+	uint64_t index_taken;
+	uint64_t index_moves;     /* virtual servers that moved to a free index */
+	bool index_full;          /* none was left: joining stopped (cfg.on_fatal) */
 };
 
 /* chord.c */
@@ -187,5 +192,15 @@ int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chor
 void chord__client_learn(chord_t *c, const struct cfs_node *n);
 /* A contact that did not answer. */
 void chord__client_forget(chord_t *c, const struct cfs_id *id);
+
+/* index.c: one IP's index space (DESIGN.md §3) */
+/* Does a join lookup's answer for self's own ID name that ID at another
+ * address (another process on our IP holds the index)? */
+bool chord__index_taken(const struct cfs_node *self, const struct cfs_node *succ, uint32_t n);
+/* The lowest index whose bit is clear in busy, or -ENOSPC. */
+int chord__index_pick(uint64_t busy);
+/* v's index is taken: mark it so and give v the lowest index neither taken
+ * nor used by this process (new ID). -ENOSPC, logged, when none is left. */
+int chord__index_move(chord_t *c, struct vnode *v);
 
 #endif

@@ -114,3 +114,20 @@ Test(chord_index, index_bound)
 	n = node_at("127.88.0.1", 4000, CFS_VNODE_INDEX_MAX);
 	cr_assert(!chord__node_id_ok(C, &n), "index 64 is out of range even with a matching hash");
 }
+
+/* The nodes an answer names at our IP but another port tell which indexes
+ * the other processes there hold; a move skips them all at once. */
+Test(chord_index, answers_reveal_others_indexes)
+{
+	process(4001, 2);
+	struct cfs_node ans[5] = {
+		node_at("127.88.0.1", 4000, 0), node_at("127.88.0.1", 4000, 2),
+		node_at("127.88.0.1", 4001, 1), /* ourselves */
+		node_at("127.88.0.2", 4000, 3), /* another IP */
+		node_at("127.88.0.1", 4005, 5),
+	};
+	C->index_taken = chord__index_others(&C->addr, ans, 5);
+	cr_assert_eq(C->index_taken, (1u << 0) | (1u << 2) | (1u << 5));
+	cr_assert_eq(chord__index_move(C, &C->v[0]), 0);
+	cr_assert_eq(C->v[0].self.vindex, 3, "0, 1 ours, 2 and 5 others': 3 is the first free");
+}

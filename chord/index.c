@@ -92,6 +92,7 @@ int chord__index_move(chord_t *c, struct vnode *v)
 		                       CFS_VNODE_INDEX_MAX, a, CFS_VNODE_INDEX_MAX);
 	}
 	v->self.vindex = (uint32_t)i;
+	v->index_ok = false; /* the new index is checked by the next join lookup */
 	cfs_node_id(&v->self.id, &v->self.addr, v->self.vindex);
 	c->index_moves++;
 	log_info("vnode %u: index %u of this IP is taken by another process; using index %d (ID %s)",

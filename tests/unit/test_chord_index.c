@@ -78,6 +78,9 @@ Test(chord_index, pick_lowest_free)
 Test(chord_index, second_process_moves_past_the_first)
 {
 	process(4001, 4);
+	for (uint32_t i = 0; i < 4; i++)
+		C->v[i].index_ok = i != 0; /* 1..3 found free once; 0 not yet */
+	cr_assert(!chord__index_all_ok(C), "nobody joins before every index is checked");
 	for (uint32_t i = 0; i < 4; i++) {
 		struct cfs_node held = node_at("127.88.0.1", 4000, C->v[i].self.vindex);
 		cr_assert(chord__index_taken(&C->v[i].self, &held, 1));
@@ -89,6 +92,8 @@ Test(chord_index, second_process_moves_past_the_first)
 		cr_assert(cfs_id_eq(&C->v[i].self.id, &want.id), "the ID follows the new index");
 	}
 	cr_assert_eq(C->index_moves, 4);
+	for (uint32_t i = 0; i < 4; i++)
+		cr_assert(!C->v[i].index_ok, "a moved server's new index is unchecked");
 	cr_assert_eq(C->index_taken, 0xf);
 }
 

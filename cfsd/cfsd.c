@@ -42,6 +42,8 @@ struct daemon {
 	size_t nboot;
 	const char *advertise;
 	bool stopping;
+	int exit_status;          /* 1 after a fatal ring error (on_ring_fatal) */
+	uv_timer_t fatal_timer;
 	cfs_listener_t *ctl;
 	uv_signal_t sigterm, sigint;
 	struct cfs_addr addr;
@@ -275,6 +277,17 @@ static void stop_rest(void *arg)
 	log_info("left the ring");
 }
 
+static void shut_down(void)
+{
+	D.stopping = true;
+	cfs_listener_close(D.ctl);
+	D.ctl = NULL;
+	uv_close((uv_handle_t *)&D.sigterm, NULL);
+	uv_close((uv_handle_t *)&D.sigint, NULL);
+	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
+	chord_leave(D.chord, stop_rest, NULL);
+}
+
 static void on_signal(uv_signal_t *h, int sig)
 {
 	if (D.stopping) {
@@ -282,13 +295,24 @@ static void on_signal(uv_signal_t *h, int sig)
 		         sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		_exit(1);
 	}
-	D.stopping = true;
 	log_info("%s: telling the ring neighbours, then shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	cfs_listener_close(D.ctl);
-	D.ctl = NULL;
-	uv_close((uv_handle_t *)&D.sigterm, NULL);
-	uv_close((uv_handle_t *)&D.sigint, NULL);
-	chord_leave(D.chord, stop_rest, NULL);
+	shut_down();
+}
+
+static void fatal_tick(uv_timer_t *t)
+{
+	if (!D.stopping)
+		shut_down();
+}
+
+/* The ring cannot be joined (every index of our IP is taken, DESIGN.md §3;
+ * chord logged why): refuse to run rather than serve with fewer virtual
+ * servers than asked. Called from inside chord, so the stop waits a turn. */
+static void on_ring_fatal(void *arg, int status)
+{
+	log_error("cannot join the ring: %s; shutting down", strerror(-status));
+	D.exit_status = 1;
+	uv_timer_start(&D.fatal_timer, fatal_tick, 0, 0);
 }
 
 /* Take DIR/cfsd.lock for the life of the process (flock: released by the
@@ -617,6 +641,7 @@ int main(int argc, char **argv)
 		return 1;
 	D.addr = self;
 	install_netmodel();
+	D.cc.on_fatal = on_ring_fatal;
 	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
 		return 1;
 	char blocks[600];
@@ -662,6 +687,7 @@ int main(int argc, char **argv)
 	uv_signal_init(D.loop, &D.sigint);
 	uv_signal_start(&D.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&D.sigint, on_signal, SIGINT);
+	uv_timer_init(D.loop, &D.fatal_timer);
 	signal(SIGPIPE, SIG_IGN);
 
 	chord_start(D.chord, D.boot, D.nboot);
@@ -673,5 +699,5 @@ int main(int argc, char **argv)
 	close(D.lock_fd);
 	cfs_wan_free(&D.wan);
 	log_info("stopped");
-	return 0;
+	return D.exit_status;
 }

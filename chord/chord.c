@@ -87,6 +87,9 @@ uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms)
 	return (uint64_t)((double)mean_ms * (0.5 + cfs_rng_double(&c->rng))) + 1;
 }
 
+/* CFS 4.4 / DESIGN.md §3: an ID must be H(IP ‖ index) of the address it
+ * claims, with the index below the maximum, so one IP names at most
+ * CFS_VNODE_INDEX_MAX ring positions whatever ports it uses. */
 bool chord__node_id_ok(chord_t *c, const struct cfs_node *n)
 {
 	struct cfs_id id;
@@ -112,7 +115,7 @@ void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const 
 	cfs_msg_init(&c->msg, type);
 	c->msg.has_from = !c->client; /* a plain client is nobody's neighbour */
 	c->msg.from_id = v->self.id;
-	c->msg.from_vindex = v->index;
+	c->msg.from_vindex = v->self.vindex;
 	if (to) {
 		c->msg.has_to = true;
 		c->msg.to_id = to->id;
@@ -467,6 +470,7 @@ struct ring_snap {
 	uint32_t auth_inflight;
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
 	uint64_t suspects, suspects_reported, lookup_checks_failed;
+	uint64_t index_moves;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -480,6 +484,7 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, suspects, "suspects", "suspects now", NULL),
 	S(U64, suspects_reported, "suspects_reported", "suspects reported", NULL),
 	S(U64, lookup_checks_failed, "lookup_checks_failed", "lookup answers rejected", NULL),
+	S(U64, index_moves, "index_moves", "indexes taken by others, moved", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -526,7 +531,7 @@ static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
 		for (int k = 0; k < NFINGERS; k++)
 			nf += v->finger[k].valid && (k == NFINGERS - 1 ||
 			      !v->finger[k + 1].valid || !cfs_id_eq(&v->finger[k].n.id, &v->finger[k + 1].n.id));
-		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->index,
+		cfs_sb_printf(b, "vnode %-4u  %s  pred %s  succ %s (+%u)  %u fingers%s\n", v->self.vindex,
 		              cfs_id_short(&v->self.id, s1),
 		              v->pred.valid ? cfs_id_short(&v->pred.n.id, s2) : "-",
 		              cfs_id_short(&chord__vn_succ(v)->id, s3), v->nsuccs ? v->nsuccs - 1 : 0, nf,
@@ -539,7 +544,7 @@ static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
 	char hex[65];
 
 	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
-	              v->index, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
+	              v->self.vindex, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
 	              chord__table_estimate_n(v));
 	if (v->pred.valid)
 		json_node(b, &v->pred);
@@ -583,6 +588,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.leave_stranger = c->leave_stranger, .leave_applied = c->leave_applied,
 		.suspects = chord__suspects_count(&c->susp, cfs_now_us()),
 		.suspects_reported = c->susp.reported, .lookup_checks_failed = c->lookup_checks_failed,
+		.index_moves = c->index_moves,
 	};
 	bool first = true;
 

@@ -4,9 +4,11 @@
  * Contract: given a key, find its successor on the identifier circle.
  *
  * One chord_t runs V virtual servers on one transport (one UDP socket).
- * Their IDs are H(IP ‖ port ‖ index) (CFS 4.4); a node enters a table only
- * after its ID matches its address and it has echoed a nonce sent to that
- * address. Each virtual server keeps a successor list of r entries, a
+ * Their IDs are H(IP ‖ index), the index below CFS_VNODE_INDEX_MAX (CFS
+ * 4.4; the port is not hashed, so processes sharing an IP share its indexes
+ * and a joining virtual server takes a free one); a node enters a table
+ * only after its ID matches its address and it has echoed a nonce sent to
+ * that address. Each virtual server keeps a successor list of r entries, a
  * predecessor and a finger table filled with proximity neighbour selection
  * (PNS(x), DHash++ 4.3), stabilises on jittered timers and drops a neighbour
  * after consecutive missed probes. The virtual servers of one process read
@@ -44,6 +46,10 @@ struct chord_config {
 	 * claimed a block it did not serve, stays a suspect (skipped as a
 	 * next hop); 0: CHORD_SUSPECT_MS_DEFAULT. */
 	uint32_t suspect_ms;
+	/* Called once, later, when the ring cannot be joined: -ENOSPC, every
+	 * index of this IP is taken (DESIGN.md §3). NULL: only logged. */
+	void (*on_fatal)(void *arg, int status);
+	void *fatal_arg;
 };
 #define CHORD_SUSPECT_MS_DEFAULT 300000
 void chord_config_default(struct chord_config *c);

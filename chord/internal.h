@@ -37,6 +37,7 @@ struct vnode {
 	uint64_t stab_ms;         /* loop time of the last round (chord__maint_kick) */
 	int next_finger;          /* the finger fix_fingers refreshes next */
 	uint32_t join_attempts;
+	bool index_ok;            /* a join lookup found its index free (index.c) */
 };
 
 /* Authentication cache (CFS 4.4), keyed by node ID. */
@@ -154,6 +155,10 @@ struct chord {
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
 	struct chord__suspects susp;
 	uint64_t lookup_checks_failed; /* lookup answers the checks rejected */
+	/* index.c: indexes of our IP other processes hold (bit i: index i) */
+	uint64_t index_taken;
+	uint64_t index_moves;     /* virtual servers that moved to a free index */
+	bool index_full;          /* none was left: joining stopped (cfg.on_fatal) */
 };
 
 /* chord.c */
@@ -317,5 +322,20 @@ int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chor
 void chord__client_learn(chord_t *c, const struct cfs_node *n);
 /* A contact that did not answer. */
 void chord__client_forget(chord_t *c, const struct cfs_id *id);
+
+/* index.c: one IP's index space (DESIGN.md §3) */
+/* Does a join lookup's answer for self's own ID name that ID at another
+ * address (another process on our IP holds the index)? */
+bool chord__index_taken(const struct cfs_node *self, const struct cfs_node *succ, uint32_t n);
+/* The indexes (bit i: index i) of the nodes in nodes[] at self's IP but
+ * another port: other processes on our IP hold them. */
+uint64_t chord__index_others(const struct cfs_addr *self, const struct cfs_node *nodes, uint32_t n);
+/* Has every virtual server's join lookup found its index free? */
+bool chord__index_all_ok(const chord_t *c);
+/* The lowest index whose bit is clear in busy, or -ENOSPC. */
+int chord__index_pick(uint64_t busy);
+/* v's index is taken: mark it so and give v the lowest index neither taken
+ * nor used by this process (new ID). -ENOSPC, logged, when none is left. */
+int chord__index_move(chord_t *c, struct vnode *v);
 
 #endif

@@ -70,6 +70,28 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		c->boot_next++;
 		return; /* the stabilize timer retries */
 	}
+	/* DESIGN.md §3: our own ID alive at another address means another
+	 * process on our IP holds this index; take a free one and join again. */
+	c->index_taken |= chord__index_others(&c->addr, r->succ, r->n) |
+	                  chord__index_others(&c->addr, r->path, r->npath);
+	if (chord__index_taken(&v->self, r->succ, r->n)) {
+		if (chord__index_move(c, v) == 0) {
+			chord__maint_kick(v);
+		} else if (!c->index_full) {
+			c->index_full = true;
+			if (c->cfg.on_fatal)
+				c->cfg.on_fatal(c->cfg.fatal_arg, -ENOSPC);
+		}
+		return;
+	}
+	if (!v->index_ok) {
+		v->index_ok = true;
+		if (!chord__index_all_ok(c))
+			return; /* index.c: nobody joins before every index is checked */
+		for (uint32_t i = 0; i < c->nv; i++)
+			if (&c->v[i] != v)
+				chord__maint_kick(&c->v[i]);
+	}
 	/* The answer is the key's successor list, contiguous: adopt it as
 	 * ours once its head is authenticated (all of it is being checked). */
 	struct cfs_node list[CFS_MSG_MAX_NODES];
@@ -97,7 +119,7 @@ static void join(struct vnode *v)
 	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
 	                               .nsucc = c->cfg.nsucc };
 
-	if (v->join_busy)
+	if (v->join_busy || c->index_full)
 		return;
 	if (c->nboot == 0) {
 		/* A new ring: the virtual servers of this process know each other. */

@@ -426,8 +426,10 @@ socklen_t cfs_addr_len(const struct cfs_addr *a);
 /* The raw IP bytes (4 or 16) of a, for hashing and the wire. */
 size_t cfs_addr_ip_bytes(const struct cfs_addr *a, const uint8_t **ret_ip);
 
-/* CFS 4.4: a virtual server's ID is H(IP ‖ port ‖ index), the IP as 4 or 16
- * raw bytes, port as 2 bytes and index as 4 bytes big-endian. */
+/* CFS 4.4: a virtual server's ID is H(IP ‖ index), the IP as 4 or 16 raw
+ * bytes and the index (below CFS_VNODE_INDEX_MAX) as 4 bytes big-endian.
+ * The port is not hashed: every process on one IP shares its indexes, so
+ * one address holds at most CFS_VNODE_INDEX_MAX ring positions. */
 void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
 
 /* ------------------------------------------------------------ messages */

@@ -263,11 +263,11 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 	struct cfs_hasher h;
 	const uint8_t *ip;
 	size_t iplen = cfs_addr_ip_bytes(a, &ip);
-	uint16_t port = cfs_addr_port(a);
-	uint8_t tail[6];
+	uint8_t tail[4];
 
-	cfs_put_be16(tail, port);
-	cfs_put_be32(tail + 2, vindex);
+	/* DESIGN.md §3: the port is not hashed, so one IP holds at most
+	 * CFS_VNODE_INDEX_MAX positions whatever ports it binds. */
+	cfs_put_be32(tail, vindex);
 	cfs_hasher_init(&h);
 	cfs_hasher_update(&h, ip, iplen);
 	cfs_hasher_update(&h, tail, sizeof(tail));

@@ -22,7 +22,9 @@
 #define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
 #define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
 #define CFS_NONCE_BYTES 16
-#define CFS_VNODE_INDEX_MAX 1024 /* virtual-server indexes are below this */
+/* Virtual-server indexes are below this, so one IP holds at most this many
+ * ring positions (CFS 4.4: "a small maximum"; = CHORD_VNODES_MAX). */
+#define CFS_VNODE_INDEX_MAX 64
 
 /* A Vivaldi coordinate: 3 Euclidean dimensions plus a height, in ms. */
 struct cfs_coord { float v[3]; float h; };

@@ -1,6 +1,8 @@
 #!/bin/bash
 # make demo — the main job, on this machine, step by step: start a ring of
-# cfsd daemons on loopback, publish the project's own docs and sources as a
+# cfsd daemons on loopback, each on its own address 127.76.0.N (IDs hash the
+# IP and an index, not the port, so daemons sharing one IP share its 64
+# ring positions), publish the project's own docs and sources as a
 # signed volume, mount it through FUSE, list it and diff it against the
 # source, unmount, stop every daemon. Nothing is left running.
 set -euo pipefail
@@ -29,14 +31,15 @@ ctl() { "$CFS_BIN/cfsctl" --data "$dir/node$1" "${@:2}"; }
 say "Starting a ring of $N cfsd daemons on loopback (k = 3 replicas)"
 for ((n = 0; n < N; n++)); do
 	port=$(pick_port)
+	ip=127.76.$((n / 250)).$((n % 250 + 1))
 	boot=()
-	[ "$n" -gt 0 ] && boot=(--bootstrap "127.0.0.1:$port0")
-	"$CFS_BIN/cfsd" --port "$port" --data "$dir/node$n" --replicas 3 --stabilize-ms 250 "${boot[@]}" \
-		2>"$dir/node$n.log" &
+	[ "$n" -gt 0 ] && boot=(--bootstrap "$addr0")
+	"$CFS_BIN/cfsd" --bind "$ip" --port "$port" --data "$dir/node$n" --replicas 3 --stabilize-ms 250 \
+		"${boot[@]}" 2>"$dir/node$n.log" &
 	pids+=($!)
-	[ "$n" -eq 0 ] && port0=$port
+	[ "$n" -eq 0 ] && addr0=$ip:$port
 	for _ in $(seq 200); do ctl "$n" status >/dev/null 2>&1 && break; sleep 0.05; done
-	echo "node$n: pid ${pids[-1]}, UDP port $port, data $dir/node$n"
+	echo "node$n: pid ${pids[-1]}, UDP $ip:$port, data $dir/node$n"
 done
 printf 'waiting for every successor list to be right'
 for _ in $(seq 120); do

@@ -187,7 +187,7 @@ cmp -s "$src/big" "$mnt/big" || fail "the mount read different bytes (60 KiB blo
 # A plain client looks up iteratively, so its lookup paths (and the servers
 # that take cached copies on them) are not the daemon's: the first plain
 # read pays for those copies, and is timed apart.
-boot="127.0.0.1:${CL_PORT[$M]}"
+boot="${CL_IP[$M]}:${CL_PORT[$M]}"
 sync; echo 3 >/proc/sys/vm/drop_caches
 t0=$(now); "$BIN/cfs-cat" --bootstrap "$boot" --window 24 "$vol" /big >/dev/null; ring_first=$(since "$t0")
 for ((r = 0; r < ROUNDS; r++)); do

@@ -75,6 +75,14 @@ static const char usage[] =
 	"--netmodel: evaluation only, every node's sends pass the wide-area model SPEC\n"
 	"(key=value,... of seed=N, median-rtt=MS, loss=FRAC, slow=FRAC, slow-ms=MS, matrix=FILE)\n";
 
+/* Node i's own loopback IP: IDs hash the IP and an index, not the port
+ * (DESIGN.md §3), so nodes sharing one IP would share its 64 indexes. */
+static const char *node_ip(uint32_t i, char buf[static 32])
+{
+	snprintf(buf, 32, "127.79.%u.%u", i / 250, i % 250 + 1);
+	return buf;
+}
+
 static void die_usage(const char *why)
 {
 	fprintf(stderr, "cfs-ring: %s\n%s", why, usage);
@@ -499,14 +507,15 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < S.nn; i++) {
 		struct cfs_transport_config tc;
 		struct cfs_addr self;
+		char ip[32];
 		cfs_transport_config_default(&tc);
-		tc.host = "127.0.0.1";
+		tc.host = node_ip(i, ip);
 		tc.port = (uint16_t)(S.base_port + i);
 		if (cfs_transport_new(S.loop, &tc, on_request, &S.n[i], &S.n[i].tr) < 0) {
-			fprintf(stderr, "cfs-ring: cannot bind 127.0.0.1:%u\n", tc.port);
+			fprintf(stderr, "cfs-ring: cannot bind %s:%u\n", ip, tc.port);
 			return 1;
 		}
-		if (cfs_addr_from_ip(&self, "127.0.0.1", tc.port) < 0)
+		if (cfs_addr_from_ip(&self, ip, tc.port) < 0)
 			return 1;
 		if (S.has_wan) {
 			/* Each node sends as itself: its own place, its own slowness. */
@@ -534,8 +543,9 @@ int main(int argc, char **argv)
 		uint32_t end = in * 2 < S.nn ? in * 2 : S.nn;
 		for (uint32_t i = in; i < end; i++) {
 			struct cfs_addr b;
+			char ip[32];
 			uint32_t j = (uint32_t)(cfs_rng_next(&S.rng) % in);
-			if (cfs_addr_from_ip(&b, "127.0.0.1", (uint16_t)(S.base_port + j)) < 0)
+			if (cfs_addr_from_ip(&b, node_ip(j, ip), (uint16_t)(S.base_port + j)) < 0)
 				return 1;
 			chord_start(S.n[i].chord, &b, 1);
 			S.n[i].alive = true;

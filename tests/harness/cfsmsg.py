@@ -3,6 +3,7 @@ so the tests need no Python packages): the header of docs/PROTOCOL.md, the
 body as a list of encoded fields, and just enough decoding to read a
 reply's status."""
 import hashlib
+import ipaddress
 import os
 import struct
 
@@ -41,13 +42,28 @@ COORD = arr([f32(0.0), f32(0.0), f32(0.0), f32(0.1)])
 NIL = b"\xc0"
 
 
-def node_id(port, vindex=0):
-    return hashlib.blake2b(bytes([127, 0, 0, 1]) + struct.pack(">HI", port, vindex),
-                           digest_size=32).digest()
+def ip_bytes(ip):
+    """The raw 4 or 16 bytes of an IP address (as cfs_addr_ip_bytes)."""
+    return ipaddress.ip_address(ip).packed
 
 
-def node(nid, port, vindex=0):
-    return arr([binb(nid), binb(bytes([127, 0, 0, 1])), u(port), u(vindex), COORD])
+def node_id(ip="127.0.0.1", vindex=0):
+    """H(IP ‖ index), as common/id.c's cfs_node_id: the port is not hashed
+    (DESIGN.md §3). An int is taken as a port on 127.0.0.1, which does not
+    change the ID."""
+    if isinstance(ip, int):
+        ip = "127.0.0.1"
+    return hashlib.blake2b(ip_bytes(ip) + struct.pack(">I", vindex), digest_size=32).digest()
+
+
+def node(nid, port, vindex=0, ip="127.0.0.1"):
+    return arr([binb(nid), binb(ip_bytes(ip)), u(port), u(vindex), COORD])
+
+
+def parse_addr(s):
+    """"HOST:PORT" or a bare PORT (on 127.0.0.1) as a (host, port) pair."""
+    host, _, port = s.rpartition(":")
+    return (host or "127.0.0.1", int(port))
 
 
 def msg(mtype, body, sender=None, version=2, reqid=None):

@@ -11,6 +11,12 @@
 #   cluster_wait_placement K KEYS SECS OUT FIELD WANT   ... until FIELD is WANT
 #   cluster_kill I / cluster_stop I / cluster_restart I
 #
+# Every daemon has its own loopback address, CL_IP[i] = 127.N.(i/250).(i%250+1)
+# (any 127/8 address reaches lo on Linux; N is random per test run), bound
+# with --bind and hashed into its IDs: IDs are H(IP ‖ index), the port not
+# hashed (DESIGN.md §3), so daemons sharing one IP would share its indexes.
+# cluster_ip I prints node I's address.
+#
 # With CLUSTER_NETNS=1 every daemon runs in its own network namespace with
 # its own IP (10.77.0.X) on a bridge in a private hub namespace, so node IDs
 # really hash distinct addresses; the namespaces are deleted on exit.
@@ -23,6 +29,9 @@ CL_PID=()
 CL_ARGS=()
 CL_NS=()
 CL_TAG="cfs$$"
+CL_NET=${CLUSTER_NET:-127.$((RANDOM % 150 + 100))}
+
+cluster_ip() { echo "$CL_NET.$(($1 / 250)).$(($1 % 250 + 1))"; }
 
 cluster_cleanup() {
 	local i
@@ -88,7 +97,7 @@ cluster_start() {
 			CL_IP[$i]="10.77.$((i / 250)).$((i % 250 + 1))"
 			CL_PORT[$i]=4460
 		else
-			CL_IP[$i]=127.0.0.1
+			CL_IP[$i]=$(cluster_ip "$i")
 			CL_PORT[$i]=$(free_port)
 		fi
 		boot=""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Send one FETCH to a cfsd as a plain client: which copy does it hold?
 
-Usage: dhash_fetch.py PORT KEY-HEX FILE...
+Usage: dhash_fetch.py [HOST:]PORT KEY-HEX FILE...
 Prints the reply's status (0 or a negative errno) and, when 0, the name of
 the FILE whose bytes the reply carries ("other" for none of them). Asks
 that one server, not the ring: a test sees each replica's own copy (a
@@ -12,16 +12,16 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, reply_status, u  # noqa: E402
+from cfsmsg import binb, msg, parse_addr, reply_status, u  # noqa: E402
 
 FETCH = 12
 
 
 def main():
-    port, key = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+    dst, key = parse_addr(sys.argv[1]), bytes.fromhex(sys.argv[2])
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
-    s.sendto(msg(FETCH, [binb(key), u(0)]), ("127.0.0.1", port))
+    s.sendto(msg(FETCH, [binb(key), u(0)]), dst)
     reply = s.recv(65536)
     st = reply_status(reply)
     if st != 0:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Send one STORE to a cfsd as a plain client and print the reply's status.
 
-Usage: dhash_store.py PORT KIND KEY-HEX FILE [FLAGS]
+Usage: dhash_store.py [HOST:]PORT KIND KEY-HEX FILE [FLAGS]
 Prints the status (0 or a negative errno). Lets a test put bytes under a key
 that is not theirs, which the DHash client library never does, or send a
 copy for a server's cache (FLAGS 2) as a get's cache push would.
@@ -11,18 +11,18 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, reply_status, u  # noqa: E402
+from cfsmsg import binb, msg, parse_addr, reply_status, u  # noqa: E402
 
 STORE = 11
 
 
 def main():
-    port, kind, key, path = int(sys.argv[1]), int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+    dst, kind, key, path = parse_addr(sys.argv[1]), int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
     flags = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     data = open(path, "rb").read()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
-    s.sendto(msg(STORE, [u(kind), binb(key), u(0), u(flags), binb(bytes(16)), binb(data)]), ("127.0.0.1", port))
+    s.sendto(msg(STORE, [u(kind), binb(key), u(0), u(flags), binb(bytes(16)), binb(data)]), dst)
     print(reply_status(s.recv(65536)))
 
 

@@ -2,7 +2,9 @@
 """A hostile ring peer for t_ring_hostile.sh: sends forged, unanswerable and
 malformed messages to a cfsd and never answers a nonce.
 
-Usage: hostile_peer.py TARGET_PORT OWN_PORT FAKE_BASE_PORT
+Usage: hostile_peer.py TARGET_IP TARGET_PORT OWN_IP OWN_PORT
+The ten nodes its LEAVE names are at 127.66.0.1..10, where nobody listens
+(IDs hash the IP and an index, not the port: DESIGN.md §3).
 Prints the hex IDs it claimed (one per line) so the test can check that none
 of them entered any table.
 """
@@ -15,27 +17,28 @@ from cfsmsg import arr, msg, node, node_id  # noqa: E402
 
 
 def main():
-    target, own, fake_base = (int(a) for a in sys.argv[1:4])
+    target_ip, target, own_ip, own = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", own))
-    dst = ("127.0.0.1", target)
-    me = node_id(own)
+    s.bind((own_ip, own))
+    dst = (target_ip, target)
+    me = node_id(own_ip)
     forged = os.urandom(32)
-    fakes = [node_id(fake_base + i) for i in range(10)]
+    fake_ips = ["127.66.0.%d" % (i + 1) for i in range(10)]
+    fakes = [node_id(ip) for ip in fake_ips]
     for nid in [me, forged] + fakes:
         print(nid.hex())
     # 1. A NOTIFY whose ID does not hash from our address.
-    s.sendto(msg(5, [node(forged, own)], sender=(forged, 0)), dst)
+    s.sendto(msg(5, [node(forged, own, ip=own_ip)], sender=(forged, 0)), dst)
     # 2. A NOTIFY with the right ID; we will never echo the nonce.
-    s.sendto(msg(5, [node(me, own)], sender=(me, 0)), dst)
+    s.sendto(msg(5, [node(me, own, ip=own_ip)], sender=(me, 0)), dst)
     # 3. A LEAVE naming ten successors at addresses where nobody listens.
-    s.sendto(msg(6, [arr([]), arr([node(f, fake_base + i) for i, f in enumerate(fakes)])],
+    s.sendto(msg(6, [arr([]), arr([node(f, 4000, ip=ip) for f, ip in zip(fakes, fake_ips)])],
                  sender=(me, 0)), dst)
     # 4. Malformed: wrong version, unknown type, an oversized node list,
     #    truncated, garbage.
     s.sendto(msg(1, [], version=3), dst)
     s.sendto(msg(99, []), dst)
-    s.sendto(msg(6, [arr([]), arr([node(fakes[0], fake_base)] * 65)], sender=(me, 0)), dst)
+    s.sendto(msg(6, [arr([]), arr([node(fakes[0], 4000, ip=fake_ips[0])] * 65)], sender=(me, 0)), dst)
     s.sendto(msg(1, [])[:-3], dst)
     s.sendto(os.urandom(200), dst)
     sys.stdout.flush()

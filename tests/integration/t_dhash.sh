@@ -49,7 +49,7 @@ echo "# placement: $(cat "$TEST_DIR/place.json")"
 ok "$BLOCKS blocks, each on exactly its $K successors"
 
 # ---- refusals, each with its own error
-port0=${CL_PORT[0]}
+port0=${CL_IP[0]}:${CL_PORT[0]}
 head -c 3000 /dev/urandom >"$TEST_DIR/blob"
 bad_key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 st=$(python3 "$(dirname "$0")/dhash_store.py" "$port0" 1 "$bad_key" "$TEST_DIR/blob")

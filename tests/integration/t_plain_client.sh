@@ -40,7 +40,7 @@ head -c $((4 << 20)) /dev/urandom >"$src/unread/big2"
 
 cluster_start "$N" 1 --stabilize-ms 250
 cluster_wait_correct 60 || fail "the $N-daemon ring did not converge"
-addr() { echo "127.0.0.1:${CL_PORT[$1]}"; }
+addr() { echo "${CL_IP[$1]}:${CL_PORT[$1]}"; }
 
 "$PUBLISH" --keygen >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
 vol=$(cat "$TEST_DIR/vol")
@@ -75,10 +75,11 @@ ok "$nkeys keys, every one on exactly its 6 successors"
 
 # ---- the client is nobody's neighbour
 cluster_status_all "$TEST_DIR/status"
-ports=" ${CL_PORT[*]} "
+daemons=" "
+for ((i = 0; i < N; i++)); do daemons+="$(addr "$i") "; done
 for f in "$TEST_DIR"/status/*.json; do
-	for p in $(grep -o '127\.0\.0\.1:[0-9]*' "$f" | cut -d: -f2 | sort -u); do
-		case "$ports" in *" $p "*) ;; *) fail "$(basename "$f") has a table entry on port $p, not a daemon" ;; esac
+	for a in $(grep -oE '"addr":"[^"]*"' "$f" | cut -d'"' -f4 | sort -u); do
+		case "$daemons" in *" $a "*) ;; *) fail "$(basename "$f") has a table entry at $a, not a daemon" ;; esac
 	done
 done
 ok "no daemon's tables name anything but the $N daemons"

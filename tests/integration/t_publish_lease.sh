@@ -109,7 +109,7 @@ rootkey=$(cat "$TEST_DIR/rootkey")
 succ=$("$CFSCTL" --data "$TEST_DIR/node0" lookup "$rootkey" | awk '{print $3}')
 victim=-1
 for ((i = 0; i < N; i++)); do
-	[ "127.0.0.1:${CL_PORT[$i]}" = "$succ" ] && victim=$i
+	[ "${CL_IP[$i]}:${CL_PORT[$i]}" = "$succ" ] && victim=$i
 done
 [ "$victim" -ge 0 ] || fail "the root's successor $succ is none of the daemons"
 via=$(((victim + 1) % N))

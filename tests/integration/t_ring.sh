@@ -24,8 +24,8 @@ echo "# ring of 16 processes × 2 vnodes converged in ${CLUSTER_CONVERGED_S}s"
 cluster_lookup_check iterative 1000 || fail "lookups in the 16-ring"
 
 # A node joins...
-CL_IP[16]=127.0.0.1; CL_PORT[16]=$(free_port)
-CL_ARGS[16]="--vnodes 2 --bootstrap 127.0.0.1:${CL_PORT[3]} $STAB"
+CL_IP[16]=$(cluster_ip 16); CL_PORT[16]=$(free_port)
+CL_ARGS[16]="--vnodes 2 --bootstrap ${CL_IP[3]}:${CL_PORT[3]} $STAB"
 cluster_run 16; cluster_wait_up 16; CL_N=17
 cluster_wait_correct 60 || fail "the ring did not absorb a joining node"
 echo "# a joining node absorbed in ${CLUSTER_CONVERGED_S}s"

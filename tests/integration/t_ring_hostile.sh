@@ -8,8 +8,7 @@
 . "$(dirname "$0")/../harness/cluster.sh"
 cluster_start 3 1 --stabilize-ms 250
 cluster_wait_correct 60 || fail "the ring did not converge"
-own=$(free_port); fake=$((own + 1000))
-python3 "$(dirname "$0")/hostile_peer.py" "${CL_PORT[0]}" "$own" "$fake" >"$TEST_DIR/claimed" ||
+python3 "$(dirname "$0")/hostile_peer.py" "${CL_IP[0]}" "${CL_PORT[0]}" 127.66.1.1 "$(free_port)" >"$TEST_DIR/claimed" ||
 	fail "the hostile peer could not run"
 [ "$(wc -l <"$TEST_DIR/claimed")" -eq 12 ] || fail "the hostile peer claimed nothing"
 sleep 4 # longer than the nonce timeout: every check has ended
@@ -26,5 +25,5 @@ hostile=$(json_get "$TEST_DIR/st/node0.json" ring.hostile_dropped)
 [ "$hostile" -ge 1 ] || fail "the forged ID was not dropped"
 echo "# $malformed malformed datagrams dropped, $failed authentications failed, $hostile forged senders refused"
 cluster_wait_correct 10 || fail "the ring is no longer correct"
-"$CFSCTL" ping "127.0.0.1:${CL_PORT[0]}" --count 2 >/dev/null || fail "node 0 stopped answering"
+"$CFSCTL" ping "${CL_IP[0]}:${CL_PORT[0]}" --count 2 >/dev/null || fail "node 0 stopped answering"
 ok "the ring is intact and answering"

@@ -115,7 +115,7 @@ done
 "$CFSCTL" --data "$TEST_DIR/node$s1" get "$key1" >"$TEST_DIR/got1" 2>"$TEST_DIR/err1" ||
 	soft_fail "blk1 cannot be read after its other holders died: $(cat "$TEST_DIR/err1")"
 cmp -s "$TEST_DIR/blk1" "$TEST_DIR/got1" || soft_fail "blk1 read back differs"
-st=$(python3 "$HERE/dhash_fetch.py" "${CL_PORT[$s1]}" "$key1" "$TEST_DIR/blk1")
+st=$(python3 "$HERE/dhash_fetch.py" "${CL_IP[$s1]}:${CL_PORT[$s1]}" "$key1" "$TEST_DIR/blk1")
 [ "$st" = "0 blk1" ] || soft_fail "node$s1 does not hold a good copy of blk1 again (fetch: $st)"
 echo "# node$s1: bad copies found by replica maintenance $(jstat "$s1" "['scrub']['bad_push']"), by fetches $(jstat "$s1" "['scrub']['bad_fetch']"), dropped $(jstat "$s1" "['scrub']['dropped']")"
 ok "a rotted copy on the successor is dropped and fetched back; the block survives its other holders"
@@ -140,7 +140,7 @@ wait_for 20 test "$(jstat "$s2" "['scrub']['bad_scrub']" 2>/dev/null)" -ge 1 ||
 found=$(echo "$(date +%s.%N) - $start" | bc)
 [ "$(jstat "$s2" "['scrub']['dropped']")" -ge 1 ] || fail "the bad copy was not dropped"
 [ "$(jstat "$s2" "['scrub']['bad_fetch']")" -eq 0 ] || fail "a fetch, not the scrub, found it"
-wait_for 30 bash -c "[ \"\$(python3 '$HERE/dhash_fetch.py' '${CL_PORT[$s2]}' '$key2' '$TEST_DIR/blk2')\" = '0 blk2' ]" ||
+wait_for 30 bash -c "[ \"\$(python3 '$HERE/dhash_fetch.py' '${CL_IP[$s2]}:${CL_PORT[$s2]}' '$key2' '$TEST_DIR/blk2')\" = '0 blk2' ]" ||
 	fail "node$s2 did not get a good copy of blk2 back"
 back=$(echo "$(date +%s.%N) - $start" | bc)
 printf '# scrub: flipped byte found %.1fs after the restart, a good copy back after %.1fs; %s\n' \
@@ -170,21 +170,21 @@ cluster_stop "$stale"
 	fail "root 2 refused: $(cat "$TEST_DIR/out")"
 cluster_restart "$stale"
 start=$(date +%s.%N)
-python3 "$HERE/dhash_fetch.py" "${CL_PORT[$stale]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2" >"$TEST_DIR/out"
+python3 "$HERE/dhash_fetch.py" "${CL_IP[$stale]}:${CL_PORT[$stale]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2" >"$TEST_DIR/out"
 [ "$(cat "$TEST_DIR/out")" = "0 root1" ] || fail "node$stale came back holding: $(cat "$TEST_DIR/out")"
 cluster_wait_correct 30 || fail "the ring did not converge after node$stale came back"
 conv=$(echo "$(date +%s.%N) - $start" | bc)
 newest() {
 	local n
 	for n in $(succ "$rkey"); do
-		[ "$(python3 "$HERE/dhash_fetch.py" "${CL_PORT[$n]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2")" = "0 root2" ] ||
+		[ "$(python3 "$HERE/dhash_fetch.py" "${CL_IP[$n]}:${CL_PORT[$n]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2")" = "0 root2" ] ||
 			return 1
 	done
-	python3 "$HERE/dhash_fetch.py" "${CL_PORT[$stale]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2" | grep -q root2
+	python3 "$HERE/dhash_fetch.py" "${CL_IP[$stale]}:${CL_PORT[$stale]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2" | grep -q root2
 }
 if ! wait_for 20 newest; then
 	for n in $(succ "$rkey") "$stale"; do
-		echo "node$n: $(python3 "$HERE/dhash_fetch.py" "${CL_PORT[$n]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2") $(jstat "$n" "['sync']")"
+		echo "node$n: $(python3 "$HERE/dhash_fetch.py" "${CL_IP[$n]}:${CL_PORT[$n]}" "$rkey" "$TEST_DIR/root1" "$TEST_DIR/root2") $(jstat "$n" "['sync']")"
 	done
 	soft_fail "node$stale still holds root 1"
 fi

@@ -971,7 +971,7 @@ def write_doc(R):
     lines = ["# CFS — evaluation", "",
              f"Produced by `make eval{'-quick' if R.mode == 'quick' else ''}` (tests/testbed/eval.sh, mode "
              f"{R.mode}) on this machine, {time.strftime('%Y-%m-%d')}: `{uname}`, {os.cpu_count()} CPUs. "
-             "Every node runs on 127.0.0.1, many per process; `cfs-ring` runs Chord alone, `cfs-testbed` whole "
+             "Every node has its own loopback address (127.x.y.z), many per process; `cfs-ring` runs Chord alone, `cfs-testbed` whole "
              "DHash nodes. The raw output of every run (JSON phases, stderr, ops.csv, events.csv) stays in the "
              "output folder; tests/testbed/eval_report.py turns it into this page.", ""]
     if R.mode == "quick":

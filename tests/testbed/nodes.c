@@ -1,8 +1,11 @@
 /*
  * The testbed's nodes: a whole cfsd each (transport, chord_t, DHash server
  * with its own LevelDB store, DHash client), many per process on one event
- * loop. A node's slot fixes its port (base + slot) and its data directory,
- * so the same schedule gives the same ring.
+ * loop. A node's slot fixes its address — its own loopback IP
+ * 127.78.(slot / 250).(slot % 250 + 1), port base + slot (tb_slot_addr) —
+ * and its data directory, so the same schedule gives the same ring. Each
+ * node has its own IP because IDs hash the IP and an index, not the port
+ * (DESIGN.md §3): nodes sharing one IP would share its 64 indexes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,19 @@
 #include "tests/testbed/testbed.h"
 
 struct tb TB;
+
+const char *tb_slot_ip(uint32_t slot, char buf[static 32])
+{
+	snprintf(buf, 32, "127.78.%u.%u", slot / 250, slot % 250 + 1);
+	return buf;
+}
+
+int tb_slot_addr(uint32_t slot, struct cfs_addr *ret)
+{
+	char ip[32];
+
+	return cfs_addr_from_ip(ret, tb_slot_ip(slot, ip), (uint16_t)(TB.base_port + slot));
+}
 
 static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
@@ -101,11 +117,11 @@ uint64_t tb_oracle_us(const struct tb_node *from, const struct cfs_id *key, uint
 	struct cfs_addr a, b;
 	uint64_t best = UINT64_MAX;
 
-	if (!TB.has_wan || cfs_addr_from_ip(&a, "127.0.0.1", from->port) < 0)
+	if (!TB.has_wan || tb_slot_addr(from->slot, &a) < 0)
 		return 0;
 	k = replica_slots(key, k < CFS_MSG_MAX_NODES ? k : CFS_MSG_MAX_NODES, slots);
 	for (uint32_t j = 0; j < k; j++)
-		if (cfs_addr_from_ip(&b, "127.0.0.1", TB.n[slots[j]].port) == 0) {
+		if (tb_slot_addr(slots[j], &b) == 0) {
 			uint64_t rtt = cfs_wan_rtt_us(&TB.wan, &a, &b);
 			best = rtt < best ? rtt : best;
 		}
@@ -135,14 +151,15 @@ int tb_node_start(uint32_t slot)
 	memset(n, 0, sizeof(*n));
 	n->slot = slot;
 	n->port = (uint16_t)(TB.base_port + slot);
+	char ip[32];
 	cfs_transport_config_default(&tc);
-	tc.host = "127.0.0.1";
+	tc.host = tb_slot_ip(slot, ip);
 	tc.port = n->port;
 	if ((r = cfs_transport_new(TB.loop, &tc, on_request, n, &n->tr)) < 0) {
-		fprintf(stderr, "cfs-testbed: node %u: UDP port %u: %s\n", slot, n->port, uv_strerror(r));
+		fprintf(stderr, "cfs-testbed: node %u: UDP %s:%u: %s\n", slot, ip, n->port, uv_strerror(r));
 		return r;
 	}
-	if ((r = cfs_addr_from_ip(&self, "127.0.0.1", n->port)) < 0)
+	if ((r = tb_slot_addr(slot, &self)) < 0)
 		return r;
 	if (TB.has_wan) {
 		cfs_wan_node_init(&n->wan, TB.t0_us ? &TB.wan : &TB.wan_setup, &self,
@@ -176,7 +193,7 @@ int tb_node_start(uint32_t slot)
 	for (uint32_t tries = 0; tries < 256 && nb < 3 && TB.nalive; tries++) {
 		struct tb_node *b = tb_random_node();
 		if (b && b != n && chord_vnode_joined(b->chord, 0) &&
-		    cfs_addr_from_ip(&boot[nb], "127.0.0.1", b->port) == 0)
+		    tb_slot_addr(b->slot, &boot[nb]) == 0)
 			nb++;
 	}
 	n->alive = true;

@@ -66,6 +66,10 @@ struct tb {
 extern struct tb TB;
 
 /* ---- nodes.c */
+/* A slot's own loopback IP (127.78.S/250.S%250+1; buf holds 32 bytes) and
+ * its address (that IP, port base + slot). */
+const char *tb_slot_ip(uint32_t slot, char buf[static 32]);
+int tb_slot_addr(uint32_t slot, struct cfs_addr *ret);
 int tb_node_start(uint32_t slot);
 /* Graceful leave (chord_leave, then free) or crash (nothing told). */
 void tb_node_stop(uint32_t slot, bool graceful);

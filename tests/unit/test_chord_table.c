@@ -2,6 +2,7 @@
  * filled by hand: no socket, no timer. ring[] holds real nodes sorted by
  * ID, so ring[i] precedes ring[i + 1] on the circle. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +53,9 @@ static struct vnode *vn(uint32_t vi, int self, uint32_t nsuccs)
 static void setup(void)
 {
 	for (int i = 0; i < RING; i++) {
-		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, "10.9.8.7", (uint16_t)(3000 + i)), 0);
+		char ip[32]; /* one IP each: the port is not hashed (DESIGN.md §3) */
+		snprintf(ip, sizeof(ip), "10.9.%d.%d", i / 250, i % 250 + 1);
+		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, ip, (uint16_t)(3000 + i)), 0);
 		cfs_node_id(&ring[i].id, &ring[i].addr, 0);
 	}
 	qsort(ring, RING, sizeof(ring[0]), by_id);

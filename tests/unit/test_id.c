@@ -206,11 +206,22 @@ Test(id, node_id_and_addresses)
 	cfs_node_id(&i1, &a, 1);
 	cfs_node_id(&j0, &b, 0);
 	cr_assert(!cfs_id_eq(&i0, &i1) && !cfs_id_eq(&i0, &j0));
-	/* H(IP ‖ port ‖ index) computed by hand */
-	uint8_t raw[4 + 2 + 4] = { 127, 0, 0, 1, 0x0f, 0xa0, 0, 0, 0, 1 };
+	/* H(IP ‖ index) computed by hand: the port is not hashed (DESIGN.md §3) */
+	uint8_t raw[4 + 4] = { 127, 0, 0, 1, 0, 0, 0, 1 };
 	struct cfs_id expect;
 	cfs_hash(&expect, raw, sizeof(raw));
 	cr_assert(cfs_id_eq(&i1, &expect));
+	/* the vector tests/harness/cfsmsg.py's node_id("127.0.0.1", 1) gives */
+	cr_assert_str_eq(cfs_id_hex(&i1, (char[65]){ 0 }),
+	                 "97e92349dda5cbf1f7692eb8822d4bfb8bb1a6e97c5a17e9b3d21d03166abd34");
+	struct cfs_addr other_port;
+	cr_assert(cfs_addr_parse(&other_port, "127.0.0.1:4001") == 0);
+	cfs_node_id(&j0, &other_port, 1);
+	cr_assert(cfs_id_eq(&i1, &j0), "another port of one IP has the same IDs");
+	uint8_t raw6[16 + 4] = { [15] = 1, [19] = 0 };
+	cfs_hash(&expect, raw6, sizeof(raw6));
+	cfs_node_id(&j0, &b, 0);
+	cr_assert(cfs_id_eq(&j0, &expect), "IPv6: the 16 raw bytes, then the index");
 }
 
 Test(idmap, put_get_replace_and_grow)

@@ -1,6 +1,6 @@
 /*
  * Node ID authentication (CFS 4.4). A node enters a table only if its ID is
- * H(IP ‖ port ‖ index) of the address it claims, and it has echoed a fresh
+ * H(IP ‖ index) of the address it claims (index below CFS_VNODE_INDEX_MAX), and it has echoed a fresh
  * random nonce sent to that address (so nobody can claim an address it does
  * not receive at). Results are cached by ID: a success for ten minutes, a
  * failure for thirty seconds, a node found dead for fifteen.

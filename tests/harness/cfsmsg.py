@@ -66,7 +66,7 @@ def parse_addr(s):
     return (host or "127.0.0.1", int(port))
 
 
-def msg(mtype, body, sender=None, version=2, reqid=None):
+def msg(mtype, body, sender=None, version=3, reqid=None):
     reqid = reqid if reqid is not None else int.from_bytes(os.urandom(4), "big")
     frm = arr([u(sender[1]), binb(sender[0])]) if sender else NIL
     return arr([u(version), u(mtype), u(0), u(reqid), u(0), frm, NIL, COORD, arr(body)])

@@ -13,7 +13,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import arr, msg, node, node_id  # noqa: E402
+from cfsmsg import arr, binb, msg, node, node_id  # noqa: E402
 
 
 def main():
@@ -32,13 +32,15 @@ def main():
     # 2. A NOTIFY with the right ID; we will never echo the nonce.
     s.sendto(msg(5, [node(me, own, ip=own_ip)], sender=(me, 0)), dst)
     # 3. A LEAVE naming ten successors at addresses where nobody listens.
-    s.sendto(msg(6, [arr([]), arr([node(f, 4000, ip=ip) for f, ip in zip(fakes, fake_ips)])],
+    s.sendto(msg(6, [arr([]), arr([node(f, 4000, ip=ip) for f, ip in zip(fakes, fake_ips)]),
+                     binb(bytes(16))],
                  sender=(me, 0)), dst)
     # 4. Malformed: wrong version, unknown type, an oversized node list,
     #    truncated, garbage.
-    s.sendto(msg(1, [], version=3), dst)
+    s.sendto(msg(1, [], version=9), dst)
     s.sendto(msg(99, []), dst)
-    s.sendto(msg(6, [arr([]), arr([node(fakes[0], 4000, ip=fake_ips[0])] * 65)], sender=(me, 0)), dst)
+    s.sendto(msg(6, [arr([]), arr([node(fakes[0], 4000, ip=fake_ips[0])] * 65),
+                     binb(bytes(16))], sender=(me, 0)), dst)
     s.sendto(msg(1, [])[:-3], dst)
     s.sendto(os.urandom(200), dst)
     sys.stdout.flush()

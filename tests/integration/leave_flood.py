@@ -88,7 +88,7 @@ def node(nid, ip, port, vindex=0):
 def msg(mtype, body, sender, reqid=None, reply=False, to=None):
     reqid = reqid if reqid is not None else int.from_bytes(os.urandom(8), "big")
     frm = arr([u(sender[1]), binb(sender[0])])
-    return arr([u(2), u(mtype), u(1 if reply else 0), u(reqid), u(0), frm,
+    return arr([u(2 if OLD else 3), u(mtype), u(1 if reply else 0), u(reqid), u(0), frm,
                 binb(to) if to else NIL, COORD, arr(body)])
 
 

@@ -11,16 +11,18 @@ Usage:
   hostile_figures.py place K DIR ACKED-KEYS HOSTILE-IDS...
       DIR also holds NODE.keys (`cfsctl keys`). For the acknowledged keys
       (first word of each line of ACKED-KEYS) prints
-        first F among_k A lost L
+        first F among_k A lost L two_among_k B
       F: keys whose first successor is hostile; A: keys with a hostile
       virtual server among their K successors (K distinct addresses); L:
-      keys no honest daemon stores (the acknowledged puts lost). The lost
+      keys no honest daemon stores (the acknowledged puts lost); B: keys
+      with two or more hostile servers among their K. The lost
       keys follow, one per line, prefixed "lost ".
   hostile_figures.py lookups DIR LOOKUPS HOSTILE-IDS...
       LOOKUPS holds `cfsctl lookup` lines (KEY SUCC-ID ADDR RPCS TIMEOUTS).
       Prints "T W H": lookups, wrong answers (not the true successor among
       honest and hostile IDs), answers naming a hostile virtual server
-      that is not the true successor.
+      that is not the true successor. A failed lookup ("KEY error ...")
+      counts as wrong.
 """
 import bisect
 import glob
@@ -93,14 +95,14 @@ def place(k, d, acked_file, hostile):
         vnodes.append((h, "hostile%d" % i, True))
     vnodes.sort()
     ids = [v[0] for v in vnodes]
-    first = among = 0
+    first = among = both = 0
     lost = []
     for line in open(acked_file):
         if not line.strip():
             continue
         key = int(line.split()[0], 16)
         i = bisect.bisect_left(ids, key)
-        addrs, bad = [], False
+        addrs, bad = [], 0
         for j in range(len(vnodes)):
             _, a, h = vnodes[(i + j) % len(vnodes)]
             if a in addrs:
@@ -108,13 +110,14 @@ def place(k, d, acked_file, hostile):
             if j == 0 and h:
                 first += 1
             addrs.append(a)
-            bad = bad or h
+            bad += bool(h)
             if len(addrs) == k:
                 break
-        among += bad
+        among += bad > 0
+        both += bad > 1
         if key not in held:
             lost.append(key)
-    print("first %d among_k %d lost %d" % (first, among, len(lost)))
+    print("first %d among_k %d lost %d two_among_k %d" % (first, among, len(lost), both))
     for key in lost:
         print("lost %064x" % key)
     return 0
@@ -129,9 +132,13 @@ def lookups(d, lk_file, hostile):
         f = line.split()
         if len(f) < 2:
             continue
-        key, succ = int(f[0], 16), int(f[1], 16)
-        truth = ids[bisect.bisect_left(ids, key) % len(ids)]
         t += 1
+        try:
+            key, succ = int(f[0], 16), int(f[1], 16)
+        except ValueError:  # "KEY error ...": the lookup failed, count it wrong
+            w += 1
+            continue
+        truth = ids[bisect.bisect_left(ids, key) % len(ids)]
         if succ != truth:
             w += 1
             h += succ in hs

@@ -2,7 +2,12 @@
 """A hostile ring peer for t_ring_hostile.sh: sends forged, unanswerable and
 malformed messages to a cfsd and never answers a nonce.
 
-Usage: hostile_peer.py TARGET_IP TARGET_PORT OWN_IP OWN_PORT
+Usage: hostile_peer.py TARGET_IP TARGET_PORT OWN_IP OWN_PORT [IP:PORT...]
+The NOTIFY with a right ID also goes to the other members given: it falls in
+exactly one member's (predecessor, self] arc of a correct ring, and that one
+checks it (the others ignore a NOTIFY that would not be their predecessor).
+A LEAVE from a node in none of the target's tables is ignored (it needs a
+cookie round trip from a known member first).
 The ten nodes its LEAVE names are at 127.66.0.1..10, where nobody listens
 (IDs hash the IP and an index, not the port: DESIGN.md §3).
 Prints the hex IDs it claimed (one per line) so the test can check that none
@@ -31,6 +36,9 @@ def main():
     s.sendto(msg(5, [node(forged, own, ip=own_ip)], sender=(forged, 0)), dst)
     # 2. A NOTIFY with the right ID; we will never echo the nonce.
     s.sendto(msg(5, [node(me, own, ip=own_ip)], sender=(me, 0)), dst)
+    for other in sys.argv[5:]:
+        ip, port = other.rsplit(":", 1)
+        s.sendto(msg(5, [node(me, own, ip=own_ip)], sender=(me, 0)), (ip, int(port)))
     # 3. A LEAVE naming ten successors at addresses where nobody listens.
     s.sendto(msg(6, [arr([]), arr([node(f, 4000, ip=ip) for f, ip in zip(fakes, fake_ips)]),
                      binb(bytes(16))],

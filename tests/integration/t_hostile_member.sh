@@ -27,8 +27,12 @@ FSCK=$CFS_BIN/cfs-fsck
 export XDG_CONFIG_HOME=$TEST_DIR/config
 N=16
 PUTS=${HOSTILE_PUTS:-200}
-R=${HOSTILE_SUCCESSORS:-4} # successor list: lookups cross several hops
-K=${HOSTILE_REPLICAS:-3}
+# Successor lists of 8 (not 16) so that lookups cross several hops; k = 6
+# as by default: a put needs 4 confirmations, so two liars among a key's
+# servers leave at least two honest copies (with k = 3, two liars next to
+# each other on the ring are a majority of their keys' servers).
+R=${HOSTILE_SUCCESSORS:-8}
+K=${HOSTILE_REPLICAS:-6}
 export CLUSTER_SUCCESSORS=$R
 REPORT_ONLY=${CFS_REPORT_ONLY:-0}
 failed_checks=0
@@ -132,7 +136,7 @@ lookup_figures() {
 # through one and check it whole through another; print and check the
 # figures.
 round() {
-	local label=$1 seed=$2 acked got lost first among pub_rc fsck_rc src vol i c d
+	local label=$1 seed=$2 acked got lost first among two pub_rc fsck_rc src vol i c d
 	local per=$(((PUTS + N - 1) / N))
 	: >"$TEST_DIR/acked.$label"
 	: >"$TEST_DIR/gets.$label"
@@ -149,9 +153,9 @@ round() {
 	cluster_collect "$TEST_DIR/place.$label"
 	python3 "$HERE/hostile_figures.py" place "$K" "$TEST_DIR/place.$label" "$TEST_DIR/acked.$label" \
 		"${HOSTILE_IDS[@]}" >"$TEST_DIR/place.$label.out"
-	read -r _ first _ among _ lost < <(head -1 "$TEST_DIR/place.$label.out")
+	read -r _ first _ among _ lost _ two < <(head -1 "$TEST_DIR/place.$label.out")
 	echo "# $label: $acked of $((per * N)) puts acknowledged, $lost lost; $got/$acked gets succeeded" \
-		"($first keys with a hostile first successor, $among with one among their $K)"
+		"($first keys with a hostile first successor, $among with one among their $K, $two with two)"
 
 	c=$((RANDOM % N)); d=$(((c + 1 + RANDOM % (N - 1)) % N))
 	src=$TEST_DIR/src.$label

@@ -548,6 +548,36 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
 	return op_start(o);
 }
 
+/* Distinct addresses among this process and its first successors (issue
+ * 22): a put or have needs a majority of at least that many of the key's k
+ * servers, whatever a lookup answer names. 1 for a plain client (its view
+ * is only what answers told it). */
+static uint32_t known_servers(const dhash_client_t *d)
+{
+	const struct cfs_node *succ[CHORD_SUCC_MAX];
+	const uint8_t *ips[CHORD_SUCC_MAX + 1];
+	size_t lens[CHORD_SUCC_MAX + 1];
+	uint32_t n = 0, ns;
+
+	if (chord_vnode_count(d->chord) == 0 || !chord_vnode_joined(d->chord, 0))
+		return 1;
+	lens[n] = cfs_addr_ip_bytes(&chord_vnode_self(d->chord, 0)->addr, &ips[n]);
+	n++;
+	ns = chord_vnode_succs(d->chord, 0, succ);
+	for (uint32_t i = 0; i < ns && n < d->cfg.replicas; i++) {
+		const uint8_t *ip;
+		size_t len = cfs_addr_ip_bytes(&succ[i]->addr, &ip);
+		bool dup = false;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = lens[j] == len && memcmp(ips[j], ip, len) == 0;
+		if (!dup) {
+			ips[n] = ip;
+			lens[n++] = len;
+		}
+	}
+	return n;
+}
+
 int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
               uint64_t lease_until, dhash_put_cb cb, void *arg)
 {
@@ -569,6 +599,7 @@ int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
 	dhash__put_init(&o->put.sm, d->cfg.replicas,
 	                lease_until ? lease_until : (uint64_t)time(NULL) + d->cfg.lease_s);
 	o->put.sm.store_all = kind == DHASH_KIND_ROOT;
+	o->put.sm.min_servers = known_servers(d);
 	return op_start(o);
 }
 
@@ -580,6 +611,7 @@ static int probe_start(dhash_client_t *d, bool refresh, const struct cfs_id *key
 	struct op *o = op_new(d, OP_PROBE, key, arg);
 	o->probe.cb = cb;
 	dhash__probe_init(&o->probe.sm, refresh, d->cfg.replicas, lease_until);
+	o->probe.sm.min_servers = known_servers(d);
 	return op_start(o);
 }
 

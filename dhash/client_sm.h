@@ -203,6 +203,9 @@ struct dhash__put {
 	uint32_t haves, restores; /* HAVEs sent; STOREs of our own after a "no" */
 	uint32_t primary;         /* the candidate that acknowledged the first STORE */
 	bool suspect;             /* ... and none of the others held the block */
+	/* Distinct server addresses the caller knows the ring has (its own
+	 * view; 0 or 1: unknown): the majority is never of fewer. */
+	uint32_t min_servers;
 };
 
 /* lease_until: the lease asked for; set store_all after it for a root. */
@@ -239,6 +242,7 @@ struct dhash__probe {
 	bool challenged[CFS_MSG_MAX_NODES];
 	/* have: "present" only when a majority of cand[0..ncand) say yes */
 	uint32_t need, nos;
+	uint32_t min_servers;     /* as in struct dhash__put */
 };
 
 void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,

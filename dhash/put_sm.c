@@ -41,10 +41,20 @@ uint32_t dhash__majority(uint32_t n)
 	return n ? n / 2 + 1 : 0;
 }
 
-/* The key's responsible servers: the first k distinct addresses among the
- * successors the lookup named (CFS 5.1: a process's virtual servers count
- * once). Part of issue 22 is that this list is checked before a lookup
- * returns it; the quorum below is only as good as the list. */
+static bool same_ip(const struct cfs_addr *a, const struct cfs_addr *b)
+{
+	const uint8_t *ia, *ib;
+	size_t na = cfs_addr_ip_bytes(a, &ia), nb = cfs_addr_ip_bytes(b, &ib);
+
+	return na == nb && memcmp(ia, ib, na) == 0;
+}
+
+/* The key's responsible servers: the first k successors the lookup named
+ * at distinct IP addresses (CFS 5.1: a process's virtual servers count
+ * once; issue 22: so does one address, which may hold up to 64 valid IDs
+ * at 64 ports — one IP is one vote, or one liar naming its own IDs after
+ * the key would be the whole quorum). The lookup checks this list before
+ * it returns it; the quorum below is only as good as the list. */
 static uint32_t take_responsible(struct cfs_node *cand, uint32_t k, const struct chord_lookup_result *r)
 {
 	uint32_t n = 0;
@@ -52,11 +62,22 @@ static uint32_t take_responsible(struct cfs_node *cand, uint32_t k, const struct
 	for (uint32_t i = 0; i < r->n && n < k && n < CFS_MSG_MAX_NODES; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
-			dup = cfs_addr_eq(&cand[j].addr, &r->succ[i].addr);
+			dup = same_ip(&cand[j].addr, &r->succ[i].addr);
 		if (!dup)
 			cand[n++] = r->succ[i];
 	}
 	return n;
+}
+
+/* Confirmations needed: a majority of the servers found, but never of
+ * fewer than the caller knows the ring has (min_servers, from its own
+ * successor list): an answer naming too few addresses cannot lower the
+ * bar, it makes the put fail instead. */
+static uint32_t quorum(uint32_t found, uint32_t min_servers, uint32_t k)
+{
+	uint32_t n = found > min_servers ? found : min_servers;
+
+	return dhash__majority(n < k ? n : k);
 }
 
 static uint32_t lookup_nsucc(uint32_t replicas)
@@ -202,7 +223,7 @@ void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result
 	}
 	/* A ring with fewer than k servers: a majority of those there are. */
 	p->ncand = take_responsible(p->cand, p->replicas, r);
-	p->need = dhash__majority(p->ncand);
+	p->need = quorum(p->ncand, p->min_servers, p->replicas);
 	if (p->store_all) {
 		p->state = DHASH_PUT_RESTORE;
 		for (uint32_t i = 0; i < p->ncand; i++)
@@ -474,7 +495,7 @@ void dhash__probe_on_lookup(struct dhash__probe *pr, const struct chord_lookup_r
 	if (!pr->refresh) {
 		/* a ring of fewer than k servers: a majority of those there are */
 		pr->ncand = take_responsible(pr->cand, pr->replicas, r);
-		pr->need = dhash__majority(pr->ncand);
+		pr->need = quorum(pr->ncand, pr->min_servers, pr->replicas);
 		have_next(pr);
 		return;
 	}

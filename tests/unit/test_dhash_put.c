@@ -303,6 +303,29 @@ Test(dhash_put, a_ring_smaller_than_k)
 	dhash__put_fini(&p);
 }
 
+/* Issue 22: one address holds up to 64 valid IDs at 64 ports. A liar
+ * answering with its own IDs after the key is one vote, and the server's
+ * own view (min_servers) keeps the bar at a majority of three: its ack and
+ * its "yes" do not make a put. */
+Test(dhash_put, one_address_is_one_vote)
+{
+	struct dhash__put p;
+	struct chord_lookup_result *r = succs(3);
+
+	for (uint32_t i = 1; i < 3; i++)
+		cr_assert_eq(cfs_addr_from_ip(&r->succ[i].addr, "10.0.0.1", (uint16_t)(4000 + i)), 0);
+	put_start(&p);
+	p.min_servers = 3;
+	put_lookup(&p, r);
+	cr_assert_eq(p.ncand, 1, "three ports of one IP are one server");
+	cr_assert_eq(p.need, 2);
+	put_store(&p, 0, err(0)); /* the liar acks */
+	expect(0, DHASH_ACT_SUSPECT, 0); /* nobody else could hold it */
+	expect(1, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[1].status, -EREMOTEIO, "one address cannot confirm a put alone");
+	dhash__put_fini(&p);
+}
+
 Test(dhash_put, all_silent_fails_with_timeout)
 {
 	struct dhash__put p;

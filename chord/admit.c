@@ -61,7 +61,10 @@ bool chord_member_check(chord_t *c, const struct cfs_node *n)
 	if (chord_is_member(c, &n->id, &n->addr))
 		return true;
 	if (!c->client && chord__auth_peek(c, &n->id) == AUTH_NONE)
-		(void)chord__auth_check(c, n); /* the ID must hash from the address first */
+		/* the ID must hash from the address first; the check is charged
+		 * to the sender's address like one a LEAVE or NOTIFY asks for,
+		 * so forged replica STOREs cannot spend the daemon's own budget */
+		(void)chord__auth_check_from(c, n, &n->addr);
 	return false;
 }
 

@@ -196,6 +196,10 @@ static void get_exhausted(struct dhash__get *g)
 		get_lookup(g);
 		return;
 	}
+	if (g->best) { /* a claimed holder's root, and no replica answered */
+		get_finish(g, 0, DHASH_KIND_ROOT, g->best, g->best_len);
+		return;
+	}
 	log_failure(g);
 	get_finish(g, g->miss ? g->miss : -ENOENT, 0, NULL, 0);
 }
@@ -247,6 +251,10 @@ void dhash__get_on_lookup_failed(struct dhash__get *g, int err)
 		return;
 	/* only the second lookup gets here: the first one's failure is
 	 * dhash_get's return value. The candidates' failure stands. */
+	if (g->best) { /* a claimed holder's root, and no replica answered */
+		get_finish(g, 0, DHASH_KIND_ROOT, g->best, g->best_len);
+		return;
+	}
 	log_failure(g);
 	get_finish(g, g->miss ? g->miss : -ENOENT, 0, NULL, 0);
 }
@@ -312,6 +320,17 @@ static void root_answer(struct dhash__get *g, uint32_t ci, const uint8_t *p, siz
                         uint64_t seq)
 {
 	root_keep(g, ci, p, len, seq);
+	if (g->holder_only && !g->relooked) {
+		/* Issue 22: a hop's claim alone named this server. An old root
+		 * verifies as well as the newest, so a liar holding one could
+		 * roll a volume back: keep it, and ask the key's replicas from a
+		 * lookup that goes all the way to them; the newest wins. */
+		g->relooked = true;
+		g->relookups++;
+		g->ncand = g->next_cand = g->nfirst = 0;
+		get_lookup(g);
+		return;
+	}
 	if (g->state != DHASH_GET_ROOT) {
 		g->state = DHASH_GET_ROOT;
 		if (g->hedge_ms)

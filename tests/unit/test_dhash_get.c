@@ -773,3 +773,60 @@ Test(dhash_get, silent_holder_no_second_try)
 	cr_assert_eq(g.suspects, 1);
 	dhash__get_fini(&g);
 }
+
+/* Issue 22: a hop claims to hold a volume's root and serves an old one
+ * (it verifies: roots are signed, not hashed). Its answer is kept, but the
+ * get asks the key's replicas too, and the newest root wins. */
+Test(dhash_get, a_claimed_old_root_does_not_roll_back)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(2, 0);
+	struct chord_lookup_result *r = succs(2);
+
+	start(&g, &c);
+	r->has_block = true;
+	r->holder = node(9);
+	r->checked = false;
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	expect_fetch_to(&g, 9);
+	fetch(&g, 0, ok(DHASH_KIND_ROOT, "root:1"));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP, "a claim alone does not end a root get");
+	cr_assert_eq(acts[0].flags, 0);
+	r = succs(2);
+	r->checked = true;
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	fetch(&g, 0, ok(DHASH_KIND_ROOT, "root:2"));
+	drain(&g);
+	fetch(&g, 1, err(-ETIMEDOUT));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(memcmp(acts[0].data, "root:2", 6), 0);
+	dhash__get_fini(&g);
+
+	/* the replicas all silent: the claimed root is still an answer */
+	start(&g, &c);
+	r = succs(2);
+	r->has_block = true;
+	r->holder = node(9);
+	r->checked = false;
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	fetch(&g, 0, ok(DHASH_KIND_ROOT, "root:1"));
+	drain(&g);
+	r = succs(1);
+	r->checked = true;
+	dhash__get_on_lookup(&g, r, NULL);
+	drain(&g);
+	fetch(&g, 0, err(-ETIMEDOUT));
+	drain(&g); /* its second try */
+	fetch(&g, 1, err(-ETIMEDOUT));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(memcmp(acts[0].data, "root:1", 6), 0);
+	dhash__get_fini(&g);
+}

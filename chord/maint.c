@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "chord/internal.h"
 
@@ -54,6 +56,43 @@ static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
 	return NULL;
 }
 
+/* Could n, a node at our IP but another port, really be another process
+ * here? When our IP is an address of this host, a process holding that
+ * port keeps us from binding it: a free port is a claim anyone may put in
+ * a lookup answer (review of issue 22: a hostile hop naming our own IDs
+ * at made-up ports would push us off every index). Behind a NAT the IP is
+ * not ours to bind, and the answer is believed. */
+static bool port_held(const struct cfs_node *n)
+{
+	int fd = socket(n->addr.sa.sa_family, SOCK_DGRAM, 0);
+	bool held;
+
+	if (fd < 0)
+		return true; /* cannot tell: believe */
+	/* EADDRINUSE: a process holds it; EADDRNOTAVAIL: not this host's */
+	held = bind(fd, &n->addr.sa, cfs_addr_len(&n->addr)) < 0;
+	close(fd);
+	return held;
+}
+
+/* The nodes of an answer that may claim one of our IP's indexes. */
+static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n,
+                         struct cfs_node *out)
+{
+	const uint8_t *ip, *mine;
+	size_t len, mlen = cfs_addr_ip_bytes(&c->addr, &mine);
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		len = cfs_addr_ip_bytes(&in[i].addr, &ip);
+		if (len != mlen || memcmp(ip, mine, len) != 0 || cfs_addr_eq(&in[i].addr, &c->addr))
+			continue;
+		if (port_held(&in[i]))
+			out[m++] = in[i];
+	}
+	return m;
+}
+
 /* ------------------------------------------------------------ join */
 
 static void join_done(void *arg, const struct chord_lookup_result *r)
@@ -72,9 +111,11 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 	}
 	/* DESIGN.md §3: our own ID alive at another address means another
 	 * process on our IP holds this index; take a free one and join again. */
-	c->index_taken |= chord__index_others(&c->addr, r->succ, r->n) |
-	                  chord__index_others(&c->addr, r->path, r->npath);
-	if (chord__index_taken(&v->self, r->succ, r->n)) {
+	struct cfs_node here[CFS_MSG_MAX_NODES + CHORD_PATH_MAX];
+	uint32_t nhere = credible(c, r->succ, r->n, here);
+	nhere += credible(c, r->path, r->npath, here + nhere);
+	c->index_taken |= chord__index_others(&c->addr, here, nhere);
+	if (chord__index_taken(&v->self, here, nhere)) {
 		if (chord__index_move(c, v) == 0) {
 			chord__maint_kick(v);
 		} else if (!c->index_full) {

@@ -68,6 +68,11 @@ bool chord_member_check(chord_t *c, const struct cfs_node *n)
 	return false;
 }
 
+bool chord_member_pending(const chord_t *c, const struct cfs_id *id)
+{
+	return chord__auth_peek(c, id) == AUTH_PENDING;
+}
+
 /* The clockwise distance from a to b as a fraction of the circle. */
 static double arc(const struct cfs_id *a, const struct cfs_id *b)
 {

@@ -438,6 +438,9 @@ double chord_estimate_n(const chord_t *c)
 {
 	double sum = 0;
 
+	if (c->client) /* no successor list: the contacts are a lower bound */
+		return c->ncontacts > 1 ? (double)c->ncontacts : 1;
+
 	for (uint32_t i = 0; i < c->nv; i++)
 		sum += chord__table_estimate_n(&c->v[i]);
 	return sum / c->nv;

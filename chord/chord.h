@@ -133,6 +133,11 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
                      chord_t **ret) CFS_WUR;
 /* The ring members a plain client knows. */
 uint32_t chord_client_contacts(const chord_t *c);
+/* ... at how many distinct IP addresses: a lower bound on the ring's
+ * servers, which a plain client's lookup checks and quorums use (issue 22;
+ * the contacts come from answers, so a liar can raise it: its lookups and
+ * puts then fail, nothing is acknowledged on its word). */
+uint32_t chord_client_addresses(const chord_t *c);
 /* Create a new ring (n == 0) or join through any of the n addresses,
  * retrying until one answers. Maintenance starts here. */
 void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n);
@@ -213,6 +218,8 @@ bool chord_is_member(const chord_t *c, const struct cfs_id *id, const struct cfs
 /* chord_is_member for n; when n is unknown, start authenticating it (its ID
  * must hash from its address) so that a later request passes. */
 bool chord_member_check(chord_t *c, const struct cfs_node *n);
+/* Is an authentication of id under way (its answer not yet in)? */
+bool chord_member_pending(const chord_t *c, const struct cfs_id *id);
 /* Could sender, in this process's view, be placing a replica of key here:
  * sender at or just after key, one of our virtual servers after it, both
  * within about 2k + 8 successor gaps of key (the ring-size estimate)? */

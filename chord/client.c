@@ -58,6 +58,22 @@ uint32_t chord_client_contacts(const chord_t *c)
 	return c->ncontacts;
 }
 
+uint32_t chord_client_addresses(const chord_t *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->ncontacts; i++) {
+		const uint8_t *ip, *other;
+		size_t len = cfs_addr_ip_bytes(&c->contacts[i].addr, &ip);
+		bool dup = false;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = cfs_addr_ip_bytes(&c->contacts[j].addr, &other) == len &&
+			      memcmp(ip, other, len) == 0;
+		n += !dup;
+	}
+	return n;
+}
+
 void chord__client_learn(chord_t *c, const struct cfs_node *n)
 {
 	if (!c->client || !chord__node_id_ok(c, n))

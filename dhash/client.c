@@ -550,8 +550,8 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
 
 /* Distinct addresses among this process and its first successors (issue
  * 22): a put or have needs a majority of at least that many of the key's k
- * servers, whatever a lookup answer names. 1 for a plain client (its view
- * is only what answers told it). */
+ * servers, whatever a lookup answer names. A plain client counts the
+ * addresses of the contacts it learned. */
 static uint32_t known_servers(const dhash_client_t *d)
 {
 	const struct cfs_node *succ[CHORD_SUCC_MAX];
@@ -559,6 +559,10 @@ static uint32_t known_servers(const dhash_client_t *d)
 	size_t lens[CHORD_SUCC_MAX + 1];
 	uint32_t n = 0, ns;
 
+	if (chord_client_contacts(d->chord) > 0) { /* a plain client */
+		n = chord_client_addresses(d->chord);
+		return n < d->cfg.replicas ? n : d->cfg.replicas;
+	}
 	if (chord_vnode_count(d->chord) == 0 || !chord_vnode_joined(d->chord, 0))
 		return 1;
 	lens[n] = cfs_addr_ip_bytes(&chord_vnode_self(d->chord, 0)->addr, &ips[n]);

@@ -169,9 +169,28 @@ struct dhash_server {
 	 * from non-members and from members far from the key; REFRESH keys
 	 * not extended because the refresher's quota was full */
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota;
+	/* park.c: replica copies waiting for their sender's authentication */
+	uv_timer_t park_timer;
+	struct dhash__parked *parked;
+	uint32_t nparked;
+	size_t parked_bytes;
+	uint64_t admit_parked;    /* copies that waited */
 };
 
 uint64_t dhash__wall_now(void);
+
+/* park.c: a replica's copy from a member whose authentication is under
+ * way waits for the answer (at most DHASH_PARK_MS, bounded in count and
+ * bytes) instead of being refused: the first copy a primary pushes to a
+ * replica that has not met it yet is then kept, not left to sync. */
+void dhash__park_init(dhash_server_t *s);
+/* Answer what waits with -EPERM and close the timer (one closing handle). */
+void dhash__park_close(dhash_server_t *s, uv_close_cb cb);
+/* true: req waits; false: no room, or its sender is not being checked. */
+bool dhash__park(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+/* server.c: a STORE, from the top (park.c calls it again once the
+ * sender's authentication is in). */
+void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 /* The lease granted for a request of `asked` (0: the default), capped at
  * now + cfg.max_lease_s. */
 uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked);

@@ -353,7 +353,7 @@ static int fetch_cached(dhash_server_t *s, const struct cfs_id *key, struct dhas
 
 /* Check a STORE; a root is written at once (its sequence check reads the
  * store), a content-hash block joins the group commit. */
-static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct dhash_rec rec = { 0 }, old;
 	uint64_t seq;
@@ -382,6 +382,10 @@ static void handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	/* A replica's copy only from a member near the key (dhash__admit_replica);
 	 * after the check of the bytes, whose error is the more specific. */
 	if (!(req->flags & DHASH_STORE_F_PRIMARY) && (r = dhash__admit_replica(s, req, from)) < 0) {
+		if (r == -EPERM && dhash__park(s, req, from)) {
+			s->admit_stranger--; /* not yet: it waits for its check (park.c) */
+			return;
+		}
 		answer_store(s, from, r, 0);
 		return;
 	}
@@ -500,7 +504,7 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 {
 	switch (req->type) {
 	case CFS_MSG_STORE:
-		handle_store(s, req, from);
+		dhash__handle_store(s, req, from);
 		return true;
 	case CFS_MSG_FETCH:
 		handle_fetch(s, req, from);
@@ -566,6 +570,7 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	s->expire_timer.data = s;
 	uv_check_init(loop, &s->commit);
 	s->commit.data = s;
+	dhash__park_init(s);
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
 	dhash_server_expire(s);
 	dhash__sync_start(s);
@@ -596,7 +601,8 @@ void dhash_server_free(dhash_server_t *s)
 	chord_set_has_block(s->chord, NULL, NULL);
 	dhash__sync_stop(s);
 	dhash__scrub_stop(s);
-	s->closing_handles = 4;
+	s->closing_handles = 5;
+	dhash__park_close(s, handle_closed);
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->scrub.timer, handle_closed);
@@ -619,7 +625,7 @@ struct server_snap {
 	uint32_t k;
 	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
 	uint64_t capacity, quota, challenges, day, week;
-	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota;
+	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
 	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
 	double c_rate;
 };
@@ -657,6 +663,7 @@ static const struct cfs_stat server_stats[] = {
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("admission", "replica copies"),
 	S(U64, admit_ok, "admitted", "admitted", NULL),
+	S(U64, admit_parked, "waited", "waited for their sender's check", NULL),
 	S(U64, admit_stranger, "refused_not_member", "refused: not a member", NULL),
 	S(U64, admit_far, "refused_far", "refused: far from the key", NULL),
 	S(U64, refresh_over_quota, "refresh_over_quota", "refreshes over quota", NULL),
@@ -699,6 +706,7 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	n->challenges = s->challenges;
 	n->admit_ok = s->admit_ok;
 	n->admit_stranger = s->admit_stranger;
+	n->admit_parked = s->admit_parked;
 	n->admit_far = s->admit_far;
 	n->refresh_over_quota = s->refresh_over_quota;
 	/* Leases ending within a day and a week (a walk of the lease index,

@@ -15,57 +15,15 @@ Prints one "name value" line per figure.
 import hashlib
 import os
 import socket
-import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, u  # noqa: E402
+from cfsmsg import binb, msg, u, unpack  # noqa: E402
 
 STORE, REFRESH = 11, 14
 PRIMARY, CHASH, CHALLENGE = 1, 1, 1
 U64MAX = (1 << 64) - 1
-
-
-def unpack(b, i=0):
-    """A small msgpack decoder: (value, next index)."""
-    t = b[i]
-    if t <= 0x7f:
-        return t, i + 1
-    if t >= 0xe0:
-        return t - 256, i + 1
-    if 0x90 <= t <= 0x9f:
-        return unpack_items(b, i + 1, t & 0x0f)
-    if 0xa0 <= t <= 0xbf:
-        n = t & 0x1f
-        return b[i + 1:i + 1 + n], i + 1 + n
-    if t == 0xc0:
-        return None, i + 1
-    if t in (0xc2, 0xc3):
-        return t == 0xc3, i + 1
-    if t in (0xc4, 0xc5, 0xc6, 0xd9, 0xda, 0xdb):
-        w = {0xc4: 1, 0xc5: 2, 0xc6: 4, 0xd9: 1, 0xda: 2, 0xdb: 4}[t]
-        n = int.from_bytes(b[i + 1:i + 1 + w], "big")
-        return b[i + 1 + w:i + 1 + w + n], i + 1 + w + n
-    if t in (0xdc, 0xdd):
-        w = 2 if t == 0xdc else 4
-        return unpack_items(b, i + 1 + w, int.from_bytes(b[i + 1:i + 1 + w], "big"))
-    if t == 0xca:
-        return struct.unpack(">f", b[i + 1:i + 5])[0], i + 5
-    if t == 0xcb:
-        return struct.unpack(">d", b[i + 1:i + 9])[0], i + 9
-    sizes = {0xcc: (1, ">B"), 0xcd: (2, ">H"), 0xce: (4, ">I"), 0xcf: (8, ">Q"),
-             0xd0: (1, ">b"), 0xd1: (2, ">h"), 0xd2: (4, ">i"), 0xd3: (8, ">q")}
-    n, fmt = sizes[t]
-    return struct.unpack(fmt, b[i + 1:i + 1 + n])[0], i + 1 + n
-
-
-def unpack_items(b, i, n):
-    out = []
-    for _ in range(n):
-        v, i = unpack(b, i)
-        out.append(v)
-    return out, i
 
 
 def call(s, addr, m, old=None):

@@ -10,57 +10,13 @@ block (CFS_LOOKUP_F_CHECK_BLOCK) and names no destination virtual server.
 """
 import os
 import socket
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, u  # noqa: E402
+from cfsmsg import binb, msg, u, unpack  # noqa: E402
 
 FIND_NEXT = 8
 CHECK_BLOCK = 0x1
-
-
-def unpack(b, i=0):
-    """A minimal msgpack decoder (the types the CFS codec uses):
-    (value, next index)."""
-    t = b[i]
-    if t <= 0x7f:
-        return t, i + 1
-    if t >= 0xe0:
-        return t - 256, i + 1
-    if 0x90 <= t <= 0x9f:
-        return _items(b, i + 1, t & 0x0f)
-    if 0xa0 <= t <= 0xbf:
-        n = t & 0x1f
-        return b[i + 1:i + 1 + n], i + 1 + n
-    if t == 0xc0:
-        return None, i + 1
-    if t in (0xc2, 0xc3):
-        return t == 0xc3, i + 1
-    fixed = {0xcc: ">B", 0xcd: ">H", 0xce: ">I", 0xcf: ">Q", 0xd0: ">b", 0xd1: ">h",
-             0xd2: ">i", 0xd3: ">q", 0xca: ">f", 0xcb: ">d"}
-    if t in fixed:
-        n = struct.calcsize(fixed[t])
-        return struct.unpack(fixed[t], b[i + 1:i + 1 + n])[0], i + 1 + n
-    lens = {0xc4: ">B", 0xc5: ">H", 0xc6: ">I", 0xd9: ">B", 0xda: ">H", 0xdb: ">I"}
-    if t in lens:
-        w = struct.calcsize(lens[t])
-        n = struct.unpack(lens[t], b[i + 1:i + 1 + w])[0]
-        s = i + 1 + w
-        return b[s:s + n], s + n
-    if t in (0xdc, 0xdd):
-        w = 2 if t == 0xdc else 4
-        n = struct.unpack(">H" if w == 2 else ">I", b[i + 1:i + 1 + w])[0]
-        return _items(b, i + 1 + w, n)
-    raise ValueError("msgpack type 0x%02x" % t)
-
-
-def _items(b, i, n):
-    out = []
-    for _ in range(n):
-        v, i = unpack(b, i)
-        out.append(v)
-    return out, i
 
 
 def main():

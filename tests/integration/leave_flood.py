@@ -33,37 +33,10 @@ SCHEME = "port"
 OLD = os.environ.get("LEAVE_OLD") == "1"  # main's LEAVE: no nonce field
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from cfsmsg import COORD, NIL, arr, binb, u, unpack  # noqa: E402
+
 # ---------------------------------------------------------------- encoding
-
-def u(n):
-    if n < 128:
-        return bytes([n])
-    if n < 256:
-        return b"\xcc" + bytes([n])
-    if n < 65536:
-        return b"\xcd" + struct.pack(">H", n)
-    if n < 2**32:
-        return b"\xce" + struct.pack(">I", n)
-    return b"\xcf" + struct.pack(">Q", n)
-
-
-def arr(items):
-    n = len(items)
-    head = bytes([0x90 | n]) if n < 16 else b"\xdc" + struct.pack(">H", n)
-    return head + b"".join(items)
-
-
-def binb(b):
-    return b"\xc4" + bytes([len(b)]) + b
-
-
-def f32(x):
-    return b"\xca" + struct.pack(">f", x)
-
-
-COORD = arr([f32(0.0), f32(0.0), f32(0.0), f32(0.1)])
-NIL = b"\xc0"
-
 
 def node_id(ip, port, vindex=0):
     raw = socket.inet_aton(ip)
@@ -104,49 +77,6 @@ def random_nodes(n=64):
         port = random.randrange(20000, 60000)
         out.append(node(node_id(ip, port), ip, port))
     return out
-
-
-# ---------------------------------------------------------------- decoding
-
-def dec(b, i=0):
-    t = b[i]
-    if t <= 0x7f:
-        return t, i + 1
-    if t >= 0xe0:
-        return t - 256, i + 1
-    if 0x90 <= t <= 0x9f or t in (0xdc, 0xdd):
-        if t <= 0x9f:
-            n, i = t & 0x0f, i + 1
-        elif t == 0xdc:
-            n, i = struct.unpack(">H", b[i + 1:i + 3])[0], i + 3
-        else:
-            n, i = struct.unpack(">I", b[i + 1:i + 5])[0], i + 5
-        out = []
-        for _ in range(n):
-            v, i = dec(b, i)
-            out.append(v)
-        return out, i
-    if 0xa0 <= t <= 0xbf:
-        n = t & 0x1f
-        return b[i + 1:i + 1 + n], i + 1 + n
-    if t == 0xc0:
-        return None, i + 1
-    if t in (0xc2, 0xc3):
-        return t == 0xc3, i + 1
-    if t in (0xc4, 0xd9):
-        n = b[i + 1]
-        return b[i + 2:i + 2 + n], i + 2 + n
-    if t in (0xc5, 0xda):
-        n = struct.unpack(">H", b[i + 1:i + 3])[0]
-        return b[i + 3:i + 3 + n], i + 3 + n
-    if t == 0xca:
-        return struct.unpack(">f", b[i + 1:i + 5])[0], i + 5
-    if t == 0xcb:
-        return struct.unpack(">d", b[i + 1:i + 9])[0], i + 9
-    sizes = {0xcc: (1, ">B"), 0xcd: (2, ">H"), 0xce: (4, ">I"), 0xcf: (8, ">Q"),
-             0xd0: (1, ">b"), 0xd1: (2, ">h"), 0xd2: (4, ">i"), 0xd3: (8, ">q")}
-    n, fmt = sizes[t]
-    return struct.unpack(fmt, b[i + 1:i + 1 + n])[0], i + 1 + n
 
 
 # ---------------------------------------------------------------- spoofing
@@ -232,7 +162,7 @@ class Member:
                 return None
             data, frm = self.s.recvfrom(65536)
             try:
-                m, _ = dec(data)
+                m, _ = unpack(data)
             except Exception:
                 continue
             mtype, flags, reqid, body = m[1], m[2], m[3], m[8]

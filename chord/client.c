@@ -63,12 +63,9 @@ uint32_t chord_client_addresses(const chord_t *c)
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < c->ncontacts; i++) {
-		const uint8_t *ip, *other;
-		size_t len = cfs_addr_ip_bytes(&c->contacts[i].addr, &ip);
 		bool dup = false;
 		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = cfs_addr_ip_bytes(&c->contacts[j].addr, &other) == len &&
-			      memcmp(ip, other, len) == 0;
+			dup = cfs_addr_same_ip(&c->contacts[i].addr, &c->contacts[j].addr);
 		n += !dup;
 	}
 	return n;

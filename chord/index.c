@@ -36,21 +36,12 @@ bool chord__index_taken(const struct cfs_node *self, const struct cfs_node *succ
 	return false;
 }
 
-static bool same_ip(const struct cfs_addr *a, const struct cfs_addr *b)
-{
-	const uint8_t *x, *y;
-	size_t n = cfs_addr_ip_bytes(a, &x);
-
-	return a->sa.sa_family == b->sa.sa_family && cfs_addr_ip_bytes(b, &y) == n &&
-	       memcmp(x, y, n) == 0;
-}
-
 uint64_t chord__index_others(const struct cfs_addr *self, const struct cfs_node *nodes, uint32_t n)
 {
 	uint64_t taken = 0;
 
 	for (uint32_t i = 0; i < n; i++)
-		if (nodes[i].vindex < CFS_VNODE_INDEX_MAX && same_ip(&nodes[i].addr, self) &&
+		if (nodes[i].vindex < CFS_VNODE_INDEX_MAX && cfs_addr_same_ip(&nodes[i].addr, self) &&
 		    !cfs_addr_eq(&nodes[i].addr, self))
 			taken |= UINT64_C(1) << nodes[i].vindex;
 	return taken;

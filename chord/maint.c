@@ -79,13 +79,10 @@ static bool port_held(const struct cfs_node *n)
 static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n,
                          struct cfs_node *out)
 {
-	const uint8_t *ip, *mine;
-	size_t len, mlen = cfs_addr_ip_bytes(&c->addr, &mine);
 	uint32_t m = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		len = cfs_addr_ip_bytes(&in[i].addr, &ip);
-		if (len != mlen || memcmp(ip, mine, len) != 0 || cfs_addr_eq(&in[i].addr, &c->addr))
+		if (!cfs_addr_same_ip(&in[i].addr, &c->addr) || cfs_addr_eq(&in[i].addr, &c->addr))
 			continue;
 		if (port_held(&in[i]))
 			out[m++] = in[i];

@@ -425,6 +425,8 @@ uint16_t cfs_addr_port(const struct cfs_addr *a);
 socklen_t cfs_addr_len(const struct cfs_addr *a);
 /* The raw IP bytes (4 or 16) of a, for hashing and the wire. */
 size_t cfs_addr_ip_bytes(const struct cfs_addr *a, const uint8_t **ret_ip);
+/* The same IP address, whatever the ports (one address, one vote). */
+bool cfs_addr_same_ip(const struct cfs_addr *a, const struct cfs_addr *b);
 
 /* CFS 4.4: a virtual server's ID is H(IP ‖ index), the IP as 4 or 16 raw
  * bytes and the index (below CFS_VNODE_INDEX_MAX) as 4 bytes big-endian.

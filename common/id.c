@@ -258,6 +258,15 @@ size_t cfs_addr_ip_bytes(const struct cfs_addr *a, const uint8_t **ret_ip)
 	return 4;
 }
 
+bool cfs_addr_same_ip(const struct cfs_addr *a, const struct cfs_addr *b)
+{
+	const uint8_t *x, *y;
+	size_t n = cfs_addr_ip_bytes(a, &x);
+
+	return a->sa.sa_family == b->sa.sa_family && cfs_addr_ip_bytes(b, &y) == n &&
+	       memcmp(x, y, n) == 0;
+}
+
 void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 {
 	struct cfs_hasher h;

@@ -554,9 +554,7 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
  * addresses of the contacts it learned. */
 static uint32_t known_servers(const dhash_client_t *d)
 {
-	const struct cfs_node *succ[CHORD_SUCC_MAX];
-	const uint8_t *ips[CHORD_SUCC_MAX + 1];
-	size_t lens[CHORD_SUCC_MAX + 1];
+	const struct cfs_node *succ[CHORD_SUCC_MAX], *seen[CHORD_SUCC_MAX + 1];
 	uint32_t n = 0, ns;
 
 	if (chord_client_contacts(d->chord) > 0) { /* a plain client */
@@ -565,19 +563,14 @@ static uint32_t known_servers(const dhash_client_t *d)
 	}
 	if (chord_vnode_count(d->chord) == 0 || !chord_vnode_joined(d->chord, 0))
 		return 1;
-	lens[n] = cfs_addr_ip_bytes(&chord_vnode_self(d->chord, 0)->addr, &ips[n]);
-	n++;
+	seen[n++] = chord_vnode_self(d->chord, 0);
 	ns = chord_vnode_succs(d->chord, 0, succ);
 	for (uint32_t i = 0; i < ns && n < d->cfg.replicas; i++) {
-		const uint8_t *ip;
-		size_t len = cfs_addr_ip_bytes(&succ[i]->addr, &ip);
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
-			dup = lens[j] == len && memcmp(ips[j], ip, len) == 0;
-		if (!dup) {
-			ips[n] = ip;
-			lens[n++] = len;
-		}
+			dup = cfs_addr_same_ip(&seen[j]->addr, &succ[i]->addr);
+		if (!dup)
+			seen[n++] = succ[i];
 	}
 	return n;
 }

@@ -41,14 +41,6 @@ uint32_t dhash__majority(uint32_t n)
 	return n ? n / 2 + 1 : 0;
 }
 
-static bool same_ip(const struct cfs_addr *a, const struct cfs_addr *b)
-{
-	const uint8_t *ia, *ib;
-	size_t na = cfs_addr_ip_bytes(a, &ia), nb = cfs_addr_ip_bytes(b, &ib);
-
-	return na == nb && memcmp(ia, ib, na) == 0;
-}
-
 /* The key's responsible servers: the first k successors the lookup named
  * at distinct IP addresses (CFS 5.1: a process's virtual servers count
  * once; issue 22: so does one address, which may hold up to 64 valid IDs
@@ -62,7 +54,7 @@ static uint32_t take_responsible(struct cfs_node *cand, uint32_t k, const struct
 	for (uint32_t i = 0; i < r->n && n < k && n < CFS_MSG_MAX_NODES; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
-			dup = same_ip(&cand[j].addr, &r->succ[i].addr);
+			dup = cfs_addr_same_ip(&cand[j].addr, &r->succ[i].addr);
 		if (!dup)
 			cand[n++] = r->succ[i];
 	}

@@ -122,14 +122,17 @@ $(B)/%.o: %.c $(B)/config.mk
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
 HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
-# A lying ring member for t_hostile_member (issue 22): tests only.
-HARNESS  += $(B)/bin/cfs-hostile
+# A lying ring member for t_hostile_member (issue 22), and a look inside the
+# storage engine's stores: tests only.
+HARNESS  += $(B)/bin/cfs-hostile $(B)/bin/cfs-storetool
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 # A hand-made hostile volume for t_hostile_volume.
 $(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-storetool: $(call obj,tests/harness/storetool.c) $(LIBBSTORE) $(LIBCOMMON)
+$(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfs-hostile: $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -244,11 +247,10 @@ build-fuzz/fuzz/fuzz_chord_mode: tests/fuzz/fuzz_chord_mode.c build-fuzz/libchor
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
-# The directory store's index decoder needs the publisher library and what it links.
-build-fuzz/fuzz/fuzz_dirstore: tests/fuzz/fuzz_dirstore.c build-fuzz/libpublisher.a build-fuzz/libdhash.a \
-		build-fuzz/libchord.a build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
+# The storage engine's decoders and pack scanner need its library and LevelDB.
+build-fuzz/fuzz/fuzz_bstore: tests/fuzz/fuzz_bstore.c build-fuzz/libblockstore.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LEVELDB_LIBS) -lpthread $(CORE_LIBS)
 
 build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)

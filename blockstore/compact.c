@@ -15,8 +15,9 @@
  * (a full disk) is undone to its start and tried again later.
  *
  * A cache drops its oldest pack when it needs room, copying forward the
- * blocks used recently (at most half the pack), so that the bound holds
- * in bytes on disk and hot blocks stay.
+ * blocks used recently (those in the youngest quarter of uses: a quarter
+ * of the blocks at most, so making room always ends), so that the bound
+ * holds in bytes on disk and hot blocks stay.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +238,7 @@ static void evict_pack(bstore_t *s, struct bstore__pack *p)
 {
 	uint8_t k[1 + CFS_ID_BYTES];
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
-	uint64_t off = BSTORE__PACK_HDR, rescued = 0, dropped_blocks = 0, dropped_bytes = 0;
+	uint64_t off = BSTORE__PACK_HDR, dropped_blocks = 0, dropped_bytes = 0;
 	uint32_t num = p->num; /* p moves when the copies open a new pack */
 
 	while (off < p->size) {
@@ -248,9 +249,7 @@ static void evict_pack(bstore_t *s, struct bstore__pack *p)
 			break; /* records naming the rest are dropped when read */
 		if (bstore__rec_read(s, &key, &rec) == 0 && rec.pack == p->num && rec.off == off) {
 			bool young = s->tick - rec.tick <= s->st.blocks / 4;
-			if (young && rescued + elen <= p->size / 2 && copy_entry(s, p, &key, off, elen) == 0) {
-				rescued += elen;
-			} else {
+			if (!(young && copy_entry(s, p, &key, off, elen) == 0)) {
 				bstore__rec_key(k, &key);
 				leveldb_writebatch_delete(b, (const char *)k, sizeof(k));
 				dropped_blocks++;

@@ -524,8 +524,8 @@ static void config_defaults(struct bstore_config *c)
 	if (!c->compact_live_pct)
 		c->compact_live_pct = 50;
 	if (!c->pack_max && c->mode == BSTORE_CACHE) {
-		uint64_t p = c->cap_bytes / 8;
-		c->pack_max = p < (256u << 10) ? (256u << 10) : p > (64u << 20) ? (64u << 20) : p;
+		uint64_t p = c->cap_bytes / 8; /* a tiny cache: a pack per block */
+		c->pack_max = p < 1 ? 1 : p > (64u << 20) ? (64u << 20) : p;
 	}
 	if (!c->pack_max)
 		c->pack_max = PACK_MAX_DURABLE;
@@ -831,7 +831,7 @@ int bstore_apply(bstore_t *s, struct bstore_op *ops, size_t n)
 	if (r == 0)
 		r = plan_ops(s, ops, n, pl, &bytes);
 	if (r == 0 && s->cfg.mode == BSTORE_CACHE && bytes)
-		bstore__make_room(s, bytes);
+		bstore__make_room(s, bytes + BSTORE__PACK_HDR); /* perhaps in a new pack */
 	if (r == 0)
 		r = commit(s, ops, n, pl, bytes);
 	if (r < 0)

@@ -193,8 +193,9 @@ typedef void (*dhash_locate_cb)(void *arg, const struct dhash_locate_result *r);
 int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
 
 /* ---- a block cache on disk (a server's cached copies, a mount's warm
- * cache): LevelDB in its own directory, bounded in bytes, least recently
- * used out first; not synchronous. Callers verify what they get back. */
+ * cache): the storage engine in its own directory, bounded in bytes on
+ * disk, the oldest out first (blocks used recently are kept); not
+ * synchronous. Callers verify what they get back. */
 
 typedef struct dhash_cache dhash_cache_t;
 

@@ -1,7 +1,8 @@
-/* dhash/ internals: the LevelDB block store. */
+/* dhash/ internals: the block store (on blockstore/), the server, the client. */
 #ifndef CFS_DHASH_INTERNAL_H
 #define CFS_DHASH_INTERNAL_H
 
+#include "blockstore/blockstore.h"
 #include "dhash/dhash.h"
 
 typedef struct dhash_store dhash_store_t;
@@ -65,12 +66,16 @@ int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key);
 /* Are writes refused since one failed (until the database reopens, tried
  * before each write once the disk has room)? *ret_recoveries counts the
  * reopens that made the store writable again. */
-bool dhash_store_failed(const dhash_store_t *s, uint64_t *ret_recoveries);
+bool dhash_store_failed(dhash_store_t *s, uint64_t *ret_recoveries);
 /* Up to max stored keys in key order, from the first or after `after`;
  * *ret_more tells whether more follow. */
 uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
                           uint32_t max, bool *ret_more);
-void dhash_store_totals(const dhash_store_t *s, uint64_t *blocks, uint64_t *bytes);
+void dhash_store_totals(dhash_store_t *s, uint64_t *blocks, uint64_t *bytes);
+/* The engine's figures: live and dead bytes, compaction's progress. */
+void dhash_store_stats(dhash_store_t *s, struct bstore_stats *ret);
+/* Up to budget bytes of compaction work; true while more remains. */
+bool dhash_store_compact(dhash_store_t *s, uint64_t budget);
 
 /* The servers that hold copies besides vnode vi's process: the first k-1
  * distinct addresses on its successor list, other than its own. */

@@ -1,14 +1,15 @@
 #!/bin/bash
 # make lint: the layering rules, in miniature (after Tor's .may_include).
 #   common/       includes no other module
+#   blockstore/   includes only common/ (the storage engine)
 #   sfsro-format/ includes only common/
 #   chord/        includes only common/
-#   dhash/        includes only chord/, sfsro-format/ (to check roots), common/
-#   publisher/    includes only sfsro-format/, dhash/, chord/, common/
-#   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, common/
+#   dhash/        includes only chord/, sfsro-format/ (to check roots), blockstore/, common/
+#   publisher/    includes only sfsro-format/, dhash/, chord/, blockstore/ (dir:), common/
+#   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, blockstore/ (dir:), common/
 #   cfsd/         includes only dhash/, sfsro-format/ (pins walk volumes), chord/, common/
 # A module includes only another's public header; leveldb/c.h only in
-# dhash/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
+# blockstore/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
 # files (common/msg.c, and sfsro-format/ for blocks). Every symbol a
 # module's archive exports carries the module's prefix (nm, below).
 set -u
@@ -16,15 +17,16 @@ cd "$(dirname "$0")/.."
 bad=0
 declare -A allowed=(
 	[common]=""
+	[blockstore]="common"
 	[sfsro-format]="common"
 	[chord]="common"
-	[dhash]="chord sfsro-format common"
-	[publisher]="sfsro-format dhash chord common"
-	[cfs-fuse]="dhash sfsro-format chord common"
+	[dhash]="chord sfsro-format blockstore common"
+	[publisher]="sfsro-format dhash chord blockstore common"
+	[cfs-fuse]="dhash sfsro-format chord blockstore common"
 	[cfsd]="dhash sfsro-format chord common"
 )
 declare -A public=(
-	[common]="common/cfs.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"
+	[common]="common/cfs.h" [blockstore]="blockstore/blockstore.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"
 	[dhash]="dhash/dhash.h" [publisher]="publisher/publisher.h" [cfs-fuse]="cfs-fuse/cfsfuse.h"
 	[cfsd]="cfsd/cfsd.h"
 )
@@ -45,15 +47,15 @@ for mod in "${!allowed[@]}"; do
 done
 check_only() { # HEADER ALLOWED-PATH-REGEX
 	local hits
-	hits=$(grep -l "#include <$1>" common/*.[ch] chord/*.[ch] dhash/*.[ch] sfsro-format/*.[ch] \
+	hits=$(grep -l "#include <$1>" common/*.[ch] blockstore/*.[ch] chord/*.[ch] dhash/*.[ch] sfsro-format/*.[ch] \
 		publisher/*.[ch] cfs-fuse/*.[ch] cfsd/*.[ch] 2>/dev/null | grep -v -E "$2")
 	if [ -n "$hits" ]; then echo "lint: <$1> outside its module: $hits"; bad=1; fi
 }
-check_only leveldb/c.h '^dhash/'
+check_only leveldb/c.h '^blockstore/'
 check_only fuse_lowlevel.h '^cfs-fuse/'
 check_only msgpack.h '^(common/msg\.c|sfsro-format/)'
 # Module-internal symbols (prefix__) stay inside their module.
-declare -A prefix_dir=([chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
+declare -A prefix_dir=([bstore]=blockstore [chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
 	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common)
 for p in "${!prefix_dir[@]}"; do
 	hits=$(grep -l -E "\b${p}__[a-z]" */*.[ch] 2>/dev/null | grep -v "^${prefix_dir[$p]}/" || true)
@@ -62,7 +64,7 @@ done
 # A loop runs only through common/loop.c (cfs_loop_run_until, cfs_loop_run,
 # cfs_loop_poll), which asserts on a run from inside a loop callback: no
 # nested uv_run anywhere.
-hits=$(grep -n 'uv_run(' common/*.c chord/*.c dhash/*.c sfsro-format/*.c publisher/*.c \
+hits=$(grep -n 'uv_run(' common/*.c blockstore/*.c chord/*.c dhash/*.c sfsro-format/*.c publisher/*.c \
 	cfs-fuse/*.c cfsd/*.c 2>/dev/null | grep -v -E '^common/loop\.c:' || true)
 [ -z "$hits" ] || { echo "lint: uv_run outside common/loop.c (use cfs_loop_*):"; echo "$hits"; bad=1; }
 # A function over 60 lines in the protocol and file-system code says why
@@ -78,7 +80,7 @@ B=${B:-build}
 declare -A lib_prefix=(
 	[libchord.a]='chord_' [libdhash.a]='dhash_' [libsfsro.a]='sfsro_'
 	[libcfs_common.a]='cfs_' [libcfsd.a]='cfsd_' [libcfsfuse.a]='cfsfuse_|fs__'
-	[libpublisher.a]='pub_'
+	[libpublisher.a]='pub_' [libblockstore.a]='bstore_'
 )
 # The one allocation family (STYLE: "one xmalloc family") keeps its names.
 allowed_names='^(xmalloc|xcalloc|xrealloc|xstrdup|xmemdup)$'

@@ -17,7 +17,7 @@ ceiling=$("$hashrate" "$dir/tree" 8192)
 start=$(date +%s.%N)
 "$bin/cfs-publish" --quiet --to "dir:$dir/store" "$dir/tree" >/dev/null 2>"$dir/log"
 secs=$(echo "$(date +%s.%N) - $start" | bc)
-blocks=$(( $(stat -c %s "$dir/store/index") / 64 )) # one 64-byte index record per block stored
+blocks=$("$bin/cfs-storetool" count "$dir/store") # blocks stored, the root included
 mb=$(du -sb "$dir/tree" --apparent-size | cut -f1)
 printf 'bench-publish: 1 GiB tree (768 MiB file + 2,560 x 100 KiB), 8 KiB blocks, local dir store\n'
 printf '  publish            %8.1f MB/s  %9.0f blocks/s  (%d blocks in %.2f s)\n' \

@@ -1,10 +1,14 @@
-/* dhash: the on-disk block cache (a real LevelDB database in a temp dir). */
+/* dhash: the on-disk block cache (the storage engine in a temp dir). The
+ * bound counts bytes on disk: a 1000-byte block takes ENTRY of them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockstore/blockstore.h"
 #include "dhash/dhash.h"
+
+#define ENTRY (BSTORE__ENTRY_HDR + 1000 + 16) /* header, block, its own pack's header */
 
 static char dir[64];
 static dhash_cache_t *ca;
@@ -13,7 +17,7 @@ static void setup(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-cache.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(dhash_cache_open(dir, 10000, &ca), 0);
+	cr_assert_eq(dhash_cache_open(dir, 10 * ENTRY, &ca), 0);
 }
 
 static void teardown(void)
@@ -71,7 +75,7 @@ Test(dhash_cache, get_put_and_reopen)
 	put(2); /* again: counted once */
 	cr_assert(has(1));
 	dhash_cache_close(ca);
-	cr_assert_eq(dhash_cache_open(dir, 10000, &ca), 0);
+	cr_assert_eq(dhash_cache_open(dir, 10 * ENTRY, &ca), 0);
 	dhash_cache_totals(ca, &blocks, &bytes, &evicted);
 	cr_assert_eq(blocks, 2);
 	cr_assert_eq(bytes, 2000);
@@ -86,7 +90,7 @@ Test(dhash_cache, bounded_least_recently_used_out_first)
 	for (int i = 0; i < 10; i++)
 		put(i);
 	cr_assert(has(0)); /* old enough to be made young again */
-	put(10);           /* 11 000 bytes > 10 000: the oldest goes, which is 1 */
+	put(10);           /* 11 blocks > 10: the oldest goes, which is 1 */
 	put(11);           /* ... then 2 */
 	dhash_cache_totals(ca, &blocks, &bytes, &evicted);
 	cr_assert_eq(blocks, 10);
@@ -106,7 +110,7 @@ Test(dhash_cache, a_lower_bound_at_open_shrinks)
 	for (int i = 0; i < 8; i++)
 		put(i);
 	dhash_cache_close(ca);
-	cr_assert_eq(dhash_cache_open(dir, 3000, &ca), 0);
+	cr_assert_eq(dhash_cache_open(dir, 3 * ENTRY, &ca), 0);
 	dhash_cache_totals(ca, &blocks, &bytes, &evicted);
 	cr_assert_eq(blocks, 3);
 	cr_assert_eq(bytes, 3000);
@@ -126,7 +130,7 @@ Test(dhash_cache, refuses_a_block_larger_than_the_cache)
 Test(dhash_cache, one_process_at_a_time)
 {
 	dhash_cache_t *other;
-	cr_assert_eq(dhash_cache_open(dir, 10000, &other), -EBUSY);
+	cr_assert_eq(dhash_cache_open(dir, 10 * ENTRY, &other), -EBUSY);
 }
 
 /* has: answers without reading the bytes, and without making a block young. */

@@ -75,6 +75,7 @@ SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
                 publisher/blocks.c publisher/replicas.c \
                 publisher/fsck.c
+PUB_LIB_SRCS += publisher/push.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c

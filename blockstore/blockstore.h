@@ -32,6 +32,7 @@
 #include "common/cfs.h"
 
 #define BSTORE_FORMAT_VERSION 1
+#define BSTORE_BLOCK_MAX (1u << 20) /* the largest block an entry may hold */
 
 typedef struct bstore bstore_t;
 

@@ -1,0 +1,89 @@
+/*
+ * blockstore internals: the state behind bstore_t, shared by store.c (open,
+ * reads, group commits), compact.c (compaction, cache eviction) and
+ * format.c (the byte layouts, no I/O).
+ */
+#ifndef CFS_BLOCKSTORE_INTERNAL_H
+#define CFS_BLOCKSTORE_INTERNAL_H
+
+#include <leveldb/c.h>
+#include <pthread.h>
+
+#include "blockstore/blockstore.h"
+
+#define BSTORE__PACK_HDR 16
+#define BSTORE__P_REC 'K'
+#define BSTORE__P_LEASE 'L'
+
+struct bstore__pack {
+	uint32_t num;
+	int fd;                   /* for reading, opened on first use; -1 */
+	uint64_t size;            /* bytes in the file */
+	uint64_t live;            /* bytes of the entries records name */
+	bool stuck;               /* compaction could not empty it: leave it */
+};
+
+/* A block copied forward by the compactor, repointed at the next flush. */
+struct bstore__moved {
+	struct cfs_id key;
+	uint32_t from_pack;
+	uint64_t from_off, to_off;
+	uint32_t entry_len;       /* header included */
+};
+
+struct bstore {
+	pthread_mutex_t mu;
+	struct bstore_config cfg;
+	char *dir, *db_dir, *pack_dir;
+	leveldb_t *db;
+	leveldb_options_t *opt;
+	leveldb_filterpolicy_t *bloom;
+	leveldb_readoptions_t *ro;
+	leveldb_writeoptions_t *wo;   /* synchronous in a durable store */
+	struct bstore__pack *packs;   /* in number order */
+	size_t npacks, cap_packs;
+	uint32_t nopen;               /* read descriptors open */
+	uint32_t active;              /* the pack appended to (0: none yet) */
+	int active_fd;
+	uint64_t tick;                /* cache: the youngest use */
+	int failed;                   /* a failed index write: no writes until reopened */
+	uint64_t retry_ms;
+	/* compaction */
+	uint32_t victim;
+	uint64_t scan_off;
+	struct bstore__moved *moved;
+	size_t nmoved, cap_moved;
+	uint8_t *copy_buf;
+	size_t copy_len, copy_cap;
+	struct bstore_stats st;
+};
+
+/* format.c */
+void bstore__entry_header(uint8_t out[BSTORE__ENTRY_HDR], const struct cfs_id *key, uint8_t kind,
+                          uint32_t len);
+void bstore__pack_header(uint8_t out[BSTORE__PACK_HDR], uint32_t num);
+bool bstore__pack_header_ok(const uint8_t *p, size_t len, uint32_t num);
+void bstore__rec_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key);
+void bstore__lease_key(uint8_t out[9 + CFS_ID_BYTES], uint64_t until, const struct cfs_id *key);
+
+/* store.c, for compact.c (the mutex held) */
+struct bstore__pack *bstore__pack_find(bstore_t *s, uint32_t num);
+int bstore__pack_fd(bstore_t *s, struct bstore__pack *p);
+int bstore__rec_read(bstore_t *s, const struct cfs_id *key, struct bstore__rec *ret);
+/* Append n iovecs to the active pack (a new one when it is full or
+ * absent): *ret_pack and *ret_off tell where they start. Flushed in a
+ * durable store. Nothing is appended on error. */
+int bstore__append(bstore_t *s, const struct iovec *iov, int n, uint64_t total,
+                   uint32_t *ret_pack, uint64_t *ret_off);
+/* Write a batch to the index (synchronous in a durable store). */
+int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, const char *what);
+int bstore__writable(bstore_t *s);
+void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p);
+uint64_t bstore__dead(const struct bstore__pack *p);
+
+/* compact.c */
+/* Cache: drop old packs until need more bytes fit under the bound. */
+void bstore__make_room(bstore_t *s, uint64_t need);
+void bstore__compact_free(bstore_t *s);
+
+#endif

@@ -1,0 +1,982 @@
+/*
+ * The engine: opening a store (its format, its packs, recovery after a
+ * crash), reads, and the group commit.
+ *
+ *   DIR/FORMAT                 "cfs-blockstore 1": the format's version
+ *   DIR/db/                    LevelDB: 'K' key -> record, 'L' lease key -> ""
+ *   DIR/packs/NNNNNNNN.pack    block bytes (format.c)
+ *
+ * A group commit appends every new block to the active pack, flushes it
+ * (fdatasync, durable stores), then writes every record in one LevelDB
+ * batch (synchronous, durable stores). A crash before the batch leaves
+ * unindexed bytes at a pack's tail, which the next open cuts; a record
+ * never names bytes that were not on disk first. Every process that
+ * writes starts a new pack, so it never appends after such a tail.
+ *
+ * A failed index write (a full disk, say) leaves LevelDB with a sticky
+ * error, and its log may end in a torn record: after one, the store
+ * writes nothing until it has closed and reopened the database, tried
+ * before a write at most once a second once the disk has room. Reads go
+ * on meanwhile. A failed pack append is cut back and only fails its batch.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "blockstore/internal.h"
+
+#define RETRY_MS 1000                 /* reopen attempts after a failed write, at most */
+#define ROOM_SPARE (1u << 20)         /* free space a reopen needs */
+#define PACK_MAX_DURABLE (256ull << 20)
+#define OPEN_MAX 128                  /* read descriptors kept open */
+#define FORMAT_NAME "FORMAT"
+
+/* ---------------------------------------------------------------- packs */
+
+static int pack_cmp(const void *a, const void *b)
+{
+	const struct bstore__pack *x = a, *y = b;
+	return x->num < y->num ? -1 : x->num > y->num;
+}
+
+struct bstore__pack *bstore__pack_find(bstore_t *s, uint32_t num)
+{
+	struct bstore__pack key = { .num = num };
+	return bsearch(&key, s->packs, s->npacks, sizeof(*s->packs), pack_cmp);
+}
+
+static void pack_path(const bstore_t *s, uint32_t num, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%08u.pack", s->pack_dir, num);
+}
+
+static void close_reads(bstore_t *s)
+{
+	for (size_t i = 0; i < s->npacks; i++)
+		if (s->packs[i].fd >= 0) {
+			close(s->packs[i].fd);
+			s->packs[i].fd = -1;
+		}
+	s->nopen = 0;
+}
+
+int bstore__pack_fd(bstore_t *s, struct bstore__pack *p)
+{
+	char path[PATH_MAX];
+
+	if (p->fd >= 0)
+		return p->fd;
+	if (s->nopen >= OPEN_MAX)
+		close_reads(s);
+	pack_path(s, p->num, path, sizeof(path));
+	p->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (p->fd < 0)
+		return -errno;
+	s->nopen++;
+	return p->fd;
+}
+
+uint64_t bstore__dead(const struct bstore__pack *p)
+{
+	uint64_t used = BSTORE__PACK_HDR + p->live;
+	return p->size > used ? p->size - used : 0;
+}
+
+static struct bstore__pack *pack_add(bstore_t *s, uint32_t num, uint64_t size)
+{
+	if (s->npacks == s->cap_packs) {
+		s->cap_packs = s->cap_packs ? 2 * s->cap_packs : 16;
+		s->packs = xrealloc(s->packs, s->cap_packs * sizeof(*s->packs));
+	}
+	s->packs[s->npacks++] = (struct bstore__pack){ .num = num, .fd = -1, .size = size };
+	qsort(s->packs, s->npacks, sizeof(*s->packs), pack_cmp);
+	return bstore__pack_find(s, num);
+}
+
+static int sync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p)
+{
+	char path[PATH_MAX];
+	size_t i = (size_t)(p - s->packs);
+
+	if (p->fd >= 0) {
+		close(p->fd);
+		s->nopen--;
+	}
+	pack_path(s, p->num, path, sizeof(path));
+	if (unlink(path) < 0 && errno != ENOENT)
+		log_warn("%s %s: cannot delete pack %u: %s", s->cfg.what, s->dir, p->num, strerror(errno));
+	memmove(&s->packs[i], &s->packs[i + 1], (s->npacks - i - 1) * sizeof(*s->packs));
+	s->npacks--;
+	(void)sync_dir(s->pack_dir); /* a lost unlink only leaves a pack the next open deletes */
+}
+
+/* Close the active pack: the next append starts a new one. */
+static void active_close(bstore_t *s)
+{
+	if (s->active_fd >= 0)
+		close(s->active_fd);
+	s->active_fd = -1;
+	s->active = 0;
+}
+
+/* A new pack after every other, its header written and its name flushed. */
+static int active_open(bstore_t *s)
+{
+	char path[PATH_MAX];
+	uint8_t hdr[BSTORE__PACK_HDR];
+	uint32_t num = s->npacks ? s->packs[s->npacks - 1].num + 1 : 1;
+	int r = 0;
+
+	pack_path(s, num, path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	bstore__pack_header(hdr, num);
+	if (pwrite(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr))
+		r = errno ? -errno : -EIO;
+	if (r == 0 && s->cfg.mode == BSTORE_DURABLE && (fdatasync(fd) < 0 || sync_dir(s->pack_dir) < 0))
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		unlink(path);
+		return r;
+	}
+	active_close(s);
+	s->active = num;
+	s->active_fd = fd;
+	pack_add(s, num, BSTORE__PACK_HDR);
+	return 0;
+}
+
+static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwritev(fd, iov, n > IOV_MAX ? IOV_MAX : n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (uint64_t)w;
+		for (; n > 0 && (size_t)w >= iov->iov_len; iov++, n--)
+			w -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int bstore__append(bstore_t *s, const struct iovec *iov, int n, uint64_t total, uint32_t *ret_pack,
+                   uint64_t *ret_off)
+{
+	struct bstore__pack *p = s->active ? bstore__pack_find(s, s->active) : NULL;
+	int r;
+
+	if (!p || (p->size > BSTORE__PACK_HDR && p->size + total > s->cfg.pack_max)) {
+		if ((r = active_open(s)) < 0)
+			return r;
+		p = bstore__pack_find(s, s->active);
+	}
+	struct iovec *v = xmemdup(iov, (size_t)(n ? n : 1) * sizeof(*iov));
+	r = pwritev_all(s->active_fd, v, n, p->size);
+	free(v);
+	if (r == 0 && s->cfg.mode == BSTORE_DURABLE) {
+		s->st.flushes++;
+		if (fdatasync(s->active_fd) < 0) {
+			/* What the kernel kept of a failed flush is unknown: this
+			 * pack takes no more, its tail is dead. */
+			r = -errno;
+			struct stat st;
+			if (fstat(s->active_fd, &st) == 0)
+				p->size = (uint64_t)st.st_size;
+			active_close(s);
+			return r;
+		}
+	}
+	if (r < 0) {
+		if (ftruncate(s->active_fd, (off_t)p->size) < 0)
+			active_close(s); /* cannot cut it back: never append after it */
+		return r;
+	}
+	*ret_pack = p->num;
+	*ret_off = p->size;
+	p->size += total;
+	s->st.written_bytes += total;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the index */
+
+static int db_error(bstore_t *s, char *err, const char *what)
+{
+	int r = strstr(err, "No space left") ? -ENOSPC : -EIO;
+	log_error("%s %s: %s: %s", s->cfg.what, s->dir, what, err);
+	leveldb_free(err);
+	return r;
+}
+
+static bool room_for_reopen(const char *dir)
+{
+	uint64_t need = ROOM_SPARE;
+	struct statvfs vfs;
+	DIR *d = opendir(dir);
+
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			struct stat st;
+			if (n > 4 && !strcmp(e->d_name + n - 4, ".log") && fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+				need += (uint64_t)st.st_size;
+		}
+		closedir(d);
+	}
+	return statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize >= need;
+}
+
+static int db_open(bstore_t *s);
+
+int bstore__writable(bstore_t *s)
+{
+	uint64_t now = cfs_now_ms();
+
+	if (!s->failed)
+		return 0;
+	if (now < s->retry_ms || !room_for_reopen(s->db_dir))
+		return s->failed;
+	s->retry_ms = now + RETRY_MS;
+	if (s->db)
+		leveldb_close(s->db);
+	s->db = NULL;
+	if (db_open(s) < 0)
+		return s->failed;
+	log_info("%s %s: writable again after '%s' (%lu blocks, %lu bytes)", s->cfg.what, s->dir,
+	         strerror(-s->failed), (unsigned long)s->st.blocks, (unsigned long)s->st.live_bytes);
+	s->failed = 0;
+	s->st.recoveries++;
+	return 0;
+}
+
+int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, const char *what)
+{
+	char *err = NULL;
+
+	leveldb_write(s->db, s->wo, b, &err);
+	if (!err)
+		return 0;
+	int r = db_error(s, err, what);
+	if (!s->failed)
+		log_warn("%s %s: writes refused until its index reopens (tried every %u ms once the "
+		         "disk has room)", s->cfg.what, s->dir, RETRY_MS);
+	s->failed = r;
+	s->retry_ms = cfs_now_ms() + RETRY_MS;
+	return r;
+}
+
+int bstore__rec_read(bstore_t *s, const struct cfs_id *key, struct bstore__rec *ret)
+{
+	uint8_t k[1 + CFS_ID_BYTES];
+	char *err = NULL;
+	size_t vl;
+
+	if (!s->db)
+		return -EIO;
+	bstore__rec_key(k, key);
+	char *v = leveldb_get(s->db, s->ro, (const char *)k, sizeof(k), &vl, &err);
+	if (err)
+		return db_error(s, err, "read");
+	if (!v)
+		return -ENOENT;
+	int r = bstore__rec_decode((const uint8_t *)v, vl, ret);
+	leveldb_free(v);
+	if (r < 0) {
+		s->st.damaged++;
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ opening */
+
+/* The records at open: count what is live in each pack; a record naming
+ * bytes its pack does not have is dropped (after a crash that lost them,
+ * or a pack cut short by hand). */
+static int count_live(bstore_t *s)
+{
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	leveldb_writebatch_t *drop = leveldb_writebatch_create();
+	uint8_t lo = BSTORE__P_REC;
+	uint64_t dropped = 0;
+	int r = 0;
+
+	memset(&s->st, 0, offsetof(struct bstore_stats, commits));
+	for (size_t i = 0; i < s->npacks; i++)
+		s->packs[i].live = 0;
+	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
+		struct bstore__rec rec;
+		if (kl < 1 || k[0] != BSTORE__P_REC)
+			break;
+		struct bstore__pack *p = NULL;
+		bool ok = kl == 1 + CFS_ID_BYTES && bstore__rec_decode(v, vl, &rec) == 0 &&
+		          (p = bstore__pack_find(s, rec.pack)) &&
+		          rec.off + BSTORE__ENTRY_HDR + rec.meta.len <= p->size;
+		if (!ok) {
+			leveldb_writebatch_delete(drop, (const char *)k, kl);
+			if (kl == 1 + CFS_ID_BYTES && bstore__rec_decode(v, vl, &rec) == 0 && rec.meta.lease_until) {
+				uint8_t lk[9 + CFS_ID_BYTES];
+				struct cfs_id id;
+				memcpy(id.b, k + 1, CFS_ID_BYTES);
+				bstore__lease_key(lk, rec.meta.lease_until, &id);
+				leveldb_writebatch_delete(drop, (const char *)lk, sizeof(lk));
+			}
+			dropped++;
+			continue;
+		}
+		p->live += BSTORE__ENTRY_HDR + rec.meta.len;
+		s->st.blocks++;
+		s->st.live_bytes += rec.meta.len;
+		if (rec.tick > s->tick)
+			s->tick = rec.tick;
+	}
+	leveldb_iter_destroy(it);
+	if (dropped) {
+		log_warn("%s %s: dropped %lu index records naming bytes past their pack's end",
+		         s->cfg.what, s->dir, (unsigned long)dropped);
+		r = bstore__index_write(s, drop, "drop records");
+	}
+	leveldb_writebatch_destroy(drop);
+	s->st.records_dropped += dropped;
+	return r;
+}
+
+/* The end of the last entry a record names in each pack: beyond it are
+ * the unindexed bytes of an interrupted commit (or dead ones): cut them;
+ * a pack no record names is deleted. */
+static void cut_tails(bstore_t *s)
+{
+	uint64_t *end = xcalloc(s->npacks ? s->npacks : 1, sizeof(*end)), cut = 0, packs = 0;
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	uint8_t lo = BSTORE__P_REC;
+
+	for (leveldb_iter_seek(it, (const char *)&lo, 1); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
+		struct bstore__rec rec;
+		if (kl < 1 || k[0] != BSTORE__P_REC)
+			break;
+		struct bstore__pack *p;
+		if (bstore__rec_decode(v, vl, &rec) == 0 && (p = bstore__pack_find(s, rec.pack))) {
+			uint64_t e = rec.off + BSTORE__ENTRY_HDR + rec.meta.len;
+			size_t i = (size_t)(p - s->packs);
+			end[i] = e > end[i] ? e : end[i];
+		}
+	}
+	leveldb_iter_destroy(it);
+	for (size_t i = s->npacks; i-- > 0;) {
+		struct bstore__pack *p = &s->packs[i];
+		char path[PATH_MAX];
+		if (end[i] >= p->size)
+			continue;
+		cut += p->size - (end[i] ? end[i] : 0);
+		packs++;
+		if (end[i] == 0) {
+			bstore__pack_unlink(s, p);
+			continue;
+		}
+		pack_path(s, p->num, path, sizeof(path));
+		if (truncate(path, (off_t)end[i]) == 0)
+			p->size = end[i];
+	}
+	free(end);
+	if (packs)
+		log_warn("%s %s: cut %lu bytes of torn or unindexed pack tails (%lu packs)", s->cfg.what,
+		         s->dir, (unsigned long)cut, (unsigned long)packs);
+	s->st.torn_cut += cut;
+}
+
+static int scan_packs(bstore_t *s)
+{
+	DIR *d = opendir(s->pack_dir);
+	struct dirent *e;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		unsigned num;
+		char tail;
+		struct stat st;
+		if (sscanf(e->d_name, "%8u.pac%c", &num, &tail) != 2 || tail != 'k' || num == 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+			continue;
+		pack_add(s, num, (uint64_t)st.st_size);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int db_open(bstore_t *s)
+{
+	char *err = NULL;
+
+	s->db = leveldb_open(s->opt, s->db_dir, &err);
+	if (err) {
+		s->db = NULL;
+		if (strstr(err, "lock")) {
+			log_error("%s %s is in use by another process: %s", s->cfg.what, s->dir, err);
+			leveldb_free(err);
+			return -EBUSY;
+		}
+		return db_error(s, err, "cannot open its index");
+	}
+	return count_live(s);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* An old cache (blocks inside LevelDB) is only discarded. */
+static void discard_old_cache(bstore_t *s)
+{
+	DIR *d = opendir(s->dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strcmp(e->d_name, "CURRENT") || !strcmp(e->d_name, "LOCK") ||
+		    !strncmp(e->d_name, "LOG", 3) || !strncmp(e->d_name, "MANIFEST-", 9) ||
+		    strstr(e->d_name, ".ldb") || strstr(e->d_name, ".log"))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+	log_info("%s %s: discarded a cache of the earlier format", s->cfg.what, s->dir);
+}
+
+/* The directory's format: 0 (ours, or new), or -EPROTO, logged with what
+ * to do. */
+static int check_format(bstore_t *s)
+{
+	char path[PATH_MAX], buf[64] = "";
+	unsigned v = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", s->dir, FORMAT_NAME);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = 0;
+		fclose(f);
+		if (sscanf(buf, "cfs-blockstore %u", &v) == 1 && v == BSTORE_FORMAT_VERSION)
+			return 0;
+		log_error("%s %s has format '%.*s'; this program reads cfs-blockstore %u. Use the "
+		          "program that wrote it, or move the directory aside (docs/OPERATIONS.md, "
+		          "\"Data directory formats\")", s->cfg.what, s->dir, (int)strcspn(buf, "\n"), buf,
+		          BSTORE_FORMAT_VERSION);
+		return -EPROTO;
+	}
+	bool old_db = exists(s->dir, "CURRENT"), old_dir = exists(s->dir, "index");
+	if (old_db && s->cfg.mode == BSTORE_CACHE) {
+		discard_old_cache(s);
+		old_db = false;
+	}
+	if (old_db || old_dir) {
+		log_error("%s %s holds the format of CFS before the pack engine (%s); this program "
+		          "cannot read it. Move it aside and start with an empty directory: a server's "
+		          "replicas come back from the ring, a dir: store is published again "
+		          "(docs/OPERATIONS.md, \"Data directory formats\")", s->cfg.what, s->dir,
+		          old_db ? "blocks inside LevelDB" : "a 64-byte record index file");
+		return -EPROTO;
+	}
+	snprintf(buf, sizeof(buf), "cfs-blockstore %u\n", BSTORE_FORMAT_VERSION);
+	return cfs_write_file_atomic(path, buf, strlen(buf), 0644);
+}
+
+static void config_defaults(struct bstore_config *c)
+{
+	if (!c->what)
+		c->what = c->mode == BSTORE_CACHE ? "block cache" : "block store";
+	if (!c->compact_live_pct)
+		c->compact_live_pct = 50;
+	if (!c->pack_max && c->mode == BSTORE_CACHE) {
+		uint64_t p = c->cap_bytes / 8;
+		c->pack_max = p < (256u << 10) ? (256u << 10) : p > (64u << 20) ? (64u << 20) : p;
+	}
+	if (!c->pack_max)
+		c->pack_max = PACK_MAX_DURABLE;
+	if (c->mode == BSTORE_CACHE)
+		c->no_lease_index = true;
+}
+
+int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret)
+{
+	bstore_t *s = xcalloc(1, sizeof(*s));
+	char path[PATH_MAX];
+	int r;
+
+	pthread_mutex_init(&s->mu, NULL);
+	s->cfg = *cfg;
+	config_defaults(&s->cfg);
+	s->dir = xstrdup(dir);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	s->db_dir = xstrdup(path);
+	snprintf(path, sizeof(path), "%s/packs", dir);
+	s->pack_dir = xstrdup(path);
+	s->active_fd = -1;
+	s->opt = leveldb_options_create();
+	s->bloom = leveldb_filterpolicy_create_bloom(10); /* most lookups of a cache miss */
+	leveldb_options_set_filter_policy(s->opt, s->bloom);
+	leveldb_options_set_create_if_missing(s->opt, 1);
+	s->ro = leveldb_readoptions_create();
+	s->wo = leveldb_writeoptions_create();
+	leveldb_writeoptions_set_sync(s->wo, s->cfg.mode == BSTORE_DURABLE);
+	if ((r = cfs_mkdir_p(dir, 0700)) < 0 || (r = check_format(s)) < 0 ||
+	    (r = cfs_mkdir_p(s->db_dir, 0700)) < 0 || (r = cfs_mkdir_p(s->pack_dir, 0700)) < 0 ||
+	    (r = scan_packs(s)) < 0 || (r = db_open(s)) < 0) {
+		if (r == -1)
+			r = -errno;
+		bstore_close(s);
+		return r;
+	}
+	cut_tails(s);
+	if (s->cfg.mode == BSTORE_CACHE)
+		bstore__make_room(s, 0); /* the bound may have been lowered since */
+	*ret = s;
+	return 0;
+}
+
+void bstore_close(bstore_t *s)
+{
+	if (!s)
+		return;
+	bstore__compact_free(s);
+	active_close(s);
+	close_reads(s);
+	if (s->db)
+		leveldb_close(s->db);
+	leveldb_readoptions_destroy(s->ro);
+	leveldb_writeoptions_destroy(s->wo);
+	leveldb_options_destroy(s->opt);
+	leveldb_filterpolicy_destroy(s->bloom);
+	pthread_mutex_destroy(&s->mu);
+	free(s->packs);
+	free(s->dir);
+	free(s->db_dir);
+	free(s->pack_dir);
+	free(s);
+}
+
+const char *bstore_dir(const bstore_t *s)
+{
+	return s->dir;
+}
+
+/* ------------------------------------------------------------ reads */
+
+static bool aged(const bstore_t *s, uint64_t tick)
+{
+	return s->tick - tick > s->st.blocks / 4;
+}
+
+/* A cache block used: it becomes young again once it has aged past the
+ * youngest quarter (CLOCK-like: hot blocks cost no writes). */
+static void touch(bstore_t *s, const struct cfs_id *key, struct bstore__rec *rec)
+{
+	uint8_t k[1 + CFS_ID_BYTES], v[BSTORE__REC_BYTES];
+
+	if (s->cfg.mode != BSTORE_CACHE || !aged(s, rec->tick) || s->failed)
+		return;
+	rec->tick = ++s->tick;
+	bstore__rec_key(k, key);
+	bstore__rec_encode(v, rec);
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
+	(void)bstore__index_write(s, b, "mark used");
+	leveldb_writebatch_destroy(b);
+}
+
+static int read_entry(bstore_t *s, const struct cfs_id *key, const struct bstore__rec *rec, uint8_t **data)
+{
+	struct bstore__pack *p = bstore__pack_find(s, rec->pack);
+	size_t n = BSTORE__ENTRY_HDR + rec->meta.len;
+	struct cfs_id k;
+	uint8_t kind;
+	uint32_t len;
+	int fd;
+
+	if (!p)
+		return -EUCLEAN;
+	if ((fd = bstore__pack_fd(s, p)) < 0)
+		return fd;
+	uint8_t *buf = xmalloc(n);
+	ssize_t got = pread(fd, buf, n, (off_t)rec->off);
+	if (got < 0) {
+		int r = -errno;
+		free(buf);
+		return r;
+	}
+	if ((size_t)got != n || bstore__entry_parse(buf, n, &k, &kind, &len) != 1 ||
+	    !cfs_id_eq(&k, key) || len != rec->meta.len) {
+		free(buf);
+		s->st.damaged++;
+		log_warn("%s %s: the entry of %s in pack %u at %lu is damaged", s->cfg.what, s->dir,
+		         cfs_id_short(key, (char[9]){ 0 }), rec->pack, (unsigned long)rec->off);
+		return -EUCLEAN;
+	}
+	memmove(buf, buf + BSTORE__ENTRY_HDR, len);
+	*data = buf;
+	return 0;
+}
+
+int bstore_get(bstore_t *s, const struct cfs_id *key, struct bstore_meta *meta, uint8_t **data)
+{
+	struct bstore__rec rec;
+
+	pthread_mutex_lock(&s->mu);
+	int r = bstore__rec_read(s, key, &rec);
+	if (r == 0 && data)
+		r = read_entry(s, key, &rec, data);
+	if (r == 0) {
+		*meta = rec.meta;
+		touch(s, key, &rec);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+bool bstore_has(bstore_t *s, const struct cfs_id *key)
+{
+	struct bstore__rec rec;
+
+	pthread_mutex_lock(&s->mu);
+	bool r = bstore__rec_read(s, key, &rec) == 0;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+/* ------------------------------------------------------------ writes */
+
+static void batch_lease(bstore_t *s, leveldb_writebatch_t *b, const struct cfs_id *key,
+                        const struct bstore_meta *old, const struct bstore_meta *nw)
+{
+	uint8_t lk[9 + CFS_ID_BYTES];
+
+	if (s->cfg.no_lease_index)
+		return;
+	if (old && old->lease_until && (!nw || nw->lease_until != old->lease_until)) {
+		bstore__lease_key(lk, old->lease_until, key);
+		leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
+	}
+	if (nw && nw->lease_until && (!old || nw->lease_until != old->lease_until)) {
+		bstore__lease_key(lk, nw->lease_until, key);
+		leveldb_writebatch_put(b, (const char *)lk, sizeof(lk), "", 0);
+	}
+}
+
+struct plan {
+	struct bstore__rec cur, nw;
+	bool has_cur, skip;
+	uint8_t hdr[BSTORE__ENTRY_HDR];
+};
+
+/* Read what each op replaces; an op a later one of the batch overrides is
+ * skipped. 0 or a read error for the batch. */
+static int plan_ops(bstore_t *s, struct bstore_op *ops, size_t n, struct plan *pl, uint64_t *ret_bytes)
+{
+	struct cfs_idmap last = { 0 };
+
+	cfs_htab_init(&last.t, CFS_ID_BYTES, sizeof(uint32_t));
+	for (size_t i = 0; i < n; i++)
+		cfs_idmap_put(&last, &ops[i].key, (uint32_t)i);
+	*ret_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct bstore_op *o = &ops[i];
+		uint32_t li;
+		o->status = 0;
+		pl[i].skip = cfs_idmap_get(&last, &o->key, &li) && li != i;
+		if (pl[i].skip)
+			continue;
+		int r = bstore__rec_read(s, &o->key, &pl[i].cur);
+		if (r < 0 && r != -ENOENT && r != -EUCLEAN) {
+			cfs_idmap_free(&last);
+			return r;
+		}
+		pl[i].has_cur = r == 0;
+		if (r == -EUCLEAN)
+			memset(&pl[i].cur, 0, sizeof(pl[i].cur)); /* a damaged record: a PUT or DEL replaces it */
+		if (o->type == BSTORE_PUT) {
+			if (o->meta.len > BSTORE_BLOCK_MAX) {
+				o->status = -EFBIG;
+				pl[i].skip = true;
+				continue;
+			}
+			bstore__entry_header(pl[i].hdr, &o->key, o->meta.kind, o->meta.len);
+			*ret_bytes += BSTORE__ENTRY_HDR + o->meta.len;
+		} else if (r == -ENOENT || (r == -EUCLEAN && o->type == BSTORE_SET)) {
+			o->status = -ENOENT;
+			pl[i].skip = true;
+		}
+	}
+	cfs_idmap_free(&last);
+	return 0;
+}
+
+static void account(bstore_t *s, const struct bstore_op *o, const struct plan *pl)
+{
+	if (pl->has_cur && o->type != BSTORE_SET) {
+		struct bstore__pack *p = bstore__pack_find(s, pl->cur.pack);
+		uint64_t e = BSTORE__ENTRY_HDR + pl->cur.meta.len;
+		if (p)
+			p->live -= e < p->live ? e : p->live;
+		s->st.blocks--;
+		s->st.live_bytes -= pl->cur.meta.len;
+	}
+	if (o->type == BSTORE_PUT) {
+		struct bstore__pack *p = bstore__pack_find(s, pl->nw.pack);
+		if (p)
+			p->live += BSTORE__ENTRY_HDR + o->meta.len;
+		s->st.blocks++;
+		s->st.live_bytes += o->meta.len;
+	}
+}
+
+/* The group commit (top of the file): bytes first, then one index batch. */
+static int commit(bstore_t *s, struct bstore_op *ops, size_t n, struct plan *pl, uint64_t bytes)
+{
+	struct iovec *iov = xmalloc((2 * n + 1) * sizeof(*iov));
+	uint8_t k[1 + CFS_ID_BYTES], v[BSTORE__REC_BYTES];
+	uint32_t pack = 0;
+	uint64_t off = 0;
+	int niov = 0, r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!pl[i].skip && ops[i].type == BSTORE_PUT) {
+			iov[niov++] = (struct iovec){ pl[i].hdr, BSTORE__ENTRY_HDR };
+			iov[niov++] = (struct iovec){ (void *)ops[i].data, ops[i].meta.len };
+		}
+	if (bytes)
+		r = bstore__append(s, iov, niov, bytes, &pack, &off);
+	free(iov);
+	if (r < 0)
+		return r;
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	for (size_t i = 0; i < n; i++) {
+		struct bstore_op *o = &ops[i];
+		struct plan *p = &pl[i];
+		if (p->skip)
+			continue;
+		bstore__rec_key(k, &o->key);
+		if (o->type == BSTORE_DEL) {
+			leveldb_writebatch_delete(b, (const char *)k, sizeof(k));
+			batch_lease(s, b, &o->key, &p->cur.meta, NULL);
+			continue;
+		}
+		p->nw = p->cur;
+		if (o->type == BSTORE_PUT) {
+			p->nw.pack = pack;
+			p->nw.off = off;
+			off += BSTORE__ENTRY_HDR + o->meta.len;
+			p->nw.tick = ++s->tick;
+		}
+		uint32_t len = p->nw.meta.len;
+		p->nw.meta = o->meta;
+		if (o->type == BSTORE_SET)
+			p->nw.meta.len = len;
+		bstore__rec_encode(v, &p->nw);
+		leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
+		batch_lease(s, b, &o->key, p->has_cur ? &p->cur.meta : NULL, &p->nw.meta);
+	}
+	r = bstore__index_write(s, b, "write");
+	leveldb_writebatch_destroy(b);
+	if (r < 0)
+		return r; /* the appended bytes are dead: the next open cuts them */
+	for (size_t i = 0; i < n; i++)
+		if (!pl[i].skip)
+			account(s, &ops[i], &pl[i]);
+	return 0;
+}
+
+int bstore_apply(bstore_t *s, struct bstore_op *ops, size_t n)
+{
+	struct plan *pl = xcalloc(n ? n : 1, sizeof(*pl));
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&s->mu);
+	int r = bstore__writable(s);
+	if (r == 0)
+		r = plan_ops(s, ops, n, pl, &bytes);
+	if (r == 0 && s->cfg.mode == BSTORE_CACHE && bytes)
+		bstore__make_room(s, bytes);
+	if (r == 0)
+		r = commit(s, ops, n, pl, bytes);
+	if (r < 0)
+		for (size_t i = 0; i < n; i++)
+			if (!pl[i].skip || ops[i].status == 0)
+				ops[i].status = r;
+	if (r == 0)
+		s->st.commits++;
+	pthread_mutex_unlock(&s->mu);
+	free(pl);
+	return r;
+}
+
+/* ------------------------------------------------------------ iteration */
+
+/* Is the iterator on a record? Then *id is its key and *rec its value. */
+static bool iter_rec(leveldb_iterator_t *it, struct cfs_id *id, struct bstore__rec *rec)
+{
+	size_t kl, vl;
+	const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+
+	if (kl != 1 + CFS_ID_BYTES || k[0] != BSTORE__P_REC)
+		return false;
+	memcpy(id->b, k + 1, CFS_ID_BYTES);
+	const uint8_t *v = (const uint8_t *)leveldb_iter_value(it, &vl);
+	if (bstore__rec_decode(v, vl, rec) < 0)
+		memset(rec, 0, sizeof(*rec));
+	return true;
+}
+
+int bstore_scan(bstore_t *s, const struct cfs_id *from, const struct cfs_id *to, struct cfs_id *keys,
+                struct bstore_meta *metas, uint32_t max, uint32_t *ret_n)
+{
+	uint8_t k0[1 + CFS_ID_BYTES];
+	uint32_t n = 0;
+
+	*ret_n = 0;
+	pthread_mutex_lock(&s->mu);
+	if (!s->db) {
+		pthread_mutex_unlock(&s->mu);
+		return -EIO;
+	}
+	bool wraps = cfs_id_cmp(from, to) >= 0; /* (from, to]: one pass, or two */
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	for (int pass = 0; pass < (wraps ? 2 : 1) && n < max; pass++) {
+		bstore__rec_key(k0, pass == 0 ? from : &(struct cfs_id){ { 0 } });
+		leveldb_iter_seek(it, (const char *)k0, sizeof(k0));
+		struct cfs_id id;
+		struct bstore__rec rec;
+		for (; leveldb_iter_valid(it) && n < max && iter_rec(it, &id, &rec); leveldb_iter_next(it)) {
+			if (!cfs_id_in_oc(&id, from, to)) {
+				if (pass == 0 && cfs_id_eq(&id, from))
+					continue; /* the open end */
+				break;
+			}
+			if (metas)
+				metas[n] = rec.meta;
+			keys[n++] = id;
+		}
+	}
+	leveldb_iter_destroy(it);
+	pthread_mutex_unlock(&s->mu);
+	*ret_n = n;
+	return 0;
+}
+
+uint32_t bstore_list(bstore_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                     struct bstore_meta *metas, uint32_t max, bool *ret_more)
+{
+	uint8_t k0[1 + CFS_ID_BYTES];
+	uint32_t n = 0;
+	struct cfs_id id;
+	struct bstore__rec rec;
+
+	*ret_more = false;
+	pthread_mutex_lock(&s->mu);
+	if (!s->db) {
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	bstore__rec_key(k0, after ? after : &(struct cfs_id){ { 0 } });
+	leveldb_iter_seek(it, (const char *)k0, sizeof(k0));
+	for (; leveldb_iter_valid(it) && iter_rec(it, &id, &rec); leveldb_iter_next(it)) {
+		if (after && cfs_id_eq(&id, after))
+			continue;
+		if (n == max) {
+			*ret_more = true;
+			break;
+		}
+		if (metas)
+			metas[n] = rec.meta;
+		keys[n++] = id;
+	}
+	leveldb_iter_destroy(it);
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+uint64_t bstore_expiring(bstore_t *s, uint64_t until, struct cfs_id *keys, uint64_t *ends, uint64_t max)
+{
+	uint8_t lo[9];
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->db) {
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
+	lo[0] = BSTORE__P_LEASE;
+	cfs_put_be64(lo + 1, 0);
+	leveldb_iterator_t *it = leveldb_create_iterator(s->db, s->ro);
+	for (leveldb_iter_seek(it, (const char *)lo, sizeof(lo)); leveldb_iter_valid(it) && n < max;
+	     leveldb_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = (const uint8_t *)leveldb_iter_key(it, &kl);
+		if (kl != 9 + CFS_ID_BYTES || k[0] != BSTORE__P_LEASE || cfs_get_be64(k + 1) > until)
+			break;
+		if (keys)
+			memcpy(keys[n].b, k + 9, CFS_ID_BYTES);
+		if (ends)
+			ends[n] = cfs_get_be64(k + 1);
+		n++;
+	}
+	leveldb_iter_destroy(it);
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+void bstore_stats(bstore_t *s, struct bstore_stats *ret)
+{
+	pthread_mutex_lock(&s->mu);
+	*ret = s->st;
+	ret->disk_bytes = ret->dead_bytes = 0;
+	ret->packs = (uint32_t)s->npacks;
+	for (size_t i = 0; i < s->npacks; i++) {
+		ret->disk_bytes += s->packs[i].size;
+		ret->dead_bytes += bstore__dead(&s->packs[i]);
+	}
+	ret->failed = s->failed != 0;
+	ret->compacting_pack = s->victim;
+	if (s->victim) {
+		struct bstore__pack *p = bstore__pack_find(s, s->victim);
+		ret->compacting_done = s->scan_off;
+		ret->compacting_size = p ? p->size : 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+}

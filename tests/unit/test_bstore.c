@@ -1,0 +1,410 @@
+/* blockstore: the engine on a real directory (packs and a LevelDB index). */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blockstore/internal.h"
+
+static char dir[64];
+static bstore_t *bs;
+static const struct bstore_config durable = { .mode = BSTORE_DURABLE, .pack_max = 64 << 10 };
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-bstore.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cfs_log_set_level(CFS_LOG_ERROR);
+	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	bstore_close(bs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(bstore, .init = setup, .fini = teardown);
+
+/* Block i: 1000 + i bytes, its key their hash. */
+static uint8_t *block(int i, struct cfs_id *key, uint32_t *len)
+{
+	*len = 1000 + (uint32_t)i;
+	uint8_t *p = xmalloc(*len);
+	for (uint32_t j = 0; j < *len; j++)
+		p[j] = (uint8_t)(i * 31 + j);
+	cfs_hash(key, p, *len);
+	return p;
+}
+
+static int put_range(bstore_t *s, int lo, int hi, uint64_t lease)
+{
+	int n = hi - lo, r;
+	struct bstore_op *ops = xcalloc((size_t)n, sizeof(*ops));
+	uint8_t **data = xcalloc((size_t)n, sizeof(*data));
+
+	for (int i = 0; i < n; i++) {
+		ops[i].type = BSTORE_PUT;
+		data[i] = block(lo + i, &ops[i].key, &ops[i].meta.len);
+		ops[i].data = data[i];
+		ops[i].meta.kind = 1;
+		ops[i].meta.lease_until = lease;
+	}
+	r = bstore_apply(s, ops, (size_t)n);
+	for (int i = 0; i < n; i++)
+		free(data[i]);
+	free(data);
+	free(ops);
+	return r;
+}
+
+static void del_range(bstore_t *s, int lo, int hi)
+{
+	for (int i = lo; i < hi; i++) {
+		struct bstore_op op = { .type = BSTORE_DEL };
+		uint32_t len;
+		free(block(i, &op.key, &len));
+		cr_assert_eq(bstore_apply(s, &op, 1), 0);
+		cr_assert_eq(op.status, 0);
+	}
+}
+
+/* Every block in [lo, hi) reads back whole, or none does (present). */
+static void expect_range(bstore_t *s, int lo, int hi, bool present)
+{
+	for (int i = lo; i < hi; i++) {
+		struct cfs_id key;
+		uint32_t len;
+		uint8_t *want = block(i, &key, &len), *got = NULL;
+		struct bstore_meta m;
+		int r = bstore_get(s, &key, &m, &got);
+		if (present) {
+			cr_assert_eq(r, 0, "block %d: %d", i, r);
+			cr_assert_eq(m.len, len);
+			cr_assert_eq(memcmp(got, want, len), 0, "block %d differs", i);
+		} else {
+			cr_assert_eq(r, -ENOENT, "block %d: %d", i, r);
+		}
+		free(got);
+		free(want);
+	}
+}
+
+static void reopen(const struct bstore_config *c)
+{
+	bstore_close(bs);
+	cr_assert_eq(bstore_open(dir, c, &bs), 0);
+}
+
+static char *pack_file(uint32_t num)
+{
+	static char p[128];
+	snprintf(p, sizeof(p), "%s/packs/%08u.pack", dir, num);
+	return p;
+}
+
+Test(bstore, put_get_and_reopen)
+{
+	struct bstore_stats st;
+
+	cr_assert_eq(put_range(bs, 0, 10, 100), 0);
+	expect_range(bs, 0, 10, true);
+	reopen(&durable);
+	expect_range(bs, 0, 10, true);
+	expect_range(bs, 10, 12, false);
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.blocks, 10);
+	cr_assert_eq(st.live_bytes, 10 * 1000 + 45);
+	cr_assert_eq(st.dead_bytes, 0);
+	/* each block's bytes are in a pack, not in the index */
+	cr_assert_geq(st.disk_bytes, st.live_bytes);
+}
+
+Test(bstore, set_and_del_and_replace)
+{
+	struct bstore_op op = { .type = BSTORE_SET };
+	struct bstore_meta m;
+	struct bstore_stats st;
+	uint32_t len;
+
+	cr_assert_eq(put_range(bs, 0, 3, 100), 0);
+	free(block(1, &op.key, &len));
+	op.meta.kind = 1;
+	op.meta.lease_until = 500;
+	op.meta.seq = 7;
+	cr_assert_eq(bstore_apply(bs, &op, 1), 0);
+	cr_assert_eq(bstore_get(bs, &op.key, &m, NULL), 0);
+	cr_assert_eq(m.lease_until, 500);
+	cr_assert_eq(m.seq, 7);
+	cr_assert_eq(m.len, len, "a SET keeps the bytes");
+	expect_range(bs, 1, 2, true);
+	/* a SET of an absent key is refused alone */
+	struct bstore_op miss[2] = { { .type = BSTORE_SET }, { .type = BSTORE_DEL } };
+	miss[0].key.b[0] = 0xee;
+	miss[1].key = op.key;
+	cr_assert_eq(bstore_apply(bs, miss, 2), 0);
+	cr_assert_eq(miss[0].status, -ENOENT);
+	cr_assert_eq(miss[1].status, 0);
+	expect_range(bs, 1, 2, false);
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.blocks, 2);
+	cr_assert_eq(st.dead_bytes, BSTORE__ENTRY_HDR + 1001);
+	/* a PUT of a present key replaces it: the old bytes are dead */
+	cr_assert_eq(put_range(bs, 0, 1, 100), 0);
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.blocks, 2);
+	cr_assert_eq(st.dead_bytes, 2 * BSTORE__ENTRY_HDR + 1001 + 1000);
+}
+
+Test(bstore, leases_are_indexed_in_order)
+{
+	struct cfs_id keys[8];
+	uint64_t ends[8];
+
+	cr_assert_eq(put_range(bs, 0, 2, 300), 0);
+	cr_assert_eq(put_range(bs, 2, 4, 100), 0);
+	cr_assert_eq(put_range(bs, 4, 5, 200), 0);
+	cr_assert_eq(bstore_expiring(bs, 150, NULL, NULL, 8), 2);
+	cr_assert_eq(bstore_expiring(bs, 1000, keys, ends, 8), 5);
+	cr_assert_eq(ends[0], 100);
+	cr_assert_eq(ends[2], 200);
+	cr_assert_eq(ends[4], 300);
+	/* a SET moves a key's lease entry */
+	struct bstore_op op = { .type = BSTORE_SET, .key = keys[0] };
+	op.meta.lease_until = 400;
+	cr_assert_eq(bstore_apply(bs, &op, 1), 0);
+	cr_assert_eq(bstore_expiring(bs, 150, NULL, NULL, 8), 1);
+	cr_assert_eq(bstore_expiring(bs, 1000, NULL, NULL, 8), 5);
+}
+
+Test(bstore, scan_and_list_in_key_order)
+{
+	struct cfs_id keys[64], lo = { { 0 } }, hi;
+	struct bstore_meta metas[64];
+	uint32_t n;
+	bool more;
+
+	memset(hi.b, 0xff, sizeof(hi.b));
+	cr_assert_eq(put_range(bs, 0, 20, 100), 0);
+	cr_assert_eq(bstore_scan(bs, &lo, &hi, keys, metas, 64, &n), 0);
+	cr_assert_eq(n, 20);
+	for (uint32_t i = 1; i < n; i++)
+		cr_assert_lt(cfs_id_cmp(&keys[i - 1], &keys[i]), 0);
+	cr_assert_geq(metas[0].len, 1000);
+	/* (keys[15], keys[4]] wraps: keys 16..19 then 0..4 */
+	struct cfs_id from = keys[15], to = keys[4], all[20];
+	memcpy(all, keys, sizeof(all));
+	cr_assert_eq(bstore_scan(bs, &from, &to, keys, NULL, 64, &n), 0);
+	cr_assert_eq(n, 9);
+	cr_assert(cfs_id_eq(&keys[0], &all[16]));
+	cr_assert(cfs_id_eq(&keys[8], &all[4]));
+	cr_assert_eq(bstore_list(bs, NULL, keys, NULL, 8, &more), 8);
+	cr_assert(more);
+	cr_assert_eq(bstore_list(bs, &keys[7], keys, NULL, 64, &more), 12);
+	cr_assert(!more);
+}
+
+Test(bstore, compaction_reclaims_dead_bytes_and_keeps_live_ones)
+{
+	struct bstore_stats before, after;
+
+	/* 64 KiB packs: 200 blocks fill a few */
+	cr_assert_eq(put_range(bs, 0, 100, 100), 0);
+	cr_assert_eq(put_range(bs, 100, 200, 100), 0);
+	for (int i = 0; i < 200; i += 50)
+		cr_assert_eq(put_range(bs, 200 + i, 250 + i, 100), 0);
+	del_range(bs, 0, 180); /* the first packs are mostly dead */
+	bstore_stats(bs, &before);
+	cr_assert_gt(before.dead_bytes, 150000);
+	int steps = 0;
+	while (bstore_compact_step(bs, 32 << 10) && steps < 1000)
+		steps++;
+	cr_assert_lt(steps, 1000);
+	bstore_stats(bs, &after);
+	cr_assert_gt(after.compactions, 0);
+	cr_assert_lt(after.dead_bytes, before.dead_bytes / 4, "dead %lu -> %lu",
+	             (unsigned long)before.dead_bytes, (unsigned long)after.dead_bytes);
+	cr_assert_lt(after.disk_bytes, before.disk_bytes);
+	cr_assert_eq(after.blocks, 220);
+	expect_range(bs, 180, 400, true);
+	expect_range(bs, 0, 180, false);
+	reopen(&durable);
+	expect_range(bs, 180, 400, true);
+	bstore_stats(bs, &after);
+	cr_assert_eq(after.blocks, 220);
+}
+
+Test(bstore, compaction_leaves_a_block_replaced_meanwhile)
+{
+	struct bstore_stats st;
+
+	cr_assert_eq(put_range(bs, 0, 60, 100), 0);
+	cr_assert_eq(put_range(bs, 60, 120, 100), 0); /* a second pack: the first is not active */
+	del_range(bs, 0, 50);
+	cr_assert(bstore_compact_step(bs, 4000)); /* a little of the first pack */
+	cr_assert_eq(put_range(bs, 55, 60, 900), 0); /* replaced while the pack is read */
+	while (bstore_compact_step(bs, 1 << 20))
+		;
+	expect_range(bs, 50, 120, true);
+	struct cfs_id key;
+	struct bstore_meta m;
+	uint32_t len;
+	free(block(57, &key, &len));
+	cr_assert_eq(bstore_get(bs, &key, &m, NULL), 0);
+	cr_assert_eq(m.lease_until, 900);
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.blocks, 70);
+}
+
+Test(bstore, a_torn_tail_is_cut_and_a_record_past_the_end_dropped)
+{
+	struct bstore_stats st;
+	struct stat sb;
+
+	cr_assert_eq(put_range(bs, 0, 5, 100), 0);
+	bstore_close(bs);
+	bs = NULL;
+	/* a crash during the next commit: half an entry after the last one */
+	cr_assert_eq(stat(pack_file(1), &sb), 0);
+	off_t end = sb.st_size;
+	int fd = open(pack_file(1), O_WRONLY | O_APPEND);
+	uint8_t junk[700] = { 'C', 'F', 'S', 'B' };
+	cr_assert_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
+	cr_assert_eq(stat(pack_file(1), &sb), 0);
+	cr_assert_eq(sb.st_size, end, "the torn tail is cut");
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.torn_cut, 700);
+	expect_range(bs, 0, 5, true);
+	bstore_close(bs);
+	bs = NULL;
+	/* a pack cut short in the middle of the last block */
+	cr_assert_eq(truncate(pack_file(1), end - 10), 0);
+	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
+	bstore_stats(bs, &st);
+	cr_assert_eq(st.records_dropped, 1);
+	cr_assert_eq(st.blocks, 4);
+	expect_range(bs, 0, 4, true);
+	expect_range(bs, 4, 5, false);
+}
+
+Test(bstore, a_damaged_entry_is_reported_never_served)
+{
+	struct cfs_id key;
+	struct bstore_meta m;
+	uint8_t *got = NULL;
+	uint32_t len;
+
+	cr_assert_eq(put_range(bs, 0, 3, 100), 0);
+	/* flip a byte in the header of the second entry */
+	int fd = open(pack_file(1), O_RDWR);
+	uint8_t b;
+	off_t at = BSTORE__PACK_HDR + BSTORE__ENTRY_HDR + 1000 + 20;
+	cr_assert_eq(pread(fd, &b, 1, at), 1);
+	b ^= 0x40;
+	cr_assert_eq(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+	free(block(1, &key, &len));
+	cr_assert_eq(bstore_get(bs, &key, &m, &got), -EUCLEAN);
+	cr_assert_null(got);
+	expect_range(bs, 0, 1, true);
+	expect_range(bs, 2, 3, true);
+	struct bstore_op del = { .type = BSTORE_DEL, .key = key };
+	cr_assert_eq(bstore_apply(bs, &del, 1), 0);
+	cr_assert_eq(bstore_get(bs, &key, &m, NULL), -ENOENT);
+}
+
+Test(bstore, another_format_is_refused)
+{
+	char path[128];
+
+	bstore_close(bs);
+	bs = NULL;
+	snprintf(path, sizeof(path), "%s/FORMAT", dir);
+	cr_assert_eq(cfs_write_file_atomic(path, "cfs-blockstore 9\n", 17, 0644), 0);
+	cr_assert_eq(bstore_open(dir, &durable, &bs), -EPROTO);
+	cr_assert_null(bs);
+	/* an old store: LevelDB files at the top */
+	char old[80];
+	snprintf(old, sizeof(old), "%s/old", dir);
+	cr_assert_eq(mkdir(old, 0700), 0);
+	snprintf(path, sizeof(path), "%s/CURRENT", old);
+	cr_assert_eq(cfs_write_file_atomic(path, "MANIFEST-000001\n", 16, 0644), 0);
+	cr_assert_eq(bstore_open(old, &durable, &bs), -EPROTO);
+	/* ... which a cache just discards */
+	struct bstore_config cache = { .mode = BSTORE_CACHE, .cap_bytes = 1 << 20 };
+	cr_assert_eq(bstore_open(old, &cache, &bs), 0);
+	cr_assert_neq(access(path, F_OK), 0);
+	bstore_close(bs);
+	snprintf(path, sizeof(path), "%s/FORMAT", dir);
+	cr_assert_eq(cfs_write_file_atomic(path, "cfs-blockstore 1\n", 17, 0644), 0);
+	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
+}
+
+Test(bstore, a_second_process_is_refused)
+{
+	bstore_t *other = NULL;
+	cr_assert_eq(bstore_open(dir, &durable, &other), -EBUSY);
+}
+
+Test(bstore, a_cache_holds_its_bound_on_disk_and_keeps_hot_blocks)
+{
+	struct bstore_config c = { .mode = BSTORE_CACHE, .cap_bytes = 40 << 10 };
+	struct bstore_stats st;
+	char sub[96];
+	bstore_t *ca;
+
+	snprintf(sub, sizeof(sub), "%s/cache", dir);
+	cr_assert_eq(bstore_open(sub, &c, &ca), 0);
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(put_range(ca, i, i + 1, 0), 0);
+		if (i >= 1) /* block 0 is used all the time */
+			expect_range(ca, 0, 1, true);
+		bstore_stats(ca, &st);
+		cr_assert_leq(st.disk_bytes, c.cap_bytes, "%lu on disk at %d", (unsigned long)st.disk_bytes, i);
+	}
+	cr_assert_gt(st.evicted, 100);
+	expect_range(ca, 0, 1, true);
+	expect_range(ca, 199, 200, true);
+	expect_range(ca, 1, 2, false);
+	bstore_trim(ca, 8 << 10);
+	bstore_stats(ca, &st);
+	cr_assert_leq(st.disk_bytes, 8 << 10);
+	bstore_close(ca);
+}
+
+Test(bstore, the_record_codec_round_trips_and_refuses_junk)
+{
+	struct bstore__rec r = { .pack = 3, .off = 4096, .tick = 9 }, back;
+	uint8_t v[BSTORE__REC_BYTES];
+
+	r.meta = (struct bstore_meta){ .kind = 2, .seq = 5, .lease_until = 77, .len = 8192 };
+	r.meta.owner[15] = 1;
+	bstore__rec_encode(v, &r);
+	cr_assert_eq(bstore__rec_decode(v, sizeof(v), &back), 0);
+	cr_assert_eq(memcmp(&back.meta, &r.meta, sizeof(r.meta)), 0);
+	cr_assert_eq(back.pack, 3);
+	cr_assert_eq(back.off, 4096);
+	cr_assert_eq(back.tick, 9);
+	cr_assert_eq(bstore__rec_decode(v, sizeof(v) - 1, &back), -EINVAL);
+	v[0] = 2;
+	cr_assert_eq(bstore__rec_decode(v, sizeof(v), &back), -EINVAL);
+
+	uint8_t e[BSTORE__ENTRY_HDR + 10];
+	struct cfs_id k = { { 7 } }, kk;
+	uint8_t kind;
+	uint32_t len;
+	bstore__entry_header(e, &k, 1, 10);
+	cr_assert_eq(bstore__entry_parse(e, sizeof(e), &kk, &kind, &len), 1);
+	cr_assert(cfs_id_eq(&k, &kk));
+	cr_assert_eq(len, 10);
+	cr_assert_eq(bstore__entry_parse(e, sizeof(e) - 1, &kk, &kind, &len), 0, "cut short");
+	e[9] ^= 1;
+	cr_assert_eq(bstore__entry_parse(e, sizeof(e), &kk, &kind, &len), -EINVAL);
+}

@@ -5,7 +5,8 @@
 #   chord/        includes only common/
 #   dhash/        includes only chord/, sfsro-format/ (to check roots), common/
 #   publisher/    includes only sfsro-format/, dhash/, chord/, common/
-#   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, common/
+#   cfs-fuse/     includes only dhash/, blockstore/ (cfs-mount --from dir:),
+#                 sfsro-format/, chord/, common/
 #   cfsd/         includes only dhash/, sfsro-format/ (pins walk volumes), chord/, common/
 # A module includes only another's public header; leveldb/c.h only in
 # dhash/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
@@ -20,13 +21,13 @@ declare -A allowed=(
 	[chord]="common"
 	[dhash]="chord sfsro-format common"
 	[publisher]="sfsro-format dhash chord common"
-	[cfs-fuse]="dhash sfsro-format chord common"
+	[cfs-fuse]="dhash blockstore sfsro-format chord common"
 	[cfsd]="dhash sfsro-format chord common"
 )
 declare -A public=(
 	[common]="common/cfs.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"
 	[dhash]="dhash/dhash.h" [publisher]="publisher/publisher.h" [cfs-fuse]="cfs-fuse/cfsfuse.h"
-	[cfsd]="cfsd/cfsd.h"
+	[cfsd]="cfsd/cfsd.h" [blockstore]="blockstore/blockstore.h"
 )
 for mod in "${!allowed[@]}"; do
 	[ -d "$mod" ] || continue

@@ -241,6 +241,11 @@ static void warn_short_leases(struct push *p)
 	         (double)(p->lease_until - granted) / 86400);
 }
 
+/* The steps in the order that keeps the destination consistent: the
+ * source's root first (nothing is sent for a volume that cannot be pushed:
+ * absent, not verifying, expired), then the destination's (nothing is sent
+ * under a newer root), then every block, and the root only once all of
+ * them were taken. */
 int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
              const struct cfs_pubkey *pk, struct pub_push_stats *ret)
 {

@@ -76,6 +76,7 @@ SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
                 publisher/blocks.c publisher/replicas.c \
                 publisher/fsck.c
+PUB_LIB_SRCS += publisher/push.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
@@ -83,6 +84,7 @@ CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
+FUSE_LIB_SRCS += cfs-fuse/localsrc.c
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
 TESTBED_LIB_SRCS := tests/testbed/churn.c

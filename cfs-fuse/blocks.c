@@ -49,6 +49,7 @@ struct fqueue {
 struct fs_blocks {
 	uv_loop_t *loop;
 	dhash_local_t *dh;
+	struct fs_local *local;   /* when set, blocks come from it, not dh */
 	size_t cap;
 	uint32_t retries;
 	struct cfs_htab tab;      /* cached blocks: cfs_id → struct fblk * */
@@ -278,7 +279,9 @@ static void fetch_issue(struct ffetch *f)
 	f->tries++;
 	bs->st.fetches++;
 	bs->active++;
-	if ((r = dhash_local_get(bs->dh, &f->key, on_got, f)) < 0) {
+	r = bs->local ? fs__local_get(bs->local, &f->key, on_got, f)
+	              : dhash_local_get(bs->dh, &f->key, on_got, f);
+	if (r < 0) {
 		bs->active--;
 		fetch_end(f, r, NULL); /* only while closing: nobody waits for an answer */
 	}
@@ -356,11 +359,12 @@ void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 	}
 }
 
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struct cfsfuse_options *o,
-                                 dhash_cache_t *disk)
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
+                                 const struct cfsfuse_options *o, dhash_cache_t *disk)
 {
 	struct fs_blocks *bs = xcalloc(1, sizeof(*bs));
 
+	bs->local = local;
 	bs->disk = disk;
 	bs->loop = loop;
 	bs->dh = dh;

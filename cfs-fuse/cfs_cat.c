@@ -124,7 +124,7 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 		fs__file_open(fs, 0, &e->key, opened, c);
 }
 
-#define USAGE "usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH"
+#define USAGE "usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P | --from dir:PATH] [--window N] VOLUME PATH"
 
 /* The options: the daemon or ring to use, the window; then VOLUME PATH. */
 static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsfuse_t *fs)
@@ -133,6 +133,7 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 		{ "cfsd", required_argument, NULL, 's' },
 		{ "data", required_argument, NULL, 'D' },
 		{ "bootstrap", required_argument, NULL, 'b' },
+		{ "from", required_argument, NULL, 'f' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -143,13 +144,18 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:D:b:w:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":s:D:b:f:w:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg); break;
 		case 'D': snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
 		case 'b':
 			if (dhash_target_add(tgt, optarg, "--bootstrap") < 0)
 				exit(2);
+			break;
+		case 'f':
+			if (strncmp(optarg, "dir:", 4) != 0 || !optarg[4])
+				cfs_usage_error(USAGE, "--from wants dir:PATH, not '%s'", optarg);
+			fs->o.from_dir = optarg + 4;
 			break;
 		case 'w':
 			window = strtoul(optarg, &end, 10);
@@ -160,7 +166,8 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 			puts(USAGE "\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
 			     "(default 24, as cfs-mount), through the local cfsd or as a plain ring\n"
-			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf); no FUSE.");
+			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf), or\n"
+			     "from a dir: store on this machine (--from dir:PATH: no ring); no FUSE.");
 			exit(0);
 		default:
 			cfs_usage_error(USAGE, "unknown option '%s'", argv[optind - 1]);
@@ -170,7 +177,9 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 		cfs_usage_error(USAGE, "give a VOLUME and a PATH");
 	if (cfs_name_decode(fs->vol.b, argv[optind], &why) < 0)
 		cfs_usage_error(USAGE, "'%s' is not a volume name: %s", argv[optind], why);
-	if (dhash_target_resolve(tgt) < 0)
+	if (fs->o.from_dir && (tgt->sock[0] || tgt->nboot))
+		cfs_usage_error(USAGE, "--from reads a local store: no --cfsd, --data or --bootstrap");
+	if (!fs->o.from_dir && dhash_target_resolve(tgt) < 0)
 		exit(2);
 	return (uint32_t)window;
 }
@@ -192,9 +201,9 @@ int main(int argc, char **argv)
 	fs->loop = uv_default_loop();
 	if (fs__root_initial(fs) < 0)
 		return 1;
-	if (dhash_target_open(fs->loop, &tgt, fs->o.fetch_timeout_ms, &fs->dh) < 0)
+	if (fs__source_open(fs) < 0)
 		return 1;
-	fs->blocks = fs__blocks_new(fs->loop, fs->dh, &fs->o, NULL);
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, &fs->o, NULL);
 	c.fs = fs;
 	c.window = (uint32_t)window;
 	fs__path_lookup(fs, argv[optind + 1], looked_up, &c);

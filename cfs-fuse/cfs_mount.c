@@ -2,6 +2,7 @@
  * cfs-mount — mount a volume read-only through FUSE.
  *
  *   cfs-mount [options] VOLUME [MOUNTPOINT]
+ *   cfs-mount [options] --from dir:PATH VOLUME [MOUNTPOINT]
  *
  * Without MOUNTPOINT: /cfs/VOLUME for root, $XDG_RUNTIME_DIR/cfs/VOLUME
  * otherwise (created). The mountpoint is printed on stdout once mounted.
@@ -43,6 +44,10 @@ static const char usage_text[] =
 	"      --bootstrap H:P   reach the ring as a plain client, no local cfsd\n"
 	"                        (repeatable; default: the local cfsd when one runs,\n"
 	"                        else $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
+	"      --from dir:PATH   read the volume from the dir: store at PATH (as\n"
+	"                        cfs-publish --to dir:PATH wrote it): no ring, no cfsd;\n"
+	"                        verified as from the ring. The store stays locked\n"
+	"                        while mounted\n"
 	"  -d, --debug           log every FUSE request (libfuse's -d)\n"
 	"  -h, --help            show this help\n";
 
@@ -63,7 +68,7 @@ static unsigned long number(const char *opt, const char *s, unsigned long max)
 int main(int argc, char **argv)
 {
 	enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
-	       O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR };
+	       O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "cfsd", required_argument, NULL, O_CFSD },
@@ -79,13 +84,14 @@ int main(int argc, char **argv)
 		{ "max-fetches", required_argument, NULL, O_MAX_FETCHES },
 		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
+		{ "from", required_argument, NULL, O_FROM },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct cfsfuse_options o;
 	static struct dhash_target tgt;
-	char mnt[4096], cache_dir[4096] = "", state_dir[4096], *fuse_argv[64];
+	char mnt[4096], cache_dir[4096] = "", state_dir[4096], from[4096] = "", *fuse_argv[64];
 	uint64_t disk_mb = 0;
 	int fuse_argc = 0, c;
 	const char *why = "";
@@ -137,6 +143,12 @@ int main(int argc, char **argv)
 			if (dhash_target_add(&tgt, optarg, "--bootstrap") < 0)
 				return 2;
 			break;
+		case O_FROM:
+			if (strncmp(optarg, "dir:", 4) != 0 || !optarg[4])
+				bad_usage("--from wants dir:PATH, not '%s'", optarg);
+			if (snprintf(from, sizeof(from), "%s", optarg + 4) >= (int)sizeof(from))
+				bad_usage("--from path too long");
+			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
@@ -152,7 +164,11 @@ int main(int argc, char **argv)
 		bad_usage("--cache-mb wants at least 1");
 	if (tgt.sock[0] && tgt.nboot)
 		bad_usage("give either --cfsd / --data or --bootstrap, not both");
-	if (dhash_target_resolve(&tgt) < 0)
+	if (from[0] && (tgt.sock[0] || tgt.nboot || disk_mb))
+		bad_usage("--from reads a local store: no --cfsd, --data, --bootstrap or --disk-cache-mb");
+	if (from[0])
+		o.from_dir = from;
+	else if (dhash_target_resolve(&tgt) < 0)
 		return 2;
 	o.target = &tgt;
 	if (disk_mb) {
@@ -179,7 +195,7 @@ int main(int argc, char **argv)
 	 * first, or the control socket and state files would not be found. */
 	if (cfs_abs_path(tgt.sock, sizeof(tgt.sock)) < 0 || cfs_abs_path(mnt, sizeof(mnt)) < 0 ||
 	    (o.state_dir && cfs_abs_path(state_dir, sizeof(state_dir)) < 0) ||
-	    cfs_abs_path(cache_dir, sizeof(cache_dir)) < 0)
+	    cfs_abs_path(cache_dir, sizeof(cache_dir)) < 0 || cfs_abs_path(from, sizeof(from)) < 0)
 		bad_usage("a path is too long once made absolute");
 	if (cfs_crypto_init() < 0)
 		return 1;

@@ -11,8 +11,9 @@
  *    only other thread sends kernel cache invalidations (which may block on
  *    kernel locks held by requests this thread has yet to answer).
  *  - Blocks come from the local cfsd or, without one, a plain ring client
- *    (dhash_local_*, dhash_target_open); each is checked
- *    against its key (the hash chain from the signed root) before use.
+ *    (dhash_local_*, dhash_target_open), or from a dir: store on the local
+ *    disk (from_dir: no ring at all); each is checked against its key (the
+ *    hash chain from the signed root) before use.
  *  - A block no replica can give after the bounded retries makes that one
  *    operation fail with EIO (logged with key and path); nothing hangs.
  *  - The highest root sequence seen for a volume is kept on disk; an older
@@ -41,6 +42,8 @@ struct cfsfuse_options {
 	uint32_t update_s;        /* check for a newer root every this many s (default 60; 0: never) */
 	bool foreground;
 	bool debug;               /* libfuse's request log */
+	const char *from_dir;     /* read the dir: store at this path, not the ring
+	                           * (target unused; no disk cache) */
 };
 void cfsfuse_options_default(struct cfsfuse_options *o);
 

@@ -19,10 +19,24 @@ struct fblk {
 /* status 0 with b, or a negative errno after the bounded retries. */
 typedef void (*fs_blk_cb)(void *arg, int status, const struct fblk *b);
 
+/* ---- a local store (localsrc.c): the dir: store at a path, read in
+ * this process. Gets answer as dhash_local_get's: later, from the loop,
+ * only bytes that verify under their key (kind set), -ENOENT, -EBADMSG
+ * for bytes that do not verify, -EIO. */
+struct fs_local;
+/* -ENOENT (logged) when there is no store at path: one is never made. */
+int fs__local_open(uv_loop_t *loop, const char *path, struct fs_local **ret) CFS_WUR;
+/* -ECANCELED once the store is being freed (then cb never runs). */
+int fs__local_get(struct fs_local *l, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+/* Gets pending end with -ECANCELED, here; the store closes; the loop
+ * frees the rest. Accepts NULL. */
+void fs__local_free(struct fs_local *l);
+
 struct fs_blocks;
-/* disk: a cache on disk behind the one in memory, or NULL; closed by free. */
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, const struct cfsfuse_options *o,
-                                 dhash_cache_t *disk);
+/* Blocks come from local when it is set, else through dh. disk: a cache
+ * on disk behind the one in memory, or NULL; closed by free. */
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
+                                 const struct cfsfuse_options *o, dhash_cache_t *disk);
 void fs__blocks_free(struct fs_blocks *bs);
 /* The cached block (from memory, else from the disk cache), moved to the
  * front of the LRU; NULL if not cached. */
@@ -100,6 +114,7 @@ typedef struct cfsfuse {
 	char volname[CFS_NAME_LEN + 1];
 	char seq_path[4200];      /* where the highest seen sequence is kept */
 	dhash_local_t *dh;
+	struct fs_local *local;   /* o.from_dir: the store blocks come from */
 	struct fs_blocks *blocks;
 	struct fs_nodes *nodes;
 	struct sfsro_root root;   /* the mounted version */
@@ -176,6 +191,9 @@ int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
  * fs->max_seq and not expired). */
 int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret) CFS_WUR;
 void fs__root_start_updates(cfsfuse_t *fs);
+/* Open where blocks come from, after the root was fetched (and after a
+ * fork): fs->local with o.from_dir, else fs->dh. */
+int fs__source_open(cfsfuse_t *fs) CFS_WUR;
 void fs__inval_start(cfsfuse_t *fs);
 /* Remember a negative entry, to invalidate it at the next root switch;
  * false when too many are remembered (then cache it only briefly). */

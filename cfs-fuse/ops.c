@@ -553,6 +553,8 @@ static void fs_stop(cfsfuse_t *fs)
 	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
 	dhash_local_free(fs->dh);
 	fs->dh = NULL;
+	fs__local_free(fs->local);
+	fs->local = NULL;
 }
 
 /* Give the mount a 1 MiB read-ahead (the kernel's default for FUSE is
@@ -725,9 +727,11 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	if (!o->foreground && uv_loop_fork(fs->loop) != 0)
 		log_warn("cannot reinitialise the event loop after daemonizing");
 
-	if (dhash_target_open(fs->loop, o->target, o->fetch_timeout_ms, &fs->dh) < 0)
+	if (fs__source_open(fs) < 0)
 		goto out_unmount;
-	fs->blocks = fs__blocks_new(fs->loop, fs->dh, o, open_disk_cache(fs));
+	/* a local store is a disk already: no cache of it on disk */
+	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, o,
+	                            fs->local ? NULL : open_disk_cache(fs));
 	fs->nodes = fs__nodes_new();
 	struct fnode *root = fs__node_get(fs->nodes, 1);
 	root->key = fs->root.root_dir;

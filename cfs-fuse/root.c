@@ -89,11 +89,30 @@ static void first_got(void *arg, const struct dhash_get_result *g)
 	f->status = fs__root_check(f->fs, g, &f->fs->root);
 }
 
+/* A get from wherever this mount reads: its local store, else the ring. */
+static int get_from(dhash_local_t *dh, struct fs_local *local, const struct cfs_id *key,
+                    dhash_get_cb cb, void *arg)
+{
+	return local ? fs__local_get(local, key, cb, arg) : dhash_local_get(dh, key, cb, arg);
+}
+
+int fs__source_open(cfsfuse_t *fs)
+{
+	if (fs->o.from_dir)
+		return fs__local_open(fs->loop, fs->o.from_dir, &fs->local);
+	return dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &fs->dh);
+}
+
+/* The first root, from the ring (tried again while it may be on its way)
+ * or from a local store (once). The client or store used is closed again
+ * before returning: the mount forks to daemonize after this, and opens
+ * its source anew in the child (fs__source_open). */
 int fs__root_initial(cfsfuse_t *fs)
 {
 	char dir[4000];
 	struct cfs_id key;
-	dhash_local_t *dh;
+	dhash_local_t *dh = NULL;
+	struct fs_local *local = NULL;
 	int r;
 
 	if (fs->o.state_dir)
@@ -105,22 +124,32 @@ int fs__root_initial(cfsfuse_t *fs)
 	fs->max_seq = load_seq(fs->seq_path);
 
 	sfsro_root_key(&fs->vol, &key);
-	if ((r = dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh)) < 0)
+	if (fs->o.from_dir)
+		r = fs__local_open(fs->loop, fs->o.from_dir, &local);
+	else
+		r = dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh);
+	if (r < 0)
 		return r;
 	for (uint32_t attempt = 0;; attempt++) {
 		struct first f = { fs, false, 0 };
-		if ((r = dhash_local_get(dh, &key, first_got, &f)) == 0 &&
+		if ((r = get_from(dh, local, &key, first_got, &f)) == 0 &&
 		    (r = cfs_loop_run_until(fs->loop, &f.done)) == 0)
 			r = f.status;
 		/* A stale root: the replicas that hold the newest may be back, or
 		 * repaired by replica maintenance, at the next try. */
 		if (r == 0 || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
-		    r == -ECONNREFUSED || attempt >= fs->o.retries)
+		    r == -ECONNREFUSED || attempt >= fs->o.retries || local)
 			break;
 		usleep(200000u * (attempt + 1));
 	}
 	dhash_local_free(dh);
-	cfs_loop_run(fs->loop); /* until the client has closed */
+	fs__local_free(local);
+	cfs_loop_run(fs->loop); /* until the client or store has closed */
+	if (fs->o.from_dir && r < 0) {
+		log_error("cannot mount volume %s from the store %s: %s", fs->volname, fs->o.from_dir,
+		          r == -ENOENT ? "the store holds no root for this volume" : root_error(r));
+		return r;
+	}
 	const struct dhash_target *t = fs->o.target;
 	if (t->nboot == 0 && r == -ECONNREFUSED && access(t->sock, F_OK) != 0) {
 		(void)log_error_errno(-ENOENT, "no cfsd control socket at %s: start cfsd, or give "
@@ -299,7 +328,7 @@ static void on_update(uv_timer_t *t)
 	if (fs->checking || fs->stopping)
 		return;
 	sfsro_root_key(&fs->vol, &key);
-	if (dhash_local_get(fs->dh, &key, update_got, fs) == 0)
+	if (get_from(fs->dh, fs->local, &key, update_got, fs) == 0)
 		fs->checking = true;
 }
 

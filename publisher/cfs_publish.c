@@ -4,8 +4,12 @@
  *   cfs-publish --keygen [FILE]
  *   cfs-publish [--key FILE] [--to STORE] [--block-size N] [--valid DAYS] [--dry-run] DIR
  *   cfs-publish [--key FILE] [--to STORE] [--valid DAYS] --refresh VOLUME
+ *   cfs-publish --from dir:PATH [--to STORE] VOLUME
  *
- * On success the volume name (and nothing else) goes to stdout.
+ * On success the volume name (and nothing else) goes to stdout. --from
+ * pushes a volume already published (offline, into a dir: store) into
+ * another store, the ring by default: only the blocks it lacks are sent,
+ * then the signed root as stored, so no key is needed.
  */
 #include <getopt.h>
 #include <stdarg.h>
@@ -20,9 +24,11 @@ static const char usage_text[] =
 	"usage: cfs-publish --keygen [FILE]\n"
 	"       cfs-publish [options] DIR\n"
 	"       cfs-publish [options] --refresh VOLUME\n"
+	"       cfs-publish --from dir:PATH [--to STORE] VOLUME\n"
 	"\n"
 	"Publish DIR as the next version of your volume, or make a key, or extend\n"
-	"the leases of a published volume. Prints the volume name on stdout.\n"
+	"the leases of a published volume, or push a volume published offline into\n"
+	"the ring. Prints the volume name on stdout.\n"
 	"\n"
 	"  -k, --key FILE        secret key (default $XDG_CONFIG_HOME/cfs/publish.key)\n"
 	"  -t, --to STORE        where blocks go: cfsd (the ring, through the local\n"
@@ -36,10 +42,71 @@ static const char usage_text[] =
 	"                        (default $XDG_STATE_HOME/cfs/published)\n"
 	"  -n, --dry-run         ask the store, send nothing, report what would be sent\n"
 	"  -r, --refresh VOLUME  re-sign VOLUME's root and extend every block's lease\n"
+	"  -f, --from dir:PATH   push VOLUME (its public name, as cfs-mount takes it) as\n"
+	"                        published in the store at PATH into the --to store:\n"
+	"                        every block is read and verified, only those the store\n"
+	"                        lacks are sent (those it has are leased again), then\n"
+	"                        the signed root unchanged: no key is needed, and the\n"
+	"                        root's validity stays as signed (--refresh in PATH to\n"
+	"                        extend it first). Prints the blocks and bytes sent and\n"
+	"                        those already present\n"
 	"  -q, --quiet           no progress bar even on a terminal\n"
 	"  -h, --help            show this help\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME | --from dir:PATH VOLUME", __VA_ARGS__)
+
+/* --from: push the volume named by argument vol from the store from into
+ * the store to; the exit code. */
+static int push_main(const char *from, const char *to, const char *vol)
+{
+	struct pub_sink src = { 0 }, dst = { 0 };
+	struct pub_push_stats st;
+	struct cfs_pubkey pk;
+	const char *why = "";
+	char name[CFS_NAME_LEN + 1];
+	int r;
+
+	if (cfs_name_decode(pk.b, vol, &why) < 0)
+		bad_usage("'%s' is not a volume name: %s", vol, why);
+	if (strcmp(from, to) == 0)
+		bad_usage("--from and --to name the same store");
+	if (strncmp(from, "dir:", 4) != 0 || !from[4])
+		bad_usage("--from wants dir:PATH, a store published into offline, not '%s'", from);
+	if (access(from + 4, F_OK) < 0) {
+		log_error("no store at %s: %s", from + 4, strerror(errno));
+		return 1;
+	}
+	if (cfs_crypto_init() < 0)
+		return 1;
+	uv_loop_t *loop = uv_default_loop();
+	if (pub_sink_open(loop, from, &src) < 0)
+		return 1;
+	if (pub_sink_open(loop, to, &dst) < 0) {
+		pub_sink_close(&src);
+		cfs_loop_run(loop);
+		return 1;
+	}
+	r = pub_push(loop, &src, &dst, &pk, &st);
+	pub_sink_close(&src);
+	pub_sink_close(&dst);
+	cfs_loop_run(loop); /* the sinks close */
+	if (r < 0) {
+		log_error("push failed; the destination's previous root (if any) is unchanged");
+		return 1;
+	}
+	char until[64] = "";
+	time_t vt = (time_t)st.valid_until;
+	strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime(&vt));
+	log_info("pushed %lu blocks (%.1f MB) in %.2f s: %lu sent (%lu bytes), %lu already present "
+	         "(%lu bytes); root sequence %lu %s, valid until %s", (unsigned long)st.blocks,
+	         (double)st.bytes / 1e6, st.seconds, (unsigned long)st.blocks_sent,
+	         (unsigned long)st.bytes_sent, (unsigned long)st.blocks_present,
+	         (unsigned long)st.bytes_present, (unsigned long)st.seq,
+	         st.root_sent ? "sent" : "already present", until);
+	cfs_name_encode(name, pk.b);
+	puts(name);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -52,13 +119,14 @@ int main(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "refresh", required_argument, NULL, 'r' },
+		{ "from", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct pub_options opt = { .block_size = SFSRO_BLOCK_SIZE_DEFAULT, .valid_s = 30 * 86400 };
 	char key_path[4096] = "", name[CFS_NAME_LEN + 1], *end;
-	const char *store = getenv("CFS_STORE"), *refresh = NULL;
+	const char *store = getenv("CFS_STORE"), *refresh = NULL, *from = NULL;
 	bool keygen = false, quiet = false;
 	struct cfs_pubkey pk, want;
 	struct cfs_seckey sk;
@@ -69,7 +137,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qhS:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qhS:f:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'g': keygen = true; break;
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
@@ -89,6 +157,7 @@ int main(int argc, char **argv)
 		case 'S': opt.state_dir = optarg; break;
 		case 'n': opt.dry_run = true; break;
 		case 'r': refresh = optarg; break;
+		case 'f': from = optarg; break;
 		case 'q': quiet = true; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -97,6 +166,13 @@ int main(int argc, char **argv)
 	}
 	if (cfs_crypto_init() < 0)
 		return 1;
+	if (from) {
+		if (keygen || refresh || opt.dry_run)
+			bad_usage("--from does not go with --keygen, --refresh or --dry-run");
+		if (argc - optind != 1)
+			bad_usage("--from takes exactly one VOLUME to push");
+		return push_main(from, store ? store : "cfsd", argv[optind]);
+	}
 	if (keygen) {
 		if (argc - optind > 1)
 			bad_usage("--keygen takes at most one FILE");

@@ -173,4 +173,28 @@ struct pub_fsck_stats {
 int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
              FILE *err, bool list, struct pub_fsck_stats *ret) CFS_WUR;
 
+/* ---- pushing a published volume into another store */
+
+struct pub_push_stats {
+	uint64_t blocks, bytes;   /* the volume's distinct blocks (the root not counted) */
+	uint64_t blocks_sent, bytes_sent;       /* the destination lacked them */
+	uint64_t blocks_present, bytes_present; /* it had them (their leases renewed) */
+	uint64_t blocks_failed;   /* sent and refused (the first error is logged) */
+	bool root_sent;           /* false: the destination held this very root */
+	uint64_t seq, valid_until; /* of the root pushed */
+	double seconds;
+};
+
+/* Copy the volume of pk, as published in from (a store with a synchronous
+ * source: dir:), into to: every block is read from from and verified, the
+ * blocks to lacks are sent (leased until the root's valid-until, those it
+ * has renewed as far), then the signed root as stored — no secret key, the
+ * sequence unchanged. Returns 0 once the root is in to; a negative errno
+ * (logged) otherwise, with to's previous root left in place: -ESTALE when
+ * to holds a newer root, -EKEYEXPIRED when from's has expired,
+ * -EOPNOTSUPP when from cannot be read synchronously. Call it from the top
+ * of the program (the loop runs while the destination answers). */
+int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
+             const struct cfs_pubkey *pk, struct pub_push_stats *ret) CFS_WUR;
+
 #endif

@@ -48,7 +48,7 @@ static struct fs_blocks *blocks(size_t cache_bytes)
 	/* Not cfsfuse_options_default: that would link ops.c, and libfuse. */
 	struct cfsfuse_options o = { .cache_bytes = cache_bytes, .retries = 2, .max_fetches = 24 };
 
-	return fs__blocks_new(NULL, NULL, &o, disk); /* frees disk */
+	return fs__blocks_new(NULL, NULL, NULL, &o, disk); /* frees disk */
 }
 
 static void check(struct fs_blocks *bs, uint64_t hits, uint64_t disk_hits, uint64_t nblocks,

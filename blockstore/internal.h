@@ -47,6 +47,7 @@ struct bstore {
 	int active_fd;
 	uint64_t tick;                /* cache: the youngest use */
 	int failed;                   /* a failed index write: no writes until reopened */
+	int append_failed;            /* the last pack append failed (a full disk): its error */
 	uint64_t retry_ms;
 	/* compaction */
 	uint32_t victim;

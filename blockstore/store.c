@@ -821,6 +821,21 @@ static int commit(bstore_t *s, struct bstore_op *ops, size_t n, struct plan *pl,
 	return 0;
 }
 
+/* One line when writes start failing (a full disk) and one when they
+ * work again. */
+static void write_outcome(bstore_t *s, int r, uint64_t bytes)
+{
+	if (r < 0 && r != -EFBIG && !s->append_failed && !s->failed) {
+		log_warn("%s %s: cannot write: %s; puts are refused until it can", s->cfg.what, s->dir,
+		         strerror(-r));
+		s->append_failed = r;
+	} else if (r == 0 && bytes && s->append_failed) {
+		log_info("%s %s: writable again after '%s'", s->cfg.what, s->dir, strerror(-s->append_failed));
+		s->append_failed = 0;
+		s->st.recoveries++;
+	}
+}
+
 int bstore_apply(bstore_t *s, struct bstore_op *ops, size_t n)
 {
 	struct plan *pl = xcalloc(n ? n : 1, sizeof(*pl));
@@ -840,6 +855,7 @@ int bstore_apply(bstore_t *s, struct bstore_op *ops, size_t n)
 				ops[i].status = r;
 	if (r == 0)
 		s->st.commits++;
+	write_outcome(s, r, bytes);
 	pthread_mutex_unlock(&s->mu);
 	free(pl);
 	return r;
@@ -971,7 +987,7 @@ void bstore_stats(bstore_t *s, struct bstore_stats *ret)
 		ret->disk_bytes += s->packs[i].size;
 		ret->dead_bytes += bstore__dead(&s->packs[i]);
 	}
-	ret->failed = s->failed != 0;
+	ret->failed = s->failed != 0 || s->append_failed != 0;
 	ret->compacting_pack = s->victim;
 	if (s->victim) {
 		struct bstore__pack *p = bstore__pack_find(s, s->victim);

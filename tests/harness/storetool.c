@@ -5,6 +5,7 @@
  *   cfs-storetool keys DIR           one line per content-hash block: key len lease, by key
  *   cfs-storetool roots DIR          one line per root: key sequence BLAKE2b(bytes)
  *   cfs-storetool count DIR          how many blocks (roots included)
+ *   cfs-storetool get DIR KEY        KEY's bytes, to standard output
  *   cfs-storetool where DIR KEY      the pack file and the offset of KEY's bytes
  *   cfs-storetool flip DIR [KEY]     flip one bit in the middle of a block's bytes
  *                                    (KEY, or the first block over 8 KiB); prints the key
@@ -22,7 +23,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: cfs-storetool keys|roots|count|where|flip|drop|hold DIR [KEY|SECONDS]\n");
+	fprintf(stderr, "usage: cfs-storetool keys|roots|count|get|where|flip|drop|hold DIR [KEY|SECONDS]\n");
 	return 2;
 }
 
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
 		return usage();
 	const char *cmd = argv[1], *dir = argv[2];
 	bool has_key = argc > 3 && cfs_id_from_hex(&key, argv[3]) == 0;
-	if ((!strcmp(cmd, "where") || !strcmp(cmd, "drop")) && !has_key)
+	if ((!strcmp(cmd, "where") || !strcmp(cmd, "drop") || !strcmp(cmd, "get")) && !has_key)
 		return usage();
 	if (bstore_open(dir, &cfg, &s) < 0)
 		return 1;
@@ -121,6 +122,15 @@ int main(int argc, char **argv)
 		}
 		if (cmd[0] == 'c')
 			printf("%lu\n", (unsigned long)total);
+	} else if (!strcmp(cmd, "get")) {
+		struct bstore_meta m;
+		uint8_t *p;
+		r = bstore_get(s, &key, &m, &p);
+		if (r == 0) {
+			if (fwrite(p, 1, m.len, stdout) != m.len)
+				r = -EIO;
+			free(p);
+		}
 	} else if (!strcmp(cmd, "where")) {
 		struct bstore__rec rec;
 		r = bstore__rec_read(s, &key, &rec);

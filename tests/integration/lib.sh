@@ -73,6 +73,14 @@ expect_exit() {
 	[ "$got" -eq "$want" ] || { cat "$TEST_DIR/err" >&2; fail "'$*' exited $got, wanted $want"; }
 }
 
+# dir_root STORE OUT: the signed root a dir: store holds (it must hold one) into OUT.
+dir_root() {
+	local key
+	key=$("$CFS_BIN/cfs-storetool" roots "$1" | cut -d' ' -f1)
+	[ ${#key} -eq 64 ] || fail "no root in $1"
+	"$CFS_BIN/cfs-storetool" get "$1" "$key" >"$2" || fail "cannot read the root of $1"
+}
+
 # jget EXPR: a field of the JSON object on stdin, e.g. jget "['dhash']['expired']".
 jget() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 

@@ -5,13 +5,11 @@ disk that rots would.
 Usage: rot_store.py DATA-DIR FILE
 
 FILE holds the block's bytes. Its middle 64 bytes are looked for in the
-LevelDB tables (DATA-DIR/blocks/*.ldb) and one byte there is flipped.
-LevelDB does not check its block checksums on reads (cfsd leaves
-verify_checksums off), and a table stores random bytes uncompressed, so the
-daemon reads the flipped byte back as the block's. A block still only in
-the write-ahead log (*.log, checksummed record by record) is not touched:
-start and stop the daemon once first, which moves the log into a table.
-Exit 0 when a byte was flipped, 2 when the bytes were not found in a table.
+store's pack files (DATA-DIR/blocks/packs/*.pack, docs/STORAGE.md), where
+each block's bytes lie as they are, and one byte there is flipped. The
+engine checks each entry's header, not the block's bytes: the readers
+verify them against the key. Exit 0 when a byte was flipped, 2 when the
+bytes were not found in a pack.
 """
 import glob
 import os
@@ -23,17 +21,18 @@ def main():
     data = open(path, "rb").read()
     mid = len(data) // 2
     probe = data[mid - 32:mid + 32]
-    for f in sorted(glob.glob(os.path.join(d, "blocks", "*.ldb"))):
+    for f in sorted(glob.glob(os.path.join(d, "blocks", "packs", "*.pack"))):
         b = bytearray(open(f, "rb").read())
         at = b.find(probe)
         if at < 0:
             continue
         b[at + 32] ^= 0x01
-        with open(f, "wb") as fh:
-            fh.write(b)
+        with open(f, "r+b") as fh:
+            fh.seek(at + 32)
+            fh.write(b[at + 32:at + 33])
         print("%s: byte %d flipped" % (os.path.basename(f), at + 32))
         return 0
-    print("block bytes not found in any table of %s" % d)
+    print("block bytes not found in any pack of %s" % d)
     return 2
 
 

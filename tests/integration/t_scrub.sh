@@ -61,8 +61,8 @@ wait_repaired() {
 	if wait_for "$2" repaired "$1"; then echo $((SECONDS - start)); else echo timeout; fi
 }
 
-# to_table NODE: stop the daemon and start it again (its write-ahead log
-# becomes a table, where rot_store.py finds the bytes), then stop it.
+# to_table NODE: stop the daemon and start it again (a restart between
+# the write and the rot, as on a real disk), then stop it.
 to_table() {
 	cluster_stop "$1"
 	cluster_restart "$1"
@@ -95,7 +95,7 @@ read -r -a holders <<<"$(succ "$key1")"
 s1=${holders[0]}
 to_table "$s1"
 python3 "$HERE/rot_store.py" "$TEST_DIR/node$s1" "$TEST_DIR/blk1" >/dev/null ||
-	fail "the bytes of blk1 are not in a table of node$s1"
+	fail "the bytes of blk1 are not in a pack of node$s1"
 cluster_restart "$s1"
 cluster_wait_correct 30 || fail "the ring did not converge after node$s1 came back"
 # Every other copy there is now (the replicas, and one made while node$s1
@@ -130,7 +130,7 @@ read -r -a holders <<<"$(succ "$key2")"
 s2=${holders[1]} # a replica, not the successor: nobody pushes from it
 to_table "$s2"
 python3 "$HERE/rot_store.py" "$TEST_DIR/node$s2" "$TEST_DIR/blk2" >/dev/null ||
-	fail "the bytes of blk2 are not in a table of node$s2"
+	fail "the bytes of blk2 are not in a pack of node$s2"
 args=${CL_ARGS[$s2]}
 CL_ARGS[$s2]="$args --scrub-days 0.0001" # a pass every 9 s, the first at once
 start=$(date +%s.%N)
@@ -156,10 +156,10 @@ mkdir -p "$TEST_DIR/vol"
 echo one >"$TEST_DIR/vol/a"
 "$PUBLISH" --keygen "$TEST_DIR/pub.key" >/dev/null 2>&1 || fail "keygen"
 "$PUBLISH" --key "$TEST_DIR/pub.key" --to "dir:$TEST_DIR/store" "$TEST_DIR/vol" >/dev/null 2>&1 || fail "publish 1"
-cp "$TEST_DIR"/store/roots/* "$TEST_DIR/root1"
+dir_root "$TEST_DIR/store" "$TEST_DIR/root1"
 echo two >"$TEST_DIR/vol/a"
 "$PUBLISH" --key "$TEST_DIR/pub.key" --to "dir:$TEST_DIR/store" "$TEST_DIR/vol" >/dev/null 2>&1 || fail "publish 2"
-cp "$TEST_DIR"/store/roots/* "$TEST_DIR/root2"
+dir_root "$TEST_DIR/store" "$TEST_DIR/root2"
 rkey=$("$CFSCTL" --data "$TEST_DIR/node$(via)" put --root "$TEST_DIR/root1" | cut -d' ' -f1)
 [ ${#rkey} -eq 64 ] || fail "put of root 1: $rkey"
 [ "$(wait_repaired "$rkey" 20)" != timeout ] || fail "root 1 never reached its $K successors"

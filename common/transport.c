@@ -13,7 +13,17 @@
  * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
  * order and are sent as earlier ones end. Timeouts follow eq. (2):
  * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
- * smoothed RTT when it has none), alpha the running mean of |rtt - v|.
+ * smoothed RTT when it has none), alpha the running mean of |rtt - v|,
+ * but never less than timeout_min_ms (issue 23, below).
+ *
+ * Issue 23: eq. (2) models the network, and on a loaded machine the round
+ * trip is mostly the time the peer's loop takes to get to the request (a
+ * daemon in a LevelDB sync, sixteen daemons on two cores). Publishing a
+ * 205 MB tree into a 16-daemon loopback ring timed out 248 calls (FIND_NEXT,
+ * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
+ * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
+ * Linux: 200 ms), and replies that come after their timeout are counted
+ * (late_replies) and taught to the estimator (late_reply()).
  *
  * A timeout is a congestion signal only the first time a destination goes
  * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
@@ -41,6 +51,7 @@
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
 #define SOCKET_BUF (8 << 20)
 #define SILENT_MAX 64
+#define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
 
 struct call {
 	uint64_t reqid;
@@ -58,6 +69,18 @@ struct call {
 	size_t pkt_len;
 	bool has_to;         /* addressed to a node: its reply must name it */
 	struct cfs_id to_id;
+};
+
+/* A call that timed out, kept (in a ring of LATE_MAX) so that a reply
+ * arriving after its timeout is known for what it is. */
+struct timed_out {
+	uint64_t reqid;           /* 0: an empty slot */
+	uint64_t sent_us, deadline_us, predicted_us;
+	struct cfs_addr dst;
+	uint8_t type;
+	bool has_to;
+	struct cfs_id to_id;
+	double window_before;     /* w before this timeout halved it; 0: it did not */
 };
 
 struct delayed {
@@ -106,6 +129,11 @@ struct cfs_transport {
 	 * silent_next is the slot reused when the table is full */
 	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
 	uint32_t nsilent, silent_next;
+
+	/* the last LATE_MAX calls that timed out (late_next: the slot next
+	 * overwritten), allocated at the first timeout */
+	struct timed_out *late;
+	uint32_t late_next;
 };
 
 /*
@@ -345,6 +373,8 @@ static void call_send(cfs_transport_t *t, struct call *c)
 			c->predicted_us = (uint64_t)t->st.srtt_us;
 		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
 		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
+		if (rto < (uint64_t)t->cfg.timeout_min_ms * 1000u)
+			rto = (uint64_t)t->cfg.timeout_min_ms * 1000u;
 		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
 			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
 	}
@@ -490,6 +520,20 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 	free(c);
 }
 
+/* Remember a call that timed out (window_before: w before its timeout
+ * halved it, 0 if it did not), overwriting the oldest. */
+static void late_note(cfs_transport_t *t, const struct call *c, double window_before)
+{
+	if (!t->late)
+		t->late = xcalloc(LATE_MAX, sizeof(t->late[0]));
+	t->late[t->late_next] = (struct timed_out){
+		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
+		.predicted_us = c->predicted_us, .dst = c->dst,
+		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
+	};
+	t->late_next = (t->late_next + 1) % LATE_MAX;
+}
+
 /*
  * A call is not declared lost the moment its deadline passes: the loop may
  * have been busy or the process descheduled, with the reply (or, when peers
@@ -508,10 +552,12 @@ static void expire_overdue(cfs_transport_t *t)
 		struct call *c = t->calls_heap.v[0];
 		if (c->deadline_us > t->grace_before_us)
 			break;
+		double before = t->st.window;
 		table_take(t, c->reqid);
 		t->st.timeouts++;
 		if (!c->background && silent_note(t, &c->dst))
 			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+		late_note(t, c, t->st.window < before ? before : 0);
 		call_finish(t, c, -ETIMEDOUT, NULL, 0);
 		done++;
 	}
@@ -596,6 +642,62 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)rbuf, sizeof(rbuf));
 }
 
+/* One round trip measured (predicted_us: what the call was sent with). */
+static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
+{
+	double err = fabs((double)rtt - (double)predicted_us);
+
+	if (!t->have_srtt) {
+		t->st.srtt_us = (double)rtt;
+		t->st.rtt_err_us = predicted_us ? err : (double)rtt / 2;
+		t->have_srtt = true;
+	} else {
+		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
+		if (predicted_us)
+			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
+	}
+	cfs_hist_add(&t->st.rtt_us, rtt);
+}
+
+/*
+ * A reply to a call that had already timed out: the timeout was spurious,
+ * the destination alive and the RTO too tight for how busy it (or we) are.
+ * Issue 23 measured hundreds of these per publish on a loaded machine, and
+ * they were dropped unseen, so the estimator only ever learnt the round
+ * trips short enough to beat the RTO and kept it tight. A late reply's
+ * round trip is a true sample (request IDs are never reused, nothing was
+ * retransmitted: Karn's ambiguity does not arise), so it is fed to the
+ * estimator like any other; the destination is no longer silent; and the
+ * window its timeout halved is given back (the Eifel response, RFC 4015).
+ * The caller was told -ETIMEDOUT already and is not told again.
+ */
+static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
+{
+	const struct cfs_msg *m = &rmsg;
+	struct timed_out *l = NULL;
+
+	for (uint32_t i = 0; t->late && i < LATE_MAX && !l; i++)
+		if (t->late[i].reqid && t->late[i].reqid == m->reqid)
+			l = &t->late[i];
+	if (!l || l->type != m->type || !cfs_addr_eq(&l->dst, from) ||
+	    (l->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &l->to_id))))
+		return false;
+	uint64_t now = cfs_now_us();
+	uint64_t rtt = now - l->sent_us;
+	t->st.late_replies++;
+	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
+	                                                                    : t->st.late_by_us_max;
+	rtt_sample(t, rtt, l->predicted_us);
+	silent_clear(t, from);
+	if (l->window_before > t->st.window)
+		t->st.window = l->window_before;
+	log_debug("late %s reply from %s: %llu ms after the call, %llu ms after its timeout",
+	          cfs_msg_type_name(m->type), cfs_addr_str(from, (char[CFS_ADDR_STRLEN]){ 0 }),
+	          (unsigned long long)(rtt / 1000), (unsigned long long)((now - l->deadline_us) / 1000));
+	l->reqid = 0;
+	return true;
+}
+
 static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 {
 	const struct cfs_msg *m = &rmsg;
@@ -609,22 +711,14 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
 	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
 		t->st.unmatched++;
+		if (!c && late_reply(t, from))
+			return;
 		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
 		return;
 	}
 	table_take(t, c->reqid);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
-	double err = fabs((double)rtt - (double)c->predicted_us);
-	if (!t->have_srtt) {
-		t->st.srtt_us = (double)rtt;
-		t->st.rtt_err_us = c->predicted_us ? err : (double)rtt / 2;
-		t->have_srtt = true;
-	} else {
-		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
-		if (c->predicted_us)
-			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
-	}
-	cfs_hist_add(&t->st.rtt_us, rtt);
+	rtt_sample(t, rtt, c->predicted_us);
 	t->st.replies++;
 	silent_clear(t, from);
 	if (!c->background)
@@ -686,6 +780,7 @@ void cfs_transport_config_default(struct cfs_transport_config *c)
 	c->window_max = 256;
 	c->timeout_ms = 1000;
 	c->timeout_max_ms = 5000;
+	c->timeout_min_ms = CFS_RTO_MIN_MS;
 }
 
 static int bind_udp(cfs_transport_t *t, const char *host, uint16_t port)
@@ -785,6 +880,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(t->delay_heap.v);
 	cfs_htab_free(&t->calls);
 	free(t->silent);
+	free(t->late);
 	free(t);
 }
 

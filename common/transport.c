@@ -23,7 +23,13 @@
  * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
  * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
  * Linux: 200 ms), and replies that come after their timeout are counted
- * (late_replies) and taught to the estimator (late_reply()).
+ * (late_replies) and taught to the estimator (late_reply()). With the
+ * floor alone the same publish timed out 687 calls answered 0.2-1.3 s
+ * late: a daemon's requests wait behind the replica pushes queued in its
+ * 8 MiB socket buffer, and how long depends on the peer. So each
+ * destination also has its own estimate (RFC 6298: SRTT + 4·RTTVAR, from
+ * the calls with a computed RTO, late ones included), and a call's RTO is
+ * the larger of that and eq. (2).
  *
  * A timeout is a congestion signal only the first time a destination goes
  * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
@@ -52,6 +58,19 @@
 #define SOCKET_BUF (8 << 20)
 #define SILENT_MAX 64
 #define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
+#define PEERS_MAX 4096 /* destinations with a round-trip estimate */
+
+/* A destination, as the key of its round-trip estimate. */
+struct peer_key {
+	uint8_t ip[16];
+	uint16_t port, family;
+};
+
+/* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
+ * deviation, from the replies to calls with a computed RTO. */
+struct peer_est {
+	double srtt_us, rttvar_us;
+};
 
 struct call {
 	uint64_t reqid;
@@ -81,6 +100,7 @@ struct timed_out {
 	bool has_to;
 	struct cfs_id to_id;
 	double window_before;     /* w before this timeout halved it; 0: it did not */
+	bool fixed;               /* sent with a fixed timeout */
 };
 
 struct delayed {
@@ -106,6 +126,8 @@ struct cfs_transport {
 	uv_check_t check; /* runs after each poll: ends the grace */
 	int grace_polls;  /* polls left before overdue calls expire */
 	uint64_t grace_before_us; /* calls due before this expire then */
+	uint64_t grace_rx;        /* bytes_in at the last grace poll */
+	uint32_t grace_drains;    /* grace polls that read something */
 	int handles_open;
 	bool closing;
 	struct cfs_transport_config cfg;
@@ -134,6 +156,8 @@ struct cfs_transport {
 	 * overwritten), allocated at the first timeout */
 	struct timed_out *late;
 	uint32_t late_next;
+
+	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
 };
 
 /*
@@ -357,6 +381,47 @@ static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
 		t->silent_next = 0;
 }
 
+static void peer_key_of(struct peer_key *k, const struct cfs_addr *a)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->sa.sa_family;
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(k->ip, &a->in6.sin6_addr, 16);
+		k->port = a->in6.sin6_port;
+	} else {
+		memcpy(k->ip, &a->in4.sin_addr, 4);
+		k->port = a->in4.sin_port;
+	}
+}
+
+static const struct peer_est *peer_find(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	struct peer_key k;
+
+	peer_key_of(&k, a);
+	return cfs_htab_get(&t->peers, &k);
+}
+
+/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
+ * is bounded: when full it is emptied and learnt again. */
+static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t rtt)
+{
+	struct peer_key k;
+	bool added;
+
+	peer_key_of(&k, a);
+	if (!cfs_htab_get(&t->peers, &k) && cfs_htab_count(&t->peers) >= PEERS_MAX)
+		cfs_htab_clear(&t->peers);
+	struct peer_est *pe = cfs_htab_put(&t->peers, &k, &added);
+	if (added) {
+		pe->srtt_us = (double)rtt;
+		pe->rttvar_us = (double)rtt / 2;
+		return;
+	}
+	pe->rttvar_us += (fabs(pe->srtt_us - (double)rtt) - pe->rttvar_us) / 4;
+	pe->srtt_us += ((double)rtt - pe->srtt_us) / 8;
+}
+
 static unsigned window_limit(const cfs_transport_t *t)
 {
 	return (unsigned)(3.0 * t->st.window);
@@ -373,6 +438,9 @@ static void call_send(cfs_transport_t *t, struct call *c)
 			c->predicted_us = (uint64_t)t->st.srtt_us;
 		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
 		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
+		const struct peer_est *pe = peer_find(t, &c->dst);
+		if (pe && pe->srtt_us + 4 * pe->rttvar_us > (double)rto)
+			rto = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
 		if (rto < (uint64_t)t->cfg.timeout_min_ms * 1000u)
 			rto = (uint64_t)t->cfg.timeout_min_ms * 1000u;
 		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
@@ -530,6 +598,7 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
 		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
 		.predicted_us = c->predicted_us, .dst = c->dst,
 		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
+		.fixed = c->fixed_timeout_ms != 0,
 	};
 	t->late_next = (t->late_next + 1) % LATE_MAX;
 }
@@ -543,6 +612,15 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
  * from declaring live peers dead.
  */
 #define GRACE_POLLS 2
+/*
+ * Issue 23: and not while datagrams are still coming in. A daemon that is
+ * also a replica can have hundreds of pushed blocks queued in its socket
+ * buffer ahead of a reply (libuv reads at most 32 datagrams per poll), and
+ * two polls then expired calls whose replies had arrived in time. A poll
+ * that read something does not count, up to GRACE_DRAIN_MAX of them (with
+ * 32 datagrams a poll, more than an 8 MiB buffer of 8 KiB blocks).
+ */
+#define GRACE_DRAIN_MAX 64
 
 static void expire_overdue(cfs_transport_t *t)
 {
@@ -571,6 +649,11 @@ static void on_check(uv_check_t *h)
 {
 	cfs_transport_t *t = container_of(h, cfs_transport_t, check);
 
+	if (t->st.bytes_in != t->grace_rx && t->grace_drains < GRACE_DRAIN_MAX) {
+		t->grace_rx = t->st.bytes_in;
+		t->grace_drains++;
+		return;
+	}
 	if (--t->grace_polls > 0)
 		return;
 	uv_idle_stop(&t->idle);
@@ -610,6 +693,8 @@ static void on_timer(uv_timer_t *h)
 	    ((struct call *)t->calls_heap.v[0])->deadline_us <= now) {
 		t->grace_before_us = now;
 		t->grace_polls = GRACE_POLLS;
+		t->grace_rx = t->st.bytes_in;
+		t->grace_drains = 0;
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
 		return;
@@ -688,6 +773,8 @@ static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
 	                                                                    : t->st.late_by_us_max;
 	rtt_sample(t, rtt, l->predicted_us);
+	if (!l->fixed)
+		peer_sample(t, from, rtt);
 	silent_clear(t, from);
 	if (l->window_before > t->st.window)
 		t->st.window = l->window_before;
@@ -719,6 +806,8 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	table_take(t, c->reqid);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
 	rtt_sample(t, rtt, c->predicted_us);
+	if (!c->fixed_timeout_ms) /* a long-running request's wait is not its peer's round trip */
+		peer_sample(t, from, rtt);
 	t->st.replies++;
 	silent_clear(t, from);
 	if (!c->background)
@@ -834,6 +923,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->st.window = t->cfg.window_init;
 	/* Unpredictable request IDs: a forged reply must guess one. */
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
+	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
@@ -867,6 +957,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	return 0;
 fail_free:
 	cfs_htab_free(&t->calls);
+	cfs_htab_free(&t->peers);
 	free(t);
 	return r;
 }
@@ -879,6 +970,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
 	cfs_htab_free(&t->calls);
+	cfs_htab_free(&t->peers);
 	free(t->silent);
 	free(t->late);
 	free(t);

@@ -163,3 +163,24 @@ Test(transport_late, the_rto_floor_outlasts_a_busy_peer)
 	cr_assert_eq(st.late_replies, 1);
 	stop();
 }
+
+/* Each destination has its own estimate (RFC 6298), late replies
+ * included: a peer seen answering in 150 ms, then once in 250 ms (late),
+ * is given an RTO above that, though its coordinates predict 1 ms. The
+ * floor is off here, so only the estimate can save the call. */
+Test(transport_late, a_slow_peer_is_learnt)
+{
+	struct cfs_transport_stats st;
+	const struct cfs_call_opts near = { .predicted_rtt_us = 1000 };
+
+	start(0);
+	delay_ms = 150;
+	cr_assert_eq(call(&near), -ETIMEDOUT); /* eq. (2) alone: ~16 ms */
+	settle();                              /* its late reply is a sample */
+	delay_ms = 250;
+	cr_assert_eq(call(&near), 0, "RTO from the peer's 150 ms: 150 + 4 x 75 ms");
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.timeouts, 1);
+	cr_assert_eq(st.late_replies, 1);
+	stop();
+}

@@ -161,6 +161,8 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.timeouts, "timeouts", "timeouts", NULL),
 	S(U64, st.cancelled, "cancelled", "cancelled", NULL),
 	S(U64, st.unmatched, "unmatched", "unmatched replies", NULL),
+	S(U64, st.late_replies, "late_replies", "late replies", NULL),
+	S(U64, st.late_by_us_max, "late_by_us_max", "latest by", "us"),
 	S(U64, st.send_errors, "send_errors", "send errors", NULL),
 	S(U64, st.model_dropped, "model_dropped", "dropped by the network model", NULL),
 	S(U32, st.inflight, "inflight", "in flight", NULL),

@@ -458,7 +458,12 @@ struct cfs_transport_config {
 	double window_max;       /* cap on w (default 256) */
 	uint32_t timeout_ms;     /* RTO when nothing is known (default 1000) */
 	uint32_t timeout_max_ms; /* cap on any computed RTO (default 5000) */
+	uint32_t timeout_min_ms; /* floor of any computed RTO (default CFS_RTO_MIN_MS;
+	                          * 0: eq. (2) alone); fixed timeouts are kept */
 };
+/* The default RTO floor: a busy peer's loop, not the wire, sets the round
+ * trip on one machine (issue 23). */
+#define CFS_RTO_MIN_MS 200
 void cfs_transport_config_default(struct cfs_transport_config *c);
 
 /* Per-call options; NULL means defaults. */
@@ -516,6 +521,11 @@ struct cfs_transport_stats {
 	double rtt_err_us;       /* STP alpha: mean |rtt - prediction| */
 	double srtt_us;          /* smoothed RTT over all calls */
 	struct cfs_hist rtt_us;  /* every reply's RTT */
+	/* issue 23: replies that came after their call had timed out (a
+	 * subset of unmatched; their RTT counts in rtt_us and srtt), and the
+	 * most any of them was late by */
+	uint64_t late_replies;
+	uint64_t late_by_us_max;
 };
 
 /* Bind the socket and start receiving. on_request may be NULL (client). */

@@ -13,7 +13,23 @@
  * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
  * order and are sent as earlier ones end. Timeouts follow eq. (2):
  * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
- * smoothed RTT when it has none), alpha the running mean of |rtt - v|.
+ * smoothed RTT when it has none), alpha the running mean of |rtt - v|,
+ * but never less than timeout_min_ms (issue 23, below).
+ *
+ * Issue 23: eq. (2) models the network, and on a loaded machine the round
+ * trip is mostly the time the peer's loop takes to get to the request (a
+ * daemon in a LevelDB sync, sixteen daemons on two cores). Publishing a
+ * 205 MB tree into a 16-daemon loopback ring timed out 248 calls (FIND_NEXT,
+ * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
+ * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
+ * Linux: 200 ms), and replies that come after their timeout are counted
+ * (late_replies) and taught to the estimator (late_reply()). With the
+ * floor alone the same publish timed out 687 calls answered 0.2-1.3 s
+ * late: a daemon's requests wait behind the replica pushes queued in its
+ * 8 MiB socket buffer, and how long depends on the peer. So each
+ * destination also has its own estimate (RFC 6298: SRTT + 4·RTTVAR, from
+ * the calls with a computed RTO, late ones included), and a call's RTO is
+ * the larger of that and eq. (2).
  *
  * A timeout is a congestion signal only the first time a destination goes
  * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
@@ -41,6 +57,20 @@
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
 #define SOCKET_BUF (8 << 20)
 #define SILENT_MAX 64
+#define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
+#define PEERS_MAX 4096 /* destinations with a round-trip estimate */
+
+/* A destination, as the key of its round-trip estimate. */
+struct peer_key {
+	uint8_t ip[16];
+	uint16_t port, family;
+};
+
+/* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
+ * deviation, from the replies to calls with a computed RTO. */
+struct peer_est {
+	double srtt_us, rttvar_us;
+};
 
 struct call {
 	uint64_t reqid;
@@ -58,6 +88,19 @@ struct call {
 	size_t pkt_len;
 	bool has_to;         /* addressed to a node: its reply must name it */
 	struct cfs_id to_id;
+};
+
+/* A call that timed out, kept (in a ring of LATE_MAX) so that a reply
+ * arriving after its timeout is known for what it is. */
+struct timed_out {
+	uint64_t reqid;           /* 0: an empty slot */
+	uint64_t sent_us, deadline_us, predicted_us;
+	struct cfs_addr dst;
+	uint8_t type;
+	bool has_to;
+	struct cfs_id to_id;
+	double window_before;     /* w before this timeout halved it; 0: it did not */
+	bool fixed;               /* sent with a fixed timeout */
 };
 
 struct delayed {
@@ -83,6 +126,8 @@ struct cfs_transport {
 	uv_check_t check; /* runs after each poll: ends the grace */
 	int grace_polls;  /* polls left before overdue calls expire */
 	uint64_t grace_before_us; /* calls due before this expire then */
+	uint64_t grace_rx;        /* bytes_in at the last grace poll */
+	uint32_t grace_drains;    /* grace polls that read something */
 	int handles_open;
 	bool closing;
 	struct cfs_transport_config cfg;
@@ -106,6 +151,13 @@ struct cfs_transport {
 	 * silent_next is the slot reused when the table is full */
 	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
 	uint32_t nsilent, silent_next;
+
+	/* the last LATE_MAX calls that timed out (late_next: the slot next
+	 * overwritten), allocated at the first timeout */
+	struct timed_out *late;
+	uint32_t late_next;
+
+	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
 };
 
 /*
@@ -329,6 +381,47 @@ static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
 		t->silent_next = 0;
 }
 
+static void peer_key_of(struct peer_key *k, const struct cfs_addr *a)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->sa.sa_family;
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(k->ip, &a->in6.sin6_addr, 16);
+		k->port = a->in6.sin6_port;
+	} else {
+		memcpy(k->ip, &a->in4.sin_addr, 4);
+		k->port = a->in4.sin_port;
+	}
+}
+
+static const struct peer_est *peer_find(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	struct peer_key k;
+
+	peer_key_of(&k, a);
+	return cfs_htab_get(&t->peers, &k);
+}
+
+/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
+ * is bounded: when full it is emptied and learnt again. */
+static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t rtt)
+{
+	struct peer_key k;
+	bool added;
+
+	peer_key_of(&k, a);
+	if (!cfs_htab_get(&t->peers, &k) && cfs_htab_count(&t->peers) >= PEERS_MAX)
+		cfs_htab_clear(&t->peers);
+	struct peer_est *pe = cfs_htab_put(&t->peers, &k, &added);
+	if (added) {
+		pe->srtt_us = (double)rtt;
+		pe->rttvar_us = (double)rtt / 2;
+		return;
+	}
+	pe->rttvar_us += (fabs(pe->srtt_us - (double)rtt) - pe->rttvar_us) / 4;
+	pe->srtt_us += ((double)rtt - pe->srtt_us) / 8;
+}
+
 static unsigned window_limit(const cfs_transport_t *t)
 {
 	return (unsigned)(3.0 * t->st.window);
@@ -345,6 +438,11 @@ static void call_send(cfs_transport_t *t, struct call *c)
 			c->predicted_us = (uint64_t)t->st.srtt_us;
 		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
 		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
+		const struct peer_est *pe = peer_find(t, &c->dst);
+		if (pe && pe->srtt_us + 4 * pe->rttvar_us > (double)rto)
+			rto = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
+		if (rto < (uint64_t)t->cfg.timeout_min_ms * 1000u)
+			rto = (uint64_t)t->cfg.timeout_min_ms * 1000u;
 		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
 			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
 	}
@@ -490,6 +588,21 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 	free(c);
 }
 
+/* Remember a call that timed out (window_before: w before its timeout
+ * halved it, 0 if it did not), overwriting the oldest. */
+static void late_note(cfs_transport_t *t, const struct call *c, double window_before)
+{
+	if (!t->late)
+		t->late = xcalloc(LATE_MAX, sizeof(t->late[0]));
+	t->late[t->late_next] = (struct timed_out){
+		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
+		.predicted_us = c->predicted_us, .dst = c->dst,
+		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
+		.fixed = c->fixed_timeout_ms != 0,
+	};
+	t->late_next = (t->late_next + 1) % LATE_MAX;
+}
+
 /*
  * A call is not declared lost the moment its deadline passes: the loop may
  * have been busy or the process descheduled, with the reply (or, when peers
@@ -499,6 +612,15 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
  * from declaring live peers dead.
  */
 #define GRACE_POLLS 2
+/*
+ * Issue 23: and not while datagrams are still coming in. A daemon that is
+ * also a replica can have hundreds of pushed blocks queued in its socket
+ * buffer ahead of a reply (libuv reads at most 32 datagrams per poll), and
+ * two polls then expired calls whose replies had arrived in time. A poll
+ * that read something does not count, up to GRACE_DRAIN_MAX of them (with
+ * 32 datagrams a poll, more than an 8 MiB buffer of 8 KiB blocks).
+ */
+#define GRACE_DRAIN_MAX 64
 
 static void expire_overdue(cfs_transport_t *t)
 {
@@ -508,10 +630,12 @@ static void expire_overdue(cfs_transport_t *t)
 		struct call *c = t->calls_heap.v[0];
 		if (c->deadline_us > t->grace_before_us)
 			break;
+		double before = t->st.window;
 		table_take(t, c->reqid);
 		t->st.timeouts++;
 		if (!c->background && silent_note(t, &c->dst))
 			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+		late_note(t, c, t->st.window < before ? before : 0);
 		call_finish(t, c, -ETIMEDOUT, NULL, 0);
 		done++;
 	}
@@ -525,6 +649,11 @@ static void on_check(uv_check_t *h)
 {
 	cfs_transport_t *t = container_of(h, cfs_transport_t, check);
 
+	if (t->st.bytes_in != t->grace_rx && t->grace_drains < GRACE_DRAIN_MAX) {
+		t->grace_rx = t->st.bytes_in;
+		t->grace_drains++;
+		return;
+	}
 	if (--t->grace_polls > 0)
 		return;
 	uv_idle_stop(&t->idle);
@@ -564,6 +693,8 @@ static void on_timer(uv_timer_t *h)
 	    ((struct call *)t->calls_heap.v[0])->deadline_us <= now) {
 		t->grace_before_us = now;
 		t->grace_polls = GRACE_POLLS;
+		t->grace_rx = t->st.bytes_in;
+		t->grace_drains = 0;
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
 		return;
@@ -596,6 +727,64 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)rbuf, sizeof(rbuf));
 }
 
+/* One round trip measured (predicted_us: what the call was sent with). */
+static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
+{
+	double err = fabs((double)rtt - (double)predicted_us);
+
+	if (!t->have_srtt) {
+		t->st.srtt_us = (double)rtt;
+		t->st.rtt_err_us = predicted_us ? err : (double)rtt / 2;
+		t->have_srtt = true;
+	} else {
+		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
+		if (predicted_us)
+			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
+	}
+	cfs_hist_add(&t->st.rtt_us, rtt);
+}
+
+/*
+ * A reply to a call that had already timed out: the timeout was spurious,
+ * the destination alive and the RTO too tight for how busy it (or we) are.
+ * Issue 23 measured hundreds of these per publish on a loaded machine, and
+ * they were dropped unseen, so the estimator only ever learnt the round
+ * trips short enough to beat the RTO and kept it tight. A late reply's
+ * round trip is a true sample (request IDs are never reused, nothing was
+ * retransmitted: Karn's ambiguity does not arise), so it is fed to the
+ * estimator like any other; the destination is no longer silent; and the
+ * window its timeout halved is given back (the Eifel response, RFC 4015).
+ * The caller was told -ETIMEDOUT already and is not told again.
+ */
+static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
+{
+	const struct cfs_msg *m = &rmsg;
+	struct timed_out *l = NULL;
+
+	for (uint32_t i = 0; t->late && i < LATE_MAX && !l; i++)
+		if (t->late[i].reqid && t->late[i].reqid == m->reqid)
+			l = &t->late[i];
+	if (!l || l->type != m->type || !cfs_addr_eq(&l->dst, from) ||
+	    (l->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &l->to_id))))
+		return false;
+	uint64_t now = cfs_now_us();
+	uint64_t rtt = now - l->sent_us;
+	t->st.late_replies++;
+	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
+	                                                                    : t->st.late_by_us_max;
+	rtt_sample(t, rtt, l->predicted_us);
+	if (!l->fixed)
+		peer_sample(t, from, rtt);
+	silent_clear(t, from);
+	if (l->window_before > t->st.window)
+		t->st.window = l->window_before;
+	log_debug("late %s reply from %s: %llu ms after the call, %llu ms after its timeout",
+	          cfs_msg_type_name(m->type), cfs_addr_str(from, (char[CFS_ADDR_STRLEN]){ 0 }),
+	          (unsigned long long)(rtt / 1000), (unsigned long long)((now - l->deadline_us) / 1000));
+	l->reqid = 0;
+	return true;
+}
+
 static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 {
 	const struct cfs_msg *m = &rmsg;
@@ -609,22 +798,16 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
 	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
 		t->st.unmatched++;
+		if (!c && late_reply(t, from))
+			return;
 		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
 		return;
 	}
 	table_take(t, c->reqid);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
-	double err = fabs((double)rtt - (double)c->predicted_us);
-	if (!t->have_srtt) {
-		t->st.srtt_us = (double)rtt;
-		t->st.rtt_err_us = c->predicted_us ? err : (double)rtt / 2;
-		t->have_srtt = true;
-	} else {
-		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
-		if (c->predicted_us)
-			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
-	}
-	cfs_hist_add(&t->st.rtt_us, rtt);
+	rtt_sample(t, rtt, c->predicted_us);
+	if (!c->fixed_timeout_ms) /* a long-running request's wait is not its peer's round trip */
+		peer_sample(t, from, rtt);
 	t->st.replies++;
 	silent_clear(t, from);
 	if (!c->background)
@@ -686,6 +869,7 @@ void cfs_transport_config_default(struct cfs_transport_config *c)
 	c->window_max = 256;
 	c->timeout_ms = 1000;
 	c->timeout_max_ms = 5000;
+	c->timeout_min_ms = CFS_RTO_MIN_MS;
 }
 
 static int bind_udp(cfs_transport_t *t, const char *host, uint16_t port)
@@ -739,6 +923,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->st.window = t->cfg.window_init;
 	/* Unpredictable request IDs: a forged reply must guess one. */
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
+	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
@@ -772,6 +957,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	return 0;
 fail_free:
 	cfs_htab_free(&t->calls);
+	cfs_htab_free(&t->peers);
 	free(t);
 	return r;
 }
@@ -784,7 +970,9 @@ static void on_handle_closed(uv_handle_t *h)
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
 	cfs_htab_free(&t->calls);
+	cfs_htab_free(&t->peers);
 	free(t->silent);
+	free(t->late);
 	free(t);
 }
 

@@ -369,7 +369,7 @@ static int store_send(struct op *o, const struct dhash__act *a)
 	d->msg.data = (struct cfs_bytes){ o->put.data, o->put.len };
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
-	return put_call(o, a, DHASH_STORE_TIMEOUT_MS);
+	return put_call(o, a, a->timeout_ms ? a->timeout_ms : DHASH_STORE_TIMEOUT_MS);
 }
 
 /* A put's HAVE: does cand[i] hold the block now (issue 22: the quorum)? */

@@ -32,6 +32,11 @@
 #define DHASH_GET_SPARES 4          /* successors asked beyond k, for stale lists */
 #define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
 #define DHASH_REFRESH_CHUNK 256     /* keys per REFRESH of refresh_many: 8 KiB */
+/* Issue 23: a transient timeout must not fail a put or a have. When every
+ * responsible server was silent, the round goes again with twice the
+ * timeout: STOREs once more (6 s), HAVEs twice (1 s, then 2 s). */
+#define DHASH_STORE_RETRIES 1
+#define DHASH_HAVE_RETRIES 2
 
 enum dhash__act_type {
 	DHASH_ACT_LOOKUP = 1,     /* chord_lookup for nsucc successors with flags; i: the
@@ -206,6 +211,8 @@ struct dhash__put {
 	/* Distinct server addresses the caller knows the ring has (its own
 	 * view; 0 or 1: unknown): the majority is never of fewer. */
 	uint32_t min_servers;
+	/* issue 23: rounds of STOREs sent again after every server was silent */
+	uint32_t store_retries;
 };
 
 /* lease_until: the lease asked for; set store_all after it for a root. */
@@ -243,6 +250,8 @@ struct dhash__probe {
 	/* have: "present" only when a majority of cand[0..ncand) say yes */
 	uint32_t need, nos;
 	uint32_t min_servers;     /* as in struct dhash__put */
+	uint32_t retries;         /* have: rounds asked again after all were silent */
+	uint32_t have_timeouts;   /* have: HAVEs that timed out (not the lookup's) */
 };
 
 void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,

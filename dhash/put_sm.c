@@ -111,13 +111,16 @@ bool dhash__put_idle(const struct dhash__put *p)
 	return p->state == DHASH_PUT_DONE && p->inflight == 0;
 }
 
-static void put_send(struct dhash__put *p, enum dhash__act_type type, uint32_t ci)
+static struct dhash__act *put_send(struct dhash__put *p, enum dhash__act_type type, uint32_t ci)
 {
-	dhash__actq_push(&p->q, type)->i = ci;
+	struct dhash__act *a = dhash__actq_push(&p->q, type);
+
+	a->i = ci;
 	p->cst[ci] = type == DHASH_ACT_STORE ? DHASH_PC_STORING : DHASH_PC_ASKING;
 	p->inflight++;
 	p->rpcs++;
 	p->haves += type == DHASH_ACT_HAVE;
+	return a;
 }
 
 /* A majority holds the block: the put is acknowledged, with the least
@@ -130,12 +133,32 @@ static bool put_maybe_done(struct dhash__put *p)
 	return true;
 }
 
+/* A STORE's timeout: the driver's default the first round, doubled for
+ * each round after every server was silent. */
+static uint32_t store_timeout(const struct dhash__put *p)
+{
+	return p->store_retries ? DHASH_STORE_TIMEOUT_MS << p->store_retries : 0;
+}
+
 /* STORE to the next responsible server in ring order (CFS 5.1: after the
  * key's successor fails, its next successor is responsible). */
 static void store_next(struct dhash__put *p)
 {
 	if (p->next_cand < p->ncand) {
-		put_send(p, DHASH_ACT_STORE, p->next_cand++);
+		put_send(p, DHASH_ACT_STORE, p->next_cand++)->timeout_ms = store_timeout(p);
+		return;
+	}
+	if (p->miss == -ETIMEDOUT && p->store_retries < DHASH_STORE_RETRIES) {
+		/* Issue 23: every responsible server was silent. On a loaded
+		 * ring that is a busy one more often than a dead one (with k = 1
+		 * there is no other to ask), so the round goes again, each time
+		 * with twice the timeout, before the put fails. */
+		p->store_retries++;
+		for (uint32_t i = 0; i < p->ncand; i++)
+			if (p->cst[i] == DHASH_PC_SILENT)
+				p->cst[i] = DHASH_PC_NONE;
+		p->next_cand = 0;
+		put_send(p, DHASH_ACT_STORE, p->next_cand++)->timeout_ms = store_timeout(p);
 		return;
 	}
 	put_finish(p, p->miss ? p->miss : -EHOSTUNREACH, 0);
@@ -236,7 +259,7 @@ static void store_challenged(struct dhash__put *p, uint32_t ci, const struct dha
 	memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
 	p->challenged_at[ci] = 1;
 	p->challenged = true;
-	put_send(p, DHASH_ACT_STORE, ci);
+	put_send(p, DHASH_ACT_STORE, ci)->timeout_ms = store_timeout(p);
 }
 
 /* A STORE of a parallel round (a root's, or our own after a "no") ended:
@@ -419,6 +442,13 @@ static void have_finish(struct dhash__probe *pr, int status, bool present)
 	pr->state = DHASH_PROBE_DONE;
 }
 
+/* A HAVE's timeout: the transport's prediction the first round, then
+ * DHASH_RETRY_TIMEOUT_MS doubled for each round after all were silent. */
+static uint32_t have_timeout(const struct dhash__probe *pr)
+{
+	return pr->retries ? DHASH_RETRY_TIMEOUT_MS << (pr->retries - 1) : 0;
+}
+
 static void have_next(struct dhash__probe *pr)
 {
 	if (pr->found >= pr->need) {
@@ -431,16 +461,27 @@ static void have_next(struct dhash__probe *pr)
 		 * before the have fails. */
 		if (pr->answered) {
 			have_finish(pr, 0, false);
+			return;
 		} else if (pr->next_cand < pr->ncand) {
 			if (pr->waiting == 0)
-				probe_send(pr, pr->next_cand++, 0);
-		} else if (pr->waiting == 0) {
+				probe_send(pr, pr->next_cand++, have_timeout(pr));
+			return;
+		} else if (pr->waiting > 0) {
+			return;
+		} else if (pr->have_timeouts == 0 || pr->retries == DHASH_HAVE_RETRIES) {
 			have_finish(pr, -EHOSTUNREACH, false);
+			return;
 		}
-		return;
+		/* Issue 23: nobody answered and some timed out. A silent server
+		 * is more often busy than dead, and with k = 1 there is no other
+		 * to ask: one timed-out HAVE failed the whole publish. So every
+		 * server is asked again, with a longer timeout each round, before
+		 * the have fails. */
+		pr->retries++;
+		pr->next_cand = 0;
 	}
 	while (pr->found + pr->waiting < pr->need && pr->next_cand < pr->ncand)
-		probe_send(pr, pr->next_cand++, 0);
+		probe_send(pr, pr->next_cand++, have_timeout(pr));
 }
 
 static void have_on_reply(struct dhash__probe *pr, const struct dhash__reply *rep)
@@ -453,8 +494,10 @@ static void have_on_reply(struct dhash__probe *pr, const struct dhash__reply *re
 		have_finish(pr, -ECANCELED, false);
 		return;
 	}
-	if (rep->status == -ETIMEDOUT)
+	if (rep->status == -ETIMEDOUT) {
 		pr->timeouts++;
+		pr->have_timeouts++;
+	}
 	if (rep->status == 0) {
 		pr->answered++;
 		if (rep->len >= 1 && (rep->data[0] & 1))

@@ -23,9 +23,31 @@ struct cfsdsink {
 	dhash_local_t *l;
 	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
 	uint32_t put_failures;    /* blocks not stored (the first few logged) */
+	uint64_t have_unanswered; /* keys a have could not answer: sent instead */
+	uint64_t put_retries;     /* puts sent again after a transient failure */
 };
 
 #define PUT_FAILURES_LOGGED 10
+#define PUT_RETRIES 2             /* a put that failed transiently is sent again */
+
+/*
+ * Issue 23: a transient timeout never fails a publish. A have (a renewal
+ * or a quorum HAVE) that the ring could not answer, after the retries the
+ * daemon's DHash client already made, is not an error here: its blocks
+ * are taken for absent and sent (a put of a block the ring holds costs
+ * bandwidth, never correctness, and renews it like a refresh). A put that
+ * failed the same way is sent again, PUT_RETRIES times. Before, with
+ * --replicas 1, one timed-out HAVE on a loaded ring failed 2 publishes in
+ * 3 ("the store could not say which blocks it has"). What is transient:
+ * silence (-ETIMEDOUT), no server reached (-EHOSTUNREACH) and a put whose
+ * quorum was not confirmed (-EREMOTEIO, often a silent server); a refusal
+ * (-ENOSPC, -EDQUOT, -EBADMSG, ...) or a daemon gone (-ECONNREFUSED,
+ * -ECONNRESET) is not.
+ */
+static bool is_transient(int status)
+{
+	return status == -ETIMEDOUT || status == -EHOSTUNREACH || status == -EREMOTEIO;
+}
 
 static void note_lease(struct cfsdsink *d, uint64_t lease)
 {
@@ -77,10 +99,27 @@ static void hint_unreachable(struct cfsdsink *d, int status)
 	}
 }
 
+/* The ring could not say whether these n keys (from the batch's at) are
+ * stored: they are sent. True when status is such a transient failure. */
+static bool have_unanswered(struct have_req *h, int status, size_t at, uint32_t n)
+{
+	if (!is_transient(status))
+		return false;
+	if (h->d->have_unanswered == 0)
+		log_warn("the ring could not say whether %u blocks are stored (%s): sending them "
+		         "(further such batches only counted)", n, dhash_strerror(status));
+	h->d->have_unanswered += n;
+	for (uint32_t i = 0; i < n; i++)
+		h->b->have[at + i] = false;
+	return true;
+}
+
 static void have_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct have_req *h = arg;
 
+	if (have_unanswered(h, status, h->base, h->n))
+		status = 0, n = 0;
 	hint_unreachable(h->d, status);
 	if (status == 0)
 		note_lease(h->d, lease);
@@ -95,6 +134,13 @@ static void confirm_done(void *arg, int status, const uint8_t *bits, uint32_t n,
 {
 	struct have_req *h = arg;
 
+	if (is_transient(status)) { /* the renewal's finds are not confirmed: sent */
+		if (h->d->have_unanswered == 0)
+			log_warn("the ring could not confirm %u blocks are stored (%s): sending them "
+			         "(further such batches only counted)", h->nconfirm, dhash_strerror(status));
+		h->d->have_unanswered += h->nconfirm;
+		status = 0, n = 0;
+	}
 	for (uint32_t j = 0; status == 0 && j < n; j++)
 		h->b->have[h->base + h->at[j]] = bits[j / 8] >> (j % 8) & 1;
 	batch_end(h->b, status);
@@ -110,6 +156,8 @@ static void renew_done(void *arg, int status, const uint8_t *bits, uint32_t n, u
 	struct have_req *h = arg;
 	int r;
 
+	if (have_unanswered(h, status, h->base, h->n))
+		status = 0, n = 0;
 	hint_unreachable(h->d, status);
 	if (status == 0)
 		note_lease(h->d, lease);
@@ -169,11 +217,21 @@ struct put_req {
 	struct pub_block *blk;
 	pub_done_fn done;         /* put_root: the caller's callback */
 	void *arg;
+	uint64_t lease_until;     /* put: as asked, for a retry */
+	uint32_t tries;
 };
 
 static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct put_req *p = arg;
+
+	if (is_transient(status) && p->tries < PUT_RETRIES) {
+		p->tries++;
+		p->d->put_retries++;
+		if (dhash_local_put(p->d->l, DHASH_KIND_CHASH, p->blk->p, p->blk->len, p->lease_until,
+		                    put_done, p) == 0)
+			return;
+	}
 
 	if (status == 0)
 		note_lease(p->d, lease);
@@ -201,6 +259,7 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
 		p->d = d;
 		p->b = b;
 		p->blk = &blocks[i];
+		p->lease_until = lease_until;
 		b->left++;
 		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
 		                        put_done, p);
@@ -348,6 +407,11 @@ static uint64_t sk_lease_granted(void *sink)
 static void sk_free(void *sink)
 {
 	struct cfsdsink *d = sink;
+
+	if (d->have_unanswered || d->put_retries)
+		log_info("transient failures: %llu blocks sent because the ring could not say whether it "
+		         "held them, %llu puts sent again", (unsigned long long)d->have_unanswered,
+		         (unsigned long long)d->put_retries);
 	dhash_local_free(d->l);
 	free(d->sock);
 	free(d);

@@ -326,15 +326,27 @@ Test(dhash_put, one_address_is_one_vote)
 	dhash__put_fini(&p);
 }
 
+/* issue 23: a round where every server was silent goes again, with twice
+ * the STORE timeout, before the put fails */
 Test(dhash_put, all_silent_fails_with_timeout)
 {
 	struct dhash__put p;
 
 	put_start(&p);
 	put_lookup(&p, succs(2));
+	cr_assert_eq(acts[0].timeout_ms, 0); /* the driver's default the first round */
 	put_store(&p, 0, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_STORE, 1);
+	put_store(&p, 1, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_STORE, 0); /* the round again */
+	cr_assert_eq(acts[0].timeout_ms, 2 * DHASH_STORE_TIMEOUT_MS);
+	put_store(&p, 0, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_STORE, 1);
+	cr_assert_eq(acts[0].timeout_ms, 2 * DHASH_STORE_TIMEOUT_MS);
 	put_store(&p, 1, err(-ETIMEDOUT));
 	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(p.timeouts, 4);
 	cr_assert_eq(acts[0].status, -ETIMEDOUT);
 	cr_assert_eq(acts[0].lease, 0);
 	dhash__put_fini(&p);
@@ -597,19 +609,52 @@ Test(dhash_probe, have_absent_and_all_silent)
 	cr_assert_eq(nacts, 0); /* 2 of 2 can no longer say yes, but nobody answered yet */
 	dhash__probe_on_send_failed(&pr); /* the second could not be sent */
 	DRAIN(dhash__probe_next, &pr);
+	/* issue 23: nobody answered and one timed out: all asked again, with
+	 * DHASH_RETRY_TIMEOUT_MS, then twice that, before "unreachable" */
+	cr_assert_eq(nacts, 2);
+	expect(0, DHASH_ACT_HAVE, 0);
+	expect(1, DHASH_ACT_HAVE, 1);
+	cr_assert_eq(acts[0].timeout_ms, DHASH_RETRY_TIMEOUT_MS);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[1].timeout_ms, 2 * DHASH_RETRY_TIMEOUT_MS);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	cr_assert_eq(nacts, 0);
+	probe_reply(&pr, err(-ETIMEDOUT));
 	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
 	cr_assert_eq(acts[0].status, -EHOSTUNREACH); /* nobody answered: not "absent" */
 	cr_assert(dhash__probe_idle(&pr));
 	dhash__probe_fini(&pr);
 
-	/* silent servers: the rest are asked in turn before "unreachable" */
+	/* no HAVE could be sent at all: no round again (nothing was silent) */
+	have_start(&pr, succs(1));
+	dhash__probe_on_send_failed(&pr);
+	DRAIN(dhash__probe_next, &pr);
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	dhash__probe_fini(&pr);
+
+	/* silent servers: the rest are asked in turn, then every round again,
+	 * before "unreachable" */
 	have_start(&pr, succs(3));
 	probe_reply(&pr, err(-ETIMEDOUT));
 	expect(0, DHASH_ACT_HAVE, 2);
 	probe_reply(&pr, err(-ETIMEDOUT));
 	probe_reply(&pr, err(-ETIMEDOUT));
+	for (uint32_t round = 1; round <= DHASH_HAVE_RETRIES; round++) {
+		cr_assert_eq(nacts, 2);
+		expect(0, DHASH_ACT_HAVE, 0);
+		expect(1, DHASH_ACT_HAVE, 1);
+		cr_assert_eq(acts[0].timeout_ms, DHASH_RETRY_TIMEOUT_MS << (round - 1));
+		probe_reply(&pr, err(-ETIMEDOUT));
+		expect(0, DHASH_ACT_HAVE, 2);
+		probe_reply(&pr, err(-ETIMEDOUT));
+		probe_reply(&pr, err(-ETIMEDOUT));
+	}
 	expect(0, DHASH_ACT_FINISH, 0);
 	cr_assert_eq(acts[0].status, -EHOSTUNREACH);
+	cr_assert_eq(pr.timeouts, 3 * (1 + DHASH_HAVE_RETRIES));
 	dhash__probe_fini(&pr);
 
 	have_start(&pr, succs(3));
@@ -951,4 +996,112 @@ Test(dhash_locate, lookup_failure_and_unsent)
 	cr_assert_eq(lc.r.state[0], DHASH_COPY_SILENT);
 	cr_assert_eq(lc.r.good, 0);
 	dhash__locate_fini(&lc);
+}
+
+/* ------------------------------------------------------------ issue 23 */
+
+/* Issue 23, item 6: with --replicas 1 one timed-out HAVE (or STORE) with
+ * no other server to ask failed the whole publish. The reply lost (or
+ * late: the transport drops a reply to a call that timed out) is scripted
+ * here as -ETIMEDOUT; the next round's answer carries the put or have. */
+Test(dhash_put, k1_a_lost_store_reply_is_retried_and_acknowledged)
+{
+	struct dhash__put p;
+
+	put_start_k(&p, 1);
+	put_lookup(&p, succs(1));
+	cr_assert_eq(p.need, 1);
+	expect(0, DHASH_ACT_STORE, 0);
+	put_store(&p, 0, err(-ETIMEDOUT)); /* the ack lost or late */
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_STORE, 0);
+	cr_assert_eq(acts[0].timeout_ms, 2 * DHASH_STORE_TIMEOUT_MS);
+	put_store(&p, 0, (struct dhash__reply){ .lease_until = 555 });
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 555);
+	cr_assert_eq(p.timeouts, 1);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+}
+
+/* k = 3: the primary silent once, the next one too; the second round's
+ * primary acks and a HAVE makes the majority: acknowledged, not failed. */
+Test(dhash_put, every_server_silent_once_then_a_majority)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(-ETIMEDOUT));
+	put_store(&p, 1, err(-ETIMEDOUT));
+	put_store(&p, 2, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_STORE, 0);
+	put_store(&p, 0, err(0));
+	expect(0, DHASH_ACT_HAVE, 1);
+	put_have(&p, 1, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	dhash__put_fini(&p);
+
+	/* a refusal in the second round is still the error */
+	put_start(&p);
+	put_lookup(&p, succs(1));
+	put_store(&p, 0, err(-ETIMEDOUT));
+	put_store(&p, 0, err(-ENOSPC));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, -ENOSPC);
+	dhash__put_fini(&p);
+}
+
+Test(dhash_probe, k1_a_lost_have_reply_is_asked_again)
+{
+	struct dhash__probe pr;
+	static struct chord_lookup_result r;
+
+	for (int answer = 0; answer < 2; answer++) {
+		dhash__probe_init(&pr, false, 1, 0);
+		DRAIN(dhash__probe_next, &pr);
+		cr_assert_eq(acts[0].nsucc, 1 + DHASH_GET_SPARES);
+		r = *succs(1);
+		dhash__probe_on_lookup(&pr, &r);
+		DRAIN(dhash__probe_next, &pr);
+		cr_assert_eq(nacts, 1);
+		expect(0, DHASH_ACT_HAVE, 0);
+		cr_assert_eq(acts[0].timeout_ms, 0);
+		probe_reply(&pr, err(-ETIMEDOUT)); /* lost, or late */
+		cr_assert_eq(nacts, 1);            /* not "unreachable": asked again */
+		expect(0, DHASH_ACT_HAVE, 0);
+		cr_assert_eq(acts[0].timeout_ms, DHASH_RETRY_TIMEOUT_MS);
+		probe_reply(&pr, err(-ETIMEDOUT));
+		expect(0, DHASH_ACT_HAVE, 0);
+		cr_assert_eq(acts[0].timeout_ms, 2 * DHASH_RETRY_TIMEOUT_MS);
+		probe_reply(&pr, bit(answer ? &yes : &no, 0));
+		expect(0, DHASH_ACT_FINISH, 0);
+		cr_assert_eq(acts[0].status, 0);
+		cr_assert_eq(acts[0].found, (uint32_t)answer);
+		cr_assert_eq(pr.timeouts, 2);
+		cr_assert(dhash__probe_idle(&pr));
+		dhash__probe_fini(&pr);
+	}
+}
+
+/* k = 3, a majority asked: one says yes, the other is silent, then the
+ * third is silent too. A yes was an answer, so no round again: absent
+ * (the publisher sends the block), as before. */
+Test(dhash_probe, an_answer_means_no_round_again)
+{
+	struct dhash__probe pr;
+
+	have_start(&pr, succs(3));
+	probe_reply(&pr, bit(&yes, 0));
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_HAVE, 2);
+	probe_reply(&pr, err(-ETIMEDOUT));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].found, 0);
+	cr_assert_eq(pr.retries, 0);
+	dhash__probe_fini(&pr);
 }

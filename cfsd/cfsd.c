@@ -104,6 +104,10 @@ static const char usage_text[] =
 	"                          dropping bad copies for repair to restore (default 7:\n"
 	"                          the capacity in a week; 0: off)\n"
 	"      --scrub-mb-per-s MB the scrub's read rate instead (default: from --scrub-days)\n"
+	"      --compact-mb-per-s MB  the compactor's disk rate, read and written, reclaiming\n"
+	"                          dead bytes of expired and dropped blocks (default 8; 0: off)\n"
+	"      --compact-live-percent P  it rewrites a pack whose live share is below P\n"
+	"                          (default 50)\n"
 	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
 	"                          sent as a wide-area model says; SPEC is key=value,...\n"
 	"                          of seed=N, median-rtt=MS (default 130), loss=FRAC,\n"
@@ -365,6 +369,8 @@ static const struct option opts[] = {
 	{ "sync-ms", required_argument, NULL, 1013 },
 	{ "scrub-days", required_argument, NULL, 1060 },
 	{ "scrub-mb-per-s", required_argument, NULL, 1061 },
+	{ "compact-mb-per-s", required_argument, NULL, 1062 },
+	{ "compact-live-percent", required_argument, NULL, 1063 },
 	{ "pin-ms", required_argument, NULL, 1050 },
 	{ "hedge-ms", required_argument, NULL, 1014 },
 	{ "cache-mb", required_argument, NULL, 1015 },
@@ -462,6 +468,15 @@ static void apply(struct settings *st, int c, const char *val)
 		D.dc.scrub_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
+	case 1062: {
+		char *end;
+		double mb = strtod(val, &end);
+		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
+			bad_usage("--compact-mb-per-s wants a rate in MB/s (0: no compaction), not '%s'", val);
+		D.dc.compact_bytes_per_s = (uint64_t)(mb * 1e6);
+		break;
+	}
+	case 1063: D.dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
 	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
 	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;

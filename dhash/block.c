@@ -18,6 +18,8 @@ void dhash_config_default(struct dhash_config *c)
 	c->capacity_bytes = DHASH_CAPACITY_DEFAULT;
 	c->quota_bytes = DHASH_CAPACITY_DEFAULT / 10;
 	c->cache_push = DHASH_PUSH_PATH;
+	c->compact_bytes_per_s = 8000000;
+	c->compact_live_pct = 50;
 }
 
 int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *ret)

@@ -102,3 +102,12 @@ void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *byte
 	*bytes = st.live_bytes;
 	*evicted = st.evicted;
 }
+
+void dhash_cache_disk(const dhash_cache_t *c, uint64_t *disk, uint64_t *dead)
+{
+	struct bstore_stats st;
+
+	bstore_stats(c->bs, &st);
+	*disk = st.disk_bytes;
+	*dead = st.dead_bytes;
+}

@@ -66,6 +66,10 @@ struct dhash_config {
 	const char *cache_dir;    /* the server's cache of others' blocks (NULL: none) */
 	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
 	uint32_t cache_push;      /* enum dhash_cache_push, for gets */
+	uint64_t compact_bytes_per_s; /* the compactor's I/O bound, read and written
+	                           * (default 8 MB/s; 0: no compaction) */
+	uint32_t compact_live_pct; /* it rewrites a pack whose live share is below
+	                           * this (default 50) */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 	bool ring_order;          /* tests only: a get asks the successors in ring order,
 	                           * not by predicted latency */
@@ -219,6 +223,8 @@ int dhash_cache_del(dhash_cache_t *c, const struct cfs_id *key);
 bool dhash_cache_has(dhash_cache_t *c, const struct cfs_id *key);
 void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *bytes,
                         uint64_t *evicted);
+/* Bytes of its packs on disk (the bound holds these), and of those dead. */
+void dhash_cache_disk(const dhash_cache_t *c, uint64_t *disk, uint64_t *dead);
 
 /* ---- the client through the local daemon (cfsd's control socket) */
 

@@ -20,8 +20,10 @@ struct dhash_rec {
 	size_t len;
 };
 
-/* -EBUSY if another process has the database open. */
-int dhash_store_open(const char *dir, dhash_store_t **ret);
+/* -EBUSY if another process has the store open, -EPROTO for another
+ * format. compact_live_pct: the compactor rewrites a pack whose live share
+ * is below it (0: the engine's default). */
+int dhash_store_open(const char *dir, uint32_t compact_live_pct, dhash_store_t **ret);
 void dhash_store_close(dhash_store_t *s);
 /* 0 with a copy in *ret, -ENOENT, or -EIO. */
 int dhash_store_get(dhash_store_t *s, const struct cfs_id *key, struct dhash_rec *ret);
@@ -180,6 +182,9 @@ struct dhash_server {
 	uint32_t nparked;
 	size_t parked_bytes;
 	uint64_t admit_parked;    /* copies that waited */
+	/* the compactor of the replica store, a slice per tick */
+	uv_timer_t compact_timer;
+	uint64_t compact_idle_until; /* nothing to do: look again then (monotonic ms) */
 };
 
 uint64_t dhash__wall_now(void);

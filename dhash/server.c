@@ -542,6 +542,25 @@ static void on_expire(uv_timer_t *h)
 	dhash_server_expire(h->data);
 }
 
+/* ------------------------------------------------------------ compaction */
+
+#define COMPACT_TICK_MS 100
+#define COMPACT_IDLE_MS 1000
+
+/* A slice of compaction each tick, a tenth of the second's budget, so that
+ * the rewrite of a pack never holds the loop for long; when there is
+ * nothing to reclaim, look again a second later. */
+static void on_compact(uv_timer_t *h)
+{
+	dhash_server_t *s = h->data;
+	uint64_t now = cfs_now_ms(), budget = s->cfg.compact_bytes_per_s / (1000 / COMPACT_TICK_MS);
+
+	if (now < s->compact_idle_until)
+		return;
+	if (!dhash_store_compact(s->store, budget < 4096 ? 4096 : budget))
+		s->compact_idle_until = now + COMPACT_IDLE_MS;
+}
+
 /* ------------------------------------------------------------ lifetime */
 
 int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
@@ -553,7 +572,7 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	s->loop = loop;
 	s->chord = c;
 	s->cfg = *cfg;
-	if ((r = dhash_store_open(dir, &s->store)) < 0) {
+	if ((r = dhash_store_open(dir, cfg->compact_live_pct, &s->store)) < 0) {
 		free(s);
 		return r;
 	}
@@ -572,6 +591,10 @@ int dhash_server_new(uv_loop_t *loop, chord_t *c, const char *dir,
 	s->commit.data = s;
 	dhash__park_init(s);
 	uv_timer_start(&s->expire_timer, on_expire, cfg->expire_ms, cfg->expire_ms);
+	uv_timer_init(loop, &s->compact_timer);
+	s->compact_timer.data = s;
+	if (cfg->compact_bytes_per_s)
+		uv_timer_start(&s->compact_timer, on_compact, COMPACT_TICK_MS, COMPACT_TICK_MS);
 	dhash_server_expire(s);
 	dhash__sync_start(s);
 	dhash__scrub_start(s);
@@ -601,9 +624,10 @@ void dhash_server_free(dhash_server_t *s)
 	chord_set_has_block(s->chord, NULL, NULL);
 	dhash__sync_stop(s);
 	dhash__scrub_stop(s);
-	s->closing_handles = 5;
+	s->closing_handles = 6;
 	dhash__park_close(s, handle_closed);
 	uv_close((uv_handle_t *)&s->expire_timer, handle_closed);
+	uv_close((uv_handle_t *)&s->compact_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->sync_timer, handle_closed);
 	uv_close((uv_handle_t *)&s->scrub.timer, handle_closed);
 	uv_close((uv_handle_t *)&s->commit, handle_closed);
@@ -628,6 +652,8 @@ struct server_snap {
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
 	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
 	double c_rate;
+	struct bstore_stats disk;
+	uint64_t c_disk, c_dead;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct server_snap, field, name, label, unit)
@@ -668,6 +694,24 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, admit_far, "refused_far", "refused: far from the key", NULL),
 	S(U64, refresh_over_quota, "refresh_over_quota", "refreshes over quota", NULL),
 	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("disk", "on disk"),
+	S(U64, disk.live_bytes, "live_bytes", "live", "bytes"),
+	S(U64, disk.dead_bytes, "dead_bytes", "dead (to reclaim)", "bytes"),
+	S(U64, disk.disk_bytes, "pack_bytes", "in packs", "bytes"),
+	S(U32, disk.packs, "packs", "packs", NULL),
+	S(U64, disk.written_bytes, "written_bytes", "written since start", "bytes"),
+	S(U64, disk.commits, "commits", "group commits", NULL),
+	S(U64, disk.flushes, "flushes", "pack flushes", NULL),
+	S(U64, disk.compactions, "compactions", "packs compacted", NULL),
+	S(U64, disk.compact_copied, "compact_copied", "bytes copied forward", NULL),
+	S(U64, disk.compact_reclaimed, "compact_reclaimed", "bytes reclaimed", NULL),
+	S(U32, disk.compacting_pack, "compacting_pack", "compacting pack", NULL),
+	S(U64, disk.compacting_done, "compacting_done", "read of it", "bytes"),
+	S(U64, disk.compacting_size, "compacting_size", "of", "bytes"),
+	S(U64, disk.torn_cut, "torn_cut", "torn tails cut at open", "bytes"),
+	S(U64, disk.records_dropped, "records_dropped", "records dropped at open", NULL),
+	S(U64, disk.damaged, "damaged", "damaged entries read", NULL),
+	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("leases_expiring", "leases"),
 	S(U64, day, "day", "ending within a day", NULL),
 	S(U64, week, "week", "within a week", NULL),
@@ -677,6 +721,8 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, c_blocks, "blocks", "blocks", NULL),
 	S(U64, c_bytes, "bytes", "bytes", NULL),
 	S(U64, c_evicted, "evicted", "evicted", NULL),
+	S(U64, c_disk, "pack_bytes", "in packs", "bytes"),
+	S(U64, c_dead, "dead_bytes", "dead", "bytes"),
 	S(U64, c_stores, "stores", "copies taken", NULL),
 	S(U64, c_hits, "fetch_hits", "fetches answered", NULL),
 	CFS_STAT_D(struct server_snap, c_rate, 4, "hit_rate", "hit rate", NULL),
@@ -690,6 +736,7 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	uint64_t now = dhash__wall_now(), asked = s->cache_hits + s->fetch_misses;
 
 	dhash_store_totals(s->store, &n->blocks, &n->bytes);
+	dhash_store_stats(s->store, &n->disk);
 	n->k = s->cfg.replicas;
 	n->stores = s->stores;
 	for (int i = 0; i < 8; i++)
@@ -715,6 +762,7 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	n->week = dhash_store_expiring(s->store, now + 7 * 86400, EXPIRING_MAX);
 	if (s->cache) {
 		dhash_cache_totals(s->cache, &n->c_blocks, &n->c_bytes, &n->c_evicted);
+		dhash_cache_disk(s->cache, &n->c_disk, &n->c_dead);
 		n->c_capacity = s->cfg.cache_bytes;
 	}
 	n->c_stores = s->cache_stores;

@@ -72,10 +72,11 @@ static void count_owners(dhash_store_t *s)
 	free(metas);
 }
 
-int dhash_store_open(const char *dir, dhash_store_t **ret)
+int dhash_store_open(const char *dir, uint32_t compact_live_pct, dhash_store_t **ret)
 {
 	dhash_store_t *s = xcalloc(1, sizeof(*s));
-	struct bstore_config cfg = { .mode = BSTORE_DURABLE, .what = "block store" };
+	struct bstore_config cfg = { .mode = BSTORE_DURABLE, .what = "block store",
+		                     .compact_live_pct = compact_live_pct };
 	int r = bstore_open(dir, &cfg, &s->bs);
 
 	if (r < 0) {

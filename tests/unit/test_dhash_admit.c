@@ -99,7 +99,7 @@ Test(admit, a_refresh_moves_the_charge_to_the_refresher_within_its_quota)
 	uint32_t over;
 
 	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(dhash_store_open(dir, &st), 0);
+	cr_assert_eq(dhash_store_open(dir, 0, &st), 0);
 	memcpy(rec.owner, a, 16);
 	cr_assert_eq(dhash_store_put(st, &k, &rec), 0);
 	cr_assert_eq(dhash_store_usage(st, a), 100);

@@ -13,7 +13,7 @@ static void setup(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-store.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(dhash_store_open(dir, &st), 0);
+	cr_assert_eq(dhash_store_open(dir, 0, &st), 0);
 }
 
 static void teardown(void)
@@ -42,7 +42,7 @@ Test(dhash_store, put_get_survives_reopen)
 
 	cr_assert_eq(dhash_store_put(st, &k, &r), 0);
 	dhash_store_close(st);
-	cr_assert_eq(dhash_store_open(dir, &st), 0);
+	cr_assert_eq(dhash_store_open(dir, 0, &st), 0);
 	dhash_store_totals(st, &blocks, &bytes);
 	cr_assert_eq(blocks, 1);
 	cr_assert_eq(bytes, 11);

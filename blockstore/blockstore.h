@@ -85,6 +85,7 @@ struct bstore_stats {
 	uint64_t compacting_done, compacting_size; /* its progress */
 	uint64_t evicted;             /* cache: blocks dropped for room */
 	uint64_t torn_cut, records_dropped; /* found at open */
+	uint64_t replayed;            /* puts indexed again at open from their packs */
 	uint64_t damaged;             /* reads that found a bad pack entry */
 	uint64_t recoveries;          /* reopens after a failed index write */
 	bool failed;                  /* writes refused until the index reopens */
@@ -131,7 +132,7 @@ const char *bstore_dir(const bstore_t *s);
 
 /* ---- internals exposed for the fuzzers and unit tests */
 #define BSTORE__REC_BYTES 58
-#define BSTORE__ENTRY_HDR 48
+#define BSTORE__ENTRY_HDR 80
 struct bstore__rec {
 	uint32_t pack;
 	uint64_t off;             /* of the entry's header in the pack */
@@ -141,11 +142,11 @@ struct bstore__rec {
 void bstore__rec_encode(uint8_t out[BSTORE__REC_BYTES], const struct bstore__rec *r);
 /* 0, or -EINVAL for a value that is no record. */
 int bstore__rec_decode(const uint8_t *p, size_t len, struct bstore__rec *ret) CFS_WUR;
-/* The pack entry at p[0..len): 1 with its key and length (the entry is
- * BSTORE__ENTRY_HDR + *ret_len bytes, all present), 0 when the header is
+/* The pack entry at p[0..len): 1 with its key and meta (the entry is
+ * BSTORE__ENTRY_HDR + meta.len bytes, all present), 0 when the header is
  * valid but its bytes are cut short (a torn tail), -EINVAL when p holds no
  * entry header. */
-int bstore__entry_parse(const uint8_t *p, size_t len, struct cfs_id *ret_key, uint8_t *ret_kind,
-                        uint32_t *ret_len) CFS_WUR;
+int bstore__entry_parse(const uint8_t *p, size_t len, struct cfs_id *ret_key,
+                        struct bstore_meta *ret_meta) CFS_WUR;
 
 #endif

@@ -91,7 +91,7 @@ static int flush_moves(bstore_t *s)
 		leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
 		moved[i] = true;
 	}
-	r = bstore__index_write(s, b, "repoint compacted blocks");
+	r = bstore__index_write(s, b, true, "repoint compacted blocks");
 	leveldb_writebatch_destroy(b);
 	for (size_t i = 0; i < s->nmoved && r == 0; i++) {
 		struct bstore__moved *m = &s->moved[i];
@@ -136,17 +136,16 @@ static struct bstore__pack *pick_victim(bstore_t *s)
 static int entry_at(bstore_t *s, struct bstore__pack *p, uint64_t off, struct cfs_id *key,
                     uint32_t *entry_len)
 {
-	uint8_t hdr[BSTORE__ENTRY_HDR], kind;
-	uint32_t len;
+	uint8_t hdr[BSTORE__ENTRY_HDR];
+	struct bstore_meta m;
 	int fd = bstore__pack_fd(s, p);
 
 	if (fd < 0)
 		return fd;
 	if (pread(fd, hdr, sizeof(hdr), (off_t)off) != (ssize_t)sizeof(hdr) ||
-	    bstore__entry_parse(hdr, sizeof(hdr), key, &kind, &len) < 0 ||
-	    off + BSTORE__ENTRY_HDR + len > p->size)
+	    bstore__entry_parse(hdr, sizeof(hdr), key, &m) < 0 || off + BSTORE__ENTRY_HDR + m.len > p->size)
 		return -EUCLEAN;
-	*entry_len = BSTORE__ENTRY_HDR + len;
+	*entry_len = BSTORE__ENTRY_HDR + m.len;
 	return 0;
 }
 
@@ -258,7 +257,7 @@ static void evict_pack(bstore_t *s, struct bstore__pack *p)
 		}
 		off += elen;
 	}
-	if (bstore__index_write(s, b, "evict") == 0) {
+	if (bstore__index_write(s, b, false, "evict") == 0) {
 		s->st.blocks -= dropped_blocks < s->st.blocks ? dropped_blocks : s->st.blocks;
 		s->st.live_bytes -= dropped_bytes < s->st.live_bytes ? dropped_bytes : s->st.live_bytes;
 		s->st.evicted += dropped_blocks;

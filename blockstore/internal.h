@@ -14,6 +14,7 @@
 #define BSTORE__PACK_HDR 16
 #define BSTORE__P_REC 'K'
 #define BSTORE__P_LEASE 'L'
+#define BSTORE__P_HEAD 'H'  /* the active pack and its end as of an index write */
 
 struct bstore__pack {
 	uint32_t num;
@@ -40,6 +41,7 @@ struct bstore {
 	leveldb_filterpolicy_t *bloom;
 	leveldb_readoptions_t *ro;
 	leveldb_writeoptions_t *wo;   /* synchronous in a durable store */
+	leveldb_writeoptions_t *wo_async;
 	struct bstore__pack *packs;   /* in number order */
 	size_t npacks, cap_packs;
 	uint32_t nopen;               /* read descriptors open */
@@ -60,8 +62,8 @@ struct bstore {
 };
 
 /* format.c */
-void bstore__entry_header(uint8_t out[BSTORE__ENTRY_HDR], const struct cfs_id *key, uint8_t kind,
-                          uint32_t len);
+void bstore__entry_header(uint8_t out[BSTORE__ENTRY_HDR], const struct cfs_id *key,
+                          const struct bstore_meta *meta);
 void bstore__pack_header(uint8_t out[BSTORE__PACK_HDR], uint32_t num);
 bool bstore__pack_header_ok(const uint8_t *p, size_t len, uint32_t num);
 void bstore__rec_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key);
@@ -76,8 +78,9 @@ int bstore__rec_read(bstore_t *s, const struct cfs_id *key, struct bstore__rec *
  * durable store. Nothing is appended on error. */
 int bstore__append(bstore_t *s, const struct iovec *iov, int n, uint64_t total,
                    uint32_t *ret_pack, uint64_t *ret_off);
-/* Write a batch to the index (synchronous in a durable store). */
-int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, const char *what);
+/* Write a batch to the index, with the head (where the appends end);
+ * flushed when sync in a durable store. */
+int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, bool sync, const char *what);
 int bstore__writable(bstore_t *s);
 void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p);
 uint64_t bstore__dead(const struct bstore__pack *p);

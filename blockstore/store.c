@@ -277,11 +277,21 @@ int bstore__writable(bstore_t *s)
 	return 0;
 }
 
-int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, const char *what)
+int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, bool sync, const char *what)
 {
 	char *err = NULL;
+	/* The head: every entry before it is indexed (the active pack's end,
+	 * or with none the last pack's; nothing is appended between). */
+	struct bstore__pack *p = s->active ? bstore__pack_find(s, s->active)
+	                                   : s->npacks ? &s->packs[s->npacks - 1] : NULL;
 
-	leveldb_write(s->db, s->wo, b, &err);
+	if (p) {
+		uint8_t h[12];
+		cfs_put_be32(h, p->num);
+		cfs_put_be64(h + 4, p->size);
+		leveldb_writebatch_put(b, (const char[]){ BSTORE__P_HEAD }, 1, (const char *)h, sizeof(h));
+	}
+	leveldb_write(s->db, sync ? s->wo : s->wo_async, b, &err);
 	if (!err)
 		return 0;
 	int r = db_error(s, err, what);
@@ -365,7 +375,7 @@ static int count_live(bstore_t *s)
 	if (dropped) {
 		log_warn("%s %s: dropped %lu index records naming bytes past their pack's end",
 		         s->cfg.what, s->dir, (unsigned long)dropped);
-		r = bstore__index_write(s, drop, "drop records");
+		r = bstore__index_write(s, drop, true, "drop records");
 	}
 	leveldb_writebatch_destroy(drop);
 	s->st.records_dropped += dropped;
@@ -438,6 +448,90 @@ static int scan_packs(bstore_t *s)
 	return 0;
 }
 
+/* Index one entry found by the replay: its header's meta, but the longer
+ * lease and the first owner of a record the key has already (a record
+ * that may be newer than the entry: a refresh, or a compaction's copy). */
+static void replay_entry(bstore_t *s, leveldb_writebatch_t *b, const struct cfs_id *key,
+                         const struct bstore_meta *m, uint32_t pack, uint64_t off)
+{
+	struct bstore__rec cur, nw = { .pack = pack, .off = off, .meta = *m };
+	uint8_t k[1 + CFS_ID_BYTES], v[BSTORE__REC_BYTES], lk[9 + CFS_ID_BYTES];
+	bool had = bstore__rec_read(s, key, &cur) == 0;
+
+	if (had) {
+		if (cur.meta.lease_until > nw.meta.lease_until)
+			nw.meta.lease_until = cur.meta.lease_until;
+		memcpy(nw.meta.owner, cur.meta.owner, 16);
+		nw.tick = cur.tick;
+		if (cur.meta.lease_until && cur.meta.lease_until != nw.meta.lease_until) {
+			bstore__lease_key(lk, cur.meta.lease_until, key);
+			leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
+		}
+	}
+	bstore__rec_key(k, key);
+	bstore__rec_encode(v, &nw);
+	leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
+	if (nw.meta.lease_until && !s->cfg.no_lease_index) {
+		bstore__lease_key(lk, nw.meta.lease_until, key);
+		leveldb_writebatch_put(b, (const char *)lk, sizeof(lk), "", 0);
+	}
+}
+
+/* The puts after the last flushed head: their entries were flushed before
+ * they were acknowledged, their records perhaps not (a crash of the
+ * machine). Every whole entry from the head on, in its pack and the later
+ * ones, is indexed again, in order; the first that is not whole ends it
+ * (a torn tail, cut next). */
+static int replay(bstore_t *s)
+{
+	char *err = NULL;
+	size_t hl;
+	uint32_t head_pack = 0;
+	uint64_t head_end = 0, n = 0;
+	char *h = leveldb_get(s->db, s->ro, (const char[]){ BSTORE__P_HEAD }, 1, &hl, &err);
+
+	if (err)
+		return db_error(s, err, "read its head");
+	if (h && hl == 12) {
+		head_pack = cfs_get_be32((const uint8_t *)h);
+		head_end = cfs_get_be64((const uint8_t *)h + 4);
+	}
+	leveldb_free(h);
+	for (size_t i = 0; i < s->npacks; i++) {
+		struct bstore__pack *p = &s->packs[i];
+		uint64_t off = p->num == head_pack ? head_end : BSTORE__PACK_HDR;
+		int fd;
+		if (p->num < head_pack || (fd = bstore__pack_fd(s, p)) < 0)
+			continue;
+		while (off + BSTORE__ENTRY_HDR <= p->size) {
+			uint8_t hdr[BSTORE__ENTRY_HDR];
+			struct bstore_meta m;
+			struct cfs_id key;
+			if (pread(fd, hdr, sizeof(hdr), (off_t)off) != (ssize_t)sizeof(hdr) ||
+			    bstore__entry_parse(hdr, sizeof(hdr), &key, &m) < 0 ||
+			    off + BSTORE__ENTRY_HDR + m.len > p->size)
+				break;
+			leveldb_writebatch_t *b = leveldb_writebatch_create();
+			replay_entry(s, b, &key, &m, p->num, off);
+			leveldb_write(s->db, s->wo_async, b, &err); /* flushed once, below */
+			leveldb_writebatch_destroy(b);
+			if (err)
+				return db_error(s, err, "replay");
+			off += BSTORE__ENTRY_HDR + m.len;
+			n++;
+		}
+	}
+	if (!n)
+		return 0;
+	log_info("%s %s: %lu puts indexed again from their packs (their index records were not "
+	         "flushed before a crash)", s->cfg.what, s->dir, (unsigned long)n);
+	s->st.replayed += n;
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	int r = bstore__index_write(s, b, true, "replay"); /* the head moves past them */
+	leveldb_writebatch_destroy(b);
+	return r;
+}
+
 static int db_open(bstore_t *s)
 {
 	char *err = NULL;
@@ -452,7 +546,8 @@ static int db_open(bstore_t *s)
 		}
 		return db_error(s, err, "cannot open its index");
 	}
-	return count_live(s);
+	int r = s->cfg.mode == BSTORE_DURABLE ? replay(s) : 0;
+	return r < 0 ? r : count_live(s);
 }
 
 static bool exists(const char *dir, const char *name)
@@ -555,6 +650,7 @@ int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret
 	s->ro = leveldb_readoptions_create();
 	s->wo = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(s->wo, s->cfg.mode == BSTORE_DURABLE);
+	s->wo_async = leveldb_writeoptions_create();
 	if ((r = cfs_mkdir_p(dir, 0700)) < 0 || (r = check_format(s)) < 0 ||
 	    (r = cfs_mkdir_p(s->db_dir, 0700)) < 0 || (r = cfs_mkdir_p(s->pack_dir, 0700)) < 0 ||
 	    (r = scan_packs(s)) < 0 || (r = db_open(s)) < 0) {
@@ -581,6 +677,7 @@ void bstore_close(bstore_t *s)
 		leveldb_close(s->db);
 	leveldb_readoptions_destroy(s->ro);
 	leveldb_writeoptions_destroy(s->wo);
+	leveldb_writeoptions_destroy(s->wo_async);
 	leveldb_options_destroy(s->opt);
 	leveldb_filterpolicy_destroy(s->bloom);
 	pthread_mutex_destroy(&s->mu);
@@ -616,7 +713,7 @@ static void touch(bstore_t *s, const struct cfs_id *key, struct bstore__rec *rec
 	bstore__rec_encode(v, rec);
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
 	leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
-	(void)bstore__index_write(s, b, "mark used");
+	(void)bstore__index_write(s, b, false, "mark used");
 	leveldb_writebatch_destroy(b);
 }
 
@@ -625,8 +722,7 @@ static int read_entry(bstore_t *s, const struct cfs_id *key, const struct bstore
 	struct bstore__pack *p = bstore__pack_find(s, rec->pack);
 	size_t n = BSTORE__ENTRY_HDR + rec->meta.len;
 	struct cfs_id k;
-	uint8_t kind;
-	uint32_t len;
+	struct bstore_meta em;
 	int fd;
 
 	if (!p)
@@ -640,15 +736,15 @@ static int read_entry(bstore_t *s, const struct cfs_id *key, const struct bstore
 		free(buf);
 		return r;
 	}
-	if ((size_t)got != n || bstore__entry_parse(buf, n, &k, &kind, &len) != 1 ||
-	    !cfs_id_eq(&k, key) || len != rec->meta.len) {
+	if ((size_t)got != n || bstore__entry_parse(buf, n, &k, &em) != 1 || !cfs_id_eq(&k, key) ||
+	    em.len != rec->meta.len) {
 		free(buf);
 		s->st.damaged++;
 		log_warn("%s %s: the entry of %s in pack %u at %lu is damaged", s->cfg.what, s->dir,
 		         cfs_id_short(key, (char[9]){ 0 }), rec->pack, (unsigned long)rec->off);
 		return -EUCLEAN;
 	}
-	memmove(buf, buf + BSTORE__ENTRY_HDR, len);
+	memmove(buf, buf + BSTORE__ENTRY_HDR, em.len);
 	*data = buf;
 	return 0;
 }
@@ -735,7 +831,7 @@ static int plan_ops(bstore_t *s, struct bstore_op *ops, size_t n, struct plan *p
 				pl[i].skip = true;
 				continue;
 			}
-			bstore__entry_header(pl[i].hdr, &o->key, o->meta.kind, o->meta.len);
+			bstore__entry_header(pl[i].hdr, &o->key, &o->meta);
 			*ret_bytes += BSTORE__ENTRY_HDR + o->meta.len;
 		} else if (r == -ENOENT || (r == -EUCLEAN && o->type == BSTORE_SET)) {
 			o->status = -ENOENT;
@@ -811,7 +907,13 @@ static int commit(bstore_t *s, struct bstore_op *ops, size_t n, struct plan *pl,
 		leveldb_writebatch_put(b, (const char *)k, sizeof(k), (const char *)v, sizeof(v));
 		batch_lease(s, b, &o->key, p->has_cur ? &p->cur.meta : NULL, &p->nw.meta);
 	}
-	r = bstore__index_write(s, b, "write");
+	/* Puts alone need no flushed index: their entries, flushed, carry
+	 * what the records say, and the next open indexes them again from
+	 * the last flushed head (replay). A change or a drop is flushed. */
+	bool sync = false;
+	for (size_t i = 0; i < n; i++)
+		sync |= !pl[i].skip && ops[i].type != BSTORE_PUT;
+	r = bstore__index_write(s, b, sync || !bytes, "write");
 	leveldb_writebatch_destroy(b);
 	if (r < 0)
 		return r; /* the appended bytes are dead: the next open cuts them */

@@ -84,10 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)bstore__rec_decode(data + 1, size - 1, &r);
 	} else if (data[0] == 1) {
 		struct cfs_id k;
-		uint8_t kind;
-		uint32_t len;
-		int r = bstore__entry_parse(data + 1, size - 1, &k, &kind, &len);
-		if (r == 1 && len + BSTORE__ENTRY_HDR > size - 1)
+		struct bstore_meta m;
+		int r = bstore__entry_parse(data + 1, size - 1, &k, &m);
+		if (r == 1 && m.len + BSTORE__ENTRY_HDR > size - 1)
 			abort();
 	} else if (data[0] == 2 && size < 70000) {
 		fuzz_pack(data + 1, size - 1);

@@ -121,6 +121,10 @@ uint32_t bstore_list(bstore_t *s, const struct cfs_id *after, struct cfs_id *key
  * before until; keys and ends may be NULL (then only counted). */
 uint64_t bstore_expiring(bstore_t *s, uint64_t until, struct cfs_id *keys, uint64_t *ends, uint64_t max);
 
+/* Forget the lease entry (until, key) when it is not key's own (a key
+ * gone, or damaged): what bstore_expiring listed stays listed otherwise. */
+void bstore_drop_lease(bstore_t *s, const struct cfs_id *key, uint64_t until);
+
 /* Do at most budget bytes of compaction work; true while work remains.
  * Callers bound the I/O rate by the budget they give per call. */
 bool bstore_compact_step(bstore_t *s, uint64_t budget);

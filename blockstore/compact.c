@@ -3,7 +3,8 @@
  * eviction of a cache.
  *
  * Compaction (WiscKey's value-log garbage collection, one pack at a
- * time): the pack with the smallest live share below the threshold is
+ * time): the pack with the smallest live share below the threshold (the
+ * active one too, closed first, once it holds a MiB of dead bytes) is
  * read in order; each entry the index still names there is copied to the
  * active pack. At the end of each step the copies are flushed, then one
  * index batch repoints every record that still names the old place (a
@@ -28,6 +29,7 @@
 
 #define COPY_FLUSH (4u << 20)  /* copies repointed at least this often */
 #define MIN_DEAD 4096          /* a pack with less dead is not worth a rewrite */
+#define ACTIVE_MIN_DEAD (1u << 20) /* ... and the active pack, closed for it, with less */
 
 void bstore__compact_free(bstore_t *s)
 {
@@ -119,7 +121,7 @@ static struct bstore__pack *pick_victim(bstore_t *s)
 	for (size_t i = 0; i < s->npacks; i++) {
 		struct bstore__pack *p = &s->packs[i];
 		uint64_t payload = p->size > BSTORE__PACK_HDR ? p->size - BSTORE__PACK_HDR : 0;
-		if (p->num == s->active || p->stuck || bstore__dead(p) < MIN_DEAD ||
+		if (p->stuck || bstore__dead(p) < (p->num == s->active ? ACTIVE_MIN_DEAD : MIN_DEAD) ||
 		    p->live * 100 >= (uint64_t)s->cfg.compact_live_pct * payload)
 			continue;
 		double share = payload ? (double)p->live / (double)payload : 0;
@@ -177,6 +179,8 @@ bool bstore_compact_step(bstore_t *s, uint64_t budget)
 	if (!p && (p = pick_victim(s))) {
 		s->victim = p->num;
 		s->scan_off = BSTORE__PACK_HDR;
+		if (p->num == s->active) /* a server that writes little would never close it */
+			bstore__active_close(s);
 	}
 	if (!p) {
 		s->victim = 0;
@@ -195,7 +199,8 @@ bool bstore_compact_step(bstore_t *s, uint64_t budget)
 			break;
 		}
 		done += BSTORE__ENTRY_HDR;
-		if (bstore__rec_read(s, &key, &rec) == 0 && rec.pack == p->num && rec.off == s->scan_off) {
+		if (bstore__rec_read(s, &key, &rec) == 0 && rec.pack == p->num && rec.off == s->scan_off &&
+		    rec.meta.len + BSTORE__ENTRY_HDR == elen) {
 			if (copy_entry(s, p, &key, s->scan_off, elen) < 0) {
 				p->stuck = true;
 				break;
@@ -232,8 +237,8 @@ static uint64_t disk_bytes(const bstore_t *s)
 	return n;
 }
 
-/* Drop the oldest pack p, copying forward its young blocks. */
-static void evict_pack(bstore_t *s, struct bstore__pack *p)
+/* Drop the oldest pack p, copying forward its young blocks when rescue. */
+static void evict_pack(bstore_t *s, struct bstore__pack *p, bool rescue)
 {
 	uint8_t k[1 + CFS_ID_BYTES];
 	leveldb_writebatch_t *b = leveldb_writebatch_create();
@@ -248,7 +253,7 @@ static void evict_pack(bstore_t *s, struct bstore__pack *p)
 			break; /* records naming the rest are dropped when read */
 		if (bstore__rec_read(s, &key, &rec) == 0 && rec.pack == p->num && rec.off == off) {
 			bool young = s->tick - rec.tick <= s->st.blocks / 4;
-			if (!(young && copy_entry(s, p, &key, off, elen) == 0)) {
+			if (!(young && rescue && copy_entry(s, p, &key, off, elen) == 0)) {
 				bstore__rec_key(k, &key);
 				leveldb_writebatch_delete(b, (const char *)k, sizeof(k));
 				dropped_blocks++;
@@ -271,17 +276,17 @@ static void evict_pack(bstore_t *s, struct bstore__pack *p)
 
 void bstore__make_room(bstore_t *s, uint64_t need)
 {
+	uint32_t first_new = s->next_pack;
+
 	while (s->npacks && disk_bytes(s) + need > s->cfg.cap_bytes) {
 		if (s->packs[0].num == s->active) {
 			if (s->npacks > 1 || s->packs[0].size <= BSTORE__PACK_HDR)
 				break;
-			/* only the active pack is left: close it, it goes next */
-			if (s->active_fd >= 0)
-				close(s->active_fd);
-			s->active_fd = -1;
-			s->active = 0;
+			bstore__active_close(s); /* only the active pack is left: it goes next */
 		}
-		evict_pack(s, &s->packs[0]);
+		/* A pack written since this call began holds blocks copied
+		 * forward by it: they go now, so making room always ends. */
+		evict_pack(s, &s->packs[0], s->packs[0].num < first_new);
 	}
 }
 

@@ -46,6 +46,8 @@ struct bstore {
 	size_t npacks, cap_packs;
 	uint32_t nopen;               /* read descriptors open */
 	uint32_t active;              /* the pack appended to (0: none yet) */
+	uint32_t next_pack;           /* the next pack's number: never one used before */
+	bool unsynced;                /* index writes not flushed since the last flushed one */
 	int active_fd;
 	uint64_t tick;                /* cache: the youngest use */
 	int failed;                   /* a failed index write: no writes until reopened */
@@ -83,6 +85,7 @@ int bstore__append(bstore_t *s, const struct iovec *iov, int n, uint64_t total,
 int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, bool sync, const char *what);
 int bstore__writable(bstore_t *s);
 void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p);
+void bstore__active_close(bstore_t *s);
 uint64_t bstore__dead(const struct bstore__pack *p);
 
 /* compact.c */

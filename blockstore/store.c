@@ -130,7 +130,7 @@ void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p)
 }
 
 /* Close the active pack: the next append starts a new one. */
-static void active_close(bstore_t *s)
+void bstore__active_close(bstore_t *s)
 {
 	if (s->active_fd >= 0)
 		close(s->active_fd);
@@ -143,7 +143,7 @@ static int active_open(bstore_t *s)
 {
 	char path[PATH_MAX];
 	uint8_t hdr[BSTORE__PACK_HDR];
-	uint32_t num = s->npacks ? s->packs[s->npacks - 1].num + 1 : 1;
+	uint32_t num = s->next_pack;
 	int r = 0;
 
 	pack_path(s, num, path, sizeof(path));
@@ -160,7 +160,8 @@ static int active_open(bstore_t *s)
 		unlink(path);
 		return r;
 	}
-	active_close(s);
+	bstore__active_close(s);
+	s->next_pack = num + 1;
 	s->active = num;
 	s->active_fd = fd;
 	pack_add(s, num, BSTORE__PACK_HDR);
@@ -209,13 +210,19 @@ int bstore__append(bstore_t *s, const struct iovec *iov, int n, uint64_t total, 
 			struct stat st;
 			if (fstat(s->active_fd, &st) == 0)
 				p->size = (uint64_t)st.st_size;
-			active_close(s);
+			bstore__active_close(s);
 			return r;
 		}
 	}
 	if (r < 0) {
-		if (ftruncate(s->active_fd, (off_t)p->size) < 0)
-			active_close(s); /* cannot cut it back: never append after it */
+		if (ftruncate(s->active_fd, (off_t)p->size) < 0) {
+			/* cannot cut it back: never append after it, and its
+			 * size says where the head goes past these bytes */
+			struct stat st;
+			if (fstat(s->active_fd, &st) == 0)
+				p->size = (uint64_t)st.st_size;
+			bstore__active_close(s);
+		}
 		return r;
 	}
 	*ret_pack = p->num;
@@ -254,7 +261,7 @@ static bool room_for_reopen(const char *dir)
 	return statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize >= need;
 }
 
-static int db_open(bstore_t *s);
+static int db_open(bstore_t *s, bool at_start);
 
 int bstore__writable(bstore_t *s)
 {
@@ -268,8 +275,19 @@ int bstore__writable(bstore_t *s)
 	if (s->db)
 		leveldb_close(s->db);
 	s->db = NULL;
-	if (db_open(s) < 0)
+	if (db_open(s, false) < 0)
 		return s->failed;
+	/* The reopen made every record before the failure durable; a flushed
+	 * head past the failed batch's bytes keeps a later replay from
+	 * indexing what was refused. */
+	leveldb_writebatch_t *b = leveldb_writebatch_create();
+	int fr = s->failed;
+	s->failed = 0;
+	int r = bstore__index_write(s, b, true, "write its head");
+	leveldb_writebatch_destroy(b);
+	if (r < 0)
+		return r;
+	s->failed = fr;
 	log_info("%s %s: writable again after '%s' (%lu blocks, %lu bytes)", s->cfg.what, s->dir,
 	         strerror(-s->failed), (unsigned long)s->st.blocks, (unsigned long)s->st.live_bytes);
 	s->failed = 0;
@@ -277,9 +295,36 @@ int bstore__writable(bstore_t *s)
 	return 0;
 }
 
+/* Flush every write-ahead log of the index. LevelDB flushes only the log
+ * it writes to: one it closed when its memtable filled may still hold
+ * unflushed records, and a flushed write's head must not pass them. */
+static void flush_logs(bstore_t *s)
+{
+	DIR *d = opendir(s->db_dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n < 5 || strcmp(e->d_name + n - 4, ".log") != 0)
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)fdatasync(fd);
+			close(fd);
+		}
+	}
+	closedir(d);
+}
+
 int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, bool sync, const char *what)
 {
 	char *err = NULL;
+	bool durable = s->cfg.mode == BSTORE_DURABLE;
+
+	if (durable && sync && s->unsynced)
+		flush_logs(s);
 	/* The head: every entry before it is indexed (the active pack's end,
 	 * or with none the last pack's; nothing is appended between). */
 	struct bstore__pack *p = s->active ? bstore__pack_find(s, s->active)
@@ -292,8 +337,10 @@ int bstore__index_write(bstore_t *s, leveldb_writebatch_t *b, bool sync, const c
 		leveldb_writebatch_put(b, (const char[]){ BSTORE__P_HEAD }, 1, (const char *)h, sizeof(h));
 	}
 	leveldb_write(s->db, sync ? s->wo : s->wo_async, b, &err);
-	if (!err)
+	if (!err) {
+		s->unsynced = durable && !sync ? true : sync ? false : s->unsynced;
 		return 0;
+	}
 	int r = db_error(s, err, what);
 	if (!s->failed)
 		log_warn("%s %s: writes refused until its index reopens (tried every %u ms once the "
@@ -443,6 +490,8 @@ static int scan_packs(bstore_t *s)
 		    fstatat(dirfd(d), e->d_name, &st, 0) < 0)
 			continue;
 		pack_add(s, num, (uint64_t)st.st_size);
+		if (num >= s->next_pack)
+			s->next_pack = num + 1;
 	}
 	closedir(d);
 	return 0;
@@ -497,6 +546,8 @@ static int replay(bstore_t *s)
 		head_end = cfs_get_be64((const uint8_t *)h + 4);
 	}
 	leveldb_free(h);
+	if (head_pack >= s->next_pack) /* the head's pack was deleted: never its number again */
+		s->next_pack = head_pack + 1;
 	for (size_t i = 0; i < s->npacks; i++) {
 		struct bstore__pack *p = &s->packs[i];
 		uint64_t off = p->num == head_pack ? head_end : BSTORE__PACK_HDR;
@@ -514,6 +565,7 @@ static int replay(bstore_t *s)
 			leveldb_writebatch_t *b = leveldb_writebatch_create();
 			replay_entry(s, b, &key, &m, p->num, off);
 			leveldb_write(s->db, s->wo_async, b, &err); /* flushed once, below */
+			s->unsynced = true;
 			leveldb_writebatch_destroy(b);
 			if (err)
 				return db_error(s, err, "replay");
@@ -532,7 +584,7 @@ static int replay(bstore_t *s)
 	return r;
 }
 
-static int db_open(bstore_t *s)
+static int db_open(bstore_t *s, bool at_start)
 {
 	char *err = NULL;
 
@@ -546,7 +598,7 @@ static int db_open(bstore_t *s)
 		}
 		return db_error(s, err, "cannot open its index");
 	}
-	int r = s->cfg.mode == BSTORE_DURABLE ? replay(s) : 0;
+	int r = s->cfg.mode == BSTORE_DURABLE && at_start ? replay(s) : 0;
 	return r < 0 ? r : count_live(s);
 }
 
@@ -643,6 +695,7 @@ int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret
 	snprintf(path, sizeof(path), "%s/packs", dir);
 	s->pack_dir = xstrdup(path);
 	s->active_fd = -1;
+	s->next_pack = 1;
 	s->opt = leveldb_options_create();
 	s->bloom = leveldb_filterpolicy_create_bloom(10); /* most lookups of a cache miss */
 	leveldb_options_set_filter_policy(s->opt, s->bloom);
@@ -653,7 +706,7 @@ int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret
 	s->wo_async = leveldb_writeoptions_create();
 	if ((r = cfs_mkdir_p(dir, 0700)) < 0 || (r = check_format(s)) < 0 ||
 	    (r = cfs_mkdir_p(s->db_dir, 0700)) < 0 || (r = cfs_mkdir_p(s->pack_dir, 0700)) < 0 ||
-	    (r = scan_packs(s)) < 0 || (r = db_open(s)) < 0) {
+	    (r = scan_packs(s)) < 0 || (r = db_open(s, true)) < 0) {
 		if (r == -1)
 			r = -errno;
 		bstore_close(s);
@@ -671,7 +724,7 @@ void bstore_close(bstore_t *s)
 	if (!s)
 		return;
 	bstore__compact_free(s);
-	active_close(s);
+	bstore__active_close(s);
 	close_reads(s);
 	if (s->db)
 		leveldb_close(s->db);
@@ -945,10 +998,14 @@ int bstore_apply(bstore_t *s, struct bstore_op *ops, size_t n)
 
 	pthread_mutex_lock(&s->mu);
 	int r = bstore__writable(s);
+	if (r == 0 && s->cfg.mode == BSTORE_CACHE) { /* room first: eviction may drop what ops replace */
+		uint64_t need = BSTORE__PACK_HDR; /* perhaps in a new pack */
+		for (size_t i = 0; i < n; i++)
+			need += ops[i].type == BSTORE_PUT ? BSTORE__ENTRY_HDR + ops[i].meta.len : 0;
+		bstore__make_room(s, need);
+	}
 	if (r == 0)
 		r = plan_ops(s, ops, n, pl, &bytes);
-	if (r == 0 && s->cfg.mode == BSTORE_CACHE && bytes)
-		bstore__make_room(s, bytes + BSTORE__PACK_HDR); /* perhaps in a new pack */
 	if (r == 0)
 		r = commit(s, ops, n, pl, bytes);
 	if (r < 0)
@@ -1077,6 +1134,22 @@ uint64_t bstore_expiring(bstore_t *s, uint64_t until, struct cfs_id *keys, uint6
 	leveldb_iter_destroy(it);
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+void bstore_drop_lease(bstore_t *s, const struct cfs_id *key, uint64_t until)
+{
+	struct bstore__rec rec;
+	uint8_t lk[9 + CFS_ID_BYTES];
+
+	pthread_mutex_lock(&s->mu);
+	if (s->db && !s->failed && (bstore__rec_read(s, key, &rec) < 0 || rec.meta.lease_until != until)) {
+		leveldb_writebatch_t *b = leveldb_writebatch_create();
+		bstore__lease_key(lk, until, key);
+		leveldb_writebatch_delete(b, (const char *)lk, sizeof(lk));
+		(void)bstore__index_write(s, b, false, "drop a lease entry"); /* done again if lost */
+		leveldb_writebatch_destroy(b);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 void bstore_stats(bstore_t *s, struct bstore_stats *ret)

@@ -341,15 +341,22 @@ int dhash_store_expire(dhash_store_t *s, uint64_t now, uint32_t max, uint32_t *r
 {
 	struct cfs_id keys[256], gone[256];
 	struct bstore_meta metas[256];
+	uint64_t ends[256];
 	uint32_t n = 0;
 
 	if (max > 256)
 		max = 256;
-	uint32_t m = (uint32_t)bstore_expiring(s->bs, now, keys, NULL, max);
+	uint32_t m = (uint32_t)bstore_expiring(s->bs, now, keys, ends, max);
 	for (uint32_t i = 0; i < m; i++) {
 		int r = bstore_get(s->bs, &keys[i], &metas[n], NULL);
-		if (r == 0 && metas[n].lease_until <= now)
+		if (r == 0 && metas[n].lease_until <= now) {
 			gone[n++] = keys[i];
+		} else if (r == -EUCLEAN) { /* a damaged record: dropped, its charge unknown */
+			(void)drop_many(s, &keys[i], NULL, 1);
+			bstore_drop_lease(s->bs, &keys[i], ends[i]);
+		} else {
+			bstore_drop_lease(s->bs, &keys[i], ends[i]); /* not the key's own entry */
+		}
 	}
 	int r = n ? drop_many(s, gone, metas, n) : 0;
 	*ret_n = r < 0 ? 0 : n;

@@ -23,6 +23,8 @@ ROUNDS=${T_STORAGE_KILLS:-3}
 dstat() { "$CFSCTL" --data "$TEST_DIR/$1" status --json | jget "['dhash']$2"; }
 # ge NAME EXPR MIN: the status field is at least MIN.
 ge() { [ "$(dstat "$1" "$2")" -ge "$3" ]; }
+# eq NAME EXPR VALUE: the status field is VALUE.
+eq() { [ "$(dstat "$1" "$2")" -eq "$3" ]; }
 # acked FILE: the keys cfsctl put reported as stored.
 acked() { grep -E '^[0-9a-f]{64} ' "$1" | cut -d' ' -f1 || true; }
 # check_all KEYS NAME: every key reads back verified through the daemon.
@@ -117,7 +119,7 @@ echo "# kill -9 with pack $size bytes being compacted, $done_b read, $copied byt
 	"after the restart all $nlive live blocks verify (torn tail cut $(dstat c "['disk']['torn_cut']") bytes)"
 start=$SECONDS
 wait_for 60 ge c "['disk']['compactions']" 1 || fail "no compaction finished after the restart: $(dstat c "['disk']")"
-wait_for 30 test "$(dstat c "['disk']['compacting_pack']")" -eq 0 || fail "the compaction does not end: $(dstat c "['disk']")"
+wait_for 30 eq c "['disk']['compacting_pack']" 0 || fail "the compaction does not end: $(dstat c "['disk']")"
 after=$(dstat c "['disk']['dead_bytes']")
 [ "$after" -lt $((dead / 10)) ] || fail "dead bytes $after after compaction, from $dead"
 check_all "$TEST_DIR/c.live" c

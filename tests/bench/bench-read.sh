@@ -50,8 +50,8 @@ since() { python3 -c "import sys; print('%.3f' % (float(sys.argv[2]) - float(sys
 stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
 
 # Wait (at most 120 s) until the daemons are nearly idle: after a publish
-# LevelDB compacts what was written for a while, and a read timed meanwhile
-# measures the compaction as much as the reader.
+# the daemons still work for a while (replica pushes, LevelDB compacting its
+# index), and a read timed meanwhile measures that as much as the reader.
 wait_quiet() {
 	python3 - "${CL_PID[@]}" <<'EOF'
 import os, sys, time
@@ -126,7 +126,7 @@ vol60=$("$BIN/cfs-publish" --quiet --key "$TEST_DIR/key60" --block-size 61440 \
 
 size=$((SIZE_MB << 20))
 mkdir -p "$mnt"
-echo "== the daemons were idle again $(wait_quiet) s after publishing (LevelDB compactions)"
+echo "== the daemons were idle again $(wait_quiet) s after publishing (pushes, index compactions)"
 
 # ---- the ring's first reads. Servers on a get's lookup path receive a
 # copy of the block for their caches (CFS 5.3), so the first read of a file
@@ -141,7 +141,7 @@ t0=$(now); dd if="$mnt/big2" of=/dev/null bs=1M status=none; first_mount=$(since
 # ---- the comparisons: each reader of a pair in turn, BENCH_ROUNDS times
 # (3), every read cold (a fresh mount; page caches dropped, the daemons'
 # too), the median reported. Alternating keeps the ring's state (what its
-# caches and LevelDB memtables hold) the same for both readers of a pair.
+# caches and indexes hold) the same for both readers of a pair.
 ROUNDS=${BENCH_ROUNDS:-3}
 declare -A RUNS
 mount_read() { # KEY VOL [cfs-mount options]: one timed cold read of /big

@@ -16,9 +16,8 @@
 #      gets push them); its cache's pack_bytes and the pack files in
 #      DATA/cache/packs stay within 1 MiB, and the newest copy is served;
 #   4. leases end in a daemon that keeps running (no restart after its
-#      puts): their dead bytes fall as the compactor reclaims them. This
-#      fails on the engine of 274b81a, whose compactor never picks the pack
-#      it appends to (notes/tests.md); T_STORAGE_PARTS=123 runs the others.
+#      puts): their dead bytes fall as the compactor reclaims them, from
+#      the pack it appends to as well. T_STORAGE_PARTS picks parts.
 # kill -9, and dead bytes from leases, are in t_storage_crash.sh.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"

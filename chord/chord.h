@@ -222,9 +222,13 @@ bool chord_member_check(chord_t *c, const struct cfs_node *n);
 bool chord_member_pending(const chord_t *c, const struct cfs_id *id);
 /* Could sender, in this process's view, be placing a replica of key here:
  * sender at or just after key, one of our virtual servers after it, both
- * within about 2k + 8 successor gaps of key (the ring-size estimate)? */
+ * within about 2k + 8 successor gaps of key (gaps of a ring size the
+ * estimate is unlikely to overstate, chord_ring_size_floor)? */
 bool chord_plausible_holder(const chord_t *c, const struct cfs_id *sender, const struct cfs_id *key,
                             uint32_t k);
+/* A ring size the estimate est (from m successor gaps) is unlikely to
+ * overstate: est times the lower 1e-4 quantile of Gamma(m)/m. */
+double chord_ring_size_floor(double est, uint32_t m);
 /* The same test as a pure function of a view: our nself virtual servers'
  * IDs and the estimate est_n of the ring's size in virtual servers. */
 bool chord_holder_plausible(const struct cfs_id *key, const struct cfs_id *sender,

@@ -46,6 +46,25 @@ Test(admit, the_keys_successor_may_place_a_copy_on_the_next)
 	cr_assert_not(chord_holder_plausible(&key, &before, &me, 1, 1000, 6));
 }
 
+/* A short successor list overstates the ring now and then: the floor
+ * undoes the worst that was seen (1,400 for 256 nodes, 6 successors) and
+ * stays close to the estimate with long lists. */
+Test(admit, the_ring_size_floor_allows_for_short_successor_lists)
+{
+	cr_assert_leq(chord_ring_size_floor(1400, 6), 256);
+	cr_assert_geq(chord_ring_size_floor(1400, 6), 100);
+	double f16 = chord_ring_size_floor(1000, 16) / 1000, f64 = chord_ring_size_floor(1000, 64) / 1000;
+	cr_assert(f16 > 0.25 && f16 < 0.4, "16 gaps: %f", f16);
+	cr_assert(f64 > f16 && f64 < 1, "64 gaps: %f", f64);
+	cr_assert_eq(chord_ring_size_floor(1000, 0), 1000);
+	cr_assert_eq(chord_ring_size_floor(2, 1), 1);
+	/* the refused copy of that ring, accepted with the floor */
+	struct cfs_id key = { { 0x3e } };
+	struct cfs_id primary = at(&key, 0.0039 * 256, 256), me = at(&key, 0.0237 * 256, 256);
+	cr_assert_not(chord_holder_plausible(&key, &primary, &me, 1, 1400, 6));
+	cr_assert(chord_holder_plausible(&key, &primary, &me, 1, chord_ring_size_floor(1400, 6), 6));
+}
+
 Test(admit, a_member_far_from_the_key_is_refused)
 {
 	struct cfs_id key = { { 0x99 } };

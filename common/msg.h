@@ -14,6 +14,13 @@
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507
+/* Largest UDP payload any datagram carries (issue 24): the size QUIC
+ * assumes every path takes (RFC 9000 14), so real links never fragment
+ * one. A message longer than this travels as pieces (common/xfer.h). */
+#define CFS_DGRAM_SAFE 1200
+/* Largest message over UDP, in pieces; checked before anything is
+ * allocated for it. */
+#define CFS_MSG_MAX (320 * 1024)
 /* Largest frame on a local UNIX stream (status reports can be long). */
 #define CFS_FRAME_MAX (1u << 20)
 /* Largest block that travels in one datagram: 60 KiB of payload plus the

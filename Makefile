@@ -291,6 +291,17 @@ $(HASH_RATE): $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
 
+# The UDP socket layer alone (common/udp.c): GSO/GRO, sendmmsg, plain.
+UDP_BENCH := $(B)/bench/udp-bench
+$(UDP_BENCH): $(call obj,tests/bench/udp_bench.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.PHONY: bench-udp
+bench-udp: $(UDP_BENCH)
+	$(Q)$(UDP_BENCH)
+
 .PHONY: bench-publish
 bench-publish: $(PROGRAMS) $(HASH_RATE)
 	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(HASH_RATE)
@@ -369,6 +380,7 @@ help:
 	@echo "make coverage   line coverage of the libraries by the unit tests (gcov)"
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
+	@echo "make bench-udp  the UDP socket layer on loopback: GSO+GRO vs sendmmsg vs one call per datagram"
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"

@@ -460,6 +460,13 @@ struct cfs_transport_config {
 	uint32_t timeout_max_ms; /* cap on any computed RTO (default 5000) */
 	uint32_t timeout_min_ms; /* floor of any computed RTO (default CFS_RTO_MIN_MS;
 	                          * 0: eq. (2) alone); fixed timeouts are kept */
+	/* Issue 24: messages longer than CFS_DGRAM_SAFE travel as pieces. */
+	uint32_t xfer_inflight_max;  /* bytes of pieces in flight, every peer (default 4 MiB) */
+	uint32_t reasm_peer_max;     /* bytes being reassembled from one peer (default 8 MiB) */
+	uint32_t reasm_total_max;    /* ... from every peer (default 64 MiB) */
+	uint32_t reasm_idle_ms;      /* a reassembly with no piece for this long is dropped
+	                              * (default 10000) */
+	uint32_t ledbat_target_ms;   /* queueing delay background transfers allow (default 25) */
 };
 /* The default RTO floor: a busy peer's loop, not the wire, sets the round
  * trip on one machine (issue 23). */
@@ -474,6 +481,9 @@ struct cfs_call_opts {
 	 * window and never moving it, so its timeouts cannot slow client
 	 * calls; the caller bounds how many it has in flight. */
 	bool background;
+	/* Issue 24: the background class (repair, sync, cache pushes): the
+	 * request's pieces and the reply's yield to other traffic (LEDBAT). */
+	bool low_priority;
 };
 
 /* Where a request came from: copy it to reply later. */
@@ -483,6 +493,7 @@ struct cfs_reply_to {
 	uint8_t type;
 	bool has_to;                   /* the request named a node: the reply names it */
 	struct cfs_id to_id;
+	bool low_priority;             /* asked in the background class: so is the reply */
 };
 
 struct cfs_rpc_result {
@@ -526,6 +537,22 @@ struct cfs_transport_stats {
 	 * most any of them was late by */
 	uint64_t late_replies;
 	uint64_t late_by_us_max;
+	/* issue 24: messages as pieces */
+	uint64_t xfers_out, xfers_in;     /* messages sent / received as pieces */
+	uint64_t xfers_abandoned;         /* sends given up (peer silent) */
+	uint64_t pieces_out, pieces_resent, pieces_in, pieces_dup;
+	uint64_t acks_out, acks_in;
+	uint64_t reasm_dropped;           /* pieces refused: memory bounds, no such call */
+	uint64_t reasm_expired;           /* reassemblies dropped as stale */
+	uint64_t gso_sends;               /* sendmsg calls carrying several pieces */
+	uint64_t cwnd_bytes;              /* sum of the peers' windows (at get_stats) */
+	uint32_t links;                   /* peers with a window */
+	/* address validation (anti-amplification) */
+	uint64_t retries_sent;            /* answers withheld for a token */
+	uint64_t retries_in;              /* tokens we were asked to show */
+	uint64_t validated;               /* addresses proven by a token */
+	uint64_t bad_tokens;
+	uint64_t budget_held;             /* pieces held back by the 3x budget */
 };
 
 /* Bind the socket and start receiving. on_request may be NULL (client). */

@@ -10,7 +10,7 @@
 
 #include "common/cfs.h" /* ids, addresses */
 
-#define CFS_PROTO_VERSION 3
+#define CFS_PROTO_VERSION 4
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507

@@ -19,7 +19,7 @@
 
 /* ------------------------------------------------------------ frames */
 
-int xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret, const char **why)
+int cfs_xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret, const char **why)
 {
 	if (len < XFER_PIECE_HDR + 1 || len > CFS_DGRAM_SAFE || p[0] != XFER_PIECE) {
 		*why = "piece: bad length";
@@ -40,7 +40,7 @@ int xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret, cons
 		*why = "piece: message length out of range";
 		return -EPROTO;
 	}
-	if (ret->index >= xfer_npieces(ret->msg_len)) {
+	if (ret->index >= cfs_xfer_npieces(ret->msg_len)) {
 		*why = "piece: index past the last piece";
 		return -EPROTO;
 	}
@@ -53,7 +53,7 @@ int xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret, cons
 	return 0;
 }
 
-size_t xfer_piece_encode(uint8_t *out, uint8_t flags, uint64_t reqid, const uint8_t *msg,
+size_t cfs_xfer_piece_encode(uint8_t *out, uint8_t flags, uint64_t reqid, const uint8_t *msg,
                          uint32_t msg_len, uint32_t pn, uint16_t index)
 {
 	size_t off = (size_t)index * XFER_PIECE_DATA;
@@ -69,7 +69,7 @@ size_t xfer_piece_encode(uint8_t *out, uint8_t flags, uint64_t reqid, const uint
 	return XFER_PIECE_HDR + n;
 }
 
-int xfer_ack_decode(const uint8_t *p, size_t len, struct xfer_ack *ret, const char **why)
+int cfs_xfer_ack_decode(const uint8_t *p, size_t len, struct xfer_ack *ret, const char **why)
 {
 	if (len < XFER_ACK_HDR || p[0] != XFER_ACK) {
 		*why = "ack: too short";
@@ -97,7 +97,7 @@ int xfer_ack_decode(const uint8_t *p, size_t len, struct xfer_ack *ret, const ch
 	return 0;
 }
 
-size_t xfer_ack_encode(uint8_t *out, const struct xfer_ack *a)
+size_t cfs_xfer_ack_encode(uint8_t *out, const struct xfer_ack *a)
 {
 	uint32_t d = a->ack_delay_us / 16;
 
@@ -112,7 +112,7 @@ size_t xfer_ack_encode(uint8_t *out, const struct xfer_ack *a)
 	return XFER_ACK_HDR + a->nbitmap;
 }
 
-int xfer_retry_decode(const uint8_t *p, size_t len, uint64_t *ret_reqid,
+int cfs_xfer_retry_decode(const uint8_t *p, size_t len, uint64_t *ret_reqid,
                       uint8_t token[static XFER_TOKEN_BYTES])
 {
 	if (len != XFER_RETRY_LEN || p[0] != XFER_RETRY || p[1] != 0)
@@ -122,7 +122,7 @@ int xfer_retry_decode(const uint8_t *p, size_t len, uint64_t *ret_reqid,
 	return 0;
 }
 
-size_t xfer_retry_encode(uint8_t out[static XFER_RETRY_LEN], uint64_t reqid,
+size_t cfs_xfer_retry_encode(uint8_t out[static XFER_RETRY_LEN], uint64_t reqid,
                          const uint8_t token[static XFER_TOKEN_BYTES])
 {
 	out[0] = XFER_RETRY;
@@ -132,7 +132,7 @@ size_t xfer_retry_encode(uint8_t out[static XFER_RETRY_LEN], uint64_t reqid,
 	return XFER_RETRY_LEN;
 }
 
-int xfer_validate_decode(const uint8_t *p, size_t len, uint8_t token[static XFER_TOKEN_BYTES])
+int cfs_xfer_validate_decode(const uint8_t *p, size_t len, uint8_t token[static XFER_TOKEN_BYTES])
 {
 	if (len != XFER_VALIDATE_LEN || p[0] != XFER_VALIDATE)
 		return -EPROTO;
@@ -140,7 +140,7 @@ int xfer_validate_decode(const uint8_t *p, size_t len, uint8_t token[static XFER
 	return 0;
 }
 
-size_t xfer_validate_encode(uint8_t out[static XFER_VALIDATE_LEN],
+size_t cfs_xfer_validate_encode(uint8_t out[static XFER_VALIDATE_LEN],
                             const uint8_t token[static XFER_TOKEN_BYTES])
 {
 	out[0] = XFER_VALIDATE;
@@ -148,7 +148,7 @@ size_t xfer_validate_encode(uint8_t out[static XFER_VALIDATE_LEN],
 	return XFER_VALIDATE_LEN;
 }
 
-void xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[static 32],
+void cfs_xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[static 32],
                 const struct cfs_addr *a, uint64_t epoch)
 {
 	crypto_generichash_state st;
@@ -169,7 +169,7 @@ void xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[static 3
 #define MAX_ACK_DELAY_US 1000 /* receivers ack at the end of every read batch */
 #define GRANULARITY_US 1000
 
-void xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us)
+void cfs_xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us)
 {
 	memset(cc, 0, sizeof(*cc));
 	cc->cwnd = XFER_INIT_CWND;
@@ -179,7 +179,7 @@ void xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us)
 }
 
 /* RFC 9002 5.3. */
-void xfer_cc_rtt(struct xfer_cc *cc, uint64_t rtt_us, uint64_t ack_delay_us)
+void cfs_xfer_cc_rtt(struct xfer_cc *cc, uint64_t rtt_us, uint64_t ack_delay_us)
 {
 	double rtt = (double)rtt_us;
 
@@ -207,7 +207,7 @@ static double pace_rate(const struct xfer_cc *cc)
 	return 1.25 * (double)cc->cwnd / cc->srtt_us;
 }
 
-bool xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now,
+bool cfs_xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now,
                       uint64_t *ret_wait_us)
 {
 	*ret_wait_us = 0;
@@ -222,7 +222,7 @@ bool xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_
 	return true;
 }
 
-void xfer_cc_sent(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now)
+void cfs_xfer_cc_sent(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now)
 {
 	double rate = pace_rate(cc);
 
@@ -260,7 +260,7 @@ static void ledbat_acked(struct xfer_cc *cc, uint32_t bytes)
 	cc->bg_cwnd = (uint32_t)w;
 }
 
-void xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us)
+void cfs_xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us)
 {
 	take_out(cc, bytes, bg);
 	if (bg)
@@ -275,7 +275,7 @@ void xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us
 		cc->cwnd = 64u << 20;
 }
 
-void xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us, uint64_t now)
+void cfs_xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us, uint64_t now)
 {
 	take_out(cc, bytes, bg);
 	if (bg) {
@@ -292,12 +292,12 @@ void xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us,
 	cc->cwnd = cc->ssthresh;
 }
 
-void xfer_cc_forget(struct xfer_cc *cc, uint32_t bytes, bool bg)
+void cfs_xfer_cc_forget(struct xfer_cc *cc, uint32_t bytes, bool bg)
 {
 	take_out(cc, bytes, bg);
 }
 
-uint64_t xfer_cc_pto_us(const struct xfer_cc *cc)
+uint64_t cfs_xfer_cc_pto_us(const struct xfer_cc *cc)
 {
 	if (!cc->has_rtt)
 		return 200000; /* RFC 9002's initial RTT is 333 ms; a LAN answers far sooner */
@@ -305,7 +305,7 @@ uint64_t xfer_cc_pto_us(const struct xfer_cc *cc)
 	return (uint64_t)(cc->srtt_us + (v > GRANULARITY_US ? v : GRANULARITY_US)) + MAX_ACK_DELAY_US;
 }
 
-uint64_t xfer_cc_loss_delay_us(const struct xfer_cc *cc)
+uint64_t cfs_xfer_cc_loss_delay_us(const struct xfer_cc *cc)
 {
 	double r = cc->srtt_us > cc->latest_rtt_us ? cc->srtt_us : cc->latest_rtt_us;
 	double d = 9.0 / 8.0 * r;
@@ -314,10 +314,10 @@ uint64_t xfer_cc_loss_delay_us(const struct xfer_cc *cc)
 
 /* ------------------------------------------------------------ sending */
 
-struct xfer_out *xfer_out_new(uint64_t reqid, uint8_t flags, uint8_t *msg, size_t len,
+struct xfer_out *cfs_xfer_out_new(uint64_t reqid, uint8_t flags, uint8_t *msg, size_t len,
                               uint64_t now)
 {
-	unsigned n = xfer_npieces(len);
+	unsigned n = cfs_xfer_npieces(len);
 	struct xfer_out *x = xcalloc(1, sizeof(*x) + n * sizeof(x->slot[0]));
 
 	x->reqid = reqid;
@@ -330,7 +330,7 @@ struct xfer_out *xfer_out_new(uint64_t reqid, uint8_t flags, uint8_t *msg, size_
 	return x;
 }
 
-void xfer_out_free(struct xfer_out *x)
+void cfs_xfer_out_free(struct xfer_out *x)
 {
 	if (!x)
 		return;
@@ -338,14 +338,14 @@ void xfer_out_free(struct xfer_out *x)
 	free(x);
 }
 
-uint32_t xfer_out_piece_len(const struct xfer_out *x, uint16_t idx)
+uint32_t cfs_xfer_out_piece_len(const struct xfer_out *x, uint16_t idx)
 {
 	size_t off = (size_t)idx * XFER_PIECE_DATA;
 	size_t n = x->len - off < XFER_PIECE_DATA ? x->len - off : XFER_PIECE_DATA;
 	return (uint32_t)(XFER_PIECE_HDR + n);
 }
 
-unsigned xfer_out_peek(const struct xfer_out *x, uint16_t *idx, unsigned max)
+unsigned cfs_xfer_out_peek(const struct xfer_out *x, uint16_t *idx, unsigned max)
 {
 	unsigned n = 0;
 	bool last = false;
@@ -369,7 +369,7 @@ unsigned xfer_out_peek(const struct xfer_out *x, uint16_t *idx, unsigned max)
 	return n;
 }
 
-uint32_t xfer_out_sent(struct xfer_out *x, uint16_t idx, uint64_t now)
+uint32_t cfs_xfer_out_sent(struct xfer_out *x, uint16_t idx, uint64_t now)
 {
 	struct xfer_slot *s = &x->slot[idx];
 	uint32_t pn = x->next_pn++;
@@ -402,7 +402,7 @@ static void declare_lost(struct xfer_out *x, struct xfer_slot *s, uint16_t i,
 	s->state = XP_LOST;
 	x->nlost++;
 	if (s->counted) {
-		r->lost_bytes += xfer_out_piece_len(x, i);
+		r->lost_bytes += cfs_xfer_out_piece_len(x, i);
 		if (s->sent_us > r->lost_sent_us)
 			r->lost_sent_us = s->sent_us;
 		s->counted = false;
@@ -429,17 +429,17 @@ static void detect_losses(struct xfer_out *x, uint64_t now, uint64_t loss_delay_
 static void account(struct xfer_cc *cc, const struct xfer_out *x, const struct xfer_ack_result *r,
                     uint64_t now)
 {
-	bool bg = xfer_out_bg(x);
+	bool bg = cfs_xfer_out_bg(x);
 
 	if (r->acked_bytes)
-		xfer_cc_acked(cc, r->acked_bytes, bg, r->acked_sent_us);
+		cfs_xfer_cc_acked(cc, r->acked_bytes, bg, r->acked_sent_us);
 	if (r->lost_bytes)
-		xfer_cc_lost(cc, r->lost_bytes, bg, r->lost_sent_us, now);
+		cfs_xfer_cc_lost(cc, r->lost_bytes, bg, r->lost_sent_us, now);
 	if (r->probe_bytes)
-		xfer_cc_forget(cc, r->probe_bytes, bg);
+		cfs_xfer_cc_forget(cc, r->probe_bytes, bg);
 }
 
-void xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
+void cfs_xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
                      struct xfer_cc *cc, struct xfer_ack_result *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -447,7 +447,7 @@ void xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
 		if (a->largest_pn + XFER_PN_RING >= x->next_pn) {
 			uint64_t sent = x->pn_sent_us[a->largest_pn % XFER_PN_RING];
 			r->rtt_us = now > sent ? now - sent : 1;
-			xfer_cc_rtt(cc, r->rtt_us, a->ack_delay_us); /* before losses: RFC 9002 6.1.2 */
+			cfs_xfer_cc_rtt(cc, r->rtt_us, a->ack_delay_us); /* before losses: RFC 9002 6.1.2 */
 		}
 		x->largest_acked_pn = a->largest_pn;
 		x->any_acked = true;
@@ -459,7 +459,7 @@ void xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
 		if (s->state == XP_LOST)
 			x->nlost--;
 		if (s->counted) {
-			r->acked_bytes += xfer_out_piece_len(x, i);
+			r->acked_bytes += cfs_xfer_out_piece_len(x, i);
 			if (s->sent_us > r->acked_sent_us)
 				r->acked_sent_us = s->sent_us;
 		}
@@ -472,9 +472,9 @@ void xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
 		x->pto_count = 0;
 		x->last_ack_us = now;
 	}
-	detect_losses(x, now, xfer_cc_loss_delay_us(cc), r);
+	detect_losses(x, now, cfs_xfer_cc_loss_delay_us(cc), r);
 	account(cc, x, r, now);
-	r->complete = xfer_out_done(x);
+	r->complete = cfs_xfer_out_done(x);
 }
 
 /* The oldest piece in flight, or -1. */
@@ -504,10 +504,10 @@ static uint64_t loss_time(const struct xfer_out *x, uint64_t loss_delay_us)
 	return t;
 }
 
-uint64_t xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc)
+uint64_t cfs_xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc)
 {
-	uint64_t pto_us = xfer_cc_pto_us(cc);
-	uint64_t t = loss_time(x, xfer_cc_loss_delay_us(cc));
+	uint64_t pto_us = cfs_xfer_cc_pto_us(cc);
+	uint64_t t = loss_time(x, cfs_xfer_cc_loss_delay_us(cc));
 
 	if (oldest_inflight(x) >= 0) {
 		uint64_t p = x->last_send_us + (pto_us << x->pto_count);
@@ -517,10 +517,10 @@ uint64_t xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc)
 	return t;
 }
 
-int xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
+int cfs_xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
                       struct xfer_ack_result *r)
 {
-	uint64_t pto_us = xfer_cc_pto_us(cc), loss_delay_us = xfer_cc_loss_delay_us(cc);
+	uint64_t pto_us = cfs_xfer_cc_pto_us(cc), loss_delay_us = cfs_xfer_cc_loss_delay_us(cc);
 
 	memset(r, 0, sizeof(*r));
 	if (loss_time(x, loss_delay_us) <= now) {
@@ -543,7 +543,7 @@ int xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
 		s->state = XP_LOST;
 		x->nlost++;
 		if (s->counted) {
-			r->probe_bytes += xfer_out_piece_len(x, (uint16_t)i);
+			r->probe_bytes += cfs_xfer_out_piece_len(x, (uint16_t)i);
 			s->counted = false;
 		}
 	}
@@ -551,32 +551,32 @@ int xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
 	return 0;
 }
 
-uint32_t xfer_out_counted(const struct xfer_out *x)
+uint32_t cfs_xfer_out_counted(const struct xfer_out *x)
 {
 	uint32_t n = 0;
 
 	for (uint16_t i = 0; i < x->next_new; i++)
 		if (x->slot[i].counted)
-			n += xfer_out_piece_len(x, i);
+			n += cfs_xfer_out_piece_len(x, i);
 	return n;
 }
 
 /* ------------------------------------------------------------ receiving */
 
-struct xfer_in *xfer_in_new(const struct xfer_piece *p, uint64_t now)
+struct xfer_in *cfs_xfer_in_new(const struct xfer_piece *p, uint64_t now)
 {
 	struct xfer_in *x = xcalloc(1, sizeof(*x));
 
 	x->reqid = p->reqid;
 	x->flags = p->flags & XF_REPLY;
 	x->len = p->msg_len;
-	x->npieces = (uint16_t)xfer_npieces(p->msg_len);
+	x->npieces = (uint16_t)cfs_xfer_npieces(p->msg_len);
 	x->buf = xmalloc(p->msg_len);
 	x->last_rx_us = now;
 	return x;
 }
 
-void xfer_in_free(struct xfer_in *x)
+void cfs_xfer_in_free(struct xfer_in *x)
 {
 	if (!x)
 		return;
@@ -584,7 +584,7 @@ void xfer_in_free(struct xfer_in *x)
 	free(x);
 }
 
-int xfer_in_piece(struct xfer_in *x, const struct xfer_piece *p, uint64_t now)
+int cfs_xfer_in_piece(struct xfer_in *x, const struct xfer_piece *p, uint64_t now)
 {
 	if (p->msg_len != x->len)
 		return -EPROTO;
@@ -605,15 +605,15 @@ int xfer_in_piece(struct xfer_in *x, const struct xfer_piece *p, uint64_t now)
 	return 0;
 }
 
-void xfer_in_ack(struct xfer_in *x, uint64_t now, struct xfer_ack *a)
+void cfs_xfer_in_ack(struct xfer_in *x, uint64_t now, struct xfer_ack *a)
 {
 	memset(a, 0, offsetof(struct xfer_ack, bitmap));
-	a->flags = (uint8_t)(x->flags | (xfer_in_complete(x) ? XF_COMPLETE : 0));
+	a->flags = (uint8_t)(x->flags | (cfs_xfer_in_complete(x) ? XF_COMPLETE : 0));
 	a->reqid = x->reqid;
 	a->largest_pn = x->largest_pn;
 	a->ack_delay_us = (uint32_t)(now - x->largest_pn_us);
 	a->first_missing = x->first_missing;
-	if (!xfer_in_complete(x)) {
+	if (!cfs_xfer_in_complete(x)) {
 		unsigned span = x->npieces - x->first_missing;
 		a->nbitmap = (uint8_t)((span + 7) / 8 > XFER_ACK_BITMAP_MAX ? XFER_ACK_BITMAP_MAX
 		                                                          : (span + 7) / 8);

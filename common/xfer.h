@@ -35,7 +35,7 @@
 #define XFER_VALIDATE_LEN (1 + XFER_TOKEN_BYTES)
 
 /* The pieces a message of len bytes travels as. */
-static inline unsigned xfer_npieces(size_t len)
+static inline unsigned cfs_xfer_npieces(size_t len)
 {
 	return (unsigned)((len + XFER_PIECE_DATA - 1) / XFER_PIECE_DATA);
 }
@@ -54,11 +54,11 @@ struct xfer_piece {
 /* Decode a piece; -EPROTO with *why for a wrong length, a message length
  * outside (CFS_DGRAM_SAFE, CFS_MSG_MAX], an index past the last piece, or
  * unknown flags. */
-int xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret,
+int cfs_xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret,
                       const char **why) CFS_WUR;
 /* Write piece index of msg (msg_len bytes) into out (CFS_DGRAM_SAFE bytes);
  * returns the datagram's length. */
-size_t xfer_piece_encode(uint8_t *out, uint8_t flags, uint64_t reqid, const uint8_t *msg,
+size_t cfs_xfer_piece_encode(uint8_t *out, uint8_t flags, uint64_t reqid, const uint8_t *msg,
                          uint32_t msg_len, uint32_t pn, uint16_t index);
 
 struct xfer_ack {
@@ -70,20 +70,20 @@ struct xfer_ack {
 	uint8_t nbitmap; /* bytes */
 	uint8_t bitmap[XFER_ACK_BITMAP_MAX];
 };
-int xfer_ack_decode(const uint8_t *p, size_t len, struct xfer_ack *ret, const char **why) CFS_WUR;
+int cfs_xfer_ack_decode(const uint8_t *p, size_t len, struct xfer_ack *ret, const char **why) CFS_WUR;
 /* out holds XFER_ACK_HDR + XFER_ACK_BITMAP_MAX bytes; returns the length. */
-size_t xfer_ack_encode(uint8_t *out, const struct xfer_ack *a);
+size_t cfs_xfer_ack_encode(uint8_t *out, const struct xfer_ack *a);
 
-int xfer_retry_decode(const uint8_t *p, size_t len, uint64_t *ret_reqid,
+int cfs_xfer_retry_decode(const uint8_t *p, size_t len, uint64_t *ret_reqid,
                       uint8_t token[static XFER_TOKEN_BYTES]) CFS_WUR;
-size_t xfer_retry_encode(uint8_t out[static XFER_RETRY_LEN], uint64_t reqid,
+size_t cfs_xfer_retry_encode(uint8_t out[static XFER_RETRY_LEN], uint64_t reqid,
                          const uint8_t token[static XFER_TOKEN_BYTES]);
-int xfer_validate_decode(const uint8_t *p, size_t len, uint8_t token[static XFER_TOKEN_BYTES]) CFS_WUR;
-size_t xfer_validate_encode(uint8_t out[static XFER_VALIDATE_LEN],
+int cfs_xfer_validate_decode(const uint8_t *p, size_t len, uint8_t token[static XFER_TOKEN_BYTES]) CFS_WUR;
+size_t cfs_xfer_validate_encode(uint8_t out[static XFER_VALIDATE_LEN],
                             const uint8_t token[static XFER_TOKEN_BYTES]);
 
 /* The address token: a keyed BLAKE2b of the address and a coarse epoch. */
-void xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[static 32],
+void cfs_xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[static 32],
                 const struct cfs_addr *a, uint64_t epoch);
 
 /* ------------------------------------------------------------ congestion */
@@ -112,24 +112,24 @@ struct xfer_cc {
 #define XFER_MIN_CWND (2 * CFS_DGRAM_SAFE)
 #define XFER_LEDBAT_TARGET_US 25000
 
-void xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us);
+void cfs_xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us);
 /* A round-trip sample (ack delay already taken out by the caller). */
-void xfer_cc_rtt(struct xfer_cc *cc, uint64_t rtt_us, uint64_t ack_delay_us);
+void cfs_xfer_cc_rtt(struct xfer_cc *cc, uint64_t rtt_us, uint64_t ack_delay_us);
 /* May a piece of bytes go now? Else *ret_wait_us says for how long pacing
  * holds it (0: the window is full; an ack must come first). */
-bool xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now,
+bool cfs_xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now,
                       uint64_t *ret_wait_us);
-void xfer_cc_sent(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now);
-void xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us);
+void cfs_xfer_cc_sent(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t now);
+void cfs_xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us);
 /* bytes declared lost, the newest of them sent at sent_us. */
-void xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us, uint64_t now);
+void cfs_xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us, uint64_t now);
 /* bytes no longer in flight for another reason (a transfer abandoned). */
-void xfer_cc_forget(struct xfer_cc *cc, uint32_t bytes, bool bg);
+void cfs_xfer_cc_forget(struct xfer_cc *cc, uint32_t bytes, bool bg);
 /* The probe timeout (RFC 9002 6.2.1, max_ack_delay included). */
-uint64_t xfer_cc_pto_us(const struct xfer_cc *cc);
+uint64_t cfs_xfer_cc_pto_us(const struct xfer_cc *cc);
 /* How long after a later piece was acked an unacked one counts as lost
  * (RFC 9002 6.1.2: 9/8 of the larger of srtt and the latest RTT, ≥ 1 ms). */
-uint64_t xfer_cc_loss_delay_us(const struct xfer_cc *cc);
+uint64_t cfs_xfer_cc_loss_delay_us(const struct xfer_cc *cc);
 
 /* ------------------------------------------------------------ sending */
 
@@ -183,31 +183,31 @@ struct xfer_ack_result {
 };
 
 /* A transfer of msg (len bytes, > CFS_DGRAM_SAFE), which it takes over. */
-struct xfer_out *xfer_out_new(uint64_t reqid, uint8_t flags, uint8_t *msg, size_t len,
+struct xfer_out *cfs_xfer_out_new(uint64_t reqid, uint8_t flags, uint8_t *msg, size_t len,
                               uint64_t now);
-void xfer_out_free(struct xfer_out *x);
+void cfs_xfer_out_free(struct xfer_out *x);
 /* The pieces to send next, lost ones first: up to max indexes into idx,
  * the message's last piece (the only short one) always last. */
-unsigned xfer_out_peek(const struct xfer_out *x, uint16_t *idx, unsigned max);
+unsigned cfs_xfer_out_peek(const struct xfer_out *x, uint16_t *idx, unsigned max);
 /* Piece idx was handed to the socket now; returns its packet number. */
-uint32_t xfer_out_sent(struct xfer_out *x, uint16_t idx, uint64_t now);
+uint32_t cfs_xfer_out_sent(struct xfer_out *x, uint16_t idx, uint64_t now);
 /* The bytes of piece idx as sent (a full piece but the last). */
-uint32_t xfer_out_piece_len(const struct xfer_out *x, uint16_t idx);
+uint32_t cfs_xfer_out_piece_len(const struct xfer_out *x, uint16_t idx);
 /* An ack: the round-trip sample, the pieces it holds and the losses it
  * reveals, all told to cc (the peer's window); r says what happened. */
-void xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
+void cfs_xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
                      struct xfer_cc *cc, struct xfer_ack_result *r);
 /* Time-threshold losses and probe timeouts due at now, told to cc.
  * Returns -ETIMEDOUT when the transfer should be abandoned (the caller
- * then takes xfer_out_counted() out of the window). */
-int xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
+ * then takes cfs_xfer_out_counted() out of the window). */
+int cfs_xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
                       struct xfer_ack_result *r);
 /* When xfer_out_on_timer next has something to do (UINT64_MAX: never). */
-uint64_t xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc);
+uint64_t cfs_xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc);
 /* Bytes of x still counted in the window (for an abandoned transfer). */
-uint32_t xfer_out_counted(const struct xfer_out *x);
-static inline bool xfer_out_done(const struct xfer_out *x) { return x->nacked == x->npieces; }
-static inline bool xfer_out_bg(const struct xfer_out *x) { return x->flags & XF_BACKGROUND; }
+uint32_t cfs_xfer_out_counted(const struct xfer_out *x);
+static inline bool cfs_xfer_out_done(const struct xfer_out *x) { return x->nacked == x->npieces; }
+static inline bool cfs_xfer_out_bg(const struct xfer_out *x) { return x->flags & XF_BACKGROUND; }
 
 /* ------------------------------------------------------------ receiving */
 
@@ -225,13 +225,13 @@ struct xfer_in {
 	uint8_t *buf;         /* len bytes */
 };
 
-struct xfer_in *xfer_in_new(const struct xfer_piece *p, uint64_t now);
-void xfer_in_free(struct xfer_in *x);
+struct xfer_in *cfs_xfer_in_new(const struct xfer_piece *p, uint64_t now);
+void cfs_xfer_in_free(struct xfer_in *x);
 /* Take a piece: 0 new, 1 a duplicate, -EPROTO when it contradicts the
  * transfer (another length). */
-int xfer_in_piece(struct xfer_in *x, const struct xfer_piece *p, uint64_t now) CFS_WUR;
-static inline bool xfer_in_complete(const struct xfer_in *x) { return x->nheld == x->npieces; }
+int cfs_xfer_in_piece(struct xfer_in *x, const struct xfer_piece *p, uint64_t now) CFS_WUR;
+static inline bool cfs_xfer_in_complete(const struct xfer_in *x) { return x->nheld == x->npieces; }
 /* The ack to send now. */
-void xfer_in_ack(struct xfer_in *x, uint64_t now, struct xfer_ack *a);
+void cfs_xfer_in_ack(struct xfer_in *x, uint64_t now, struct xfer_ack *a);
 
 #endif

@@ -60,14 +60,14 @@ static void sim_init(struct sim *s, size_t len)
 		s->msg[i] = (uint8_t)(i * 7 + i / 251);
 	uint8_t *copy = malloc(len);
 	memcpy(copy, s->msg, len);
-	s->xo = xfer_out_new(0x1234, XF_REPLY, copy, len, s->now);
-	xfer_cc_init(&s->cc, 0);
+	s->xo = cfs_xfer_out_new(0x1234, XF_REPLY, copy, len, s->now);
+	cfs_xfer_cc_init(&s->cc, 0);
 }
 
 static void sim_free(struct sim *s)
 {
-	xfer_out_free(s->xo);
-	xfer_in_free(s->xi);
+	cfs_xfer_out_free(s->xo);
+	cfs_xfer_in_free(s->xi);
 	free(s->msg);
 }
 
@@ -77,17 +77,17 @@ static void sender_send(struct sim *s)
 	uint16_t idx[64];
 	unsigned burst = 0;
 	uint64_t at = s->now + s->delay_us;
-	unsigned n = xfer_out_peek(s->xo, idx, 64);
+	unsigned n = cfs_xfer_out_peek(s->xo, idx, 64);
 
 	for (unsigned k = 0; k < n; k++) {
-		uint32_t bytes = xfer_out_piece_len(s->xo, idx[k]);
+		uint32_t bytes = cfs_xfer_out_piece_len(s->xo, idx[k]);
 		uint64_t wait;
-		if (!xfer_cc_can_send(&s->cc, bytes, false, s->now, &wait))
+		if (!cfs_xfer_cc_can_send(&s->cc, bytes, false, s->now, &wait))
 			break;
-		uint32_t pn = xfer_out_sent(s->xo, idx[k], s->now);
-		xfer_cc_sent(&s->cc, bytes, false, s->now);
+		uint32_t pn = cfs_xfer_out_sent(s->xo, idx[k], s->now);
+		cfs_xfer_cc_sent(&s->cc, bytes, false, s->now);
 		uint8_t b[CFS_DGRAM_SAFE];
-		size_t len = xfer_piece_encode(b, XF_REPLY, 0x1234, s->msg, (uint32_t)s->len, pn, idx[k]);
+		size_t len = cfs_xfer_piece_encode(b, XF_REPLY, 0x1234, s->msg, (uint32_t)s->len, pn, idx[k]);
 		unsigned nth = s->pieces_sent++;
 		burst++;
 		if (s->drop_piece && s->drop_piece(s, nth, idx[k]))
@@ -107,14 +107,14 @@ static void receiver_take(struct sim *s, const struct dgram *d)
 
 	if (s->dead)
 		return;
-	cr_assert(xfer_piece_decode(d->b, d->len, &p, &why) == 0, "%s", why);
+	cr_assert(cfs_xfer_piece_decode(d->b, d->len, &p, &why) == 0, "%s", why);
 	if (!s->xi)
-		s->xi = xfer_in_new(&p, s->now);
-	cr_assert(xfer_in_piece(s->xi, &p, s->now) >= 0);
+		s->xi = cfs_xfer_in_new(&p, s->now);
+	cr_assert(cfs_xfer_in_piece(s->xi, &p, s->now) >= 0);
 	struct xfer_ack a;
 	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
-	xfer_in_ack(s->xi, s->now, &a);
-	size_t len = xfer_ack_encode(b, &a);
+	cfs_xfer_in_ack(s->xi, s->now, &a);
+	size_t len = cfs_xfer_ack_encode(b, &a);
 	if (s->drop_ack && s->drop_ack(s, s->acks_sent++))
 		return;
 	push(s, s->now + s->delay_us, true, b, len);
@@ -126,8 +126,8 @@ static void sender_take(struct sim *s, const struct dgram *d)
 	struct xfer_ack_result r;
 	const char *why;
 
-	cr_assert(xfer_ack_decode(d->b, d->len, &a, &why) == 0, "%s", why);
-	xfer_out_on_ack(s->xo, &a, s->now, &s->cc, &r);
+	cr_assert(cfs_xfer_ack_decode(d->b, d->len, &a, &why) == 0, "%s", why);
+	cfs_xfer_out_on_ack(s->xo, &a, s->now, &s->cc, &r);
 	if (r.lost_bytes)
 		s->losses++;
 	if (r.complete)
@@ -141,7 +141,7 @@ static void sim_run(struct sim *s, uint64_t limit_us)
 
 	sender_send(s);
 	while (!s->result && s->now < end) {
-		uint64_t next = xfer_out_deadline(s->xo, &s->cc);
+		uint64_t next = cfs_xfer_out_deadline(s->xo, &s->cc);
 		unsigned first = MAXQ;
 		for (unsigned i = 0; i < s->nq; i++)
 			if (first == MAXQ || s->q[i].at < s->q[first].at ||
@@ -160,7 +160,7 @@ static void sim_run(struct sim *s, uint64_t limit_us)
 		} else if (next != UINT64_MAX) {
 			s->now = next > s->now ? next : s->now + 1;
 			struct xfer_ack_result r;
-			int rc = xfer_out_on_timer(s->xo, s->now, &s->cc, &r);
+			int rc = cfs_xfer_out_on_timer(s->xo, s->now, &s->cc, &r);
 			if (r.lost_bytes)
 				s->losses++;
 			if (rc == -ETIMEDOUT) {
@@ -179,7 +179,7 @@ static void sim_run(struct sim *s, uint64_t limit_us)
 static void assert_delivered(struct sim *s)
 {
 	cr_assert_eq(s->result, 1, "transfer ended %d after %u pieces", s->result, s->pieces_sent);
-	cr_assert(s->xi && xfer_in_complete(s->xi));
+	cr_assert(s->xi && cfs_xfer_in_complete(s->xi));
 	cr_assert_eq(s->xi->len, s->len);
 	cr_assert(memcmp(s->xi->buf, s->msg, s->len) == 0, "reassembled bytes differ");
 	cr_assert_eq(s->cc.in_flight, 0, "window still counts %u bytes", s->cc.in_flight);
@@ -193,42 +193,42 @@ Test(xfer, frames_round_trip)
 
 	for (unsigned i = 0; i < sizeof(msg); i++)
 		msg[i] = (uint8_t)i;
-	size_t n = xfer_piece_encode(b, XF_REPLY | XF_BACKGROUND, 77, msg, sizeof(msg), 9, 2);
+	size_t n = cfs_xfer_piece_encode(b, XF_REPLY | XF_BACKGROUND, 77, msg, sizeof(msg), 9, 2);
 	cr_assert_eq(n, XFER_PIECE_HDR + sizeof(msg) - 2 * XFER_PIECE_DATA);
-	cr_assert(xfer_piece_decode(b, n, &p, &why) == 0);
+	cr_assert(cfs_xfer_piece_decode(b, n, &p, &why) == 0);
 	cr_assert(p.reqid == 77 && p.pn == 9 && p.index == 2 && p.msg_len == sizeof(msg));
 	cr_assert(memcmp(p.data, msg + 2 * XFER_PIECE_DATA, p.len) == 0);
-	cr_assert(xfer_piece_decode(b, n - 1, &p, &why) == -EPROTO, "short last piece accepted");
+	cr_assert(cfs_xfer_piece_decode(b, n - 1, &p, &why) == -EPROTO, "short last piece accepted");
 	b[19] = 3; /* index past the end */
-	cr_assert(xfer_piece_decode(b, n, &p, &why) == -EPROTO);
-	n = xfer_piece_encode(b, 0, 77, msg, sizeof(msg), 0, 0);
+	cr_assert(cfs_xfer_piece_decode(b, n, &p, &why) == -EPROTO);
+	n = cfs_xfer_piece_encode(b, 0, 77, msg, sizeof(msg), 0, 0);
 	cr_assert_eq(n, CFS_DGRAM_SAFE, "a full piece fills the safe datagram");
 	cfs_put_be32(b + 10, CFS_DGRAM_SAFE); /* would have fit whole */
-	cr_assert(xfer_piece_decode(b, n, &p, &why) == -EPROTO);
+	cr_assert(cfs_xfer_piece_decode(b, n, &p, &why) == -EPROTO);
 	cfs_put_be32(b + 10, CFS_MSG_MAX + 1);
-	cr_assert(xfer_piece_decode(b, n, &p, &why) == -EPROTO);
+	cr_assert(cfs_xfer_piece_decode(b, n, &p, &why) == -EPROTO);
 
 	struct xfer_ack a = { .flags = XF_REPLY, .reqid = 5, .largest_pn = 40, .ack_delay_us = 320,
 	                      .first_missing = 3, .nbitmap = 2, .bitmap = { 0x06, 0x80 } }, a2;
 	uint8_t ab[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
-	n = xfer_ack_encode(ab, &a);
+	n = cfs_xfer_ack_encode(ab, &a);
 	cr_assert_eq(n, XFER_ACK_HDR + 2);
-	cr_assert(xfer_ack_decode(ab, n, &a2, &why) == 0);
+	cr_assert(cfs_xfer_ack_decode(ab, n, &a2, &why) == 0);
 	cr_assert(a2.reqid == 5 && a2.largest_pn == 40 && a2.ack_delay_us == 320 &&
 	          a2.first_missing == 3 && a2.nbitmap == 2 && a2.bitmap[1] == 0x80);
-	cr_assert(xfer_ack_decode(ab, n + 1, &a2, &why) == -EPROTO);
+	cr_assert(cfs_xfer_ack_decode(ab, n + 1, &a2, &why) == -EPROTO);
 	ab[18] = XFER_ACK_BITMAP_MAX + 1;
-	cr_assert(xfer_ack_decode(ab, XFER_ACK_HDR + XFER_ACK_BITMAP_MAX + 1, &a2, &why) == -EPROTO);
+	cr_assert(cfs_xfer_ack_decode(ab, XFER_ACK_HDR + XFER_ACK_BITMAP_MAX + 1, &a2, &why) == -EPROTO);
 
 	uint8_t tok[XFER_TOKEN_BYTES] = { 1, 2, 3 }, tok2[XFER_TOKEN_BYTES], rb[XFER_RETRY_LEN];
 	uint64_t rid;
-	cr_assert_eq(xfer_retry_encode(rb, 99, tok), XFER_RETRY_LEN);
-	cr_assert(xfer_retry_decode(rb, XFER_RETRY_LEN, &rid, tok2) == 0 && rid == 99);
+	cr_assert_eq(cfs_xfer_retry_encode(rb, 99, tok), XFER_RETRY_LEN);
+	cr_assert(cfs_xfer_retry_decode(rb, XFER_RETRY_LEN, &rid, tok2) == 0 && rid == 99);
 	cr_assert(memcmp(tok, tok2, sizeof(tok)) == 0);
 	uint8_t vb[XFER_VALIDATE_LEN];
-	cr_assert_eq(xfer_validate_encode(vb, tok), XFER_VALIDATE_LEN);
-	cr_assert(xfer_validate_decode(vb, XFER_VALIDATE_LEN, tok2) == 0);
-	cr_assert(xfer_validate_decode(vb, XFER_VALIDATE_LEN - 1, tok2) == -EPROTO);
+	cr_assert_eq(cfs_xfer_validate_encode(vb, tok), XFER_VALIDATE_LEN);
+	cr_assert(cfs_xfer_validate_decode(vb, XFER_VALIDATE_LEN, tok2) == 0);
+	cr_assert(cfs_xfer_validate_decode(vb, XFER_VALIDATE_LEN - 1, tok2) == -EPROTO);
 }
 
 Test(xfer, token_binds_address_and_epoch)
@@ -238,12 +238,12 @@ Test(xfer, token_binds_address_and_epoch)
 
 	cr_assert(cfs_addr_from_ip(&a, "10.0.0.1", 4000) == 0);
 	cr_assert(cfs_addr_from_ip(&b, "10.0.0.1", 4001) == 0);
-	xfer_token(t1, key, &a, 7);
-	xfer_token(t2, key, &a, 7);
+	cfs_xfer_token(t1, key, &a, 7);
+	cfs_xfer_token(t2, key, &a, 7);
 	cr_assert(memcmp(t1, t2, sizeof(t1)) == 0);
-	xfer_token(t2, key, &b, 7);
+	cfs_xfer_token(t2, key, &b, 7);
 	cr_assert(memcmp(t1, t2, sizeof(t1)) != 0, "another port, the same token");
-	xfer_token(t2, key, &a, 8);
+	cfs_xfer_token(t2, key, &a, 8);
 	cr_assert(memcmp(t1, t2, sizeof(t1)) != 0, "another epoch, the same token");
 }
 
@@ -254,7 +254,7 @@ Test(xfer, lossless)
 	sim_init(&s, 64 * 1024 + 17);
 	sim_run(&s, 10000000);
 	assert_delivered(&s);
-	cr_assert_eq(s.pieces_sent, xfer_npieces(s.len), "no piece sent twice without a loss");
+	cr_assert_eq(s.pieces_sent, cfs_xfer_npieces(s.len), "no piece sent twice without a loss");
 	cr_assert_eq(s.losses, 0);
 	cr_assert(s.cc.cwnd > XFER_INIT_CWND, "slow start grew the window");
 	sim_free(&s);
@@ -296,7 +296,7 @@ Test(xfer, lost_first_middle_last_piece)
 
 static bool drop_last_ack(struct sim *s, unsigned nth)
 {
-	return s->xi && xfer_in_complete(s->xi) && nth < 100 && s->timeouts == 0;
+	return s->xi && cfs_xfer_in_complete(s->xi) && nth < 100 && s->timeouts == 0;
 }
 
 Test(xfer, lost_acks_resent_on_probe_timeout)
@@ -354,7 +354,7 @@ Test(xfer, peer_that_stops_is_abandoned)
 	cr_assert(s.timeouts >= XFER_PTO_MAX);
 	cr_assert(s.pieces_sent <= (unsigned)(s.xo->npieces + 2 * XFER_PTO_MAX + 2),
 	          "%u pieces sent to a silent peer", s.pieces_sent);
-	xfer_cc_forget(&s.cc, xfer_out_counted(s.xo), false);
+	cfs_xfer_cc_forget(&s.cc, cfs_xfer_out_counted(s.xo), false);
 	cr_assert_eq(s.cc.in_flight, 0);
 	sim_free(&s);
 }
@@ -367,11 +367,11 @@ Test(xfer, pacing_spreads_a_window)
 	uint64_t now = 1000000, wait;
 	unsigned burst = 0;
 
-	xfer_cc_init(&cc, 0);
-	xfer_cc_rtt(&cc, 10000, 0); /* 10 ms */
+	cfs_xfer_cc_init(&cc, 0);
+	cfs_xfer_cc_rtt(&cc, 10000, 0); /* 10 ms */
 	cc.cwnd = 100 * CFS_DGRAM_SAFE;
-	while (xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, now, &wait)) {
-		xfer_cc_sent(&cc, CFS_DGRAM_SAFE, false, now);
+	while (cfs_xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, now, &wait)) {
+		cfs_xfer_cc_sent(&cc, CFS_DGRAM_SAFE, false, now);
 		burst++;
 	}
 	cr_assert(wait > 0, "stopped by the window, not by pacing");
@@ -379,12 +379,12 @@ Test(xfer, pacing_spreads_a_window)
 	/* the rest of the window goes out over about 0.8 of a round trip */
 	uint64_t start = now;
 	while (cc.in_flight + CFS_DGRAM_SAFE <= cc.cwnd) {
-		if (!xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, now, &wait)) {
+		if (!cfs_xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, now, &wait)) {
 			cr_assert(wait > 0);
 			now += wait;
 			continue;
 		}
-		xfer_cc_sent(&cc, CFS_DGRAM_SAFE, false, now);
+		cfs_xfer_cc_sent(&cc, CFS_DGRAM_SAFE, false, now);
 	}
 	double spread = (double)(now - start);
 	cr_assert(spread > 6000 && spread < 9000, "window spread over %.0f us", spread);
@@ -394,18 +394,18 @@ Test(xfer, one_reduction_per_round_trip)
 {
 	struct xfer_cc cc;
 
-	xfer_cc_init(&cc, 0);
+	cfs_xfer_cc_init(&cc, 0);
 	cc.cwnd = 100000;
 	cc.in_flight = 50000;
-	xfer_cc_lost(&cc, 1200, false, 2000, 3000);
+	cfs_xfer_cc_lost(&cc, 1200, false, 2000, 3000);
 	cr_assert_eq(cc.cwnd, 50000);
-	xfer_cc_lost(&cc, 1200, false, 2500, 3100); /* sent before the first loss was seen */
+	cfs_xfer_cc_lost(&cc, 1200, false, 2500, 3100); /* sent before the first loss was seen */
 	cr_assert_eq(cc.cwnd, 50000);
-	xfer_cc_lost(&cc, 1200, false, 3200, 4000);
+	cfs_xfer_cc_lost(&cc, 1200, false, 3200, 4000);
 	cr_assert_eq(cc.cwnd, 25000);
-	xfer_cc_acked(&cc, 1200, false, 3500); /* sent in recovery: no growth */
+	cfs_xfer_cc_acked(&cc, 1200, false, 3500); /* sent in recovery: no growth */
 	cr_assert_eq(cc.cwnd, 25000);
-	xfer_cc_acked(&cc, 1200, false, 4500);
+	cfs_xfer_cc_acked(&cc, 1200, false, 4500);
 	cr_assert(cc.cwnd > 25000 && cc.cwnd < 25000 + 1200, "avoidance grows by about a piece per window");
 }
 
@@ -415,28 +415,28 @@ Test(xfer, background_yields_to_queueing_delay)
 {
 	struct xfer_cc cc;
 
-	xfer_cc_init(&cc, 25000);
+	cfs_xfer_cc_init(&cc, 25000);
 	cc.cwnd = 200 * CFS_DGRAM_SAFE;
-	xfer_cc_rtt(&cc, 2000, 0);
+	cfs_xfer_cc_rtt(&cc, 2000, 0);
 	uint32_t w0 = cc.bg_cwnd;
 	for (int i = 0; i < 50; i++) {
-		xfer_cc_sent(&cc, CFS_DGRAM_SAFE, true, 0);
-		xfer_cc_acked(&cc, CFS_DGRAM_SAFE, true, 0);
+		cfs_xfer_cc_sent(&cc, CFS_DGRAM_SAFE, true, 0);
+		cfs_xfer_cc_acked(&cc, CFS_DGRAM_SAFE, true, 0);
 	}
 	cr_assert(cc.bg_cwnd > w0, "background did not grow on an empty queue");
 	uint32_t w1 = cc.bg_cwnd;
 	for (int i = 0; i < 20; i++)
-		xfer_cc_rtt(&cc, 2000 + 60000, 0); /* 60 ms of queue */
+		cfs_xfer_cc_rtt(&cc, 2000 + 60000, 0); /* 60 ms of queue */
 	for (int i = 0; i < 50; i++) {
-		xfer_cc_sent(&cc, CFS_DGRAM_SAFE, true, 0);
-		xfer_cc_acked(&cc, CFS_DGRAM_SAFE, true, 0);
+		cfs_xfer_cc_sent(&cc, CFS_DGRAM_SAFE, true, 0);
+		cfs_xfer_cc_acked(&cc, CFS_DGRAM_SAFE, true, 0);
 	}
 	cr_assert(cc.bg_cwnd < w1, "background grew (%u -> %u) against a queue", w1, cc.bg_cwnd);
 	cr_assert(cc.bg_cwnd >= XFER_MIN_CWND);
 	uint64_t wait;
 	cc.in_flight = cc.bg_in_flight = cc.bg_cwnd;
-	cr_assert(!xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, true, 0, &wait), "background window ignored");
-	cr_assert(xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, 0, &wait) || wait > 0,
+	cr_assert(!cfs_xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, true, 0, &wait), "background window ignored");
+	cr_assert(cfs_xfer_cc_can_send(&cc, CFS_DGRAM_SAFE, false, 0, &wait) || wait > 0,
 	          "foreground held by the background window");
 }
 
@@ -450,21 +450,21 @@ Test(xfer, receiver_bitmap_names_held_pieces)
 	memset(msg, 0xab, sizeof(msg));
 	uint16_t order[] = { 0, 1, 3, 7, 19 };
 	for (unsigned k = 0; k < 5; k++) {
-		size_t n = xfer_piece_encode(b, 0, 3, msg, sizeof(msg), k, order[k]);
-		cr_assert(xfer_piece_decode(b, n, &p, &why) == 0);
+		size_t n = cfs_xfer_piece_encode(b, 0, 3, msg, sizeof(msg), k, order[k]);
+		cr_assert(cfs_xfer_piece_decode(b, n, &p, &why) == 0);
 		if (!x)
-			x = xfer_in_new(&p, 0);
-		cr_assert(xfer_in_piece(x, &p, 10) == 0);
+			x = cfs_xfer_in_new(&p, 0);
+		cr_assert(cfs_xfer_in_piece(x, &p, 10) == 0);
 	}
-	cr_assert(xfer_in_piece(x, &p, 11) == 1, "a duplicate counted as new");
+	cr_assert(cfs_xfer_in_piece(x, &p, 11) == 1, "a duplicate counted as new");
 	struct xfer_ack a;
-	xfer_in_ack(x, 20, &a);
+	cfs_xfer_in_ack(x, 20, &a);
 	cr_assert_eq(a.first_missing, 2);
 	cr_assert(!(a.flags & XF_COMPLETE));
 	/* bits from piece 2: 3 -> bit 1, 7 -> bit 5, 19 -> bit 17 */
 	cr_assert_eq(a.bitmap[0], 0x22);
 	cr_assert_eq(a.bitmap[2], 0x02);
 	p.msg_len = sizeof(msg) + 1;
-	cr_assert(xfer_in_piece(x, &p, 12) == -EPROTO, "another length accepted");
-	xfer_in_free(x);
+	cr_assert(cfs_xfer_in_piece(x, &p, 12) == -EPROTO, "another length accepted");
+	cfs_xfer_in_free(x);
 }

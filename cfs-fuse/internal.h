@@ -216,8 +216,11 @@ struct fs_census *fs__census_new(cfsfuse_t *fs);
 /* Count fs->root's version (again), dropping a count under way. */
 void fs__census_start(struct fs_census *c);
 /* The last complete count, else the one under way; complete: whether
- * that is the count of the mounted version. */
+ * that is the whole count of the mounted version. */
 void fs__census_totals(const struct fs_census *c, struct fs_totals *ret, bool *ret_complete);
+/* Stop counting and close the timer (the loop finishes closing it). */
+void fs__census_close(struct fs_census *c);
+/* After close and after the loop has run: frees. Accepts NULL. */
 void fs__census_free(struct fs_census *c);
 
 /* logsink.c: from now on, everything written to stderr (this program's

@@ -650,6 +650,7 @@ static void fs_stop(cfsfuse_t *fs)
 	uv_close((uv_handle_t *)&fs->sigterm, on_closed);
 	uv_close((uv_handle_t *)&fs->sigint, on_closed);
 	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
+	fs__census_close(fs->census);
 	dhash_local_free(fs->dh);
 	fs->dh = NULL;
 	fs__local_free(fs->local);

@@ -85,6 +85,7 @@ CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
 FUSE_LIB_SRCS += cfs-fuse/localsrc.c
+FUSE_LIB_SRCS += cfs-fuse/census.c cfs-fuse/logsink.c
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
 TESTBED_LIB_SRCS := tests/testbed/churn.c
@@ -357,6 +358,23 @@ install: $(PROGRAMS) $(HARNESS)
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 docs/man/cfsd.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|/usr/local/bin|$(BINDIR)|' tools/systemd/cfsd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/cfsd.service
+
+# mount(8)'s helper for "mount -t cfs" and fstab (cfs-fuse/mount.cfs.in):
+# it runs cfs-mount from BINDIR, the build's copy the build's cfs-mount.
+# mount(8) looks for helpers in /sbin only, whatever PREFIX is.
+MOUNT_HELPER_DIR ?= /sbin
+MOUNT_HELPER := $(B)/bin/mount.cfs
+all integration test: $(MOUNT_HELPER)
+$(MOUNT_HELPER): cfs-fuse/mount.cfs.in
+	@mkdir -p $(dir $@)
+	$(Q)sed 's|@BINDIR@|$(abspath $(B)/bin)|' $< >$@.tmp && chmod 0755 $@.tmp && mv $@.tmp $@
+.PHONY: install-mount
+install: install-mount
+install-mount: $(MOUNT_HELPER)
+	install -d $(DESTDIR)$(MOUNT_HELPER_DIR) $(DESTDIR)$(MANDIR)/man1
+	sed 's|@BINDIR@|$(BINDIR)|' cfs-fuse/mount.cfs.in >$(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
+	chmod 0755 $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
+	install -m 0644 docs/man/cfs-mount.1 docs/man/cfs-cat.1 $(DESTDIR)$(MANDIR)/man1/
 
 # ---------------------------------------------------------------- hygiene
 # Layering in miniature: lower folders never include upper ones, and the

@@ -32,6 +32,11 @@
 
 #define CFS_WUR __attribute__((warn_unused_result))
 
+/* The release every program's --version prints. */
+#ifndef CFS_VERSION
+#define CFS_VERSION "0.1.0"
+#endif
+
 /* Defined in common/msg.h and common/netmodel.h (included below), named
  * here so that a file including one of those first still compiles. */
 struct cfs_msg;

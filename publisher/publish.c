@@ -62,6 +62,7 @@ struct pub {
 	uint64_t total_files, total_bytes;
 	uint64_t done_files, done_bytes;
 	uint64_t pend_files, pend_bytes;
+	uint64_t rate_us, rate_bytes; /* the first answer: the rate is from there */
 	uv_signal_t *sigint;       /* Ctrl-C: stop before the root (pub_publish) */
 	bool interrupted;
 	bool root_phase;           /* the root is being signed and stored */
@@ -110,7 +111,8 @@ static const char *human(uint64_t n, char buf[static 16])
 
 /* The bar: files and bytes the store has taken of the totals, the
  * percentage (of bytes; of files for a tree of empty files), the rate the
- * store takes them and the ETA from that rate. Reading runs ahead of
+ * store takes them (from its first answer on: the root's read and the
+ * tree's walk before it are no part of it) and the ETA from that rate. Reading runs ahead of
  * storing by the batches in flight, so the read bytes would promise an
  * ETA too early (13 s for a 60 s publish). final: erase it, for the
  * summary line that follows. */
@@ -126,8 +128,8 @@ static void draw_progress(struct pub *p, bool final)
 		fputs("\r\033[K", stderr);
 		return;
 	}
-	double secs = (double)(now - p->start_us) / 1e6;
-	double bps = secs > 0 ? (double)p->done_bytes / secs : 0;
+	double secs = p->rate_us ? (double)(now - p->rate_us) / 1e6 : 0;
+	double bps = secs > 0.2 ? (double)(p->done_bytes - p->rate_bytes) / secs : 0;
 	uint64_t files = p->done_files < p->total_files ? p->done_files : p->total_files;
 	uint64_t bytes = p->done_bytes < p->total_bytes ? p->done_bytes : p->total_bytes;
 	double pct = p->total_bytes ? 100.0 * (double)bytes / (double)p->total_bytes
@@ -175,6 +177,10 @@ static void batch_end(struct batch *b, int r)
 		p->st->bytes_sent += b->send[i].len;
 	}
 	if (r == 0) {
+		if (!p->rate_us) { /* the root's read and the tree's walk are behind */
+			p->rate_us = cfs_now_us();
+			p->rate_bytes = p->done_bytes;
+		}
 		p->done_files += b->files;
 		p->done_bytes += b->content;
 	}

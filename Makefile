@@ -357,6 +357,8 @@ install: $(PROGRAMS) $(HARNESS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 docs/man/cfsd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
 	sed 's|/usr/local/bin|$(BINDIR)|' tools/systemd/cfsd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/cfsd.service
 
 # mount(8)'s helper for "mount -t cfs" and fstab (cfs-fuse/mount.cfs.in):

@@ -66,6 +66,8 @@ struct dhash_config {
 	const char *cache_dir;    /* the server's cache of others' blocks (NULL: none) */
 	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
 	uint32_t cache_push;      /* enum dhash_cache_push, for gets */
+	uint64_t cache_push_bytes_per_s; /* upload bound on those copies, which go in
+	                           * the background class (0: no bound) */
 	uint64_t compact_bytes_per_s; /* the compactor's I/O bound, read and written
 	                           * (default 8 MB/s; 0: no compaction) */
 	uint32_t compact_live_pct; /* it rewrites a pack whose live share is below
@@ -147,6 +149,7 @@ struct dhash_client_stats {
 	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
 	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
 	uint64_t cache_pushes;    /* copies sent to lookup-path caches after gets */
+	uint64_t cache_pushes_skipped; /* ... not sent: over cache_push_bytes_per_s */
 	struct cfs_hist get_us;   /* get latency */
 };
 

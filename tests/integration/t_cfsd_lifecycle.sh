@@ -29,6 +29,7 @@ port6=$(free_port)
 start_cfsd v6 "$port6" --bind ::1
 "$CFSCTL" ping -c 2 "[::1]:$port6" >"$TEST_DIR/ping6" || fail "IPv6 ping: $(cat "$TEST_DIR/ping6")"
 kill -TERM "$CFSD_PID"; wait "$CFSD_PID" || fail "the ::1 daemon exited non-zero"
+"$CFSCTL" ping -c 2 "127.0.0.1:$port" >/dev/null || fail "IPv4 ping" # daemon a's count below, as before
 ok "UDP pings over IPv4 and IPv6 answered"
 
 # Hostile datagrams: counted, dropped; the daemon keeps answering.

@@ -13,6 +13,7 @@ fi
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 command -v systemd-analyze >/dev/null || fail "systemd-analyze missing (make deps-test installs systemd)"
+command -v man >/dev/null || fail "man missing (make deps-test installs man-db)"
 
 # ---- the namespace: a private /etc (users), a private /var/lib/cfs
 cp -a /etc "$TEST_DIR/etc"
@@ -34,6 +35,11 @@ done
 UNIT=$D/usr/local/lib/systemd/system/cfsd.service
 grep -q '^User=cfs$' "$UNIT" && grep -q '^Type=notify$' "$UNIT" || fail "unit: not User=cfs, Type=notify"
 ! grep -q '^ExecStartPre' "$UNIT" || fail "unit: a pre-start step is back"
+for m in "$D/usr/local/share/man/man8/cfsd.8" "$D/usr/local/share/man/man5/cfsd.conf.5"; do
+	MANWIDTH=80 man -l "$m" >"$TEST_DIR/man.out" 2>"$TEST_DIR/man.err" || fail "man -l $m"
+	[ ! -s "$TEST_DIR/man.err" ] || fail "man -l $m: $(cat "$TEST_DIR/man.err")"
+	grep -q "SEE ALSO" "$TEST_DIR/man.out" || fail "man -l $m rendered no SEE ALSO"
+done
 ok "make install DESTDIR puts programs, unit, sysusers, config and man pages in place"
 
 # ---- 2. systemd-analyze verify and security on the installed unit

@@ -21,7 +21,7 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
@@ -352,14 +352,37 @@ demo: $(PROGRAMS)
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tools/demo.sh
 
 # ---------------------------------------------------------------- install
+# The programs, every page of docs/man (sections 1, 5, 8), the service
+# (cfsd.service; the user cfs from cfs.sysusers.conf, read by
+# systemd-sysusers only under /usr/lib or /etc) and the sample
+# /etc/cfs/cfsd.conf, never over one already there. Without DESTDIR it also
+# creates the user and group cfs (systemd-sysusers, else useradd) and tells
+# a running systemd about the unit; with DESTDIR (a package or a test) it
+# touches nothing outside DESTDIR.
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+MANPAGES    := $(wildcard docs/man/*.1 docs/man/*.5 docs/man/*.8)
 .PHONY: install
 install: $(PROGRAMS) $(HARNESS)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/cfs $(addprefix $(DESTDIR)$(MANDIR)/man,1 5 8)
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
-	install -m 0644 docs/man/cfsd.8 $(DESTDIR)$(MANDIR)/man8/
-	install -d $(DESTDIR)$(MANDIR)/man1
-	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
-	sed 's|/usr/local/bin|$(BINDIR)|' tools/systemd/cfsd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/cfsd.service
+	$(Q)for m in $(MANPAGES); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; done
+	sed 's|/usr/local/bin|$(BINDIR)|; s|/etc/cfs|$(SYSCONFDIR)/cfs|' tools/systemd/cfsd.service \
+	  >$(DESTDIR)$(UNITDIR)/cfsd.service
+	install -m 0644 tools/systemd/cfs.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/cfs.conf
+	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf ] || \
+	  install -m 0644 tools/cfsd.conf $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf
+ifeq ($(DESTDIR),)
+	$(Q)if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/cfs.conf; \
+	  else getent group cfs >/dev/null || groupadd --system cfs; \
+	       getent passwd cfs >/dev/null || useradd --system --gid cfs --home-dir /var/lib/cfs \
+	         --shell /usr/sbin/nologin --comment "CFS server daemon" cfs; fi
+	$(Q)[ ! -d /run/systemd/system ] || systemctl daemon-reload
+	@echo "installed; configure $(SYSCONFDIR)/cfs/cfsd.conf, then: systemctl enable --now cfsd"
+	@echo "readers: adduser USER cfs (then log in again) to use the system daemon"
+endif
 
 # mount(8)'s helper for "mount -t cfs" and fstab (cfs-fuse/mount.cfs.in):
 # it runs cfs-mount from BINDIR, the build's copy the build's cfs-mount.
@@ -415,7 +438,8 @@ help:
 	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
 	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
 	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions"
-	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
+	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
+	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"
 	@echo "make clean      remove build trees"
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

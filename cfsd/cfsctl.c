@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cfsd/cfsctl.h"
+#include "dhash/dhash.h"
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
@@ -78,7 +79,8 @@ static const char usage_text[] =
 	"      --check          get: report each key instead of printing bytes\n"
 	"  -o, --output FILE    get: write the bytes to FILE\n"
 	"\n"
-	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
+	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
+	"                       else the system daemon's, /var/lib/cfs)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
 	"  -j, --json           status, pins: one JSON object, for scripts\n"
 	"  -c, --count N        pings to send (default 3)\n"
@@ -157,10 +159,11 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 
 const char *cfsctl_sock(struct cfsctl *g)
 {
+	/* No --socket: --data's, else the one every tool finds (dhash/target.c). */
 	if (!g->sock[0]) {
-		if (!g->data_dir[0] && cfsd_default_data_dir(g->data_dir, sizeof(g->data_dir)) < 0)
-			bad_usage("the default data directory path is too long");
-		if (cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
+		if (!g->data_dir[0] && dhash_default_socket(g->sock, sizeof(g->sock)) < 0)
+			bad_usage("the default socket path is too long");
+		if (g->data_dir[0] && cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
 			bad_usage("--data path is too long");
 	}
 	return g->sock;

@@ -231,7 +231,12 @@ void dhash_cache_disk(const dhash_cache_t *c, uint64_t *disk, uint64_t *dead);
 
 /* ---- the client through the local daemon (cfsd's control socket) */
 
+/* The daemon's control socket is DATA/cfsd.sock, whoever runs it: the one
+ * name every tool uses. The system daemon's data directory (the service's,
+ * and root's default) is DHASH_SYSTEM_DIR; its socket is shared with the
+ * members of the group cfs (cfsd --socket-group). */
 #define DHASH_SOCKET_NAME "cfsd.sock"
+#define DHASH_SYSTEM_DIR "/var/lib/cfs"
 #define DHASH_LOCAL_TIMEOUT_MS 30000
 
 typedef struct dhash_local dhash_local_t;
@@ -239,8 +244,16 @@ typedef struct dhash_local dhash_local_t;
 /* The daemon's default data directory: $CFS_DATA_DIR, else /var/lib/cfs
  * for root, else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. */
 int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
-/* That directory's control socket. -ENAMETOOLONG if it does not fit. */
+/* The socket a client tool talks to when told none: $CFS_DATA_DIR's when
+ * set; else the user's own daemon's (the default data directory's) when
+ * it answers; else the system daemon's (DHASH_SYSTEM_DIR) when it answers
+ * or refuses this user (so the error can say why); else the user's own.
+ * -ENAMETOOLONG if it does not fit. */
 int dhash_default_socket(char *buf, size_t n) CFS_WUR;
+/* Log that this user may not use the daemon socket at sock, naming the
+ * group that may (the one owning its directory) and how to join it.
+ * Returns -EACCES. */
+int dhash_socket_denied(const char *sock);
 
 
 /* A client of the daemon listening at sock; it connects on first use and

@@ -35,8 +35,6 @@
 #include "chord/chord.h"
 #include "dhash/dhash.h"
 
-#define CFS_VERSION "0.1.0"
-
 struct daemon {
 	bool quota_given;         /* --quota-mb was set; else a tenth of the capacity */
 	bool lease_given;         /* --lease-days was set; else at most --max-lease-days */

@@ -32,10 +32,8 @@
 
 #define CFS_WUR __attribute__((warn_unused_result))
 
-/* The release every program's --version prints. */
-#ifndef CFS_VERSION
+/* The release every program's --version prints ("PROGRAM VERSION"). */
 #define CFS_VERSION "0.1.0"
-#endif
 
 /* Defined in common/msg.h and common/netmodel.h (included below), named
  * here so that a file including one of those first still compiles. */
@@ -201,11 +199,6 @@ int cfs_log_errno(enum cfs_log_level level, int r, const char *fmt, ...)
 
 /* For command-line tools: print "PROG: reason" and the usage line to
  * stderr, and exit 2. PROG is the name given to cfs_log_init. */
-/* The release every program's --version prints ("PROGRAM VERSION"). */
-#ifndef CFS_VERSION
-#define CFS_VERSION "0.1.0"
-#endif
-
 _Noreturn void cfs_usage_error(const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

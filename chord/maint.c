@@ -141,6 +141,21 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 
 /* ------------------------------------------------------------ join */
 
+/* A join attempt through c->boot[boot_next] failed. Only the first virtual
+ * server speaks for the process: V of them retrying one address is one
+ * problem. */
+static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
+{
+	uint32_t held;
+	char a[CFS_ADDR_STRLEN];
+
+	if (v == &c->v[0] && log_allowed(&boot_limit, &held))
+		log_warn("bootstrap %s is unreachable (%s; attempt %u); retrying%s",
+		         cfs_addr_str(&c->boot[c->boot_next % c->nboot], a),
+		         r->status < 0 ? strerror(-r->status) : "no successor in its answer",
+		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
+}
+
 static void join_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct vnode *v = arg;
@@ -152,15 +167,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		return;
 	if (r->status < 0 || r->n == 0) {
 		log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-r->status));
-		/* Only the first virtual server speaks for the process: V of
-		 * them retrying one address is one problem. */
-		uint32_t held;
-		char a[CFS_ADDR_STRLEN];
-		if (v == &c->v[0] && log_allowed(&boot_limit, &held))
-			log_warn("bootstrap %s is unreachable (%s; attempt %u); retrying%s",
-			         cfs_addr_str(&c->boot[c->boot_next % c->nboot], a),
-			         r->status < 0 ? strerror(-r->status) : "no successor in its answer",
-			         v->join_attempts, held ? " (earlier attempts not logged)" : "");
+		log_unreachable(c, v, r);
 		c->boot_next++;
 		return; /* the stabilize timer retries */
 	}

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cfsd/cfsd.h"
+#include "cfsd/metrics.h"
 #include "cfsd/pin.h"
 #include "cfsd/serve.h"
 #include "chord/chord.h"
@@ -68,6 +69,8 @@ struct daemon {
 	bool has_wan;             /* --netmodel: evaluation only */
 	struct cfs_wan wan;
 	struct cfs_wan_node wan_node;
+	cfsd_metrics_t *metrics;  /* rates, neighbours, --metrics (cfsd/metrics.c) */
+	const char *metrics_addr; /* --metrics IP:PORT, NULL: no endpoint */
 };
 
 static struct daemon D;
@@ -126,6 +129,8 @@ static const char usage_text[] =
 	"                          dead bytes of expired and dropped blocks (default 8; 0: off)\n"
 	"      --compact-live-percent P  it rewrites a pack whose live share is below P\n"
 	"                          (default 50)\n"
+"      --metrics IP:PORT   serve Prometheus metrics at http://IP:PORT/metrics (off by\n"
+	"                          default; [IPv6]:PORT for IPv6)\n"
 	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
 	"                          sent as a wide-area model says; SPEC is key=value,...\n"
 	"                          of seed=N, median-rtt=MS (default 130), loss=FRAC,\n"
@@ -282,6 +287,7 @@ static void status_report(struct cfs_sbuf *b, bool json)
 	if (json) {
 		cfs_sb_printf(b, "{");
 		cfs_stat_render(b, true, status_head, CFS_ARRAY_SIZE(status_head), s, &first);
+		cfsd_metrics_status(D.metrics, b, true);
 		cfs_sb_printf(b, ",\"ring\":");
 		chord_status(D.chord, b, true);
 		cfs_sb_printf(b, ",\"dhash\":");
@@ -290,11 +296,17 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		cfs_sb_printf(b, "}\n");
 	} else {
 		cfs_stat_render(b, false, status_head, CFS_ARRAY_SIZE(status_head), s, NULL);
+		cfsd_metrics_status(D.metrics, b, false); /* rates and neighbours: what people look for first */
 		cfs_stat_render(b, false, status_tail, CFS_ARRAY_SIZE(status_tail), s, NULL);
 		dhash_server_status(D.dhash, b, false);
 		chord_status(D.chord, b, false);
 	}
 	free(s);
+}
+
+static void status_json(struct cfs_sbuf *b)
+{
+	status_report(b, true);
 }
 
 /* ------------------------------------------------------------ UDP requests */
@@ -333,6 +345,7 @@ static void shut_down(void)
 {
 	D.stopping = true;
 	notify("STOPPING=1");
+	cfsd_metrics_close(D.metrics);
 	cfs_listener_close(D.ctl);
 	D.ctl = NULL;
 	uv_close((uv_handle_t *)&D.sigterm, NULL);
@@ -431,6 +444,7 @@ static const struct option opts[] = {
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
+	{ "metrics", required_argument, NULL, 1070 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -580,6 +594,7 @@ static void apply(struct settings *st, int c, const char *val)
 		D.has_wan = true;
 		break;
 	}
+	case 1070: D.metrics_addr = val; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");
@@ -960,15 +975,21 @@ int main(int argc, char **argv)
 	uv_timer_init(D.loop, &D.fatal_timer);
 	signal(SIGPIPE, SIG_IGN);
 
-	chord_start(D.chord, D.boot, D.nboot);
-	log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
-	         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
-	         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
-	/* Ready: the control socket answers (the ring may still be joining). */
-	char ready[CFS_ADDR_STRLEN + 64];
-	snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, %s", cfs_addr_str(&D.addr, a),
-	         D.nboot ? "joining a ring" : "a new ring");
-	notify(ready);
+	D.metrics = cfsd_metrics_new(D.loop, D.tr, D.chord, status_json);
+	if (D.metrics_addr && cfsd_metrics_listen(D.metrics, D.metrics_addr) < 0) {
+		D.exit_status = 1;
+		shut_down();
+	} else {
+		chord_start(D.chord, D.boot, D.nboot);
+		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
+		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
+		         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
+		/* Ready: the control socket answers (the ring may still be joining). */
+		char ready[CFS_ADDR_STRLEN + 64];
+		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, %s",
+		         cfs_addr_str(&D.addr, a), D.nboot ? "joining a ring" : "a new ring");
+		notify(ready);
+	}
 	cfs_loop_run(D.loop);
 	uv_loop_close(D.loop);
 	close(D.lock_fd);

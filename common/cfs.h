@@ -179,6 +179,18 @@ struct cfs_stat {
 void cfs_stat_render(struct cfs_sbuf *b, bool json, const struct cfs_stat *table, size_t n,
                      const void *snap, bool *first);
 
+/*
+ * Human units for text reports (JSON keeps the raw numbers). The text
+ * renderer applies them by unit: "bytes" (and a unit-less entry whose
+ * name contains "bytes") as B/KiB/MiB/GiB/TiB, "bytes/s" likewise per
+ * second, "us" and "ms" as us/ms/s, "s" as a duration (3d 4h, 5m 2s).
+ * Each writes a NUL-terminated string into buf and returns it.
+ */
+#define CFS_HUMAN_LEN 24
+const char *cfs_human_bytes(char buf[static CFS_HUMAN_LEN], double bytes);
+const char *cfs_human_us(char buf[static CFS_HUMAN_LEN], double us);
+const char *cfs_human_duration(char buf[static CFS_HUMAN_LEN], uint64_t seconds);
+
 /* ------------------------------------------------------------ logging */
 
 enum cfs_log_level { CFS_LOG_ERROR, CFS_LOG_WARN, CFS_LOG_INFO, CFS_LOG_DEBUG };

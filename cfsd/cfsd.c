@@ -415,7 +415,7 @@ static int lock_data_dir(void)
 	return 0;
 }
 
-enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK };
+enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS };
 
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -444,7 +444,7 @@ static const struct option opts[] = {
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
-	{ "metrics", required_argument, NULL, 1070 },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -594,7 +594,7 @@ static void apply(struct settings *st, int c, const char *val)
 		D.has_wan = true;
 		break;
 	}
-	case 1070: D.metrics_addr = val; break;
+	case OPT_METRICS: D.metrics_addr = val; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");

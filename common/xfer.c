@@ -504,16 +504,22 @@ static uint64_t loss_time(const struct xfer_out *x, uint64_t loss_delay_us)
 	return t;
 }
 
+/* The probe timeout after pto_count of them in a row (doubling, capped). */
+static uint64_t pto_due(const struct xfer_out *x, uint64_t pto_us)
+{
+	unsigned shift = x->pto_count < XFER_PTO_SHIFT_MAX ? x->pto_count : XFER_PTO_SHIFT_MAX;
+	return x->last_send_us + (pto_us << shift);
+}
+
 uint64_t cfs_xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc)
 {
 	uint64_t pto_us = cfs_xfer_cc_pto_us(cc);
 	uint64_t t = loss_time(x, cfs_xfer_cc_loss_delay_us(cc));
 
-	if (oldest_inflight(x) >= 0) {
-		uint64_t p = x->last_send_us + (pto_us << x->pto_count);
-		if (p < t)
-			t = p;
-	}
+	if (oldest_inflight(x) >= 0 && pto_due(x, pto_us) < t)
+		t = pto_due(x, pto_us);
+	if (x->last_ack_us + XFER_STALL_US < t) /* nothing sendable, nothing acked */
+		t = x->last_ack_us + XFER_STALL_US;
 	return t;
 }
 
@@ -523,15 +529,16 @@ int cfs_xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
 	uint64_t pto_us = cfs_xfer_cc_pto_us(cc), loss_delay_us = cfs_xfer_cc_loss_delay_us(cc);
 
 	memset(r, 0, sizeof(*r));
+	if (now >= x->last_ack_us + XFER_STALL_US)
+		return -ETIMEDOUT;
 	if (loss_time(x, loss_delay_us) <= now) {
 		detect_losses(x, now, loss_delay_us, r);
 		account(cc, x, r, now);
 		return 0;
 	}
-	if (oldest_inflight(x) < 0 || x->last_send_us + (pto_us << x->pto_count) > now)
+	if (oldest_inflight(x) < 0 || pto_due(x, pto_us) > now)
 		return 0;
-	if (++x->pto_count > XFER_PTO_MAX)
-		return -ETIMEDOUT;
+	x->pto_count++;
 	/* RFC 9002 6.2.4: probe with up to two pieces. They are resent as
 	 * lost ones are, but their bytes leave the window without a
 	 * reduction: a probe timeout is not a congestion event (7.6). */

@@ -143,7 +143,11 @@ struct xfer_slot {
 };
 
 #define XFER_PN_RING 512 /* send times kept per packet number, for RTT samples */
-#define XFER_PTO_MAX 8   /* consecutive probe timeouts before a transfer is abandoned */
+#define XFER_PTO_SHIFT_MAX 8 /* the probe timeout doubles up to 256 times its base */
+/* A transfer with nothing acked for this long is abandoned: its peer is
+ * gone, or its caller gave up (the call timed out; replies are not taken
+ * for calls that ended). A busy peer's loop can stall for a second. */
+#define XFER_STALL_US (5ull * 1000000)
 
 /*
  * One message on its way out, as pieces. Pieces are sent lost-first, then
@@ -152,8 +156,8 @@ struct xfer_slot {
  * piece is lost when a piece sent three numbers later was acked, or when
  * one sent later was acked and this one is older than the loss delay
  * (RFC 9002 6.1). A probe timeout with no ack resends the oldest pieces
- * in flight (up to two); XFER_PTO_MAX of them in a row abandon the
- * transfer.
+ * in flight (up to two), the timeout doubling each time; XFER_STALL_US
+ * with nothing acked abandons the transfer.
  */
 struct xfer_out {
 	uint64_t reqid;
@@ -198,7 +202,8 @@ uint32_t cfs_xfer_out_piece_len(const struct xfer_out *x, uint16_t idx);
 void cfs_xfer_out_on_ack(struct xfer_out *x, const struct xfer_ack *a, uint64_t now,
                      struct xfer_cc *cc, struct xfer_ack_result *r);
 /* Time-threshold losses and probe timeouts due at now, told to cc.
- * Returns -ETIMEDOUT when the transfer should be abandoned (the caller
+ * Returns -ETIMEDOUT when the transfer should be abandoned (XFER_STALL_US
+ * since the last ack, or since it started) (the caller
  * then takes cfs_xfer_out_counted() out of the window). */
 int cfs_xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
                       struct xfer_ack_result *r);

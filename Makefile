@@ -325,6 +325,10 @@ bench-read: $(PROGRAMS) | deps-test
 bench-dhash: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-dhash.sh $(CURDIR)/$(B)/bin
 
+.PHONY: bench-blocksize
+bench-blocksize: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-blocksize.sh $(CURDIR)/$(B)/bin
+
 .PHONY: bench-ring-publish
 bench-ring-publish: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-ring-publish.sh $(CURDIR)/$(B)/bin
@@ -429,6 +433,7 @@ help:
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
+	@echo "make bench-blocksize  publish and read 64 MiB in 8-128 KiB blocks on 16 daemons"
 	@echo "make bench-republish  publish an 81 MB tree into 16 daemons, then again unchanged"
 	@echo "make bench-ring-publish  a 205 MB tree into 16 daemons (k = 6) and into dir:; MB/s,"
 	@echo "                    write amplification, CPU per MB, RPC timeouts and late replies"

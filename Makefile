@@ -21,7 +21,8 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db
+TEST_PKGS  += python3-prometheus-client curl
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
@@ -81,10 +82,12 @@ CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c
+CFSD_LIB_SRCS += cfsd/metrics.c
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
 FUSE_LIB_SRCS += cfs-fuse/localsrc.c
+FUSE_LIB_SRCS += cfs-fuse/census.c cfs-fuse/logsink.c
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
 TESTBED_LIB_SRCS := tests/testbed/churn.c
@@ -291,6 +294,17 @@ $(HASH_RATE): $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
 
+# The UDP socket layer alone (common/udp.c): GSO/GRO, sendmmsg, plain.
+UDP_BENCH := $(B)/bench/udp-bench
+$(UDP_BENCH): $(call obj,tests/bench/udp_bench.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.PHONY: bench-udp
+bench-udp: $(UDP_BENCH)
+	$(Q)$(UDP_BENCH)
+
 .PHONY: bench-publish
 bench-publish: $(PROGRAMS) $(HASH_RATE)
 	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(HASH_RATE)
@@ -340,12 +354,54 @@ demo: $(PROGRAMS)
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tools/demo.sh
 
 # ---------------------------------------------------------------- install
+# The programs, every page of docs/man (sections 1, 5, 8), the service
+# (cfsd.service; the user cfs from cfs.sysusers.conf, read by
+# systemd-sysusers only under /usr/lib or /etc) and the sample
+# /etc/cfs/cfsd.conf, never over one already there. Without DESTDIR it also
+# creates the user and group cfs (systemd-sysusers, else useradd) and tells
+# a running systemd about the unit; with DESTDIR (a package or a test) it
+# touches nothing outside DESTDIR.
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+MANPAGES    := $(wildcard docs/man/*.1 docs/man/*.5 docs/man/*.8)
 .PHONY: install
 install: $(PROGRAMS) $(HARNESS)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/cfs $(addprefix $(DESTDIR)$(MANDIR)/man,1 5 8)
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
-	install -m 0644 docs/man/cfsd.8 $(DESTDIR)$(MANDIR)/man8/
-	sed 's|/usr/local/bin|$(BINDIR)|' tools/systemd/cfsd.service >$(DESTDIR)$(PREFIX)/lib/systemd/system/cfsd.service
+	$(Q)for m in $(MANPAGES); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; done
+	sed 's|/usr/local/bin|$(BINDIR)|; s|/etc/cfs|$(SYSCONFDIR)/cfs|' tools/systemd/cfsd.service \
+	  >$(DESTDIR)$(UNITDIR)/cfsd.service
+	install -m 0644 tools/systemd/cfs.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/cfs.conf
+	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf ] || \
+	  install -m 0644 tools/cfsd.conf $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf
+ifeq ($(DESTDIR),)
+	$(Q)if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/cfs.conf; \
+	  else getent group cfs >/dev/null || groupadd --system cfs; \
+	       getent passwd cfs >/dev/null || useradd --system --gid cfs --home-dir /var/lib/cfs \
+	         --shell /usr/sbin/nologin --comment "CFS server daemon" cfs; fi
+	$(Q)[ ! -d /run/systemd/system ] || systemctl daemon-reload
+	@echo "installed; configure $(SYSCONFDIR)/cfs/cfsd.conf, then: systemctl enable --now cfsd"
+	@echo "readers: adduser USER cfs (then log in again) to use the system daemon"
+endif
+
+# mount(8)'s helper for "mount -t cfs" and fstab (cfs-fuse/mount.cfs.in):
+# it runs cfs-mount from BINDIR, the build's copy the build's cfs-mount.
+# mount(8) looks for helpers in /sbin only, whatever PREFIX is.
+MOUNT_HELPER_DIR ?= /sbin
+MOUNT_HELPER := $(B)/bin/mount.cfs
+all integration test: $(MOUNT_HELPER)
+$(MOUNT_HELPER): cfs-fuse/mount.cfs.in
+	@mkdir -p $(dir $@)
+	$(Q)sed 's|@BINDIR@|$(abspath $(B)/bin)|' $< >$@.tmp && chmod 0755 $@.tmp && mv $@.tmp $@
+.PHONY: install-mount
+install: install-mount
+install-mount: $(MOUNT_HELPER)
+	install -d $(DESTDIR)$(MOUNT_HELPER_DIR) $(DESTDIR)$(MANDIR)/man1
+	sed 's|@BINDIR@|$(BINDIR)|' cfs-fuse/mount.cfs.in >$(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
+	chmod 0755 $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
+	install -m 0644 docs/man/cfs-mount.1 docs/man/cfs-cat.1 $(DESTDIR)$(MANDIR)/man1/
 
 # ---------------------------------------------------------------- hygiene
 # Layering in miniature: lower folders never include upper ones, and the
@@ -369,6 +425,7 @@ help:
 	@echo "make coverage   line coverage of the libraries by the unit tests (gcov)"
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
+	@echo "make bench-udp  the UDP socket layer on loopback: GSO+GRO vs sendmmsg vs one call per datagram"
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
@@ -383,7 +440,8 @@ help:
 	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
 	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
 	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions"
-	@echo "make install    install programs, cfsd(8), cfsd.service (PREFIX=$(PREFIX), DESTDIR honoured)"
+	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
+	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"
 	@echo "make clean      remove build trees"
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -4,7 +4,7 @@
  * measured against, and the CFS Figure 6 experiment (whole-file download
  * speed against the number of blocks in flight).
  *
- *   cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P] [--window N] VOLUME PATH
+ *   cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P | --from dir:PATH] [-w N] VOLUME PATH
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -124,17 +124,21 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 		fs__file_open(fs, 0, &e->key, opened, c);
 }
 
-#define USAGE "usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P | --from dir:PATH] [--window N] VOLUME PATH"
+#define USAGE "usage: cfs-cat [--cfsd SOCKET | --data DIR | --bootstrap H:P | --from dir:PATH] [-w N] VOLUME PATH"
 
-/* The options: the daemon or ring to use, the window; then VOLUME PATH. */
+/* The options: the daemon or ring to use, the window; then VOLUME PATH.
+ * Short options only where their letter means the same in every tool
+ * (-w, -h, -V); the rest are long only. */
 static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsfuse_t *fs)
 {
+	enum { O_CFSD = 256, O_DATA, O_BOOTSTRAP, O_FROM };
 	static const struct option opts[] = {
-		{ "cfsd", required_argument, NULL, 's' },
-		{ "data", required_argument, NULL, 'D' },
-		{ "bootstrap", required_argument, NULL, 'b' },
-		{ "from", required_argument, NULL, 'f' },
+		{ "cfsd", required_argument, NULL, O_CFSD },
+		{ "data", required_argument, NULL, O_DATA },
+		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
+		{ "from", required_argument, NULL, O_FROM },
 		{ "window", required_argument, NULL, 'w' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -144,31 +148,47 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":s:D:b:f:w:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":w:hV", opts, NULL)) != -1) {
 		switch (opt) {
-		case 's': snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg); break;
-		case 'D': snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME); break;
-		case 'b':
+		case O_CFSD:
+			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg) >= (int)sizeof(tgt->sock))
+				cfs_usage_error(USAGE, "--cfsd path too long");
+			break;
+		case O_DATA:
+			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >=
+			    (int)sizeof(tgt->sock))
+				cfs_usage_error(USAGE, "--data path too long");
+			break;
+		case O_BOOTSTRAP:
 			if (dhash_target_add(tgt, optarg, "--bootstrap") < 0)
 				exit(2);
 			break;
-		case 'f':
+		case O_FROM:
 			if (strncmp(optarg, "dir:", 4) != 0 || !optarg[4])
 				cfs_usage_error(USAGE, "--from wants dir:PATH, not '%s'", optarg);
 			fs->o.from_dir = optarg + 4;
 			break;
 		case 'w':
 			window = strtoul(optarg, &end, 10);
-			if (*end || window < 1 || window > 4096)
+			if (!*optarg || *end || window < 1 || window > 4096)
 				cfs_usage_error(USAGE, "--window wants 1..4096 blocks");
 			break;
+		case 'V':
+			printf("cfs-cat %s\n", CFS_VERSION);
+			exit(0);
 		case 'h':
 			puts(USAGE "\n\n"
 			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
-			     "(default 24, as cfs-mount), through the local cfsd or as a plain ring\n"
-			     "client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf), or\n"
-			     "from a dir: store on this machine (--from dir:PATH: no ring); no FUSE.");
+			     "(-w, --window; default 24, as cfs-mount), through the local cfsd or as\n"
+			     "a plain ring client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf),\n"
+			     "or from a dir: store on this machine (--from dir:PATH: no ring); no FUSE,\n"
+			     "nothing is mounted.\n"
+			     "\n"
+			     "  -V, --version   show the version\n"
+			     "  -h, --help      show this help");
 			exit(0);
+		case ':':
+			cfs_usage_error(USAGE, "option '%s' needs a value", argv[optind - 1]);
 		default:
 			cfs_usage_error(USAGE, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -192,6 +212,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	cfsfuse_options_default(&fs->o);
+	fs->doing = "read"; /* messages say "cannot read volume", not "mount" */
 	uint32_t window = parse_args(argc, argv, &tgt, fs);
 	if (cfs_crypto_init() < 0)
 		return 1;

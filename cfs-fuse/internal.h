@@ -136,6 +136,8 @@ typedef struct cfsfuse {
 	struct inval *negatives;  /* names answered "absent" under this root */
 	uint32_t nnegatives;
 	bool inval_stop, inval_started;
+	struct fs_census *census; /* the volume's totals, for statfs */
+	const char *doing;        /* "mount" (NULL) or "read": what failed, in messages */
 } cfsfuse_t;
 
 /* walk.c: directories and files from blocks, asynchronously: the
@@ -199,5 +201,31 @@ void fs__inval_start(cfsfuse_t *fs);
  * false when too many are remembered (then cache it only briefly). */
 bool fs__negative_add(cfsfuse_t *fs, uint64_t parent, const char *name);
 void fs__inval_stop(cfsfuse_t *fs);
+
+/* census.c: the volume's totals, counted in the background by listing
+ * every directory of the mounted version (statfs reports them). */
+struct fs_totals {
+	uint64_t files;           /* entries that are not directories */
+	uint64_t dirs;            /* directories, the root included */
+	uint64_t bytes;           /* the files' sizes */
+	uint64_t blocks;          /* the same in SFSRO_BLOCK_SIZE_DEFAULT blocks, each file rounded up */
+	uint64_t unreadable;      /* directories that could not be listed */
+};
+struct fs_census;
+struct fs_census *fs__census_new(cfsfuse_t *fs);
+/* Count fs->root's version (again), dropping a count under way. */
+void fs__census_start(struct fs_census *c);
+/* The last complete count, else the one under way; complete: whether
+ * that is the whole count of the mounted version. */
+void fs__census_totals(const struct fs_census *c, struct fs_totals *ret, bool *ret_complete);
+/* Stop counting and close the timer (the loop finishes closing it). */
+void fs__census_close(struct fs_census *c);
+/* After close and after the loop has run: frees. Accepts NULL. */
+void fs__census_free(struct fs_census *c);
+
+/* logsink.c: from now on, everything written to stderr (this program's
+ * log lines and libfuse's) goes to syslog, with the priority its level
+ * names. For a mount in the background, whose stderr is /dev/null. */
+void fs__log_to_syslog(const char *ident);
 
 #endif

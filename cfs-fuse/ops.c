@@ -437,17 +437,98 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+/* Sizes and counts from the census (census.c): blocks in units of the
+ * default block size, no block and no inode free (nothing can be added),
+ * but f_ffree "unknown" (all ones) rather than 0: df -i and monitoring
+ * read files - ffree as inodes used and files/ffree as a fill level, and
+ * a read-only volume is not "100 % of its inodes used" — df shows "-".
+ * ST_RDONLY comes from the mount itself (always ro, cfsfuse_run). */
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	cfsfuse_t *fs = FS(req);
+	struct fs_totals t;
 	struct statvfs sv;
+	bool complete;
 
+	fs__census_totals(fs->census, &t, &complete);
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = SFSRO_BLOCK_SIZE_DEFAULT;
 	sv.f_frsize = SFSRO_BLOCK_SIZE_DEFAULT;
+	sv.f_blocks = t.blocks;
 	sv.f_namemax = SFSRO_NAME_MAX;
-	sv.f_files = fs__nodes_count(FS(req)->nodes);
+	sv.f_files = t.files + t.dirs;
+	sv.f_ffree = sv.f_favail = (fsfilcnt_t)-1;
 	sv.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
+}
+
+/* Every request that would change the volume: the mount is read-only
+ * (the kernel refuses these itself on a ro mount; this answers anything
+ * that gets through, never ENOSYS). */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                         struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
 }
 
 /* ------------------------------------------------------------ xattrs */
@@ -457,13 +538,17 @@ static const char xattr_names[] = "user.cfs.key\0user.cfs.seq\0user.cfs.volume\0
 static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 {
 	struct cfsfuse_stats st = fs->st;
+	struct fs_totals t;
+	bool complete;
 
 	fs__blocks_stats(fs->blocks, &st);
+	fs__census_totals(fs->census, &t, &complete);
 	cfs_sb_printf(b, "{\"hits\": %lu, \"misses\": %lu, \"fetches\": %lu, \"fetch_failures\": %lu, "
 	              "\"retries\": %lu, \"prefetches\": %lu, \"bytes_fetched\": %lu, \"cached_bytes\": %lu, "
 	              "\"cached_blocks\": %lu, \"disk_hits\": %lu, \"disk_bytes\": %lu, "
 	              "\"disk_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
-	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f}",
+	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f, "
+	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
 	              (unsigned long)st.prefetches, (unsigned long)st.bytes_fetched,
@@ -471,7 +556,8 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)st.disk_hits, (unsigned long)st.disk_bytes,
 	              (unsigned long)st.disk_blocks, (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
 	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
-	              (unsigned long)st.root_switches, fs->window);
+	              (unsigned long)st.root_switches, fs->window, (unsigned long)t.files,
+	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -531,6 +617,19 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 	.release = op_release,
 	.statfs = op_statfs,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.write = op_write,
+	.create = op_create,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
 };
@@ -551,6 +650,7 @@ static void fs_stop(cfsfuse_t *fs)
 	uv_close((uv_handle_t *)&fs->sigterm, on_closed);
 	uv_close((uv_handle_t *)&fs->sigint, on_closed);
 	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
+	fs__census_close(fs->census);
 	dhash_local_free(fs->dh);
 	fs->dh = NULL;
 	fs__local_free(fs->local);
@@ -676,7 +776,7 @@ static void start_serving(cfsfuse_t *fs)
 	fs->update_timer.data = fs;
 	fs__inval_start(fs);
 	fs__root_start_updates(fs);
-
+	fs__census_start(fs->census);
 }
 
 /* Mount, then serve until a signal. The root is fetched before anything is
@@ -699,7 +799,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	if (fs__root_initial(fs) < 0)
 		goto out_free;
 
-	snprintf(opts, sizeof(opts), "ro,default_permissions,fsname=cfs:%.16s,subtype=cfs", fs->volname);
+	snprintf(opts, sizeof(opts), "default_permissions,fsname=cfs:%.16s,subtype=cfs", fs->volname);
 	fuse_opt_add_arg(&args, "cfs-mount");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, opts);
@@ -707,12 +807,17 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 		fuse_opt_add_arg(&args, "-d");
 	for (int i = 0; i < fuse_argc; i++)
 		fuse_opt_add_arg(&args, fuse_argv[i]);
+	/* last, so that no "rw" given before can undo it: libfuse applies the
+	 * mount flags in order */
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, "ro");
 	if (!(fs->se = fuse_session_new(&args, &ops, sizeof(ops), fs))) {
 		log_error("bad FUSE options");
 		goto out_args;
 	}
 	if (fuse_session_mount(fs->se, mountpoint) != 0) {
-		log_error("cannot mount at %s (is /dev/fuse there, the directory empty and ours?)", mountpoint);
+		log_error("cannot mount at %s (is /dev/fuse there, the directory empty and ours?)",
+		          mountpoint);
 		goto out_session;
 	}
 	fs->mountpoint = mountpoint;
@@ -722,6 +827,8 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	         mountpoint);
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
+	if (!o->foreground)
+		fs__log_to_syslog("cfs-mount");
 	/* the root was fetched on this loop before the fork: the child
 	 * takes its kernel state over (nothing is active on it now) */
 	if (!o->foreground && uv_loop_fork(fs->loop) != 0)
@@ -733,6 +840,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, o,
 	                            fs->local ? NULL : open_disk_cache(fs));
 	fs->nodes = fs__nodes_new();
+	fs->census = fs__census_new(fs);
 	struct fnode *root = fs__node_get(fs->nodes, 1);
 	root->key = fs->root.root_dir;
 	root->mode = fs->root.dir_mode;
@@ -745,6 +853,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	rc = 0;
 
 	fs__inval_stop(fs);
+	fs__census_free(fs->census);
 	fs__blocks_free(fs->blocks);
 	fs__nodes_free(fs->nodes);
 	free(fs->buf.mem);

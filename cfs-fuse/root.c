@@ -146,7 +146,8 @@ int fs__root_initial(cfsfuse_t *fs)
 	fs__local_free(local);
 	cfs_loop_run(fs->loop); /* until the client or store has closed */
 	if (fs->o.from_dir && r < 0) {
-		log_error("cannot mount volume %s from the store %s: %s", fs->volname, fs->o.from_dir,
+		log_error("cannot %s volume %s from the store %s: %s", fs->doing ? fs->doing : "mount",
+		          fs->volname, fs->o.from_dir,
 		          r == -ENOENT ? "the store holds no root for this volume" : root_error(r));
 		return r;
 	}
@@ -164,7 +165,8 @@ int fs__root_initial(cfsfuse_t *fs)
 		                       dhash_target_name(t, name, sizeof(name)));
 	}
 	if (r < 0) {
-		log_error("cannot mount volume %s: %s", fs->volname, root_error(r));
+		log_error("cannot %s volume %s: %s", fs->doing ? fs->doing : "mount", fs->volname,
+		          root_error(r));
 		return r;
 	}
 	if (fs->root.seq > fs->max_seq) {
@@ -279,6 +281,7 @@ static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r)
 	fs->st.root_switches++;
 	log_info("volume %s: now at sequence %lu (was %lu)", fs->volname, (unsigned long)r->seq,
 	         (unsigned long)old);
+	fs__census_start(fs->census);
 	/* Every name the kernel knows is looked up again, in the new tree;
 	 * open files keep the inode they opened. */
 	pthread_mutex_lock(&fs->inval_lock);

@@ -2,6 +2,7 @@
  * cfsctl — operate a cfsd.
  *
  *   cfsctl [--data DIR | --socket PATH] status [--json]
+ *   cfsctl [--data DIR | --socket PATH] peers
  *   cfsctl [--data DIR | --socket PATH] keys
  *   cfsctl ping HOST:PORT [--count N] [--timeout MS]
  *   cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]
@@ -26,9 +27,15 @@
 #include <unistd.h>
 
 #include "cfsd/cfsctl.h"
+#include "dhash/dhash.h"
+
+#ifndef CFS_VERSION
+#define CFS_VERSION "0.1.0" /* as cfsd's */
+#endif
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
+	"       cfsctl [--data DIR | --socket PATH] peers\n"
 	"       cfsctl [--data DIR | --socket PATH] keys\n"
 	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
 	"       cfsctl [--data DIR | --socket PATH] lookup [--mode M] [--nsucc N] [--verify]\n"
@@ -39,9 +46,14 @@ static const char usage_text[] =
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
 	"\n"
-	"  status     report the local cfsd: address, virtual servers, predecessor,\n"
-	"             successors, fingers (with measured latencies), ring-size estimate,\n"
-	"             RPC counts, timeouts, latency percentiles\n"
+	"  status     report the local cfsd in human units: address, uptime, traffic\n"
+	"             rates (bytes and RPCs a second, in and out, over the last 10 s),\n"
+	"             the ring neighbours with their round-trip times, RPC counts,\n"
+	"             timeouts, latency percentiles, the store, the ring tables;\n"
+	"             --json: the same as one object, in raw numbers\n"
+	"  peers      the ring neighbours of the local cfsd: virtual server, role\n"
+	"             (pred, succ N), ID, address, last and smoothed round trip, when\n"
+	"             it last answered\n"
 	"  keys       list every block key the local cfsd stores, one per line\n"
 	"  ping       send UDP pings to a cfsd (any host) and print round-trip times\n"
 	"  lookup     find the successors of keys (64 hex digits each; '-' reads them\n"
@@ -78,12 +90,14 @@ static const char usage_text[] =
 	"      --check          get: report each key instead of printing bytes\n"
 	"  -o, --output FILE    get: write the bytes to FILE\n"
 	"\n"
-	"  -d, --data DIR       the daemon's data directory (default as for cfsd)\n"
+	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
+	"                       else the system daemon's, /var/lib/cfs)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
 	"  -j, --json           status, pins: one JSON object, for scripts\n"
 	"  -c, --count N        pings to send (default 3)\n"
 	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
-	"  -h, --help           show this help\n";
+	"  -h, --help           show this help\n"
+	"  -V, --version        show the version\n";
 
 static const char short_usage[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | "
@@ -117,6 +131,7 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 		{ "data", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 	};
 	struct option all[32];
 	char so[64];
@@ -130,7 +145,7 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 	all[n] = (struct option){ 0 };
 	/* A leading '+' (stop at the first operand) must open the string. */
 	bool stop = shortopts[0] == '+';
-	snprintf(so, sizeof(so), "%s:d:s:h%s", stop ? "+" : "", shortopts + stop);
+	snprintf(so, sizeof(so), "%s:d:s:hV%s", stop ? "+" : "", shortopts + stop);
 	opterr = 0;
 	optind = 0; /* GNU: start afresh on this argv */
 	while ((c = getopt_long(argc, argv, so, all, NULL)) != -1) {
@@ -143,6 +158,9 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 			break;
 		case 'h':
 			cfsctl_help();
+			exit(0);
+		case 'V':
+			printf("cfsctl %s\n", CFS_VERSION);
 			exit(0);
 		case ':':
 			bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -157,10 +175,11 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 
 const char *cfsctl_sock(struct cfsctl *g)
 {
+	/* No --socket: --data's, else the one every tool finds (dhash/target.c). */
 	if (!g->sock[0]) {
-		if (!g->data_dir[0] && cfsd_default_data_dir(g->data_dir, sizeof(g->data_dir)) < 0)
-			bad_usage("the default data directory path is too long");
-		if (cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
+		if (!g->data_dir[0] && dhash_default_socket(g->sock, sizeof(g->sock)) < 0)
+			bad_usage("the default socket path is too long");
+		if (g->data_dir[0] && cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
 			bad_usage("--data path is too long");
 	}
 	return g->sock;
@@ -220,6 +239,49 @@ static int cmd_status(struct cfsctl *g, int argc, char **argv)
 	r = cfsd_ctl_call(sock, req, 5000, print_status, NULL);
 	free(req);
 	cfsd_ctl_report(sock, "status", r);
+	return r < 0 ? 1 : 0;
+}
+
+/* The neighbours table of the text report: from its heading line to the
+ * first line that is not indented under it (cfsd/metrics.c writes it). */
+static void print_peers(void *arg, int status, const struct cfs_msg *reply)
+{
+	const char *p = reply ? (const char *)reply->data.p : NULL, *end = p ? p + reply->data.len : NULL;
+	bool in = false;
+
+	if (status < 0)
+		return;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		if (!in && len >= 10 && !strncmp(p, "neighbours", 10))
+			in = true;
+		else if (in && p[0] != ' ')
+			break;
+		if (in)
+			fwrite(p, 1, len, stdout);
+		p += len;
+	}
+	*(bool *)arg = in;
+}
+
+static int cmd_peers(struct cfsctl *g, int argc, char **argv)
+{
+	struct cfs_msg *req;
+	bool found = false;
+	int r;
+
+	simple_args(g, argc, argv, false, 0, NULL);
+	const char *sock = cfsctl_sock(g);
+	req = xmalloc(sizeof(*req));
+	cfs_msg_init(req, CFS_MSG_CTL_STATUS);
+	r = cfsd_ctl_call(sock, req, 5000, print_peers, &found);
+	free(req);
+	cfsd_ctl_report(sock, "peers", r);
+	if (r == 0 && !found) {
+		fprintf(stderr, "cfsctl: this cfsd reports no neighbours table (an older version?)\n");
+		return 1;
+	}
 	return r < 0 ? 1 : 0;
 }
 
@@ -409,6 +471,7 @@ static const struct {
 	int (*main)(struct cfsctl *g, int argc, char **argv);
 } commands[] = {
 	{ "status", cmd_status },
+	{ "peers", cmd_peers },
 	{ "keys", cmd_keys },
 	{ "ping", cmd_ping },
 	{ "lookup", cfsctl_lookup_main },

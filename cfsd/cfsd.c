@@ -6,25 +6,35 @@
  * binding anything, so two daemons never share a directory; a port that is
  * taken is reported by number. SIGTERM and SIGINT close the listener (the
  * socket file goes away), cancel what is in flight and exit 0.
+ *
+ * As a system service (tools/systemd/cfsd.service) it refuses settings that
+ * would make a silent, useless server (a loopback address advertised from
+ * every interface; a new ring on a routable address nobody asked for),
+ * reports readiness to systemd itself (sd_notify's datagram, no libsystemd),
+ * shares its control socket with a group (--socket-group) and treats SIGHUP
+ * as "reload": the log level from the config file, the rest logged as
+ * waiting for a restart.
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cfsd/cfsd.h"
+#include "cfsd/metrics.h"
 #include "cfsd/pin.h"
 #include "cfsd/serve.h"
 #include "chord/chord.h"
 #include "dhash/dhash.h"
-
-#define CFS_VERSION "0.1.0"
 
 struct daemon {
 	bool quota_given;         /* --quota-mb was set; else a tenth of the capacity */
@@ -45,7 +55,13 @@ struct daemon {
 	int exit_status;          /* 1 after a fatal ring error (on_ring_fatal) */
 	uv_timer_t fatal_timer;
 	cfs_listener_t *ctl;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
+	/* service: --first, --socket-group, SIGHUP (see "service" below) */
+	bool first;
+	const char *sock_group;
+	const char *config;       /* --config, re-read on SIGHUP */
+	bool level_given;         /* --log-level on the command line: SIGHUP keeps it */
+	char *config_rest;        /* the config's settings but log-level, as read */
 	struct cfs_addr addr;
 	char data_dir[512], sock_path[600];
 	int lock_fd;
@@ -53,9 +69,12 @@ struct daemon {
 	bool has_wan;             /* --netmodel: evaluation only */
 	struct cfs_wan wan;
 	struct cfs_wan_node wan_node;
+	cfsd_metrics_t *metrics;  /* rates, neighbours, --metrics (cfsd/metrics.c) */
+	const char *metrics_addr; /* --metrics IP:PORT, NULL: no endpoint */
 };
 
 static struct daemon D;
+static void notify(const char *state);
 
 static const char usage_text[] =
 	"usage: cfsd [options]\n"
@@ -67,9 +86,11 @@ static const char usage_text[] =
 	"  -b, --bind ADDR         IP address to bind (default :: — IPv6 and IPv4)\n"
 	"  -a, --addr IP           the address peers reach this server at, hashed into\n"
 	"                          its node IDs (default: --bind when it names one\n"
-	"                          address, else 127.0.0.1)\n"
-	"  -B, --bootstrap H:P     join the ring through this server (repeatable; none:\n"
-	"                          start a new ring)\n"
+	"                          address, else 127.0.0.1 — refused with the default\n"
+	"                          --bind, which listens on every interface)\n"
+	"  -B, --bootstrap H:P     join the ring through this server (repeatable)\n"
+	"      --first             start a new ring: needed when no --bootstrap is given,\n"
+	"                          unless the server's address is a loopback one\n"
 	"  -v, --vnodes V          virtual servers to run (default 1, at most 64)\n"
 	"  -r, --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
@@ -108,6 +129,8 @@ static const char usage_text[] =
 	"                          dead bytes of expired and dropped blocks (default 8; 0: off)\n"
 	"      --compact-live-percent P  it rewrites a pack whose live share is below P\n"
 	"                          (default 50)\n"
+"      --metrics IP:PORT   serve Prometheus metrics at http://IP:PORT/metrics (off by\n"
+	"                          default; [IPv6]:PORT for IPv6)\n"
 	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
 	"                          sent as a wide-area model says; SPEC is key=value,...\n"
 	"                          of seed=N, median-rtt=MS (default 130), loss=FRAC,\n"
@@ -119,17 +142,22 @@ static const char usage_text[] =
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
 	"                          as root, else $XDG_DATA_HOME/cfs)\n"
 	"  -s, --socket PATH       control socket (default DIR/cfsd.sock)\n"
+	"      --socket-group G    make the control socket mode 0660, group G, so that\n"
+	"                          G's members reach the daemon (the service: cfs)\n"
 	"  -c, --config FILE       read options from FILE first: one \"name = value\" per\n"
 	"                          line (the long option names), '#' starts a comment;\n"
 	"                          the command line wins\n"
 	"  -l, --log-level LVL     error, warn, info (default) or debug\n"
+	"      --check             check the settings (config file and command line)\n"
+	"                          and exit: 0 if cfsd would start with them, else 2\n"
 	"  -h, --help              show this help\n"
 	"  -V, --version           show the version\n"
 	"\n"
 	"The data directory holds the lock that keeps a second cfsd off it, the block\n"
 	"store (DIR/blocks, LevelDB), the cache (DIR/cache), the pins (DIR/pins) and the\n"
 	"pinned volumes' blocks (DIR/pinned), and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
-	"its ring neighbours it is leaving, then exit 0.\n";
+	"its ring neighbours it is leaving, then exit 0. SIGHUP rereads the config file's\n"
+	"log-level; other settings wait for a restart (logged).\n";
 
 #define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)
 
@@ -186,6 +214,29 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.bytes_out, "bytes_out", "bytes out", NULL),
 	S(U64, st.datagrams_out, "datagrams_out", "datagrams out", NULL),
 	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("pieces", "pieces"),
+	S(U64, st.xfers_out, "xfers_out", "messages sent as pieces", NULL),
+	S(U64, st.xfers_in, "xfers_in", "received as pieces", NULL),
+	S(U64, st.xfers_abandoned, "xfers_abandoned", "abandoned", NULL),
+	S(U64, st.pieces_out, "pieces_out", "pieces out", NULL),
+	S(U64, st.pieces_resent, "pieces_resent", "resent", NULL),
+	S(U64, st.pieces_in, "pieces_in", "pieces in", NULL),
+	S(U64, st.pieces_dup, "pieces_dup", "duplicates", NULL),
+	S(U64, st.acks_out, "acks_out", "acks out", NULL),
+	S(U64, st.acks_in, "acks_in", "acks in", NULL),
+	S(U64, st.gso_sends, "gso_sends", "batched sends", NULL),
+	S(U64, st.reasm_dropped, "reasm_dropped", "refused", NULL),
+	S(U64, st.reasm_expired, "reasm_expired", "expired", NULL),
+	S(U32, st.links, "links", "peers", NULL),
+	S(U64, st.cwnd_bytes, "cwnd_bytes", "windows", "B"),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("validation", "address validation"),
+	S(U64, st.retries_sent, "retries_sent", "answers withheld for a token", NULL),
+	S(U64, st.retries_in, "retries_in", "tokens asked of us", NULL),
+	S(U64, st.validated, "validated", "addresses proven by token", NULL),
+	S(U64, st.bad_tokens, "bad_tokens", "bad tokens", NULL),
+	S(U64, st.budget_held, "budget_held", "pieces held by the 3x budget", NULL),
+	CFS_STAT_CLOSE,
 	CFS_STAT_CLOSE,
 };
 
@@ -236,6 +287,7 @@ static void status_report(struct cfs_sbuf *b, bool json)
 	if (json) {
 		cfs_sb_printf(b, "{");
 		cfs_stat_render(b, true, status_head, CFS_ARRAY_SIZE(status_head), s, &first);
+		cfsd_metrics_status(D.metrics, b, true);
 		cfs_sb_printf(b, ",\"ring\":");
 		chord_status(D.chord, b, true);
 		cfs_sb_printf(b, ",\"dhash\":");
@@ -244,11 +296,17 @@ static void status_report(struct cfs_sbuf *b, bool json)
 		cfs_sb_printf(b, "}\n");
 	} else {
 		cfs_stat_render(b, false, status_head, CFS_ARRAY_SIZE(status_head), s, NULL);
+		cfsd_metrics_status(D.metrics, b, false); /* rates and neighbours: what people look for first */
 		cfs_stat_render(b, false, status_tail, CFS_ARRAY_SIZE(status_tail), s, NULL);
 		dhash_server_status(D.dhash, b, false);
 		chord_status(D.chord, b, false);
 	}
 	free(s);
+}
+
+static void status_json(struct cfs_sbuf *b)
+{
+	status_report(b, true);
 }
 
 /* ------------------------------------------------------------ UDP requests */
@@ -286,10 +344,13 @@ static void stop_rest(void *arg)
 static void shut_down(void)
 {
 	D.stopping = true;
+	notify("STOPPING=1");
+	cfsd_metrics_close(D.metrics);
 	cfs_listener_close(D.ctl);
 	D.ctl = NULL;
 	uv_close((uv_handle_t *)&D.sigterm, NULL);
 	uv_close((uv_handle_t *)&D.sigint, NULL);
+	uv_close((uv_handle_t *)&D.sighup, NULL);
 	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
 	chord_leave(D.chord, stop_rest, NULL);
 }
@@ -354,6 +415,8 @@ static int lock_data_dir(void)
 	return 0;
 }
 
+enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK };
+
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
 	{ "bind", required_argument, NULL, 'b' },
@@ -381,10 +444,14 @@ static const struct option opts[] = {
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
+	{ "metrics", required_argument, NULL, 1070 },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "log-level", required_argument, NULL, 'l' },
+	{ "first", no_argument, NULL, OPT_FIRST },
+	{ "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
+	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -396,6 +463,23 @@ struct settings {
 	const char *bind_host, *sock, *config;
 	enum cfs_log_level level;
 };
+
+/* A flag: on the command line (val NULL) it is set; in the config file
+ * it says true or false. */
+static bool flag_value(const char *opt, const char *val)
+{
+	if (!val || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "1"))
+		return true;
+	if (!strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "0"))
+		return false;
+	bad_usage("%s wants true or false, not '%s'", opt, val);
+}
+
+static const char *level_name(void)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	return names[cfs_log_get_level()];
+}
 
 static unsigned long parse_num(const char *opt, const char *v, unsigned long lo, unsigned long hi)
 {
@@ -495,8 +579,10 @@ static void apply(struct settings *st, int c, const char *val)
 		else
 			bad_usage("--cache-push wants path, last or none, not '%s'", val);
 		break;
-	case 1005: D.dc.corrupt_fetches = true; break;
-	case 1019: D.dc.ring_order = true; break;
+	case 1005: D.dc.corrupt_fetches = flag_value("test-corrupt-fetches", val); break;
+	case 1019: D.dc.ring_order = flag_value("test-ring-order", val); break;
+	case OPT_FIRST: D.first = flag_value("first", val); break;
+	case OPT_SOCKET_GROUP: D.sock_group = val; break;
 	case 1020: {
 		/* The config file and the command line may both name one. */
 		struct cfs_wan w;
@@ -508,6 +594,7 @@ static void apply(struct settings *st, int c, const char *val)
 		D.has_wan = true;
 		break;
 	}
+	case 1070: D.metrics_addr = val; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");
@@ -543,42 +630,208 @@ static void install_netmodel(void)
 	         desc, cfs_wan_is_slow(&D.wan, &D.addr) ? "; this server is one of the slow" : "");
 }
 
-/* "name = value" lines; the values are kept for the life of the process. */
+/* One line of a config file, trimmed in place: 1 with ret_name and
+ * ret_val set, 0 for a blank or comment line, -EINVAL without an '='. */
+static int config_line(char *p, char **ret_name, char **ret_val)
+{
+	char *eq, *e;
+
+	p[strcspn(p, "#\n")] = 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return 0;
+	if (!(eq = strchr(p, '=')))
+		return -EINVAL;
+	*eq = 0;
+	for (e = eq - 1; e >= p && (*e == ' ' || *e == '\t'); e--)
+		*e = 0;
+	*ret_name = p;
+	p = eq + 1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	for (e = p + strlen(p) - 1; e >= p && (*e == ' ' || *e == '\t' || *e == '\r'); e--)
+		*e = 0;
+	*ret_val = p;
+	return 1;
+}
+
+/* "name = value" lines; the values are kept for the life of the process.
+ * Flags (--first) take true or false. What is not log-level is kept in
+ * D.config_rest, for SIGHUP to tell what changed. */
 static void read_config(struct settings *st, const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char line[1024];
+	FILE *f = fopen(path, "re");
+	struct cfs_sbuf rest = { 0 };
+	char line[1024], *name, *val;
 	unsigned lineno = 0;
+	int r;
 
 	if (!f)
 		bad_usage("cannot read config file %s: %s", path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *eq, *name, *val, *e;
 		lineno++;
-		p[strcspn(p, "#\n")] = 0;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!*p)
+		if ((r = config_line(line, &name, &val)) == 0)
 			continue;
-		if (!(eq = strchr(p, '=')))
+		if (r < 0)
 			bad_usage("%s:%u: expected 'name = value'", path, lineno);
-		*eq = 0;
-		name = p;
-		for (e = eq - 1; e >= name && (*e == ' ' || *e == '\t'); e--)
-			*e = 0;
-		val = eq + 1;
-		while (*val == ' ' || *val == '\t')
-			val++;
-		for (e = val + strlen(val) - 1; e >= val && (*e == ' ' || *e == '\t' || *e == '\r'); e--)
-			*e = 0;
 		const struct option *o = opts;
 		while (o->name && strcmp(o->name, name) != 0)
 			o++;
-		if (!o->name || o->has_arg != required_argument || o->val == 'c')
+		if (!o->name || o->val == 'c' || o->val == 'h' || o->val == 'V' || o->val == OPT_CHECK)
 			bad_usage("%s:%u: unknown setting '%s'", path, lineno, name);
+		if (o->val != 'l')
+			cfs_sb_printf(&rest, "%s=%s\n", name, val);
 		apply(st, o->val, xstrdup(val));
 	}
 	fclose(f);
+	D.config_rest = rest.p ? rest.p : xstrdup("");
+}
+
+/* ------------------------------------------------------------ service */
+
+/*
+ * Start-up checks that need no socket, shared by --check and a real start.
+ * A loopback address advertised while listening on every interface is the
+ * default config's trap: peers elsewhere would be told to reach 127.0.0.1.
+ * A new ring is never started by accident on an address others can reach:
+ * that takes --first (a loopback ring cannot be joined from elsewhere, so
+ * tests and the demo need no flag).
+ */
+static bool ip_is_loopback(const struct cfs_addr *a)
+{
+	const uint8_t *ip;
+	size_t n = cfs_addr_ip_bytes(a, &ip);
+	static const uint8_t v6_loop[16] = { [15] = 1 };
+	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (n == 4)
+		return ip[0] == 127;
+	return memcmp(ip, v6_loop, 16) == 0 || (memcmp(ip, v4_mapped, 12) == 0 && ip[12] == 127);
+}
+
+static const char *advertised(const struct settings *st)
+{
+	if (D.advertise)
+		return D.advertise;
+	if (st->bind_host && strcmp(st->bind_host, "::") && strcmp(st->bind_host, "0.0.0.0"))
+		return st->bind_host;
+	return "127.0.0.1";
+}
+
+static void check_addresses(const struct settings *st)
+{
+	const char *adv = advertised(st), *bind = st->bind_host ? st->bind_host : "::";
+	struct cfs_addr a;
+	bool every = !strcmp(bind, "::") || !strcmp(bind, "0.0.0.0");
+
+	if (cfs_addr_from_ip(&a, adv, 1) < 0)
+		exit(2);
+	if (every && ip_is_loopback(&a)) {
+		log_error("cfsd would listen on every interface (bind %s) but tell its peers it is at "
+		          "%s, where no other machine reaches it: set \"addr = IP\" in the config file "
+		          "(--addr IP), the address peers reach this server at, or \"bind = 127.0.0.1\" "
+		          "(--bind) for a ring on this machine only", bind, adv);
+		exit(2);
+	}
+	if (D.first && D.nboot > 0) {
+		log_error("\"first\" (--first) starts a new ring and \"bootstrap\" (--bootstrap) joins "
+		          "one: give one of them");
+		exit(2);
+	}
+	if (!D.first && D.nboot == 0 && !ip_is_loopback(&a)) {
+		log_error("no ring to join: set \"bootstrap = HOST:PORT\" in the config file "
+		          "(--bootstrap) to join one through a member, or \"first = true\" (--first) "
+		          "to start a new ring at %s", adv);
+		exit(2);
+	}
+}
+
+/* sd_notify(3)'s protocol without libsystemd: one datagram to the
+ * AF_UNIX socket named by $NOTIFY_SOCKET ('@': the abstract namespace).
+ * Quiet when there is none (not run by systemd with Type=notify). */
+static void notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n;
+	int fd;
+
+	if (!path || !*path || (path[0] != '/' && path[0] != '@') ||
+	    (n = strlen(path)) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, n);
+	if (path[0] == '@')
+		sa.sun_path[0] = 0;
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+	           (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0)
+		log_warn_errno(-errno, "cannot tell systemd %s through %s", state, path);
+	close(fd);
+}
+
+/* --socket-group: members of the group reach the daemon (mode 0660). The
+ * listener made the socket 0600; its group changes first, then its mode. */
+static int share_socket(void)
+{
+	struct group *g;
+
+	if (!D.sock_group)
+		return 0;
+	if (!(g = getgrnam(D.sock_group)))
+		return log_error_errno(-ENOENT, "--socket-group %s: no such group (make install "
+		                       "creates cfs)", D.sock_group);
+	if (chown(D.sock_path, (uid_t)-1, g->gr_gid) < 0 || chmod(D.sock_path, 0660) < 0)
+		return log_error_errno(-errno, "cannot give the control socket %s to the group %s",
+		                       D.sock_path, D.sock_group);
+	return 0;
+}
+
+/* SIGHUP: reread the config file. The log level applies now (unless the
+ * command line gave one); any other change is reported as waiting for a
+ * restart, for a ring position or a store bound changed under a running
+ * daemon would need more care than a reload deserves. Nothing here exits. */
+static void on_sighup(uv_signal_t *h, int sig)
+{
+	struct cfs_sbuf rest = { 0 };
+	char line[1024], *name, *val, level[16] = "";
+	enum cfs_log_level l;
+	unsigned lineno = 0;
+	FILE *f;
+
+	if (!D.config) {
+		log_info("SIGHUP: no config file (--config) to reload; nothing changed");
+		return;
+	}
+	if (!(f = fopen(D.config, "re"))) {
+		log_warn_errno(-errno, "SIGHUP: cannot read %s; nothing changed", D.config);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		int r = config_line(line, &name, &val);
+		lineno++;
+		if (r < 0)
+			log_warn("SIGHUP: %s:%u: expected 'name = value'; line ignored", D.config, lineno);
+		else if (r > 0 && !strcmp(name, "log-level"))
+			snprintf(level, sizeof(level), "%s", val);
+		else if (r > 0)
+			cfs_sb_printf(&rest, "%s=%s\n", name, val);
+	}
+	fclose(f);
+	if (D.level_given)
+		log_info("SIGHUP: log level stays %s (given on the command line)", level_name());
+	else if (level[0] && cfs_log_parse_level(level, &l) < 0)
+		log_warn("SIGHUP: %s: log-level wants error, warn, info or debug, not '%s'; "
+		         "it stays %s", D.config, level, level_name());
+	else {
+		cfs_log_set_level(level[0] ? l : CFS_LOG_INFO);
+		log_info("SIGHUP: reloaded %s: log level %s", D.config, level_name());
+	}
+	if (strcmp(rest.p ? rest.p : "", D.config_rest ? D.config_rest : ""))
+		log_warn("SIGHUP: settings other than log-level changed in %s: they take effect "
+		         "when cfsd restarts", D.config);
+	free(rest.p);
 }
 
 int main(int argc, char **argv)
@@ -587,6 +840,7 @@ int main(int argc, char **argv)
 	struct cfs_transport_config tc;
 	struct cfs_addr self;
 	char a[CFS_ADDR_STRLEN];
+	bool check = false;
 	int c, r;
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
@@ -597,6 +851,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': st.config = optarg; break;
+		case OPT_CHECK: check = true; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 'V': printf("cfsd %s\n", CFS_VERSION); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -608,8 +863,12 @@ int main(int argc, char **argv)
 	if (st.config)
 		read_config(&st, st.config);
 	optind = 0;
-	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		apply(&st, c, optarg);
+		D.level_given |= c == 'l';
+	}
+	D.level_given |= getenv("CFS_LOG_LEVEL") && *getenv("CFS_LOG_LEVEL");
+	D.config = st.config;
 	cfs_log_init(argv[0], st.level);
 	if (cfs_crypto_init() < 0)
 		return 1;
@@ -623,9 +882,16 @@ int main(int argc, char **argv)
 	if (D.dc.lease_s > D.dc.max_lease_s)
 		bad_usage("--lease-days exceeds --max-lease-days (%.4g days): this server would "
 		          "grant less than its own default", (double)D.dc.max_lease_s / 86400);
+	check_addresses(&st);
 
 	if (!D.data_dir[0] && cfsd_default_data_dir(D.data_dir, sizeof(D.data_dir) - 32) < 0)
 		bad_usage("the default data directory path is too long; use --data");
+	if (check) {
+		printf("cfsd: the settings are valid: port %lu, bind %s, address %s, %s, data %s\n",
+		       st.port, st.bind_host ? st.bind_host : "::", advertised(&st),
+		       D.nboot ? "joining a ring" : "starting a new ring", D.data_dir);
+		return 0;
+	}
 	if ((r = cfs_mkdir_p(D.data_dir, 0700)) < 0) {
 		log_error_errno(r, "cannot create data directory %s", D.data_dir);
 		return 1;
@@ -651,9 +917,7 @@ int main(int argc, char **argv)
 	}
 	cfs_transport_local_addr(D.tr, &D.addr);
 	/* The address hashed into our IDs is the one peers reach us at. */
-	if (!D.advertise)
-		D.advertise = st.bind_host && strcmp(st.bind_host, "::") && strcmp(st.bind_host, "0.0.0.0")
-		              ? st.bind_host : "127.0.0.1";
+	D.advertise = advertised(&st);
 	if (cfs_addr_from_ip(&self, D.advertise, cfs_addr_port(&D.addr)) < 0)
 		return 1;
 	D.addr = self;
@@ -691,7 +955,9 @@ int main(int argc, char **argv)
 		cfsd_serve_init(&(struct cfsd_serve_env){ D.chord, D.dhash, D.client, D.pinner,
 		                                          status_report });
 	if (!D.pinner ||
-	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0) {
+	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0 ||
+	    share_socket() < 0) {
+		cfs_listener_close(D.ctl);
 		cfsd_pinner_free(D.pinner);
 		dhash_client_free(D.client);
 		dhash_server_free(D.dhash);
@@ -704,17 +970,31 @@ int main(int argc, char **argv)
 	uv_signal_init(D.loop, &D.sigint);
 	uv_signal_start(&D.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&D.sigint, on_signal, SIGINT);
+	uv_signal_init(D.loop, &D.sighup);
+	uv_signal_start(&D.sighup, on_sighup, SIGHUP);
 	uv_timer_init(D.loop, &D.fatal_timer);
 	signal(SIGPIPE, SIG_IGN);
 
-	chord_start(D.chord, D.boot, D.nboot);
-	log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
-	         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
-	         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
+	D.metrics = cfsd_metrics_new(D.loop, D.tr, D.chord, status_json);
+	if (D.metrics_addr && cfsd_metrics_listen(D.metrics, D.metrics_addr) < 0) {
+		D.exit_status = 1;
+		shut_down();
+	} else {
+		chord_start(D.chord, D.boot, D.nboot);
+		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
+		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
+		         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
+		/* Ready: the control socket answers (the ring may still be joining). */
+		char ready[CFS_ADDR_STRLEN + 64];
+		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, %s",
+		         cfs_addr_str(&D.addr, a), D.nboot ? "joining a ring" : "a new ring");
+		notify(ready);
+	}
 	cfs_loop_run(D.loop);
 	uv_loop_close(D.loop);
 	close(D.lock_fd);
 	cfs_wan_free(&D.wan);
+	free(D.config_rest);
 	log_info("stopped");
 	return D.exit_status;
 }

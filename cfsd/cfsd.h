@@ -4,7 +4,8 @@
  *
  * A daemon keeps its state in one data directory: a lock file that makes a
  * second daemon on the same directory refuse to start, the block store
- * (blocks/, LevelDB) and the UNIX control socket (cfsd.sock, mode 0600). Requests on the socket are framed
+ * (blocks/, LevelDB) and the UNIX control socket (DHASH_SOCKET_NAME, mode 0600, or
+ * 0660 for a --socket-group). Requests on the socket are framed
  * messages of common/cfs.h (CFS_MSG_CTL_*), answered one reply per request.
  *
  * What the daemon serves today: the Chord ring (chord/: every ring message
@@ -22,14 +23,13 @@
 #include "common/cfs.h"
 
 #define CFSD_DEFAULT_PORT 4460
-#define CFSD_SOCKET_NAME "cfsd.sock"
 #define CFSD_LOCK_NAME "cfsd.lock"
 
 /* The default data directory: $CFS_DATA_DIR, else /var/lib/cfs for root,
  * else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. -ENAMETOOLONG if it does
  * not fit in n bytes. */
 int cfsd_default_data_dir(char *buf, size_t n);
-/* DIR/cfsd.sock. */
+/* DIR/cfsd.sock (DHASH_SOCKET_NAME: the one name every tool uses). */
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n);
 
 /* Called with the daemon's reply (status 0, reply set) or a failure (a

@@ -22,7 +22,7 @@ int cfsd_default_data_dir(char *buf, size_t n)
 
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n)
 {
-	int len = snprintf(buf, n, "%s/%s", data_dir, CFSD_SOCKET_NAME);
+	int len = snprintf(buf, n, "%s/%s", data_dir, DHASH_SOCKET_NAME);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 

@@ -163,11 +163,12 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 }
 
 static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
-                     struct cfs_msg *req, uint32_t timeout_ms, bool background, cfs_reply_cb cb,
-                     void *arg)
+                     struct cfs_msg *req, uint32_t timeout_ms, bool background, bool low,
+                     cfs_reply_cb cb, void *arg)
 {
 	struct ccall *k;
-	struct cfs_call_opts o = { .timeout_ms = timeout_ms, .background = background };
+	struct cfs_call_opts o = { .timeout_ms = timeout_ms, .background = background,
+	                           .low_priority = low };
 	int r;
 
 	if (c->freeing)
@@ -195,13 +196,19 @@ static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, false, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, false, false, cb, arg);
+}
+
+int chord_call_low(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
+                   cfs_reply_cb cb, void *arg)
+{
+	return call_addr(c, &to->addr, to, req, timeout_ms, false, true, cb, arg);
 }
 
 int chord__call_background(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
                            uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, true, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, true, false, cb, arg);
 }
 
 cfs_transport_t *chord_transport(const chord_t *c)
@@ -212,7 +219,7 @@ cfs_transport_t *chord_transport(const chord_t *c)
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, a, NULL, req, timeout_ms, false, cb, arg);
+	return call_addr(c, a, NULL, req, timeout_ms, false, false, cb, arg);
 }
 
 /* ------------------------------------------------------------ lifetime */

@@ -161,6 +161,10 @@ int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup
  * latencies up to date (DHash's calls go through here). */
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg);
+/* The same in the background class (issue 24): the request's pieces and
+ * the answer's yield to reads and publishes (repair, sync, cache pushes). */
+int chord_call_low(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
+                   uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 
 void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg);
 /* Stop (true) or resume maintenance timers; for experiments that need a

@@ -13,6 +13,51 @@
 
 #define JOIN_RETRY_MS 250
 
+/*
+ * Operator log lines (issue 25): joins, lost neighbours and an unreachable
+ * bootstrap at info/warn level. Under churn or a long outage they could
+ * repeat without end, so each kind may log LOG_BURST lines a minute and
+ * then says how many it held back. Process-wide: the lines are the
+ * process's, whatever chord_t they come from.
+ */
+#define LOG_BURST 10
+#define LOG_PERIOD_US (60ull * 1000000)
+struct log_limit {
+	uint64_t start_us;
+	uint32_t n, held;
+};
+static struct log_limit lost_limit, boot_limit;
+
+/* May one more line of this kind go out now? *ret_held: the lines held
+ * back since the last one that did. */
+static bool log_allowed(struct log_limit *l, uint32_t *ret_held)
+{
+	uint64_t now = cfs_now_us();
+
+	if (!l->start_us || now - l->start_us >= LOG_PERIOD_US) {
+		l->start_us = now;
+		l->n = 0;
+	}
+	if (l->n >= LOG_BURST) {
+		l->held++;
+		return false;
+	}
+	l->n++;
+	*ret_held = l->held;
+	l->held = 0;
+	return true;
+}
+
+static void log_lost(const struct cfs_node *n, const char *role, const char *why)
+{
+	char s[9], a[CFS_ADDR_STRLEN];
+	uint32_t held;
+
+	if (log_allowed(&lost_limit, &held))
+		log_info("lost %s %s at %s: %s%s", role, cfs_id_short(&n->id, s), cfs_addr_str(&n->addr, a),
+		         why, held ? " (and more lost neighbours not logged)" : "");
+}
+
 static void stab_tick(uv_timer_t *t);
 static void fix_tick(uv_timer_t *t);
 
@@ -44,6 +89,10 @@ static void probe_missed(chord_t *c, struct tnode *t, int status)
 	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
 	    ++t->misses >= c->cfg.fail_probes) {
 		log_debug("node %s failed (%s)", cfs_id_short(&t->n.id, s), strerror(-status));
+		char why[96];
+		snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), t->misses,
+		         t->misses == 1 ? "" : "s");
+		log_lost(&t->n, "successor", why);
 		chord__table_remove(c, &t->n.id);
 	}
 }
@@ -92,6 +141,21 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 
 /* ------------------------------------------------------------ join */
 
+/* A join attempt through c->boot[boot_next] failed. Only the first virtual
+ * server speaks for the process: V of them retrying one address is one
+ * problem. */
+static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
+{
+	uint32_t held;
+	char a[CFS_ADDR_STRLEN];
+
+	if (v == &c->v[0] && log_allowed(&boot_limit, &held))
+		log_warn("bootstrap %s is unreachable (%s; attempt %u); retrying%s",
+		         cfs_addr_str(&c->boot[c->boot_next % c->nboot], a),
+		         r->status < 0 ? strerror(-r->status) : "no successor in its answer",
+		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
+}
+
 static void join_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct vnode *v = arg;
@@ -103,6 +167,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		return;
 	if (r->status < 0 || r->n == 0) {
 		log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-r->status));
+		log_unreachable(c, v, r);
 		c->boot_next++;
 		return; /* the stabilize timer retries */
 	}
@@ -241,6 +306,10 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 			v->pred_heard_us = cfs_now_us();
 			v->pred.misses = 0;
 		} else if (++v->pred.misses >= c->cfg.fail_probes || status == -ESRCH) {
+			char why[96];
+			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), v->pred.misses,
+			         v->pred.misses == 1 ? "" : "s");
+			log_lost(&v->pred.n, "predecessor", why);
 			v->pred.valid = false;
 			chord__auth_mark_dead(c, &k->to.id);
 		}
@@ -255,6 +324,16 @@ static void stabilize(struct vnode *v)
 	if (!v->joined) {
 		join(v);
 		return;
+	}
+	/* The first round after a join (which the tables may complete, not
+	 * join_done) says so, once: join_attempts counts only for this line. */
+	if (v->join_attempts) {
+		char s[9], a[CFS_ADDR_STRLEN];
+		log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s", v->index,
+		         cfs_id_short(&v->self.id, s), v->join_attempts, v->join_attempts == 1 ? "" : "s",
+		         cfs_id_short(&chord__vn_succ(v)->id, (char[9]){ 0 }),
+		         cfs_addr_str(&chord__vn_succ(v)->addr, a));
+		v->join_attempts = 0;
 	}
 	if (v->nsuccs > 0 && !v->stab_busy) {
 		struct vcall *k = vcall_new(v, &v->succ[0].n);
@@ -593,6 +672,8 @@ void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node
 	bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender->id);
 
 	c->leave_applied++;
+	if (chord__table_contains(c, &sender->id))
+		log_lost(sender, was_pred ? "predecessor" : "neighbour", "it left the ring");
 	chord__table_remove(c, &sender->id);
 	/* What a leaving node names is authenticated like anything offered,
 	 * charged to its address (issue 22: a LEAVE offering 64 nodes once

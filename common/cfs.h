@@ -32,6 +32,9 @@
 
 #define CFS_WUR __attribute__((warn_unused_result))
 
+/* The release every program's --version prints ("PROGRAM VERSION"). */
+#define CFS_VERSION "0.1.0"
+
 /* Defined in common/msg.h and common/netmodel.h (included below), named
  * here so that a file including one of those first still compiles. */
 struct cfs_msg;
@@ -175,6 +178,18 @@ struct cfs_stat {
  * (cleared as members are written). Text: whole lines. */
 void cfs_stat_render(struct cfs_sbuf *b, bool json, const struct cfs_stat *table, size_t n,
                      const void *snap, bool *first);
+
+/*
+ * Human units for text reports (JSON keeps the raw numbers). The text
+ * renderer applies them by unit: "bytes" (and a unit-less entry whose
+ * name contains "bytes") as B/KiB/MiB/GiB/TiB, "bytes/s" likewise per
+ * second, "us" and "ms" as us/ms/s, "s" as a duration (3d 4h, 5m 2s).
+ * Each writes a NUL-terminated string into buf and returns it.
+ */
+#define CFS_HUMAN_LEN 24
+const char *cfs_human_bytes(char buf[static CFS_HUMAN_LEN], double bytes);
+const char *cfs_human_us(char buf[static CFS_HUMAN_LEN], double us);
+const char *cfs_human_duration(char buf[static CFS_HUMAN_LEN], uint64_t seconds);
 
 /* ------------------------------------------------------------ logging */
 
@@ -460,6 +475,13 @@ struct cfs_transport_config {
 	uint32_t timeout_max_ms; /* cap on any computed RTO (default 5000) */
 	uint32_t timeout_min_ms; /* floor of any computed RTO (default CFS_RTO_MIN_MS;
 	                          * 0: eq. (2) alone); fixed timeouts are kept */
+	/* Issue 24: messages longer than CFS_DGRAM_SAFE travel as pieces. */
+	uint32_t xfer_inflight_max;  /* bytes of pieces in flight, every peer (default 4 MiB) */
+	uint32_t reasm_peer_max;     /* bytes being reassembled from one peer (default 8 MiB) */
+	uint32_t reasm_total_max;    /* ... from every peer (default 64 MiB) */
+	uint32_t reasm_idle_ms;      /* a reassembly with no piece for this long is dropped
+	                              * (default 10000) */
+	uint32_t ledbat_target_ms;   /* queueing delay background transfers allow (default 25) */
 };
 /* The default RTO floor: a busy peer's loop, not the wire, sets the round
  * trip on one machine (issue 23). */
@@ -474,6 +496,9 @@ struct cfs_call_opts {
 	 * window and never moving it, so its timeouts cannot slow client
 	 * calls; the caller bounds how many it has in flight. */
 	bool background;
+	/* Issue 24: the background class (repair, sync, cache pushes): the
+	 * request's pieces and the reply's yield to other traffic (LEDBAT). */
+	bool low_priority;
 };
 
 /* Where a request came from: copy it to reply later. */
@@ -483,6 +508,7 @@ struct cfs_reply_to {
 	uint8_t type;
 	bool has_to;                   /* the request named a node: the reply names it */
 	struct cfs_id to_id;
+	bool low_priority;             /* asked in the background class: so is the reply */
 };
 
 struct cfs_rpc_result {
@@ -526,6 +552,22 @@ struct cfs_transport_stats {
 	 * most any of them was late by */
 	uint64_t late_replies;
 	uint64_t late_by_us_max;
+	/* issue 24: messages as pieces */
+	uint64_t xfers_out, xfers_in;     /* messages sent / received as pieces */
+	uint64_t xfers_abandoned;         /* sends given up (peer silent) */
+	uint64_t pieces_out, pieces_resent, pieces_in, pieces_dup;
+	uint64_t acks_out, acks_in;
+	uint64_t reasm_dropped;           /* pieces refused: memory bounds, no such call */
+	uint64_t reasm_expired;           /* reassemblies dropped as stale */
+	uint64_t gso_sends;               /* sendmsg calls carrying several pieces */
+	uint64_t cwnd_bytes;              /* sum of the peers' windows (at get_stats) */
+	uint32_t links;                   /* peers with a window */
+	/* address validation (anti-amplification) */
+	uint64_t retries_sent;            /* answers withheld for a token */
+	uint64_t retries_in;              /* tokens we were asked to show */
+	uint64_t validated;               /* addresses proven by a token */
+	uint64_t bad_tokens;
+	uint64_t budget_held;             /* pieces held back by the 3x budget */
 };
 
 /* Bind the socket and start receiving. on_request may be NULL (client). */

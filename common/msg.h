@@ -10,15 +10,22 @@
 
 #include "common/cfs.h" /* ids, addresses */
 
-#define CFS_PROTO_VERSION 3
+#define CFS_PROTO_VERSION 4
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507
+/* Largest UDP payload any datagram carries (issue 24): the size QUIC
+ * assumes every path takes (RFC 9000 14), so real links never fragment
+ * one. A message longer than this travels as pieces (common/xfer.h). */
+#define CFS_DGRAM_SAFE 1200
+/* Largest message over UDP, in pieces; checked before anything is
+ * allocated for it. */
+#define CFS_MSG_MAX (192 * 1024)
 /* Largest frame on a local UNIX stream (status reports can be long). */
 #define CFS_FRAME_MAX (1u << 20)
-/* Largest block that travels in one datagram: 60 KiB of payload plus the
- * block's own header. */
-#define CFS_BLOCK_MAX (60 * 1024 + 256)
+/* Largest block: the format's largest block size (128 KiB, sfsro-format)
+ * plus the block's own header. It travels as pieces (issue 24). */
+#define CFS_BLOCK_MAX (128 * 1024 + 256)
 #define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
 #define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */
 #define CFS_NONCE_BYTES 16

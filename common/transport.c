@@ -44,8 +44,17 @@
  * are always sent outside the window and neither grow nor halve it: a
  * flood of offered nodes at dead addresses once queued thousands of AUTH
  * calls ahead of client work and halved w at every timeout.
+ *
+ * Issue 24: no datagram is longer than CFS_DGRAM_SAFE. A request or reply
+ * that encodes longer travels as pieces, acknowledged and resent one by
+ * one under a per-peer window in bytes (common/link.c, common/xfer.c);
+ * the call's deadline moves on with every sign of progress (an ack of its
+ * request's pieces, a piece of its reply). A reply that would send an
+ * address that never proved itself more than three times what it sent
+ * us is withheld, and the asker given a token to prove it with; the call
+ * sends the token and asks again (retries, at most two).
  */
-#include "common/cfs.h"
+#include "common/transport_int.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -53,122 +62,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RECV_BUF 65536
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
-#define SOCKET_BUF (8 << 20)
 #define SILENT_MAX 64
 #define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
 #define PEERS_MAX 4096 /* destinations with a round-trip estimate */
 
-/* A destination, as the key of its round-trip estimate. */
-struct peer_key {
-	uint8_t ip[16];
-	uint16_t port, family;
-};
-
-/* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
- * deviation, from the replies to calls with a computed RTO. */
-struct peer_est {
-	double srtt_us, rttvar_us;
-};
-
-struct call {
-	uint64_t reqid;
-	uint64_t deadline_us, sent_us, predicted_us;
-	struct cfs_addr dst;
-	cfs_reply_cb cb;
-	void *arg;
-	uint32_t fixed_timeout_ms;
-	uint8_t type;
-	bool outside;        /* to a silent destination: not in the window */
-	bool background;     /* cfs_call_opts.background: never moves the window */
-	size_t heap_idx;     /* SIZE_MAX: not yet sent */
-	struct call *qnext;  /* wait queue */
-	uint8_t *pkt;        /* encoded request, until sent */
-	size_t pkt_len;
-	bool has_to;         /* addressed to a node: its reply must name it */
-	struct cfs_id to_id;
-};
-
-/* A call that timed out, kept (in a ring of LATE_MAX) so that a reply
- * arriving after its timeout is known for what it is. */
-struct timed_out {
-	uint64_t reqid;           /* 0: an empty slot */
-	uint64_t sent_us, deadline_us, predicted_us;
-	struct cfs_addr dst;
-	uint8_t type;
-	bool has_to;
-	struct cfs_id to_id;
-	double window_before;     /* w before this timeout halved it; 0: it did not */
-	bool fixed;               /* sent with a fixed timeout */
-};
-
-struct delayed {
-	uint64_t due_us;
-	size_t heap_idx;
-	struct cfs_addr dst;
-	size_t len;
-	uint8_t data[];
-};
-
-struct heap {
-	void **v;
-	size_t n, cap;
-	uint64_t (*key)(const void *);
-	void (*set_idx)(void *, size_t);
-};
-
-struct cfs_transport {
-	uv_loop_t *loop;
-	uv_udp_t udp;
-	uv_timer_t timer;
-	uv_idle_t idle;   /* keeps the poll from blocking during a grace */
-	uv_check_t check; /* runs after each poll: ends the grace */
-	int grace_polls;  /* polls left before overdue calls expire */
-	uint64_t grace_before_us; /* calls due before this expire then */
-	uint64_t grace_rx;        /* bytes_in at the last grace poll */
-	uint32_t grace_drains;    /* grace polls that read something */
-	int handles_open;
-	bool closing;
-	struct cfs_transport_config cfg;
-	cfs_request_cb on_request;
-	void *arg;
-
-	struct cfs_htab calls;  /* reqid -> struct call * */
-	struct call *q_head, *q_tail;
-	struct heap calls_heap, delay_heap;
-	uint64_t timer_due_us; /* UINT64_MAX: idle */
-
-	bool has_model;
-	struct cfs_netmodel model;
-
-	const struct cfs_coord *coord; /* stamped on everything sent */
-
-	struct cfs_transport_stats st;
-	bool have_srtt;
-
-	/* destinations whose last call timed out with no answer since;
-	 * silent_next is the slot reused when the table is full */
-	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
-	uint32_t nsilent, silent_next;
-
-	/* the last LATE_MAX calls that timed out (late_next: the slot next
-	 * overwritten), allocated at the first timeout */
-	struct timed_out *late;
-	uint32_t late_next;
-
-	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
-};
-
 /*
- * Scratch space shared by every transport on the thread: a datagram is
- * received, decoded and handed to its callback before the next one is, and
- * an encoded message is copied or sent before the call returns, so one set
+ * Scratch space shared by every transport on the thread: a message is
+ * decoded and handed to its callback before the next one is, and an
+ * encoded message is copied or sent before the call returns, so one set
  * suffices. This keeps a transport small (rings of thousands of nodes run
  * in one process) and the large message struct off the stack.
  */
-static __thread uint8_t rbuf[RECV_BUF];
-static __thread uint8_t sbuf[CFS_DGRAM_MAX];
+static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
 
 /* ------------------------------------------------------------ heap */
@@ -208,7 +114,7 @@ static void heap_down(struct heap *h, size_t i)
 	}
 }
 
-static void heap_push(struct heap *h, void *p)
+void cfs__heap_push(struct heap *h, void *p)
 {
 	if (h->n == h->cap) {
 		h->cap = h->cap ? 2 * h->cap : 64;
@@ -219,7 +125,7 @@ static void heap_push(struct heap *h, void *p)
 	heap_up(h, h->n++);
 }
 
-static void heap_remove(struct heap *h, size_t i)
+void cfs__heap_remove(struct heap *h, size_t i)
 {
 	h->set_idx(h->v[i], SIZE_MAX);
 	if (i != --h->n) {
@@ -260,9 +166,9 @@ static struct call *table_take(cfs_transport_t *t, uint64_t id)
 
 static void on_timer(uv_timer_t *h);
 
-static void arm_timer(cfs_transport_t *t)
+void cfs__arm_timer(cfs_transport_t *t)
 {
-	uint64_t due = UINT64_MAX;
+	uint64_t due = UINT64_MAX, l;
 
 	if (t->closing)
 		return;
@@ -270,6 +176,8 @@ static void arm_timer(cfs_transport_t *t)
 		due = call_key(t->calls_heap.v[0]);
 	if (t->delay_heap.n && delayed_key(t->delay_heap.v[0]) < due)
 		due = delayed_key(t->delay_heap.v[0]);
+	if ((l = cfs__links_due(t)) < due)
+		due = l;
 	if (due == t->timer_due_us)
 		return;
 	t->timer_due_us = due;
@@ -284,41 +192,76 @@ static void arm_timer(cfs_transport_t *t)
 
 /* ------------------------------------------------------------ sending */
 
-struct send_req {
-	uv_udp_send_t req;
+/* A whole datagram the full socket refused, sent when it can take more. */
+struct backlog {
+	struct backlog *next;
+	struct cfs_addr dst;
+	size_t len;
 	uint8_t data[];
 };
+#define BACKLOG_MAX (8u << 20)
 
-static void on_sent(uv_udp_send_t *req, int status)
-{
-	free(container_of(req, struct send_req, req));
-}
+static void poll_update(cfs_transport_t *t);
 
 static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
-	uv_buf_t b = uv_buf_init((char *)p, (unsigned)len);
-	int r = uv_udp_try_send(&t->udp, &b, 1, &dst->sa);
+	ssize_t r = t->bl_head ? -EAGAIN : cfs_udp_send(&t->sock, dst, p, len, 0);
 
-	if (r == UV_EAGAIN) {
-		struct send_req *sr = xmalloc(sizeof(*sr) + len);
-		memcpy(sr->data, p, len);
-		b = uv_buf_init((char *)sr->data, (unsigned)len);
-		r = uv_udp_send(&sr->req, &t->udp, &b, 1, &dst->sa, on_sent);
-		if (r < 0)
-			free(sr);
+	if (r == -EAGAIN) {
+		if (t->bl_bytes + len > BACKLOG_MAX) {
+			t->st.send_errors++;
+			return;
+		}
+		struct backlog *b = xmalloc(sizeof(*b) + len);
+		b->next = NULL;
+		b->dst = *dst;
+		b->len = len;
+		memcpy(b->data, p, len);
+		if (t->bl_tail)
+			t->bl_tail->next = b;
+		else
+			t->bl_head = b;
+		t->bl_tail = b;
+		t->bl_bytes += len;
+		poll_update(t);
+		return;
 	}
 	if (r < 0) {
 		char a[CFS_ADDR_STRLEN];
 		t->st.send_errors++;
-		log_debug("send to %s failed: %s", cfs_addr_str(dst, a), uv_strerror(r));
+		log_debug("send to %s failed: %s", cfs_addr_str(dst, a), strerror((int)-r));
 		return;
 	}
 	t->st.bytes_out += len;
 	t->st.datagrams_out++;
 }
 
-/* Every datagram leaves through here: the network model's one hook. */
-static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
+/* Send what the full socket refused; false while it still refuses. */
+static bool flush_backlog(cfs_transport_t *t)
+{
+	while (t->bl_head) {
+		struct backlog *b = t->bl_head;
+		ssize_t r = cfs_udp_send(&t->sock, &b->dst, b->data, b->len, 0);
+		if (r == -EAGAIN)
+			return false;
+		if (r < 0) {
+			t->st.send_errors++;
+		} else {
+			t->st.bytes_out += b->len;
+			t->st.datagrams_out++;
+		}
+		t->bl_head = b->next;
+		if (!t->bl_head)
+			t->bl_tail = NULL;
+		t->bl_bytes -= b->len;
+		free(b);
+	}
+	return true;
+}
+
+/* Every whole datagram leaves through here: the network model's one hook
+ * (pieces too, when a model is installed: common/link.c). */
+void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
 	uint64_t delay = 0;
 
@@ -333,8 +276,8 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 			d->dst = *dst;
 			d->len = len;
 			memcpy(d->data, p, len);
-			heap_push(&t->delay_heap, d);
-			arm_timer(t);
+			cfs__heap_push(&t->delay_heap, d);
+			cfs__arm_timer(t);
 			return;
 		}
 	}
@@ -381,7 +324,7 @@ static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
 		t->silent_next = 0;
 }
 
-static void peer_key_of(struct peer_key *k, const struct cfs_addr *a)
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a)
 {
 	memset(k, 0, sizeof(*k));
 	k->family = a->sa.sa_family;
@@ -398,7 +341,7 @@ static const struct peer_est *peer_find(const cfs_transport_t *t, const struct c
 {
 	struct peer_key k;
 
-	peer_key_of(&k, a);
+	cfs__peer_key(&k, a);
 	return cfs_htab_get(&t->peers, &k);
 }
 
@@ -409,7 +352,7 @@ static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t r
 	struct peer_key k;
 	bool added;
 
-	peer_key_of(&k, a);
+	cfs__peer_key(&k, a);
 	if (!cfs_htab_get(&t->peers, &k) && cfs_htab_count(&t->peers) >= PEERS_MAX)
 		cfs_htab_clear(&t->peers);
 	struct peer_est *pe = cfs_htab_put(&t->peers, &k, &added);
@@ -447,13 +390,49 @@ static void call_send(cfs_transport_t *t, struct call *c)
 			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
 	}
 	c->sent_us = now;
+	c->rto_us = rto;
 	c->deadline_us = now + rto;
-	heap_push(&t->calls_heap, c);
+	cfs__heap_push(&t->calls_heap, c);
 	if (!c->outside)
 		t->st.inflight++;
-	transmit(t, &c->dst, c->pkt, c->pkt_len);
-	free(c->pkt);
-	c->pkt = NULL;
+	/* pkt is kept: a retry (address validation) sends it again */
+	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
+		t->st.send_errors++;
+}
+
+struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid)
+{
+	struct call *c = table_find(t, reqid);
+	return c && c->heap_idx != SIZE_MAX ? c : NULL;
+}
+
+/* A peer answered our call with a token instead (it has not seen us
+ * prove our address): show the token, then ask again. Twice at most. */
+void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
+                  const uint8_t token[static XFER_TOKEN_BYTES])
+{
+	struct call *c = cfs__call_find(t, reqid);
+	uint8_t v[XFER_VALIDATE_LEN];
+
+	t->st.retries_in++;
+	if (!c || !cfs_addr_eq(&c->dst, from) || c->retries >= 2)
+		return;
+	c->retries++;
+	cfs__transmit(t, from, v, cfs_xfer_validate_encode(v, token));
+	cfs__call_touch(t, c);
+	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
+		t->st.send_errors++;
+}
+
+void cfs__call_touch(cfs_transport_t *t, struct call *c)
+{
+	uint64_t d = cfs_now_us() + c->rto_us;
+
+	if (c->heap_idx == SIZE_MAX || d <= c->deadline_us)
+		return;
+	cfs__heap_remove(&t->calls_heap, c->heap_idx);
+	c->deadline_us = d;
+	cfs__heap_push(&t->calls_heap, c);
 }
 
 /* Send waiting calls while the window has room. */
@@ -467,7 +446,7 @@ static void pump(cfs_transport_t *t)
 		t->st.queued--;
 		call_send(t, c);
 	}
-	arm_timer(t);
+	cfs__arm_timer(t);
 }
 
 int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
@@ -506,13 +485,14 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 		c->fixed_timeout_ms = opts->timeout_ms;
 		c->predicted_us = opts->predicted_rtt_us;
 		c->background = opts->background;
+		c->low_priority = opts->low_priority;
 	}
 	table_add(t, c);
 	t->st.calls++;
 	c->outside = c->background || (t->nsilent && silent_find(t, dst) >= 0);
 	if (c->outside || (t->st.inflight < window_limit(t) && !t->q_head)) {
 		call_send(t, c);
-		arm_timer(t);
+		cfs__arm_timer(t);
 	} else {
 		if (t->q_tail)
 			t->q_tail->qnext = c;
@@ -543,8 +523,14 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
 	t->st.replies_out++;
-	transmit(t, &to->addr, sbuf, len);
-	return 0;
+	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
+	 * not proven it is the asker's gets at most 3x what it sent us; a
+	 * longer answer waits for its token (it asks again) */
+	if (len > cfs__reply_budget(t, &to->addr)) {
+		cfs__send_retry(t, &to->addr, to->reqid);
+		return 0;
+	}
+	return cfs__send_msg(t, &to->addr, sbuf, len, to->reqid, true, to->low_priority);
 }
 
 int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
@@ -579,7 +565,7 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 	struct cfs_rpc_result res = { .rtt_us = rtt_us, .from = &c->dst };
 
 	if (c->heap_idx != SIZE_MAX) {
-		heap_remove(&t->calls_heap, c->heap_idx);
+		cfs__heap_remove(&t->calls_heap, c->heap_idx);
 		if (!c->outside)
 			t->st.inflight--;
 	}
@@ -642,7 +628,7 @@ static void expire_overdue(cfs_transport_t *t)
 	if (t->closing)
 		return;
 	pump(t);
-	arm_timer(t);
+	cfs__arm_timer(t);
 }
 
 static void on_check(uv_check_t *h)
@@ -678,11 +664,14 @@ static void on_timer(uv_timer_t *h)
 		struct delayed *d = t->delay_heap.v[0];
 		if (d->due_us > now)
 			break;
-		heap_remove(&t->delay_heap, 0);
+		cfs__heap_remove(&t->delay_heap, 0);
 		send_now(t, &d->dst, d->data, d->len);
 		free(d);
 		done++;
 	}
+	if (t->closing)
+		return;
+	cfs__links_timer(t, now);
 	if (t->closing)
 		return;
 	if (done == TIMER_BATCH) { /* more may be due: come back after I/O */
@@ -700,32 +689,10 @@ static void on_timer(uv_timer_t *h)
 		return;
 	}
 	if (done < TIMER_BATCH)
-		arm_timer(t);
+		cfs__arm_timer(t);
 }
 
 /* ------------------------------------------------------------ receiving */
-
-static void normalize_addr(struct cfs_addr *out, const struct sockaddr *sa)
-{
-	memset(out, 0, sizeof(*out));
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-			out->in4.sin_family = AF_INET;
-			out->in4.sin_port = s6->sin6_port;
-			memcpy(&out->in4.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
-			return;
-		}
-		out->in6 = *s6;
-	} else {
-		out->in4 = *(const struct sockaddr_in *)sa;
-	}
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	*buf = uv_buf_init((char *)rbuf, sizeof(rbuf));
-}
 
 /* One round trip measured (predicted_us: what the call was sent with). */
 static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
@@ -804,6 +771,7 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 		return;
 	}
 	table_take(t, c->reqid);
+	cfs__validated(t, from);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
 	rtt_sample(t, rtt, c->predicted_us);
 	if (!c->fixed_timeout_ms) /* a long-running request's wait is not its peer's round trip */
@@ -819,48 +787,137 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 		pump(t);
 }
 
-static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
-                    const struct sockaddr *sa, unsigned flags)
+void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
+                    bool low_priority)
 {
-	cfs_transport_t *t = container_of(h, cfs_transport_t, udp);
-	struct cfs_addr from;
 	const char *why = "";
 	char a[CFS_ADDR_STRLEN];
-	int r;
+	int r = cfs_msg_decode(p, len, &rmsg, &why);
 
-	if (nread == 0 || !sa || t->closing)
-		return;
-	if (nread < 0) {
-		log_debug("udp receive error: %s", uv_strerror((int)nread));
-		return;
-	}
-	normalize_addr(&from, sa);
-	t->st.bytes_in += (uint64_t)nread;
-	if ((flags & UV_UDP_PARTIAL) || nread > CFS_DGRAM_MAX) {
-		r = -EMSGSIZE;
-		why = "datagram too large";
-	} else {
-		r = cfs_msg_decode((const uint8_t *)buf->base, (size_t)nread, &rmsg, &why);
-	}
 	if (r < 0) {
 		t->st.malformed++;
-		log_debug("dropped malformed datagram (%zd bytes) from %s: %s",
-		          nread, cfs_addr_str(&from, a), why);
+		log_debug("dropped malformed message (%zu bytes) from %s: %s", len,
+		          cfs_addr_str(from, a), why);
 		return;
 	}
 	if (rmsg.is_reply) {
-		handle_reply(t, &from);
+		handle_reply(t, from);
 		return;
 	}
 	t->st.requests_in++;
 	if (t->on_request) {
-		struct cfs_reply_to rt = { .addr = from, .reqid = rmsg.reqid, .type = rmsg.type,
-		                           .has_to = rmsg.has_to, .to_id = rmsg.to_id };
+		struct cfs_reply_to rt = { .addr = *from, .reqid = rmsg.reqid, .type = rmsg.type,
+		                           .has_to = rmsg.has_to, .to_id = rmsg.to_id,
+		                           .low_priority = low_priority };
 		t->on_request(t->arg, &rmsg, &rt);
 	}
 }
 
+#define LOW_PRIORITY_PREFIX 0x42 /* 'B': a whole request in the background class */
+
+static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, size_t len,
+                     bool trunc)
+{
+	cfs_transport_t *t = arg;
+	char a[CFS_ADDR_STRLEN];
+
+	if (t->closing)
+		return;
+	t->st.bytes_in += len;
+	cfs__note_in(t, from, len);
+	if (trunc || len == 0 || len > CFS_DGRAM_SAFE) {
+		t->st.malformed++;
+		log_debug("dropped a %s datagram from %s", trunc || len ? "too large" : "empty",
+		          cfs_addr_str(from, a));
+		return;
+	}
+	if ((p[0] & 0xf0) == 0x90) /* a msgpack fixarray: a whole message */
+		cfs__on_message(t, from, p, len, false);
+	else if (p[0] == LOW_PRIORITY_PREFIX && len > 1 && (p[1] & 0xf0) == 0x90)
+		cfs__on_message(t, from, p + 1, len - 1, true);
+	else
+		cfs__on_frame(t, from, p, len);
+}
+
+/* Read until the socket is empty (bounded), then send the acks the batch
+ * owes; a full socket that drained sends what waited. */
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+	cfs_transport_t *t = container_of(h, cfs_transport_t, poll);
+
+	if (t->closing)
+		return;
+	if (status < 0) {
+		log_debug("udp poll error: %s", uv_strerror(status));
+		return;
+	}
+	if (events & UV_WRITABLE) {
+		if (flush_backlog(t)) {
+			t->sock_blocked = false;
+			cfs__on_writable(t);
+		}
+		poll_update(t);
+	}
+	if (events & UV_READABLE) {
+		int r = cfs_udp_drain(&t->sock, 32, on_dgram, t);
+		if (r < 0 && r != -EAGAIN)
+			log_debug("udp receive error: %s", strerror(-r));
+		if (!t->closing)
+			cfs__flush_acks(t);
+	}
+	if (!t->closing)
+		cfs__arm_timer(t);
+}
+
+static void poll_update(cfs_transport_t *t)
+{
+	int want = UV_READABLE;
+
+	if (t->closing)
+		return;
+	if (t->bl_head || t->sock_blocked)
+		want |= UV_WRITABLE;
+	if (want != t->poll_events) {
+		t->poll_events = want;
+		uv_poll_start(&t->poll, want, on_poll);
+	}
+}
+
+void cfs__want_writable(cfs_transport_t *t)
+{
+	t->sock_blocked = true;
+	poll_update(t);
+}
+
 /* ------------------------------------------------------------ lifetime */
+
+/* Room for a full window of datagrams: with the default 208 KiB the kernel
+ * drops a burst long before the windows are full. */
+#define SOCKET_BUF (8 << 20)
+
+static void on_handle_closed(uv_handle_t *h);
+
+static void config_defaults(struct cfs_transport_config *c)
+{
+	if (c->window_init < 1)
+		c->window_init = 1;
+	if (c->window_max < c->window_init)
+		c->window_max = c->window_init;
+	if (!c->timeout_ms)
+		c->timeout_ms = 1000;
+	if (!c->timeout_max_ms)
+		c->timeout_max_ms = 5000;
+	if (!c->xfer_inflight_max)
+		c->xfer_inflight_max = 4u << 20;
+	if (!c->reasm_peer_max)
+		c->reasm_peer_max = 8u << 20;
+	if (!c->reasm_total_max)
+		c->reasm_total_max = 64u << 20;
+	if (!c->reasm_idle_ms)
+		c->reasm_idle_ms = 10000;
+	if (!c->ledbat_target_ms)
+		c->ledbat_target_ms = 25;
+}
 
 void cfs_transport_config_default(struct cfs_transport_config *c)
 {
@@ -870,37 +927,8 @@ void cfs_transport_config_default(struct cfs_transport_config *c)
 	c->timeout_ms = 1000;
 	c->timeout_max_ms = 5000;
 	c->timeout_min_ms = CFS_RTO_MIN_MS;
+	config_defaults(c);
 }
-
-static int bind_udp(cfs_transport_t *t, const char *host, uint16_t port)
-{
-	struct cfs_addr a;
-	int r;
-
-	if (cfs_addr_from_ip(&a, host, port) < 0)
-		return log_error_errno(-EINVAL, "bind address '%s' is not an IP literal", host);
-	if ((r = uv_udp_bind(&t->udp, &a.sa, 0)) < 0)
-		return r;
-	return 0;
-}
-
-/* Room for a full window of datagrams: with the default 208 KiB the kernel
- * drops a burst long before STP's window is full. Root may exceed the
- * rmem_max/wmem_max caps (SO_*BUFFORCE); anyone else gets the cap. */
-static void size_socket_buffers(cfs_transport_t *t)
-{
-	uv_os_fd_t fd;
-	int want = SOCKET_BUF;
-
-	if (uv_fileno((uv_handle_t *)&t->udp, &fd) < 0)
-		return;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
-}
-
-static void on_handle_closed(uv_handle_t *h);
 
 int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
                       cfs_request_cb on_request, void *arg, cfs_transport_t **ret)
@@ -910,56 +938,34 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 
 	t->loop = loop;
 	t->cfg = *c;
-	if (t->cfg.window_init < 1)
-		t->cfg.window_init = 1;
-	if (t->cfg.window_max < t->cfg.window_init)
-		t->cfg.window_max = t->cfg.window_init;
-	if (!t->cfg.timeout_ms)
-		t->cfg.timeout_ms = 1000;
-	if (!t->cfg.timeout_max_ms)
-		t->cfg.timeout_max_ms = 5000;
+	config_defaults(&t->cfg);
 	t->on_request = on_request;
 	t->arg = arg;
 	t->st.window = t->cfg.window_init;
-	/* Unpredictable request IDs: a forged reply must guess one. */
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
 	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
-
-	if ((r = uv_udp_init(loop, &t->udp)) < 0)
-		goto fail_free;
-	if (c->host) {
-		r = bind_udp(t, c->host, c->port);
-	} else {
-		r = bind_udp(t, "::", c->port); /* dual stack */
-		if (r == UV_EAFNOSUPPORT || r == UV_EADDRNOTAVAIL)
-			r = bind_udp(t, "0.0.0.0", c->port);
-	}
-	if (r < 0) {
-		/* The handle is freed with t once the loop runs its close. */
-		t->udp.data = t;
-		t->handles_open = 1;
-		uv_close((uv_handle_t *)&t->udp, on_handle_closed);
+	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
+		cfs_htab_free(&t->calls);
+		cfs_htab_free(&t->peers);
+		free(t);
 		return r;
 	}
-	size_socket_buffers(t);
+	cfs__links_init(t);
+	uv_poll_init(loop, &t->poll, t->sock.fd);
 	uv_timer_init(loop, &t->timer);
 	uv_idle_init(loop, &t->idle);
 	uv_check_init(loop, &t->check);
 	t->handles_open = 4;
-	if ((r = uv_udp_recv_start(&t->udp, on_alloc, on_recv)) < 0) {
+	t->poll_events = UV_READABLE;
+	if ((r = uv_poll_start(&t->poll, UV_READABLE, on_poll)) < 0) {
 		cfs_transport_close(t);
 		return r;
 	}
 	*ret = t;
 	return 0;
-fail_free:
-	cfs_htab_free(&t->calls);
-	cfs_htab_free(&t->peers);
-	free(t);
-	return r;
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -967,6 +973,8 @@ static void on_handle_closed(uv_handle_t *h)
 	cfs_transport_t *t = h->data;
 	if (--t->handles_open > 0)
 		return;
+	cfs_udp_close(&t->sock);
+	cfs__links_free(t);
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
 	cfs_htab_free(&t->calls);
@@ -981,7 +989,7 @@ void cfs_transport_close(cfs_transport_t *t)
 	if (!t || t->closing)
 		return;
 	t->closing = true;
-	uv_udp_recv_stop(&t->udp);
+	uv_poll_stop(&t->poll);
 	uv_timer_stop(&t->timer);
 	/* Cancel every call, sent or waiting; callbacks may not start new ones
 	 * (cfs_transport_call refuses while closing). */
@@ -999,14 +1007,21 @@ void cfs_transport_close(cfs_transport_t *t)
 	t->q_head = t->q_tail = NULL;
 	while (t->delay_heap.n) {
 		struct delayed *d = t->delay_heap.v[0];
-		heap_remove(&t->delay_heap, 0);
+		cfs__heap_remove(&t->delay_heap, 0);
 		free(d);
 	}
-	t->udp.data = t;
+	while (t->bl_head) {
+		struct backlog *b = t->bl_head;
+		t->bl_head = b->next;
+		free(b);
+	}
+	t->bl_tail = NULL;
+	cfs__links_close(t);
+	t->poll.data = t;
 	t->timer.data = t;
 	t->idle.data = t;
 	t->check.data = t;
-	uv_close((uv_handle_t *)&t->udp, on_handle_closed);
+	uv_close((uv_handle_t *)&t->poll, on_handle_closed);
 	uv_close((uv_handle_t *)&t->timer, on_handle_closed);
 	uv_close((uv_handle_t *)&t->idle, on_handle_closed);
 	uv_close((uv_handle_t *)&t->check, on_handle_closed);
@@ -1014,18 +1029,13 @@ void cfs_transport_close(cfs_transport_t *t)
 
 int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
 {
-	struct sockaddr_storage ss;
-	int len = sizeof(ss);
-	int r = uv_udp_getsockname(&t->udp, (struct sockaddr *)&ss, &len);
-	if (r < 0)
-		return r;
-	normalize_addr(ret, (struct sockaddr *)&ss);
-	return 0;
+	return cfs_udp_local_addr(&t->sock, ret);
 }
 
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret)
 {
 	*ret = t->st;
+	cfs__links_stats(t, ret);
 }
 
 void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord)

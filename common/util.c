@@ -123,6 +123,24 @@ void *xmemdup(const void *p, size_t n)
 static const char *log_prog = "cfs";
 static enum cfs_log_level log_level = CFS_LOG_INFO;
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+/* sd-daemon(3)'s "<N>" priority prefixes (LOG_ERR, LOG_WARNING, LOG_INFO,
+ * LOG_DEBUG), written when stderr is the journal: journald files the line
+ * at that priority and records the program and pid itself. */
+static const int level_prio[] = { 3, 4, 6, 7 };
+static bool log_journal;
+
+/* Is stderr the journal stream systemd gave us? $JOURNAL_STREAM names its
+ * "device:inode"; a redirected stderr (a pipe, a file) no longer matches. */
+static bool stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!env || sscanf(env, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 int cfs_log_parse_level(const char *s, enum cfs_log_level *ret)
 {
@@ -146,6 +164,7 @@ void cfs_log_init(const char *progname, enum cfs_log_level level)
 	log_level = level;
 	if (env && cfs_log_parse_level(env, &l) == 0)
 		log_level = l;
+	log_journal = stderr_is_journal();
 }
 
 void cfs_log_set_level(enum cfs_log_level level) { log_level = level; }
@@ -160,8 +179,11 @@ static void log_va(enum cfs_log_level level, int r, const char *fmt, va_list ap)
 		return;
 	if (r < 0 && (size_t)n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - (size_t)n, ": %s", strerror(-r));
-	fprintf(stderr, "%s[%d]: %s: %s\n", log_prog, (int)getpid(),
-	        level_names[level], buf);
+	if (log_journal)
+		fprintf(stderr, "<%d>%s: %s\n", level_prio[level], level_names[level], buf);
+	else
+		fprintf(stderr, "%s[%d]: %s: %s\n", log_prog, (int)getpid(),
+		        level_names[level], buf);
 }
 
 void cfs_log(enum cfs_log_level level, const char *fmt, ...)

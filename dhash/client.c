@@ -38,6 +38,8 @@ struct dhash_client {
 	uint32_t holds;           /* dhash__client_hold: others' operations in flight */
 	bool closing;
 	struct dhash_client_stats st;
+	double push_tokens;        /* cache_push_bytes_per_s's bucket */
+	uint64_t push_refill_us;
 	struct server_nonce nonces[NONCES];
 	uint32_t nnonces, nonce_next;
 };
@@ -218,11 +220,32 @@ static void push_reply(void *arg, int status, const struct cfs_msg *reply,
 	(void)arg; /* a cache copy is best effort: nothing waits for it */
 }
 
+/* A token bucket of a second's worth: may a copy of len bytes go now? */
+static bool push_allowed(dhash_client_t *d, size_t len)
+{
+	uint64_t rate = d->cfg.cache_push_bytes_per_s, now = cfs_now_us();
+
+	if (!rate)
+		return true;
+	d->push_tokens += (double)rate * (double)(now - d->push_refill_us) / 1e6;
+	d->push_refill_us = now;
+	if (d->push_tokens > (double)rate)
+		d->push_tokens = (double)rate;
+	if (d->push_tokens < (double)len)
+		return false;
+	d->push_tokens -= (double)len;
+	return true;
+}
+
 static void cache_push(struct op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->get.sm.path[a->i];
 
+	if (!push_allowed(d, a->len)) {
+		d->st.cache_pushes_skipped++;
+		return;
+	}
 	cfs_msg_init(&d->msg, CFS_MSG_STORE);
 	d->msg.kind = DHASH_KIND_CHASH;
 	d->msg.key = o->key;
@@ -230,7 +253,7 @@ static void cache_push(struct op *o, const struct dhash__act *a)
 	d->msg.data = (struct cfs_bytes){ a->data, a->len };
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
-	if (chord_call(d->chord, to, &d->msg, DHASH_STORE_TIMEOUT_MS, push_reply, NULL) == 0)
+	if (chord_call_low(d->chord, to, &d->msg, DHASH_STORE_TIMEOUT_MS, push_reply, NULL) == 0)
 		d->st.cache_pushes++;
 }
 

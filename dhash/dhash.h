@@ -66,6 +66,8 @@ struct dhash_config {
 	const char *cache_dir;    /* the server's cache of others' blocks (NULL: none) */
 	uint64_t cache_bytes;     /* its bound (default 64 MiB) */
 	uint32_t cache_push;      /* enum dhash_cache_push, for gets */
+	uint64_t cache_push_bytes_per_s; /* upload bound on those copies, which go in
+	                           * the background class (0: no bound) */
 	uint64_t compact_bytes_per_s; /* the compactor's I/O bound, read and written
 	                           * (default 8 MB/s; 0: no compaction) */
 	uint32_t compact_live_pct; /* it rewrites a pack whose live share is below
@@ -147,6 +149,7 @@ struct dhash_client_stats {
 	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
 	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
 	uint64_t cache_pushes;    /* copies sent to lookup-path caches after gets */
+	uint64_t cache_pushes_skipped; /* ... not sent: over cache_push_bytes_per_s */
 	struct cfs_hist get_us;   /* get latency */
 };
 
@@ -228,7 +231,12 @@ void dhash_cache_disk(const dhash_cache_t *c, uint64_t *disk, uint64_t *dead);
 
 /* ---- the client through the local daemon (cfsd's control socket) */
 
+/* The daemon's control socket is DATA/cfsd.sock, whoever runs it: the one
+ * name every tool uses. The system daemon's data directory (the service's,
+ * and root's default) is DHASH_SYSTEM_DIR; its socket is shared with the
+ * members of the group cfs (cfsd --socket-group). */
 #define DHASH_SOCKET_NAME "cfsd.sock"
+#define DHASH_SYSTEM_DIR "/var/lib/cfs"
 #define DHASH_LOCAL_TIMEOUT_MS 30000
 
 typedef struct dhash_local dhash_local_t;
@@ -236,8 +244,16 @@ typedef struct dhash_local dhash_local_t;
 /* The daemon's default data directory: $CFS_DATA_DIR, else /var/lib/cfs
  * for root, else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. */
 int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
-/* That directory's control socket. -ENAMETOOLONG if it does not fit. */
+/* The socket a client tool talks to when told none: $CFS_DATA_DIR's when
+ * set; else the user's own daemon's (the default data directory's) when
+ * it answers; else the system daemon's (DHASH_SYSTEM_DIR) when it answers
+ * or refuses this user (so the error can say why); else the user's own.
+ * -ENAMETOOLONG if it does not fit. */
 int dhash_default_socket(char *buf, size_t n) CFS_WUR;
+/* Log that this user may not use the daemon socket at sock, naming the
+ * group that may (the one owning its directory) and how to join it.
+ * Returns -EACCES. */
+int dhash_socket_denied(const char *sock);
 
 
 /* A client of the daemon listening at sock; it connects on first use and

@@ -95,21 +95,10 @@ int dhash_default_data_dir(char *buf, size_t n)
 
 	if (env && *env)
 		return snprintf(buf, n, "%s", env) < (int)n ? 0 : -ENAMETOOLONG;
-	r = cfs_user_dir(buf, n, "/var/lib/cfs", "XDG_DATA_HOME", ".local/share");
+	r = cfs_user_dir(buf, n, DHASH_SYSTEM_DIR, "XDG_DATA_HOME", ".local/share");
 	if (r == -ENOENT)
 		r = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid()) < (int)n ? 0 : -ENAMETOOLONG;
 	return r;
-}
-
-int dhash_default_socket(char *buf, size_t n)
-{
-	char dir[4000];
-	int r = dhash_default_data_dir(dir, sizeof(dir));
-
-	if (r < 0)
-		return r;
-	int len = snprintf(buf, n, "%s/%s", dir, DHASH_SOCKET_NAME);
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
 /* ------------------------------------------------------------ slots */
@@ -235,7 +224,9 @@ static void fail_connect(dhash_local_t *l, int status)
 
 	for (uint32_t i = 0; i < l->used; i++)
 		typed |= l->slot[i] && !l->slot[i]->raw;
-	if (typed)
+	if (typed && status == -EACCES)
+		dhash_socket_denied(l->sock);
+	else if (typed)
 		log_error("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
 	for (uint32_t i = 0; i < l->used; i++)
 		if (l->slot[i])

@@ -368,7 +368,7 @@ static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
 	se->msg.has_to = true;
 	se->msg.to_id = se->peer.id;
 	name_sender(se);
-	int r = chord_call(se->s->chord, &se->peer, &se->msg, SYNC_TIMEOUT_MS, cb, arg);
+	int r = chord_call_low(se->s->chord, &se->peer, &se->msg, SYNC_TIMEOUT_MS, cb, arg);
 	if (r == 0)
 		se->calls++;
 	return r;

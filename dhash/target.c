@@ -5,37 +5,93 @@
  *
  *   1. a socket named on the command line (--cfsd, --data);
  *   2. bootstrap addresses named on the command line (--bootstrap);
- *   3. the default daemon socket, when a cfsd accepts connections there;
+ *   3. the default daemon socket (dhash_default_socket: the user's own
+ *      daemon's, else the system daemon's), when a cfsd accepts
+ *      connections there;
  *   4. $CFS_BOOTSTRAP (addresses separated by commas or spaces);
  *   5. "bootstrap ADDR" lines in the client configuration file:
  *      $XDG_CONFIG_HOME/cfs/client.conf (~/.config/cfs/client.conf), or
  *      /etc/cfs/client.conf;
  *   6. the default daemon socket anyway (the error then says no cfsd runs).
+ *
+ * A socket this user may not use (the system daemon's, outside the group
+ * cfs) fails the resolution at once with a message that says so.
  */
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "dhash/internal.h"
 
-/* Does a daemon accept connections on the UNIX socket at path? */
-static bool socket_answers(const char *path)
+/* Does a daemon accept connections on the UNIX socket at path? 0 if so,
+ * else connect's errno: -ENOENT (none), -ECONNREFUSED (a stale socket),
+ * -EACCES (not ours to use). */
+static int socket_probe(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	bool ok;
-	int fd;
+	int fd, r = 0;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return false;
+		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return false;
-	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		r = -errno;
 	close(fd);
-	return ok;
+	return r;
+}
+
+static bool socket_answers(const char *path)
+{
+	return socket_probe(path) == 0;
+}
+
+int dhash_default_socket(char *buf, size_t n)
+{
+	char dir[4000];
+	const char *env = getenv("CFS_DATA_DIR");
+	int r = dhash_default_data_dir(dir, sizeof(dir));
+	int len;
+
+	if (r < 0)
+		return r;
+	len = snprintf(buf, n, "%s/%s", dir, DHASH_SOCKET_NAME);
+	if (len < 0 || (size_t)len >= n)
+		return -ENAMETOOLONG;
+	if ((env && *env) || socket_answers(buf))
+		return 0;
+	/* No daemon of the user's own: the system one, if it is there. */
+	char sys[sizeof(DHASH_SYSTEM_DIR "/" DHASH_SOCKET_NAME)] = DHASH_SYSTEM_DIR "/" DHASH_SOCKET_NAME;
+	r = socket_probe(sys);
+	if ((r == 0 || r == -EACCES) && strlen(sys) < n)
+		memcpy(buf, sys, sizeof(sys));
+	return 0;
+}
+
+int dhash_socket_denied(const char *sock)
+{
+	char dir[4096], *slash;
+	const char *name = "cfs";
+	struct stat stt;
+	struct group *g;
+
+	snprintf(dir, sizeof(dir), "%s", sock);
+	if ((slash = strrchr(dir, '/')) && slash != dir)
+		*slash = 0;
+	/* The socket's directory is readable where the socket is not. */
+	if ((stat(sock, &stt) == 0 || stat(dir, &stt) == 0) && (g = getgrgid(stt.st_gid)) &&
+	    stt.st_gid != 0)
+		name = g->gr_name;
+	log_error("permission denied on the cfsd socket %s: only root and the members of the "
+	          "group %s may use it; add yourself to it (sudo adduser $USER %s) and log in again",
+	          sock, name, name);
+	return -EACCES;
 }
 
 int dhash_target_add(struct dhash_target *t, const char *list, const char *from)
@@ -93,13 +149,15 @@ static int read_config(struct dhash_target *t)
 int dhash_target_resolve(struct dhash_target *t)
 {
 	const char *env;
-	int r;
+	int r, probe;
 
-	if (t->sock[0] || t->nboot > 0)
+	if (t->nboot > 0)
 		return 0;
+	if (t->sock[0])
+		return socket_probe(t->sock) == -EACCES ? dhash_socket_denied(t->sock) : 0;
 	if ((r = dhash_default_socket(t->sock, sizeof(t->sock))) < 0)
 		return log_error_errno(r, "the default cfsd socket path is too long");
-	if (socket_answers(t->sock))
+	if ((probe = socket_probe(t->sock)) == 0)
 		return 0;
 	if ((env = getenv("CFS_BOOTSTRAP")) && *env) {
 		if ((r = dhash_target_add(t, env, "$CFS_BOOTSTRAP")) < 0)
@@ -109,6 +167,8 @@ int dhash_target_resolve(struct dhash_target *t)
 	}
 	if (t->nboot > 0)
 		t->sock[0] = '\0';
+	else if (probe == -EACCES)
+		return dhash_socket_denied(t->sock);
 	return 0;
 }
 

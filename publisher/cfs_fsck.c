@@ -1,14 +1,24 @@
 /*
  * cfs-fsck — check a published volume end to end.
  *
- *   cfs-fsck [--from STORE] [--list] VOLUME
+ *   cfs-fsck [--from STORE] [--list] [--quiet] VOLUME
  *   cfs-fsck [--from STORE] --replicas [--repair] VOLUME
  *
- * Exit 0: every block is present and verifies. Exit 1: something is
- * missing or corrupt (each reported by path and key on stderr) or the root
- * cannot be used. Exit 2: wrong arguments. With --replicas: exit 0 when
- * every block is on all k of its servers (after --repair, when it is now),
- * else 1.
+ * The exit code tells a damaged volume from one that could not be checked
+ * (issue 25; restic and borg do the same), so that a cron job or a
+ * monitoring probe raises the right alarm:
+ *
+ *   0  the volume is whole: every block present and verified (--replicas:
+ *      every block on all k of its servers, after --repair when it is now);
+ *   1  the volume is damaged: blocks missing or corrupt, each reported by
+ *      path and key on stderr, or a root that is not there or does not
+ *      verify (--replicas: blocks below k);
+ *   2  the volume could not be checked: wrong arguments, no such store,
+ *      the store did not answer (for some blocks: they are reported as
+ *      "unreadable"), or --replicas on a store that is not a ring.
+ *
+ * A summary line on stderr says which, and is left out only with
+ * --quiet and a whole volume.
  */
 #include <getopt.h>
 #include <stdarg.h>
@@ -17,20 +27,87 @@
 
 #include "publisher/publisher.h"
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-fsck [--from STORE] [--list | --replicas [--repair]] VOLUME", __VA_ARGS__)
+enum { EXIT_WHOLE = 0, EXIT_DAMAGED = 1, EXIT_UNCHECKED = 2 };
+
+#define USAGE "usage: cfs-fsck [--from STORE] [--list | --replicas [--repair]] [--quiet] VOLUME"
+#define bad_usage(...) cfs_usage_error(USAGE, __VA_ARGS__)
+
+static const char help_text[] =
+	USAGE "\n\n"
+	"Verify every block of VOLUME from its signed root; report what is missing\n"
+	"or corrupt by path and key. --list prints every entry with its attributes\n"
+	"and content hash.\n\n"
+	"  -f, --from STORE  cfsd (the ring through the local daemon; the default),\n"
+	"                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH (an\n"
+	"                    existing store: it is never created)\n"
+	"      --list        print every entry: TYPE MODE SIZE MTIME BLAKE2B PATH\n"
+	"      --replicas    for every block, which of its k servers hold a good\n"
+	"                    copy (one line per block: KEY GOOD/K and the others)\n"
+	"      --repair      with --replicas: store the blocks below k again from a\n"
+	"                    good copy, then report them once more\n"
+	"  -q, --quiet       no summary line when the volume is whole\n"
+	"  -h, --help        show this help\n"
+	"  -V, --version     show the version\n\n"
+	"Exit status: 0 the volume is whole; 1 the volume is damaged (missing or\n"
+	"corrupt blocks, no root, or a root that does not verify; --replicas: blocks\n"
+	"below k); 2 it could not be checked (wrong arguments, no such store, the\n"
+	"store did not answer, --replicas on a store that is not a ring).\n";
+
+/* An error that says the store was not reached, not that the volume is bad. */
+static bool store_unreachable(int r)
+{
+	return r == -ECONNREFUSED || r == -EHOSTUNREACH || r == -ETIMEDOUT || r == -ECONNRESET ||
+	       r == -ENOTCONN || r == -EPIPE || r == -EACCES || r == -EADDRNOTAVAIL ||
+	       r == -ECANCELED || r == -EDEADLK;
+}
+
+/* The advice after a store that did not answer: this program's option. */
+static void advise_store(const char *store)
+{
+	log_error("no check was made of the volume; give another store with --from: "
+	          "cfsd:SOCKET, ring:HOST:PORT or dir:PATH (this one was '%s')", store);
+}
+
+static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+                         bool repair, const char *store)
+{
+	struct pub_replica_stats rs;
+	int r = pub_replicas(loop, sink, pk, repair, stdout, &rs);
+
+	pub_sink_close(sink);
+	cfs_loop_run(loop); /* the sink closes */
+	if (r == -EOPNOTSUPP)
+		return EXIT_UNCHECKED; /* pub_replicas said why */
+	if (r < 0 && r != -EBADMSG) {
+		log_error_errno(r, "the replicas could not be checked");
+		if (store_unreachable(r))
+			advise_store(store);
+		return EXIT_UNCHECKED;
+	}
+	fprintf(stderr, "cfs-fsck: %s: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
+	        "%lu on none, %lu unknown\n", r < 0 ? "REPLICAS BELOW k" : "every block at k",
+	        (unsigned long)rs.blocks, rs.k, (unsigned long)rs.at_k, (unsigned long)rs.below_k,
+	        (unsigned long)rs.at_zero, (unsigned long)rs.unknown);
+	if (repair)
+		fprintf(stderr, "cfs-fsck: %lu blocks stored again\n", (unsigned long)rs.repaired);
+	return r < 0 ? EXIT_DAMAGED : EXIT_WHOLE;
+}
 
 int main(int argc, char **argv)
 {
+	enum { O_LIST = 1000, O_REPLICAS, O_REPAIR };
 	static const struct option opts[] = {
 		{ "from", required_argument, NULL, 'f' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "replicas", no_argument, NULL, 'R' },
-		{ "repair", no_argument, NULL, 'P' },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "replicas", no_argument, NULL, O_REPLICAS },
+		{ "repair", no_argument, NULL, O_REPAIR },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	const char *store = getenv("CFS_STORE"), *why = "";
-	bool list = false, replicas = false, repair = false;
+	bool list = false, replicas = false, repair = false, quiet = false;
 	struct cfs_pubkey pk;
 	struct pub_sink sink;
 	struct pub_fsck_stats st;
@@ -38,25 +115,15 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:lhRP", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': store = optarg; break;
-		case 'l': list = true; break;
-		case 'R': replicas = true; break;
-		case 'P': replicas = repair = true; break;
-		case 'h':
-			printf("usage: cfs-fsck [--from STORE] [--list | --replicas [--repair]] VOLUME\n\n"
-			       "Verify every block of VOLUME from its signed root; report what is missing\n"
-			       "or corrupt by path and key. --list prints every entry with its attributes\n"
-			       "and content hash. Exit 0 if the volume is whole.\n\n"
-			       "  -f, --from STORE  cfsd (the ring through the local daemon; the default),\n"
-			       "                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH\n"
-			       "      --replicas    for every block, which of its k servers hold a good\n"
-			       "                    copy (one line per block: KEY GOOD/K and the others);\n"
-			       "                    exit 0 only if every block is on all k\n"
-			       "      --repair      with --replicas: store the blocks below k again from a\n"
-			       "                    good copy, then report them once more\n");
-			return 0;
+		case O_LIST: list = true; break;
+		case O_REPLICAS: replicas = true; break;
+		case O_REPAIR: replicas = repair = true; break;
+		case 'q': quiet = true; break;
+		case 'h': fputs(help_text, stdout); return 0;
+		case 'V': printf("cfs-fsck %s\n", CFS_VERSION); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
@@ -65,35 +132,47 @@ int main(int argc, char **argv)
 		bad_usage("give exactly one VOLUME");
 	if (cfs_name_decode(pk.b, argv[optind], &why) < 0)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
+	if (list && replicas)
+		bad_usage("--list and --replicas do not go together");
 	if (!store)
 		store = "cfsd";
 	if (cfs_crypto_init() < 0)
-		return 1;
+		return EXIT_UNCHECKED;
 	uv_loop_t *loop = uv_default_loop();
-	if (list && replicas)
-		bad_usage("--list and --replicas do not go together");
-	if (pub_sink_open(loop, store, &sink) < 0)
-		return 1;
-	if (replicas) {
-		struct pub_replica_stats rs;
-		r = pub_replicas(loop, &sink, &pk, repair, stdout, &rs);
-		pub_sink_close(&sink);
-		cfs_loop_run(loop); /* the sink closes */
-		if (r == -EOPNOTSUPP)
-			return 1;
-		fprintf(stderr, "cfs-fsck: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
-		        "%lu on none, %lu unknown\n", (unsigned long)rs.blocks, rs.k,
-		        (unsigned long)rs.at_k, (unsigned long)rs.below_k, (unsigned long)rs.at_zero,
-		        (unsigned long)rs.unknown);
-		if (repair)
-			fprintf(stderr, "cfs-fsck: %lu blocks stored again\n", (unsigned long)rs.repaired);
-		return r < 0 ? 1 : 0;
+	if ((r = pub_sink_open_existing(loop, store, &sink)) < 0) {
+		log_error("no check was made of the volume: the store '%s' cannot be used", store);
+		return EXIT_UNCHECKED;
 	}
+	if (replicas)
+		return replicas_main(loop, &sink, &pk, repair, store);
 	r = pub_fsck(loop, &sink, &pk, stdout, stderr, list, &st);
 	pub_sink_close(&sink);
 	cfs_loop_run(loop); /* the sink closes */
-	fprintf(stderr, "cfs-fsck: %lu files, %lu directories, %lu links, %.1f MB; %lu missing, %lu corrupt\n",
-	        (unsigned long)st.files, (unsigned long)st.dirs, (unsigned long)st.symlinks,
-	        (double)st.bytes / 1e6, (unsigned long)st.missing, (unsigned long)st.corrupt);
-	return r < 0 ? 1 : 0;
+	if (r < 0 && st.files + st.dirs == 0) { /* stopped at the root: nothing was checked */
+		if (r == -ENOENT) {
+			log_error("DAMAGED or absent: the store '%s' has no root for volume %s (it was "
+			          "never published there, or its root is lost)", store, argv[optind]);
+			return EXIT_DAMAGED;
+		}
+		if (store_unreachable(r)) {
+			log_error_errno(r, "the volume's root could not be read");
+			advise_store(store);
+			return EXIT_UNCHECKED;
+		}
+		log_error_errno(r, "DAMAGED: the volume's root cannot be used");
+		return EXIT_DAMAGED;
+	}
+	const char *verdict = r == -EBADMSG ? "DAMAGED" : r < 0 ? "NOT FULLY CHECKED" : "whole";
+	if (r < 0 || !quiet)
+		fprintf(stderr, "cfs-fsck: volume %s: %lu files, %lu directories, %lu links, %.1f MB; "
+		        "%lu missing, %lu corrupt, %lu unreadable\n", verdict, (unsigned long)st.files,
+		        (unsigned long)st.dirs, (unsigned long)st.symlinks, (double)st.bytes / 1e6,
+		        (unsigned long)st.missing, (unsigned long)st.corrupt, (unsigned long)st.unreadable);
+	if (r == -EBADMSG)
+		return EXIT_DAMAGED;
+	if (r < 0) {
+		advise_store(store);
+		return EXIT_UNCHECKED;
+	}
+	return EXIT_WHOLE;
 }

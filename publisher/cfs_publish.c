@@ -34,7 +34,7 @@ static const char usage_text[] =
 	"  -t, --to STORE        where blocks go: cfsd (the ring, through the local\n"
 	"                        daemon, else $CFS_BOOTSTRAP; the default), cfsd:SOCKET,\n"
 	"                        ring:HOST:PORT[,...] (no daemon), or dir:PATH\n"
-	"  -b, --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
+	"      --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
 	"                        0.5 is allowed), and every block leased as long; never\n"
 	"                        beyond the leases the servers grant\n"
@@ -50,10 +50,33 @@ static const char usage_text[] =
 	"                        root's validity stays as signed (--refresh in PATH to\n"
 	"                        extend it first). Prints the blocks and bytes sent and\n"
 	"                        those already present\n"
-	"  -q, --quiet           no progress bar even on a terminal\n"
-	"  -h, --help            show this help\n";
+	"  -q, --quiet           no progress bar and no summary: only errors (and the\n"
+	"                        volume name on stdout)\n"
+	"  -h, --help            show this help\n"
+	"  -V, --version         show the version\n"
+	"\n"
+	"On a terminal a progress bar shows the files and bytes stored of the totals\n"
+	"(counted by a walk of DIR first), a percentage and an ETA from the rate the\n"
+	"store takes them. Ctrl-C stops a publish before its root is signed: it says\n"
+	"what was left undone, and the volume stays as it was (exit 130).\n"
+	"Exit status: 0 published; 1 failed (the previous root stands); 2 wrong\n"
+	"arguments; 130 interrupted.\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] DIR | --keygen [FILE] | --refresh VOLUME | --from dir:PATH VOLUME", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] [--quiet] DIR | --keygen [FILE] | --refresh VOLUME | --from dir:PATH VOLUME", __VA_ARGS__)
+
+/* An error that says the store was not reached (the sink said which). */
+static bool store_unreachable(int r)
+{
+	return r == -ECONNREFUSED || r == -EHOSTUNREACH;
+}
+
+/* The advice after a store that did not answer, with this program's
+ * options (the sink, shared with cfs-fsck, names none). */
+static void advise_store(const char *opt)
+{
+	log_error("start cfsd, or give %s cfsd:SOCKET or %s ring:HOST:PORT, or publish "
+	          "offline with %s dir:PATH", opt, opt, opt);
+}
 
 /* --from: push the volume named by argument vol from the store from into
  * the store to; the exit code. */
@@ -72,16 +95,14 @@ static int push_main(const char *from, const char *to, const char *vol)
 		bad_usage("--from and --to name the same store");
 	if (strncmp(from, "dir:", 4) != 0 || !from[4])
 		bad_usage("--from wants dir:PATH, a store published into offline, not '%s'", from);
-	if (access(from + 4, F_OK) < 0) {
-		log_error("no store at %s: %s", from + 4, strerror(errno));
-		return 1;
-	}
 	if (cfs_crypto_init() < 0)
 		return 1;
 	uv_loop_t *loop = uv_default_loop();
-	if (pub_sink_open(loop, from, &src) < 0)
+	if (pub_sink_open_existing(loop, from, &src) < 0)
 		return 1;
-	if (pub_sink_open(loop, to, &dst) < 0) {
+	if ((r = pub_sink_open(loop, to, &dst)) < 0) {
+		if (store_unreachable(r))
+			advise_store("--to");
 		pub_sink_close(&src);
 		cfs_loop_run(loop);
 		return 1;
@@ -91,6 +112,8 @@ static int push_main(const char *from, const char *to, const char *vol)
 	pub_sink_close(&dst);
 	cfs_loop_run(loop); /* the sinks close */
 	if (r < 0) {
+		if (store_unreachable(r))
+			advise_store("--to");
 		log_error("push failed; the destination's previous root (if any) is unchanged");
 		return 1;
 	}
@@ -110,18 +133,22 @@ static int push_main(const char *from, const char *to, const char *vol)
 
 int main(int argc, char **argv)
 {
+	/* Long only: -b is cfsd's --bind, -v its --vnodes (one meaning per
+	 * letter across the tools, issue 25). */
+	enum { O_KEYGEN = 1000, O_BLOCK_SIZE, O_VALID, O_STATE_DIR };
 	static const struct option opts[] = {
-		{ "keygen", no_argument, NULL, 'g' },
+		{ "keygen", no_argument, NULL, O_KEYGEN },
 		{ "key", required_argument, NULL, 'k' },
 		{ "to", required_argument, NULL, 't' },
-		{ "block-size", required_argument, NULL, 'b' },
-		{ "valid", required_argument, NULL, 'v' },
+		{ "block-size", required_argument, NULL, O_BLOCK_SIZE },
+		{ "valid", required_argument, NULL, O_VALID },
 		{ "dry-run", no_argument, NULL, 'n' },
-		{ "state-dir", required_argument, NULL, 'S' },
+		{ "state-dir", required_argument, NULL, O_STATE_DIR },
 		{ "refresh", required_argument, NULL, 'r' },
 		{ "from", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct pub_options opt = { .block_size = SFSRO_BLOCK_SIZE_DEFAULT, .valid_s = 30 * 86400 };
@@ -137,29 +164,30 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":gk:t:b:nr:qhS:f:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":k:t:nr:f:qhV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'g': keygen = true; break;
+		case O_KEYGEN: keygen = true; break;
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
 		case 't': store = optarg; break;
-		case 'b':
+		case O_BLOCK_SIZE:
 			v = strtoul(optarg, &end, 10);
 			if (*end || v < SFSRO_BLOCK_SIZE_MIN || v > SFSRO_BLOCK_SIZE_MAX)
 				bad_usage("--block-size wants %d..%d bytes, not '%s'", SFSRO_BLOCK_SIZE_MIN,
 				          SFSRO_BLOCK_SIZE_MAX, optarg);
 			opt.block_size = (uint32_t)v;
 			break;
-		case 'v':
+		case O_VALID:
 			if (cfs_parse_days(optarg, &opt.valid_s) < 0)
 				bad_usage("--valid wants a number of days above 0, at most 3650 (0.5: twelve "
 				          "hours), not '%s'", optarg);
 			break;
-		case 'S': opt.state_dir = optarg; break;
+		case O_STATE_DIR: opt.state_dir = optarg; break;
 		case 'n': opt.dry_run = true; break;
 		case 'r': refresh = optarg; break;
 		case 'f': from = optarg; break;
 		case 'q': quiet = true; break;
 		case 'h': fputs(usage_text, stdout); return 0;
+		case 'V': printf("cfs-publish %s\n", CFS_VERSION); return 0;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
@@ -183,7 +211,8 @@ int main(int argc, char **argv)
 		if (pub_key_generate(key_path, &pk) < 0)
 			return 1;
 		cfs_name_encode(name, pk.b);
-		fprintf(stderr, "cfs-publish: new key in %s (keep it secret; mode 0600)\n", key_path);
+		if (!quiet)
+			fprintf(stderr, "cfs-publish: new key in %s (keep it secret; mode 0600)\n", key_path);
 		puts(name);
 		return 0;
 	}
@@ -206,16 +235,25 @@ int main(int argc, char **argv)
 		}
 	}
 	opt.progress = !quiet && isatty(STDERR_FILENO);
+	if (quiet)
+		cfs_log_set_level(CFS_LOG_WARN);
 
 	uv_loop_t *loop = uv_default_loop();
-	if (pub_sink_open(loop, store, &sink) < 0)
+	if ((r = pub_sink_open(loop, store, &sink)) < 0) {
+		if (store_unreachable(r))
+			advise_store("--to");
 		return 1;
+	}
 	r = refresh ? pub_refresh(loop, &sink, &pk, &sk, &opt, &st)
 	            : pub_publish(loop, &sink, argv[optind], &pk, &sk, &opt, &st);
 	cfs_seckey_wipe(&sk);
 	pub_sink_close(&sink);
 	cfs_loop_run(loop); /* the sink closes */
+	if (r == -EINTR)
+		return 130; /* pub_publish said what was left undone */
 	if (r < 0) {
+		if (store_unreachable(r))
+			advise_store("--to");
 		log_error("%s failed; the previously published root (if any) is unchanged",
 		          refresh ? "refresh" : "publishing");
 		return 1;

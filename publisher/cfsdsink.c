@@ -19,7 +19,8 @@
 
 struct cfsdsink {
 	uv_loop_t *loop;
-	char *sock;
+	char *sock;               /* "cfsd at PATH" or "the ring through ADDR" */
+	bool ring;                /* a plain ring client, no daemon */
 	dhash_local_t *l;
 	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
 	uint32_t put_failures;    /* blocks not stored (the first few logged) */
@@ -87,15 +88,19 @@ struct have_req {
 	uint32_t at[CFS_MSG_MAX_KEYS], nconfirm;
 };
 
-/* The daemon (or the ring) cannot be reached: say what to do, once. */
+/* The daemon (or the ring) cannot be reached: say so, once. The advice
+ * (which option names another store) is the program's: cfs-publish takes
+ * --to, cfs-fsck --from. d->sock reads "cfsd at PATH" or "the ring
+ * through ADDR". */
 static void hint_unreachable(struct cfsdsink *d, int status)
 {
 	static bool said;
 
 	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !said) {
 		said = true;
-		log_error("no %s: start one, give --to ring:HOST:PORT, or publish offline with "
-		          "--to dir:PATH", d->sock);
+		log_error("cannot reach %s: %s", d->sock,
+		          d->ring ? "no ring node answered there"
+		                  : "no cfsd is running there, or it does not answer");
 	}
 }
 
@@ -442,6 +447,7 @@ int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink 
 	d->loop = loop;
 	d->granted = UINT64_MAX;
 	d->sock = xstrdup(dhash_target_name(t, name, sizeof(name)));
+	d->ring = t->nboot > 0;
 	if ((r = dhash_target_open(loop, t, 0, &d->l)) < 0) {
 		free(d->sock);
 		free(d);

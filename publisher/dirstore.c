@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <netdb.h>
+#include <arpa/inet.h>
 
 #define LIST_PAGE 4096 /* keys read at a time at open */
 
@@ -461,9 +464,46 @@ static int dirstore_open(struct dirstore *d)
 	return 0;
 }
 
-int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
+/* Issue 25: a host name that does not resolve is not bad syntax. Each
+ * HOST of a ring: list whose syntax is right (HOST:PORT, the port a
+ * number) and which is not an IP literal is looked up here first, so that
+ * the message names the lookup's failure; the syntax errors are left to
+ * dhash_target_add. Returns -EADDRNOTAVAIL (logged) for a name that does
+ * not resolve. */
+static int check_host_names(const char *spec, const char *list)
+{
+	char buf[1024], *save = NULL;
+
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		return 0; /* too long: dhash_target_add says so */
+	for (char *w = strtok_r(buf, ", \t\n", &save); w; w = strtok_r(NULL, ", \t\n", &save)) {
+		char *colon = strrchr(w, ':'), *end;
+		struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
+		unsigned char ip[sizeof(struct in6_addr)];
+		int e;
+
+		if (w[0] == '[' || !colon || colon == w || strchr(w, ':') != colon)
+			continue; /* a bracketed IPv6 literal, a bare port, or bad syntax */
+		*colon = 0;
+		unsigned long port = strtoul(colon + 1, &end, 10);
+		if (!colon[1] || *end || port == 0 || port > 65535 || inet_pton(AF_INET, w, ip) == 1)
+			continue;
+		if ((e = getaddrinfo(w, NULL, &hints, &res)) != 0) {
+			log_error("store '%s': cannot resolve the host name '%s': %s", spec, w,
+			          e == EAI_SYSTEM ? strerror(errno) : gai_strerror(e));
+			return -EADDRNOTAVAIL;
+		}
+		freeaddrinfo(res);
+	}
+	return 0;
+}
+
+/* The text forms, shared by both opens; create: a dir: store that does
+ * not exist yet is made (else refused, -ENOENT). */
+static int sink_open(uv_loop_t *loop, const char *spec, bool create, struct pub_sink *ret)
 {
 	struct dirstore *d;
+	struct stat st;
 	int r;
 
 	static struct dhash_target t; /* large; one sink per process */
@@ -476,7 +516,11 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 		return pub__cfsdsink_open(loop, &t, ret);
 	}
 	if (strncmp(spec, "ring:", 5) == 0 && spec[5]) {
-		if (dhash_target_add(&t, spec + 5, "--to ring:") < 0)
+		char from[1100];
+		if ((r = check_host_names(spec, spec + 5)) < 0)
+			return r;
+		snprintf(from, sizeof(from), "store '%.1000s'", spec);
+		if (dhash_target_add(&t, spec + 5, from) < 0)
 			return -EINVAL;
 		return pub__cfsdsink_open(loop, &t, ret);
 	}
@@ -487,6 +531,25 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 	}
 	if (strlen(spec) > 4000)
 		return log_error_errno(-ENAMETOOLONG, "store path");
+	if (!create) {
+		/* A reader must not leave an empty store behind a typo. A store
+		 * is a directory with a FORMAT file (or the old blocks/ layout,
+		 * which dirstore_open names). */
+		char f[4100];
+		if (stat(spec + 4, &st) < 0) {
+			log_error("no such store: %s does not exist", spec + 4);
+			return -ENOENT;
+		}
+		snprintf(f, sizeof(f), "%s/FORMAT", spec + 4);
+		if (stat(f, &st) < 0) {
+			snprintf(f, sizeof(f), "%s/blocks", spec + 4);
+			if (stat(f, &st) < 0) {
+				log_error("no such store: %s is not a dir: store (it has no FORMAT file)",
+				          spec + 4);
+				return -ENOENT;
+			}
+		}
+	}
 	d = xcalloc(1, sizeof(*d));
 	d->path = xstrdup(spec + 4);
 	d->loop = loop;
@@ -501,6 +564,16 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
 	ret->ops = &dirstore_ops;
 	ret->impl = d;
 	return 0;
+}
+
+int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
+{
+	return sink_open(loop, spec, true, ret);
+}
+
+int pub_sink_open_existing(uv_loop_t *loop, const char *spec, struct pub_sink *ret)
+{
+	return sink_open(loop, spec, false, ret);
 }
 
 void pub_sink_close(struct pub_sink *s)

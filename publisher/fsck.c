@@ -73,15 +73,28 @@ static void print_path(FILE *f, const char *p)
 	}
 }
 
+/* Could the block not be read at all (the store did not answer), rather
+ * than read and found wanting? Such a block says nothing about the volume:
+ * the check is incomplete, not failed. */
+static bool is_unreadable(int r)
+{
+	return r == -ETIMEDOUT || r == -EHOSTUNREACH || r == -ECONNREFUSED || r == -ECONNRESET ||
+	       r == -ENOTCONN || r == -EPIPE || r == -ECANCELED;
+}
+
 /* why: the reason to print, else strerror(-r). */
 static void problem(struct fsck *k, const struct cfs_id *key, int r, const char *why)
 {
+	const char *what = r == -ENOENT ? "missing" : is_unreadable(r) ? "unreadable" : "corrupt";
 	char h[65];
+
 	if (r == -ENOENT)
 		k->st->missing++;
+	else if (is_unreadable(r))
+		k->st->unreadable++;
 	else
 		k->st->corrupt++;
-	fprintf(k->err, "%s: ", r == -ENOENT ? "missing" : "corrupt");
+	fprintf(k->err, "%s: ", what);
 	print_path(k->err, k->path[0] ? k->path : "/");
 	fprintf(k->err, " (block under %s: %s)\n", cfs_id_hex(key, h), why ? why : strerror(-r));
 }
@@ -251,10 +264,8 @@ int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk
 
 	memset(ret, 0, sizeof(*ret));
 	/* seq 0 and time 0: fsck checks the signature, not freshness */
-	if ((r = pub__read_root(loop, sink, pk, &root)) < 0) {
-		fprintf(err, "the volume's root cannot be used: %s\n", strerror(-r));
-		return r;
-	}
+	if ((r = pub__read_root(loop, sink, pk, &root)) < 0)
+		return r; /* the caller says what it means: no check, or no volume */
 	k.buf = xmalloc(READ_CHUNK);
 	pub__walk_init(&k.reader, loop, sink);
 	sfsro_walk_rootnode(&root, &rootnode);
@@ -271,5 +282,7 @@ int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk
 	free(k.fseen);
 	cfs_idmap_free(&k.files);
 	cfs_idmap_free(&k.dirs);
-	return ret->missing || ret->corrupt ? -EBADMSG : 0;
+	if (ret->missing || ret->corrupt)
+		return -EBADMSG;
+	return ret->unreadable ? -ETIMEDOUT : 0;
 }

@@ -17,6 +17,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,6 +41,7 @@ struct batch {
 	bool have[BATCH_BLOCKS];
 	struct pub_block *send;
 	size_t n, nsend, bytes;
+	uint64_t files, content;   /* the progress this batch's answer completes */
 };
 
 struct pub {
@@ -53,7 +55,17 @@ struct pub {
 	int error;                 /* the first batch that failed */
 	int put_error;             /* the first block the store did not take */
 	uint8_t *chunk;            /* one block of file content */
-	uint64_t total_bytes;      /* for the progress bar's ETA */
+	/* Progress (issue 25): the totals from a walk of the tree first, and
+	 * what the store has answered for. A data block's payload is done when
+	 * its batch is answered (stored, or found present); a file when the
+	 * batch with its inode is. pend_* wait for the next batch. */
+	uint64_t total_files, total_bytes;
+	uint64_t done_files, done_bytes;
+	uint64_t pend_files, pend_bytes;
+	uint64_t rate_us, rate_bytes; /* the first answer: the rate is from there */
+	uv_signal_t *sigint;       /* Ctrl-C: stop before the root (pub_publish) */
+	bool interrupted;
+	bool root_phase;           /* the root is being signed and stored */
 	uint64_t lease_until;      /* of every block: the root's valid-until asked for */
 	uint64_t start_us, drawn_us;
 	int status;
@@ -84,17 +96,54 @@ static int wait_batch(struct pub *p)
 	return cfs_loop_run_until(p->loop, &p->woke);
 }
 
+/* bytes in decimal units, as the summary lines give them ("12.3 MB") */
+static const char *human(uint64_t n, char buf[static 16])
+{
+	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
+	double v = (double)n;
+	unsigned u = 0;
+
+	while (v >= 1000 && u < CFS_ARRAY_SIZE(unit) - 1)
+		v /= 1000, u++;
+	snprintf(buf, 16, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+	return buf;
+}
+
+/* The bar: files and bytes the store has taken of the totals, the
+ * percentage (of bytes; of files for a tree of empty files), the rate the
+ * store takes them (from its first answer on: the root's read and the
+ * tree's walk before it are no part of it) and the ETA from that rate. Reading runs ahead of
+ * storing by the batches in flight, so the read bytes would promise an
+ * ETA too early (13 s for a 60 s publish). final: erase it, for the
+ * summary line that follows. */
 static void draw_progress(struct pub *p, bool final)
 {
 	uint64_t now = cfs_now_us();
+	char a[16], b[16], rate[16], eta[32] = "--:--";
+
 	if (!p->opt->progress || (!final && now - p->drawn_us < 100000))
 		return;
 	p->drawn_us = now;
-	double secs = (double)(now - p->start_us) / 1e6, mbs = secs > 0 ? (double)p->st->bytes / 1e6 / secs : 0;
-	double eta = mbs > 0 && p->total_bytes > p->st->bytes ? (double)(p->total_bytes - p->st->bytes) / 1e6 / mbs : 0;
-	fprintf(stderr, "\r%6lu files  %8.1f MB  %7lu blocks (%lu sent)  %7.1f MB/s  ETA %4.0fs %s",
-	        (unsigned long)p->st->files, (double)p->st->bytes / 1e6, (unsigned long)p->st->blocks,
-	        (unsigned long)p->st->blocks_sent, mbs, eta, final ? "\n" : "");
+	if (final) {
+		fputs("\r\033[K", stderr);
+		return;
+	}
+	double secs = p->rate_us ? (double)(now - p->rate_us) / 1e6 : 0;
+	double bps = secs > 0.2 ? (double)(p->done_bytes - p->rate_bytes) / secs : 0;
+	uint64_t files = p->done_files < p->total_files ? p->done_files : p->total_files;
+	uint64_t bytes = p->done_bytes < p->total_bytes ? p->done_bytes : p->total_bytes;
+	double pct = p->total_bytes ? 100.0 * (double)bytes / (double)p->total_bytes
+	           : p->total_files ? 100.0 * (double)files / (double)p->total_files : 0;
+	if (bps > 0) {
+		unsigned long left = (unsigned long)((double)(p->total_bytes - bytes) / bps + 0.5);
+		if (left >= 3600)
+			snprintf(eta, sizeof(eta), "%lu:%02lu:%02lu", left / 3600, left / 60 % 60, left % 60);
+		else
+			snprintf(eta, sizeof(eta), "%lu:%02lu", left / 60, left % 60);
+	}
+	fprintf(stderr, "\r%3.0f%%  %lu/%lu files  %s/%s  %s/s  ETA %s\033[K", pct,
+	        (unsigned long)files, (unsigned long)p->total_files, human(bytes, a),
+	        human(p->total_bytes, b), human((uint64_t)bps, rate), eta);
 }
 
 static void batch_free(struct batch *b)
@@ -126,6 +175,14 @@ static void batch_end(struct batch *b, int r)
 		}
 		p->st->blocks_sent++;
 		p->st->bytes_sent += b->send[i].len;
+	}
+	if (r == 0) {
+		if (!p->rate_us) { /* the root's read and the tree's walk are behind */
+			p->rate_us = cfs_now_us();
+			p->rate_bytes = p->done_bytes;
+		}
+		p->done_files += b->files;
+		p->done_bytes += b->content;
 	}
 	if (r == 0 && p->st->blocks_failed >= PUB_FAILED_MAX)
 		r = p->put_error;
@@ -194,20 +251,28 @@ static int drain(struct pub *p)
 	return r < 0 ? r : p->error;
 }
 
-/* Queue a block for the sink, taking ownership of its bytes. */
-static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len)
+/* Queue a block for the sink, taking ownership of its bytes; content:
+ * the file bytes it carries, for the progress. */
+static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len,
+                      uint64_t content)
 {
 	struct batch *b;
 
 	if (p->error || cfs_idmap_get(&p->stored, key, NULL)) {
 		free(bytes); /* the same block twice: stored once */
+		if (!p->error)
+			p->done_bytes += content;
 		return p->error;
 	}
 	cfs_idmap_put(&p->stored, key, 0);
 	if (!(b = p->cur)) {
 		b = p->cur = xcalloc(1, sizeof(*b));
 		b->p = p;
+		b->files = p->pend_files;
+		b->content = p->pend_bytes;
+		p->pend_files = p->pend_bytes = 0;
 	}
+	b->content += content;
 	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len };
 	b->bytes += len;
 	p->st->blocks++;
@@ -220,7 +285,21 @@ static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_
 	struct pub *p = arg;
 	if (cfs_idmap_get(&p->stored, key, NULL))
 		return p->error;
-	return emit_owned(p, key, xmemdup(bytes, len), len);
+	return emit_owned(p, key, xmemdup(bytes, len), len, 0);
+}
+
+/* A file's blocks are all queued: it is done when the batch holding its
+ * last one (its inode) is answered. inline_bytes: its content, when the
+ * inode carries it. */
+static void file_queued(struct pub *p, uint64_t inline_bytes)
+{
+	if (p->cur) {
+		p->cur->files++;
+		p->cur->content += inline_bytes;
+	} else {
+		p->pend_files++;
+		p->pend_bytes += inline_bytes;
+	}
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -296,7 +375,7 @@ static int publish_file(struct pub *p, int dirfd, const char *name, const char *
 			keys = xrealloc(keys, cap * sizeof(*keys));
 		}
 		cfs_hash(&keys[nblocks], enc, len);
-		if ((r = emit_owned(p, &keys[nblocks], enc, len)) < 0)
+		if ((r = emit_owned(p, &keys[nblocks], enc, len, got)) < 0)
 			break;
 		nblocks++;
 	}
@@ -306,6 +385,8 @@ static int publish_file(struct pub *p, int dirfd, const char *name, const char *
 		log_error("%s changed while it was being read; publish again when it is stable", path);
 	if (r == 0)
 		r = sfsro_build_file(&ino, keys, nblocks, emit, p, ret_key);
+	if (r == 0)
+		file_queued(p, ino.size <= SFSRO_INLINE_MAX ? ino.size : 0);
 	draw_progress(p, false);
 out:
 	free((void *)ino.inline_data.p);
@@ -427,31 +508,33 @@ out:
 	return r;
 }
 
-/* Total bytes of regular files below fd, for the ETA. */
-static uint64_t count_bytes(int fd)
+/* The regular files below fd and their bytes, for the progress and for
+ * what an interrupted publish left undone: a stat of every entry before
+ * the publish reads them (a tree that changes meanwhile only makes the
+ * totals approximate; the percentage is capped at 100). */
+static void count_tree(int fd, uint64_t *files, uint64_t *bytes)
 {
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
-	uint64_t total = 0;
 	struct stat st;
 
 	if (!d) {
 		close(fd);
-		return 0;
+		return;
 	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISREG(st.st_mode))
-				total += (uint64_t)st.st_size;
-			else if (S_ISDIR(st.st_mode)) {
+			if (S_ISREG(st.st_mode)) {
+				*files += 1;
+				*bytes += (uint64_t)st.st_size;
+			} else if (S_ISDIR(st.st_mode)) {
 				int c = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (c >= 0)
-					total += count_bytes(c);
+					count_tree(c, files, bytes);
 			}
 		}
 	closedir(d);
-	return total;
 }
 
 /* Where the last sequence signed for pk's volume is kept. */
@@ -579,6 +662,7 @@ static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct c
 
 	root->issued = cfs_wall_s();
 	root->valid_until = bounded_valid_until(p, p->lease_until);
+	p->root_phase = true;
 	if (root->valid_until <= root->issued) {
 		free(buf);
 		return log_error_errno(-ETIME, "the servers granted leases that have already ended");
@@ -613,12 +697,76 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->lease_until = cfs_wall_s() + opt->valid_s;
 }
 
+/* Ctrl-C (issue 25): the first stops the walk (the batches out are still
+ * answered, so that what was stored is counted) and pub_publish says what
+ * was left undone; once the root is on its way it is let finish. A second
+ * one stops at once. */
+static void on_sigint(uv_signal_t *h, int signum)
+{
+	struct pub *p = h->data;
+
+	if (p->interrupted) {
+		fprintf(stderr, "\ncfs-publish: interrupted again: stopping at once%s\n",
+		        p->root_phase ? "; the new root may or may not have been stored"
+		                      : "; the root was not updated");
+		_exit(130);
+	}
+	p->interrupted = true;
+	if (p->root_phase) {
+		fprintf(stderr, "\ncfs-publish: interrupted while the signed root is being stored: "
+		        "finishing that (Ctrl-C again to stop at once)\n");
+		return;
+	}
+	if (!p->error)
+		p->error = -EINTR;
+	p->woke = true;
+}
+
+static void free_signal(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* Catch Ctrl-C for the publish; unref'd, so that it keeps no wait alive. */
+static void catch_sigint(struct pub *p)
+{
+	p->sigint = xmalloc(sizeof(*p->sigint));
+	uv_signal_init(p->loop, p->sigint);
+	p->sigint->data = p;
+	uv_unref((uv_handle_t *)p->sigint);
+	if (uv_signal_start(p->sigint, on_sigint, SIGINT) < 0) {
+		uv_close((uv_handle_t *)p->sigint, free_signal);
+		p->sigint = NULL;
+	}
+}
+
+/* What an interrupted publish did not do, in one line. */
+static void report_interrupted(struct pub *p)
+{
+	char a[16], b[16];
+	uint64_t files = p->done_files < p->total_files ? p->done_files : p->total_files;
+	uint64_t bytes = p->done_bytes < p->total_bytes ? p->done_bytes : p->total_bytes;
+
+	draw_progress(p, true);
+	log_error("interrupted: left undone: %lu of %lu files (%s of %s) not published; the root "
+	          "was not updated: the volume stays as it was (the %lu blocks stored are kept: "
+	          "publishing again sends only the rest)",
+	          (unsigned long)(p->total_files - files), (unsigned long)p->total_files,
+	          human(p->total_bytes - bytes, a), human(p->total_bytes, b),
+	          (unsigned long)p->st->blocks_sent);
+}
+
 static void pub_fini(struct pub *p)
 {
 	if (p->cur)
 		batch_free(p->cur);
 	while (p->in_flight && wait_batch(p) == 0) /* after an error: the sink still holds batches */
 		;
+	if (p->sigint) { /* closed by the caller's last loop run */
+		uv_signal_stop(p->sigint);
+		uv_close((uv_handle_t *)p->sigint, free_signal);
+		p->sigint = NULL;
+	}
 	cfs_idmap_free(&p->stored);
 	free(p->chunk);
 	p->st->seconds = (double)(cfs_now_us() - p->start_us) / 1e6;
@@ -638,6 +786,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 		return log_error_errno(-EINVAL, "block size must be %d to %d bytes",
 		                       SFSRO_BLOCK_SIZE_MIN, SFSRO_BLOCK_SIZE_MAX);
 	pub_init(p, loop, sink, opt, ret_stats);
+	catch_sigint(p);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = log_error_errno(-errno, "cannot open directory %s", dir);
@@ -650,11 +799,14 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 		close(fd);
 		goto out;
 	}
-	if (opt->progress) {
-		int c = dup(fd);
-		if (c >= 0)
-			p->total_bytes = count_bytes(c);
-		lseek(fd, 0, SEEK_SET);
+	int c = dup(fd); /* the totals, for the bar and for an interrupt's report */
+	if (c >= 0)
+		count_tree(c, &p->total_files, &p->total_bytes);
+	lseek(fd, 0, SEEK_SET);
+	if (p->interrupted) { /* during the root's read */
+		close(fd);
+		r = -EINTR;
+		goto out;
 	}
 	root.dir_mode = st.st_mode & 07777;
 	root.mtime_s = st.st_mtim.tv_sec;
@@ -662,6 +814,8 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	r = publish_dir(p, fd, dir, &top);
 	if (r == 0)
 		r = drain(p);
+	if (p->interrupted)
+		r = -EINTR;
 	if (p->st->blocks_failed) {
 		log_error("%lu of %lu blocks sent could not be stored%s: %s; the root was not signed",
 		          (unsigned long)p->st->blocks_failed,
@@ -678,6 +832,8 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	draw_progress(p, true);
 out:
 	pub_fini(p);
+	if (r == -EINTR)
+		report_interrupted(p);
 	free(p);
 	return r;
 }

@@ -97,8 +97,13 @@ struct pub_sink {
 /* Open a sink from its text form: "cfsd" (the ring through the local
  * daemon's default socket, or without one through $CFS_BOOTSTRAP or the
  * client configuration file), "cfsd:SOCKET", "ring:HOST:PORT[,...]" (a
- * plain ring client, no daemon), or "dir:PATH" (created if missing). */
+ * plain ring client, no daemon; a host name that does not resolve is
+ * -EADDRNOTAVAIL, logged as such), or "dir:PATH" (created if missing). */
 int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
+/* Open a sink to read from (cfs-fsck, cfs-publish --from): as
+ * pub_sink_open, but a dir: store must exist already: -ENOENT (logged)
+ * rather than an empty store made behind a typo. */
+int pub_sink_open_existing(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
 void pub_sink_close(struct pub_sink *s);
 
 /* ---- publishing */
@@ -161,6 +166,7 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 struct pub_fsck_stats {
 	uint64_t files, dirs, symlinks, blocks, bytes;
 	uint64_t missing, corrupt;
+	uint64_t unreadable;      /* the store did not answer for them: not checked */
 };
 
 /* Walk the whole volume from its root, verifying every block read from
@@ -168,8 +174,10 @@ struct pub_fsck_stats {
  * program, not from a callback). Problems are printed to err by path and
  * key; with list set, every entry is printed to out as "TYPE MODE SIZE
  * MTIME BLAKE2B PATH" (see docs/PUBLISHING.md). Returns 0 if the volume is
- * whole, -EBADMSG if anything is missing or corrupt, or the error that
- * stopped the walk at the root. */
+ * whole, -EBADMSG if anything is missing or corrupt, -ETIMEDOUT if nothing
+ * is but some blocks could not be read (the store did not answer: not
+ * checked), or, printing nothing, the error that stopped the walk at the
+ * root (-ENOENT: the store has no root for the volume). */
 int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
              FILE *err, bool list, struct pub_fsck_stats *ret) CFS_WUR;
 

@@ -23,7 +23,7 @@
 #define SFSRO_SYMLINK_MAX 4095
 #define SFSRO_BLOCK_SIZE_DEFAULT 8192
 #define SFSRO_BLOCK_SIZE_MIN 1024
-#define SFSRO_BLOCK_SIZE_MAX (60 * 1024)
+#define SFSRO_BLOCK_SIZE_MAX (128 * 1024)
 #define SFSRO_INLINE_MAX 1024   /* files this small live inside their inode */
 #define SFSRO_HEIGHT_MAX 8
 

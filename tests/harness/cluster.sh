@@ -101,6 +101,8 @@ cluster_start() {
 			CL_PORT[$i]=$(free_port)
 		fi
 		boot=""
+		# A new ring on a routable address (the namespaces' 10.77/16) must be asked for.
+		[ "$i" -eq 0 ] && [ "${CLUSTER_NETNS:-0}" = 1 ] && boot="--first"
 		if [ "$i" -gt 0 ]; then
 			local j=$((RANDOM % i))
 			boot="--bootstrap ${CL_IP[$j]}:${CL_PORT[$j]}"

@@ -37,7 +37,7 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     os.makedirs(d, exist_ok=True)
     log = open(os.path.join(d, "cfsd.log"), "w")
-    p = subprocess.Popen([cfsd, "--port", str(free_port()), "--data", d], stdout=log, stderr=log)
+    p = subprocess.Popen([cfsd, "--port", str(free_port()), "--bind", "127.0.0.1", "--data", d], stdout=log, stderr=log)
     try:
         sock = os.path.join(d, "cfsd.sock")
         for _ in range(100):

@@ -46,10 +46,12 @@ wait_for() {
 }
 
 # start_cfsd NAME PORT [ARGS...]: start a daemon with data in $TEST_DIR/NAME,
-# wait until its control socket answers; sets CFSD_PID.
+# wait until its control socket answers; sets CFSD_PID. It binds 127.0.0.1
+# unless ARGS give another --bind (cfsd refuses to listen on every interface
+# while advertising a loopback address).
 start_cfsd() {
 	local name=$1 port=$2; shift 2
-	"$CFSD" --port "$port" --data "$TEST_DIR/$name" "$@" >>"$TEST_DIR/$name.log" 2>&1 &
+	"$CFSD" --port "$port" --data "$TEST_DIR/$name" --bind 127.0.0.1 "$@" >>"$TEST_DIR/$name.log" 2>&1 &
 	CFSD_PID=$!
 	PIDS+=("$CFSD_PID")
 	wait_for 10 "$CFSCTL" --data "$TEST_DIR/$name" status ||

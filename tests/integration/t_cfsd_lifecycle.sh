@@ -14,16 +14,22 @@ ok "cfsd started on port $port"
 ok "status --json reports port and pid"
 
 # A second daemon on the same data directory, or the same port, refuses.
-expect_exit 1 "$CFSD" --port "$(free_port)" --data "$TEST_DIR/a"
+expect_exit 1 "$CFSD" --port "$(free_port)" --bind 127.0.0.1 --data "$TEST_DIR/a"
 grep -q "in use by another cfsd (pid $pid)" "$TEST_DIR/err" || fail "same dir: $(cat "$TEST_DIR/err")"
-expect_exit 1 "$CFSD" --port "$port" --data "$TEST_DIR/b"
+expect_exit 1 "$CFSD" --port "$port" --bind 127.0.0.1 --data "$TEST_DIR/b"
 grep -q "UDP port $port is in use" "$TEST_DIR/err" || fail "same port: $(cat "$TEST_DIR/err")"
 kill -0 "$pid" || fail "the first daemon died"
 ok "a second daemon on the same directory or port is refused"
 
 "$CFSCTL" ping -c 3 "127.0.0.1:$port" >"$TEST_DIR/ping" || fail "IPv4 ping: $(cat "$TEST_DIR/ping")"
 grep -q "3 sent, 3 replies" "$TEST_DIR/ping" || fail "ping output"
-"$CFSCTL" ping -c 2 "[::1]:$port" >"$TEST_DIR/ping6" || fail "IPv6 ping"
+# IPv6: a second daemon on ::1 (one on every interface would have to
+# advertise a routable address, which a test machine may not have).
+port6=$(free_port)
+start_cfsd v6 "$port6" --bind ::1
+"$CFSCTL" ping -c 2 "[::1]:$port6" >"$TEST_DIR/ping6" || fail "IPv6 ping: $(cat "$TEST_DIR/ping6")"
+kill -TERM "$CFSD_PID"; wait "$CFSD_PID" || fail "the ::1 daemon exited non-zero"
+"$CFSCTL" ping -c 2 "127.0.0.1:$port" >/dev/null || fail "IPv4 ping" # daemon a's count below, as before
 ok "UDP pings over IPv4 and IPv6 answered"
 
 # Hostile datagrams: counted, dropped; the daemon keeps answering.

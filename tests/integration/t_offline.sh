@@ -83,7 +83,7 @@ ok "a missing store is refused, not created"
 
 # ---- refusals before any ring
 expect_exit 1 "$PUBLISH" --from "dir:$TEST_DIR/nowhere" --to "dir:$TEST_DIR/other" "$vol"
-grep -q "no store at" "$TEST_DIR/err" || fail "push from a missing store: $(cat "$TEST_DIR/err")"
+grep -q "no such store: $TEST_DIR/nowhere does not exist" "$TEST_DIR/err" || fail "push from a missing store: $(cat "$TEST_DIR/err")"
 "$PUBLISH" --keygen "$TEST_DIR/other.key" >"$TEST_DIR/vol2" 2>/dev/null || fail "second key"
 expect_exit 1 "$PUBLISH" --from "dir:$store" --to "dir:$TEST_DIR/other" "$(cat "$TEST_DIR/vol2")"
 grep -q "holds no root of this volume" "$TEST_DIR/err" || fail "push of an absent volume: $(cat "$TEST_DIR/err")"

@@ -169,7 +169,8 @@ expect_exit 2 "$PUBLISH"
 expect_exit 2 "$PUBLISH" --block-size 100 --to "dir:$TEST_DIR/store" "$src"
 # no --to: the ring through the local cfsd, and none runs here
 CFS_DATA_DIR=$TEST_DIR/no-daemon expect_exit 1 "$PUBLISH" "$src" 2>"$TEST_DIR/err"
-grep -q "no cfsd at $TEST_DIR/no-daemon/cfsd.sock: start one, give --to ring:HOST:PORT" "$TEST_DIR/err" || fail "no daemon: $(cat "$TEST_DIR/err")"
+grep -q "cannot reach cfsd at $TEST_DIR/no-daemon/cfsd.sock: no cfsd is running there" "$TEST_DIR/err" &&
+	grep -q "start cfsd, or give --to cfsd:SOCKET or --to ring:HOST:PORT" "$TEST_DIR/err" || fail "no daemon: $(cat "$TEST_DIR/err")"
 expect_exit 2 "$FSCK" --from "dir:$TEST_DIR/store" not-a-volume
 expect_exit 1 "$PUBLISH" --to "dir:$TEST_DIR/store" "$TEST_DIR/does-not-exist"
 ok "bad arguments refused; with no daemon the default store names its socket"

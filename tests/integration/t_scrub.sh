@@ -202,7 +202,7 @@ mkdir -p "$mnt"
 mount -t tmpfs -o size=8m tmpfs "$mnt" || fail "cannot mount a tmpfs (root needed)"
 MOUNTS+=("$mnt")
 port=$(free_port)
-"$CFSD" --port "$port" --data "$mnt/d" --replicas 1 --sync-ms 0 --cache-mb 0 >>"$TEST_DIR/full.log" 2>&1 &
+"$CFSD" --port "$port" --bind 127.0.0.1 --data "$mnt/d" --replicas 1 --sync-ms 0 --cache-mb 0 >>"$TEST_DIR/full.log" 2>&1 &
 PIDS+=("$!")
 wait_for 10 "$CFSCTL" --data "$mnt/d" status || fail "cfsd on the tmpfs did not start"
 "$CFSCTL" --data "$mnt/d" put --random 20 --size 4096 --seed 1 >"$TEST_DIR/acked" || fail "puts before the disk filled"

@@ -112,8 +112,8 @@ Test(msg, fields_decoded)
 
 	fill(&m1, CFS_MSG_STORE, false);
 	m1.data = (struct cfs_bytes){ blob, CFS_BLOCK_MAX };
-	n = enc(&m1, buf1, CFS_DGRAM_MAX);
-	cr_assert(n <= CFS_DGRAM_MAX, "a full block fits one datagram");
+	n = enc(&m1, buf1, CFS_MSG_MAX);
+	cr_assert(n <= CFS_MSG_MAX, "a full block fits the largest message");
 	cr_assert(cfs_msg_decode(buf1, n, &m2, &why) == 0);
 	cr_assert_eq(m2.data.len, CFS_BLOCK_MAX);
 	cr_assert(m2.data.p >= buf1 && m2.data.p + m2.data.len <= buf1 + n, "bytes borrow the buffer");

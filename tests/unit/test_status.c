@@ -63,9 +63,54 @@ Test(status, text_lines_under_headings)
 
 	cfs_stat_render(&b, false, table, CFS_ARRAY_SIZE(table), &snap, NULL);
 	cr_assert_str_eq(b.p,
-	                 "top         alpha 18446744073709551615 us, beta 7, gamma 1.50\n"
+	                 "top         alpha 18446744073710 s, beta 7, gamma 1.50\n"
 	                 "object      name q\"x\n"
 	                 "more        ok yes\n"
-	                 "object      inner 3 bytes\n");
+	                 "object      inner 3 B\n");
+	free(b.p);
+}
+
+/* Human units: three significant digits, the unit that keeps the number
+ * below 1024 (bytes) or 1000 (times); durations in their two largest units. */
+Test(status, human_units)
+{
+	char h[CFS_HUMAN_LEN];
+
+	cr_assert_str_eq(cfs_human_bytes(h, 0), "0 B");
+	cr_assert_str_eq(cfs_human_bytes(h, 1023), "1023 B");
+	cr_assert_str_eq(cfs_human_bytes(h, 1024), "1.00 KiB");
+	cr_assert_str_eq(cfs_human_bytes(h, 1536), "1.50 KiB");
+	cr_assert_str_eq(cfs_human_bytes(h, 12.5 * 1024 * 1024), "12.5 MiB");
+	cr_assert_str_eq(cfs_human_bytes(h, 300.0 * 1024 * 1024 * 1024), "300 GiB");
+	cr_assert_str_eq(cfs_human_bytes(h, 18446744073709551615.0), "16384 PiB");
+	cr_assert_str_eq(cfs_human_us(h, 850), "850 us");
+	cr_assert_str_eq(cfs_human_us(h, 1250), "1.25 ms");
+	cr_assert_str_eq(cfs_human_us(h, 132400), "132 ms");
+	cr_assert_str_eq(cfs_human_us(h, 2500000), "2.50 s");
+	cr_assert_str_eq(cfs_human_duration(h, 42), "42s");
+	cr_assert_str_eq(cfs_human_duration(h, 302), "5m 2s");
+	cr_assert_str_eq(cfs_human_duration(h, 3 * 3600 + 20 * 60 + 7), "3h 20m");
+	cr_assert_str_eq(cfs_human_duration(h, 4 * 86400 + 7 * 3600 + 59), "4d 7h");
+}
+
+/* A unit-less entry named like a byte count is one; JSON stays raw. */
+struct rate_snap { uint64_t bytes_in; double rate; uint64_t up; };
+Test(status, units_in_text_raw_in_json)
+{
+	static const struct cfs_stat t[] = {
+		CFS_STAT_BEGIN(NULL, "traffic"),
+		CFS_STAT(U64, struct rate_snap, bytes_in, "bytes_in", "in", NULL),
+		CFS_STAT_D(struct rate_snap, rate, 1, "in_bytes_per_s", "rate", "bytes/s"),
+		CFS_STAT(U64, struct rate_snap, up, "uptime_s", "up", "s"),
+		CFS_STAT_CLOSE,
+	};
+	struct rate_snap v = { 5u << 20, 2048.0, 90061 };
+	struct cfs_sbuf b = { 0 };
+
+	cfs_stat_render(&b, false, t, CFS_ARRAY_SIZE(t), &v, NULL);
+	cr_assert_str_eq(b.p, "traffic     in 5.00 MiB, rate 2.00 KiB/s, up 1d 1h\n");
+	b.len = 0;
+	cfs_stat_render(&b, true, t, CFS_ARRAY_SIZE(t), &v, NULL);
+	cr_assert_str_eq(b.p, "\"bytes_in\":5242880,\"in_bytes_per_s\":2048.0,\"uptime_s\":90061");
 	free(b.p);
 }

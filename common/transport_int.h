@@ -1,0 +1,204 @@
+/*
+ * common/transport_int.h — what common/transport.c (calls, replies,
+ * timeouts, the STP window) and common/link.c (per-peer links: messages
+ * as pieces, their acks and windows, address validation) share. Internal
+ * to common/.
+ */
+#ifndef CFS_COMMON_TRANSPORT_INT_H
+#define CFS_COMMON_TRANSPORT_INT_H
+
+#include "common/cfs.h"
+#include "common/udp.h"
+#include "common/xfer.h"
+
+/* A destination, as the key of its estimates and link. */
+struct peer_key {
+	uint8_t ip[16];
+	uint16_t port, family;
+};
+
+/* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
+ * deviation, from the replies to calls with a computed RTO. */
+struct peer_est {
+	double srtt_us, rttvar_us;
+};
+
+struct call {
+	uint64_t reqid;
+	uint64_t deadline_us, sent_us, predicted_us, rto_us;
+	struct cfs_addr dst;
+	cfs_reply_cb cb;
+	void *arg;
+	uint32_t fixed_timeout_ms;
+	uint8_t type;
+	bool outside;        /* to a silent destination: not in the window */
+	bool background;     /* cfs_call_opts.background: never moves the window */
+	bool low_priority;   /* cfs_call_opts.low_priority: background class */
+	uint8_t retries;     /* address validations asked of us so far */
+	size_t heap_idx;     /* SIZE_MAX: not yet sent */
+	struct call *qnext;  /* wait queue */
+	uint8_t *pkt;        /* the encoded request, kept to resend after a retry */
+	size_t pkt_len;
+	bool has_to;         /* addressed to a node: its reply must name it */
+	struct cfs_id to_id;
+};
+
+/* A call that timed out, kept (in a ring of LATE_MAX) so that a reply
+ * arriving after its timeout is known for what it is. */
+struct timed_out {
+	uint64_t reqid;           /* 0: an empty slot */
+	uint64_t sent_us, deadline_us, predicted_us;
+	struct cfs_addr dst;
+	uint8_t type;
+	bool has_to;
+	struct cfs_id to_id;
+	double window_before;     /* w before this timeout halved it; 0: it did not */
+	bool fixed;               /* sent with a fixed timeout */
+};
+
+struct delayed {
+	uint64_t due_us;
+	size_t heap_idx;
+	struct cfs_addr dst;
+	size_t len;
+	uint8_t data[];
+};
+
+struct heap {
+	void **v;
+	size_t n, cap;
+	uint64_t (*key)(const void *);
+	void (*set_idx)(void *, size_t);
+};
+
+void cfs__heap_push(struct heap *h, void *p);
+void cfs__heap_remove(struct heap *h, size_t i);
+
+/* One peer we exchange pieces with: its window and its transfers. */
+struct link {
+	struct cfs_addr addr;
+	struct xfer_cc cc;
+	struct xfer_out **out;   /* outgoing transfers, oldest first */
+	unsigned nout, cap_out;
+	unsigned nin;            /* messages being reassembled from it */
+	size_t in_bytes;
+	uint64_t due_us;         /* its next timer (UINT64_MAX: none) */
+	size_t heap_idx;         /* in links_heap; SIZE_MAX: not there */
+	uint64_t last_used_us;
+	bool blocked;            /* the socket buffer was full */
+};
+
+/* What we know of an address's proof of ownership (anti-amplification). */
+struct vslot {
+	struct peer_key key;
+	uint64_t valid_until_us;  /* validated until then */
+	uint64_t in, out;         /* bytes from and to it while not validated */
+};
+#define VSLOTS 4096
+
+struct cfs_transport {
+	uv_loop_t *loop;
+	struct cfs_udp sock;
+	uv_poll_t poll;
+	int poll_events;
+	uv_timer_t timer;
+	uv_idle_t idle;   /* keeps the poll from blocking during a grace */
+	uv_check_t check; /* runs after each poll: ends the grace */
+	int grace_polls;  /* polls left before overdue calls expire */
+	uint64_t grace_before_us; /* calls due before this expire then */
+	uint64_t grace_rx;        /* bytes_in at the last grace poll */
+	uint32_t grace_drains;    /* grace polls that read something */
+	int handles_open;
+	bool closing;
+	struct cfs_transport_config cfg;
+	cfs_request_cb on_request;
+	void *arg;
+
+	struct cfs_htab calls;  /* reqid -> struct call * */
+	struct call *q_head, *q_tail;
+	struct heap calls_heap, delay_heap, links_heap;
+	uint64_t timer_due_us; /* UINT64_MAX: idle */
+
+	bool has_model;
+	struct cfs_netmodel model;
+
+	const struct cfs_coord *coord; /* stamped on everything sent */
+
+	struct cfs_transport_stats st;
+	bool have_srtt;
+
+	/* destinations whose last call timed out with no answer since;
+	 * silent_next is the slot reused when the table is full */
+	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
+	uint32_t nsilent, silent_next;
+
+	/* the last LATE_MAX calls that timed out (late_next: the slot next
+	 * overwritten), allocated at the first timeout */
+	struct timed_out *late;
+	uint32_t late_next;
+
+	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
+
+	/* pieces (common/link.c) */
+	struct cfs_htab links;     /* struct peer_key -> struct link * */
+	struct cfs_htab ins;       /* struct in_key -> struct xfer_in * */
+	size_t in_bytes;           /* being reassembled, every peer */
+	size_t out_bytes;          /* held by outgoing transfers */
+	uint64_t xfer_inflight;    /* bytes in flight, every peer */
+	uint64_t in_sweep_us;      /* next look for stale reassemblies */
+	struct ack_due *ack_due;   /* reassemblies owed an ack after this read batch */
+	unsigned nack_due, cap_ack_due;
+	struct done_in *done;      /* recently completed reassemblies (re-acked) */
+	unsigned done_next;
+	struct vslot *vslots;      /* VSLOTS entries */
+	uint8_t token_key[32];
+	struct backlog *bl_head, *bl_tail; /* whole datagrams the full socket refused */
+	size_t bl_bytes;
+	bool sock_blocked;         /* pieces wait for the socket to take more */
+	bool bound_waiting;        /* pieces wait for the process-wide bound */
+};
+
+/* transport.c */
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
+void cfs__arm_timer(cfs_transport_t *t);
+/* Send one datagram (through the network model when there is one). */
+void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
+/* A whole message arrived (from a datagram or a completed reassembly). */
+void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
+                    bool low_priority);
+struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid);
+/* Progress on c's request or reply: its deadline moves to now + its RTO. */
+void cfs__call_touch(cfs_transport_t *t, struct call *c);
+/* Pieces could not all be sent: call cfs__on_writable when they can. */
+void cfs__want_writable(cfs_transport_t *t);
+/* An answered call's address is proven (it echoed our random reqid). */
+void cfs__validated(cfs_transport_t *t, const struct cfs_addr *a);
+
+/* link.c */
+int cfs__links_init(cfs_transport_t *t);
+void cfs__links_free(cfs_transport_t *t);
+/* Send an encoded message of any size: whole, or as pieces (copied). */
+int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len,
+                 uint64_t reqid, bool is_reply, bool low_priority);
+/* A reply to an unvalidated address may be at most this long. */
+uint64_t cfs__reply_budget(cfs_transport_t *t, const struct cfs_addr *dst);
+void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid);
+/* Datagrams that are not whole messages. */
+void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len);
+/* Bytes from an address: its budget grows. */
+void cfs__note_in(cfs_transport_t *t, const struct cfs_addr *from, size_t len);
+/* After a read batch: send the acks it owes. */
+void cfs__flush_acks(cfs_transport_t *t);
+/* Links whose timers are due; stale reassemblies. */
+void cfs__links_timer(cfs_transport_t *t, uint64_t now);
+uint64_t cfs__links_due(const cfs_transport_t *t);
+/* The socket can take more: send what waited. */
+void cfs__on_writable(cfs_transport_t *t);
+/* Drop every transfer (close). */
+void cfs__links_close(cfs_transport_t *t);
+void cfs__links_stats(const cfs_transport_t *t, struct cfs_transport_stats *st);
+/* A peer withheld its answer to our call reqid until we show token. */
+void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
+                  const uint8_t token[static XFER_TOKEN_BYTES]);
+
+#endif

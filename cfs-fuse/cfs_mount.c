@@ -56,6 +56,9 @@ static const char usage_text[] =
 	"      --bootstrap H:P   reach the ring as a plain client, no local cfsd\n"
 	"                        (repeatable; default: the local cfsd when one runs,\n"
 	"                        else $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
+	"      --cache-push-mb-per-s MB  as a plain client, upload at most this much of\n"
+	"                        the copies a read pushes to the ring's caches\n"
+	"                        (default 0: no bound; they always yield to reads)\n"
 	"      --from dir:PATH   read the volume from the dir: store at PATH (as\n"
 	"                        cfs-publish --to dir:PATH wrote it): no ring, no cfsd;\n"
 	"                        verified as from the ring. The store stays locked\n"
@@ -72,7 +75,8 @@ static const char usage_text[] =
 #define bad_usage(...) cfs_usage_error("usage: cfs-mount [options] VOLUME [MOUNTPOINT]", __VA_ARGS__)
 
 enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
-       O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM };
+       O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM,
+       O_PUSH_RATE };
 static const struct option opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "cfsd", required_argument, NULL, O_CFSD },
@@ -89,6 +93,7 @@ static const struct option opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
 	{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
 	{ "from", required_argument, NULL, O_FROM },
+	{ "cache-push-mb-per-s", required_argument, NULL, O_PUSH_RATE },
 	{ "debug", no_argument, NULL, 'd' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
@@ -153,6 +158,9 @@ static void apply(int c, const char *name, const char *val)
 	case O_BOOTSTRAP:
 		if (dhash_target_add(&A.tgt, val, "--bootstrap") < 0)
 			exit(2);
+		break;
+	case O_PUSH_RATE:
+		A.tgt.cache_push_bytes_per_s = (uint64_t)number("--cache-push-mb-per-s", val, 1000000) * 1000000;
 		break;
 	case O_FROM:
 		if (strncmp(val, "dir:", 4) != 0 || !val[4])

@@ -116,6 +116,8 @@ static const char usage_text[] =
 	"      --cache-push WHERE  after a get, copy the block to the lookup path's caches:\n"
 	"                          path (every hop, the default), last (the hop nearest the\n"
 	"                          key) or none\n"
+	"      --cache-push-mb-per-s MB  upload bound on those copies, which also yield to\n"
+	"                          other traffic (default 0: no bound)\n"
 	"      --pin-ms MS         a round of every pin this often: renew the leases of the\n"
 	"                          pinned volumes' blocks, put back what went missing\n"
 	"                          (default a quarter of --lease-days, at most an hour)\n"
@@ -129,7 +131,7 @@ static const char usage_text[] =
 	"                          dead bytes of expired and dropped blocks (default 8; 0: off)\n"
 	"      --compact-live-percent P  it rewrites a pack whose live share is below P\n"
 	"                          (default 50)\n"
-"      --metrics IP:PORT   serve Prometheus metrics at http://IP:PORT/metrics (off by\n"
+	"      --metrics IP:PORT   serve Prometheus metrics at http://IP:PORT/metrics (off by\n"
 	"                          default; [IPv6]:PORT for IPv6)\n"
 	"      --netmodel SPEC     evaluation only: delay, drop and slow down every datagram\n"
 	"                          sent as a wide-area model says; SPEC is key=value,...\n"
@@ -253,6 +255,7 @@ static const struct cfs_stat status_tail[] = {
 	S(U64, cs.hedges, "hedges", "hedges", NULL),
 	S(U64, cs.hedge_wins, "hedge_wins", "won", NULL),
 	S(U64, cs.cache_pushes, "cache_pushes", "cache pushes", NULL),
+	S(U64, cs.cache_pushes_skipped, "cache_pushes_skipped", "over the upload bound", NULL),
 	S(U64, get_p50, "get_p50_us", "get p50", "us"),
 	S(U64, get_p99, "get_p99_us", "p99", "us"),
 	CFS_STAT_CLOSE,
@@ -415,7 +418,7 @@ static int lock_data_dir(void)
 	return 0;
 }
 
-enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK };
+enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE };
 
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -440,11 +443,12 @@ static const struct option opts[] = {
 	{ "capacity-mb", required_argument, NULL, 1017 },
 	{ "quota-mb", required_argument, NULL, 1018 },
 	{ "cache-push", required_argument, NULL, 1016 },
+	{ "cache-push-mb-per-s", required_argument, NULL, OPT_PUSH_RATE },
 	{ "max-lease-days", required_argument, NULL, 1040 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
-	{ "metrics", required_argument, NULL, 1070 },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "data", required_argument, NULL, 'd' },
 	{ "socket", required_argument, NULL, 's' },
 	{ "config", required_argument, NULL, 'c' },
@@ -560,6 +564,14 @@ static void apply(struct settings *st, int c, const char *val)
 		D.dc.compact_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
+	case OPT_PUSH_RATE: {
+		char *end;
+		double mb = strtod(val, &end);
+		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
+			bad_usage("--cache-push-mb-per-s wants a rate in MB/s (0: no bound), not '%s'", val);
+		D.dc.cache_push_bytes_per_s = (uint64_t)(mb * 1e6);
+		break;
+	}
 	case 1063: D.dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
 	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
@@ -594,7 +606,7 @@ static void apply(struct settings *st, int c, const char *val)
 		D.has_wan = true;
 		break;
 	}
-	case 1070: D.metrics_addr = val; break;
+	case OPT_METRICS: D.metrics_addr = val; break;
 	case 'd':
 		if (strlen(val) >= sizeof(D.data_dir) - 32)
 			bad_usage("--data path is too long");

@@ -267,7 +267,8 @@ int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms,
  * that reaches it through any of the n bootstrap addresses, with its own
  * UDP socket and DHash client (default configuration). */
 int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
-                          uint32_t timeout_ms, dhash_local_t **ret) CFS_WUR;
+                          uint32_t timeout_ms, uint64_t cache_push_bytes_per_s,
+                          dhash_local_t **ret) CFS_WUR;
 /* Is it a plain ring client? */
 bool dhash_local_is_plain(const dhash_local_t *l);
 /* Its DHash client's counters (plain clients; NULL otherwise). */
@@ -306,6 +307,8 @@ struct dhash_target {
 	struct cfs_addr boot[DHASH_BOOT_MAX]; /* ... or, when nboot > 0, a plain
 	                           * ring client's bootstrap addresses */
 	size_t nboot;
+	uint64_t cache_push_bytes_per_s; /* a plain client's upload bound on cache
+	                           * pushes (dhash_config; 0: none) */
 };
 /* Add the addresses in list (separated by commas or blanks); from names
  * the source in the error logged (-EINVAL). */

@@ -574,7 +574,8 @@ int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms, dhas
 }
 
 int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
-                          uint32_t timeout_ms, dhash_local_t **ret)
+                          uint32_t timeout_ms, uint64_t cache_push_bytes_per_s,
+                          dhash_local_t **ret)
 {
 	struct cfs_transport_config tc;
 	struct dhash_config dc;
@@ -583,6 +584,7 @@ int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n
 
 	cfs_transport_config_default(&tc);
 	dhash_config_default(&dc);
+	dc.cache_push_bytes_per_s = cache_push_bytes_per_s;
 	if ((r = dhash_local_new(loop, "", timeout_ms, &l)) < 0)
 		return r;
 	if ((r = cfs_transport_new(loop, &tc, plain_request, l, &l->tr)) < 0) {

@@ -176,7 +176,8 @@ int dhash_target_open(uv_loop_t *loop, const struct dhash_target *t, uint32_t ti
                       dhash_local_t **ret)
 {
 	if (t->nboot > 0)
-		return dhash_local_new_plain(loop, t->boot, t->nboot, timeout_ms, ret);
+		return dhash_local_new_plain(loop, t->boot, t->nboot, timeout_ms,
+		                             t->cache_push_bytes_per_s, ret);
 	return dhash_local_new(loop, t->sock, timeout_ms, ret);
 }
 

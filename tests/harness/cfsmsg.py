@@ -423,6 +423,8 @@ def send_msg(sock, addr, m, reqid=None, is_reply=False, give_up=5.0):
     while len(held) < n:
         while todo and len(inflight) < WINDOW:
             i = todo.pop(0)
+            if i in held:  # acked while it waited to be resent
+                continue
             d = piece(m, i, reqid, pn, flags)
             sock.sendto(d, addr)
             inflight[i] = (pn, time.monotonic())

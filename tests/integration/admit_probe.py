@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, u, unpack  # noqa: E402
+from cfsmsg import binb, msg, rpc, u, unpack  # noqa: E402
 
 STORE, REFRESH = 11, 14
 PRIMARY, CHASH, CHALLENGE = 1, 1, 1
@@ -28,10 +28,10 @@ U64MAX = (1 << 64) - 1
 
 def call(s, addr, m, old=None):
     """status, body; a daemon from before the REFRESH nonce drops the new
-    form as malformed: then old (the form it knows) is sent instead."""
-    s.sendto(m, addr)
+    form as malformed: then old (the form it knows) is sent instead. The
+    STORE's 4,000 bytes travel as pieces (rpc)."""
     try:
-        r, _ = unpack(s.recv(65536))
+        r, _ = unpack(rpc(s, addr, m, timeout=s.gettimeout()))
     except socket.timeout:
         if old is None:
             raise

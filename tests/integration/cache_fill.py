@@ -4,7 +4,7 @@
 Usage: cache_fill.py [HOST:]PORT COUNT SIZE SEED OUT
 Sends COUNT STOREs with the CACHE flag (2), one at a time, each a
 content-hash block of SIZE pseudo-random bytes (from SEED) under its key,
-BLAKE2b-256 of the bytes. Writes "KEY STATUS" per block to OUT and prints
+BLAKE2b-256 of the bytes (as pieces when over one datagram). Writes "KEY STATUS" per block to OUT and prints
 how many were accepted (status 0).
 """
 import hashlib
@@ -14,7 +14,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, parse_addr, reply_status, u  # noqa: E402
+from cfsmsg import binb, msg, parse_addr, reply_status, rpc, u  # noqa: E402
 
 STORE = 11
 KIND_CHASH = 1
@@ -31,8 +31,8 @@ def main():
         for _ in range(count):
             data = rng.randbytes(size)
             key = hashlib.blake2b(data, digest_size=32).digest()
-            s.sendto(msg(STORE, [u(KIND_CHASH), binb(key), u(0), u(F_CACHE), binb(bytes(16)), binb(data)]), dst)
-            st = reply_status(s.recv(65536))
+            m = msg(STORE, [u(KIND_CHASH), binb(key), u(0), u(F_CACHE), binb(bytes(16)), binb(data)])
+            st = reply_status(rpc(s, dst, m, timeout=5))
             out.write("%s %d\n" % (key.hex(), st))
             ok += st == 0
     print(ok)

@@ -4,14 +4,15 @@
 Usage: dhash_store.py [HOST:]PORT KIND KEY-HEX FILE [FLAGS]
 Prints the status (0 or a negative errno). Lets a test put bytes under a key
 that is not theirs, which the DHash client library never does, or send a
-copy for a server's cache (FLAGS 2) as a get's cache push would.
+copy for a server's cache (FLAGS 2) as a get's cache push would. A block
+over one datagram goes as pieces (rpc).
 """
 import os
 import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, parse_addr, reply_status, u  # noqa: E402
+from cfsmsg import binb, msg, parse_addr, reply_status, rpc, u  # noqa: E402
 
 STORE = 11
 
@@ -22,8 +23,8 @@ def main():
     data = open(path, "rb").read()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(5)
-    s.sendto(msg(STORE, [u(kind), binb(key), u(0), u(flags), binb(bytes(16)), binb(data)]), dst)
-    print(reply_status(s.recv(65536)))
+    m = msg(STORE, [u(kind), binb(key), u(0), u(flags), binb(bytes(16)), binb(data)])
+    print(reply_status(rpc(s, dst, m, timeout=5)))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 Usage: forge_store.py forged SRC-IP DST-IP PORT FILE
        forge_store.py honest SRC-IP DST-IP PORT FILE
 
-forged: three raw IPv4/UDP datagrams whose source address is SRC-IP (not
+forged: three raw IPv4/UDP STOREs whose source address is SRC-IP (not
 ours), with a zero nonce and with random ones; any answer goes to SRC-IP,
-never here. honest: from our own address SRC-IP, send the STORE, take the
+never here. A STORE over one datagram goes as its pieces, each once (the
+acks go to SRC-IP too). honest: from our own address SRC-IP, send the STORE, take the
 challenge's nonce from the reply and send it again; prints "challenged,
 then STATUS" (or the first reply's status when there was no challenge).
 Needs root (raw socket) for forged; run it inside a network namespace.
@@ -18,7 +19,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import binb, msg, reply_status, u  # noqa: E402
+from cfsmsg import binb, datagrams, msg, reply_status, rpc, u  # noqa: E402
 
 STORE = 11
 PRIMARY = 1
@@ -54,21 +55,20 @@ def main():
     if mode == "forged":
         s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         for nonce in (bytes(16), os.urandom(16), os.urandom(16)):
-            s.sendto(raw_udp(src, dst, 4460, port, store(key, data, nonce)), (dst, 0))
+            for d in datagrams(store(key, data, nonce)):
+                s.sendto(raw_udp(src, dst, 4460, port, d), (dst, 0))
         return
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((src, 0))
     s.settimeout(5)
-    s.sendto(store(key, data, bytes(16)), (dst, port))
-    r = s.recv(65536)
+    r = rpc(s, (dst, port), store(key, data, bytes(16)), timeout=5)
     st = reply_status(r)
     # A challenge: status 0, body [flags, nonce, lease]: the lease granted
     # (0: nothing stored, one byte) ends the datagram, the nonce before it.
     if st != 0 or r[-19:-17] != b"\xc4\x10" or r[-20] != CHALLENGE or r[-1] != 0:
         print(st)
         return
-    s.sendto(store(key, data, r[-17:-1]), (dst, port))
-    print("challenged, then %d" % reply_status(s.recv(65536)))
+    print("challenged, then %d" % reply_status(rpc(s, (dst, port), store(key, data, r[-17:-1]), timeout=5)))
 
 
 if __name__ == "__main__":

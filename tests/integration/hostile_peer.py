@@ -10,6 +10,9 @@ A LEAVE from a node in none of the target's tables is ignored (it needs a
 cookie round trip from a known member first).
 The ten nodes its LEAVE names are at 127.66.0.1..10, where nobody listens
 (IDs hash the IP and an index, not the port: DESIGN.md §3).
+Since protocol version 4 a message over 1,200 bytes goes as pieces (each
+sent once, never acknowledged back), and the garbage includes malformed
+piece, ack and validate frames.
 Prints the hex IDs it claimed (one per line) so the test can check that none
 of them entered any table.
 """
@@ -18,7 +21,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
-from cfsmsg import arr, binb, msg, node, node_id  # noqa: E402
+from cfsmsg import ACK, PIECE, arr, binb, datagrams, msg, node, node_id, validate  # noqa: E402
 
 
 def main():
@@ -47,10 +50,23 @@ def main():
     #    truncated, garbage.
     s.sendto(msg(1, [], version=9), dst)
     s.sendto(msg(99, []), dst)
-    s.sendto(msg(6, [arr([]), arr([node(fakes[0], 4000, ip=fake_ips[0])] * 65),
-                     binb(bytes(16))], sender=(me, 0)), dst)
+    # The oversized list both whole (a datagram over 1,200 bytes) and, where
+    # pieces exist, as pieces that reassemble into what the decoder refuses.
+    over = msg(6, [arr([]), arr([node(fakes[0], 4000, ip=fake_ips[0])] * 65), binb(bytes(16))], sender=(me, 0))
+    s.sendto(over, dst)
+    pieces = datagrams(over)
+    if len(pieces) > 1:
+        for d in pieces:
+            s.sendto(d, dst)
     s.sendto(msg(1, [])[:-3], dst)
     s.sendto(os.urandom(200), dst)
+    # 5. Malformed frames: a piece one byte short, a piece of a 100 MB
+    #    message, an ack whose bitmap length lies, a token of the wrong size.
+    p = pieces[0] if len(pieces) > 1 else bytes([PIECE]) + bytes(1199)
+    s.sendto(p[:-1], dst)
+    s.sendto(p[:10] + (100 << 20).to_bytes(4, "big") + p[14:], dst)
+    s.sendto(bytes([ACK, 0]) + os.urandom(16) + bytes([64]) + bytes(3), dst)
+    s.sendto(validate(os.urandom(16))[:-1], dst)
     sys.stdout.flush()
 
 

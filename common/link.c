@@ -80,6 +80,14 @@ static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid
 	k->reply = reply;
 }
 
+static struct done_in *done_find(cfs_transport_t *t, const struct in_key *k)
+{
+	for (unsigned i = 0; i < DONE_MAX; i++)
+		if (t->done[i].used && memcmp(&t->done[i].key, k, sizeof(*k)) == 0)
+			return &t->done[i];
+	return NULL;
+}
+
 /* ------------------------------------------------------------ validation */
 
 static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool create)
@@ -156,6 +164,12 @@ void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t re
 		return;
 	token_for(t, dst, cfs_now_us() / 1000000 / TOKEN_EPOCH_S, tok);
 	size_t n = cfs_xfer_retry_encode(b, reqid, tok);
+	/* the request comes again, perhaps in pieces: take them afresh */
+	struct in_key k;
+	in_key_of(&k, dst, reqid, false);
+	struct done_in *d = done_find(t, &k);
+	if (d)
+		d->used = false;
 	budget_charge(t, dst, n);
 	t->st.retries_sent++;
 	cfs__transmit(t, dst, b, n);
@@ -442,14 +456,6 @@ static void send_ack(cfs_transport_t *t, const struct cfs_addr *to, const struct
 
 	t->st.acks_out++;
 	cfs__transmit(t, to, b, cfs_xfer_ack_encode(b, a));
-}
-
-static struct done_in *done_find(cfs_transport_t *t, const struct in_key *k)
-{
-	for (unsigned i = 0; i < DONE_MAX; i++)
-		if (t->done[i].used && memcmp(&t->done[i].key, k, sizeof(*k)) == 0)
-			return &t->done[i];
-	return NULL;
 }
 
 static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len)

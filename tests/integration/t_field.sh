@@ -60,7 +60,11 @@ echo "# published $MB MiB (blocks: ${FIELD_BLOCK:-default} bytes) from the reade
 # read_at LABEL: a fresh mount reads the file; it must complete and match.
 read_at() {
 	local r secs st
-	cluster_reader_mount "$vol" "$mnt"
+	if ! cluster_reader_mount "$vol" "$mnt" 2>"$TEST_DIR/mount.err"; then
+		problem "mount for the read at $1 failed: $(tail -1 "$TEST_DIR/mount.err")"
+		cluster_reader_umount "$mnt"
+		return 0
+	fi
 	r=$(cluster_reader_read "$mnt/file" "$TEST_DIR/read.out" "$READ_LIMIT")
 	secs=${r% *} st=${r#* }
 	cluster_reader_umount "$mnt"

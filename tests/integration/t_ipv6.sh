@@ -74,7 +74,7 @@ cluster_in "$CL_READER_NS" "$CFS_BIN/cfs-fsck" --from "ring:$boot" "$vol" >"$TES
 	{ tail -5 "$TEST_DIR/fsck.out"; fail "cfs-fsck over IPv6"; }
 ok "published from the reader namespace; cfs-fsck over IPv6 finds the volume whole"
 
-cluster_reader_mount "$vol" "$mnt"
+cluster_reader_mount "$vol" "$mnt" || fail "cfs-mount over IPv6 in the reader namespace"
 diff -r --no-dereference "$src" "$mnt" >"$TEST_DIR/diff" 2>&1 || { head -5 "$TEST_DIR/diff"; fail "the tree read over IPv6 differs"; }
 cluster_reader_umount "$mnt"
 ok "mounted over IPv6 from the reader namespace: diff -r clean"

@@ -21,7 +21,7 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables
 TEST_PKGS  += python3-prometheus-client curl
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
@@ -333,6 +333,10 @@ bench-blocksize: $(PROGRAMS) | deps-test
 bench-ring-publish: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-ring-publish.sh $(CURDIR)/$(B)/bin
 
+.PHONY: bench-field
+bench-field: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-field.sh $(CURDIR)/$(B)/bin
+
 .PHONY: bench-lookup
 bench-lookup: $(HARNESS)
 	$(Q)tests/bench/bench-lookup.sh $(CURDIR)/$(B)/bin/cfs-ring
@@ -444,6 +448,9 @@ help:
 	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"
 	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
 	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
+	@echo "make bench-field    8 daemons + a reader in namespaces (MTU 1500): cold reads at 0-3 % loss"
+	@echo "                    and behind a 50 Mbit/s shallow queue, per block size, TCP beside;"
+	@echo "                    IP fragments; publish at 1 % loss (BENCH_MB, BENCH_BLOCKS, BENCH_LOSSES)"
 	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions"
 	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
 	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"

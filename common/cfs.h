@@ -559,6 +559,7 @@ struct cfs_transport_stats {
 	uint64_t acks_out, acks_in;
 	uint64_t reasm_dropped;           /* pieces refused: memory bounds, no such call */
 	uint64_t reasm_expired;           /* reassemblies dropped as stale */
+	uint64_t reasm_evicted;           /* ... dropped for room (the least progress first) */
 	uint64_t gso_sends;               /* sendmsg calls carrying several pieces */
 	uint64_t cwnd_bytes;              /* sum of the peers' windows (at get_stats) */
 	uint32_t links;                   /* peers with a window */

@@ -31,7 +31,8 @@
 #include <string.h>
 
 #define LINKS_MAX 4096
-#define DONE_MAX 256          /* completed reassemblies remembered for re-acks */
+#define DONE_MAX 4096         /* completed reassemblies remembered for re-acks */
+#define REASM_COUNT_MAX 2048  /* requests being reassembled, every peer */
 #define GSO_SEGS 64           /* pieces per sendmsg */
 #define OUT_MAX (256u << 20)  /* bytes held by outgoing transfers, every peer */
 #define VALID_US (600ull * 1000000) /* an address stays proven this long */
@@ -50,10 +51,8 @@ struct ack_due {
 };
 
 struct done_in {
-	struct in_key key;
 	uint16_t npieces;
 	uint32_t largest_pn;
-	bool used;
 };
 
 static __thread uint8_t gbuf[GSO_SEGS * CFS_DGRAM_SAFE];
@@ -67,8 +66,10 @@ int cfs__links_init(cfs_transport_t *t)
 	cfs_htab_init(&t->ins, sizeof(struct in_key), sizeof(struct xfer_in *));
 	t->links_heap = (struct heap){ .key = link_due_key, .set_idx = link_set_idx };
 	t->vslots = xcalloc(VSLOTS, sizeof(t->vslots[0]));
-	t->done = xcalloc(DONE_MAX, sizeof(t->done[0]));
+	cfs_htab_init(&t->done_map, sizeof(struct in_key), sizeof(struct done_in));
+	t->done_ring = xcalloc(DONE_MAX, sizeof(t->done_ring[0]));
 	randombytes_buf(t->token_key, sizeof(t->token_key));
+	randombytes_buf(t->vslot_key, sizeof(t->vslot_key));
 	return 0;
 }
 
@@ -80,51 +81,82 @@ static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid
 	k->reply = reply;
 }
 
-static struct done_in *done_find(cfs_transport_t *t, const struct in_key *k)
+/* A reassembly completed: remembered (the oldest of DONE_MAX forgotten)
+ * so that its sender, if it missed our last ack, hears it again. */
+static void done_note(cfs_transport_t *t, const struct in_key *k, const struct xfer_in *x)
 {
-	for (unsigned i = 0; i < DONE_MAX; i++)
-		if (t->done[i].used && memcmp(&t->done[i].key, k, sizeof(*k)) == 0)
-			return &t->done[i];
-	return NULL;
+	struct in_key *slot = &t->done_ring[t->done_next];
+	bool added;
+
+	cfs_htab_del(&t->done_map, slot, NULL); /* an all-zero slot names nothing */
+	*slot = *k;
+	t->done_next = (t->done_next + 1) % DONE_MAX;
+	struct done_in *d = cfs_htab_put(&t->done_map, k, &added);
+	d->npieces = x->npieces;
+	d->largest_pn = x->largest_pn;
 }
 
 /* ------------------------------------------------------------ validation */
-
-static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool create)
-{
-	struct peer_key k;
-	uint64_t h = 14695981039346656037ull;
-
-	cfs__peer_key(&k, a);
-	for (size_t i = 0; i < sizeof(k); i++)
-		h = (h ^ ((const uint8_t *)&k)[i]) * 1099511628211ull;
-	h ^= cfs_get_be64(t->token_key); /* not predictable from outside */
-	struct vslot *v = &t->vslots[h % VSLOTS];
-	if (memcmp(&v->key, &k, sizeof(k)) != 0) {
-		if (!create)
-			return NULL;
-		memset(v, 0, sizeof(*v));
-		v->key = k;
-	}
-	return v;
-}
 
 static bool vslot_valid(const struct vslot *v)
 {
 	return v->valid_until_us > cfs_now_us();
 }
 
+/*
+ * An address's slot: one of two, placed by a keyed hash (SipHash), so
+ * nobody can aim collisions at a chosen address. A newcomer takes a free
+ * slot or the less recently heard unproven one, never a proven one: a
+ * flood of strangers cannot make a proven peer ask for tokens again, nor
+ * lift the bound for a stranger (no slot is no budget).
+ */
+static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool create,
+                              bool proven)
+{
+	struct peer_key k;
+	uint8_t h[8];
+
+	cfs__peer_key(&k, a);
+	crypto_shorthash(h, (const uint8_t *)&k, sizeof(k), t->vslot_key);
+	uint64_t x = cfs_get_be64(h);
+	struct vslot *s1 = &t->vslots[x % VSLOTS], *s2 = &t->vslots[(x >> 32) % VSLOTS];
+	if (s1->used && memcmp(&s1->key, &k, sizeof(k)) == 0)
+		return s1;
+	if (s2->used && memcmp(&s2->key, &k, sizeof(k)) == 0)
+		return s2;
+	if (!create)
+		return NULL;
+	struct vslot *v = NULL;
+	if (!s1->used || !s2->used)
+		v = !s1->used ? s1 : s2;
+	else if (!vslot_valid(s1) && (vslot_valid(s2) || s1->last_us <= s2->last_us))
+		v = s1;
+	else if (!vslot_valid(s2))
+		v = s2;
+	else if (proven) /* both proven: the one expiring first gives way */
+		v = s1->valid_until_us <= s2->valid_until_us ? s1 : s2;
+	if (!v)
+		return NULL;
+	memset(v, 0, sizeof(*v));
+	v->key = k;
+	v->used = true;
+	return v;
+}
+
 void cfs__note_in(cfs_transport_t *t, const struct cfs_addr *from, size_t len)
 {
-	struct vslot *v = vslot_of(t, from, true);
+	struct vslot *v = vslot_of(t, from, true, false);
 
+	if (!v)
+		return;
+	v->last_us = cfs_now_us();
 	if (!vslot_valid(v))
 		v->in += len;
 }
 
 void cfs__validated(cfs_transport_t *t, const struct cfs_addr *a)
 {
-	struct vslot *v = vslot_of(t, a, true);
+	struct vslot *v = vslot_of(t, a, true, true);
 
 	v->valid_until_us = cfs_now_us() + VALID_US;
 	v->in = v->out = 0;
@@ -132,7 +164,7 @@ void cfs__validated(cfs_transport_t *t, const struct cfs_addr *a)
 
 uint64_t cfs__reply_budget(cfs_transport_t *t, const struct cfs_addr *dst)
 {
-	struct vslot *v = vslot_of(t, dst, false);
+	struct vslot *v = vslot_of(t, dst, false, false);
 
 	if (!v)
 		return 0;
@@ -141,13 +173,17 @@ uint64_t cfs__reply_budget(cfs_transport_t *t, const struct cfs_addr *dst)
 	return 3 * v->in > v->out ? 3 * v->in - v->out : 0;
 }
 
-/* Bytes answered to dst: counted against its budget unless proven. */
-static void budget_charge(cfs_transport_t *t, const struct cfs_addr *dst, size_t len)
+/* May len more bytes go to dst in answer? If so they are counted. */
+static bool budget_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len)
 {
-	struct vslot *v = vslot_of(t, dst, false);
+	struct vslot *v = vslot_of(t, dst, false, false);
 
-	if (v && !vslot_valid(v))
-		v->out += len;
+	if (v && vslot_valid(v))
+		return true;
+	if (!v || v->out + len > 3 * v->in)
+		return false;
+	v->out += len;
+	return true;
 }
 
 static void token_for(cfs_transport_t *t, const struct cfs_addr *a, uint64_t epoch,
@@ -160,17 +196,14 @@ void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t re
 {
 	uint8_t tok[XFER_TOKEN_BYTES], b[XFER_RETRY_LEN];
 
-	if (cfs__reply_budget(t, dst) < XFER_RETRY_LEN)
+	if (!budget_take(t, dst, XFER_RETRY_LEN))
 		return;
 	token_for(t, dst, cfs_now_us() / 1000000 / TOKEN_EPOCH_S, tok);
 	size_t n = cfs_xfer_retry_encode(b, reqid, tok);
 	/* the request comes again, perhaps in pieces: take them afresh */
 	struct in_key k;
 	in_key_of(&k, dst, reqid, false);
-	struct done_in *d = done_find(t, &k);
-	if (d)
-		d->used = false;
-	budget_charge(t, dst, n);
+	cfs_htab_del(&t->done_map, &k, NULL);
 	t->st.retries_sent++;
 	cfs__transmit(t, dst, b, n);
 }
@@ -305,21 +338,21 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
  * pieces. The window is charged as pieces are encoded; pieces the socket
  * then refuses are taken out again and wait for it to drain. Returns 0
  * when x has nothing more to send, -1 when something held it back (the
- * link's window or pacing, the process bound, the budget, the socket).
+ * link's window or pacing, the process bound, the socket), -2 when only
+ * x is held (by its answer's 3x budget: the link's other transfers may go).
+ * Pieces of an answer the socket refused stay charged to the budget.
  */
 static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint64_t now,
                     uint64_t *pace_due)
 {
 	uint16_t idx[GSO_SEGS];
 	size_t lens[GSO_SEGS];
-	bool bg = cfs_xfer_out_bg(x);
-	struct vslot *v = (x->flags & XF_REPLY) ? vslot_of(t, &l->addr, false) : NULL;
+	bool bg = cfs_xfer_out_bg(x), answer = x->flags & XF_REPLY;
 
-	if (v && vslot_valid(v))
-		v = NULL;
 	for (;;) {
 		unsigned n = cfs_xfer_out_peek(x, idx, GSO_SEGS), k = 0;
 		size_t off = 0;
+		bool held = false;
 		uint32_t before = l->cc.in_flight;
 		if (n == 0)
 			return 0;
@@ -336,21 +369,20 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 					*pace_due = now + wait;
 				break;
 			}
-			if (v && v->out + b > 3 * v->in) {
+			if (answer && !budget_take(t, &l->addr, b)) {
 				t->st.budget_held++;
+				held = true;
 				break;
 			}
 			lens[k] = cfs_xfer_piece_encode(gbuf + off, x->flags, x->reqid, x->msg, x->len,
 			                            x->next_pn + k, idx[k]);
 			off += lens[k];
 			cfs_xfer_cc_sent(&l->cc, b, bg, now);
-			if (v)
-				v->out += b;
 			k++;
 		}
 		inflight_sync(t, l, before);
 		if (k == 0)
-			return -1;
+			return held ? -2 : -1;
 		unsigned sent = send_pieces(t, l, off, k, lens);
 		for (unsigned i = 0; i < sent; i++) {
 			if (x->slot[idx[i]].state == XP_LOST)
@@ -364,13 +396,11 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 				unsent += (uint32_t)lens[i];
 			cfs_xfer_cc_forget(&l->cc, unsent, bg);
 			inflight_sync(t, l, b2);
-			if (v)
-				v->out -= unsent;
 			cfs__want_writable(t);
 			return -1;
 		}
 		if (k < n)
-			return -1;
+			return held ? -2 : -1;
 	}
 }
 
@@ -382,7 +412,8 @@ static void link_service(cfs_transport_t *t, struct link *l)
 
 	for (int pass = 0; pass < 2 && !t->sock_blocked; pass++)
 		for (unsigned j = 0; j < l->nout; j++)
-			if (cfs_xfer_out_bg(l->out[j]) == (pass == 1) && pump_one(t, l, l->out[j], now, &pace) < 0)
+			if (cfs_xfer_out_bg(l->out[j]) == (pass == 1) &&
+			    pump_one(t, l, l->out[j], now, &pace) == -1)
 				goto done;
 done:
 	link_rearm(t, l, pace);
@@ -420,8 +451,8 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 			cfs__transmit(t, dst, b, len + 1);
 			return 0;
 		}
-		if (is_reply)
-			budget_charge(t, dst, len);
+		if (is_reply && !budget_take(t, dst, len))
+			return 0; /* send_reply asked for a token when it had to */
 		cfs__transmit(t, dst, p, len);
 		return 0;
 	}
@@ -448,14 +479,33 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 	return 0;
 }
 
+void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid)
+{
+	struct link *l = link_get(t, dst, false);
+
+	for (unsigned j = 0; l && j < l->nout; j++)
+		if (l->out[j]->reqid == reqid && !(l->out[j]->flags & XF_REPLY)) {
+			drop_out(t, l, j);
+			link_service(t, l);
+			return;
+		}
+}
+
 /* ------------------------------------------------------------ receiving */
 
+/* Acks count against an unproven sender's 3x budget too: a piece can be
+ * shorter than the ack it draws. */
 static void send_ack(cfs_transport_t *t, const struct cfs_addr *to, const struct xfer_ack *a)
 {
 	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
+	size_t n = cfs_xfer_ack_encode(b, a);
 
+	if (!budget_take(t, to, n)) {
+		t->st.budget_held++;
+		return;
+	}
 	t->st.acks_out++;
-	cfs__transmit(t, to, b, cfs_xfer_ack_encode(b, a));
+	cfs__transmit(t, to, b, n);
 }
 
 static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len)
@@ -505,17 +555,59 @@ static void ack_due_add(cfs_transport_t *t, const struct in_key *k, const struct
 	t->ack_due[t->nack_due++] = (struct ack_due){ .key = *k, .from = *from };
 }
 
-static void in_forget(cfs_transport_t *t, const struct in_key *k, struct xfer_in *x,
-                      const struct cfs_addr *from)
+/* x (under k) no longer counts against the reassembly bounds. A reply's
+ * reassembly counts apart: our own calls bound it, and strangers' pieces
+ * must not crowd it out. */
+static void in_uncount(cfs_transport_t *t, const struct in_key *k, const struct xfer_in *x)
 {
-	struct link *l = link_get(t, from, false);
-
-	cfs_htab_del(&t->ins, k, NULL);
-	t->in_bytes -= x->len;
-	if (l) {
-		l->nin--;
-		l->in_bytes -= x->len;
+	if (k->reply) {
+		t->in_reply_bytes -= x->len;
+		return;
 	}
+	struct link **lp = cfs_htab_get(&t->links, &k->peer);
+	if (lp) {
+		(*lp)->nin--;
+		(*lp)->in_bytes -= x->len;
+	}
+	t->in_bytes -= x->len;
+	t->nin_requests--;
+}
+
+static void in_forget(cfs_transport_t *t, const struct in_key *k, struct xfer_in *x)
+{
+	in_uncount(t, k, x);
+	cfs_htab_del(&t->ins, k, NULL);
+}
+
+/* Drop the request reassembly that has made the least progress (the
+ * stalest of those), to make room: a stranger's lone pieces claiming
+ * long messages give way to transfers that are arriving. False when
+ * there is none. */
+static bool evict_one(cfs_transport_t *t)
+{
+	size_t pos = 0;
+	const void *key;
+	void *val;
+	struct xfer_in *best = NULL;
+	struct in_key bk;
+
+	while (cfs_htab_next(&t->ins, &pos, &key, &val)) {
+		const struct in_key *k = key;
+		struct xfer_in *x = *(struct xfer_in **)val;
+		if (k->reply)
+			continue;
+		if (!best || x->nheld < best->nheld ||
+		    (x->nheld == best->nheld && x->last_rx_us < best->last_rx_us)) {
+			best = x;
+			bk = *k;
+		}
+	}
+	if (!best)
+		return false;
+	in_forget(t, &bk, best);
+	cfs_xfer_in_free(best);
+	t->st.reasm_evicted++;
+	return true;
 }
 
 /* A new reassembly, if the bounds allow it and (for a reply) a call to
@@ -527,17 +619,26 @@ static struct xfer_in *in_start(cfs_transport_t *t, const struct cfs_addr *from,
 
 	if (p->flags & XF_REPLY) {
 		struct call *c = cfs__call_find(t, p->reqid);
-		if (!c || !cfs_addr_eq(&c->dst, from))
+		if (!c || !cfs_addr_eq(&c->dst, from) ||
+		    t->in_reply_bytes + p->msg_len > t->cfg.reasm_total_max)
 			return NULL;
+		t->in_reply_bytes += p->msg_len;
+	} else {
+		while ((t->in_bytes + p->msg_len > t->cfg.reasm_total_max ||
+		        t->nin_requests >= REASM_COUNT_MAX) && evict_one(t))
+			;
+		if (!(l = link_get(t, from, true)) && evict_one(t))
+			l = link_get(t, from, true);
+		if (!l || l->in_bytes + p->msg_len > t->cfg.reasm_peer_max ||
+		    t->in_bytes + p->msg_len > t->cfg.reasm_total_max)
+			return NULL;
+		l->nin++;
+		l->in_bytes += p->msg_len;
+		t->in_bytes += p->msg_len;
+		t->nin_requests++;
 	}
-	if (!(l = link_get(t, from, true)) || l->in_bytes + p->msg_len > t->cfg.reasm_peer_max ||
-	    t->in_bytes + p->msg_len > t->cfg.reasm_total_max)
-		return NULL;
 	struct xfer_in *x = cfs_xfer_in_new(p, cfs_now_us());
 	*(struct xfer_in **)cfs_htab_put(&t->ins, k, NULL) = x;
-	l->nin++;
-	l->in_bytes += p->msg_len;
-	t->in_bytes += p->msg_len;
 	if (!t->in_sweep_us)
 		t->in_sweep_us = cfs_now_us() + (uint64_t)t->cfg.reasm_idle_ms * 500;
 	return x;
@@ -559,7 +660,7 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	in_key_of(&k, from, p.reqid, p.flags & XF_REPLY);
 	struct xfer_in **xp = cfs_htab_get(&t->ins, &k), *x;
 	if (!xp) {
-		struct done_in *d = done_find(t, &k);
+		struct done_in *d = cfs_htab_get(&t->done_map, &k);
 		if (d) { /* our final ack was lost: say it again */
 			t->st.pieces_dup++;
 			a = (struct xfer_ack){ .flags = (uint8_t)(k.reply | XF_COMPLETE), .reqid = p.reqid,
@@ -583,7 +684,7 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 	if (r == 1)
 		t->st.pieces_dup++;
-	if (p.flags & XF_REPLY) {
+	if (r == 0 && (p.flags & XF_REPLY)) { /* only news keeps a call alive */
 		struct call *c = cfs__call_find(t, p.reqid);
 		if (c)
 			cfs__call_touch(t, c);
@@ -595,11 +696,8 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 	cfs_xfer_in_ack(x, now, &a);
 	send_ack(t, from, &a);
-	struct done_in *d = &t->done[t->done_next];
-	t->done_next = (t->done_next + 1) % DONE_MAX;
-	*d = (struct done_in){ .key = k, .npieces = x->npieces, .largest_pn = x->largest_pn,
-	                       .used = true };
-	in_forget(t, &k, x, from);
+	done_note(t, &k, x);
+	in_forget(t, &k, x);
 	t->st.xfers_in++;
 	cfs__on_message(t, from, x->buf, x->len, p.flags & XF_BACKGROUND);
 	cfs_xfer_in_free(x);
@@ -652,17 +750,10 @@ static bool keep_fresh(void *ctx, const void *key, void *val)
 {
 	cfs_transport_t *t = ctx;
 	struct xfer_in *x = *(struct xfer_in **)val;
-	const struct in_key *k = key;
 
 	if (x->last_rx_us + (uint64_t)t->cfg.reasm_idle_ms * 1000 > cfs_now_us())
 		return true;
-	struct peer_key pk = k->peer;
-	struct link **lp = cfs_htab_get(&t->links, &pk);
-	if (lp) {
-		(*lp)->nin--;
-		(*lp)->in_bytes -= x->len;
-	}
-	t->in_bytes -= x->len;
+	in_uncount(t, key, x);
 	t->st.reasm_expired++;
 	cfs_xfer_in_free(x);
 	return false;
@@ -736,7 +827,8 @@ void cfs__links_close(cfs_transport_t *t)
 	cfs_htab_filter(&t->ins, drop_in, NULL);
 	t->links_heap.n = 0;
 	cfs_htab_filter(&t->links, drop_link, NULL);
-	t->in_bytes = t->out_bytes = t->xfer_inflight = 0;
+	t->in_bytes = t->in_reply_bytes = t->out_bytes = t->xfer_inflight = 0;
+	t->nin_requests = 0;
 	t->nack_due = 0;
 }
 
@@ -747,7 +839,8 @@ void cfs__links_free(cfs_transport_t *t)
 	cfs_htab_free(&t->links);
 	free(t->links_heap.v);
 	free(t->vslots);
-	free(t->done);
+	cfs_htab_free(&t->done_map);
+	free(t->done_ring);
 	free(t->ack_due);
 }
 

@@ -424,10 +424,15 @@ void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t req
 		t->st.send_errors++;
 }
 
+/* However long its pieces keep coming, a call ends within this. */
+#define CALL_LIFE_MAX_US (60ull * 1000000)
+
 void cfs__call_touch(cfs_transport_t *t, struct call *c)
 {
 	uint64_t d = cfs_now_us() + c->rto_us;
 
+	if (d > c->sent_us + CALL_LIFE_MAX_US)
+		d = c->sent_us + CALL_LIFE_MAX_US;
 	if (c->heap_idx == SIZE_MAX || d <= c->deadline_us)
 		return;
 	cfs__heap_remove(&t->calls_heap, c->heap_idx);
@@ -524,9 +529,12 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 		return r;
 	t->st.replies_out++;
 	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
-	 * not proven it is the asker's gets at most 3x what it sent us; a
-	 * longer answer waits for its token (it asks again) */
-	if (len > cfs__reply_budget(t, &to->addr)) {
+	 * not proven it is the asker's gets at most 3x what it sent us, and
+	 * no answer in pieces; anything else waits for its token (it asks
+	 * again) */
+	uint64_t budget = cfs__reply_budget(t, &to->addr);
+	if (budget != UINT64_MAX && (len > budget || len > CFS_DGRAM_SAFE)) {
+		/* pieces (and their resends) go only to a proven address */
 		cfs__send_retry(t, &to->addr, to->reqid);
 		return 0;
 	}
@@ -568,6 +576,8 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 		cfs__heap_remove(&t->calls_heap, c->heap_idx);
 		if (!c->outside)
 			t->st.inflight--;
+		if (c->pkt_len > CFS_DGRAM_SAFE) /* its request's pieces are moot now */
+			cfs__cancel_send(t, &c->dst, c->reqid);
 	}
 	c->cb(c->arg, status, reply, &res);
 	free(c->pkt);

@@ -91,8 +91,10 @@ struct link {
 /* What we know of an address's proof of ownership (anti-amplification). */
 struct vslot {
 	struct peer_key key;
+	bool used;
 	uint64_t valid_until_us;  /* validated until then */
 	uint64_t in, out;         /* bytes from and to it while not validated */
+	uint64_t last_us;         /* last heard from */
 };
 #define VSLOTS 4096
 
@@ -148,10 +150,14 @@ struct cfs_transport {
 	uint64_t in_sweep_us;      /* next look for stale reassemblies */
 	struct ack_due *ack_due;   /* reassemblies owed an ack after this read batch */
 	unsigned nack_due, cap_ack_due;
-	struct done_in *done;      /* recently completed reassemblies (re-acked) */
 	unsigned done_next;
 	struct vslot *vslots;      /* VSLOTS entries */
 	uint8_t token_key[32];
+	uint8_t vslot_key[16];     /* SipHash key placing addresses in vslots */
+	size_t in_reply_bytes;     /* being reassembled for our own calls */
+	unsigned nin_requests;     /* requests being reassembled */
+	struct cfs_htab done_map;  /* struct in_key -> struct done_in: completed lately */
+	struct in_key *done_ring;  /* the order they completed in (DONE_MAX) */
 	struct backlog *bl_head, *bl_tail; /* whole datagrams the full socket refused */
 	size_t bl_bytes;
 	bool sock_blocked;         /* pieces wait for the socket to take more */
@@ -197,6 +203,8 @@ void cfs__on_writable(cfs_transport_t *t);
 /* Drop every transfer (close). */
 void cfs__links_close(cfs_transport_t *t);
 void cfs__links_stats(const cfs_transport_t *t, struct cfs_transport_stats *st);
+/* Call reqid to dst ended: stop sending its request's pieces. */
+void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid);
 /* A peer withheld its answer to our call reqid until we show token. */
 void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
                   const uint8_t token[static XFER_TOKEN_BYTES]);

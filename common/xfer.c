@@ -278,14 +278,12 @@ void cfs_xfer_cc_acked(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sen
 void cfs_xfer_cc_lost(struct xfer_cc *cc, uint32_t bytes, bool bg, uint64_t sent_us, uint64_t now)
 {
 	take_out(cc, bytes, bg);
-	if (bg) {
-		cc->bg_cwnd /= 2;
-		if (cc->bg_cwnd < XFER_MIN_CWND)
-			cc->bg_cwnd = XFER_MIN_CWND;
-	}
 	if (sent_us <= cc->recovery_start_us)
-		return; /* one reduction per round trip of losses */
+		return; /* one reduction per round trip of losses, both windows */
 	cc->recovery_start_us = now;
+	cc->bg_cwnd /= 2;
+	if (cc->bg_cwnd < XFER_MIN_CWND)
+		cc->bg_cwnd = XFER_MIN_CWND;
 	cc->ssthresh = cc->cwnd / 2;
 	if (cc->ssthresh < XFER_MIN_CWND)
 		cc->ssthresh = XFER_MIN_CWND;
@@ -376,6 +374,8 @@ uint32_t cfs_xfer_out_sent(struct xfer_out *x, uint16_t idx, uint64_t now)
 
 	if (s->state == XP_LOST)
 		x->nlost--;
+	if (pn == 0)
+		x->last_ack_us = now; /* the stall clock starts with the first piece */
 	if (idx >= x->next_new)
 		x->next_new = (uint16_t)(idx + 1);
 	s->state = XP_INFLIGHT;

@@ -36,6 +36,8 @@ static void serve(void *arg, const struct cfs_msg *req, const struct cfs_reply_t
 	free(m);
 }
 
+static uint32_t reasm_total_max; /* 0: the default */
+
 static void start(size_t len, uint32_t reasm_idle_ms)
 {
 	struct cfs_transport_config c;
@@ -45,6 +47,8 @@ static void start(size_t len, uint32_t reasm_idle_ms)
 	cfs_transport_config_default(&c);
 	c.host = "127.0.0.1";
 	c.reasm_idle_ms = reasm_idle_ms;
+	if (reasm_total_max)
+		c.reasm_total_max = reasm_total_max;
 	cr_assert(cfs_transport_new(&loop, &c, serve, NULL, &srv) == 0);
 	cr_assert(cfs_transport_new(&loop, &c, NULL, NULL, &cli) == 0);
 	cr_assert(cfs_transport_local_addr(srv, &srv_addr) == 0);
@@ -255,6 +259,81 @@ Test(transport_pieces, reassembly_is_bounded_and_forgets_the_stale)
 	cr_assert_gt(acks, 0, "the piece was not acked");
 	cr_assert_eq(s.reasm_expired, 1, "a stale reassembly was kept");
 	cr_assert_eq(c.reasm_dropped, 1, "a reply's piece for no call was taken");
+	close(fd);
+	stop();
+}
+
+/* Lone pieces claiming long messages (21 bytes that would reserve 196 KB
+ * each) give way to a transfer that is arriving. */
+Test(transport_pieces, lone_pieces_do_not_crowd_out_real_transfers)
+{
+	static uint8_t msg[CFS_MSG_MAX];
+	uint8_t b[CFS_DGRAM_SAFE];
+	struct cfs_transport_stats s;
+	int fd;
+
+	reasm_total_max = 1 << 20;
+	start(100 * 1024, 0);
+	reasm_total_max = 0;
+	fd = raw_socket();
+	unsigned last = cfs_xfer_npieces(CFS_MSG_MAX) - 1;
+	for (uint64_t id = 1; id <= 40; id++) {
+		size_t n = cfs_xfer_piece_encode(b, 0, id, msg, CFS_MSG_MAX, 0, (uint16_t)last);
+		cr_assert(sendto(fd, b, n, 0, &srv_addr.sa, cfs_addr_len(&srv_addr)) == (ssize_t)n);
+	}
+	drain_raw(fd, 100, NULL, NULL);
+	got_len = 0;
+	cr_assert_eq(call(CFS_MSG_STORE, true), 0, "a real 100 KiB request was crowded out");
+	cr_assert_eq(got_len, blob_len);
+	cfs_transport_get_stats(srv, &s);
+	cr_assert_gt(s.reasm_evicted, 0);
+	close(fd);
+	stop();
+}
+
+/* A peer repeating one piece of its answer does not keep the call alive:
+ * only new pieces move its deadline. */
+Test(transport_pieces, a_repeated_piece_does_not_keep_a_call_alive)
+{
+	static uint8_t msg[10 * XFER_PIECE_DATA];
+	uint8_t b[CFS_DGRAM_SAFE], req[CFS_DGRAM_SAFE];
+	struct cfs_addr raw_addr;
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	struct cfs_msg *m = malloc(sizeof(*m));
+	int fd;
+
+	start(1, 0);
+	fd = raw_socket();
+	cr_assert(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+	cr_assert(cfs_addr_from_ip(&raw_addr, "127.0.0.1", ntohs(sa.sin_port)) == 0);
+	cfs_msg_init(m, CFS_MSG_FETCH);
+	done = false;
+	uint64_t t0 = cfs_now_us();
+	cr_assert(cfs_transport_call(cli, &raw_addr, m, &(struct cfs_call_opts){ .timeout_ms = 300 },
+	                             on_fetch, NULL) == 0);
+	free(m);
+	ssize_t n = 0;
+	while (n <= 0) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		n = recv(fd, req, sizeof(req), MSG_DONTWAIT);
+	}
+	struct cfs_msg *rq = malloc(sizeof(*rq));
+	cr_assert(cfs_msg_decode(req, (size_t)n, rq, NULL) == 0);
+	struct cfs_addr cli_addr;
+	cr_assert(cfs_transport_local_addr(cli, &cli_addr) == 0);
+	size_t pl = cfs_xfer_piece_encode(b, XF_REPLY, rq->reqid, msg, sizeof(msg), 0, 0);
+	free(rq);
+	for (int i = 0; !done && i < 3000; i++) {
+		if (i % 100 == 0)
+			cr_assert(sendto(fd, b, pl, 0, &cli_addr.sa, cfs_addr_len(&cli_addr)) == (ssize_t)pl);
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+	cr_assert(done, "the call outlived 3 s of one repeated piece");
+	cr_assert_eq(last_status, -ETIMEDOUT);
+	cr_assert_lt(cfs_now_us() - t0, 1000000u, "ended after %llu ms",
+	             (unsigned long long)((cfs_now_us() - t0) / 1000));
 	close(fd);
 	stop();
 }

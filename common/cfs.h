@@ -552,6 +552,10 @@ struct cfs_transport_stats {
 	 * most any of them was late by */
 	uint64_t late_replies;
 	uint64_t late_by_us_max;
+	/* issue 24: a whole request with no answer is sent again, up to
+	 * three times within its timeout, on the peer's round trip */
+	uint64_t retransmits;
+	uint64_t dup_requests;            /* copies of a request still being answered */
 	/* issue 24: messages as pieces */
 	uint64_t xfers_out, xfers_in;     /* messages sent / received as pieces */
 	uint64_t xfers_abandoned;         /* sends given up (peer silent) */

@@ -479,6 +479,16 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 	return 0;
 }
 
+bool cfs__answering(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid)
+{
+	struct link *l = t->links.n ? link_get(t, from, false) : NULL;
+
+	for (unsigned j = 0; l && j < l->nout; j++)
+		if (l->out[j]->reqid == reqid && (l->out[j]->flags & XF_REPLY))
+			return true;
+	return false;
+}
+
 void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid)
 {
 	struct link *l = link_get(t, dst, false);

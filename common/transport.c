@@ -137,6 +137,8 @@ void cfs__heap_remove(struct heap *h, size_t i)
 }
 
 static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
+static uint64_t rexmit_key(const void *p) { return ((const struct call *)p)->rexmit_us; }
+static void rexmit_set_idx(void *p, size_t i) { ((struct call *)p)->rx_idx = i; }
 static void call_set_idx(void *p, size_t i) { ((struct call *)p)->heap_idx = i; }
 static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
 static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
@@ -178,6 +180,8 @@ void cfs__arm_timer(cfs_transport_t *t)
 		due = delayed_key(t->delay_heap.v[0]);
 	if ((l = cfs__links_due(t)) < due)
 		due = l;
+	if (t->rexmit_heap.n && rexmit_key(t->rexmit_heap.v[0]) < due)
+		due = rexmit_key(t->rexmit_heap.v[0]);
 	if (due == t->timer_due_us)
 		return;
 	t->timer_due_us = due;
@@ -370,6 +374,55 @@ static unsigned window_limit(const cfs_transport_t *t)
 	return (unsigned)(3.0 * t->st.window);
 }
 
+/*
+ * Issue 24: a lost datagram used to cost a call its whole timeout (200 ms
+ * at least, 750 ms for a lookup hop) before the caller tried elsewhere;
+ * at 3 % loss on a real link reads crawled. A whole request (pieces have
+ * their own recovery) with no answer after the peer's round trip plus
+ * four deviations (RFC 6298's RTO without its floor; at least 5 ms) is
+ * sent again, the interval doubling, at most three times and only within
+ * its timeout. The peer answers a copy as it did the first (requests are
+ * idempotent; one whose answer is still going out in pieces is not
+ * answered twice), and a retransmitted call teaches no round trip (Karn).
+ */
+#define REXMIT_MAX 3
+#define REXMIT_MIN_US 5000
+
+static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
+{
+	const struct peer_est *pe = peer_find(t, &c->dst);
+	uint64_t ri;
+
+	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX)
+		return;
+	if (pe)
+		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
+	else
+		ri = t->have_srtt ? (uint64_t)(2 * t->st.srtt_us) : 100000;
+	if (ri < REXMIT_MIN_US)
+		ri = REXMIT_MIN_US;
+	ri <<= c->rexmits;
+	if (now + ri >= c->deadline_us)
+		return;
+	c->rexmit_us = now + ri;
+	cfs__heap_push(&t->rexmit_heap, c);
+}
+
+static void rexmit_due(cfs_transport_t *t, uint64_t now)
+{
+	while (t->rexmit_heap.n && !t->closing) {
+		struct call *c = t->rexmit_heap.v[0];
+		if (c->rexmit_us > now)
+			break;
+		cfs__heap_remove(&t->rexmit_heap, 0);
+		c->rexmits++;
+		t->st.retransmits++;
+		if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
+			t->st.send_errors++;
+		rexmit_schedule(t, c, now);
+	}
+}
+
 static void call_send(cfs_transport_t *t, struct call *c)
 {
 	uint64_t now = cfs_now_us(), rto;
@@ -398,6 +451,7 @@ static void call_send(cfs_transport_t *t, struct call *c)
 	/* pkt is kept: a retry (address validation) sends it again */
 	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
 		t->st.send_errors++;
+	rexmit_schedule(t, c, now);
 }
 
 struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid)
@@ -484,6 +538,7 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	c->has_to = req->has_to;
 	c->to_id = req->to_id;
 	c->heap_idx = SIZE_MAX;
+	c->rx_idx = SIZE_MAX;
 	c->pkt = xmemdup(sbuf, len);
 	c->pkt_len = len;
 	if (opts) {
@@ -572,6 +627,8 @@ static void call_finish(cfs_transport_t *t, struct call *c, int status,
 {
 	struct cfs_rpc_result res = { .rtt_us = rtt_us, .from = &c->dst };
 
+	if (c->rx_idx != SIZE_MAX)
+		cfs__heap_remove(&t->rexmit_heap, c->rx_idx);
 	if (c->heap_idx != SIZE_MAX) {
 		cfs__heap_remove(&t->calls_heap, c->heap_idx);
 		if (!c->outside)
@@ -681,6 +738,9 @@ static void on_timer(uv_timer_t *h)
 	}
 	if (t->closing)
 		return;
+	rexmit_due(t, now);
+	if (t->closing)
+		return;
 	cfs__links_timer(t, now);
 	if (t->closing)
 		return;
@@ -783,9 +843,11 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	table_take(t, c->reqid);
 	cfs__validated(t, from);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
-	rtt_sample(t, rtt, c->predicted_us);
-	if (!c->fixed_timeout_ms) /* a long-running request's wait is not its peer's round trip */
-		peer_sample(t, from, rtt);
+	if (!c->rexmits) { /* Karn: whose copy was answered is unknown */
+		rtt_sample(t, rtt, c->predicted_us);
+		if (!c->fixed_timeout_ms) /* a long request's wait is not its peer's round trip */
+			peer_sample(t, from, rtt);
+	}
 	t->st.replies++;
 	silent_clear(t, from);
 	if (!c->background)
@@ -812,6 +874,10 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 	if (rmsg.is_reply) {
 		handle_reply(t, from);
+		return;
+	}
+	if (cfs__answering(t, from, rmsg.reqid)) {
+		t->st.dup_requests++;
 		return;
 	}
 	t->st.requests_in++;
@@ -955,6 +1021,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
 	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
+	t->rexmit_heap = (struct heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {

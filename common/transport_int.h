@@ -35,6 +35,9 @@ struct call {
 	bool background;     /* cfs_call_opts.background: never moves the window */
 	bool low_priority;   /* cfs_call_opts.low_priority: background class */
 	uint8_t retries;     /* address validations asked of us so far */
+	uint8_t rexmits;     /* times its (whole) request was sent again */
+	uint64_t rexmit_us;  /* when it is next sent again */
+	size_t rx_idx;       /* in rexmit_heap; SIZE_MAX: not there */
 	size_t heap_idx;     /* SIZE_MAX: not yet sent */
 	struct call *qnext;  /* wait queue */
 	uint8_t *pkt;        /* the encoded request, kept to resend after a retry */
@@ -118,7 +121,7 @@ struct cfs_transport {
 
 	struct cfs_htab calls;  /* reqid -> struct call * */
 	struct call *q_head, *q_tail;
-	struct heap calls_heap, delay_heap, links_heap;
+	struct heap calls_heap, delay_heap, links_heap, rexmit_heap;
 	uint64_t timer_due_us; /* UINT64_MAX: idle */
 
 	bool has_model;
@@ -205,6 +208,9 @@ void cfs__links_close(cfs_transport_t *t);
 void cfs__links_stats(const cfs_transport_t *t, struct cfs_transport_stats *st);
 /* Call reqid to dst ended: stop sending its request's pieces. */
 void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid);
+/* A request from (from, reqid) whose answer is still going out in pieces:
+ * a copy sent again is not answered twice. */
+bool cfs__answering(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid);
 /* A peer withheld its answer to our call reqid until we show token. */
 void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
                   const uint8_t token[static XFER_TOKEN_BYTES]);

@@ -161,18 +161,25 @@ Test(transport, hundred_thousand_rpcs_none_lost)
 	run_calls(MANY, &opts);
 	cr_assert_eq(tl.ok, MANY);
 	cr_assert_eq(tl.timeouts, 0);
-	cr_assert_eq(srv.served, MANY);
 	cfs_transport_get_stats(cli, &st);
+	/* a request queued at the busy server past its peer's round trip is
+	 * sent again (issue 24) and answered again; the call ends once */
+	cr_assert_eq(srv.served, MANY + st.retransmits, "served %lu, %llu copies sent again",
+	             (unsigned long)srv.served, (unsigned long long)st.retransmits);
 	cr_assert_eq(st.calls, MANY);
 	cr_assert_eq(st.replies, MANY);
 	cr_assert_eq(st.inflight, 0);
 	cr_assert_eq(st.queued, 0);
-	cr_assert_eq(st.rtt_us.count, MANY);
+	cr_assert(st.rtt_us.count <= MANY && st.rtt_us.count + st.retransmits >= MANY,
+	          "a retransmitted call teaches no round trip (Karn)");
 	cr_assert(st.window > 4, "the window opened: w = %.1f", st.window);
 	cr_assert(tl.max_inflight <= (uint32_t)(3 * st.window) + 1);
 }
 
-Test(transport, drops_complete_or_time_out_once)
+/* 10 % loss each way: a lost request or reply is sent again on the
+ * peer's round trip, so hardly a call times out (issue 24); every call
+ * still ends exactly once. */
+Test(transport, drops_are_sent_again_or_time_out_once)
 {
 	struct cfs_netmodel_simple lossy_c, lossy_s;
 	struct cfs_netmodel mc, ms;
@@ -189,10 +196,12 @@ Test(transport, drops_complete_or_time_out_once)
 	run_calls(3000, &opts);
 	cr_assert_eq(tl.ok + tl.timeouts, 3000);
 	cr_assert_eq(tl.other, 0);
-	/* ~19 % of calls lose their request or their reply */
-	cr_assert(tl.timeouts > 300 && tl.timeouts < 900, "timeouts %lu", (unsigned long)tl.timeouts);
-	cr_assert(tl.window_shrank, "the window halved on a timeout");
+	/* ~19 % of first tries lose their request or their reply; four tries
+	 * all fail for about 0.13 % */
+	cr_assert(tl.timeouts < 60, "timeouts %lu", (unsigned long)tl.timeouts);
 	cfs_transport_get_stats(cli, &st);
+	cr_assert(st.retransmits > 300, "only %llu requests sent again",
+	          (unsigned long long)st.retransmits);
 	cr_assert_eq(st.timeouts, tl.timeouts);
 	cr_assert(st.model_dropped > 0);
 }
@@ -499,7 +508,11 @@ Test(transport, reply_must_name_the_node_addressed)
 	cr_assert_eq(call_to(&x), 0); /* the transport names it for the server */
 	srv.anon_reply = true;
 	cr_assert_eq(call_to(NULL), 0); /* nobody addressed: the address suffices */
+	cfs_transport_get_stats(cli, &st);
+	uint64_t again = st.retransmits;
 	cr_assert_eq(call_to(&x), -ETIMEDOUT);
 	cfs_transport_get_stats(cli, &st);
-	cr_assert_eq(st.unmatched, 1);
+	/* every copy sent (issue 24: again on the round trip) is answered
+	 * anonymously, and none of the answers is taken */
+	cr_assert_eq(st.unmatched, 1 + st.retransmits - again);
 }

@@ -379,14 +379,14 @@ static unsigned window_limit(const cfs_transport_t *t)
  * at least, 750 ms for a lookup hop) before the caller tried elsewhere;
  * at 3 % loss on a real link reads crawled. A whole request (pieces have
  * their own recovery) with no answer after the peer's round trip plus
- * four deviations (RFC 6298's RTO without its floor; at least 5 ms) is
+ * four deviations (RFC 6298's RTO without its floor; at least 20 ms) is
  * sent again, the interval doubling, at most three times and only within
  * its timeout. The peer answers a copy as it did the first (requests are
  * idempotent; one whose answer is still going out in pieces is not
  * answered twice), and a retransmitted call teaches no round trip (Karn).
  */
 #define REXMIT_MAX 3
-#define REXMIT_MIN_US 5000
+#define REXMIT_MIN_US 20000
 
 static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
 {

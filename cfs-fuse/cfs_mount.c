@@ -38,7 +38,7 @@ static const char usage_text[] =
 	"                        else FUSE mount options (allow_other, ...). Always\n"
 	"                        read-only: rw is ignored\n"
 	"      --cfsd SOCKET     the local cfsd's control socket\n"
-	"      --data DIR        ... or the data directory of that cfsd\n"
+	"  -d, --data DIR        ... or the data directory of that cfsd\n"
 	"                        (default $CFS_DATA_DIR, /var/lib/cfs for root)\n"
 	"      --cache-mb N      in-memory block cache (default 64)\n"
 	"      --disk-cache-mb N keep up to N MiB of blocks on disk too, so that a\n"
@@ -63,7 +63,8 @@ static const char usage_text[] =
 	"                        cfs-publish --to dir:PATH wrote it): no ring, no cfsd;\n"
 	"                        verified as from the ring. The store stays locked\n"
 	"                        while mounted\n"
-	"  -d, --debug           log every FUSE request (libfuse's -d)\n"
+	"      --debug           log every FUSE request (libfuse's -d; -d is --data,\n"
+	"                        as in every CFS tool)\n"
 	"  -V, --version         show the version\n"
 	"  -h, --help            show this help\n"
 	"\n"
@@ -76,11 +77,11 @@ static const char usage_text[] =
 
 enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
        O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM,
-       O_PUSH_RATE };
+       O_PUSH_RATE, O_DEBUG };
 static const struct option opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "cfsd", required_argument, NULL, O_CFSD },
-	{ "data", required_argument, NULL, O_DATA },
+	{ "data", required_argument, NULL, 'd' },
 	{ "cache-mb", required_argument, NULL, O_CACHE },
 	{ "disk-cache-mb", required_argument, NULL, O_DISK_CACHE },
 	{ "cache-dir", required_argument, NULL, O_CACHE_DIR },
@@ -94,7 +95,7 @@ static const struct option opts[] = {
 	{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
 	{ "from", required_argument, NULL, O_FROM },
 	{ "cache-push-mb-per-s", required_argument, NULL, O_PUSH_RATE },
-	{ "debug", no_argument, NULL, 'd' },
+	{ "debug", no_argument, NULL, O_DEBUG },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -132,9 +133,9 @@ static void apply(int c, const char *name, const char *val)
 
 	switch (c) {
 	case 'f': o->foreground = true; break;
-	case 'd': o->debug = true; o->foreground = true; break;
+	case O_DEBUG: o->debug = true; o->foreground = true; break;
 	case O_CFSD: copy_path(A.tgt.sock, sizeof(A.tgt.sock), val, "--cfsd"); break;
-	case O_DATA:
+	case 'd':
 		if (snprintf(A.tgt.sock, sizeof(A.tgt.sock), "%s/%s", val, DHASH_SOCKET_NAME) >=
 		    (int)sizeof(A.tgt.sock))
 			bad_usage("--data path too long");
@@ -344,7 +345,7 @@ int main(int argc, char **argv)
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	cfsfuse_options_default(o);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fo:dVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fo:d:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': parse_o(optarg); break;
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);

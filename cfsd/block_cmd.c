@@ -283,7 +283,7 @@ int cfsctl_put_main(struct cfsctl *g, int argc, char **argv)
 		{ 0 },
 	};
 	struct cfsctl_put_opts o = { .random_size = 8192 };
-	int i = cfsctl_getopt(g, argc, argv, "r:", opts, put_opt, &o);
+	int i = cfsctl_getopt(g, argc, argv, "", opts, put_opt, &o);
 
 	if (i == argc && !o.random_n)
 		cfsctl_usage("put wants files, '-' or --random N");
@@ -314,7 +314,7 @@ int cfsctl_get_main(struct cfsctl *g, int argc, char **argv)
 		{ 0 },
 	};
 	struct get_opts o = { 0 };
-	int i = cfsctl_getopt(g, argc, argv, "o:", opts, get_opt, &o);
+	int i = cfsctl_getopt(g, argc, argv, "", opts, get_opt, &o);
 
 	if (i == argc)
 		cfsctl_usage("get wants keys or '-'");

@@ -79,23 +79,23 @@ static const char usage_text[] =
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
 	"                       ,pN (iterative: N requests in flight, 1-8) and ,pred\n"
 	"                       (route to the key's predecessor: no early answer)\n"
-	"  -n, --nsucc N        successors wanted (default 1)\n"
-	"  -v, --verify         ping the answer until a live successor replies\n"
-	"  -r, --random N       also look up (or put) N random keys (blocks)\n"
+	"      --nsucc N        successors wanted (default 1)\n"
+	"      --verify         ping the answer until a live successor replies\n"
+	"      --random N       also look up (or put) N random keys (blocks)\n"
 	"      --root           put: the files are signed roots (cfs-publish output)\n"
 	"      --lease-days D   put, refresh: lease of the blocks, in days (0.5: twelve\n"
 	"                       hours; put's default: the daemon's)\n"
 	"      --size S         put: bytes per random block (default 8192)\n"
 	"      --seed X         put: seed for the random blocks\n"
 	"      --check          get: report each key instead of printing bytes\n"
-	"  -o, --output FILE    get: write the bytes to FILE\n"
+	"      --output FILE    get: write the bytes to FILE\n"
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
 	"                       else the system daemon's, /var/lib/cfs)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
 	"  -j, --json           status, pins: one JSON object, for scripts\n"
-	"  -c, --count N        pings to send (default 3)\n"
-	"  -t, --timeout MS     per-ping timeout (default 1000)\n"
+	"      --count N        pings to send (default 3)\n"
+	"      --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n"
 	"  -V, --version        show the version\n";
 
@@ -441,7 +441,7 @@ static int cmd_ping(struct cfsctl *g, int argc, char **argv)
 	struct ping_opts o = { .count = 3, .timeout_ms = 1000 };
 	struct cfs_transport_config c;
 	uv_loop_t *loop = uv_default_loop();
-	int r, i = cfsctl_getopt(g, argc, argv, "c:t:", opts, ping_opt, &o);
+	int r, i = cfsctl_getopt(g, argc, argv, "", opts, ping_opt, &o);
 
 	if (i + 1 != argc)
 		bad_usage("ping takes one HOST:PORT");

@@ -91,11 +91,11 @@ static const char usage_text[] =
 	"  -B, --bootstrap H:P     join the ring through this server (repeatable)\n"
 	"      --first             start a new ring: needed when no --bootstrap is given,\n"
 	"                          unless the server's address is a loopback one\n"
-	"  -v, --vnodes V          virtual servers to run (default 1, at most 64)\n"
-	"  -r, --successors R      successor list length (default 16, at most 32)\n"
+	"      --vnodes V          virtual servers to run (default 1, at most 64)\n"
+	"      --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
 	"      --pns X             proximity samples per finger (default 16)\n"
-	"  -k, --replicas K        copies of every block, on its K successors (default 6;\n"
+	"      --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
 	"                          a decimal such as 0.5 is allowed)\n"
@@ -463,7 +463,7 @@ static const struct option opts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
 };
-#define SHORT_OPTS ":p:b:a:B:v:r:k:d:s:c:l:hV"
+#define SHORT_OPTS ":p:b:a:B:d:s:c:l:hV"
 
 struct settings {
 	unsigned long port;

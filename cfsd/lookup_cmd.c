@@ -134,7 +134,7 @@ int cfsctl_lookup_main(struct cfsctl *g, int argc, char **argv)
 		{ 0 },
 	};
 	struct lookup_opts o = { .nsucc = 1 };
-	int i = cfsctl_getopt(g, argc, argv, "m:n:vr:", opts, lookup_opt, &o);
+	int i = cfsctl_getopt(g, argc, argv, "m:", opts, lookup_opt, &o);
 	struct batch b = { .mode = o.mode, .nsucc = o.nsucc, .flags = o.flags };
 	size_t n;
 

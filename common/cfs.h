@@ -428,7 +428,8 @@ struct cfs_addr {
 	};
 };
 /* Parse "HOST:PORT", "[V6]:PORT" or a bare "PORT" (loopback), numeric
- * hosts and names ("localhost"). -EINVAL with a message logged otherwise. */
+ * hosts and names ("localhost"). -EINVAL (bad syntax) or -EADDRNOTAVAIL (a
+ * name that does not resolve), with a message logged, otherwise. */
 int cfs_addr_parse(struct cfs_addr *ret, const char *s) CFS_WUR;
 /* Build from an IP literal and a port; -EINVAL if host is not a literal. */
 int cfs_addr_from_ip(struct cfs_addr *ret, const char *ip, uint16_t port) CFS_WUR;

@@ -186,9 +186,14 @@ int cfs_addr_parse(struct cfs_addr *ret, const char *s)
 	if (cfs_addr_from_ip(ret, host, (uint16_t)port) == 0)
 		return 0;
 
+	/* issue 25: a name that does not resolve is not bad syntax */
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
-		goto bad;
+	int e = getaddrinfo(host, NULL, &hints, &res);
+	if (e != 0 || !res) {
+		log_error("cannot resolve the host name '%s' (in '%s'): %s", host, s,
+		          e == EAI_SYSTEM ? strerror(errno) : e ? gai_strerror(e) : "no address");
+		return -EADDRNOTAVAIL;
+	}
 	memset(ret, 0, sizeof(*ret));
 	memcpy(&ret->sa, res->ai_addr, res->ai_addrlen);
 	freeaddrinfo(res);

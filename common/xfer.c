@@ -167,6 +167,7 @@ void cfs_xfer_token(uint8_t out[static XFER_TOKEN_BYTES], const uint8_t key[stat
 /* ------------------------------------------------------------ congestion */
 
 #define MAX_ACK_DELAY_US 1000 /* receivers ack at the end of every read batch */
+#define PACE_SLACK_US 1000    /* the event loop's timer granularity */
 #define GRANULARITY_US 1000
 
 void cfs_xfer_cc_init(struct xfer_cc *cc, uint32_t ledbat_target_us)
@@ -215,7 +216,10 @@ bool cfs_xfer_cc_can_send(const struct xfer_cc *cc, uint32_t bytes, bool bg, uin
 		return false;
 	if (bg && cc->bg_in_flight + bytes > cc->bg_cwnd && cc->bg_in_flight > 0)
 		return false;
-	if (cc->pace_next_us > now) {
+	/* The loop's timers tick in milliseconds: a piece due within one
+	 * goes now (a wait would cost a whole tick, and on a fast path the
+	 * pacing would set the rate instead of the window) */
+	if (cc->pace_next_us > now + PACE_SLACK_US) {
 		*ret_wait_us = cc->pace_next_us - now;
 		return false;
 	}

@@ -104,7 +104,10 @@ int dhash_target_add(struct dhash_target *t, const char *list, const char *from)
 		if (t->nboot == DHASH_BOOT_MAX)
 			return log_error_errno(-EINVAL, "%s: more than %d bootstrap addresses", from,
 			                       DHASH_BOOT_MAX);
-		if (cfs_addr_parse(&t->boot[t->nboot], w) < 0)
+		int r = cfs_addr_parse(&t->boot[t->nboot], w);
+		if (r == -EADDRNOTAVAIL) /* the name's lookup failed: said already */
+			return log_error_errno(-EINVAL, "%s: no address for '%s'", from, w);
+		if (r < 0)
 			return log_error_errno(-EINVAL, "%s: '%s' is not an address (IP:PORT or [IPv6]:PORT)",
 			                       from, w);
 		t->nboot++;

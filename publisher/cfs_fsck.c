@@ -37,7 +37,7 @@ static const char help_text[] =
 	"Verify every block of VOLUME from its signed root; report what is missing\n"
 	"or corrupt by path and key. --list prints every entry with its attributes\n"
 	"and content hash.\n\n"
-	"  -f, --from STORE  cfsd (the ring through the local daemon; the default),\n"
+	"      --from STORE  cfsd (the ring through the local daemon; the default),\n"
 	"                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH (an\n"
 	"                    existing store: it is never created)\n"
 	"      --list        print every entry: TYPE MODE SIZE MTIME BLAKE2B PATH\n"
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': store = optarg; break;
 		case O_LIST: list = true; break;

@@ -42,7 +42,7 @@ static const char usage_text[] =
 	"                        (default $XDG_STATE_HOME/cfs/published)\n"
 	"  -n, --dry-run         ask the store, send nothing, report what would be sent\n"
 	"  -r, --refresh VOLUME  re-sign VOLUME's root and extend every block's lease\n"
-	"  -f, --from dir:PATH   push VOLUME (its public name, as cfs-mount takes it) as\n"
+	"      --from dir:PATH   push VOLUME (its public name, as cfs-mount takes it) as\n"
 	"                        published in the store at PATH into the --to store:\n"
 	"                        every block is read and verified, only those the store\n"
 	"                        lacks are sent (those it has are leased again), then\n"
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":k:t:nr:f:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":k:t:nr:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_KEYGEN: keygen = true; break;
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;

@@ -21,15 +21,15 @@ grep -q "UDP port $port is in use" "$TEST_DIR/err" || fail "same port: $(cat "$T
 kill -0 "$pid" || fail "the first daemon died"
 ok "a second daemon on the same directory or port is refused"
 
-"$CFSCTL" ping -c 3 "127.0.0.1:$port" >"$TEST_DIR/ping" || fail "IPv4 ping: $(cat "$TEST_DIR/ping")"
+"$CFSCTL" ping --count 3 "127.0.0.1:$port" >"$TEST_DIR/ping" || fail "IPv4 ping: $(cat "$TEST_DIR/ping")"
 grep -q "3 sent, 3 replies" "$TEST_DIR/ping" || fail "ping output"
 # IPv6: a second daemon on ::1 (one on every interface would have to
 # advertise a routable address, which a test machine may not have).
 port6=$(free_port)
 start_cfsd v6 "$port6" --bind ::1
-"$CFSCTL" ping -c 2 "[::1]:$port6" >"$TEST_DIR/ping6" || fail "IPv6 ping: $(cat "$TEST_DIR/ping6")"
+"$CFSCTL" ping --count 2 "[::1]:$port6" >"$TEST_DIR/ping6" || fail "IPv6 ping: $(cat "$TEST_DIR/ping6")"
 kill -TERM "$CFSD_PID"; wait "$CFSD_PID" || fail "the ::1 daemon exited non-zero"
-"$CFSCTL" ping -c 2 "127.0.0.1:$port" >/dev/null || fail "IPv4 ping" # daemon a's count below, as before
+"$CFSCTL" ping --count 2 "127.0.0.1:$port" >/dev/null || fail "IPv4 ping" # daemon a's count below, as before
 ok "UDP pings over IPv4 and IPv6 answered"
 
 # Hostile datagrams: counted, dropped; the daemon keeps answering.
@@ -37,7 +37,7 @@ for junk in '\xdd\xff\xff\xff\xff' '\x99\x01\x02' '\xc1' 'GET / HTTP/1.0\r\n\r\n
 	printf "$junk" >/dev/udp/127.0.0.1/"$port"
 done
 head -c 1400 /dev/urandom >/dev/udp/127.0.0.1/"$port"
-"$CFSCTL" ping -c 1 "127.0.0.1:$port" >/dev/null || fail "no answer after junk"
+"$CFSCTL" ping --count 1 "127.0.0.1:$port" >/dev/null || fail "no answer after junk"
 "$CFSCTL" --data "$TEST_DIR/a" status --json >"$TEST_DIR/st.json"
 # (bash may split one printf into several datagrams: at least 6 arrive)
 bad=$(json_get "$TEST_DIR/st.json" rpc.malformed)

@@ -21,7 +21,7 @@ expect_exit 2 "$CFSCTL" frobnicate;            check_usage cfsctl
 expect_exit 2 "$CFSCTL" status extra;          check_usage cfsctl
 expect_exit 2 "$CFSCTL" ping;                  check_usage cfsctl
 expect_exit 2 "$CFSCTL" ping 127.0.0.1:0;      check_usage cfsctl
-expect_exit 2 "$CFSCTL" ping -c 0 127.0.0.1:9; check_usage cfsctl
+expect_exit 2 "$CFSCTL" ping --count 0 127.0.0.1:9; check_usage cfsctl
 ok "cfsctl refuses bad arguments"
 
 MOUNT=$CFS_BIN/cfs-mount

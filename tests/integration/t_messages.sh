@@ -82,6 +82,10 @@ has "$TEST_DIR/err" "cannot resolve the host name 'no-such-host.invalid'"
 hasnt "$TEST_DIR/err" "bad address"
 expect_exit 1 "$PUB" -k "$TEST_DIR/key" --to ring:127.0.0.1:notaport "$TEST_DIR/src"
 has "$TEST_DIR/err" "bad address '127.0.0.1:notaport'" # bad syntax still is
+# ... and by the reader's tools (common/id.c), not only the publisher's
+expect_exit 2 timeout 60 "$CFS_BIN/cfs-cat" --bootstrap no-such-host.invalid:4460 "$vol" x
+has "$TEST_DIR/err" "cannot resolve the host name 'no-such-host.invalid'"
+hasnt "$TEST_DIR/err" "bad address"
 ok "an unresolvable host name is called that; bad syntax still is"
 
 # ---- damaged (1) vs not checked (2) vs no such volume (1)

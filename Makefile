@@ -21,7 +21,7 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
 TEST_PKGS  += python3-prometheus-client curl
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3

@@ -14,7 +14,7 @@
 # with the reassembly memory still held at its end. Then the publish rate
 # of another BENCH_MB MiB file per block size at 1 % loss.
 # Usage: bench-field.sh BIN_DIR
-#   BENCH_MB (32)  BENCH_BLOCKS ("8 60", KiB)  BENCH_LOSSES ("0 0.1 1 3", %)
+#   BENCH_MB (32)  BENCH_BLOCKS ("8 16 32 64 128", KiB)  BENCH_LOSSES ("0 0.1 1 3", %)
 #   BENCH_SHAPER (50mbit; "" for no shaper row)  BENCH_READ_LIMIT (120 s)
 #   BENCH_PUBLISH_LOSS (1, %; "" skips the lossy publish)
 set -euo pipefail
@@ -28,7 +28,7 @@ CLUSTER_NETNS=1
 CLUSTER_MTU=1500
 . "$here/../harness/cluster.sh"
 MB=${BENCH_MB:-32}
-BLOCKS=${BENCH_BLOCKS:-8 60}
+BLOCKS=${BENCH_BLOCKS:-8 16 32 64 128}
 LOSSES=${BENCH_LOSSES:-0 0.1 1 3}
 SHAPER=${BENCH_SHAPER-50mbit}
 LIMIT=${BENCH_READ_LIMIT:-120}

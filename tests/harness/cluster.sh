@@ -22,7 +22,8 @@
 # really hash distinct addresses; the namespaces are deleted on exit.
 # Field conditions in those namespaces (the field tests, make bench-field):
 #   CLUSTER_MTU=M      every veth and the bridge at MTU M (default 1500, set
-#                      explicitly; an Ethernet path)
+#                      explicitly; an Ethernet path), with segmentation
+#                      offloads and GRO off (ethtool): packets as on a wire
 #   CLUSTER_IPV6=1     the veths carry fd77::X/64 (nodad) instead of
 #                      10.77.0.X; daemons bind and advertise [fd77::X]:4460
 #   cluster_netns_reader           a further namespace on the bridge for a
@@ -107,6 +108,15 @@ cluster_netns_link() {
 	fi
 	ip -n "$ns" link set "${CL_TAG}v$i" up
 	ip -n "$ns" link set lo up
+	# A wire carries packets of at most the MTU, each lost on its own: no
+	# segmentation offload and no GRO on either end, so that a TCP or UDP
+	# GSO burst is cut into packets before the loss rules see it (with
+	# offloads, iptables drops a 64 KiB aggregate at a time and "1 % of
+	# packets" means 1 % of bursts).
+	ip netns exec "$ns" ethtool -K "${CL_TAG}v$i" tso off gso off gro off tx-udp-segmentation off \
+		>/dev/null || echo "cluster: offloads stay on at ${CL_TAG}v$i (ethtool failed)" >&2
+	ip netns exec "${CL_TAG}hub" ethtool -K "${CL_TAG}p$i" tso off gso off gro off \
+		tx-udp-segmentation off >/dev/null || echo "cluster: offloads stay on at ${CL_TAG}p$i" >&2
 }
 
 cluster_netns_node() {

@@ -26,7 +26,8 @@ cluster_wait_correct 60 || fail "a ring of 3 daemons did not converge"
 mkdir -p "$TEST_DIR/src"
 head -c $((4 << 20)) /dev/urandom >"$TEST_DIR/src/big"
 echo small >"$TEST_DIR/src/small"
-"$PUBLISH" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --state-dir "$TEST_DIR/st" "$TEST_DIR/src" >/dev/null \
+"$PUBLISH" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --state-dir "$TEST_DIR/st" --block-size 8192 \
+	"$TEST_DIR/src" >/dev/null \
 	2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish"; }
 
 python3 "$HERE/amplify.py" "${CL_IP[0]}" "${CL_PORT[0]}" "$TEST_DIR/src/big" >"$TEST_DIR/amp" ||

@@ -55,16 +55,16 @@ vol=$(cat "$TEST_DIR/vol")
 unpublished=$(cat "$TEST_DIR/vol2")
 
 # what statfs should say, from the source: every entry and the root; the
-# files' sizes in 8 KiB blocks, each file rounded up
+# files' sizes in blocks of the default size (64 KiB), each file rounded up
 want_files=$(find "$src" | wc -l)
 want_blocks=$(python3 -c 'import os,sys
 n=0
 for d,ds,fs in os.walk(sys.argv[1]):
     for f in fs:
         p=os.path.join(d,f)
-        if not os.path.islink(p): n+=(os.path.getsize(p)+8191)//8192
+        if not os.path.islink(p): n+=(os.path.getsize(p)+65535)//65536
 print(n)' "$src")
-echo "# the volume: $want_files entries, $want_blocks blocks of 8 KiB"
+echo "# the volume: $want_files entries, $want_blocks blocks of 64 KiB"
 
 # cfs-cat reads; it does not mount, and its failure says so
 "$CFS_BIN/cfs-cat" --bootstrap "$boot" "$unpublished" /hello >/dev/null 2>"$TEST_DIR/cat.err" &&
@@ -132,12 +132,12 @@ wait_for 10 python3 -c "import os,sys; sys.exit(os.statvfs('$m1').f_files != $WA
 	fail "statfs f_files $(python3 -c "import os; print(os.statvfs('$m1').f_files)"), wanted $WANT_FILES"
 read -r flag_ro blocks bsize <<<"$(python3 -c "import os; s = os.statvfs('$m1'); print(int(bool(s.f_flag & os.ST_RDONLY)), s.f_blocks, s.f_frsize)")"
 [ "$flag_ro" = 1 ] || fail "statfs f_flag has no ST_RDONLY"
-[ "$blocks" = "$WANT_BLOCKS" ] && [ "$bsize" = 8192 ] || fail "statfs: $blocks blocks of $bsize, wanted $WANT_BLOCKS of 8192"
+[ "$blocks" = "$WANT_BLOCKS" ] && [ "$bsize" = 65536 ] || fail "statfs: $blocks blocks of $bsize, wanted $WANT_BLOCKS of 65536"
 size=$(df --output=size "$m1" | tail -1 | tr -d ' ')
 [ "$size" -gt 0 ] || fail "df shows size $size"
 ipct=$(df --output=ipcent "$m1" | tail -1 | tr -d " ")
 [ "$ipct" != "100%" ] || fail "df -i shows $ipct"
-ok "statfs: ST_RDONLY, $blocks blocks of 8 KiB, $WANT_FILES files; df size ${size}K, df -i IUse% '$ipct'"
+ok "statfs: ST_RDONLY, $blocks blocks of 64 KiB, $WANT_FILES files; df size ${size}K, df -i IUse% '$ipct'"
 
 # ---- the same volume at the same place again
 if cfs-mount -o bootstrap=$BOOT,state_dir=$TEST_DIR/state "$VOL" "$m1" >/dev/null 2>"$TEST_DIR/again.err"; then

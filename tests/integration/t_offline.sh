@@ -37,7 +37,7 @@ head -c $((5 << 20)) /dev/urandom >"$src/five-mb"
 echo v1 >"$src/version"
 "$PUBLISH" --keygen >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
 vol=$(cat "$TEST_DIR/vol")
-"$PUBLISH" --to "dir:$store" --state-dir "$state" "$src" >/dev/null 2>"$TEST_DIR/pub1.err" ||
+"$PUBLISH" --to "dir:$store" --state-dir "$state" --block-size 8192 "$src" >/dev/null 2>"$TEST_DIR/pub1.err" ||
 	{ cat "$TEST_DIR/pub1.err"; fail "publish to dir:"; }
 # "..., N blocks, M sent (X MB), ...": into an empty store, M is every
 # distinct block of the volume, counted by the publisher's own walk
@@ -134,7 +134,7 @@ ok "mounted from the ring: $entries entries equal (listing and diff -r)"
 # ---- a republish offline travels as its new blocks only
 echo v2 >"$src/version"
 echo added >"$src/added"
-"$PUBLISH" --to "dir:$store" --state-dir "$state" "$src" >/dev/null 2>"$TEST_DIR/pub2.err" ||
+"$PUBLISH" --to "dir:$store" --state-dir "$state" --block-size 8192 "$src" >/dev/null 2>"$TEST_DIR/pub2.err" ||
 	{ cat "$TEST_DIR/pub2.err"; fail "republish to dir:"; }
 sent2=$(pub_sent "$TEST_DIR/pub2.err")
 [ -n "$sent2" ] && [ "$sent2" -gt 0 ] && [ "$sent2" -lt 50 ] || fail "republish sent '$sent2' blocks"

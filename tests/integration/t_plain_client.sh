@@ -53,7 +53,7 @@ ok "a bad bootstrap address and --cfsd with --bootstrap are usage errors (exit 2
 
 # ---- publish and check with no daemon
 start=$SECONDS
-"$PUBLISH" --to "ring:$(addr 1)" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" ||
+"$PUBLISH" --to "ring:$(addr 1)" --block-size 8192 "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" ||
 	{ cat "$TEST_DIR/err"; fail "publish through the plain client"; }
 [ "$(cat "$TEST_DIR/out")" = "$vol" ] || fail "publish printed '$(cat "$TEST_DIR/out")'"
 echo "# published through ring:$(addr 1) in $((SECONDS - start)) s: $(grep -o '[0-9]* files.*' "$TEST_DIR/err")"

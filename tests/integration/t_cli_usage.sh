@@ -40,3 +40,18 @@ grep -q "status" "$TEST_DIR/out" || fail "cfsctl --help lacks status"
 expect_exit 1 "$CFSCTL" --data "$TEST_DIR/nobody" status
 grep -q "no cfsd is running" "$TEST_DIR/err" || fail "status without a daemon: $(cat "$TEST_DIR/err")"
 ok "help and a missing daemon are reported"
+
+# every program says its version; a short option means one thing in all
+for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
+	expect_exit 0 "$CFS_BIN/$p" --version
+	grep -qE "^$p [0-9]+\.[0-9]+" "$TEST_DIR/out" || fail "$p --version: $(cat "$TEST_DIR/out")"
+done
+for p in cfsd cfsctl cfs-mount; do # -d is --data, wherever there is one
+	"$CFS_BIN/$p" --help 2>&1 | grep -qE -- "-d, --data" || fail "$p: -d is not --data"
+done
+for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
+	"$CFS_BIN/$p" --help 2>&1 | grep -qE -- "-d, --debug|-f, --from|-v, --vnodes" &&
+		fail "$p: a short option with another meaning"
+done
+ok "--version of every program; -d is --data everywhere"
+

@@ -35,11 +35,19 @@ done
 UNIT=$D/usr/local/lib/systemd/system/cfsd.service
 grep -q '^User=cfs$' "$UNIT" && grep -q '^Type=notify$' "$UNIT" || fail "unit: not User=cfs, Type=notify"
 ! grep -q '^ExecStartPre' "$UNIT" || fail "unit: a pre-start step is back"
-for m in "$D/usr/local/share/man/man8/cfsd.8" "$D/usr/local/share/man/man5/cfsd.conf.5"; do
-	MANWIDTH=80 man -l "$m" >"$TEST_DIR/man.out" 2>"$TEST_DIR/man.err" || fail "man -l $m"
+# every program and configuration file has its page, and every page renders
+pages=0
+for m in "$D"/usr/local/share/man/man[158]/*; do
+	MANWIDTH=80 man -l --warnings "$m" >"$TEST_DIR/man.out" 2>"$TEST_DIR/man.err" || fail "man -l $m"
 	[ ! -s "$TEST_DIR/man.err" ] || fail "man -l $m: $(cat "$TEST_DIR/man.err")"
 	grep -q "SEE ALSO" "$TEST_DIR/man.out" || fail "man -l $m rendered no SEE ALSO"
+	pages=$((pages + 1))
 done
+for p in man1/cfs-publish.1 man1/cfs-fsck.1 man1/cfs-mount.1 man1/cfs-cat.1 man5/cfsd.conf.5 \
+         man5/cfs-client.conf.5 man8/cfsd.8 man8/cfsctl.8; do
+	[ -e "$D/usr/local/share/man/$p" ] || fail "no page $p installed"
+done
+echo "# $pages man pages installed, each rendered without a warning"
 ok "make install DESTDIR puts programs, unit, sysusers, config and man pages in place"
 
 # ---- 2. systemd-analyze verify and security on the installed unit

@@ -425,8 +425,9 @@ static int members(struct jr *j, char *path, size_t plen, bool emit)
 		if ((r = skip_string(j, key, sizeof(key))) < 0)
 			return r;
 		ws(j);
-		if (*j->p++ != ':')
+		if (*j->p != ':') /* never past the terminating NUL */
 			return -EPROTO;
+		j->p++;
 		size_t n = plen;
 		int w = snprintf(path + plen, PATH_MAX_LEN - plen, "%s%s", plen ? "." : "", key);
 		if (w < 0 || plen + (size_t)w >= PATH_MAX_LEN)
@@ -439,8 +440,9 @@ static int members(struct jr *j, char *path, size_t plen, bool emit)
 			j->p++;
 			continue;
 		}
-		if (*j->p++ != '}')
+		if (*j->p != '}')
 			return -EPROTO;
+		j->p++;
 		return 0;
 	}
 }
@@ -469,7 +471,9 @@ static int value(struct jr *j, char *path, size_t plen, bool emit)
 					j->p++;
 					continue;
 				}
-				r = *j->p++ == ']' ? 0 : -EPROTO;
+				r = *j->p == ']' ? 0 : -EPROTO;
+				if (r == 0)
+					j->p++;
 				break;
 			}
 	} else if (*j->p == '"') {

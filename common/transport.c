@@ -1054,6 +1054,7 @@ static void on_handle_closed(uv_handle_t *h)
 	cfs__links_free(t);
 	free(t->calls_heap.v);
 	free(t->delay_heap.v);
+	free(t->rexmit_heap.v);
 	cfs_htab_free(&t->calls);
 	cfs_htab_free(&t->peers);
 	free(t->silent);

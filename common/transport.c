@@ -393,7 +393,10 @@ static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
 	const struct peer_est *pe = peer_find(t, &c->dst);
 	uint64_t ri;
 
-	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX)
+	/* A copy of a LOOKUP_FWD would start a second forwarding chain (the
+	 * forwarding state machine tries the next hop itself) */
+	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX ||
+	    c->type == CFS_MSG_LOOKUP_FWD)
 		return;
 	if (pe)
 		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);

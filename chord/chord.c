@@ -474,7 +474,7 @@ struct ring_snap {
 	double est, coord_err;
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
-	uint64_t hostile_dropped, fwd_handled, find_next_handled, alerts_in;
+	uint64_t hostile_dropped, fwd_handled, fwd_copies, find_next_handled, alerts_in;
 	/* issue 22, part D: authenticated leaves, bounded authentication work */
 	uint64_t auth_dropped, auth_dropped_src, auth_dropped_all, auth_dup, auth_src_evicted;
 	uint32_t auth_inflight;
@@ -504,6 +504,7 @@ static const struct cfs_stat ring_stats[] = {
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
 	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),
+	S(U64, fwd_copies, "lookup_fwd_copies", "recursive steps asked again", NULL),
 	S(U64, find_next_handled, "find_next", "iterative steps", NULL),
 	S(U64, alerts_in, "alerts", "alerts", NULL),
 	CFS_STAT_CLOSE,
@@ -590,6 +591,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.lookup_timeouts = c->lookup_timeouts, .auth_sent = c->auth_sent, .auth_ok = c->auth_ok,
 		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
+		.fwd_copies = c->fwd_copies,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,
 		.auth_dropped = c->auth_dropped, .auth_dropped_src = c->auth_rl.dropped_src,
 		.auth_dropped_all = c->auth_rl.dropped_all, .auth_dup = c->auth_dup,

@@ -104,6 +104,8 @@ struct chord__suspects {
 	uint64_t reported;        /* suspects reported, ever */
 };
 
+#define CHORD__FWD_SEEN 128
+
 struct chord {
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
@@ -135,6 +137,14 @@ struct chord {
 	double avg_rtt_ms;        /* d̄ of CFS 4.3: mean RTT of our RPCs */
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t fwd_handled, find_next_handled, alerts_in, hostile_dropped;
+	/* LOOKUP_FWDs taken lately (transport request ID and sender): a copy
+	 * the transport resent is acknowledged, not forwarded again */
+	struct fwd_seen {
+		uint64_t reqid;
+		struct cfs_addr from;
+	} fwd_seen[CHORD__FWD_SEEN];
+	uint32_t fwd_seen_next;
+	uint64_t fwd_copies;
 
 	chord_has_block_fn has_block;
 	void *has_block_arg;

@@ -462,6 +462,17 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 
 /* One forwarding hop (DHash++ Fig. 10): acknowledge, then let the
  * machine answer the originator or pass the query on. */
+/* Was this request (its ID, from this sender) taken already? Notes it. */
+static bool fwd_seen(chord_t *c, const struct cfs_reply_to *from)
+{
+	for (uint32_t i = 0; i < CHORD__FWD_SEEN; i++)
+		if (c->fwd_seen[i].reqid == from->reqid && cfs_addr_eq(&c->fwd_seen[i].from, &from->addr))
+			return true;
+	c->fwd_seen[c->fwd_seen_next] = (struct fwd_seen){ from->reqid, from->addr };
+	c->fwd_seen_next = (c->fwd_seen_next + 1) % CHORD__FWD_SEEN;
+	return false;
+}
+
 void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
@@ -474,6 +485,10 @@ void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg 
 
 	chord__msg_init(c, v, CFS_MSG_LOOKUP_FWD, NULL);
 	chord__reply_simple(c, from, &c->msg);
+	if (fwd_seen(c, from)) {
+		c->fwd_copies++; /* our ack was lost or late: the chain runs already */
+		return;
+	}
 	c->fwd_handled++;
 	if (!chord__fwd_acceptable(&env, &q)) {
 		c->hostile_dropped++;

@@ -483,6 +483,7 @@ struct cfs_transport_config {
 	uint32_t reasm_idle_ms;      /* a reassembly with no piece for this long is dropped
 	                              * (default 10000) */
 	uint32_t ledbat_target_ms;   /* queueing delay background transfers allow (default 25) */
+	uint32_t validation_slots;   /* addresses whose proof (or budget) is kept (default 4096) */
 };
 /* The default RTO floor: a busy peer's loop, not the wire, sets the round
  * trip on one machine (issue 23). */
@@ -510,6 +511,7 @@ struct cfs_reply_to {
 	bool has_to;                   /* the request named a node: the reply names it */
 	struct cfs_id to_id;
 	bool low_priority;             /* asked in the background class: so is the reply */
+	uint32_t in_len;               /* the request's length (bounds answers to strangers) */
 };
 
 struct cfs_rpc_result {

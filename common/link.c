@@ -65,7 +65,7 @@ int cfs__links_init(cfs_transport_t *t)
 	cfs_htab_init(&t->links, sizeof(struct peer_key), sizeof(struct link *));
 	cfs_htab_init(&t->ins, sizeof(struct in_key), sizeof(struct xfer_in *));
 	t->links_heap = (struct heap){ .key = link_due_key, .set_idx = link_set_idx };
-	t->vslots = xcalloc(VSLOTS, sizeof(t->vslots[0]));
+	t->vslots = xcalloc(t->cfg.validation_slots, sizeof(t->vslots[0]));
 	cfs_htab_init(&t->done_map, sizeof(struct in_key), sizeof(struct done_in));
 	t->done_ring = xcalloc(DONE_MAX, sizeof(t->done_ring[0]));
 	randombytes_buf(t->token_key, sizeof(t->token_key));
@@ -119,7 +119,8 @@ static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool
 	cfs__peer_key(&k, a);
 	crypto_shorthash(h, (const uint8_t *)&k, sizeof(k), t->vslot_key);
 	uint64_t x = cfs_get_be64(h);
-	struct vslot *s1 = &t->vslots[x % VSLOTS], *s2 = &t->vslots[(x >> 32) % VSLOTS];
+	struct vslot *s1 = &t->vslots[x % t->cfg.validation_slots],
+	            *s2 = &t->vslots[(x >> 32) % t->cfg.validation_slots];
 	if (s1->used && memcmp(&s1->key, &k, sizeof(k)) == 0)
 		return s1;
 	if (s2->used && memcmp(&s2->key, &k, sizeof(k)) == 0)
@@ -162,28 +163,36 @@ void cfs__validated(cfs_transport_t *t, const struct cfs_addr *a)
 	v->in = v->out = 0;
 }
 
-uint64_t cfs__reply_budget(cfs_transport_t *t, const struct cfs_addr *dst)
+bool cfs__proven(cfs_transport_t *t, const struct cfs_addr *a)
 {
-	struct vslot *v = vslot_of(t, dst, false, false);
-
-	if (!v)
-		return 0;
-	if (vslot_valid(v))
-		return UINT64_MAX;
-	return 3 * v->in > v->out ? 3 * v->in - v->out : 0;
+	struct vslot *v = vslot_of(t, a, false, false);
+	return v && vslot_valid(v);
 }
 
-/* May len more bytes go to dst in answer? If so they are counted. */
-static bool budget_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len)
+/*
+ * May len more bytes go to dst in answer to something of in_len bytes (0:
+ * to nothing in particular, e.g. an ack)? If so they are counted. An
+ * address with no slot (both of its places held by proven peers) has no
+ * running account: it may have 3x what it just sent, no more, so that a
+ * peer who lost the draw still gets small answers and its token.
+ */
+bool cfs__answer_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len, size_t in_len)
 {
 	struct vslot *v = vslot_of(t, dst, false, false);
 
 	if (v && vslot_valid(v))
 		return true;
-	if (!v || v->out + len > 3 * v->in)
+	if (!v)
+		return len <= 3 * (uint64_t)in_len;
+	if (v->out + len > 3 * v->in)
 		return false;
 	v->out += len;
 	return true;
+}
+
+static bool budget_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len)
+{
+	return cfs__answer_take(t, dst, len, 0);
 }
 
 static void token_for(cfs_transport_t *t, const struct cfs_addr *a, uint64_t epoch,
@@ -192,11 +201,11 @@ static void token_for(cfs_transport_t *t, const struct cfs_addr *a, uint64_t epo
 	cfs_xfer_token(out, t->token_key, a, epoch);
 }
 
-void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid)
+void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid, size_t in_len)
 {
 	uint8_t tok[XFER_TOKEN_BYTES], b[XFER_RETRY_LEN];
 
-	if (!budget_take(t, dst, XFER_RETRY_LEN))
+	if (!cfs__answer_take(t, dst, XFER_RETRY_LEN, in_len))
 		return;
 	token_for(t, dst, cfs_now_us() / 1000000 / TOKEN_EPOCH_S, tok);
 	size_t n = cfs_xfer_retry_encode(b, reqid, tok);

@@ -6,8 +6,9 @@
  * uv timer is armed for the earliest deadline of either heap (calls, and
  * datagrams held back by the network model). A call ends exactly once: by
  * a matching reply (same ID, type and source address), by its timeout, or
- * by close (-ECANCELED). Nothing is retransmitted: the caller is told and
- * picks the next destination, as DHash++ 5.2.3 prescribes.
+ * by close (-ECANCELED). A short request is sent again a few times within
+ * its timeout (issue 24, below); a call that times out is the caller's to
+ * try elsewhere, as DHash++ 5.2.3 prescribes.
  *
  * Window control is STP (DHash++ 5.2.1): w grows by 1/w per reply and
  * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
@@ -381,9 +382,10 @@ static unsigned window_limit(const cfs_transport_t *t)
  * their own recovery) with no answer after the peer's round trip plus
  * four deviations (RFC 6298's RTO without its floor; at least 20 ms) is
  * sent again, the interval doubling, at most three times and only within
- * its timeout. The peer answers a copy as it did the first (requests are
- * idempotent; one whose answer is still going out in pieces is not
- * answered twice), and a retransmitted call teaches no round trip (Karn).
+ * its timeout. The peer answers a copy as it did the first: requests are
+ * idempotent (chord acknowledges a copy of a LOOKUP_FWD without forwarding
+ * it again), one whose answer is still going out in pieces is not answered
+ * twice, and a retransmitted call teaches no round trip (Karn).
  */
 #define REXMIT_MAX 3
 #define REXMIT_MIN_US 20000
@@ -393,10 +395,7 @@ static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
 	const struct peer_est *pe = peer_find(t, &c->dst);
 	uint64_t ri;
 
-	/* A copy of a LOOKUP_FWD would start a second forwarding chain (the
-	 * forwarding state machine tries the next hop itself) */
-	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX ||
-	    c->type == CFS_MSG_LOOKUP_FWD)
+	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX)
 		return;
 	if (pe)
 		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
@@ -590,13 +589,15 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 	 * not proven it is the asker's gets at most 3x what it sent us, and
 	 * no answer in pieces; anything else waits for its token (it asks
 	 * again) */
-	uint64_t budget = cfs__reply_budget(t, &to->addr);
-	if (budget != UINT64_MAX && (len > budget || len > CFS_DGRAM_SAFE)) {
-		/* pieces (and their resends) go only to a proven address */
-		cfs__send_retry(t, &to->addr, to->reqid);
+	if (cfs__proven(t, &to->addr))
+		return cfs__send_msg(t, &to->addr, sbuf, len, to->reqid, true, to->low_priority);
+	/* pieces (and their resends) go only to a proven address */
+	if (len > CFS_DGRAM_SAFE || !cfs__answer_take(t, &to->addr, len, to->in_len)) {
+		cfs__send_retry(t, &to->addr, to->reqid, to->in_len);
 		return 0;
 	}
-	return cfs__send_msg(t, &to->addr, sbuf, len, to->reqid, true, to->low_priority);
+	cfs__transmit(t, &to->addr, sbuf, len);
+	return 0;
 }
 
 int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
@@ -654,7 +655,7 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
 		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
 		.predicted_us = c->predicted_us, .dst = c->dst,
 		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
-		.fixed = c->fixed_timeout_ms != 0,
+		.fixed = c->fixed_timeout_ms != 0, .resent = c->rexmits != 0,
 	};
 	t->late_next = (t->late_next + 1) % LATE_MAX;
 }
@@ -790,9 +791,9 @@ static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
  * Issue 23 measured hundreds of these per publish on a loaded machine, and
  * they were dropped unseen, so the estimator only ever learnt the round
  * trips short enough to beat the RTO and kept it tight. A late reply's
- * round trip is a true sample (request IDs are never reused, nothing was
- * retransmitted: Karn's ambiguity does not arise), so it is fed to the
- * estimator like any other; the destination is no longer silent; and the
+ * round trip is a true sample (request IDs are never reused) unless the
+ * request was sent more than once (Karn), so it is fed to the estimator
+ * like any other; the destination is no longer silent; and the
  * window its timeout halved is given back (the Eifel response, RFC 4015).
  * The caller was told -ETIMEDOUT already and is not told again.
  */
@@ -812,9 +813,11 @@ static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	t->st.late_replies++;
 	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
 	                                                                    : t->st.late_by_us_max;
-	rtt_sample(t, rtt, l->predicted_us);
-	if (!l->fixed)
-		peer_sample(t, from, rtt);
+	if (!l->resent) { /* Karn, as in handle_reply */
+		rtt_sample(t, rtt, l->predicted_us);
+		if (!l->fixed)
+			peer_sample(t, from, rtt);
+	}
 	silent_clear(t, from);
 	if (l->window_before > t->st.window)
 		t->st.window = l->window_before;
@@ -886,6 +889,7 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	t->st.requests_in++;
 	if (t->on_request) {
 		struct cfs_reply_to rt = { .addr = *from, .reqid = rmsg.reqid, .type = rmsg.type,
+		                           .in_len = len,
 		                           .has_to = rmsg.has_to, .to_id = rmsg.to_id,
 		                           .low_priority = low_priority };
 		t->on_request(t->arg, &rmsg, &rt);
@@ -992,6 +996,8 @@ static void config_defaults(struct cfs_transport_config *c)
 		c->reasm_peer_max = 8u << 20;
 	if (!c->reasm_total_max)
 		c->reasm_total_max = 64u << 20;
+	if (!c->validation_slots)
+		c->validation_slots = VSLOTS;
 	if (!c->reasm_idle_ms)
 		c->reasm_idle_ms = 10000;
 	if (!c->ledbat_target_ms)

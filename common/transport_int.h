@@ -57,6 +57,7 @@ struct timed_out {
 	struct cfs_id to_id;
 	double window_before;     /* w before this timeout halved it; 0: it did not */
 	bool fixed;               /* sent with a fixed timeout */
+	bool resent;              /* sent more than once: its round trip is unknown */
 };
 
 struct delayed {
@@ -99,7 +100,7 @@ struct vslot {
 	uint64_t in, out;         /* bytes from and to it while not validated */
 	uint64_t last_us;         /* last heard from */
 };
-#define VSLOTS 4096
+#define VSLOTS 4096 /* the default of cfg.validation_slots */
 
 struct cfs_transport {
 	uv_loop_t *loop;
@@ -154,7 +155,7 @@ struct cfs_transport {
 	struct ack_due *ack_due;   /* reassemblies owed an ack after this read batch */
 	unsigned nack_due, cap_ack_due;
 	unsigned done_next;
-	struct vslot *vslots;      /* VSLOTS entries */
+	struct vslot *vslots;      /* cfg.validation_slots entries */
 	uint8_t token_key[32];
 	uint8_t vslot_key[16];     /* SipHash key placing addresses in vslots */
 	size_t in_reply_bytes;     /* being reassembled for our own calls */
@@ -189,9 +190,12 @@ void cfs__links_free(cfs_transport_t *t);
 /* Send an encoded message of any size: whole, or as pieces (copied). */
 int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len,
                  uint64_t reqid, bool is_reply, bool low_priority);
-/* A reply to an unvalidated address may be at most this long. */
-uint64_t cfs__reply_budget(cfs_transport_t *t, const struct cfs_addr *dst);
-void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid);
+/* Has the address proven itself (no bound on answers to it)? */
+bool cfs__proven(cfs_transport_t *t, const struct cfs_addr *a);
+/* May len bytes go to an unproven dst, answering in_len bytes? Counted. */
+bool cfs__answer_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len, size_t in_len);
+/* Answer a request of in_len bytes with a token to echo (budget allowing). */
+void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid, size_t in_len);
 /* Datagrams that are not whole messages. */
 void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len);
 /* Bytes from an address: its budget grows. */

@@ -211,6 +211,44 @@ static void ring_check(uint32_t *ret_links, uint32_t *ret_lists, uint32_t *ret_u
 	*ret_unsettled = unsettled;
 }
 
+/* Live nodes missing from the successor lists of live virtual servers:
+ * entries that lie within a list's span but are not in it (a node dropped
+ * after a spurious timeout, which frozen maintenance never puts back). */
+static uint32_t live_missing(void)
+{
+	uint32_t missing = 0;
+
+	for (uint32_t i = 0; i < S.nn; i++) {
+		if (!S.n[i].alive)
+			continue;
+		for (uint32_t v = 0; v < S.vnodes; v++) {
+			const struct cfs_node *succ[CHORD_SUCC_MAX];
+			uint32_t ns = chord_vnode_succs(S.n[i].chord, v, succ);
+			struct cfs_id self = chord_vnode_self(S.n[i].chord, v)->id, t = self, span;
+			if (ns == 0)
+				continue;
+			cfs_id_distance(&span, &self, &succ[ns - 1]->id);
+			for (;;) {
+				struct cfs_id d;
+				true_next(&t, &t);
+				cfs_id_distance(&d, &self, &t);
+				if (cfs_id_eq(&t, &self) || cfs_id_cmp(&d, &span) > 0)
+					break;
+				bool found = false;
+				for (uint32_t k = 0; k < ns && !found; k++)
+					found = cfs_id_eq(&succ[k]->id, &t);
+				if (!found && getenv("CFS_RING_DEBUG")) {
+					char a[9], b[9];
+					fprintf(stderr, "    %s lacks live %s\n", cfs_id_short(&self, a),
+					        cfs_id_short(&t, b));
+				}
+				missing += !found;
+			}
+		}
+	}
+	return missing;
+}
+
 /* ------------------------------------------------------------ running the loop */
 
 static uint32_t last_wrong, last_unsettled;
@@ -366,6 +404,22 @@ static void run_lookups(const char *phase, uint32_t count)
 	double sd = sqrt(fmax(0, (double)S.rpcs_sq / n - mean * mean));
 	double secs = (double)(cfs_now_us() - t0) / 1e6;
 	chord_mode_name(S.mode, mname);
+	struct cfs_transport_stats sum = { 0 };
+	for (uint32_t i = 0; i < S.nn; i++) {
+		struct cfs_transport_stats st;
+		if (!S.n[i].alive)
+			continue;
+		cfs_transport_get_stats(S.n[i].tr, &st);
+		sum.calls += st.calls;
+		sum.timeouts += st.timeouts;
+		sum.late_replies += st.late_replies;
+		sum.retransmits += st.retransmits;
+		sum.dup_requests += st.dup_requests;
+	}
+	fprintf(stderr, "cfs-ring: %s: so far on the live nodes: %lu calls, %lu timeouts (%lu answered late), "
+	        "%lu requests sent again, %lu copies dropped; %u live nodes missing from lists\n", phase, (unsigned long)sum.calls,
+	        (unsigned long)sum.timeouts, (unsigned long)sum.late_replies,
+	        (unsigned long)sum.retransmits, (unsigned long)sum.dup_requests, live_missing());
 	fprintf(stderr, "cfs-ring: %s: %u lookups (%s) from %zu live vnodes: %lu wrong, %lu failed "
 	        "(+%lu of %lu keys behind >= r dead nodes); RPCs/lookup %.2f ± %.2f (½·log2 N = %.2f); timeouts/lookup %.3f; "
 	        "latency p50 %lu us p99 %lu us; %.1f s\n",

@@ -8,7 +8,9 @@
 # whole ring, GET_SUCCS, GET_PRED and FIND_NEXT for 64 successors, and
 # counts every byte that comes back within 2 s. Each must be at most 3x
 # what was sent. And the honest path: the same FETCH through rpc(), which
-# proves its address with 'V', returns the block's bytes.
+# proves its address with 'V', returns the block's bytes. Last, a request
+# sent twice (as the transport resends one whose answer is late): a copy
+# of a LOOKUP_FWD is acknowledged but not forwarded again.
 # First, cfsmsg.py's own self-test (pieces, acks, tokens over loopback).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
@@ -43,3 +45,18 @@ ok "a client that proves its address gets the 8 KiB block ($(awk '$1 == "honest_
 over=$(awk '$1 == "amp" && $4 > 3 * $3 { printf "%s %.0fx; ", $2, $4 / $3 }' "$TEST_DIR/amp")
 [ -z "$over" ] || fail "an unvalidated address got more than 3x what it sent: $over"
 ok "no request from an unvalidated address gets more than 3x its size back"
+
+# A request is sent again when its answer is late (issue 24), and every
+# request must bear that: a copy of a LOOKUP_FWD is acknowledged, but the
+# query is forwarded once, not down a second chain.
+"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/before.json" || fail "status"
+python3 "$HERE/fwd_copy.py" "${CL_IP[0]}" "${CL_PORT[0]}" >"$TEST_DIR/fwd" 2>&1 ||
+	fail "fwd_copy.py: $(cat "$TEST_DIR/fwd")"
+"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/after.json" || fail "status"
+grep -q '^acks 2$' "$TEST_DIR/fwd" || fail "both copies must be acknowledged: $(cat "$TEST_DIR/fwd")"
+fwd=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd) - $(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd)))
+copies=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd_copies) -
+	$(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd_copies)))
+[ "$fwd" -eq 1 ] && [ "$copies" -eq 1 ] ||
+	fail "two copies of one LOOKUP_FWD: $fwd forwarded, $copies recognised as copies (want 1 and 1)"
+ok "a copy of a LOOKUP_FWD is acknowledged and not forwarded again"

@@ -37,6 +37,7 @@ static void serve(void *arg, const struct cfs_msg *req, const struct cfs_reply_t
 }
 
 static uint32_t reasm_total_max; /* 0: the default */
+static uint32_t validation_slots; /* 0: the default */
 
 static void start(size_t len, uint32_t reasm_idle_ms)
 {
@@ -49,6 +50,7 @@ static void start(size_t len, uint32_t reasm_idle_ms)
 	c.reasm_idle_ms = reasm_idle_ms;
 	if (reasm_total_max)
 		c.reasm_total_max = reasm_total_max;
+	c.validation_slots = validation_slots;
 	cr_assert(cfs_transport_new(&loop, &c, serve, NULL, &srv) == 0);
 	cr_assert(cfs_transport_new(&loop, &c, NULL, NULL, &cli) == 0);
 	cr_assert(cfs_transport_local_addr(srv, &srv_addr) == 0);
@@ -335,5 +337,66 @@ Test(transport_pieces, a_repeated_piece_does_not_keep_a_call_alive)
 	cr_assert_lt(cfs_now_us() - t0, 1000000u, "ended after %llu ms",
 	             (unsigned long long)((cfs_now_us() - t0) / 1000));
 	close(fd);
+	stop();
+}
+
+/* A third transport that answers anything with an empty reply. */
+static cfs_transport_t *peer;
+
+static void serve_empty(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	struct cfs_msg *m = malloc(sizeof(*m));
+
+	(void)arg;
+	cfs_msg_init(m, (enum cfs_msg_type)req->type);
+	cr_assert(cfs_transport_reply(peer, from, m) == 0);
+	free(m);
+}
+
+/* The validation table is full of proven peers (one slot here; 4,096 by
+ * default, and a daemon talking to thousands of peers fills it): a
+ * stranger that finds no slot still gets small answers (3x its request)
+ * and a token, which proves it. Before, it got nothing at all, and a live
+ * node looked dead to it for good (t_ring_failure's wrong answers). */
+Test(transport_pieces, a_stranger_without_a_slot_still_gets_answers)
+{
+	struct cfs_transport_config pc;
+	struct cfs_transport_stats s;
+	struct cfs_addr peer_addr;
+	struct cfs_msg *m = malloc(sizeof(*m));
+
+	validation_slots = 1;
+	start(64 * 1024, 0);
+	validation_slots = 0;
+	cfs_transport_config_default(&pc);
+	pc.host = "127.0.0.1";
+	cr_assert(cfs_transport_new(&loop, &pc, serve_empty, NULL, &peer) == 0);
+	cr_assert(cfs_transport_local_addr(peer, &peer_addr) == 0);
+	/* the server calls the peer: its answer proves it, and takes the slot */
+	cfs_msg_init(m, CFS_MSG_PING);
+	done = false;
+	cr_assert(cfs_transport_call(srv, &peer_addr, m, &(struct cfs_call_opts){ .timeout_ms = 2000 },
+	                             on_fetch, NULL) == 0);
+	while (!done)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(last_status, 0);
+	cfs_transport_get_stats(srv, &s);
+	cr_assert_eq(s.validated, 0, "proven by its answer, not by a token");
+
+	size_t full = blob_len;
+	blob_len = 16;
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0, "a small answer reaches a stranger with no slot");
+	cr_assert(got_match);
+	cfs_transport_get_stats(srv, &s);
+	cr_assert_eq(s.retries_sent, 0, "an answer within 3x of its request needs no token");
+
+	blob_len = full;
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0, "a large answer after the token");
+	cr_assert(got_match);
+	cfs_transport_get_stats(srv, &s);
+	cr_assert_eq(s.retries_sent, 1);
+	cr_assert_eq(s.validated, 1, "the token proved the stranger (the slot changed hands)");
+	cfs_transport_close(peer);
+	free(m);
 	stop();
 }

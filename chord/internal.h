@@ -104,7 +104,9 @@ struct chord__suspects {
 	uint64_t reported;        /* suspects reported, ever */
 };
 
-#define CHORD__FWD_SEEN 128
+/* LOOKUP_FWDs remembered: a copy comes within its call's timeout (750 ms
+ * at most), and this covers over 1,300 queries a second */
+#define CHORD__FWD_SEEN 1024
 
 struct chord {
 	uv_loop_t *loop;
@@ -137,12 +139,10 @@ struct chord {
 	double avg_rtt_ms;        /* d̄ of CFS 4.3: mean RTT of our RPCs */
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t fwd_handled, find_next_handled, alerts_in, hostile_dropped;
-	/* LOOKUP_FWDs taken lately (transport request ID and sender): a copy
-	 * the transport resent is acknowledged, not forwarded again */
-	struct fwd_seen {
-		uint64_t reqid;
-		struct cfs_addr from;
-	} fwd_seen[CHORD__FWD_SEEN];
+	/* request IDs of the LOOKUP_FWDs taken lately: a copy the transport
+	 * resent is acknowledged, not forwarded again (IDs are random 64-bit
+	 * numbers, so nobody off the path can name someone else's) */
+	uint64_t fwd_seen[CHORD__FWD_SEEN];
 	uint32_t fwd_seen_next;
 	uint64_t fwd_copies;
 

@@ -460,19 +460,25 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	                  *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND);
 }
 
-/* One forwarding hop (DHash++ Fig. 10): acknowledge, then let the
- * machine answer the originator or pass the query on. */
-/* Was this request (its ID, from this sender) taken already? Notes it. */
-static bool fwd_seen(chord_t *c, const struct cfs_reply_to *from)
+/* Was this request taken already? */
+static bool fwd_seen(const chord_t *c, uint64_t reqid)
 {
 	for (uint32_t i = 0; i < CHORD__FWD_SEEN; i++)
-		if (c->fwd_seen[i].reqid == from->reqid && cfs_addr_eq(&c->fwd_seen[i].from, &from->addr))
+		if (c->fwd_seen[i] == reqid)
 			return true;
-	c->fwd_seen[c->fwd_seen_next] = (struct fwd_seen){ from->reqid, from->addr };
-	c->fwd_seen_next = (c->fwd_seen_next + 1) % CHORD__FWD_SEEN;
 	return false;
 }
 
+/* It is being taken now: only queries that pass the checks are noted, so
+ * junk cannot push real ones out. */
+static void fwd_note(chord_t *c, uint64_t reqid)
+{
+	c->fwd_seen[c->fwd_seen_next] = reqid;
+	c->fwd_seen_next = (c->fwd_seen_next + 1) % CHORD__FWD_SEEN;
+}
+
+/* One forwarding hop (DHash++ Fig. 10): acknowledge, then let the
+ * machine answer the originator or pass the query on. */
 void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
@@ -485,7 +491,7 @@ void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg 
 
 	chord__msg_init(c, v, CFS_MSG_LOOKUP_FWD, NULL);
 	chord__reply_simple(c, from, &c->msg);
-	if (fwd_seen(c, from)) {
+	if (from->reqid && fwd_seen(c, from->reqid)) {
 		c->fwd_copies++; /* our ack was lost or late: the chain runs already */
 		return;
 	}
@@ -494,6 +500,7 @@ void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg 
 		c->hostile_dropped++;
 		return;
 	}
+	fwd_note(c, from->reqid);
 	done = served_step(c, v, req, out, &n, &ncand, &q.nsucc, &has);
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->c = c;

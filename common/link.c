@@ -48,6 +48,7 @@ struct in_key {
 struct ack_due {
 	struct in_key key;
 	struct cfs_addr from;
+	uint32_t piece_len;  /* the datagram that made the ack due */
 };
 
 struct done_in {
@@ -513,13 +514,15 @@ void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t r
 /* ------------------------------------------------------------ receiving */
 
 /* Acks count against an unproven sender's 3x budget too: a piece can be
- * shorter than the ack it draws. */
-static void send_ack(cfs_transport_t *t, const struct cfs_addr *to, const struct xfer_ack *a)
+ * shorter than the ack it draws. piece_len: the piece it answers (a sender
+ * with no account may have 3x that). */
+static void send_ack(cfs_transport_t *t, const struct cfs_addr *to, const struct xfer_ack *a,
+                     size_t piece_len)
 {
 	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
 	size_t n = cfs_xfer_ack_encode(b, a);
 
-	if (!budget_take(t, to, n)) {
+	if (!cfs__answer_take(t, to, n, piece_len)) {
 		t->st.budget_held++;
 		return;
 	}
@@ -565,13 +568,15 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 		service_all(t);
 }
 
-static void ack_due_add(cfs_transport_t *t, const struct in_key *k, const struct cfs_addr *from)
+static void ack_due_add(cfs_transport_t *t, const struct in_key *k, const struct cfs_addr *from,
+                        size_t piece_len)
 {
 	if (t->nack_due == t->cap_ack_due) {
 		t->cap_ack_due = t->cap_ack_due ? 2 * t->cap_ack_due : 64;
 		t->ack_due = xrealloc(t->ack_due, t->cap_ack_due * sizeof(t->ack_due[0]));
 	}
-	t->ack_due[t->nack_due++] = (struct ack_due){ .key = *k, .from = *from };
+	t->ack_due[t->nack_due++] = (struct ack_due){ .key = *k, .from = *from,
+	                                                    .piece_len = (uint32_t)piece_len };
 }
 
 /* x (under k) no longer counts against the reassembly bounds. A reply's
@@ -638,8 +643,12 @@ static struct xfer_in *in_start(cfs_transport_t *t, const struct cfs_addr *from,
 
 	if (p->flags & XF_REPLY) {
 		struct call *c = cfs__call_find(t, p->reqid);
-		if (!c || !cfs_addr_eq(&c->dst, from) ||
-		    t->in_reply_bytes + p->msg_len > t->cfg.reasm_total_max)
+		if (!c || !cfs_addr_eq(&c->dst, from))
+			return NULL;
+		/* it echoed our random request ID: it has our request, so the
+		 * address is its own (our acks to it need no budget) */
+		cfs__validated(t, from);
+		if (t->in_reply_bytes + p->msg_len > t->cfg.reasm_total_max)
 			return NULL;
 		t->in_reply_bytes += p->msg_len;
 	} else {
@@ -685,7 +694,7 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 			a = (struct xfer_ack){ .flags = (uint8_t)(k.reply | XF_COMPLETE), .reqid = p.reqid,
 			                       .largest_pn = p.pn > d->largest_pn ? p.pn : d->largest_pn,
 			                       .first_missing = d->npieces };
-			send_ack(t, from, &a);
+			send_ack(t, from, &a, len);
 			return;
 		}
 		if (!(x = in_start(t, from, &k, &p))) {
@@ -710,11 +719,11 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 	if (!cfs_xfer_in_complete(x)) {
 		if (!was_pending)
-			ack_due_add(t, &k, from);
+			ack_due_add(t, &k, from, len);
 		return;
 	}
 	cfs_xfer_in_ack(x, now, &a);
-	send_ack(t, from, &a);
+	send_ack(t, from, &a, len);
 	done_note(t, &k, x);
 	in_forget(t, &k, x);
 	t->st.xfers_in++;
@@ -731,7 +740,7 @@ void cfs__flush_acks(cfs_transport_t *t)
 		if (!xp || !(*xp)->ack_pending)
 			continue;
 		cfs_xfer_in_ack(*xp, cfs_now_us(), &a);
-		send_ack(t, &t->ack_due[i].from, &a);
+		send_ack(t, &t->ack_due[i].from, &a, t->ack_due[i].piece_len);
 	}
 	t->nack_due = 0;
 }

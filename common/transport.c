@@ -382,7 +382,10 @@ static unsigned window_limit(const cfs_transport_t *t)
  * their own recovery) with no answer after the peer's round trip plus
  * four deviations (RFC 6298's RTO without its floor; at least 20 ms) is
  * sent again, the interval doubling, at most three times and only within
- * its timeout. The peer answers a copy as it did the first: requests are
+ * its timeout, and only to a destination that has answered us before (a
+ * request naming someone else as its origin, a LOOKUP_FWD's, must not
+ * make us send four copies of a LOOKUP_DONE to an address that never
+ * asked). The peer answers a copy as it did the first: requests are
  * idempotent (chord acknowledges a copy of a LOOKUP_FWD without forwarding
  * it again), one whose answer is still going out in pieces is not answered
  * twice, and a retransmitted call teaches no round trip (Karn).
@@ -395,7 +398,8 @@ static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
 	const struct peer_est *pe = peer_find(t, &c->dst);
 	uint64_t ri;
 
-	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX)
+	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX ||
+	    !cfs__proven(t, &c->dst))
 		return;
 	if (pe)
 		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
@@ -655,7 +659,7 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
 		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
 		.predicted_us = c->predicted_us, .dst = c->dst,
 		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
-		.fixed = c->fixed_timeout_ms != 0, .resent = c->rexmits != 0,
+		.fixed = c->fixed_timeout_ms != 0, .resent = c->rexmits || c->retries,
 	};
 	t->late_next = (t->late_next + 1) % LATE_MAX;
 }
@@ -849,7 +853,7 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	table_take(t, c->reqid);
 	cfs__validated(t, from);
 	uint64_t rtt = cfs_now_us() - c->sent_us;
-	if (!c->rexmits) { /* Karn: whose copy was answered is unknown */
+	if (!c->rexmits && !c->retries) { /* Karn: whose copy was answered is unknown */
 		rtt_sample(t, rtt, c->predicted_us);
 		if (!c->fixed_timeout_ms) /* a long request's wait is not its peer's round trip */
 			peer_sample(t, from, rtt);

@@ -353,35 +353,50 @@ static void serve_empty(void *arg, const struct cfs_msg *req, const struct cfs_r
 	free(m);
 }
 
+static void ping(cfs_transport_t *from, const struct cfs_addr *to)
+{
+	struct cfs_msg *m = malloc(sizeof(*m));
+
+	cfs_msg_init(m, CFS_MSG_PING);
+	done = false;
+	cr_assert(cfs_transport_call(from, to, m, &(struct cfs_call_opts){ .timeout_ms = 2000 },
+	                             on_fetch, NULL) == 0);
+	while (!done)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(last_status, 0);
+	free(m);
+}
+
 /* The validation table is full of proven peers (one slot here; 4,096 by
- * default, and a daemon talking to thousands of peers fills it): a
- * stranger that finds no slot still gets small answers (3x its request)
- * and a token, which proves it. Before, it got nothing at all, and a live
- * node looked dead to it for good (t_ring_failure's wrong answers). */
+ * default, and a node talking to thousands of peers fills it): a stranger
+ * that finds no slot still gets what answers it within 3x (short replies,
+ * acks of a request in pieces, a token), and the token proves it. Before,
+ * it got nothing at all, and a live node looked dead to it for good
+ * (t_ring_failure's wrong answers). Both ends have one slot, and a third
+ * transport, proven at both (each called it), holds it. */
 Test(transport_pieces, a_stranger_without_a_slot_still_gets_answers)
 {
 	struct cfs_transport_config pc;
 	struct cfs_transport_stats s;
 	struct cfs_addr peer_addr;
-	struct cfs_msg *m = malloc(sizeof(*m));
 
 	validation_slots = 1;
-	start(64 * 1024, 0);
+	start(100 * 1024 + 3, 0);
 	validation_slots = 0;
 	cfs_transport_config_default(&pc);
 	pc.host = "127.0.0.1";
 	cr_assert(cfs_transport_new(&loop, &pc, serve_empty, NULL, &peer) == 0);
 	cr_assert(cfs_transport_local_addr(peer, &peer_addr) == 0);
-	/* the server calls the peer: its answer proves it, and takes the slot */
-	cfs_msg_init(m, CFS_MSG_PING);
-	done = false;
-	cr_assert(cfs_transport_call(srv, &peer_addr, m, &(struct cfs_call_opts){ .timeout_ms = 2000 },
-	                             on_fetch, NULL) == 0);
-	while (!done)
-		uv_run(&loop, UV_RUN_ONCE);
-	cr_assert_eq(last_status, 0);
+	ping(srv, &peer_addr);
+	ping(cli, &peer_addr);
 	cfs_transport_get_stats(srv, &s);
-	cr_assert_eq(s.validated, 0, "proven by its answer, not by a token");
+	cr_assert_eq(s.validated, 0, "proven by its answers, not by a token");
+
+	/* a request in pieces: the server acks each within 3x of the piece */
+	got_len = 0;
+	cr_assert_eq(call(CFS_MSG_STORE, true), 0, "a request in pieces from a stranger with no slot");
+	cr_assert_eq(got_len, blob_len);
+	ping(cli, &peer_addr); /* the server's answer proved it to the client: undo */
 
 	size_t full = blob_len;
 	blob_len = 16;
@@ -389,7 +404,10 @@ Test(transport_pieces, a_stranger_without_a_slot_still_gets_answers)
 	cr_assert(got_match);
 	cfs_transport_get_stats(srv, &s);
 	cr_assert_eq(s.retries_sent, 0, "an answer within 3x of its request needs no token");
+	ping(cli, &peer_addr);
 
+	/* an answer in pieces: a token first; the client, with no slot for
+	 * the server, acks its pieces (they echo the call's ID: proof) */
 	blob_len = full;
 	cr_assert_eq(call(CFS_MSG_FETCH, false), 0, "a large answer after the token");
 	cr_assert(got_match);
@@ -397,6 +415,49 @@ Test(transport_pieces, a_stranger_without_a_slot_still_gets_answers)
 	cr_assert_eq(s.retries_sent, 1);
 	cr_assert_eq(s.validated, 1, "the token proved the stranger (the slot changed hands)");
 	cfs_transport_close(peer);
+	stop();
+}
+
+/* A request is sent again only to a destination that has answered us:
+ * an address that never did (a forged LOOKUP_FWD's "originator", a dead
+ * node) gets the one datagram. Once it has answered, a lost request is
+ * sent again within its timeout. */
+Test(transport_pieces, requests_are_sent_again_only_to_proven_destinations)
+{
+	struct cfs_transport_stats c;
+	uint8_t first[CFS_DGRAM_SAFE];
+	size_t first_len = 0;
+	struct cfs_addr raw_addr;
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	struct cfs_msg *m = malloc(sizeof(*m));
+	int fd;
+
+	start(1, 0);
+	fd = raw_socket();
+	cr_assert(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+	cr_assert(cfs_addr_from_ip(&raw_addr, "127.0.0.1", ntohs(sa.sin_port)) == 0);
+	cfs_msg_init(m, CFS_MSG_PING);
+	done = false;
+	cr_assert(cfs_transport_call(cli, &raw_addr, m, &(struct cfs_call_opts){ .timeout_ms = 400 },
+	                             on_fetch, NULL) == 0);
+	size_t back = drain_raw(fd, 500, first, &first_len);
+	cr_assert(done && last_status == -ETIMEDOUT);
+	cr_assert_eq(back, first_len, "one datagram to an address that never answered (%zu bytes, "
+	             "the first %zu)", back, first_len);
+	cfs_transport_get_stats(cli, &c);
+	cr_assert_eq(c.retransmits, 0);
+
+	/* the server answers once, then loses requests: they are sent again */
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
+	cfs_netmodel_simple_init(&lossy, 0.2, 0, 7);
+	struct cfs_netmodel nm = cfs_netmodel_simple_ops(&lossy);
+	cfs_transport_set_model(cli, &nm);
+	for (int i = 0; i < 10; i++) /* all four copies lost: 0.2^4, 1 in 625 */
+		cr_assert_eq(call(CFS_MSG_FETCH, false), 0, "a lost request is sent again");
+	cfs_transport_get_stats(cli, &c);
+	cr_assert_gt(c.retransmits, 0);
+	close(fd);
 	free(m);
 	stop();
 }

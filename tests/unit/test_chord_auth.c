@@ -39,6 +39,9 @@ static void setup(void)
 	C->v[0].self = me;
 	C->v[0].joined = true;
 	chord__auth_init(C);
+	/* The jar starts at the clock the tests use, not at the machine's
+	 * uptime (which passed T0 after 16.7 hours and froze its rotation) */
+	chord__cookie_init(&C->cookies, T0);
 }
 
 static void teardown(void)

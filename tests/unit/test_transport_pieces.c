@@ -173,6 +173,18 @@ static int raw_socket(void)
 	return fd;
 }
 
+/* A raw socket and its address, for the transport to call. */
+static int raw_socket_at(struct cfs_addr *ret)
+{
+	int fd = raw_socket();
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	cr_assert(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+	cr_assert(cfs_addr_from_ip(ret, "127.0.0.1", ntohs(sa.sin_port)) == 0);
+	return fd;
+}
+
 static size_t drain_raw(int fd, int ms, uint8_t *first, size_t *first_len)
 {
 	size_t total = 0;
@@ -300,15 +312,11 @@ Test(transport_pieces, a_repeated_piece_does_not_keep_a_call_alive)
 	static uint8_t msg[10 * XFER_PIECE_DATA];
 	uint8_t b[CFS_DGRAM_SAFE], req[CFS_DGRAM_SAFE];
 	struct cfs_addr raw_addr;
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
 	struct cfs_msg *m = malloc(sizeof(*m));
 	int fd;
 
 	start(1, 0);
-	fd = raw_socket();
-	cr_assert(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
-	cr_assert(cfs_addr_from_ip(&raw_addr, "127.0.0.1", ntohs(sa.sin_port)) == 0);
+	fd = raw_socket_at(&raw_addr);
 	cfs_msg_init(m, CFS_MSG_FETCH);
 	done = false;
 	uint64_t t0 = cfs_now_us();
@@ -428,15 +436,11 @@ Test(transport_pieces, requests_are_sent_again_only_to_proven_destinations)
 	uint8_t first[CFS_DGRAM_SAFE];
 	size_t first_len = 0;
 	struct cfs_addr raw_addr;
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
 	struct cfs_msg *m = malloc(sizeof(*m));
 	int fd;
 
 	start(1, 0);
-	fd = raw_socket();
-	cr_assert(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
-	cr_assert(cfs_addr_from_ip(&raw_addr, "127.0.0.1", ntohs(sa.sin_port)) == 0);
+	fd = raw_socket_at(&raw_addr);
 	cfs_msg_init(m, CFS_MSG_PING);
 	done = false;
 	cr_assert(cfs_transport_call(cli, &raw_addr, m, &(struct cfs_call_opts){ .timeout_ms = 400 },

@@ -453,6 +453,28 @@ double chord_estimate_n(const chord_t *c)
 	return sum / c->nv;
 }
 
+uint32_t chord_ring_addresses(const chord_t *c)
+{
+	const struct cfs_addr *seen[CHORD_SUCC_MAX + 1];
+	uint32_t n = 0;
+
+	if (c->client || c->nv == 0)
+		return 0;
+	for (uint32_t i = 0; i < c->nv; i++)
+		if (c->v[i].nsuccs > 0 && (!c->v[i].wraps || c->v[i].succ_unsure))
+			return 0;
+	const struct vnode *v = &c->v[0];
+	seen[n++] = &v->self.addr;
+	for (uint32_t i = 0; i < v->nsuccs; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_same_ip(seen[j], &v->succ[i].n.addr);
+		if (!dup)
+			seen[n++] = &v->succ[i].n.addr;
+	}
+	return n;
+}
+
 bool chord_knows(const chord_t *c, const struct cfs_id *id)
 {
 	return chord__table_contains(c, id);

@@ -198,6 +198,10 @@ bool chord_vnode_settled(const chord_t *c, uint32_t i);
 /* N ≈ r / f, f the fraction of the circle that the successor lists cover
  * (CFS 6.1), in virtual servers. */
 double chord_estimate_n(const chord_t *c);
+/* The distinct IP addresses of the whole ring (this one among them) when
+ * the ring is shorter than the successor list and every table holds all
+ * of it; 0 when the ring is larger or not yet known. */
+uint32_t chord_ring_addresses(const chord_t *c);
 const struct cfs_coord *chord_coord(const chord_t *c);
 /* Predicted round trip to a coordinate, in microseconds. */
 uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to);

@@ -34,6 +34,9 @@ struct vnode {
 	 * died (chord__table_remove): it may skip live nodes, so lookups do not
 	 * answer from it until the successor names us its predecessor. */
 	bool succ_unsure;
+	/* The successor's list named us: the ring is shorter than r, our list
+	 * holds all of it and wraps back to us after its last entry. */
+	bool wraps;
 	uint64_t stab_ms;         /* loop time of the last round (chord__maint_kick) */
 	int next_finger;          /* the finger fix_fingers refreshes next */
 	uint32_t join_attempts;

@@ -374,7 +374,9 @@ static void iter_next(struct chord__lksm *sm);
  * structured peer-to-peer overlay networks" (OSDI 2002) §4.1 with CFS
  * 4.4, before an answer is believed: IDs that hash from their addresses;
  * successors in ring order after the key, the answering node not among
- * them past the first; the key between the answerer and its first
+ * them past the first unless the list wraps back to it (a ring shorter
+ * than its successor list; then the list must pass the density test
+ * below as the whole ring); the key between the answerer and its first
  * successor — and a node asked because it precedes the key cannot claim
  * to be the key's successor (every next hop is chosen in (hop, key)); a
  * full answer naming at least half of min(want, r, N̂ - 1) successors
@@ -388,6 +390,7 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 {
 	const struct chord__lk_ops *ops = env->ops;
 	struct cfs_id d, prev = { 0 };
+	bool wraps = false; /* it named itself after the key: the whole ring */
 
 	if (n == 0)
 		return "named no successor";
@@ -397,8 +400,11 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 		cfs_id_distance(&d, key, &nodes[i].id);
 		if (i > 0 && cfs_id_cmp(&d, &prev) <= 0)
 			return "named successors out of ring order";
-		if (i > 0 && cfs_id_eq(&nodes[i].id, &from->id))
-			return "named itself among its own successors";
+		if (i > 0 && cfs_id_eq(&nodes[i].id, &from->id)) {
+			if (wraps)
+				return "named itself among its own successors";
+			wraps = true;
+		}
 		prev = d;
 	}
 	if (cfs_id_eq(&from->id, &nodes[0].id)) {
@@ -420,7 +426,8 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 	/* Castro et al. 2002 §4.1: the routing-failure test */
 	double gaps = n > CHORD__LK_DENSITY_MIN_N ? n : CHORD__LK_DENSITY_MIN_N;
 	if (est >= 2 && cfs_id_to_unit(&prev) * est > CHORD__LK_GAMMA * gaps)
-		return "named successors sparser than the ring (routing-failure test)";
+		return wraps ? "named itself among its own successors"
+		             : "named successors sparser than the ring (routing-failure test)";
 	return NULL;
 }
 

@@ -139,6 +139,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id)
 			if (u != vi)
 				succ_insert(v, &c->v[u].self, c->cfg.nsucc);
 		v->succ_unsure = v->nsuccs > 0;
+		v->wraps = false;
 	}
 }
 
@@ -159,12 +160,14 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 
 	memcpy(old, v->succ, nold * sizeof(old[0]));
 	nw[k++] = (struct tnode){ .n = *first, .valid = true };
-	bool stopped = false;
+	bool stopped = false, wraps = false;
 	const struct cfs_id *prev = &first->id;
 	for (uint32_t i = 0; i < n && k < r; i++) {
 		const struct cfs_node *x = &list[i];
-		if (cfs_id_eq(&x->id, &v->self.id))
+		if (cfs_id_eq(&x->id, &v->self.id)) {
+			wraps = !stopped;
 			break; /* wrapped around the ring */
+		}
 		/* Must move clockwise from the previous entry. */
 		if (!cfs_id_in_oo(&x->id, prev, &v->self.id))
 			continue;
@@ -192,6 +195,7 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 	for (uint32_t i = 0; i < k && !v->list_changed; i++)
 		v->list_changed = !cfs_id_eq(&nw[i].n.id, &old[i].n.id);
 	v->nsuccs = k;
+	v->wraps = wraps && k < r;
 	v->joined = true;
 }
 
@@ -330,6 +334,22 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 		out[n++] = v->self;
 		for (uint32_t i = 0; i < v->nsuccs && n < nsucc && !v->succ_unsure; i++)
 			out[n++] = v->succ[i].n;
+		*n_out = n;
+		return true;
+	}
+	/* A list shorter than r holds the whole ring: after its last entry the
+	 * ring comes back to us. The key's successors are then the list from
+	 * the first one at or after the key, wrapping through ourselves, so
+	 * that on a ring smaller than k every server, the asker too, counts. */
+	if (v->wraps && v->nsuccs > 0 && v->nsuccs < c->cfg.nsucc && !v->succ_unsure) {
+		uint32_t j = 0;
+		while (j < v->nsuccs &&
+		       !cfs_id_in_oc(key, j ? &v->succ[j - 1].n.id : &v->self.id, &v->succ[j].n.id))
+			j++;
+		for (uint32_t i = 0; i <= v->nsuccs && n < nsucc; i++) {
+			uint32_t at = (j + i) % (v->nsuccs + 1);
+			out[n++] = at < v->nsuccs ? v->succ[at].n : v->self;
+		}
 		*n_out = n;
 		return true;
 	}

@@ -354,8 +354,10 @@ static void fetch_bad(struct dhash__get *g, uint32_t ci)
 	g->miss = dhash__get_miss(g->miss, -EBADMSG);
 }
 
-/* The hop that claimed the block did not serve it: a suspect (issue 22:
- * a claim counts only when served), and not asked again. */
+/* The hop that claimed the block denied it or served bytes that do not
+ * verify: a suspect (a claim counts only when served), and not asked
+ * again. A claim met by silence proves nothing (a lost datagram, a slow
+ * link): that holder is asked once more at the end, like any other. */
 static bool holder_failed(struct dhash__get *g, uint32_t ci)
 {
 	if (!g->holder || ci != 0)
@@ -371,7 +373,7 @@ static bool holder_failed(struct dhash__get *g, uint32_t ci)
  * says nothing about bytes we checked) do not. */
 static void fetch_failed(struct dhash__get *g, uint32_t ci, int status)
 {
-	bool suspect = holder_failed(g, ci);
+	bool suspect = status != -ETIMEDOUT && holder_failed(g, ci);
 
 	if (status == -ETIMEDOUT) {
 		g->timeouts++;

@@ -145,12 +145,17 @@ struct pending {
 	uint32_t flags;
 };
 
+/* A ring of fewer distinct addresses than k keeps every block on each of
+ * them: said once in the log when it is so, and when it is no longer. */
+uint32_t dhash__note_ring_size(dhash_server_t *s);
+
 struct dhash_server {
 	uv_loop_t *loop;
 	chord_t *chord;
 	dhash_store_t *store;
 	struct dhash_config cfg;
 	uv_timer_t expire_timer;
+	uint32_t ring_servers_said; /* the ring size last logged as below k, 0 none */
 	uv_check_t commit;        /* after each poll: write what arrived, then answer */
 	struct pending *q;
 	size_t nq;

@@ -174,18 +174,25 @@ static void store_next(struct dhash__put *p)
  * so that lookups route around it (Castro et al. 2002). */
 static void restore(struct dhash__put *p)
 {
-	uint32_t sent = 0, others = 0;
+	uint32_t sent = 0, others = 0, lack = 0;
 
 	p->state = DHASH_PUT_RESTORE;
-	for (uint32_t i = 0; i < p->ncand; i++)
+	for (uint32_t i = 0; i < p->ncand; i++) {
 		others += i != p->primary && p->cst[i] == DHASH_PC_HOLDS;
+		lack += i != p->primary && p->cst[i] == DHASH_PC_LACKS;
+	}
 	if (others == 0 && p->cst[p->primary] == DHASH_PC_HOLDS) {
 		/* Not one copy of its pushes is where we looked (and it answered
 		 * only after them, server.c): its ack no longer counts. */
 		p->confirmed--;
 		p->granted = 0; /* nor the lease it named */
-		p->suspect = true;
-		dhash__actq_push(&p->q, DHASH_ACT_SUSPECT)->i = p->primary;
+		/* Suspected on evidence only: servers that answered "no".
+		 * Silence (a lost datagram, a slow link) or an answer naming
+		 * no other server (a ring still forming) proves nothing. */
+		if (lack > 0) {
+			p->suspect = true;
+			dhash__actq_push(&p->q, DHASH_ACT_SUSPECT)->i = p->primary;
+		}
 	}
 	for (uint32_t i = 0; i < p->ncand; i++)
 		if (p->cst[i] == DHASH_PC_LACKS || p->cst[i] == DHASH_PC_SILENT) {

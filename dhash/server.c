@@ -646,7 +646,7 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
  * server holds no replica of, the share its cache answered. */
 struct server_snap {
 	uint64_t blocks, bytes, stores, refused_total, refused[8];
-	uint32_t k;
+	uint32_t k, ring_servers;
 	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
 	uint64_t capacity, quota, challenges, day, week;
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
@@ -662,6 +662,7 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, blocks, "blocks", "blocks", NULL),
 	S(U64, bytes, "bytes", "bytes", NULL),
 	S(U32, k, "replicas_k", "k", NULL),
+	S(U32, ring_servers, "ring_servers", "servers, in a ring of fewer than k (0: k or more)", NULL),
 	S(U64, capacity, "capacity", "capacity", "bytes"),
 	S(U64, quota, "quota", "quota per client IP", "bytes"),
 	S(U64, challenges, "challenges", "nonce challenges", NULL),
@@ -731,6 +732,21 @@ static const struct cfs_stat server_stats[] = {
 };
 #undef S
 
+uint32_t dhash__note_ring_size(dhash_server_t *s)
+{
+	uint32_t n = chord_ring_addresses(s->chord), k = s->cfg.replicas;
+
+	if (n > 0 && n < k && n != s->ring_servers_said) {
+		log_warn("the ring has %u server address%s, fewer than k = %u: each block is kept on "
+		         "all of them and a put needs a majority of %u", n, n == 1 ? "" : "es", k, n);
+		s->ring_servers_said = n;
+	} else if ((n == 0 || n >= k) && s->ring_servers_said) {
+		log_info("the ring has k = %u server addresses or more again", k);
+		s->ring_servers_said = 0;
+	}
+	return n;
+}
+
 static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 {
 	uint64_t now = dhash__wall_now(), asked = s->cache_hits + s->fetch_misses;
@@ -738,6 +754,9 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	dhash_store_totals(s->store, &n->blocks, &n->bytes);
 	dhash_store_stats(s->store, &n->disk);
 	n->k = s->cfg.replicas;
+	n->ring_servers = dhash__note_ring_size(s);
+	if (n->ring_servers >= n->k)
+		n->ring_servers = 0;
 	n->stores = s->stores;
 	for (int i = 0; i < 8; i++)
 		n->refused_total += n->refused[i] = s->refused[i];

@@ -741,6 +741,7 @@ void dhash__sync_round(dhash_server_t *s)
 
 static void on_sync(uv_timer_t *t)
 {
+	dhash__note_ring_size(t->data);
 	dhash__sync_round(t->data);
 }
 

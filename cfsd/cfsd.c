@@ -54,6 +54,7 @@ struct daemon {
 	bool stopping;
 	int exit_status;          /* 1 after a fatal ring error (on_ring_fatal) */
 	uv_timer_t fatal_timer;
+	uv_timer_t peers_timer;   /* DATA/peers checked every 5 s, written when changed */
 	cfs_listener_t *ctl;
 	uv_signal_t sigterm, sigint, sighup;
 	/* service: --first, --socket-group, SIGHUP (see "service" below) */
@@ -94,6 +95,10 @@ static const char usage_text[] =
 	"      --vnodes V          virtual servers to run (default 1, at most 64)\n"
 	"      --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
+	"      --ring-check-ms MS  mean period of the ring check, a lookup of our own ID\n"
+	"                          from a peer outside our successor list that finds\n"
+	"                          and joins other loops after a partition (default\n"
+	"                          30000; 0: never)\n"
 	"      --pns X             proximity samples per finger (default 16)\n"
 	"      --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
@@ -358,6 +363,8 @@ static void shut_down(void)
 	uv_close((uv_handle_t *)&D.sigint, NULL);
 	uv_close((uv_handle_t *)&D.sighup, NULL);
 	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
+	uv_close((uv_handle_t *)&D.peers_timer, NULL);
+	(void)cfsd_peers_save(D.chord, D.data_dir); /* the tables before we leave them */
 	chord_leave(D.chord, stop_rest, NULL);
 }
 
@@ -370,6 +377,11 @@ static void on_signal(uv_signal_t *h, int sig)
 	}
 	log_info("%s: telling the ring neighbours, then shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	shut_down();
+}
+
+static void peers_tick(uv_timer_t *t)
+{
+	(void)cfsd_peers_save(D.chord, D.data_dir);
 }
 
 static void fatal_tick(uv_timer_t *t)
@@ -431,6 +443,7 @@ static const struct option opts[] = {
 	{ "vnodes", required_argument, NULL, 'v' },
 	{ "successors", required_argument, NULL, 'r' },
 	{ "stabilize-ms", required_argument, NULL, 1001 },
+	{ "ring-check-ms", required_argument, NULL, 1006 },
 	{ "pns", required_argument, NULL, 1002 },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
@@ -540,6 +553,11 @@ static void apply(struct settings *st, int c, const char *val)
 		if (cfs_parse_days(val, &secs) < 0)
 			bad_usage("--max-lease-days wants a number of days above 0, at most 3650, not '%s'", val);
 		D.dc.max_lease_s = secs;
+		break;
+	}
+	case 1006: {
+		uint32_t ms = (uint32_t)parse_num("--ring-check-ms", val, 0, 86400000);
+		D.cc.merge_ms = ms ? ms : CHORD_MERGE_OFF;
 		break;
 	}
 	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
@@ -938,6 +956,9 @@ int main(int argc, char **argv)
 	D.addr = self;
 	install_netmodel();
 	D.cc.on_fatal = on_ring_fatal;
+	/* A new ring is founded at once with no join target; with remembered
+	 * peers, only once none of them answers. */
+	D.cc.first = D.first || D.nboot == 0;
 	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
 		return 1;
 	char blocks[600];
@@ -988,6 +1009,7 @@ int main(int argc, char **argv)
 	uv_signal_init(D.loop, &D.sighup);
 	uv_signal_start(&D.sighup, on_sighup, SIGHUP);
 	uv_timer_init(D.loop, &D.fatal_timer);
+	uv_timer_init(D.loop, &D.peers_timer);
 	signal(SIGPIPE, SIG_IGN);
 
 	D.metrics = cfsd_metrics_new(D.loop, D.tr, D.chord, status_json);
@@ -995,6 +1017,8 @@ int main(int argc, char **argv)
 		D.exit_status = 1;
 		shut_down();
 	} else {
+		(void)cfsd_peers_load(D.chord, D.data_dir);
+		uv_timer_start(&D.peers_timer, peers_tick, 5000, 5000);
 		chord_start(D.chord, D.boot, D.nboot);
 		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
 		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",

@@ -28,6 +28,13 @@
 /* The default data directory: $CFS_DATA_DIR, else /var/lib/cfs for root,
  * else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. -ENAMETOOLONG if it does
  * not fit in n bytes. */
+/* peers.c: the peers remembered across restarts, DATA/peers. Load: the
+ * count remembered (0 on a first start); save: the count written, or a
+ * negative errno (logged). */
+struct chord;
+int cfsd_peers_load(struct chord *c, const char *data_dir);
+int cfsd_peers_save(struct chord *c, const char *data_dir);
+
 int cfsd_default_data_dir(char *buf, size_t n);
 /* DIR/cfsd.sock (DHASH_SOCKET_NAME: the one name every tool uses). */
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n);

@@ -247,6 +247,10 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 		c->cfg.fail_probes = 3;
 	if (!c->cfg.pns)
 		c->cfg.pns = 1;
+	if (!c->cfg.merge_ms)
+		c->cfg.merge_ms = 30000;
+	else if (c->cfg.merge_ms == CHORD_MERGE_OFF)
+		c->cfg.merge_ms = 0;
 	if (c->cfg.pns > c->cfg.nsucc)
 		c->cfg.pns = c->cfg.nsucc;
 	c->addr = *self;
@@ -267,7 +271,9 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 		c->handles += 2;
 	}
 	uv_timer_init(loop, &c->lk_timer);
-	c->handles++;
+	uv_timer_init(loop, &c->merge_timer);
+	c->merge_timer.data = c;
+	c->handles += 2;
 	chord__auth_init(c);
 	cfs_transport_set_coord(t, &c->coord);
 	*ret = c;
@@ -282,6 +288,7 @@ void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
 	c->nboot = n;
 	c->boot = n ? xmemdup(bootstrap, n * sizeof(*bootstrap)) : NULL;
 	chord__maint_start(c);
+	chord__merge_start(c);
 }
 
 void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
@@ -325,6 +332,7 @@ void chord_free(chord_t *c)
 	}
 	c->lk_timer.data = c;
 	uv_close((uv_handle_t *)&c->lk_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&c->merge_timer, on_timer_closed);
 }
 
 void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg)
@@ -338,10 +346,13 @@ void chord_freeze(chord_t *c, bool frozen)
 	if (c->frozen == frozen)
 		return;
 	c->frozen = frozen;
-	if (frozen)
+	if (frozen) {
 		chord__maint_stop(c);
-	else if (c->started)
+		chord__merge_stop(c);
+	} else if (c->started) {
 		chord__maint_start(c);
+		chord__merge_start(c);
+	}
 }
 
 void chord_refresh_fingers(chord_t *c)
@@ -503,6 +514,8 @@ struct ring_snap {
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;
 	uint64_t suspects, suspects_reported, lookup_checks_failed;
 	uint64_t index_moves;
+	uint64_t merge_checks, merge_found;
+	uint32_t peers;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -517,6 +530,9 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, suspects_reported, "suspects_reported", "suspects reported", NULL),
 	S(U64, lookup_checks_failed, "lookup_checks_failed", "lookup answers rejected", NULL),
 	S(U64, index_moves, "index_moves", "indexes taken by others, moved", NULL),
+	S(U32, peers, "peers_remembered", "peers remembered", NULL),
+	S(U64, merge_checks, "ring_checks", "ring checks", NULL),
+	S(U64, merge_found, "loops_found", "other loops found", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -623,6 +639,9 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.suspects = chord__suspects_count(&c->susp, cfs_now_us()),
 		.suspects_reported = c->susp.reported, .lookup_checks_failed = c->lookup_checks_failed,
 		.index_moves = c->index_moves,
+		.merge_checks = c->merge_checks,
+		.merge_found = c->merge_found,
+		.peers = c->npeers,
 	};
 	bool first = true;
 

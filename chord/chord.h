@@ -50,7 +50,18 @@ struct chord_config {
 	 * index of this IP is taken (DESIGN.md §3). NULL: only logged. */
 	void (*on_fatal)(void *arg, int status);
 	void *fatal_arg;
+	/* Mean period of the ring check, a lookup of our own ID from outside
+	 * our successor list that finds and joins other loops (default
+	 * 30000; CHORD_MERGE_OFF disables it). */
+	uint32_t merge_ms;
+	/* Found a ring of our own when no bootstrap address or remembered
+	 * peer answers a join (without it, joining is retried for ever). A
+	 * start with neither founds one at once. */
+	bool first;
 };
+#define CHORD_MERGE_OFF UINT32_MAX
+/* Remembered peers kept at most (chord_remember, chord_peers). */
+#define CHORD_PEERS_MAX 128
 #define CHORD_SUSPECT_MS_DEFAULT 300000
 void chord_config_default(struct chord_config *c);
 
@@ -141,6 +152,12 @@ uint32_t chord_client_addresses(const chord_t *c);
 /* Create a new ring (n == 0) or join through any of the n addresses,
  * retrying until one answers. Maintenance starts here. */
 void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n);
+/* Remember a peer's address from an earlier run (before chord_start:
+ * join targets after the bootstrap addresses; and ring-check contacts). */
+void chord_remember(chord_t *c, const struct cfs_addr *a);
+/* The peers to remember for the next run, most recently seen first:
+ * every address in the tables now, then those remembered before. */
+uint32_t chord_peers(chord_t *c, struct cfs_addr *ret, uint32_t max);
 /* Leave: tell every predecessor and successor (graceful), stop timers,
  * end pending lookups with -ECANCELED. done is called once, after the
  * neighbours answered or timed out (at once when there is nobody to tell). */

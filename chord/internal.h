@@ -124,6 +124,14 @@ struct chord {
 	struct vnode *v;          /* nv entries */
 	struct cfs_addr *boot;    /* join targets */
 	size_t nboot, boot_next;
+	/* merge.c: peers remembered across partitions and restarts (most
+	 * recently seen first), and the ring check that looks outside our loop */
+	struct cfs_addr peers[CHORD_PEERS_MAX];
+	uint32_t npeers, merge_next, merge_vi;
+	bool merge_busy;
+	uv_timer_t merge_timer;
+	uint64_t merge_checks, merge_found;
+	bool founded;             /* cfg.first: no join target answered, a ring of our own */
 
 	/* Vivaldi */
 	struct cfs_coord coord;
@@ -173,6 +181,12 @@ struct chord {
 	uint64_t index_moves;     /* virtual servers that moved to a free index */
 	bool index_full;          /* none was left: joining stopped (cfg.on_fatal) */
 };
+
+/* merge.c */
+void chord__merge_start(chord_t *c);
+void chord__merge_stop(chord_t *c);
+void chord__merge_check(chord_t *c);
+bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *ret);
 
 /* chord.c */
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,

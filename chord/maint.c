@@ -141,7 +141,9 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 
 /* ------------------------------------------------------------ join */
 
-/* A join attempt through c->boot[boot_next] failed. Only the first virtual
+static const struct cfs_addr *join_target(const chord_t *c);
+
+/* A join attempt through the next join target failed. Only the first virtual
  * server speaks for the process: V of them retrying one address is one
  * problem. */
 static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
@@ -150,8 +152,9 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 	char a[CFS_ADDR_STRLEN];
 
 	if (v == &c->v[0] && log_allowed(&boot_limit, &held))
-		log_warn("bootstrap %s is unreachable (%s; attempt %u); retrying%s",
-		         cfs_addr_str(&c->boot[c->boot_next % c->nboot], a),
+		log_warn("%s %s is unreachable (%s; attempt %u); retrying%s",
+		         c->boot_next % (c->nboot + c->npeers) < c->nboot ? "bootstrap" : "remembered peer",
+		         cfs_addr_str(join_target(c), a),
 		         r->status < 0 ? strerror(-r->status) : "no successor in its answer",
 		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
 }
@@ -216,24 +219,51 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
 }
 
+/* A ring of our own: the virtual servers of this process know each other. */
+static void found_ring(chord_t *c, struct vnode *v)
+{
+	for (uint32_t i = 0; i < c->nv; i++)
+		chord__table_consider(c, &c->v[i].self);
+	v->joined = true;
+}
+
+/* The join targets: the bootstrap addresses, then the remembered peers. */
+static const struct cfs_addr *join_target(const chord_t *c)
+{
+	size_t n = c->nboot + c->npeers, i = c->boot_next % n;
+
+	return i < c->nboot ? &c->boot[i] : &c->peers[i - c->nboot];
+}
+
+/*
+ * Join through the next target. With none, found a ring. With cfg.first,
+ * found one too once every target was tried and none answered (a founder
+ * restarted while the others are down); the ring check keeps trying them,
+ * and merges the rings when they come back.
+ */
 static void join(struct vnode *v)
 {
 	chord_t *c = v->c;
 	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
 	                               .nsucc = c->cfg.nsucc };
+	size_t n = c->nboot + c->npeers;
 
 	if (v->join_busy || c->index_full)
 		return;
-	if (c->nboot == 0) {
-		/* A new ring: the virtual servers of this process know each other. */
-		for (uint32_t i = 0; i < c->nv; i++)
-			chord__table_consider(c, &c->v[i].self);
-		v->joined = true;
+	if (n == 0 || c->founded) {
+		found_ring(c, v);
+		return;
+	}
+	if (c->cfg.first && v == &c->v[0] && v->join_attempts >= n) {
+		log_info("no bootstrap address or remembered peer answered (%zu tried): starting a new "
+		         "ring; the ring check keeps looking for them", n);
+		c->founded = true;
+		found_ring(c, v);
 		return;
 	}
 	v->join_attempts++;
 	v->join_busy = true;
-	if (chord__lookup_start(c, v, &c->boot[c->boot_next % c->nboot], &v->self.id, &o, join_done, v) < 0) {
+	if (chord__lookup_start(c, v, join_target(c), &v->self.id, &o, join_done, v) < 0) {
 		v->join_busy = false;
 		c->boot_next++;
 	}
@@ -643,6 +673,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	l->pending = 1;
 	c->leaving = true;
 	chord__maint_stop(c);
+	chord__merge_stop(c);
 	chord__lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];

@@ -46,6 +46,8 @@ struct client {
 	char req[CFSD_METRICS_REQ_MAX];
 	size_t len;
 	bool answered;
+	struct cfs_addr peer;     /* the client's address (port 0 when unknown) */
+	uint64_t since_ms;        /* accepted at (loop time) */
 	int closes;               /* handles still to close */
 	uv_write_t w;
 	char *out;
@@ -67,7 +69,7 @@ struct cfsd_metrics {
 	bool listening, closing;
 	uint32_t clients;
 	struct client *conns;
-	uint64_t scrapes, refused;
+	uint64_t scrapes, refused, evicted;
 	int pending;              /* probes in flight + handles open */
 	struct cfs_msg ping;
 };
@@ -596,6 +598,11 @@ static void prom_neighbours(cfsd_metrics_t *m, struct cfs_sbuf *b)
 	cfs_sb_printf(b, "# HELP cfs_metrics_scrapes_total Answers to GET /metrics.\n"
 	              "# TYPE cfs_metrics_scrapes_total counter\ncfs_metrics_scrapes_total %llu\n",
 	              (unsigned long long)m->scrapes);
+	cfs_sb_printf(b, "# HELP cfs_metrics_connections_closed_total Connections closed unanswered "
+	              "to make room for newer ones (slow or idle clients).\n"
+	              "# TYPE cfs_metrics_connections_closed_total counter\n"
+	              "cfs_metrics_connections_closed_total %llu\n",
+	              (unsigned long long)m->evicted);
 }
 
 /* ------------------------------------------------------------ HTTP */
@@ -702,6 +709,41 @@ static void on_idle(uv_timer_t *t)
 	client_close(t->data);
 }
 
+/* Make room for a new connection (conns is newest first). An address
+ * holding CFSD_METRICS_PER_IP connections loses its oldest one still
+ * sending its request after CFSD_METRICS_GRACE_MS, or, with none that old,
+ * the newcomer is refused: one address cannot crowd out the others. Past
+ * CFSD_METRICS_CLIENTS in all, the oldest such connection of any address
+ * is closed; with none that old, up to 4 x CFSD_METRICS_CLIENTS are kept.
+ * Younger connections are clients at work. False: refuse the newcomer. */
+static bool make_room(cfsd_metrics_t *m, const struct client *nw)
+{
+	struct client *old_ip = NULL, *old = NULL;
+	uint32_t from_ip = 0, live = 0;
+	uint64_t now = uv_now(m->loop);
+
+	for (struct client *cl = m->conns; cl; cl = cl->next) {
+		if (cl == nw || uv_is_closing((uv_handle_t *)&cl->tcp))
+			continue;
+		live++;
+		bool same = cfs_addr_same_ip(&cl->peer, &nw->peer);
+		from_ip += same;
+		if (!cl->answered && now - cl->since_ms >= CFSD_METRICS_GRACE_MS) {
+			old = cl;
+			if (same)
+				old_ip = cl;
+		}
+	}
+	struct client *victim = from_ip >= CFSD_METRICS_PER_IP ? old_ip
+	                        : live >= CFSD_METRICS_CLIENTS ? old : NULL;
+	if (victim) {
+		m->evicted++;
+		client_close(victim);
+		return true;
+	}
+	return from_ip < CFSD_METRICS_PER_IP && live < 4 * CFSD_METRICS_CLIENTS;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	cfsd_metrics_t *m = server->data;
@@ -721,7 +763,16 @@ static void on_connection(uv_stream_t *server, int status)
 		m->conns->pprev = &cl->next;
 	cl->pprev = &m->conns;
 	m->conns = cl;
-	if (uv_accept(server, (uv_stream_t *)&cl->tcp) < 0 || m->clients > CFSD_METRICS_CLIENTS) {
+	if (uv_accept(server, (uv_stream_t *)&cl->tcp) < 0) {
+		m->refused++;
+		client_close(cl);
+		return;
+	}
+	int alen = (int)sizeof(cl->peer);
+	if (uv_tcp_getpeername(&cl->tcp, &cl->peer.sa, &alen) < 0)
+		memset(&cl->peer, 0, sizeof(cl->peer));
+	cl->since_ms = uv_now(m->loop);
+	if (!make_room(m, cl)) {
 		m->refused++;
 		client_close(cl);
 		return;
@@ -743,7 +794,7 @@ int cfsd_metrics_listen(cfsd_metrics_t *m, const char *addr_port)
 	m->pending++;
 	m->listening = true;
 	if ((r = uv_tcp_bind(&m->server, &a.sa, 0)) < 0 ||
-	    (r = uv_listen((uv_stream_t *)&m->server, 16, on_connection)) < 0)
+	    (r = uv_listen((uv_stream_t *)&m->server, 128, on_connection)) < 0)
 		return log_error_errno(r, "cannot serve metrics on TCP %s: %s", addr_port, uv_strerror(r));
 	log_info("metrics: serving Prometheus text on http://%s/metrics", addr_port);
 	return 0;

@@ -15,9 +15,14 @@
  *
  * Endpoint: GET /metrics over HTTP/1.x on a libuv TCP listener answers the
  * text format 0.0.4; any other request 404; a request head over
- * CFSD_METRICS_REQ_MAX bytes 431; at most CFSD_METRICS_CLIENTS connections
- * (more are closed at once), each closed after one answer or after
- * CFSD_METRICS_IDLE_MS without a whole request.
+ * CFSD_METRICS_REQ_MAX bytes 431; each connection closed after one answer
+ * or after CFSD_METRICS_IDLE_MS without a whole request. One address
+ * holds at most CFSD_METRICS_PER_IP connections: a new one closes its
+ * oldest still sending a request after CFSD_METRICS_GRACE_MS, or is
+ * refused. Past CFSD_METRICS_CLIENTS in all, a new connection closes the
+ * oldest such one of any address (up to 4 x CFSD_METRICS_CLIENTS are kept
+ * when none is that old). Clients that hold connections open without
+ * finishing a request (slowloris) cannot keep a scraper out.
  */
 #ifndef CFS_CFSD_METRICS_H
 #define CFS_CFSD_METRICS_H
@@ -28,6 +33,8 @@
 #define CFSD_PROBE_MS 5000
 #define CFSD_METRICS_REQ_MAX 4096
 #define CFSD_METRICS_CLIENTS 16
+#define CFSD_METRICS_PER_IP 8
+#define CFSD_METRICS_GRACE_MS 1000
 #define CFSD_METRICS_IDLE_MS 5000
 
 typedef struct cfsd_metrics cfsd_metrics_t;

@@ -122,6 +122,24 @@ for p in "${cpids[@]}"; do wait "$p" || fail "one of 8 clients at once got no an
 for k in $(seq 8); do grep -q '^cfs_rpc_out_total ' "$TEST_DIR/par$k" || fail "client $k: no metrics"; done
 ok "404 for other paths and methods, 431 for an oversized head, 8 clients at once served"
 
+# --- 200 slowloris connections (from another address, reopened as soon as
+# they are closed): scrapes are still answered, one after another
+python3 "$(dirname "$0")/slowloris.py" 127.0.0.1 "$mport" 200 25 127.0.0.9 >"$TEST_DIR/slow.out" 2>&1 &
+slow=$!
+PIDS+=("$slow")
+sleep 3
+answered=0
+for k in $(seq 20); do
+	curl -sf --max-time 5 -o "$TEST_DIR/slow$k" "$(url 0)" && grep -q '^cfs_rpc_out_total ' "$TEST_DIR/slow$k" &&
+		answered=$((answered + 1))
+	sleep 0.5
+done
+kill "$slow" 2>/dev/null; wait "$slow" 2>/dev/null || true
+closed=$(curl -sf --max-time 5 "$(url 0)" | sed -n 's/^cfs_metrics_connections_closed_total //p')
+[ "$answered" -eq 20 ] || fail "under 200 slowloris connections only $answered of 20 scrapes were answered"
+[ "${closed:-0}" -gt 0 ] || fail "no slow connection was closed to make room"
+ok "200 slowloris connections: 20 of 20 scrapes answered; $closed slow connections closed for them"
+
 # --- cfsctl status: human units and neighbours; peers: the other two
 "$CFSCTL" --data "$TEST_DIR/node0" status >"$TEST_DIR/status" || fail "cfsctl status"
 grep -Eq '^store .* bytes [0-9.]+ (B|KiB|MiB)' "$TEST_DIR/status" || fail "store bytes not in human units"

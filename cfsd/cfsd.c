@@ -90,8 +90,9 @@ static const char usage_text[] =
 	"                          address, else 127.0.0.1 — refused with the default\n"
 	"                          --bind, which listens on every interface)\n"
 	"  -B, --bootstrap H:P     join the ring through this server (repeatable)\n"
-	"      --first             start a new ring: needed when no --bootstrap is given,\n"
-	"                          unless the server's address is a loopback one\n"
+	"      --first             start a new ring when no --bootstrap address and no\n"
+	"                          remembered peer answers: needed when no --bootstrap\n"
+	"                          is given, unless the server's address is a loopback one\n"
 	"      --vnodes V          virtual servers to run (default 1, at most 64)\n"
 	"      --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
@@ -108,6 +109,9 @@ static const char usage_text[] =
 	"                          refresh asks (default 90; publishers sign roots no\n"
 	"                          longer than the leases they got)\n"
 	"      --expire-ms MS      lease collector period (default 60000)\n"
+	"      --max-clock-skew-s S  lease expiry is suspended while this machine's\n"
+	"                          clock differs from the median of its peers' by more\n"
+	"                          (default 600)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
 	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
 	"      --capacity-mb MB    what replicas and cached copies together may fill this\n"
@@ -144,6 +148,8 @@ static const char usage_text[] =
 	"                          slow=FRAC, slow-ms=MS, matrix=FILE (off by default)\n"
 	"      --test-ring-order   for tests: a get asks the key's successors in ring order,\n"
 	"                          not nearest first\n"
+	"      --test-clock-offset-s S  for tests: run this daemon's wall clock S seconds\n"
+	"                          ahead (negative: behind) of the machine's\n"
 	"      --test-corrupt-fetches  for tests: serve every block with a byte flipped\n"
 	"                          (a misbehaving server; clients must skip it)\n"
 	"  -d, --data DIR          data directory (default: $CFS_DATA_DIR, /var/lib/cfs\n"
@@ -204,6 +210,9 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.late_by_us_max, "late_by_us_max", "latest by", "us"),
 	S(U64, st.retransmits, "retransmits", "requests sent again", NULL),
 	S(U64, st.dup_requests, "dup_requests", "copies of requests being answered", NULL),
+	S(U64, st.version_probes, "version_probes", "hellos sent", NULL),
+	S(U64, st.hellos_in, "hellos_in", "hellos answered", NULL),
+	S(U64, st.peers_newer, "peers_newer", "peers found speaking the newest version", NULL),
 	S(U64, st.send_errors, "send_errors", "send errors", NULL),
 	S(U64, st.model_dropped, "model_dropped", "dropped by the network model", NULL),
 	S(U32, st.inflight, "inflight", "in flight", NULL),
@@ -234,6 +243,8 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.acks_out, "acks_out", "acks out", NULL),
 	S(U64, st.acks_in, "acks_in", "acks in", NULL),
 	S(U64, st.gso_sends, "gso_sends", "batched sends", NULL),
+	S(U64, st.answers_refused, "answers_refused", "answers over a peer's bound", NULL),
+	S(U64, st.answers_dropped_silent, "answers_dropped_silent", "answers dropped for a silent peer", NULL),
 	S(U64, st.reasm_dropped, "reasm_dropped", "refused", NULL),
 	S(U64, st.reasm_expired, "reasm_expired", "expired", NULL),
 	S(U64, st.reasm_evicted, "reasm_evicted", "evicted for room", NULL),
@@ -462,6 +473,8 @@ static const struct option opts[] = {
 	{ "cache-push-mb-per-s", required_argument, NULL, OPT_PUSH_RATE },
 	{ "max-lease-days", required_argument, NULL, 1040 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
+	{ "test-clock-offset-s", required_argument, NULL, 1007 },
+	{ "max-clock-skew-s", required_argument, NULL, 1008 },
 	{ "test-ring-order", no_argument, NULL, 1019 },
 	{ "netmodel", required_argument, NULL, 1020 },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -612,6 +625,15 @@ static void apply(struct settings *st, int c, const char *val)
 		else
 			bad_usage("--cache-push wants path, last or none, not '%s'", val);
 		break;
+	case 1007: {
+		char *end;
+		long long off = strtoll(val, &end, 10);
+		if (!*val || *end || off < -3153600000LL || off > 3153600000LL)
+			bad_usage("--test-clock-offset-s wants whole seconds (negative: behind)");
+		cfs_wall_set_offset_s(off);
+		break;
+	}
+	case 1008: D.dc.max_skew_s = (uint32_t)parse_num("--max-clock-skew-s", val, 1, 31536000); break;
 	case 1005: D.dc.corrupt_fetches = flag_value("test-corrupt-fetches", val); break;
 	case 1019: D.dc.ring_order = flag_value("test-ring-order", val); break;
 	case OPT_FIRST: D.first = flag_value("first", val); break;
@@ -765,11 +787,6 @@ static void check_addresses(const struct settings *st)
 		          "%s, where no other machine reaches it: set \"addr = IP\" in the config file "
 		          "(--addr IP), the address peers reach this server at, or \"bind = 127.0.0.1\" "
 		          "(--bind) for a ring on this machine only", bind, adv);
-		exit(2);
-	}
-	if (D.first && D.nboot > 0) {
-		log_error("\"first\" (--first) starts a new ring and \"bootstrap\" (--bootstrap) joins "
-		          "one: give one of them");
 		exit(2);
 	}
 	if (!D.first && D.nboot == 0 && !ip_is_loopback(&a)) {

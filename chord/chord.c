@@ -592,9 +592,9 @@ static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
 {
 	char hex[65];
 
-	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"estimated_n\":%.1f,\"pred\":",
+	cfs_sb_printf(b, "{\"index\":%u,\"id\":\"%s\",\"joined\":%s,\"whole_ring\":%s,\"estimated_n\":%.1f,\"pred\":",
 	              v->self.vindex, cfs_id_hex(&v->self.id, hex), v->joined ? "true" : "false",
-	              chord__table_estimate_n(v));
+	              v->wraps && !v->succ_unsure ? "true" : "false", chord__table_estimate_n(v));
 	if (v->pred.valid)
 		json_node(b, &v->pred);
 	else

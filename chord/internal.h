@@ -34,8 +34,9 @@ struct vnode {
 	 * died (chord__table_remove): it may skip live nodes, so lookups do not
 	 * answer from it until the successor names us its predecessor. */
 	bool succ_unsure;
-	/* The successor's list named us: the ring is shorter than r, our list
-	 * holds all of it and wraps back to us after its last entry. */
+	/* The successor's list named us, and the successor names us its
+	 * predecessor: the ring is shorter than r, our list holds all of it
+	 * and wraps back to us after its last entry. */
 	bool wraps;
 	uint64_t stab_ms;         /* loop time of the last round (chord__maint_kick) */
 	int next_finger;          /* the finger fix_fingers refreshes next */
@@ -186,6 +187,8 @@ struct chord {
 void chord__merge_start(chord_t *c);
 void chord__merge_stop(chord_t *c);
 void chord__merge_check(chord_t *c);
+/* n was offered to the tables: when we are alone, look for our ring through it. */
+void chord__merge_learned(chord_t *c, const struct cfs_node *n);
 bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *ret);
 
 /* chord.c */

@@ -404,6 +404,17 @@ static void fwd_send(struct fwd *f, const struct chord__lk_act *a)
 		chord__fwdsm_send_failed(&f->sm, a->ask, r);
 }
 
+/* A node of the previous protocol version refuses an answer that names
+ * its sender after the first place; it gets the list cut there (a ring
+ * shorter than the successor list wraps through the answering node). */
+static uint32_t cut_for_older(const struct cfs_id *sender, const struct cfs_node *nodes, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (cfs_id_eq(&nodes[i].id, sender))
+			return i;
+	return n;
+}
+
 /* Carry out a forwarding hop's actions; END frees it. */
 static void fwd_drive(struct fwd *f)
 {
@@ -423,6 +434,8 @@ static void fwd_drive(struct fwd *f)
 			c->msg.flags = a.flags;
 			memcpy(c->msg.nodes, a.nodes, a.n * sizeof(a.nodes[0]));
 			c->msg.n_nodes = a.n;
+			if (cfs_transport_peer_version(c->tr, &a.to.addr) < 5)
+				c->msg.n_nodes = cut_for_older(&c->msg.from_id, a.nodes, a.n);
 			(void)chord_call(c, &a.to, &c->msg, 0, ignore_reply, NULL);
 			break;
 		case CHORD__LKA_DROP:
@@ -535,6 +548,9 @@ void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cf
 	}
 	memcpy(c->msg.nodes, out, n * sizeof(out[0]));
 	c->msg.n_nodes = n;
+	if (from->version < 5)
+		c->msg.n_nodes = cut_for_older(from->has_to ? &from->to_id : &c->msg.from_id, out,
+		                               cut_for_older(&c->msg.from_id, out, n));
 	chord__reply_simple(c, from, &c->msg);
 }
 

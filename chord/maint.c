@@ -159,6 +159,14 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
 }
 
+/*
+ * A join lookup of our own ID came back. In order: a failure moves on to
+ * the next join target; our ID alive at another address of our IP means
+ * another process holds this index (take a free one and join again); no
+ * virtual server joins before every index is checked; then the answer,
+ * the key's successor list, becomes ours once its head is authenticated,
+ * and our own virtual servers take their places in it at once.
+ */
 static void join_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct vnode *v = arg;
@@ -214,6 +222,11 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		return; /* pending: the next attempt finds it authenticated */
 	chord__table_set_succs(v, &list[0], list + 1, n - 1);
 	v->succ_unsure = false;
+	/* Our own virtual servers need no lookup to be known: each joined one
+	 * takes its place in the others' lists now, not rounds later. */
+	for (uint32_t i = 0; i < c->nv; i++)
+		if (c->v[i].joined)
+			chord__table_consider(c, &c->v[i].self);
 	chord__maint_kick(v);
 	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
@@ -309,6 +322,9 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
 	struct cfs_node first = t->n;
 	first.coord = reply->coord;
 	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes);
+	/* Its list wraps back to us only if it names us its predecessor too:
+	 * a node that took us for its successor by mistake names us first. */
+	v->wraps &= reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id);
 	if (reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id))
 		v->succ_unsure = false; /* no one between us and our successor */
 	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
@@ -376,6 +392,7 @@ static void stabilize(struct vnode *v)
 			for (uint32_t i = 0; i < u->nsuccs; i++)
 				list[i] = u->succ[i].n;
 			chord__table_set_succs(v, &first, list, u->nsuccs);
+			v->wraps &= u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id);
 			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
 				chord__table_offer(c, &u->pred.n);
 			chord__table_consider(c, &v->self); /* notify u */

@@ -23,6 +23,8 @@
 
 #include "chord/internal.h"
 
+static void merge_tick(uv_timer_t *t);
+
 /* Move a to the front of the remembered peers (most recently seen first). */
 static void peer_touch(chord_t *c, const struct cfs_addr *a)
 {
@@ -80,6 +82,15 @@ uint32_t chord_peers(chord_t *c, struct cfs_addr *ret, uint32_t max)
 	return n;
 }
 
+/* Has v no successor but this process's own virtual servers? */
+static bool alone(const chord_t *c, const struct vnode *v)
+{
+	for (uint32_t i = 0; i < v->nsuccs; i++)
+		if (!chord__local(c, &v->succ[i].n.id))
+			return false;
+	return true;
+}
+
 static bool in_any_table(const chord_t *c, const struct cfs_addr *a)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
@@ -116,7 +127,9 @@ bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *re
 {
 	uint32_t n = (uint32_t)c->nboot + c->npeers;
 
-	for (int pass = 0; pass < 3; pass++)
+	/* alone: anyone else may know the ring better */
+	bool lone = alone(c, v);
+	for (int pass = lone ? 2 : 0; pass < 3; pass++)
 		for (uint32_t j = 0; j < n; j++) {
 			uint32_t i = (c->merge_next + j) % n;
 			bool boot = i < c->nboot;
@@ -124,7 +137,7 @@ bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *re
 			if (cfs_addr_eq(a, &c->addr))
 				continue;
 			if ((pass == 0 && (boot || in_any_table(c, a))) || (pass == 1 && !boot) ||
-			    (pass == 2 && in_succ_list(v, a)))
+			    (pass == 2 && !lone && in_succ_list(v, a)))
 				continue;
 			c->merge_next = i + 1;
 			*ret = *a;
@@ -178,6 +191,28 @@ void chord__merge_check(chord_t *c)
 	c->merge_busy = true;
 	if (chord__lookup_start(c, v, &to, &v->self.id, &o, check_done, c) < 0)
 		c->merge_busy = false;
+}
+
+/*
+ * A node appears while one of our virtual servers is alone (it founded a
+ * ring: first start, or a restart with no peer remembered, and a member
+ * of the old ring now stabilizes with us). Taking it as our successor as
+ * stabilization would is wrong for a while; a ring check through it, now,
+ * finds our real successors in its ring.
+ */
+void chord__merge_learned(chord_t *c, const struct cfs_node *n)
+{
+	bool lone = false;
+
+	if (!c->started || c->client || c->frozen || c->leaving || c->freeing || chord__local(c, &n->id))
+		return;
+	for (uint32_t i = 0; i < c->nv && !lone; i++)
+		lone = c->v[i].joined && alone(c, &c->v[i]);
+	if (!lone)
+		return;
+	peer_touch(c, &n->addr);
+	if (!c->merge_busy && c->cfg.merge_ms)
+		uv_timer_start(&c->merge_timer, merge_tick, 0, 0);
 }
 
 static void merge_tick(uv_timer_t *t)

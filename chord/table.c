@@ -59,6 +59,7 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 
 void chord__table_consider(chord_t *c, const struct cfs_node *n)
 {
+	chord__merge_learned(c, n);
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
 		if (cfs_id_eq(&n->id, &v->self.id))
@@ -160,12 +161,12 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 
 	memcpy(old, v->succ, nold * sizeof(old[0]));
 	nw[k++] = (struct tnode){ .n = *first, .valid = true };
-	bool stopped = false, wraps = false;
+	bool stopped = false, skipped = false, wraps = false;
 	const struct cfs_id *prev = &first->id;
 	for (uint32_t i = 0; i < n && k < r; i++) {
 		const struct cfs_node *x = &list[i];
 		if (cfs_id_eq(&x->id, &v->self.id)) {
-			wraps = !stopped;
+			wraps = !stopped && !skipped;
 			break; /* wrapped around the ring */
 		}
 		/* Must move clockwise from the previous entry. */
@@ -176,7 +177,11 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 		 * round), but keep the list gap-free: it ends at the first
 		 * node not yet authenticated. */
 		enum auth_state st = chord__auth_check(c, x);
-		if (st == AUTH_FAILED || st == AUTH_DEAD || stopped)
+		if (st == AUTH_FAILED || st == AUTH_DEAD) {
+			skipped = true; /* the list may still wrap; we cannot say so */
+			continue;
+		}
+		if (stopped)
 			continue;
 		if (st != AUTH_OK) {
 			stopped = true;

@@ -231,8 +231,12 @@ int cfs_parse_days(const char *s, uint64_t *ret_s) CFS_WUR;
 /* Monotonic clock, never goes back; for timeouts and RTTs. */
 uint64_t cfs_now_us(void);
 uint64_t cfs_now_ms(void);
-/* Wall-clock seconds since the epoch; for issue and expiry times only. */
+/* Wall-clock seconds (ms) since the epoch; for issue and expiry times
+ * only. Both add the process's test offset (cfs_wall_set_offset_s: a
+ * daemon whose clock is wrong, for tests; 0 otherwise). */
 uint64_t cfs_wall_s(void);
+uint64_t cfs_wall_ms(void);
+void cfs_wall_set_offset_s(int64_t s);
 
 /* xoshiro256** — fast, seedable, reproducible: same seed, same sequence.
  * Not for secrets (use randombytes_buf for nonces and keys). */
@@ -512,6 +516,7 @@ struct cfs_reply_to {
 	struct cfs_id to_id;
 	bool low_priority;             /* asked in the background class: so is the reply */
 	uint32_t in_len;               /* the request's length (bounds answers to strangers) */
+	uint8_t version;               /* the request's protocol version: the reply's */
 };
 
 struct cfs_rpc_result {
@@ -559,6 +564,11 @@ struct cfs_transport_stats {
 	 * three times within its timeout, on the peer's round trip */
 	uint64_t retransmits;
 	uint64_t dup_requests;            /* copies of a request still being answered */
+	uint64_t version_probes;          /* hellos at the newer version to peers not known to speak it */
+	uint64_t hellos_in;               /* hellos answered */
+	uint64_t answers_refused;         /* answers in pieces over a peer's bound, not sent */
+	uint64_t answers_dropped_silent;  /* answers dropped: their peer acknowledged nothing */
+	uint64_t peers_newer;             /* peers found to speak the newer version */
 	/* issue 24: messages as pieces */
 	uint64_t xfers_out, xfers_in;     /* messages sent / received as pieces */
 	uint64_t xfers_abandoned;         /* sends given up (peer silent) */
@@ -595,6 +605,15 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply);
 /* Answer a request with only an error status. */
 int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status);
+/* The protocol version a is spoken to in now (CFS_PROTO_VERSION once it
+ * is known to speak it, else CFS_PROTO_VERSION_MIN). */
+int cfs_transport_peer_version(cfs_transport_t *t, const struct cfs_addr *a);
+/* a's wall clock minus ours, in seconds, from its last newer-version
+ * message; 0 when unknown. A time a names is ours after subtracting it. */
+int64_t cfs_transport_peer_clock_offset_s(cfs_transport_t *t, const struct cfs_addr *a);
+/* Our wall clock minus the median of the peers heard in the last 10
+ * minutes (ms), and how many they are; -ENODATA when none. */
+int cfs_transport_clock_skew(cfs_transport_t *t, int64_t *ret_skew_ms, uint32_t *ret_peers);
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret);
 /* The event loop the transport runs on (for timers of its users). */
 uv_loop_t *cfs_transport_loop(const cfs_transport_t *t);

@@ -34,7 +34,16 @@
 #define DONE_MAX 4096         /* completed reassemblies remembered for re-acks */
 #define REASM_COUNT_MAX 2048  /* requests being reassembled, every peer */
 #define GSO_SEGS 64           /* pieces per sendmsg */
-#define OUT_MAX (256u << 20)  /* bytes held by outgoing transfers, every peer */
+#define OUT_MAX (64u << 20)   /* bytes held by outgoing transfers, every peer */
+/* Answers held for one peer: a reader with a deep window needs a few MiB;
+ * a peer that asks for more than it acknowledges gets no more answers in
+ * pieces until it does (its requests time out and are asked again). */
+#define OUT_PEER_BYTES (8u << 20)
+#define OUT_PEER_COUNT 256
+/* A peer that acknowledges nothing for this many probe timeouts (and at
+ * least SILENT_MIN_US) loses every answer queued for it. */
+#define SILENT_PTOS 4
+#define SILENT_MIN_US 1000000ull
 #define VALID_US (600ull * 1000000) /* an address stays proven this long */
 #define TOKEN_EPOCH_S 60
 
@@ -295,6 +304,10 @@ static void drop_out(cfs_transport_t *t, struct link *l, unsigned j)
 	cfs_xfer_cc_forget(&l->cc, cfs_xfer_out_counted(x), cfs_xfer_out_bg(x));
 	inflight_sync(t, l, before);
 	t->out_bytes -= x->len;
+	if (x->flags & XF_REPLY) {
+		l->reply_bytes -= x->len;
+		l->nreply--;
+	}
 	cfs_xfer_out_free(x);
 	memmove(&l->out[j], &l->out[j + 1], (l->nout - j - 1) * sizeof(l->out[0]));
 	l->nout--;
@@ -477,6 +490,10 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 			drop_out(t, l, j); /* sent again (after a token): this copy replaces it */
 			break;
 		}
+	if (is_reply && (l->reply_bytes + len > OUT_PEER_BYTES || l->nreply >= OUT_PEER_COUNT)) {
+		t->st.answers_refused++;
+		return -ENOBUFS;
+	}
 	if (l->nout == l->cap_out) {
 		l->cap_out = l->cap_out ? 2 * l->cap_out : 8;
 		l->out = xrealloc(l->out, l->cap_out * sizeof(l->out[0]));
@@ -484,6 +501,10 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 	l->out[l->nout++] = cfs_xfer_out_new(reqid, flags, xmemdup(p, len), len, cfs_now_us());
 	l->last_used_us = cfs_now_us();
 	t->out_bytes += len;
+	if (is_reply) {
+		l->reply_bytes += len;
+		l->nreply++;
+	}
 	t->st.xfers_out++;
 	link_service(t, l);
 	return 0;
@@ -544,6 +565,7 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 	t->st.acks_in++;
 	if (!(l = link_get(t, from, false)))
 		return;
+	l->acked_us = cfs_now_us();
 	for (unsigned j = 0; j < l->nout; j++) {
 		struct xfer_out *x = l->out[j];
 		if (x->reqid != a.reqid || (x->flags & XF_REPLY) != (a.flags & XF_REPLY))
@@ -796,6 +818,32 @@ uint64_t cfs__links_due(const cfs_transport_t *t)
 	return due;
 }
 
+/* A peer that has acknowledged nothing for SILENT_PTOS probe timeouts
+ * since its oldest answer began loses every answer queued for it: a
+ * reader that stopped reading (or never meant to) holds no memory here. */
+static void drop_silent(cfs_transport_t *t, struct link *l, uint64_t now)
+{
+	uint64_t oldest = UINT64_MAX, wait = SILENT_PTOS * cfs_xfer_cc_pto_us(&l->cc);
+
+	if (!l->nreply)
+		return;
+	for (unsigned j = 0; j < l->nout; j++) /* answers it has had pieces of */
+		if ((l->out[j]->flags & XF_REPLY) && l->out[j]->next_new > 0 && l->out[j]->created_us < oldest)
+			oldest = l->out[j]->created_us;
+	if (oldest == UINT64_MAX)
+		return;
+	uint64_t since = l->acked_us > oldest ? l->acked_us : oldest;
+	if (now < since + (wait > SILENT_MIN_US ? wait : SILENT_MIN_US))
+		return;
+	for (unsigned j = 0; j < l->nout;)
+		if (l->out[j]->flags & XF_REPLY) {
+			t->st.answers_dropped_silent++;
+			drop_out(t, l, j);
+		} else {
+			j++;
+		}
+}
+
 void cfs__links_timer(cfs_transport_t *t, uint64_t now)
 {
 	struct xfer_ack_result r;
@@ -806,6 +854,7 @@ void cfs__links_timer(cfs_transport_t *t, uint64_t now)
 			break;
 		cfs__heap_remove(&t->links_heap, 0);
 		l->due_us = UINT64_MAX;
+		drop_silent(t, l, now);
 		for (unsigned j = 0; j < l->nout;) {
 			uint32_t before = l->cc.in_flight;
 			int rc = cfs_xfer_out_on_timer(l->out[j], now, &l->cc, &r);

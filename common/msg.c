@@ -1,9 +1,10 @@
 /*
  * The message codec: every message of the system, defined once.
  *
- * A message is one msgpack array of nine items:
+ * A message is one msgpack array of nine items (version 4) or ten
+ * (version 5, the sender's wall clock in ms after the body):
  *
- *   [version, type, flags, reqid, status, from, to, coord, body]
+ *   [version, type, flags, reqid, status, from, to, coord, body (, clock)]
  *
  * flags bit 0 marks a reply; from is nil or [vindex, id]; to is nil or an
  * id; coord is four floats; body is an array whose items are fixed by the
@@ -57,6 +58,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	                                         { F_BITMAP, F_LEASE, F_FLAGS, F_NONCE } },
 	[CFS_MSG_SYNC_DIGEST] = { "sync_digest", { F_KEY, F_HI, F_NSUCC }, { F_KEYS } },
 	[CFS_MSG_SYNC_KEYS]   = { "sync_keys",   { F_KEY, F_HI, F_COUNT }, { F_FLAGS, F_KEYS } },
+	[CFS_MSG_HELLO]       = { "hello",       { F_END }, { F_END } },
 	[CFS_MSG_CTL_STATUS]  = { "ctl_status",  { F_FLAGS }, { F_TEXT } },
 	[CFS_MSG_CTL_LOOKUP]  = { "ctl_lookup",  { F_KEY, F_MODE, F_NSUCC, F_FLAGS },
 	                                         { F_HOPS, F_COUNT, F_TIMEOUTS, F_NODES } },
@@ -229,9 +231,12 @@ int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *re
 		while (nf < MAX_FIELDS && fields[nf] != F_END)
 			nf++;
 
+	uint8_t ver = m->version ? m->version : CFS_PROTO_VERSION_MIN;
+	if (ver < CFS_PROTO_VERSION_MIN || ver > CFS_PROTO_VERSION)
+		return -EINVAL;
 	msgpack_packer_init(&pk, &w, wbuf_write);
-	msgpack_pack_array(&pk, HDR_ITEMS);
-	msgpack_pack_uint8(&pk, CFS_PROTO_VERSION);
+	msgpack_pack_array(&pk, ver >= 5 ? HDR_ITEMS + 1 : HDR_ITEMS);
+	msgpack_pack_uint8(&pk, ver);
 	msgpack_pack_uint8(&pk, m->type);
 	msgpack_pack_uint8(&pk, m->is_reply ? 1 : 0);
 	msgpack_pack_uint64(&pk, m->reqid);
@@ -253,6 +258,8 @@ int cfs_msg_encode(const struct cfs_msg *m, uint8_t *buf, size_t cap, size_t *re
 	for (unsigned i = 0; i < nf; i++)
 		if ((r = pack_field(&pk, m, (enum fld)fields[i])) < 0)
 			return r;
+	if (ver >= 5)
+		msgpack_pack_uint64(&pk, m->clock_ms);
 	if (w.overflow)
 		return -EMSGSIZE;
 	*ret_len = w.len;
@@ -529,12 +536,13 @@ static int decode_tree(const msgpack_object *top, struct cfs_msg *m, const char 
 	h = top->via.array.ptr;
 	if (h[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 		BAD("version is not an unsigned integer");
-	if (h[0].via.u64 != CFS_PROTO_VERSION) {
+	if (h[0].via.u64 < CFS_PROTO_VERSION_MIN || h[0].via.u64 > CFS_PROTO_VERSION) {
 		*why = "unsupported protocol version";
 		return -EPROTONOSUPPORT;
 	}
-	if (top->via.array.size != HDR_ITEMS)
-		BAD("a message has exactly 9 header items");
+	uint8_t ver = (uint8_t)h[0].via.u64;
+	if (top->via.array.size != (ver >= 5 ? HDR_ITEMS + 1 : HDR_ITEMS))
+		BAD(ver >= 5 ? "a version 5 message has exactly 10 items" : "a message has exactly 9 header items");
 	if ((r = get_uint(&h[1], 255, &v, why)) < 0)
 		return r;
 	if (!(s = schema_of((unsigned)v))) {
@@ -542,6 +550,9 @@ static int decode_tree(const msgpack_object *top, struct cfs_msg *m, const char 
 		return -ENOMSG;
 	}
 	cfs_msg_init(m, (enum cfs_msg_type)v);
+	m->version = ver;
+	if (ver >= 5 && (r = get_uint(&h[9], UINT64_MAX, &m->clock_ms, why)) < 0)
+		return r;
 	if ((r = get_uint(&h[2], 1, &v, why)) < 0)
 		return r;
 	m->is_reply = v & 1;

@@ -10,7 +10,12 @@
 
 #include "common/cfs.h" /* ids, addresses */
 
-#define CFS_PROTO_VERSION 4
+/* The newest protocol version this code speaks, and the oldest it still
+ * speaks (the previous release's): a message is encoded at the version
+ * its cfs_msg names (0: the oldest), and both decode. Version 5 adds the
+ * sender's wall clock to the header. */
+#define CFS_PROTO_VERSION 5
+#define CFS_PROTO_VERSION_MIN 4
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507
@@ -68,6 +73,8 @@ enum cfs_msg_type {
 	CFS_MSG_REFRESH,         /* extend leases of keys -> bitmap of found */
 	CFS_MSG_SYNC_DIGEST,     /* Merkle digests of [key, hi) in nsucc parts */
 	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
+	CFS_MSG_HELLO,           /* at the newest version: which version do you speak? The
+	                          * transport answers it at the request's version */
 	CFS_MSG_CTL_STATUS = 32, /* local: flags -> status report as text or JSON */
 	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
 	CFS_MSG_CTL_GET,         /* local: DHash get */
@@ -115,6 +122,8 @@ enum cfs_msg_type {
  */
 struct cfs_msg {
 	/* header */
+	uint8_t version;          /* encode: 0 (the oldest spoken) or a version spoken; decode: its version */
+	uint64_t clock_ms;        /* version 5: the sender's wall clock at sending (ms since 1970), 0 unknown */
 	uint8_t type;             /* enum cfs_msg_type */
 	bool is_reply;
 	int32_t status;           /* replies: 0 or a negative errno (then no body) */

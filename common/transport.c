@@ -77,6 +77,7 @@
  */
 static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
+static __thread struct cfs_msg smsg; /* the answer to a hello */
 
 /* ------------------------------------------------------------ heap */
 
@@ -533,8 +534,13 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	req->status = 0;
 	if (t->coord)
 		req->coord = *t->coord;
+	bool probe;
+	req->version = cfs__ver_for(t, dst, cfs_now_us(), &probe);
+	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
 	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
+	if (probe)
+		cfs__ver_probe(t, dst);
 	c = xcalloc(1, sizeof(*c));
 	c->reqid = req->reqid;
 	c->dst = *dst;
@@ -586,6 +592,8 @@ static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct 
 	}
 	if (t->coord)
 		m->coord = *t->coord;
+	m->version = to->version ? to->version : CFS_PROTO_VERSION_MIN;
+	m->clock_ms = m->version >= 5 ? cfs_wall_ms() : 0;
 	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
 	t->st.replies_out++;
@@ -844,6 +852,10 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	c = table_find(t, m->reqid);
 	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
 	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
+		if (!c && cfs__ver_probe_answer(t, from, m->reqid)) {
+			cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
+			return; /* our hello's answer */
+		}
 		t->st.unmatched++;
 		if (!c && late_reply(t, from))
 			return;
@@ -852,6 +864,7 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 	}
 	table_take(t, c->reqid);
 	cfs__validated(t, from);
+	cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
 	uint64_t rtt = cfs_now_us() - c->sent_us;
 	if (!c->rexmits && !c->retries) { /* Karn: whose copy was answered is unknown */
 		rtt_sample(t, rtt, c->predicted_us);
@@ -886,6 +899,14 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 		handle_reply(t, from);
 		return;
 	}
+	if (rmsg.type == CFS_MSG_HELLO) { /* which version we speak: answered here */
+		struct cfs_reply_to rt = { .addr = *from, .reqid = rmsg.reqid, .type = rmsg.type,
+		                           .in_len = len, .version = rmsg.version };
+		cfs_msg_init(&smsg, CFS_MSG_HELLO);
+		t->st.hellos_in++;
+		(void)send_reply(t, &rt, &smsg);
+		return;
+	}
 	if (cfs__answering(t, from, rmsg.reqid)) {
 		t->st.dup_requests++;
 		return;
@@ -893,7 +914,7 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	t->st.requests_in++;
 	if (t->on_request) {
 		struct cfs_reply_to rt = { .addr = *from, .reqid = rmsg.reqid, .type = rmsg.type,
-		                           .in_len = len,
+		                           .in_len = len, .version = rmsg.version,
 		                           .has_to = rmsg.has_to, .to_id = rmsg.to_id,
 		                           .low_priority = low_priority };
 		t->on_request(t->arg, &rmsg, &rt);
@@ -1033,6 +1054,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->st.window = t->cfg.window_init;
 	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
 	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
+	cfs__ver_init(t);
 	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
 	t->rexmit_heap = (struct heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
@@ -1040,6 +1062,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
 		cfs_htab_free(&t->calls);
 		cfs_htab_free(&t->peers);
+		cfs__ver_free(t);
 		free(t);
 		return r;
 	}
@@ -1070,6 +1093,7 @@ static void on_handle_closed(uv_handle_t *h)
 	free(t->rexmit_heap.v);
 	cfs_htab_free(&t->calls);
 	cfs_htab_free(&t->peers);
+	cfs__ver_free(t);
 	free(t->silent);
 	free(t->late);
 	free(t);

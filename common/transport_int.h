@@ -90,6 +90,9 @@ struct link {
 	size_t heap_idx;         /* in links_heap; SIZE_MAX: not there */
 	uint64_t last_used_us;
 	bool blocked;            /* the socket buffer was full */
+	size_t reply_bytes;      /* held by answers to it (at most OUT_PEER_BYTES) */
+	unsigned nreply;         /* ... in so many transfers (at most OUT_PEER_COUNT) */
+	uint64_t acked_us;       /* its last ack of anything, 0 never */
 };
 
 /* What we know of an address's proof of ownership (anti-amplification). */
@@ -144,6 +147,7 @@ struct cfs_transport {
 	uint32_t late_next;
 
 	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
+	struct cfs_htab vers;  /* struct peer_key -> struct peer_ver (version.c) */
 
 	/* pieces (common/link.c) */
 	struct cfs_htab links;     /* struct peer_key -> struct link * */
@@ -167,6 +171,18 @@ struct cfs_transport {
 	bool sock_blocked;         /* pieces wait for the socket to take more */
 	bool bound_waiting;        /* pieces wait for the process-wide bound */
 };
+
+/* version.c: which version each peer speaks, and its clock */
+void cfs__ver_init(cfs_transport_t *t);
+void cfs__ver_free(cfs_transport_t *t);
+/* A message decoded from `from` (at our wall time wall_ms). */
+void cfs__ver_heard(cfs_transport_t *t, const struct cfs_addr *from, const struct cfs_msg *m,
+                    uint64_t now_us, uint64_t wall_ms);
+/* The version to send dst; *ret_probe: send cfs__ver_probe too. */
+uint8_t cfs__ver_for(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t now_us, bool *ret_probe);
+void cfs__ver_probe(cfs_transport_t *t, const struct cfs_addr *dst);
+/* Is this reply the answer to our probe of from? */
+bool cfs__ver_probe_answer(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid);
 
 /* transport.c */
 void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);

@@ -244,11 +244,23 @@ uint64_t cfs_now_us(void)
 
 uint64_t cfs_now_ms(void) { return cfs_now_us() / 1000u; }
 
-uint64_t cfs_wall_s(void)
+static int64_t wall_offset_s;
+
+void cfs_wall_set_offset_s(int64_t s)
+{
+	wall_offset_s = s;
+}
+
+uint64_t cfs_wall_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec;
+	return (uint64_t)((int64_t)ts.tv_sec + wall_offset_s) * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t cfs_wall_s(void)
+{
+	return cfs_wall_ms() / 1000u;
 }
 
 /* ------------------------------------------------------------ rng */

@@ -617,7 +617,7 @@ int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
 	memcpy(o->put.data, p, len);
 	o->put.len = len;
 	dhash__put_init(&o->put.sm, d->cfg.replicas,
-	                lease_until ? lease_until : (uint64_t)time(NULL) + d->cfg.lease_s);
+	                lease_until ? lease_until : cfs_wall_s() + d->cfg.lease_s);
 	o->put.sm.store_all = kind == DHASH_KIND_ROOT;
 	o->put.sm.min_servers = known_servers(d);
 	return op_start(o);
@@ -644,7 +644,7 @@ int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_un
                   dhash_key_cb cb, void *arg)
 {
 	if (!lease_until)
-		lease_until = (uint64_t)time(NULL) + d->cfg.lease_s;
+		lease_until = cfs_wall_s() + d->cfg.lease_s;
 	return probe_start(d, true, key, lease_until, cb, arg);
 }
 

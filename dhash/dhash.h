@@ -44,6 +44,7 @@ enum dhash_cache_push {
 #define DHASH_CAPACITY_DEFAULT (10ull << 30) /* 10 GiB; the quota is a tenth */
 #define DHASH_LEASE_DEFAULT_S (30u * 24 * 3600)
 #define DHASH_MAX_LEASE_DEFAULT_S (90u * 24 * 3600)
+#define DHASH_MAX_SKEW_DEFAULT_S 600
 #define DHASH_SCRUB_DEFAULT_MS (7ull * 24 * 3600 * 1000) /* a full pass a week */
 
 struct dhash_config {
@@ -52,6 +53,9 @@ struct dhash_config {
 	uint64_t max_lease_s;     /* the longest lease this server grants, whatever a
 	                           * STORE or REFRESH asks (default 90 days) */
 	uint32_t expire_ms;       /* lease collector period (default 60 s) */
+	uint32_t max_skew_s;      /* our clock may differ from the median of the peers'
+	                           * by this much before lease expiry is suspended
+	                           * (default DHASH_MAX_SKEW_DEFAULT_S) */
 	uint32_t sync_ms;         /* replica maintenance period (default 20 s; 0: never) */
 	uint64_t scrub_ms;        /* a scrub pass rereads and verifies every stored block
 	                           * within this (default 7 days; 0: no scrub) ... */

@@ -156,6 +156,11 @@ struct dhash_server {
 	struct dhash_config cfg;
 	uv_timer_t expire_timer;
 	uint32_t ring_servers_said; /* the ring size last logged as below k, 0 none */
+	/* our wall clock against the peers' (dhash__clock_ok) */
+	int64_t skew_ms;
+	uint32_t skew_peers;
+	bool clock_off;           /* beyond max_skew_s: lease expiry suspended */
+	uint64_t expiry_skipped;  /* collector rounds skipped for it */
 	uv_check_t commit;        /* after each poll: write what arrived, then answer */
 	struct pending *q;
 	size_t nq;
@@ -208,7 +213,9 @@ bool dhash__park(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_
 void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 /* The lease granted for a request of `asked` (0: the default), capped at
  * now + cfg.max_lease_s. */
-uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked);
+uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked, const struct cfs_addr *from);
+bool dhash__clock_ok(dhash_server_t *s);
+uint64_t dhash__lease_from(const dhash_server_t *s, const struct cfs_addr *from, uint64_t lease);
 
 /* Name vnode vi as m's sender (has_from): a replica's copy is admitted by it. */
 void dhash__msg_from(const dhash_server_t *s, uint32_t vi, struct cfs_msg *m);

@@ -27,20 +27,35 @@
 
 uint64_t dhash__wall_now(void)
 {
-	return (uint64_t)time(NULL);
+	return cfs_wall_s();
 }
 
-/* The lease this server grants for a request of `asked` (0: the default):
- * never beyond now + max_lease_s, whoever asks (a publisher, a replica's
- * push, a sync fetch), so nobody buys space for longer than the operator
- * allows. */
-uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked)
+/* A lease time `from` named, on our clock: a peer of the newer protocol
+ * says what its clock reads, and its times move by the difference, so
+ * that a wrong clock at either end shortens or lengthens no lease. */
+uint64_t dhash__lease_from(const dhash_server_t *s, const struct cfs_addr *from, uint64_t lease)
 {
-	/* issue 22: a lease of 2^64-1 was never collected; 0 is the default
-	 * cap, not "no cap" */
+	int64_t off = from ? cfs_transport_peer_clock_offset_s(chord_transport(s->chord), from) : 0;
+
+	if (!lease || !off)
+		return lease;
+	if (off > 0 && (uint64_t)off >= lease)
+		return 1; /* long past */
+	return (uint64_t)((int64_t)lease - off);
+}
+
+/* The lease this server grants for a request of `asked` (0: the default),
+ * read on from's clock (NULL: ours): never beyond now + max_lease_s,
+ * whoever asks (a publisher, a replica's push, a sync fetch), so nobody
+ * buys space for longer than the operator allows. */
+uint64_t dhash__grant_lease(const dhash_server_t *s, uint64_t asked, const struct cfs_addr *from)
+{
+	/* a lease of 2^64-1 was never collected; 0 is the default cap, not
+	 * "no cap" */
 	uint64_t max = s->cfg.max_lease_s ? s->cfg.max_lease_s : DHASH_MAX_LEASE_DEFAULT_S;
 	uint64_t now = dhash__wall_now(), cap = now + max;
 
+	asked = dhash__lease_from(s, from, asked);
 	if (!asked)
 		asked = now + s->cfg.lease_s;
 	return asked < cap ? asked : cap;
@@ -391,7 +406,7 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	}
 	rec.kind = (uint8_t)req->kind;
 	rec.seq = seq;
-	rec.lease_until = dhash__grant_lease(s, req->lease_until);
+	rec.lease_until = dhash__grant_lease(s, req->lease_until, &from->addr);
 	rec.len = req->data.len;
 	if (req->kind == DHASH_KIND_ROOT) {
 		r = dhash_store_get(s->store, &req->key, &old);
@@ -461,7 +476,7 @@ static void handle_keys(dhash_server_t *s, const struct cfs_msg *req, const stru
 	uint8_t bits[CFS_MSG_MAX_KEYS / 8] = { 0 }, owner[16];
 	uint32_t n = req->n_keys, over = 0;
 	bool refresh = req->type == CFS_MSG_REFRESH, charged = refresh && s->cfg.quota_bytes;
-	uint64_t lease = refresh ? dhash__grant_lease(s, req->lease_until) : 0;
+	uint64_t lease = refresh ? dhash__grant_lease(s, req->lease_until, &from->addr) : 0;
 	int err = 0;
 
 	bool have[CFS_MSG_MAX_KEYS];
@@ -526,10 +541,36 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 
 /* ------------------------------------------------------------ leases */
 
+/* Does our wall clock agree with the ring's (the median of the peers
+ * heard lately, within max_skew_s)? A node whose clock runs ahead would
+ * otherwise expire copies its peers hold leased, one behind keep what
+ * they dropped: while it disagrees, nothing expires here. Said in the log
+ * when it starts and when it ends. */
+bool dhash__clock_ok(dhash_server_t *s)
+{
+	uint32_t bound = s->cfg.max_skew_s ? s->cfg.max_skew_s : DHASH_MAX_SKEW_DEFAULT_S;
+	bool off = cfs_transport_clock_skew(chord_transport(s->chord), &s->skew_ms, &s->skew_peers) == 0 &&
+	           (s->skew_ms > (int64_t)bound * 1000 || s->skew_ms < -(int64_t)bound * 1000);
+
+	if (off && !s->clock_off)
+		log_warn("this machine's clock is %+.0f s off the median of %u peers' (more than %u s): "
+		         "lease expiry is suspended until it agrees; set the clock right (NTP)",
+		         (double)s->skew_ms / 1000, s->skew_peers, bound);
+	else if (!off && s->clock_off)
+		log_info("this machine's clock agrees with its peers' again (%+.0f s): lease expiry resumes",
+		         (double)s->skew_ms / 1000);
+	s->clock_off = off;
+	return !off;
+}
+
 void dhash_server_expire(dhash_server_t *s)
 {
 	uint32_t n;
 
+	if (!dhash__clock_ok(s)) {
+		s->expiry_skipped++;
+		return;
+	}
 	do {
 		if (dhash_store_expire(s->store, dhash__wall_now(), EXPIRE_BATCH, &n) < 0)
 			return;
@@ -646,7 +687,10 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
  * server holds no replica of, the share its cache answered. */
 struct server_snap {
 	uint64_t blocks, bytes, stores, refused_total, refused[8];
-	uint32_t k, ring_servers;
+	uint32_t k, ring_servers, skew_peers;
+	double skew_s;
+	bool clock_off;
+	uint64_t expiry_skipped;
 	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
 	uint64_t capacity, quota, challenges, day, week;
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
@@ -666,6 +710,12 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, capacity, "capacity", "capacity", "bytes"),
 	S(U64, quota, "quota", "quota per client IP", "bytes"),
 	S(U64, challenges, "challenges", "nonce challenges", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("clock", "clock"),
+	CFS_STAT_D(struct server_snap, skew_s, 1, "skew_s", "ours minus the peers' median", "s"),
+	S(U32, skew_peers, "peers", "peers heard", NULL),
+	S(BOOL, clock_off, "expiry_suspended", "lease expiry suspended", NULL),
+	S(U64, expiry_skipped, "expiry_rounds_skipped", "collector rounds skipped", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN(NULL, "traffic"),
 	S(U64, stores, "stores", "stores accepted", NULL),
@@ -755,6 +805,11 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	dhash_store_stats(s->store, &n->disk);
 	n->k = s->cfg.replicas;
 	n->ring_servers = dhash__note_ring_size(s);
+	(void)dhash__clock_ok(s);
+	n->skew_s = (double)s->skew_ms / 1000;
+	n->skew_peers = s->skew_peers;
+	n->clock_off = s->clock_off;
+	n->expiry_skipped = s->expiry_skipped;
 	if (n->ring_servers >= n->k)
 		n->ring_servers = 0;
 	n->stores = s->stores;

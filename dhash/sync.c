@@ -411,7 +411,7 @@ static void compare_root(struct sync_session *se, const struct cfs_id *key, cons
 		return;
 	}
 	struct dhash_rec rec = { .kind = DHASH_KIND_ROOT,
-	                         .lease_until = dhash__grant_lease(s, reply->lease_until),
+	                         .lease_until = dhash__grant_lease(s, reply->lease_until, &se->peer.addr),
 	                         .seq = seq, .data = (uint8_t *)reply->data.p, .len = reply->data.len };
 	if (dhash_store_put(s->store, key, &rec) == 0) {
 		s->sync.roots_fetched++;
@@ -447,14 +447,14 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		char hex[9], a[CFS_ADDR_STRLEN];
 		log_warn("sync: %s sent bytes that do not verify for %s; skipped",
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
-	} else if (reply->lease_until <= dhash__wall_now()) {
+	} else if (dhash__lease_from(s, &se->peer.addr, reply->lease_until) <= dhash__wall_now()) {
 		/* expired there: left to the collectors */
 	} else if ((m = dhash__scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
 		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
 		free(mine.data);
 	} else if (m == -ENOENT) {
 		struct dhash_rec rec = { .kind = (uint8_t)reply->kind,
-		                         .lease_until = dhash__grant_lease(s, reply->lease_until),
+		                         .lease_until = dhash__grant_lease(s, reply->lease_until, &se->peer.addr),
 		                         .seq = seq, .data = (uint8_t *)reply->data.p,
 		                         .len = reply->data.len };
 		if (dhash_store_put(s->store, &key, &rec) == 0) {

@@ -80,17 +80,20 @@ def parse_addr(s):
 
 
 def _tree_version():
-    """CFS_PROTO_VERSION of the source tree these tests ship with (the
-    daemons under test are built from it); 4 if it cannot be read."""
+    """CFS_PROTO_VERSION_MIN of the source tree these tests ship with (the
+    oldest version the daemons under test speak, whose header has no
+    clock: these tests play a peer of that version); 4 if it cannot be
+    read."""
     h = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "msg.h")
     try:
-        m = re.search(r"#define\s+CFS_PROTO_VERSION\s+(\d+)", open(h).read())
+        m = re.search(r"#define\s+CFS_PROTO_VERSION_MIN\s+(\d+)", open(h).read())
         return int(m.group(1)) if m else 4
     except OSError:
         return 4
 
 
-# The version messages carry: CFS_PROTO_VERSION in the environment, else the tree's.
+# The version messages carry: CFS_PROTO_VERSION in the environment, else the
+# oldest the tree speaks.
 VERSION = int(os.environ.get("CFS_PROTO_VERSION") or _tree_version())
 
 

@@ -22,8 +22,8 @@ H=$((N / 2))
 PART_S=${PART_S:-90}
 RING_CHECK_MS=${RING_CHECK_MS:-3000} # 0: the control run, no ring check
 cycles() { cluster_status_all "$TEST_DIR/status"; python3 "$HARNESS_DIR/ring_cycles.py" "$TEST_DIR"/status/*.json; }
-two_rings() { [ "$(cycles | head -1)" = "2 $H,$H" ]; }
-one_ring() { [ "$(cycles | head -1)" = "1 $N" ] && cluster_check; }
+two_rings() { [ "$(cycles | sed -n 1p)" = "2 $H,$H" ]; }
+one_ring() { [ "$(cycles | sed -n 1p)" = "1 $N" ] && cluster_check; }
 
 cluster_start "$N" 1 --stabilize-ms 500 --ring-check-ms "$RING_CHECK_MS" --sync-ms 5000
 cluster_wait_correct 60 || fail "the $N-daemon ring did not converge"
@@ -49,7 +49,7 @@ for ((i = 0; i < N; i++)); do
 	cluster_in "${CL_NS[$i]}" iptables-legacy -t raw -A PREROUTING -m iprange --src-range "$range" -j DROP
 done
 start=$SECONDS
-wait_for 60 two_rings || fail "the halves did not form two rings of $H: $(cycles | head -1)"
+wait_for 60 two_rings || fail "the halves did not form two rings of $H: $(cycles | sed -n 1p)"
 ok "partitioned: two rings of $H after $((SECONDS - start)) s"
 
 echo "version 2" >"$src/new-in-v2"
@@ -59,7 +59,7 @@ head -c 50000 /dev/urandom >"$src/f1"
 grep -o 'root sequence [0-9]*' "$TEST_DIR/err" >"$TEST_DIR/seq2"
 ok "version 2 published in the first half ($(cat "$TEST_DIR/seq2"))"
 while [ $((SECONDS - start)) -lt "$PART_S" ]; do sleep 1; done
-two_rings || fail "after $PART_S s of partition: $(cycles | head -1)"
+two_rings || fail "after $PART_S s of partition: $(cycles | sed -n 1p)"
 
 # ---- heal
 for ((i = 0; i < N; i++)); do cluster_in "${CL_NS[$i]}" iptables-legacy -t raw -F PREROUTING; done

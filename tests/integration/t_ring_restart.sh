@@ -15,7 +15,7 @@ FSCK=$CFS_BIN/cfs-fsck
 export XDG_CONFIG_HOME=$TEST_DIR/config
 N=16
 cycles() { cluster_status_all "$TEST_DIR/status"; python3 "$HARNESS_DIR/ring_cycles.py" "$TEST_DIR"/status/*.json; }
-one_ring() { [ "$(cycles | head -1)" = "1 $1" ] && cluster_check; }
+one_ring() { [ "$(cycles | sed -n 1p)" = "1 $1" ] && cluster_check; }
 
 cluster_start "$N" 1 --stabilize-ms 500 --ring-check-ms 3000 --sync-ms 5000
 cluster_wait_correct 60 || fail "the $N-daemon ring did not converge"

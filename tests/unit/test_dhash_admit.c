@@ -99,11 +99,11 @@ Test(admit, every_lease_is_capped)
 
 	s->cfg.max_lease_s = 3600;
 	s->cfg.lease_s = 60;
-	cr_assert_leq(dhash__grant_lease(s, UINT64_MAX), now + 3601);
-	cr_assert_geq(dhash__grant_lease(s, UINT64_MAX), now + 3600);
-	cr_assert_leq(dhash__grant_lease(s, 0), now + 61);
+	cr_assert_leq(dhash__grant_lease(s, UINT64_MAX, NULL), now + 3601);
+	cr_assert_geq(dhash__grant_lease(s, UINT64_MAX, NULL), now + 3600);
+	cr_assert_leq(dhash__grant_lease(s, 0, NULL), now + 61);
 	s->cfg.max_lease_s = 0; /* not "uncapped": the default cap */
-	cr_assert_leq(dhash__grant_lease(s, UINT64_MAX), now + DHASH_MAX_LEASE_DEFAULT_S + 1);
+	cr_assert_leq(dhash__grant_lease(s, UINT64_MAX, NULL), now + DHASH_MAX_LEASE_DEFAULT_S + 1);
 	free(s);
 }
 

@@ -93,7 +93,44 @@ Test(msg, every_type_roundtrips)
 			cr_assert(memcmp(buf1, buf2, n1) == 0, "%s/%d", cfs_msg_type_name(t), dir);
 		}
 	}
-	cr_assert_eq(types, CFS_MSG_TYPE_END - 1 - (CFS_MSG_CTL_STATUS - CFS_MSG_SYNC_KEYS - 1));
+	cr_assert_eq(types, CFS_MSG_TYPE_END - 1 - (CFS_MSG_CTL_STATUS - CFS_MSG_HELLO - 1));
+}
+
+/* Both versions spoken: 0 encodes the oldest (9 items, no clock); 5 adds
+ * the sender's clock as a tenth item; each decodes with its version; a
+ * version outside the two is refused when encoding. */
+Test(msg, two_versions)
+{
+	const char *why = NULL;
+
+	fill(&m1, CFS_MSG_STORE, 0);
+	size_t n4 = enc(&m1, buf1, sizeof(buf1));
+	cr_assert_eq(buf1[0], 0x99, "a version 4 message is a 9-item array");
+	cr_assert_eq(buf1[1], CFS_PROTO_VERSION_MIN);
+	cr_assert_eq(cfs_msg_decode(buf1, n4, &m2, &why), 0);
+	cr_assert_eq(m2.version, CFS_PROTO_VERSION_MIN);
+	cr_assert_eq(m2.clock_ms, 0);
+
+	m1.version = 5;
+	m1.clock_ms = 1795000000123ull;
+	size_t n5 = enc(&m1, buf1, sizeof(buf1));
+	cr_assert_eq(buf1[0], 0x9a, "a version 5 message is a 10-item array");
+	cr_assert_eq(buf1[1], 5);
+	cr_assert_eq(cfs_msg_decode(buf1, n5, &m2, &why), 0, "%s", why);
+	cr_assert_eq(m2.version, 5);
+	cr_assert_eq(m2.clock_ms, 1795000000123ull);
+	cr_assert_eq(n5, n4 + 9, "the clock costs 9 bytes");
+	size_t n2 = enc(&m2, buf2, sizeof(buf2));
+	cr_assert(n2 == n5 && !memcmp(buf1, buf2, n5), "canonical at version 5 too");
+
+	/* a 9-item version 5 message, a 10-item version 4 one: refused */
+	buf1[0] = 0x99;
+	cr_assert_eq(cfs_msg_decode(buf1, n5, &m2, &why), -EPROTO);
+	m1.version = 6;
+	size_t len;
+	cr_assert_eq(cfs_msg_encode(&m1, buf1, sizeof(buf1), &len), -EINVAL);
+	m1.version = 3;
+	cr_assert_eq(cfs_msg_encode(&m1, buf1, sizeof(buf1), &len), -EINVAL);
 }
 
 Test(msg, fields_decoded)
@@ -256,7 +293,7 @@ Test(msg, header_checks)
 	uint8_t id[32] = { 0 };
 
 	pk_init(&p); /* baseline: a valid ping */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_PING, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_PING, 0, 0, 0);
 	cr_assert(dec(&p, &why) == 0);
 
 	pk_init(&p);
@@ -269,29 +306,29 @@ Test(msg, header_checks)
 	cr_assert(dec(&p, &why) == -EPROTONOSUPPORT, "a future version may change the header");
 
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, 200, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, 200, 0, 0, 0);
 	cr_assert(dec(&p, &why) == -ENOMSG, "unknown type");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, 0, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, 0, 0, 0, 0);
 	cr_assert(dec(&p, &why) == -ENOMSG, "type 0");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, 20, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, 20, 0, 0, 0);
 	cr_assert(dec(&p, &why) == -ENOMSG, "a gap in the numbering");
 
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_PING, 2, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_PING, 2, 0, 0);
 	cr_assert(dec(&p, &why) == -EPROTO, "unknown flag bits");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_PING, 0, -5, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_PING, 0, -5, 0);
 	cr_assert(dec(&p, &why) == -EPROTO, "status in a request");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_PING, 1, 5, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_PING, 1, 5, 0);
 	cr_assert(dec(&p, &why) == -EPROTO, "positive status");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FETCH, 1, -ENOENT, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FETCH, 1, -ENOENT, 0);
 	cr_assert(dec(&p, &why) == 0 && m2.status == -ENOENT, "an error reply has no body");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FETCH, 1, -ENOENT, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FETCH, 1, -ENOENT, 1);
 	msgpack_pack_uint8(&p.pk, 1);
 	cr_assert(dec(&p, &why) == -EPROTO, "an error reply with a body");
 
@@ -356,49 +393,49 @@ Test(msg, body_checks)
 	uint8_t id[32] = { 0 }, nonce[16] = { 0 };
 
 	pk_init(&p); /* valid auth */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_AUTH, 0, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_AUTH, 0, 0, 1);
 	pk_bin(&p, nonce, 16);
 	cr_assert(dec(&p, &why) == 0);
 
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_AUTH, 0, 0, 0);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_AUTH, 0, 0, 0);
 	cr_assert(dec(&p, &why) == -EPROTO && strstr(why, "missing"), "missing field");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_AUTH, 0, 0, 2);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_AUTH, 0, 0, 2);
 	pk_bin(&p, nonce, 16);
 	pk_bin(&p, nonce, 16);
 	cr_assert(dec(&p, &why) == -EPROTO && strstr(why, "extra"), "extra field");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_AUTH, 0, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_AUTH, 0, 0, 1);
 	pk_bin(&p, nonce, 15);
 	cr_assert(dec(&p, &why) == -EPROTO, "short nonce");
 	pk_init(&p);
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_AUTH, 0, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_AUTH, 0, 0, 1);
 	msgpack_pack_str(&p.pk, 16);
 	msgpack_pack_str_body(&p.pk, nonce, 16);
 	cr_assert(dec(&p, &why) == -EPROTO, "string where binary belongs");
 
 	pk_init(&p); /* find_next with a negative nsucc */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FIND_NEXT, 0, 0, 3);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FIND_NEXT, 0, 0, 3);
 	pk_bin(&p, id, 32);
 	msgpack_pack_int32(&p.pk, -1);
 	msgpack_pack_uint32(&p.pk, 0);
 	cr_assert(dec(&p, &why) == -EPROTO, "negative where unsigned belongs");
 	pk_init(&p); /* flags over 32 bits */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FIND_NEXT, 0, 0, 3);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FIND_NEXT, 0, 0, 3);
 	pk_bin(&p, id, 32);
 	msgpack_pack_uint32(&p.pk, 1);
 	msgpack_pack_uint64(&p.pk, 1ull << 40);
 	cr_assert(dec(&p, &why) == -EPROTO, "integer out of range");
 	pk_init(&p); /* bool where integer belongs */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FIND_NEXT, 0, 0, 3);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FIND_NEXT, 0, 0, 3);
 	pk_bin(&p, id, 32);
 	msgpack_pack_true(&p.pk);
 	msgpack_pack_uint32(&p.pk, 0);
 	cr_assert(dec(&p, &why) == -EPROTO);
 
 	pk_init(&p); /* a successor list one too long */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_GET_SUCCS, 1, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_GET_SUCCS, 1, 0, 1);
 	msgpack_pack_array(&p.pk, CFS_MSG_MAX_NODES + 1);
 	for (int i = 0; i < CFS_MSG_MAX_NODES + 1; i++) {
 		msgpack_pack_array(&p.pk, 5);
@@ -418,7 +455,7 @@ Test(msg, body_checks)
 	};
 	for (size_t i = 0; i < CFS_ARRAY_SIZE(bad_nodes); i++) {
 		pk_init(&p);
-		pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_NOTIFY, 0, 0, 1);
+		pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_NOTIFY, 0, 0, 1);
 		msgpack_pack_array(&p.pk, 5);
 		pk_bin(&p, id, 32);
 		pk_bin(&p, bad_nodes[i].ip, bad_nodes[i].iplen);
@@ -429,17 +466,17 @@ Test(msg, body_checks)
 	}
 
 	pk_init(&p); /* key list not a multiple of 32 */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_HAVE, 0, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_HAVE, 0, 0, 1);
 	pk_bin(&p, blob, 33);
 	cr_assert(dec(&p, &why) == -EPROTO);
 	pk_init(&p); /* too many keys */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_HAVE, 0, 0, 1);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_HAVE, 0, 0, 1);
 	uint8_t *many = calloc(CFS_MSG_MAX_KEYS + 1, 32);
 	pk_bin(&p, many, (CFS_MSG_MAX_KEYS + 1) * 32);
 	free(many);
 	cr_assert(dec(&p, &why) == -EPROTO);
 	pk_init(&p); /* a block over the limit */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_FETCH, 1, 0, 3);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_FETCH, 1, 0, 3);
 	msgpack_pack_uint8(&p.pk, 1);
 	msgpack_pack_uint8(&p.pk, 0);
 	uint8_t *big = calloc(1, CFS_BLOCK_MAX + 1);
@@ -447,7 +484,7 @@ Test(msg, body_checks)
 	free(big);
 	cr_assert(dec(&p, &why) == -EPROTO);
 	pk_init(&p); /* a predecessor list of two */
-	pk_header(&p, 9, CFS_PROTO_VERSION, CFS_MSG_GET_PRED, 1, 0, 2);
+	pk_header(&p, 9, CFS_PROTO_VERSION_MIN, CFS_MSG_GET_PRED, 1, 0, 2);
 	msgpack_pack_array(&p.pk, 2);
 	msgpack_pack_nil(&p.pk);
 	msgpack_pack_nil(&p.pk);

@@ -17,6 +17,7 @@ struct server {
 	bool anon_reply;      /* answer without naming the node addressed */
 	uint64_t reqids[64];  /* the first request IDs seen */
 	uint32_t nreqids;
+	uint8_t last_version; /* of the last request */
 };
 
 static void late_reply(uv_timer_t *h)
@@ -34,6 +35,7 @@ static void serve(void *arg, const struct cfs_msg *req, const struct cfs_reply_t
 	struct cfs_msg m;
 
 	s->served++;
+	s->last_version = req->version;
 	if (s->nreqids < 64)
 		s->reqids[s->nreqids++] = req->reqid;
 	if (s->anon_reply) { /* a forger, or a peer answering for another node */
@@ -252,6 +254,82 @@ Test(transport, error_status_and_echo)
 	cr_assert_eq(call_one(CFS_MSG_FETCH, NULL), -ENOENT);
 	cr_assert_eq(call_one(CFS_MSG_AUTH, NULL), 0);
 	cr_assert(last_rtt > 0);
+}
+
+/* Two processes of this version: the first call goes at the older
+ * version with a hello beside it; the hello's answer shows the newer
+ * version spoken, and the next calls use it, with the sender's clock. */
+Test(transport, newer_version_learnt_from_a_hello)
+{
+	struct cfs_transport_stats c, s;
+	int64_t skew;
+	uint32_t n;
+
+	cr_assert_eq(cfs_transport_peer_version(cli, &srv_addr), CFS_PROTO_VERSION_MIN);
+	cr_assert_eq(cfs_transport_clock_skew(cli, &skew, &n), -ENODATA);
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	cr_assert_eq(srv.last_version, CFS_PROTO_VERSION_MIN, "the first call: the older version");
+	for (int i = 0; i < 20 && cfs_transport_peer_version(cli, &srv_addr) != CFS_PROTO_VERSION; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	cr_assert_eq(cfs_transport_peer_version(cli, &srv_addr), CFS_PROTO_VERSION);
+	cr_assert_eq(call_one(CFS_MSG_PING, NULL), 0);
+	cr_assert_eq(srv.last_version, CFS_PROTO_VERSION, "then the newer");
+	cr_assert_eq(call_one(CFS_MSG_AUTH, NULL), 0);
+	cfs_transport_get_stats(cli, &c);
+	cfs_transport_get_stats(srv.t, &s);
+	cr_assert_eq(c.version_probes, 1, "one hello");
+	cr_assert_eq(s.hellos_in, 1);
+	cr_assert_eq(c.unmatched, 0, "the hello's answer is no stray reply");
+	cr_assert_eq(s.requests_in, 3, "the hello is not a request of the server's");
+	/* one clock, both ends: no offset, no skew */
+	cr_assert_eq(cfs_transport_peer_clock_offset_s(cli, &srv_addr), 0);
+	cr_assert_eq(cfs_transport_clock_skew(cli, &skew, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert(skew > -1000 && skew < 1000, "skew %lld ms", (long long)skew);
+}
+
+/* A peer of the older version (a raw socket that answers every request
+ * it can decode at version 4 and drops the rest, as the older code does):
+ * it is spoken to in the older version, and every call succeeds. */
+Test(transport, an_older_peer_is_spoken_to_in_its_version)
+{
+	struct cfs_addr raw_addr;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t alen = sizeof(raw_addr);
+	uint8_t b[2048], out[256];
+	struct cfs_msg q, a;
+	size_t olen;
+	int dropped = 0;
+
+	cr_assert(cfs_addr_from_ip(&raw_addr, "127.0.0.1", 0) == 0);
+	cr_assert(bind(fd, &raw_addr.sa, cfs_addr_len(&raw_addr)) == 0);
+	cr_assert(getsockname(fd, &raw_addr.sa, &alen) == 0);
+	for (int k = 0; k < 3; k++) {
+		cfs_msg_init(&q, CFS_MSG_PING);
+		done = false;
+		cr_assert(cfs_transport_call(cli, &raw_addr, &q, NULL, on_one, NULL) == 0);
+		while (!done) {
+			uv_run(&loop, UV_RUN_NOWAIT);
+			struct sockaddr_storage from;
+			socklen_t fl = sizeof(from);
+			ssize_t len = recvfrom(fd, b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+			if (len <= 0)
+				continue;
+			if (cfs_msg_decode(b, (size_t)len, &q, NULL) < 0 || q.version != CFS_PROTO_VERSION_MIN) {
+				dropped++; /* what an older peer cannot decode */
+				continue;
+			}
+			cfs_msg_init(&a, q.type);
+			a.is_reply = true;
+			a.reqid = q.reqid;
+			cr_assert(cfs_msg_encode(&a, out, sizeof(out), &olen) == 0);
+			cr_assert(sendto(fd, out, olen, 0, (struct sockaddr *)&from, fl) == (ssize_t)olen);
+		}
+		cr_assert_eq(last_status, 0, "call %d to the older peer", k);
+	}
+	close(fd);
+	cr_assert_eq(dropped, 1, "one hello, which the older peer dropped");
+	cr_assert_eq(cfs_transport_peer_version(cli, &raw_addr), CFS_PROTO_VERSION_MIN);
 }
 
 Test(transport, late_reply_is_unmatched)

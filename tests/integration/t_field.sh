@@ -11,7 +11,9 @@
 #   - a publish of another file at 1 % loss succeeds;
 #   - cfs-fsck finds both volumes whole afterwards;
 #   - no IP fragment was created on any node (FragCreates, IPv4 and IPv6)
-#     and none reassembled (ReasmReqds), no reassembly memory in use.
+#     and none reassembled (ReasmReqds), no reassembly memory in use;
+#   - no daemon and no reader suspected an honest node (loss and a full
+#     queue are no evidence).
 # Every step runs even when an earlier one failed, so that the log shows
 # every way the transport falls short; the test fails if any did.
 . "$(dirname "$0")/lib.sh"
@@ -116,6 +118,13 @@ echo "# IP fragments over the whole test, all namespaces: $creates created, $rea
 [ "$creates" -eq 0 ] || problem "$creates IP fragments created (a datagram above the path MTU)"
 [ "$reasm" -eq 0 ] || problem "$reasm IP reassemblies"
 [ "$mem" -eq 0 ] || problem "$mem bytes held in IP reassembly queues"
+
+# Loss and a full queue are no evidence against anyone: no daemon and no
+# reader may have suspected an honest node.
+nsusp=$(cat "$TEST_DIR"/node*.log "$TEST_DIR/reader-mount.log" "$TEST_DIR"/publish*.err 2>/dev/null |
+	grep -c 'suspect' || true)
+echo "# nodes suspected over the whole test (loss, shaper, publish at 1 %): $nsusp"
+[ "$nsusp" -eq 0 ] || problem "$nsusp suspicions of honest nodes: $(cat "$TEST_DIR"/node*.log "$TEST_DIR/reader-mount.log" | grep -m1 suspect)"
 
 if [ ${#problems[@]} -gt 0 ]; then
 	printf 'FAIL: %s\n' "${problems[@]}" >&2

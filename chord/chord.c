@@ -251,6 +251,10 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 		c->cfg.merge_ms = 30000;
 	else if (c->cfg.merge_ms == CHORD_MERGE_OFF)
 		c->cfg.merge_ms = 0;
+	if (!c->cfg.reach_ms)
+		c->cfg.reach_ms = CHORD_REACH_MS;
+	else if (c->cfg.reach_ms == CHORD_MERGE_OFF)
+		c->cfg.reach_ms = 0;
 	if (c->cfg.pns > c->cfg.nsucc)
 		c->cfg.pns = c->cfg.nsucc;
 	c->addr = *self;
@@ -273,7 +277,9 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	uv_timer_init(loop, &c->lk_timer);
 	uv_timer_init(loop, &c->merge_timer);
 	c->merge_timer.data = c;
-	c->handles += 2;
+	uv_timer_init(loop, &c->reach_timer);
+	c->reach_timer.data = c;
+	c->handles += 3;
 	chord__auth_init(c);
 	cfs_transport_set_coord(t, &c->coord);
 	*ret = c;
@@ -289,6 +295,7 @@ void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
 	c->boot = n ? xmemdup(bootstrap, n * sizeof(*bootstrap)) : NULL;
 	chord__maint_start(c);
 	chord__merge_start(c);
+	chord__reach_start(c);
 }
 
 void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
@@ -333,6 +340,7 @@ void chord_free(chord_t *c)
 	c->lk_timer.data = c;
 	uv_close((uv_handle_t *)&c->lk_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&c->merge_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&c->reach_timer, on_timer_closed);
 }
 
 void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg)
@@ -349,9 +357,11 @@ void chord_freeze(chord_t *c, bool frozen)
 	if (frozen) {
 		chord__maint_stop(c);
 		chord__merge_stop(c);
+		chord__reach_stop(c);
 	} else if (c->started) {
 		chord__maint_start(c);
 		chord__merge_start(c);
+		chord__reach_start(c);
 	}
 }
 
@@ -382,7 +392,10 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 {
 	struct vnode *v = &c->v[0];
 
-	if (req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE || c->client)
+	if ((req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE) && req->type != CFS_MSG_REACH &&
+	    req->type != CFS_MSG_DIALBACK)
+		return false;
+	if (c->client)
 		return false;
 	if (c->freeing) {
 		(void)cfs_transport_reply_error(c->tr, from, -ESHUTDOWN);
@@ -418,6 +431,12 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		break;
 	case CFS_MSG_LOOKUP_DONE:
 		chord__lookup_handle_done(c, req, from);
+		break;
+	case CFS_MSG_REACH:
+		chord__reach_handle(c, v, req, from);
+		break;
+	case CFS_MSG_DIALBACK:
+		chord__reach_dialback(c, req);
 		break;
 	default:
 		chord__maint_handle(c, v, req, from);
@@ -516,6 +535,10 @@ struct ring_snap {
 	uint64_t index_moves;
 	uint64_t merge_checks, merge_found;
 	uint32_t peers;
+	const char *reachable;
+	char seen_at[CFS_ADDR_STRLEN];
+	const char *seen_at_p;
+	uint64_t reach_checks, reach_dialed;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -533,6 +556,12 @@ static const struct cfs_stat ring_stats[] = {
 	S(U32, peers, "peers_remembered", "peers remembered", NULL),
 	S(U64, merge_checks, "ring_checks", "ring checks", NULL),
 	S(U64, merge_found, "loops_found", "other loops found", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("reach", "reachable"),
+	S(STR, reachable, "reachable", "by members' dial-backs", NULL),
+	S(STR, seen_at_p, "seen_at", "members see it at", NULL),
+	S(U64, reach_checks, "checks", "checks", NULL),
+	S(U64, reach_dialed, "dialed_back", "others dialled back", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("lookups", "lookups"),
 	S(U64, lookups_done, "done", "done", NULL),
@@ -642,7 +671,10 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.merge_checks = c->merge_checks,
 		.merge_found = c->merge_found,
 		.peers = c->npeers,
+		.reachable = chord_reach_name(c->reach_state),
+		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
 	};
+	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;
 
 	if (!json) {

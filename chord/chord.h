@@ -58,7 +58,14 @@ struct chord_config {
 	 * peer answers a join (without it, joining is retried for ever). A
 	 * start with neither founds one at once. */
 	bool first;
+	/* Period of the reachability check, members dialling us back (default
+	 * CHORD_REACH_MS; CHORD_MERGE_OFF disables it). */
+	uint32_t reach_ms;
 };
+#define CHORD_REACH_MS 600000
+/* What the reachability check found (chord_reach_name). */
+enum { CHORD_REACH_UNKNOWN = 0, CHORD_REACH_YES = 1, CHORD_REACH_NO = 2 };
+const char *chord_reach_name(int state);
 #define CHORD_MERGE_OFF UINT32_MAX
 /* Remembered peers kept at most (chord_remember, chord_peers). */
 #define CHORD_PEERS_MAX 128

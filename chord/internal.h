@@ -133,6 +133,15 @@ struct chord {
 	uv_timer_t merge_timer;
 	uint64_t merge_checks, merge_found;
 	bool founded;             /* cfg.first: no join target answered, a ring of our own */
+	/* reach.c: can members reach us (dial-backs)? */
+	uv_timer_t reach_timer;
+	int reach_state;          /* CHORD_REACH_* */
+	bool reach_busy;          /* a round's requests are out */
+	uint8_t reach_nonce[CFS_NONCE_BYTES];
+	uint32_t reach_answers_round, reach_dialbacks_round;
+	struct cfs_addr reach_seen; /* where members last saw us come from */
+	bool reach_seen_valid;
+	uint64_t reach_checks, reach_dialed, reach_refused;
 
 	/* Vivaldi */
 	struct cfs_coord coord;
@@ -182,6 +191,13 @@ struct chord {
 	uint64_t index_moves;     /* virtual servers that moved to a free index */
 	bool index_full;          /* none was left: joining stopped (cfg.on_fatal) */
 };
+
+/* reach.c */
+void chord__reach_start(chord_t *c);
+void chord__reach_stop(chord_t *c);
+void chord__reach_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+                         const struct cfs_reply_to *from);
+void chord__reach_dialback(chord_t *c, const struct cfs_msg *req);
 
 /* merge.c */
 void chord__merge_start(chord_t *c);

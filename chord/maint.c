@@ -691,6 +691,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	c->leaving = true;
 	chord__maint_stop(c);
 	chord__merge_stop(c);
+	chord__reach_stop(c);
 	chord__lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct vnode *v = &c->v[i];

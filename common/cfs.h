@@ -605,6 +605,10 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply);
 /* Answer a request with only an error status. */
 int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status);
+/* Send m (a request at the newest version) as one datagram from a socket
+ * opened for it and closed at once: a packet no NAT or firewall on dst's
+ * side has seen a flow for (a reachability dial-back). */
+int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m);
 /* The protocol version a is spoken to in now (CFS_PROTO_VERSION once it
  * is known to speak it, else CFS_PROTO_VERSION_MIN). */
 int cfs_transport_peer_version(cfs_transport_t *t, const struct cfs_addr *a);

@@ -59,6 +59,8 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_SYNC_DIGEST] = { "sync_digest", { F_KEY, F_HI, F_NSUCC }, { F_KEYS } },
 	[CFS_MSG_SYNC_KEYS]   = { "sync_keys",   { F_KEY, F_HI, F_COUNT }, { F_FLAGS, F_KEYS } },
 	[CFS_MSG_HELLO]       = { "hello",       { F_END }, { F_END } },
+	[CFS_MSG_REACH]       = { "reach",       { F_NONCE, F_NODE }, { F_NODE } },
+	[CFS_MSG_DIALBACK]    = { "dialback",    { F_NONCE }, { F_END } },
 	[CFS_MSG_CTL_STATUS]  = { "ctl_status",  { F_FLAGS }, { F_TEXT } },
 	[CFS_MSG_CTL_LOOKUP]  = { "ctl_lookup",  { F_KEY, F_MODE, F_NSUCC, F_FLAGS },
 	                                         { F_HOPS, F_COUNT, F_TIMEOUTS, F_NODES } },

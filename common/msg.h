@@ -75,6 +75,9 @@ enum cfs_msg_type {
 	CFS_MSG_SYNC_KEYS,       /* the keys stored in [key, hi), at most count */
 	CFS_MSG_HELLO,           /* at the newest version: which version do you speak? The
 	                          * transport answers it at the request's version */
+	CFS_MSG_REACH,           /* nonce, node: dial me back there -> node: where you
+	                          * saw this request come from */
+	CFS_MSG_DIALBACK,        /* nonce: the dial-back, from a fresh socket; no reply */
 	CFS_MSG_CTL_STATUS = 32, /* local: flags -> status report as text or JSON */
 	CFS_MSG_CTL_LOOKUP,      /* local: look a key up in a given mode */
 	CFS_MSG_CTL_GET,         /* local: DHash get */

@@ -62,6 +62,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
 #define SILENT_MAX 64
@@ -618,6 +619,31 @@ int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struc
 		return -ECANCELED;
 	reply->status = 0;
 	return send_reply(t, to, reply);
+}
+
+int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m)
+{
+	uint8_t buf[CFS_DGRAM_SAFE];
+	size_t len;
+	int fd, r;
+
+	if (t->closing)
+		return -ECANCELED;
+	m->version = CFS_PROTO_VERSION;
+	m->clock_ms = cfs_wall_ms();
+	m->is_reply = false;
+	randombytes_buf(&m->reqid, sizeof(m->reqid));
+	if (t->coord)
+		m->coord = *t->coord;
+	if ((r = cfs_msg_encode(m, buf, sizeof(buf), &len)) < 0)
+		return r;
+	if ((fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	r = sendto(fd, buf, len, 0, &dst->sa, cfs_addr_len(dst)) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		t->st.bytes_out += len;
+	return r;
 }
 
 int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)

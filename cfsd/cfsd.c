@@ -55,6 +55,7 @@ struct daemon {
 	int exit_status;          /* 1 after a fatal ring error (on_ring_fatal) */
 	uv_timer_t fatal_timer;
 	uv_timer_t peers_timer;   /* DATA/peers checked every 5 s, written when changed */
+	bool peers_loaded;        /* DATA/peers was read: it may be written */
 	cfs_listener_t *ctl;
 	uv_signal_t sigterm, sigint, sighup;
 	/* service: --first, --socket-group, SIGHUP (see "service" below) */
@@ -375,7 +376,8 @@ static void shut_down(void)
 	uv_close((uv_handle_t *)&D.sighup, NULL);
 	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
 	uv_close((uv_handle_t *)&D.peers_timer, NULL);
-	(void)cfsd_peers_save(D.chord, D.data_dir); /* the tables before we leave them */
+	if (D.peers_loaded)
+		(void)cfsd_peers_save(D.chord, D.data_dir); /* the tables before we leave them */
 	chord_leave(D.chord, stop_rest, NULL);
 }
 
@@ -1034,16 +1036,18 @@ int main(int argc, char **argv)
 		D.exit_status = 1;
 		shut_down();
 	} else {
-		(void)cfsd_peers_load(D.chord, D.data_dir);
+		int remembered = cfsd_peers_load(D.chord, D.data_dir);
+		bool joining = D.nboot > 0 || remembered > 0;
+		D.peers_loaded = true; /* from now on the file is ours to rewrite */
 		uv_timer_start(&D.peers_timer, peers_tick, 5000, 5000);
 		chord_start(D.chord, D.boot, D.nboot);
 		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
 		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
-		         D.nboot ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
+		         joining ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
 		/* Ready: the control socket answers (the ring may still be joining). */
 		char ready[CFS_ADDR_STRLEN + 64];
 		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, %s",
-		         cfs_addr_str(&D.addr, a), D.nboot ? "joining a ring" : "a new ring");
+		         cfs_addr_str(&D.addr, a), joining ? "joining a ring" : "a new ring");
 		notify(ready);
 	}
 	cfs_loop_run(D.loop);

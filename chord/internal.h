@@ -313,7 +313,7 @@ bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
  * (classic Chord): a covering successor list leads to it.
  */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
+                bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
                 uint32_t cap);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);

@@ -73,7 +73,7 @@ static bool env_local_step(void *ctx, const struct cfs_id *key, uint32_t nsucc, 
 	struct vnode *u = chord__table_closest_local(c, key);
 
 	*ret_self = u->self;
-	return chord__table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
+	return chord__table_step(c, u, key, nsucc, to_pred, true, out, n_out, n_cand, cap);
 }
 
 static bool env_has_block(void *ctx, const struct cfs_id *key)
@@ -462,14 +462,15 @@ static void fwd_ack(void *arg, int status, const struct cfs_msg *reply,
 
 /* The served half of a step (find_next and lookup_fwd): clamp the count
  * asked for, consult the block hook, then the tables. */
-static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req, bool wrap_ok,
                         struct cfs_node *out, uint32_t *n, uint32_t *ncand, uint32_t *nsucc,
                         bool *has)
 {
 	*nsucc = req->nsucc < 1 ? 1 : req->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : req->nsucc;
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
-	return chord__table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, out, n, ncand,
+	return chord__table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, wrap_ok,
+	                         out, n, ncand,
 	                  *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND);
 }
 
@@ -514,7 +515,9 @@ void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg 
 		return;
 	}
 	fwd_note(c, from->reqid);
-	done = served_step(c, v, req, out, &n, &ncand, &q.nsucc, &has);
+	/* the answer goes to the originator: wrapped only if it speaks the newer version */
+	done = served_step(c, v, req, cfs_transport_peer_version(c->tr, &req->node.addr) >= 5, out, &n,
+	                   &ncand, &q.nsucc, &has);
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->c = c;
 	f->v = v;
@@ -539,7 +542,7 @@ void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cf
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
 		return;
 	}
-	done = served_step(c, v, req, out, &n, &ncand, &nsucc, &has);
+	done = served_step(c, v, req, from->version >= 5, out, &n, &ncand, &nsucc, &has);
 	chord__msg_init(c, v, CFS_MSG_FIND_NEXT, NULL);
 	c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
 	if (!done && ncand < n) {

@@ -428,6 +428,10 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 	if (est >= 2 && cfs_id_to_unit(&prev) * est > CHORD__LK_GAMMA * gaps)
 		return wraps ? "named itself among its own successors"
 		             : "named successors sparser than the ring (routing-failure test)";
+	/* a whole ring must be about as large as we think the ring is, and
+	 * shorter than a successor list */
+	if (wraps && ((double)(n + 1) * 2 < est || (ops->succ_max && n >= ops->succ_max(env->ctx))))
+		return "named itself among its own successors";
 	return NULL;
 }
 

@@ -152,6 +152,24 @@ void chord__table_drop_finger(chord_t *c, const struct cfs_id *id)
 				c->v[vi].finger[k].valid = false;
 }
 
+/* Does v's successor list name every node v's predecessor and fingers
+ * do? A successor list that claims the whole ring must: one successor's
+ * word ("the ring is you and me") cannot shrink what else we know. */
+static bool list_has_all(const chord_t *c, const struct vnode *v)
+{
+	for (int k = -1; k < NFINGERS; k++) {
+		const struct tnode *t = k < 0 ? &v->pred : &v->finger[k];
+		if (!t->valid || chord__local(c, &t->n.id))
+			continue;
+		bool found = false;
+		for (uint32_t i = 0; i < v->nsuccs && !found; i++)
+			found = cfs_id_eq(&v->succ[i].n.id, &t->n.id);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
                      const struct cfs_node *list, uint32_t n)
 {
@@ -200,7 +218,7 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 	for (uint32_t i = 0; i < k && !v->list_changed; i++)
 		v->list_changed = !cfs_id_eq(&nw[i].n.id, &old[i].n.id);
 	v->nsuccs = k;
-	v->wraps = wraps && k < r;
+	v->wraps = wraps && k < r && list_has_all(c, v);
 	v->joined = true;
 }
 
@@ -324,7 +342,8 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
  * function because each case falls through to the next on the same
  * tables, and the order is the protocol. */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                bool to_pred, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand, uint32_t cap)
+                bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
+                uint32_t cap)
 {
 	uint32_t n = 0;
 
@@ -345,8 +364,10 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	/* A list shorter than r holds the whole ring: after its last entry the
 	 * ring comes back to us. The key's successors are then the list from
 	 * the first one at or after the key, wrapping through ourselves, so
-	 * that on a ring smaller than k every server, the asker too, counts. */
-	if (v->wraps && v->nsuccs > 0 && v->nsuccs < c->cfg.nsucc && !v->succ_unsure) {
+	 * that on a ring smaller than k every server, the asker too, counts.
+	 * Not for an asker of the previous protocol version (!wrap_ok): it
+	 * refuses an answer that names its sender past the first place. */
+	if (wrap_ok && v->wraps && v->nsuccs > 0 && v->nsuccs < c->cfg.nsucc && !v->succ_unsure) {
 		uint32_t j = 0;
 		while (j < v->nsuccs &&
 		       !cfs_id_in_oc(key, j ? &v->succ[j - 1].n.id : &v->self.id, &v->succ[j].n.id))
@@ -391,7 +412,7 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return chord__table_step(c, u, key, nsucc, to_pred, out, n_out, n_cand, cap);
+			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, out, n_out, n_cand, cap);
 	}
 	if (n == 0 && v->succ_unsure) {
 		*n_out = 0; /* our successor may not be the key's: no answer */

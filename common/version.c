@@ -33,6 +33,7 @@
 #define PROBE_EVERY_US (30ull * 1000000) /* a peer not known newer is probed this often at most */
 #define CLOCK_FRESH_US (600ull * 1000000)/* offsets heard within this count for the skew */
 #define VERS_MAX 4096                    /* addresses remembered; when full, learnt again */
+#define OFFSET_MAX_MS (10ll * 366 * 86400 * 1000) /* a clock ten years off is off enough */
 
 struct peer_ver {
 	uint64_t newer_until_us;  /* speaks CFS_PROTO_VERSION until then */
@@ -78,7 +79,10 @@ void cfs__ver_heard(cfs_transport_t *t, const struct cfs_addr *from, const struc
 		t->st.peers_newer++;
 	pv->newer_until_us = now_us + KNOWN_US;
 	if (m->clock_ms) {
-		pv->offset_ms = (int64_t)(m->clock_ms - wall_ms);
+		/* a clock more than OFFSET_MAX_MS off is taken as that far off */
+		uint64_t d = m->clock_ms > wall_ms ? m->clock_ms - wall_ms : wall_ms - m->clock_ms;
+		int64_t off = d > OFFSET_MAX_MS ? OFFSET_MAX_MS : (int64_t)d;
+		pv->offset_ms = m->clock_ms > wall_ms ? off : -off;
 		pv->offset_at_us = now_us;
 	}
 }
@@ -136,8 +140,8 @@ int64_t cfs_transport_peer_clock_offset_s(cfs_transport_t *t, const struct cfs_a
 {
 	struct peer_ver *pv = ver_get(t, a, false);
 
-	if (!pv || !pv->offset_at_us)
-		return 0;
+	if (!pv || !pv->offset_at_us || cfs_now_us() - pv->offset_at_us >= CLOCK_FRESH_US)
+		return 0; /* not heard lately: its clock may have been set right since */
 	return pv->offset_ms >= 0 ? (pv->offset_ms + 500) / 1000 : -((-pv->offset_ms + 500) / 1000);
 }
 
@@ -157,11 +161,22 @@ int cfs_transport_clock_skew(cfs_transport_t *t, int64_t *ret_skew_ms, uint32_t 
 	const void *k;
 	void *v;
 
+	/* one sample per IP address: one machine may answer from many ports */
+	struct peer_key *ips = xmalloc((cfs_htab_count(&t->vers) + 1) * sizeof(*ips));
 	while (cfs_htab_next(&t->vers, &pos, &k, &v)) {
 		const struct peer_ver *pv = v;
-		if (pv->offset_at_us && now - pv->offset_at_us < CLOCK_FRESH_US)
-			off[n++] = pv->offset_ms;
+		const struct peer_key *pk = k;
+		bool dup = false;
+		if (!pv->offset_at_us || now - pv->offset_at_us >= CLOCK_FRESH_US)
+			continue;
+		for (uint32_t i = 0; i < n && !dup; i++)
+			dup = ips[i].family == pk->family && !memcmp(ips[i].ip, pk->ip, sizeof(pk->ip));
+		if (dup)
+			continue;
+		ips[n] = *pk;
+		off[n++] = pv->offset_ms;
 	}
+	free(ips);
 	*ret_peers = n;
 	if (n == 0) {
 		free(off);

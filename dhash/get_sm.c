@@ -373,7 +373,7 @@ static bool holder_failed(struct dhash__get *g, uint32_t ci)
  * says nothing about bytes we checked) do not. */
 static void fetch_failed(struct dhash__get *g, uint32_t ci, int status)
 {
-	bool suspect = status != -ETIMEDOUT && holder_failed(g, ci);
+	bool suspect = status == -ENOENT && holder_failed(g, ci); /* claimed, then denied */
 
 	if (status == -ETIMEDOUT) {
 		g->timeouts++;

@@ -549,8 +549,13 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
 bool dhash__clock_ok(dhash_server_t *s)
 {
 	uint32_t bound = s->cfg.max_skew_s ? s->cfg.max_skew_s : DHASH_MAX_SKEW_DEFAULT_S;
-	bool off = cfs_transport_clock_skew(chord_transport(s->chord), &s->skew_ms, &s->skew_peers) == 0 &&
-	           (s->skew_ms > (int64_t)bound * 1000 || s->skew_ms < -(int64_t)bound * 1000);
+	int64_t skew;
+	uint32_t peers;
+	if (cfs_transport_clock_skew(chord_transport(s->chord), &skew, &peers) < 0)
+		return !s->clock_off; /* nobody heard lately: what we knew still holds */
+	s->skew_ms = skew;
+	s->skew_peers = peers;
+	bool off = skew > (int64_t)bound * 1000 || skew < -(int64_t)bound * 1000;
 
 	if (off && !s->clock_off)
 		log_warn("this machine's clock is %+.0f s off the median of %u peers' (more than %u s): "

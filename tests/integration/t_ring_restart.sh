@@ -5,9 +5,11 @@
 # through the peers it remembered on disk before it would found a ring:
 # within 60 s one ring (every successor pointer on one cycle of 16, every
 # successor list true), and the volume published before is whole at k.
-# Also: a daemon given first = true and remembered peers, started while
-# all of them are down, founds a ring of its own after trying them, and
-# merges into the ring when the others come back.
+# Also: the founder alone, restarted with no bootstrap address after the
+# others dropped it, rejoins through its remembered peers instead of
+# founding a second ring; and a daemon given first = true and remembered
+# peers, started while all of them are down, founds a ring of its own
+# after trying them, and merges into the ring when the others come back.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 PUBLISH=$CFS_BIN/cfs-publish
@@ -47,6 +49,21 @@ echo "# one ring $((SECONDS - start)) s after all $N daemons were killed and res
 fsck_ok() { "$FSCK" --from "cfsd:$TEST_DIR/node0/cfsd.sock" --replicas "$vol" >"$TEST_DIR/fsck.out" 2>&1; }
 wait_for 60 fsck_ok || { tail -3 "$TEST_DIR/fsck.out"; fail "the volume is not whole at k after the restart"; }
 ok "the volume is whole: $(tail -1 "$TEST_DIR/fsck.out")"
+
+# ---- the founder alone restarts after the others dropped it: no bootstrap
+# address, so only its remembered peers lead back (it must not found a
+# second ring)
+cluster_stop 0
+fifteen() { [ "$(cycles | sed -n 1p)" = "1 $((N - 1))" ]; }
+wait_for 60 fifteen || fail "the others did not close the ring without the founder: $(cycles | sed -n 1p)"
+: >"$TEST_DIR/node0.log"
+cluster_run 0
+cluster_wait_up 0
+start=$SECONDS
+wait_for 60 one_ring "$N" || { cycles >&2; fail "the restarted founder did not rejoin the ring"; }
+grep -q "starting a new ring" "$TEST_DIR/node0.log" && fail "the restarted founder founded a ring of its own"
+grep -q "remembered .* peers* from the last run" "$TEST_DIR/node0.log" || fail "the founder remembered no peer"
+ok "the founder, restarted alone with no bootstrap, rejoined through remembered peers: one ring in $((SECONDS - start)) s"
 
 # ---- a founder (first = true) back alone founds a ring, then merges
 for ((i = 0; i < N; i++)); do cluster_kill "$i"; done

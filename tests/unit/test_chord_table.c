@@ -77,7 +77,7 @@ static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint
 	struct cfs_id k = before(key_at);
 
 	memset(out, 0, sizeof(out));
-	return chord__table_step(C, v, &k, nsucc, to_pred, out, &n_out, &n_cand, cap);
+	return chord__table_step(C, v, &k, nsucc, to_pred, true, out, &n_out, &n_cand, cap);
 }
 
 TestSuite(chord_table, .init = setup, .fini = teardown);

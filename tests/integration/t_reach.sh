@@ -27,7 +27,7 @@ cluster_netns_link "$FW_NS" fw 10
 FW_IP=$(cluster_netns_ip 10)
 cluster_in "$FW_NS" iptables-legacy -A INPUT -p udp -m conntrack --ctstate NEW -j DROP
 mkdir -p "$TEST_DIR/fw"
-cluster_in "$FW_NS" "$CFSD" --port 4460 --bind "$FW_IP" --data "$TEST_DIR/fw" --bootstrap "$(cluster_addr 0)" \
+nsenter --net="/run/netns/$FW_NS" "$CFSD" --port 4460 --bind "$FW_IP" --data "$TEST_DIR/fw" --bootstrap "$(cluster_addr 0)" \
 	--stabilize-ms 500 >"$TEST_DIR/fw.log" 2>&1 &
 PIDS+=("$!")
 
@@ -50,7 +50,7 @@ ip -n "$HOME_NS" route add default via 10.78.0.1
 cluster_in "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
 cluster_in "$RT_NS" iptables-legacy -t nat -A POSTROUTING -s 10.78.0.0/24 -o "${CL_TAG}vrt" -j MASQUERADE
 mkdir -p "$TEST_DIR/home"
-cluster_in "$HOME_NS" "$CFSD" --port 4460 --bind 10.78.0.2 --data "$TEST_DIR/home" --bootstrap "$(cluster_addr 0)" \
+nsenter --net="/run/netns/$HOME_NS" "$CFSD" --port 4460 --bind 10.78.0.2 --data "$TEST_DIR/home" --bootstrap "$(cluster_addr 0)" \
 	--stabilize-ms 500 >"$TEST_DIR/home.log" 2>&1 &
 PIDS+=("$!")
 

@@ -97,6 +97,10 @@ static const char usage_text[] =
 	"      --vnodes V          virtual servers to run (default 1, at most 64)\n"
 	"      --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
+	"      --unreachable MODE  when members cannot reach this server (their dial-backs\n"
+	"                          do not arrive): client (the default) runs it as a\n"
+	"                          client-only node that reads, publishes and pins but\n"
+	"                          holds no part of the ring; member keeps it a member\n"
 	"      --ring-check-ms MS  mean period of the ring check, a lookup of our own ID\n"
 	"                          from a peer outside our successor list that finds\n"
 	"                          and joins other loops after a partition (default\n"
@@ -349,7 +353,7 @@ static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_re
  * every key's successor. */
 static bool ring_joined(void *arg)
 {
-	return D.nboot == 0 || chord_vnode_joined(D.chord, 0);
+	return D.nboot == 0 || chord_vnode_joined(D.chord, 0) || chord_is_client(D.chord);
 }
 
 static void stop_rest(void *arg)
@@ -457,6 +461,7 @@ static const struct option opts[] = {
 	{ "successors", required_argument, NULL, 'r' },
 	{ "stabilize-ms", required_argument, NULL, 1001 },
 	{ "ring-check-ms", required_argument, NULL, 1006 },
+	{ "unreachable", required_argument, NULL, 1009 },
 	{ "pns", required_argument, NULL, 1002 },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
@@ -570,6 +575,14 @@ static void apply(struct settings *st, int c, const char *val)
 		D.dc.max_lease_s = secs;
 		break;
 	}
+	case 1009:
+		if (!strcmp(val, "client"))
+			D.cc.unreachable_client = true;
+		else if (!strcmp(val, "member"))
+			D.cc.unreachable_client = false;
+		else
+			bad_usage("--unreachable wants client or member, not '%s'", val);
+		break;
 	case 1006: {
 		uint32_t ms = (uint32_t)parse_num("--ring-check-ms", val, 0, 86400000);
 		D.cc.merge_ms = ms ? ms : CHORD_MERGE_OFF;
@@ -897,6 +910,8 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	chord_config_default(&D.cc);
+	D.cc.reach_ms = CHORD_REACH_MS; /* a daemon checks that members can reach it */
+	D.cc.unreachable_client = true;
 	dhash_config_default(&D.dc);
 	opterr = 0;
 	/* First pass: only --config, --help and --version, and argument errors. */

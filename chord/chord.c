@@ -251,9 +251,7 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 		c->cfg.merge_ms = 30000;
 	else if (c->cfg.merge_ms == CHORD_MERGE_OFF)
 		c->cfg.merge_ms = 0;
-	if (!c->cfg.reach_ms)
-		c->cfg.reach_ms = CHORD_REACH_MS;
-	else if (c->cfg.reach_ms == CHORD_MERGE_OFF)
+	if (c->cfg.reach_ms == CHORD_MERGE_OFF)
 		c->cfg.reach_ms = 0;
 	if (c->cfg.pns > c->cfg.nsucc)
 		c->cfg.pns = c->cfg.nsucc;
@@ -535,7 +533,7 @@ struct ring_snap {
 	uint64_t index_moves;
 	uint64_t merge_checks, merge_found;
 	uint32_t peers;
-	const char *reachable;
+	const char *reachable, *role;
 	char seen_at[CFS_ADDR_STRLEN];
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
@@ -559,6 +557,7 @@ static const struct cfs_stat ring_stats[] = {
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("reach", "reachable"),
 	S(STR, reachable, "reachable", "by members' dial-backs", NULL),
+	S(STR, role, "role", "role", NULL),
 	S(STR, seen_at_p, "seen_at", "members see it at", NULL),
 	S(U64, reach_checks, "checks", "checks", NULL),
 	S(U64, reach_dialed, "dialed_back", "others dialled back", NULL),
@@ -672,6 +671,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.merge_found = c->merge_found,
 		.peers = c->npeers,
 		.reachable = chord_reach_name(c->reach_state),
+		.role = c->client ? "client-only" : "member",
 		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";

@@ -58,9 +58,13 @@ struct chord_config {
 	 * peer answers a join (without it, joining is retried for ever). A
 	 * start with neither founds one at once. */
 	bool first;
-	/* Period of the reachability check, members dialling us back (default
-	 * CHORD_REACH_MS; CHORD_MERGE_OFF disables it). */
+	/* Period of the reachability check, members dialling us back (0: no
+	 * check; cfsd uses CHORD_REACH_MS). */
 	uint32_t reach_ms;
+	/* Run as a plain client of the ring (not a member, never a hole in
+	 * it) once two reachability checks in a row find members cannot
+	 * reach us; false: stay a member and only say so. */
+	bool unreachable_client;
 };
 #define CHORD_REACH_MS 600000
 /* What the reachability check found (chord_reach_name). */
@@ -149,6 +153,9 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
  */
 int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *boot, size_t n,
                      chord_t **ret) CFS_WUR;
+/* Is c a plain client (made one, or a member that the ring could not
+ * reach and that runs as a client since)? */
+bool chord_is_client(const chord_t *c);
 /* The ring members a plain client knows. */
 uint32_t chord_client_contacts(const chord_t *c);
 /* ... at how many distinct IP addresses: a lower bound on the ring's

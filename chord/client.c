@@ -53,6 +53,58 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 	return 0;
 }
 
+bool chord_is_client(const chord_t *c)
+{
+	return c->client;
+}
+
+/*
+ * A member that the ring cannot reach becomes a plain client in place: it
+ * stops its maintenance and answers no ring request any more (members
+ * drop it after their missed probes, so it leaves no hole), and its
+ * lookups start from what its tables knew, with the bootstrap addresses
+ * and remembered peers as the bootstrap. Its users see no change: reads,
+ * publishes and pins go on through the same chord_t.
+ */
+void chord__become_client(chord_t *c)
+{
+	struct cfs_addr *boot;
+	size_t nb = 0;
+
+	if (c->client)
+		return;
+	chord__maint_stop(c);
+	chord__merge_stop(c);
+	chord__reach_stop(c);
+	c->contacts = xcalloc(CONTACTS, sizeof(*c->contacts));
+	c->client = true; /* from here on: no sender node in our messages */
+	for (uint32_t vi = 0; vi < c->nv; vi++) {
+		const struct vnode *v = &c->v[vi];
+		for (uint32_t i = 0; i < v->nsuccs; i++)
+			chord__client_learn(c, &v->succ[i].n);
+		for (int k = 0; k < NFINGERS; k++)
+			if (v->finger[k].valid)
+				chord__client_learn(c, &v->finger[k].n);
+		if (v->pred.valid)
+			chord__client_learn(c, &v->pred.n);
+	}
+	/* local virtual servers are no contacts: they answer nothing now */
+	for (uint32_t i = 0; i < c->ncontacts;)
+		if (chord__local(c, &c->contacts[i].id))
+			c->contacts[i] = c->contacts[--c->ncontacts];
+		else
+			i++;
+	boot = xcalloc(c->nboot + c->npeers + 1, sizeof(*boot));
+	for (size_t i = 0; i < c->nboot; i++)
+		boot[nb++] = c->boot[i];
+	for (uint32_t i = 0; i < c->npeers; i++)
+		boot[nb++] = c->peers[i];
+	free(c->boot);
+	c->boot = boot;
+	c->nboot = nb;
+	c->boot_next = 0;
+}
+
 uint32_t chord_client_contacts(const chord_t *c)
 {
 	return c->ncontacts;

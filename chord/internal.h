@@ -142,6 +142,7 @@ struct chord {
 	struct cfs_addr reach_seen; /* where members last saw us come from */
 	bool reach_seen_valid;
 	uint64_t reach_checks, reach_dialed, reach_refused;
+	uint32_t reach_no_rounds; /* "no" verdicts in a row */
 
 	/* Vivaldi */
 	struct cfs_coord coord;
@@ -191,6 +192,9 @@ struct chord {
 	uint64_t index_moves;     /* virtual servers that moved to a free index */
 	bool index_full;          /* none was left: joining stopped (cfg.on_fatal) */
 };
+
+/* client.c */
+void chord__become_client(chord_t *c);
 
 /* reach.c */
 void chord__reach_start(chord_t *c);

@@ -17,6 +17,8 @@
  * got through (behind a NAT when they saw us at another IP); unknown when
  * nobody answered (alone, or only members of the previous version, which
  * drop these messages). It is logged when it changes and shown in status.
+ * Two "no"s in a row (cfg.unreachable_client) make the daemon a plain
+ * client of the ring (client.c): never a hole in it.
  */
 #include <sodium.h>
 #include <string.h>
@@ -27,6 +29,8 @@
 #define REACH_RETRY_MS 5000   /* nobody to ask yet */
 #define REACH_WAIT_MS 3000    /* for the dial-backs, after the requests */
 #define REACH_ASK 3           /* members asked, at distinct addresses */
+#define REACH_CONFIRM_MS 5000 /* a "no" is checked again after this */
+#define REACH_NO_ROUNDS 2     /* "no"s in a row that make a member a client */
 
 static void reach_tick(uv_timer_t *t);
 
@@ -59,6 +63,14 @@ static void reach_decide(chord_t *c)
 	else
 		now = CHORD_REACH_UNKNOWN;
 	c->reach_state = now;
+	c->reach_no_rounds = now == CHORD_REACH_NO ? c->reach_no_rounds + 1 : 0;
+	if (c->reach_no_rounds >= REACH_NO_ROUNDS && c->cfg.unreachable_client) {
+		log_warn("running as a client-only node: this server reads, publishes and pins through the "
+		         "ring but holds no part of it, since members cannot reach it (%u checks in a row); "
+		         "restart it once they can", c->reach_no_rounds);
+		chord__become_client(c);
+		return;
+	}
 	if (now == was)
 		return;
 	cfs_addr_str(&c->addr, a);
@@ -132,7 +144,8 @@ static void reach_tick(uv_timer_t *t)
 		return;
 	if (c->reach_busy) {
 		reach_decide(c);
-		reach_arm(c, c->cfg.reach_ms);
+		if (!c->client) /* a "no" is asked again soon: one lost round is no verdict */
+			reach_arm(c, c->reach_state == CHORD_REACH_NO ? REACH_CONFIRM_MS : c->cfg.reach_ms);
 		return;
 	}
 	if ((n = reach_pick(c, to)) == 0) {

@@ -716,6 +716,8 @@ void dhash__sync_round(dhash_server_t *s)
 
 	if (s->sessions || s->sync_next < s->sync_n)
 		return; /* the last round is still at work */
+	if (chord_is_client(s->chord))
+		return; /* not a member (unreachable): no range is ours to keep */
 	if (s->sync.rounds > 0)
 		s->sync.debt_last = s->sync.debt_round;
 	s->sync.debt_round = 0;

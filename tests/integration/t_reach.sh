@@ -10,8 +10,10 @@
 #     unsolicited UDP;
 #   - the one behind the NAT says "no", names the address members see it
 #     at (the router's), and logs that it is behind a NAT.
-# What is not built: port mapping (UPnP-IGD / NAT-PMP) and running an
-# unreachable daemon as a client-only node (docs/OPERATIONS.md).
+#   - both then run as client-only nodes: a publish through the one behind
+#     the NAT and a read through the firewalled one succeed, no member
+#     keeps either in its tables, and lookups among the members are right.
+# What is not built: port mapping (UPnP-IGD / NAT-PMP; docs/OPERATIONS.md).
 . "$(dirname "$0")/lib.sh"
 export CLUSTER_NETNS=1
 . "$(dirname "$0")/../harness/cluster.sh"
@@ -73,3 +75,31 @@ grep -q "members see it at $RT_IP:[0-9]*, not at its address 10.78.0.2:4460 (beh
 grep -q "^reachable .*by members' dial-backs no" "$TEST_DIR/home.status" ||
 	fail "cfsctl status of the daemon behind the NAT does not show it unreachable"
 ok "the daemon behind the NAT: reachable no, seen at $seen, logged and in status"
+
+# ---- both run as client-only nodes: they read and publish through the
+# ring, and hold no part of it (no member has them in its tables)
+role() { [ "$(reach "$1" role)" = client-only ]; }
+for d in fw home; do
+	wait_for 30 role "$d" || fail "daemon $d did not become client-only: role '$(reach "$d" role)'"
+	grep -q "running as a client-only node" "$TEST_DIR/$d.log" || fail "daemon $d did not log its role"
+done
+src=$TEST_DIR/src
+mkdir -p "$src"
+head -c 300000 /dev/urandom >"$src/f"
+export XDG_CONFIG_HOME=$TEST_DIR/config
+"$CFS_BIN/cfs-publish" --keygen >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
+vol=$(cat "$TEST_DIR/vol")
+"$CFS_BIN/cfs-publish" --to "cfsd:$TEST_DIR/home/cfsd.sock" --block-size 8192 "$src" >/dev/null 2>"$TEST_DIR/err" ||
+	{ cat "$TEST_DIR/err"; fail "publish through the client-only daemon behind the NAT"; }
+"$CFS_BIN/cfs-cat" --data "$TEST_DIR/fw" "$vol" /f | cmp - "$src/f" ||
+	fail "read through the firewalled client-only daemon"
+"$CFS_BIN/cfs-fsck" --from "cfsd:$TEST_DIR/node2/cfsd.sock" --replicas "$vol" >"$TEST_DIR/fsck.out" 2>&1 ||
+	{ tail -3 "$TEST_DIR/fsck.out"; fail "the volume published behind the NAT is not at k on the members"; }
+ok "client-only: published behind the NAT, read behind the firewall; on the members: $(tail -1 "$TEST_DIR/fsck.out")"
+no_hole() {
+	cluster_status_all "$TEST_DIR/status"
+	! grep -q "\"addr\":\"\($FW_IP\|10.78.0.2\|$RT_IP\):" "$TEST_DIR"/status/*.json && cluster_check
+}
+wait_for 30 no_hole || fail "a member still has a client-only daemon in its tables, or its lists are wrong"
+cluster_lookup_check iterative 200 >"$TEST_DIR/lookups.out" 2>&1 || { cat "$TEST_DIR/lookups.out"; fail "lookups among the members"; }
+ok "no hole: no member's tables name them, every list is right, $(tail -1 "$TEST_DIR/lookups.out")"

@@ -20,8 +20,9 @@ endif
 
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
-              libfuse3-dev fuse3 libleveldb-dev
+              libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
+TEST_PKGS  += miniupnpd nftables
 TEST_PKGS  += python3-prometheus-client curl
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
@@ -83,7 +84,7 @@ DHASH_SRCS  := $(wildcard dhash/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c
 CFSD_LIB_SRCS += cfsd/metrics.c
-CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c
+CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
 FUSE_LIB_SRCS += cfs-fuse/localsrc.c
@@ -144,6 +145,7 @@ $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) 
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-testbed: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
+$(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
 $(B)/bin/cfs-publish $(B)/bin/cfs-fsck: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) $(LEVELDB_LIBS) -lpthread

@@ -56,6 +56,10 @@ struct daemon {
 	uv_timer_t fatal_timer;
 	uv_timer_t peers_timer;   /* DATA/peers checked every 5 s, written when changed */
 	bool peers_loaded;        /* DATA/peers was read: it may be written */
+	bool map_port;            /* --map-port: ask the home router to forward our port */
+	bool portmap_on;          /* a mapping was made: renewed by portmap_timer */
+	uv_timer_t portmap_timer;
+	uint16_t port;
 	cfs_listener_t *ctl;
 	uv_signal_t sigterm, sigint, sighup;
 	/* service: --first, --socket-group, SIGHUP (see "service" below) */
@@ -97,6 +101,10 @@ static const char usage_text[] =
 	"      --vnodes V          virtual servers to run (default 1, at most 64)\n"
 	"      --successors R      successor list length (default 16, at most 32)\n"
 	"      --stabilize-ms MS   mean stabilisation period (default 1000)\n"
+	"      --map-port MODE     auto (the default): on a private IPv4 address with no\n"
+	"                          --addr, ask the router (NAT-PMP, then UPnP-IGD) to\n"
+	"                          forward this UDP port and tell peers its public address;\n"
+	"                          off: never\n"
 	"      --unreachable MODE  when members cannot reach this server (their dial-backs\n"
 	"                          do not arrive): client (the default) runs it as a\n"
 	"                          client-only node that reads, publishes and pins but\n"
@@ -380,6 +388,8 @@ static void shut_down(void)
 	uv_close((uv_handle_t *)&D.sighup, NULL);
 	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
 	uv_close((uv_handle_t *)&D.peers_timer, NULL);
+	if (D.portmap_on)
+		uv_close((uv_handle_t *)&D.portmap_timer, NULL);
 	if (D.peers_loaded)
 		(void)cfsd_peers_save(D.chord, D.data_dir); /* the tables before we leave them */
 	chord_leave(D.chord, stop_rest, NULL);
@@ -462,6 +472,7 @@ static const struct option opts[] = {
 	{ "stabilize-ms", required_argument, NULL, 1001 },
 	{ "ring-check-ms", required_argument, NULL, 1006 },
 	{ "unreachable", required_argument, NULL, 1009 },
+	{ "map-port", required_argument, NULL, 1010 },
 	{ "pns", required_argument, NULL, 1002 },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
@@ -575,6 +586,14 @@ static void apply(struct settings *st, int c, const char *val)
 		D.dc.max_lease_s = secs;
 		break;
 	}
+	case 1010:
+		if (!strcmp(val, "auto"))
+			D.map_port = true;
+		else if (!strcmp(val, "off"))
+			D.map_port = false;
+		else
+			bad_usage("--map-port wants auto or off, not '%s'", val);
+		break;
 	case 1009:
 		if (!strcmp(val, "client"))
 			D.cc.unreachable_client = true;
@@ -780,6 +799,60 @@ static bool ip_is_loopback(const struct cfs_addr *a)
 	return memcmp(ip, v6_loop, 16) == 0 || (memcmp(ip, v4_mapped, 12) == 0 && ip[12] == 127);
 }
 
+/* RFC 1918 and RFC 6598 (carrier-grade NAT) IPv4: behind a router. */
+static bool ip_is_private4(const struct cfs_addr *a)
+{
+	const uint8_t *ip;
+
+	if (cfs_addr_ip_bytes(a, &ip) != 4)
+		return false;
+	return ip[0] == 10 || (ip[0] == 172 && (ip[1] & 0xf0) == 16) || (ip[0] == 192 && ip[1] == 168) ||
+	       (ip[0] == 100 && (ip[1] & 0xc0) == 64);
+}
+
+#define PORTMAP_LIFETIME_S 3600
+#define PORTMAP_WAIT_MS 1500
+
+/* Behind a home router (a private address, no --addr given): ask the
+ * router to forward our port, and tell peers its public address. Renewed
+ * at half the lifetime; a new public address needs a restart (our node
+ * IDs hash it). */
+static void portmap_renew(uv_timer_t *t)
+{
+	char pub[64];
+	const char *how = "";
+
+	if (cfsd_portmap(D.port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how) < 0)
+		log_warn("the port mapping on the router could not be renewed; members may lose this server");
+	else if (strcmp(pub, D.advertise))
+		log_warn("the router's public address is now %s, not %s: restart cfsd to take it", pub,
+		         D.advertise);
+}
+
+static void try_portmap(const struct settings *st)
+{
+	static char pub[64];
+	const char *how = "";
+	struct cfs_addr a;
+
+	if (!D.map_port || D.advertise || !st->bind_host || cfs_addr_from_ip(&a, st->bind_host, 1) < 0 ||
+	    !ip_is_private4(&a))
+		return;
+	int r = cfsd_portmap(D.port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how);
+	if (r == -ENETUNREACH)
+		return; /* no default gateway: no router to ask */
+	if (r < 0) {
+		log_info("no port mapping on the router (NAT-PMP, UPnP-IGD): %s", strerror(-r));
+		return;
+	}
+	log_info("the router forwards UDP port %u (%s): members reach this server at %s:%u", D.port, how, pub,
+	         D.port);
+	D.advertise = pub;
+	uv_timer_init(D.loop, &D.portmap_timer);
+	uv_timer_start(&D.portmap_timer, portmap_renew, PORTMAP_LIFETIME_S * 500ull, PORTMAP_LIFETIME_S * 500ull);
+	D.portmap_on = true;
+}
+
 static const char *advertised(const struct settings *st)
 {
 	if (D.advertise)
@@ -912,6 +985,8 @@ int main(int argc, char **argv)
 	chord_config_default(&D.cc);
 	D.cc.reach_ms = CHORD_REACH_MS; /* a daemon checks that members can reach it */
 	D.cc.unreachable_client = true;
+	D.map_port = true;
+	D.map_port = true;
 	dhash_config_default(&D.dc);
 	opterr = 0;
 	/* First pass: only --config, --help and --version, and argument errors. */
@@ -983,6 +1058,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cfs_transport_local_addr(D.tr, &D.addr);
+	D.port = cfs_addr_port(&D.addr);
+	try_portmap(&st);
 	/* The address hashed into our IDs is the one peers reach us at. */
 	D.advertise = advertised(&st);
 	if (cfs_addr_from_ip(&self, D.advertise, cfs_addr_port(&D.addr)) < 0)

@@ -19,6 +19,7 @@
 #define CFS_CFSD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/cfs.h"
 
@@ -34,6 +35,13 @@
 struct chord;
 int cfsd_peers_load(struct chord *c, const char *data_dir);
 int cfsd_peers_save(struct chord *c, const char *data_dir);
+
+/* portmap.c: map UDP port on the default gateway (NAT-PMP, then
+ * UPnP-IGD) to the same external port for lifetime_s, waiting at most
+ * wait_ms per protocol; the public IP in ret_pub, the protocol in
+ * *ret_how. 0, -ENETUNREACH (no gateway), or another negative errno. */
+int cfsd_portmap(uint16_t port, uint32_t lifetime_s, uint32_t wait_ms, char *ret_pub, size_t publen,
+                 const char **ret_how);
 
 int cfsd_default_data_dir(char *buf, size_t n);
 /* DIR/cfsd.sock (DHASH_SOCKET_NAME: the one name every tool uses). */

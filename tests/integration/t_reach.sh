@@ -13,7 +13,7 @@
 #   - both then run as client-only nodes: a publish through the one behind
 #     the NAT and a read through the firewalled one succeed, no member
 #     keeps either in its tables, and lookups among the members are right.
-# What is not built: port mapping (UPnP-IGD / NAT-PMP; docs/OPERATIONS.md).
+# The router here maps no port (t_upnp has routers that do).
 . "$(dirname "$0")/lib.sh"
 export CLUSTER_NETNS=1
 . "$(dirname "$0")/../harness/cluster.sh"

@@ -119,6 +119,7 @@ typedef struct cfsfuse {
 	struct fs_nodes *nodes;
 	struct sfsro_root root;   /* the mounted version */
 	uint64_t max_seq;         /* highest sequence ever accepted */
+	uint64_t expired_until;   /* the last root refused as expired: its valid-until (0: none) */
 	struct fuse_session *se;
 	struct fuse_buf buf;
 	uv_poll_t poll;

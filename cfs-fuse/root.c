@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cfs-fuse/internal.h"
@@ -60,7 +61,36 @@ int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro
 		r = sfsro_walker_step(w, &s);
 	}
 	sfsro_walker_free(w);
+	if (r == -EKEYEXPIRED && g->status == 0) {
+		struct sfsro_root rr;
+		if (sfsro_root_decode(g->data, g->len, &rr) == 0)
+			fs->expired_until = rr.valid_until;
+	}
 	return r;
+}
+
+/* Why a root is refused as expired: the publisher stopped refreshing it,
+ * or this machine's clock is wrong. A plain client hears the servers'
+ * clocks (version 5) and says which. */
+static const char *expired_text(cfsfuse_t *fs, dhash_local_t *dh, char *buf, size_t n)
+{
+	char until[32] = "?", now[32];
+	int64_t skew;
+	uint32_t servers;
+	time_t u = (time_t)fs->expired_until, t = (time_t)cfs_wall_s();
+	struct tm tm;
+
+	if (fs->expired_until)
+		strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime_r(&u, &tm));
+	strftime(now, sizeof(now), "%Y-%m-%d %H:%M UTC", gmtime_r(&t, &tm));
+	if (dh && dhash_local_clock_skew(dh, &skew, &servers) == 0 && (skew > 600000 || skew < -600000))
+		snprintf(buf, n, "this machine's clock is wrong: it reads %s, %+.0f s off the median of %u "
+		         "servers' clocks, and the root is valid until %s; set the clock right (NTP)",
+		         now, (double)skew / 1000, servers, until);
+	else
+		snprintf(buf, n, "the root expired at %s and this machine's clock reads %s: the publisher "
+		         "has not refreshed it (or this clock is wrong)", until, now);
+	return buf;
 }
 
 static const char *root_error(int r)
@@ -142,6 +172,9 @@ int fs__root_initial(cfsfuse_t *fs)
 			break;
 		usleep(200000u * (attempt + 1));
 	}
+	char eb[320];
+	if (r == -EKEYEXPIRED)
+		(void)expired_text(fs, dh, eb, sizeof(eb)); /* while dh still knows the servers' clocks */
 	dhash_local_free(dh);
 	fs__local_free(local);
 	cfs_loop_run(fs->loop); /* until the client or store has closed */
@@ -166,7 +199,7 @@ int fs__root_initial(cfsfuse_t *fs)
 	}
 	if (r < 0) {
 		log_error("cannot %s volume %s: %s", fs->doing ? fs->doing : "mount", fs->volname,
-		          root_error(r));
+		          r == -EKEYEXPIRED ? eb : root_error(r));
 		return r;
 	}
 	if (fs->root.seq > fs->max_seq) {
@@ -313,8 +346,10 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 	if (g->status == -ECANCELED || fs->stopping)
 		return;
 	if ((st = fs__root_check(fs, g, &r)) < 0) {
+		char eb[320];
 		if (st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG || st == -EKEYREJECTED)
-			log_warn("volume %s: refusing the root the ring gave: %s", fs->volname, root_error(st));
+			log_warn("volume %s: refusing the root the ring gave: %s", fs->volname,
+			         st == -EKEYEXPIRED ? expired_text(fs, fs->dh, eb, sizeof(eb)) : root_error(st));
 		else
 			log_debug("volume %s: root check failed: %s", fs->volname, root_error(st));
 		return;

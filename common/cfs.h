@@ -232,8 +232,9 @@ int cfs_parse_days(const char *s, uint64_t *ret_s) CFS_WUR;
 uint64_t cfs_now_us(void);
 uint64_t cfs_now_ms(void);
 /* Wall-clock seconds (ms) since the epoch; for issue and expiry times
- * only. Both add the process's test offset (cfs_wall_set_offset_s: a
- * daemon whose clock is wrong, for tests; 0 otherwise). */
+ * only. Both add the process's test offset (cfs_wall_set_offset_s, or
+ * the environment's CFS_TEST_CLOCK_OFFSET_S: a program whose clock is
+ * wrong, for tests; 0 otherwise). */
 uint64_t cfs_wall_s(void);
 uint64_t cfs_wall_ms(void);
 void cfs_wall_set_offset_s(int64_t s);

@@ -281,6 +281,9 @@ void dhash_local_free(dhash_local_t *l);
 /* Requests started and not yet answered. */
 uint32_t dhash_local_pending(const dhash_local_t *l);
 /* As dhash_get: only bytes that verify under key are returned. */
+/* This machine's wall clock minus the median of the ring servers' heard
+ * lately (a plain client hears their clocks; through cfsd: -ENODATA). */
+int dhash_local_clock_skew(dhash_local_t *l, int64_t *ret_skew_ms, uint32_t *ret_servers);
 int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
 int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;

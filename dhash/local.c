@@ -746,3 +746,10 @@ const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l
 {
 	return l->dc ? dhash_client_stats(l->dc) : NULL;
 }
+
+int dhash_local_clock_skew(dhash_local_t *l, int64_t *ret_skew_ms, uint32_t *ret_servers)
+{
+	*ret_skew_ms = 0;
+	*ret_servers = 0;
+	return l->tr ? cfs_transport_clock_skew(l->tr, ret_skew_ms, ret_servers) : -ENODATA;
+}

@@ -7,8 +7,9 @@
 # clocks (version 5 messages carry the sender's clock), so the copies it
 # takes stay leased for a day by its own. With the collectors running
 # every second, no copy that the others consider leased is dropped
-# anywhere, and every block is still served. A reader whose clock is
-# right reads the volume.
+# anywhere, and every block is still served. A plain reader whose clock
+# is right reads the volume; one two days ahead sees the root (valid for
+# a day) as expired and is told that its own clock is wrong.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 PUBLISH=$CFS_BIN/cfs-publish
@@ -65,6 +66,20 @@ python3 -c "import sys; s=float(sys.argv[1]); sys.exit(0 if abs(s) < 60 else 1)"
 [ "$susp4" = True ] || fail "daemon 4 did not suspend lease expiry"
 [ "$susp5" = False ] || fail "daemon 5 (told to tolerate any skew) suspended expiry"
 grep -q "clock is +$AHEAD s off the median" "$TEST_DIR/node4.log" || fail "daemon 4 did not log its skew"
-"$CFSCTL" --data "$TEST_DIR/node4" status | grep -q "lease expiry suspended yes" ||
+"$CFSCTL" --data "$TEST_DIR/node4" status >"$TEST_DIR/node4.status"
+grep -q "lease expiry suspended yes" "$TEST_DIR/node4.status" ||
 	fail "cfsctl status of daemon 4 does not show expiry suspended"
 ok "daemon 4 measured its clock +$skew4 s off its peers', logged it and suspended expiry; daemon 0 measured $skew0 s"
+
+# ---- a reader whose clock is two days ahead: the root (valid for a day)
+# looks expired to it, and it says its own clock is wrong, not that the
+# publisher stopped; with a right clock the same read succeeds
+boots=()
+for ((i = 0; i < 4; i++)); do boots+=(--bootstrap "$(cluster_addr "$i")"); done
+"$CFS_BIN/cfs-cat" "${boots[@]}" "$vol" /f1 | cmp - "$src/f1" || fail "a reader with a right clock"
+got=0
+CFS_TEST_CLOCK_OFFSET_S=$AHEAD "$CFS_BIN/cfs-cat" "${boots[@]}" "$vol" /f1 >/dev/null 2>"$TEST_DIR/skewed.err" || got=$?
+[ "$got" -ne 0 ] || fail "a reader two days ahead read a root valid for a day"
+grep -q "this machine's clock is wrong: .* +$AHEAD s off the median of [0-9]* servers' clocks" "$TEST_DIR/skewed.err" ||
+	fail "the skewed reader was not told its clock is wrong: $(cat "$TEST_DIR/skewed.err")"
+ok "a reader two days ahead: $(grep -o "this machine's clock is wrong.*" "$TEST_DIR/skewed.err" | head -1)"

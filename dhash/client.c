@@ -586,7 +586,12 @@ static uint32_t known_servers(const dhash_client_t *d)
 	}
 	if (chord_vnode_count(d->chord) == 0 || !chord_vnode_joined(d->chord, 0))
 		return 1;
-	seen[n++] = chord_vnode_self(d->chord, 0);
+	/* We are one of a key's servers only where our list is known to hold
+	 * the whole ring (lookups then answer through us); a small ring still
+	 * forming answers without us, and counting us would ask for one
+	 * confirmation more than its answers can name. */
+	if (chord_ring_addresses(d->chord) > 0)
+		seen[n++] = chord_vnode_self(d->chord, 0);
 	ns = chord_vnode_succs(d->chord, 0, succ);
 	for (uint32_t i = 0; i < ns && n < d->cfg.replicas; i++) {
 		bool dup = false;
@@ -595,7 +600,7 @@ static uint32_t known_servers(const dhash_client_t *d)
 		if (!dup)
 			seen[n++] = succ[i];
 	}
-	return n;
+	return n ? n : 1;
 }
 
 int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,

@@ -100,11 +100,25 @@ PIDS=()
 for n in 1 2 3 5; do
 	cluster_start "$n" 1 --stabilize-ms 250 --sync-ms 2000
 	cluster_wait_correct 60 || fail "the $n-daemon ring did not converge"
+	# as a user would: until every daemon's status says the ring is whole
+	whole() {
+		local i
+		for ((i = 0; i < n; i++)); do
+			[ "$(cfsctl -d "$TEST_DIR/node$i" status --json | jget "['dhash']['ring_servers']")" = "$n" ] ||
+				return 1
+		done
+	}
+	wait_for 60 whole || fail "the daemons of the ring of $n never all saw the whole ring"
 	stores=()
 	for ((i = 0; i < n; i++)); do
 		echo "y$n.$i" >>"$src/hello"
-		"$PUBLISH" --to "cfsd:$TEST_DIR/node$i/cfsd.sock" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" ||
-			{ cat "$TEST_DIR/err"; fail "publish through daemon $i of $n"; }
+		"$PUBLISH" --to "cfsd:$TEST_DIR/node$i/cfsd.sock" "$src" >"$TEST_DIR/out" 2>"$TEST_DIR/err" || {
+			cat "$TEST_DIR/err"
+			for ((j = 0; j < n; j++)); do
+				cfsctl -d "$TEST_DIR/node$j" status | grep -E '^(ring|vnode|store|traffic|refused|replica) '
+			done
+			fail "publish through daemon $i of $n"
+		}
 		stores+=("cfsd:$TEST_DIR/node$i/cfsd.sock" "ring:$(cluster_addr "$i")")
 	done
 	mount_check "$TEST_DIR/node$((n - 1))/cfsd.sock"

@@ -20,7 +20,8 @@ endif
 
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
-              libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev
+              libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev \
+              libnetfilter-queue-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
 TEST_PKGS  += miniupnpd nftables
 TEST_PKGS  += python3-prometheus-client curl
@@ -91,7 +92,7 @@ FUSE_LIB_SRCS += cfs-fuse/localsrc.c
 FUSE_LIB_SRCS += cfs-fuse/census.c cfs-fuse/logsink.c
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
-TESTBED_LIB_SRCS := tests/testbed/churn.c
+TESTBED_LIB_SRCS := tests/testbed/churn.c tests/testbed/delay.c
 TESTBED_SRCS := tests/testbed/cfs_testbed.c tests/testbed/nodes.c tests/testbed/workload.c
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
@@ -131,6 +132,8 @@ HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
 # A lying ring member for t_hostile_member (issue 22), and a look inside the
 # storage engine's stores: tests only.
 HARNESS  += $(B)/bin/cfs-hostile $(B)/bin/cfs-storetool
+# The wide-area delay line (a netfilter queue in a router namespace).
+HARNESS  += $(B)/bin/cfs-delayline
 
 $(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -140,6 +143,8 @@ $(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(
 $(B)/bin/cfs-storetool: $(call obj,tests/harness/storetool.c) $(LIBBSTORE) $(LIBCOMMON)
 $(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfs-hostile: $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
+$(B)/bin/cfs-delayline: $(call obj,tests/harness/cfs_delayline.c) $(LIBTESTBED)
+$(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
 $(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
@@ -186,17 +191,21 @@ integration: $(PROGRAMS) $(HARNESS) | deps-test
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh
 
 # Layering lint, Criterion's unit tests (plain, under ASan + UBSan, and
-# with line coverage), then the shell-driven integration tests, whose
-# summary (with the logs of any failures) comes last.
+# with line coverage), the shell-driven integration tests and the quick
+# evaluation; the last lines name every stage that failed (and the
+# integration tests that did), for a reader of only the tail of the output.
 test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN) | deps-eval
-	$(Q)st=0; \
-	tools/lint.sh || st=1; \
-	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || st=1; \
-	$(MAKE) --no-print-directory asan || st=1; \
-	$(MAKE) --no-print-directory coverage || st=1; \
-	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh || st=1; \
-	tests/testbed/eval.sh $(CURDIR)/$(B)/bin quick $(CURDIR)/$(B)/eval-quick || st=1; \
-	exit $$st
+	$(Q)bad=; it=$(B)/integration.out; \
+	tools/lint.sh || bad="$$bad lint"; \
+	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || bad="$$bad unit"; \
+	$(MAKE) --no-print-directory asan || bad="$$bad asan"; \
+	$(MAKE) --no-print-directory coverage || bad="$$bad coverage"; \
+	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh | tee $$it; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || bad="$$bad integration"; \
+	tests/testbed/eval.sh $(CURDIR)/$(B)/bin quick $(CURDIR)/$(B)/eval-quick || bad="$$bad eval-quick"; \
+	tail -n 2 $$it | sed 's/^/make test: /'; \
+	if [ -n "$$bad" ]; then echo "make test: FAILED:$$bad"; exit 1; fi; \
+	echo "make test: every stage passed"
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the unit tests.
 # Criterion does not count a sanitizer report in a test's worker as a
@@ -244,8 +253,8 @@ fuzz-build: $(B)/config.mk
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
 	  $(FUZZ_TARGETS) build-fuzz/fuzz/gen-seeds
 
-# The churn schedule parser lives in the testbed's library.
-build-fuzz/fuzz/fuzz_churn: tests/fuzz/fuzz_churn.c build-fuzz/libtestbed.a build-fuzz/libcfs_common.a
+# The churn schedule and delay-matrix parsers live in the testbed's library.
+build-fuzz/fuzz/fuzz_churn build-fuzz/fuzz/fuzz_delay: build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libtestbed.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
@@ -338,6 +347,12 @@ bench-ring-publish: $(PROGRAMS) | deps-test
 .PHONY: bench-field
 bench-field: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-field.sh $(CURDIR)/$(B)/bin
+
+# A reader across continents: twelve daemons in four regions behind the
+# delay line, beside a TCP download from the publisher's region.
+.PHONY: bench-wan
+bench-wan: $(PROGRAMS) $(HARNESS) | deps-test
+	$(Q)tests/bench/bench-wan.sh $(CURDIR)/$(B)/bin
 
 .PHONY: bench-lookup
 bench-lookup: $(HARNESS)
@@ -453,6 +468,8 @@ help:
 	@echo "make bench-field    8 daemons + a reader in namespaces (MTU 1500): cold reads at 0-3 % loss"
 	@echo "                    and behind a 50 Mbit/s shallow queue, per block size, TCP beside;"
 	@echo "                    IP fragments; publish at 1 % loss (BENCH_MB, BENCH_BLOCKS, BENCH_LOSSES)"
+	@echo "make bench-wan      12 daemons in 4 regions behind a delay line (RTTs 10-200 ms): a reader in eu vs TCP"
+	@echo "                    (through its own cfsd and as a plain client); single-block gets vs their oracle"
 	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions"
 	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
 	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"

@@ -384,6 +384,8 @@ static void iter_next(struct chord__lksm *sm);
  * growing); and the routing-failure test: the mean gap of key, succ[0],
  * ..., succ[n-1] at most γ times the mean gap 1/N̂ of our own list.
  */
+const char chord__lk_too_few[] = "named too few successors for the ring's size";
+
 const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
                             const struct cfs_node *from, bool from_before_key,
                             const struct cfs_node *nodes, uint32_t n, uint32_t want, bool full)
@@ -421,7 +423,7 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 		if (est - 1 < cap)
 			cap = est > 1 ? (uint32_t)(est - 1) : 0;
 		if (n < cap / 2)
-			return "named too few successors for the ring's size";
+			return chord__lk_too_few;
 	}
 	/* Castro et al. 2002 §4.1: the routing-failure test */
 	double gaps = n > CHORD__LK_DENSITY_MIN_N ? n : CHORD__LK_DENSITY_MIN_N;
@@ -442,18 +444,25 @@ static bool hop_before_key(const struct chord__lksm *sm, int d)
 	return d >= 1 && !(d == 1 && sm->client_start);
 }
 
-/* An answer failed the checks: its node is a suspect (the driver tells
- * the suspect table) and out of this lookup. */
+/*
+ * An answer failed the checks: its node is out of this lookup and, but for
+ * a short successor list, a suspect (the driver tells the suspect table).
+ * A short list is no proof: an honest node that joined a second ago knows
+ * one successor until stabilization has run a few times, which across a
+ * 200 ms path takes seconds; its answer is not used, and nothing more.
+ */
 static void suspect(struct chord__lksm *sm, const struct cfs_node *n, const char *why)
 {
+	sm->res.checks_failed++;
+	add_failed(sm, &n->id);
+	if (why == chord__lk_too_few)
+		return;
 	struct chord__lk_act *a = chord__lk_emit(&sm->q, CHORD__LKA_SUSPECT);
 
 	a->has_to = true;
 	a->to = *n;
 	a->id = n->id;
 	a->why = why;
-	sm->res.checks_failed++;
-	add_failed(sm, &n->id);
 }
 
 /* Castro et al. 2002 §4.2, redundant routing: the hop on top of the path

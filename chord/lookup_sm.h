@@ -203,6 +203,10 @@ struct chord__lksm {
 const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
                             const struct cfs_node *from, bool from_before_key,
                             const struct cfs_node *nodes, uint32_t n, uint32_t want, bool full);
+/* chord__lk_check's answer for a full answer with too few successors: the
+ * answer is refused, but its node is no suspect (a node that just joined
+ * has a short list). */
+extern const char chord__lk_too_few[];
 
 /* Set up a lookup of key (nsucc clamped, parallelism from the mode). id
  * names a recursive lookup (random). No action yet. */

@@ -36,6 +36,15 @@ static void fetch_done(void *arg, int status, const struct cfs_msg *reply,
 	locate_run(lc);
 }
 
+/*
+ * A locate's FETCH waits this long, not the adaptive timeout of a get: its
+ * answer is a census ("silent" is a verdict on the server), nobody waits
+ * on it for a read, and the first call to a server across an ocean is
+ * judged by RTTs measured nearer (a get tries the next holder instead;
+ * a census that did so would call far servers silent).
+ */
+#define LOCATE_FETCH_TIMEOUT_MS 4000
+
 static int fetch_send(struct locate *lc, const struct dhash__act *a)
 {
 	const struct cfs_node *to = &lc->sm.r.nodes[a->i];
@@ -48,7 +57,7 @@ static int fetch_send(struct locate *lc, const struct dhash__act *a)
 	m->key = lc->sm.key;
 	m->has_to = true;
 	m->to_id = to->id;
-	if ((r = chord_call(dhash__client_chord(lc->d), to, m, 0, fetch_done, call)) < 0)
+	if ((r = chord_call(dhash__client_chord(lc->d), to, m, LOCATE_FETCH_TIMEOUT_MS, fetch_done, call)) < 0)
 		free(call);
 	free(m);
 	return r;

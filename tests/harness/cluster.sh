@@ -39,6 +39,13 @@
 #                                  by default); "off" removes it
 #   cluster_frag_snapshot FILE     IP fragment counters of every namespace
 #   cluster_frag_delta A B         "creates reasm_reqds reasm_mem" from A to B
+# A wide-area bed (tests/harness/wan.sh sets these up):
+#   CLUSTER_DELAY_MATRIX=FILE      the hub is a router, not a bridge: every
+#                                  namespace has a /32 of 198.18.0.0/15 and
+#                                  a route through the hub, whose FORWARD
+#                                  chain hands every packet to cfs-delayline
+#                                  (tests/testbed/delay.h: FILE holds each
+#                                  pair's delay and loss)
 : "${TEST_DIR:?}" "${CFS_BIN:?}"
 HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CL_N=0
@@ -78,14 +85,51 @@ trap 'cleanup; cluster_cleanup' EXIT
 
 cluster_netns_setup() {
 	ip netns add "${CL_TAG}hub"
+	ip -n "${CL_TAG}hub" link set lo up
+	if [ -n "${CLUSTER_DELAY_MATRIX:-}" ]; then
+		cluster_delayline_start
+		return
+	fi
 	ip -n "${CL_TAG}hub" link add br0 type bridge
 	ip -n "${CL_TAG}hub" link set br0 up
-	ip -n "${CL_TAG}hub" link set lo up
+}
+
+# The router's delay line: cfs-delayline on netfilter queue 0 of the hub,
+# and the rule that hands it every forwarded packet, added only once it
+# listens (a queue rule with no listener drops everything). Its counters go
+# to $TEST_DIR/delayline.log. CL_DELAY_PID.
+CL_DELAY_PID=""
+cluster_delayline_start() {
+	local hub="${CL_TAG}hub" ready="$TEST_DIR/delayline.ready"
+	[ -x "$CFS_BIN/cfs-delayline" ] || fail "cluster: $CFS_BIN/cfs-delayline missing (make)"
+	command -v iptables-legacy >/dev/null || fail "cluster: iptables-legacy missing (make deps-test)"
+	ip netns exec "$hub" sysctl -qw net.ipv4.ip_forward=1
+	rm -f "$ready"
+	nsenter --net="/run/netns/$hub" "$CFS_BIN/cfs-delayline" --matrix "$CLUSTER_DELAY_MATRIX" --ready "$ready" --realtime \
+		>>"$TEST_DIR/delayline.log" 2>&1 &
+	CL_DELAY_PID=$!
+	PIDS+=("$CL_DELAY_PID")
+	wait_for 10 test -e "$ready" || { cat "$TEST_DIR/delayline.log" >&2; fail "cfs-delayline did not start"; }
+	cluster_in "$hub" iptables-legacy -t mangle -A FORWARD -j NFQUEUE --queue-num 0
+}
+
+# cluster_delayline_reload: the delay line reads its matrix file again.
+cluster_delayline_reload() { kill -HUP "$CL_DELAY_PID"; }
+
+# cluster_delayline_counters: the delay line's counters now, one line.
+cluster_delayline_counters() {
+	local n
+	n=$(grep -c '^delayline ' "$TEST_DIR/delayline.log" 2>/dev/null || true)
+	kill -USR1 "$CL_DELAY_PID" 2>/dev/null || return 1
+	wait_for 5 test "$(grep -c '^delayline ' "$TEST_DIR/delayline.log")" -gt "${n:-0}" || return 1
+	grep '^delayline ' "$TEST_DIR/delayline.log" | tail -1
 }
 
 # cluster_netns_ip I: the address of namespace I (the reader is I = 254*250).
 cluster_netns_ip() {
-	if [ "${CLUSTER_IPV6:-0}" = 1 ]; then
+	if [ -n "${CLUSTER_DELAY_MATRIX:-}" ]; then
+		echo "198.18.$(($1 / 250)).$(($1 % 250 + 1))"
+	elif [ "${CLUSTER_IPV6:-0}" = 1 ]; then
 		printf 'fd77::%x\n' $(($1 + 1))
 	else
 		echo "10.77.$(($1 / 250)).$(($1 % 250 + 1))"
@@ -99,11 +143,25 @@ cluster_netns_link() {
 	ip link add "${CL_TAG}v$i" mtu "$mtu" type veth peer name "${CL_TAG}p$i" mtu "$mtu"
 	ip link set "${CL_TAG}v$i" netns "$ns"
 	ip link set "${CL_TAG}p$i" netns "${CL_TAG}hub"
-	ip -n "${CL_TAG}hub" link set "${CL_TAG}p$i" master br0 up
-	ip -n "${CL_TAG}hub" link set br0 mtu "$mtu"
-	if [ "${CLUSTER_IPV6:-0}" = 1 ]; then
+	if [ -n "${CLUSTER_DELAY_MATRIX:-}" ]; then
+		# Routed: the node's /32 behind the hub's 198.19.255.254, which
+		# every hub end of a veth carries.
+		local ip gw=198.19.255.254
+		ip=$(cluster_netns_ip "$a")
+		ip -n "${CL_TAG}hub" addr add "$gw/32" dev "${CL_TAG}p$i"
+		ip -n "${CL_TAG}hub" link set "${CL_TAG}p$i" up
+		ip -n "${CL_TAG}hub" route add "$ip/32" dev "${CL_TAG}p$i"
+		ip -n "$ns" addr add "$ip/32" dev "${CL_TAG}v$i"
+		ip -n "$ns" link set "${CL_TAG}v$i" up
+		ip -n "$ns" route add "$gw/32" dev "${CL_TAG}v$i"
+		ip -n "$ns" route add 198.18.0.0/15 via "$gw" dev "${CL_TAG}v$i"
+	elif [ "${CLUSTER_IPV6:-0}" = 1 ]; then
+		ip -n "${CL_TAG}hub" link set "${CL_TAG}p$i" master br0 up
+		ip -n "${CL_TAG}hub" link set br0 mtu "$mtu"
 		ip -n "$ns" -6 addr add "$(cluster_netns_ip "$a")/64" dev "${CL_TAG}v$i" nodad
 	else
+		ip -n "${CL_TAG}hub" link set "${CL_TAG}p$i" master br0 up
+		ip -n "${CL_TAG}hub" link set br0 mtu "$mtu"
 		ip -n "$ns" addr add "$(cluster_netns_ip "$a")/16" dev "${CL_TAG}v$i"
 	fi
 	ip -n "$ns" link set "${CL_TAG}v$i" up
@@ -254,6 +312,7 @@ cluster_start() {
 	local n=$1 v=${2:-1}; shift; [ $# -gt 0 ] && shift
 	local extra="$*" i boot vs
 	IFS=, read -r -a vs <<<"$v"
+	[ -n "${CLUSTER_DELAY_MATRIX:-}" ] && CLUSTER_NETNS=1
 	[ "${CLUSTER_NETNS:-0}" = 1 ] && cluster_netns_setup
 	for ((i = 0; i < n; i++)); do
 		if [ "${CLUSTER_NETNS:-0}" = 1 ]; then

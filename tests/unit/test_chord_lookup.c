@@ -1101,6 +1101,20 @@ Test(chord_liar, too_few_successors)
 	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[39], true, NB, NODES(40), 7, true));
 }
 
+/* A short list is refused but proves nothing (a node that just joined):
+ * the lookup goes on without that node, and nobody is suspected. */
+Test(chord_liar, a_short_list_is_no_suspicion)
+{
+	F.r = 16;
+	local_cands(NODES(30, 39), 2);
+	start(ITER, 7, 0);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[39], CFS_LOOKUP_F_DONE, NODES(40, 41)));
+	cr_assert_eq(count(CHORD__LKA_SUSPECT), 0, "a short list made a suspect");
+	cr_assert_eq(count(CHORD__LKA_FIND), 1, "the lookup did not go on");
+	assert_to(nth(CHORD__LKA_FIND, 0), 30);
+	cr_assert_eq(SM.res.checks_failed, 1);
+}
+
 /* Castro et al. 2002 §4.2: after a liar deeper in the path, start again
  * from our own table with another first hop; every node of the bad path
  * stays asked. */

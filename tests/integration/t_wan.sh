@@ -1,0 +1,94 @@
+#!/bin/bash
+# The wide-area bed, correctness only (make bench-wan measures it): eight
+# daemons in four regions (two each in us-east, us-west, eu and asia, RTTs
+# of 10 to 200 ms through the delay line, MTU 1500), a volume of one 4 MiB
+# file and 40 small files published through a us-east daemon, and a reader
+# in eu as a plain ring client:
+#   - the delay line delays: a daemon's measured RTT to a daemon in another
+#     region is within 15 % (+3 ms) of the matrix, and within its region
+#     too;
+#   - the reader's mount gives back every byte (diff -r of the tree);
+#   - cfs-fsck --replicas from the reader agrees with the holders (each
+#     daemon's stored keys): as many blocks below k as are really short;
+#   - no daemon and no reader suspected an honest node.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../harness/wan.sh"
+K=6 # the default: a plain client checks that many
+mnt=$TEST_DIR/mnt
+export XDG_CONFIG_HOME=$TEST_DIR/config
+export CFS_DATA_DIR=$TEST_DIR/no-daemon # the reader is a plain client
+mkdir -p "$CFS_DATA_DIR"
+trap 'cluster_reader_umount "$mnt"; cleanup; cluster_cleanup' EXIT
+
+wan_world
+wan_place us-east:2 us-west:2 eu:2 asia:2
+start=$SECONDS
+wan_start 1 --stabilize-ms 500
+echo "# 8 daemons in 4 regions converged in $((SECONDS - start)) s"
+
+# The delay line: what each daemon measured to its ring neighbours.
+cluster_status_all "$TEST_DIR/st"
+python3 - "$TEST_DIR/st" "$WAN_MATRIX" <<'EOF' >"$TEST_DIR/rtt" || fail "measured RTTs off the matrix: $(cat "$TEST_DIR/rtt")"
+import glob, json, sys
+region, rtt = {}, {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    if f and f[0] == "node":
+        region[f[1]] = f[2]
+    elif f and f[0] == "rtt":
+        rtt[(f[1], f[2])] = float(f[3])
+bad, n = [], 0
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    st = json.load(open(p))
+    me = st["address"].rsplit(":", 1)[0]
+    for v in st["ring"]["vnodes"]:
+        for nb in [v.get("pred")] + v.get("succs", []):
+            if not nb or not nb.get("rtt_us"):
+                continue
+            ip = nb["addr"].rsplit(":", 1)[0]
+            want = rtt[(region[me], region[ip])]
+            got = nb["rtt_us"] / 1000.0
+            n += 1
+            if abs(got - want) > 0.15 * want + 3:
+                bad.append("%s->%s %.1f ms (matrix %.0f)" % (me, ip, got, want))
+print("%d neighbour RTTs checked" % n, "; ".join(bad))
+sys.exit(1 if bad or n == 0 else 0)
+EOF
+ok "the delay line delays: $(cat "$TEST_DIR/rtt")"
+
+"$CFS_BIN/cfs-publish" --keygen "$TEST_DIR/key" >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
+vol=$(cat "$TEST_DIR/vol")
+src=$TEST_DIR/src
+mkdir -p "$src/small"
+head -c $((4 << 20)) /dev/urandom >"$src/big"
+for i in $(seq 1 40); do head -c $((4096 + (i * 1543) % 61440)) /dev/urandom >"$src/small/f$i"; done
+start=$SECONDS
+"$CFS_BIN/cfs-publish" --quiet --key "$TEST_DIR/key" --state-dir "$TEST_DIR/pub" \
+	--to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" >/dev/null 2>"$TEST_DIR/publish.err" ||
+	fail "publish from us-east: $(tail -3 "$TEST_DIR/publish.err")"
+echo "# published 4 MiB + 40 small files through us-east in $((SECONDS - start)) s"
+
+start=$SECONDS
+cluster_reader_mount "$vol" "$mnt" || fail "the reader in eu could not mount"
+diff -r "$src" "$mnt" >"$TEST_DIR/diff" 2>&1 || fail "the mount differs from the tree: $(head -3 "$TEST_DIR/diff")"
+ok "a plain client in eu reads every byte back ($((SECONDS - start)) s, mount included)"
+cluster_reader_umount "$mnt"
+
+rc=0
+cluster_in "$CL_READER_NS" "$CFS_BIN/cfs-fsck" --from "ring:$(cluster_addr 0)" --replicas "$vol" \
+	>"$TEST_DIR/rep" 2>"$TEST_DIR/rep.err" || rc=$?
+cut -d' ' -f1 "$TEST_DIR/rep" >"$TEST_DIR/keys"
+cluster_placement "$K" "$TEST_DIR/keys" >"$TEST_DIR/placement.json"
+short=$(python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(d['short'] + d['lost'])" "$TEST_DIR/placement.json")
+below=$(awk -v k="$K" '{ split($2, g, "/"); if (g[1] < k) n++ } END { print n + 0 }' "$TEST_DIR/rep")
+[ "$(wc -l <"$TEST_DIR/rep")" -gt 60 ] || fail "cfs-fsck --replicas listed $(wc -l <"$TEST_DIR/rep") blocks: $(tail -2 "$TEST_DIR/rep.err")"
+[ "$below" -eq "$short" ] ||
+	fail "cfs-fsck --replicas across the WAN says $below blocks are below k = $K, the holders say $short (exit $rc): $(grep -m3 -v " $K/$K\$" "$TEST_DIR/rep")"
+[ "$rc" -eq $((short > 0 ? 1 : 0)) ] || fail "cfs-fsck --replicas exit $rc with $short blocks short"
+ok "cfs-fsck --replicas from eu agrees with the holders ($(wc -l <"$TEST_DIR/rep") blocks, $short below k)"
+
+if grep -l "suspect" "$TEST_DIR"/node*.log "$TEST_DIR/reader-mount.log" >"$TEST_DIR/suspects" 2>/dev/null; then
+	fail "an honest node was suspected across the WAN: $(grep -h -m2 suspect $(cat "$TEST_DIR/suspects"))"
+fi
+ok "no honest node suspected"
+echo "# $(cluster_delayline_counters)"

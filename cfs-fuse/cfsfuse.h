@@ -50,6 +50,7 @@ void cfsfuse_options_default(struct cfsfuse_options *o);
 struct cfsfuse_stats {
 	uint64_t hits, misses;    /* block cache */
 	uint64_t fetches, fetch_failures, retries, prefetches;
+	uint64_t dir_prefetches;  /* blocks fetched ahead for listed directories */
 	uint64_t bytes_fetched;
 	uint64_t cached_bytes, cached_blocks;
 	uint64_t disk_hits, disk_bytes, disk_blocks;

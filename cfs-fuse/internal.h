@@ -138,6 +138,7 @@ typedef struct cfsfuse {
 	uint32_t nnegatives;
 	bool inval_stop, inval_started;
 	struct fs_census *census; /* the volume's totals, for statfs */
+	struct fs_dirpf *dirpf;   /* listed directories' small files, ahead of their readers */
 	const char *doing;        /* "mount" (NULL) or "read": what failed, in messages */
 } cfsfuse_t;
 
@@ -223,6 +224,17 @@ void fs__census_totals(const struct fs_census *c, struct fs_totals *ret, bool *r
 void fs__census_close(struct fs_census *c);
 /* After close and after the loop has run: frees. Accepts NULL. */
 void fs__census_free(struct fs_census *c);
+
+/* dirpf.c: a listed directory's small files (inode and data blocks) and
+ * subdirectory blocks are prefetched, bounded (see there). */
+struct fs_dirpf;
+struct fs_dirpf *fs__dirpf_new(cfsfuse_t *fs);
+/* An entry a reader has just been handed by readdir. */
+void fs__dirpf_entry(struct fs_dirpf *pf, const struct sfsro_entry *e);
+/* No more fetches from now on (before the block cache is freed). */
+void fs__dirpf_close(struct fs_dirpf *pf);
+/* After the block cache is freed. Accepts NULL. */
+void fs__dirpf_free(struct fs_dirpf *pf);
 
 /* logsink.c: from now on, everything written to stderr (this program's
  * log lines and libfuse's) goes to syslog, with the priority its level

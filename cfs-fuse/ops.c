@@ -259,11 +259,15 @@ static bool add_dirent(struct readdir_ctx *c, const char *name, const struct sfs
 
 static bool readdir_entry(void *arg, const struct sfsro_entry *e, uint64_t index)
 {
+	struct readdir_ctx *c = arg;
 	char name[SFSRO_NAME_MAX + 1];
 
 	memcpy(name, e->name.p, e->name.len);
 	name[e->name.len] = 0;
-	return add_dirent(arg, name, e, (off_t)index + 3);
+	if (!add_dirent(c, name, e, (off_t)index + 3))
+		return false;
+	fs__dirpf_entry(c->fs->dirpf, e);
+	return true;
 }
 
 static void readdir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
@@ -544,14 +548,15 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	fs__blocks_stats(fs->blocks, &st);
 	fs__census_totals(fs->census, &t, &complete);
 	cfs_sb_printf(b, "{\"hits\": %lu, \"misses\": %lu, \"fetches\": %lu, \"fetch_failures\": %lu, "
-	              "\"retries\": %lu, \"prefetches\": %lu, \"bytes_fetched\": %lu, \"cached_bytes\": %lu, "
+	              "\"retries\": %lu, \"prefetches\": %lu, \"dir_prefetches\": %lu, \"bytes_fetched\": %lu, \"cached_bytes\": %lu, "
 	              "\"cached_blocks\": %lu, \"disk_hits\": %lu, \"disk_bytes\": %lu, "
 	              "\"disk_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
 	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f, "
 	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
-	              (unsigned long)st.prefetches, (unsigned long)st.bytes_fetched,
+	              (unsigned long)st.prefetches, (unsigned long)st.dir_prefetches,
+	              (unsigned long)st.bytes_fetched,
 	              (unsigned long)st.cached_bytes, (unsigned long)st.cached_blocks,
 	              (unsigned long)st.disk_hits, (unsigned long)st.disk_bytes,
 	              (unsigned long)st.disk_blocks, (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
@@ -651,6 +656,7 @@ static void fs_stop(cfsfuse_t *fs)
 	uv_close((uv_handle_t *)&fs->sigint, on_closed);
 	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
 	fs__census_close(fs->census);
+	fs__dirpf_close(fs->dirpf);
 	dhash_local_free(fs->dh);
 	fs->dh = NULL;
 	fs__local_free(fs->local);
@@ -841,6 +847,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	                            fs->local ? NULL : open_disk_cache(fs));
 	fs->nodes = fs__nodes_new();
 	fs->census = fs__census_new(fs);
+	fs->dirpf = fs__dirpf_new(fs);
 	struct fnode *root = fs__node_get(fs->nodes, 1);
 	root->key = fs->root.root_dir;
 	root->mode = fs->root.dir_mode;
@@ -854,7 +861,9 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 
 	fs__inval_stop(fs);
 	fs__census_free(fs->census);
+	fs__dirpf_close(fs->dirpf);
 	fs__blocks_free(fs->blocks);
+	fs__dirpf_free(fs->dirpf);
 	fs__nodes_free(fs->nodes);
 	free(fs->buf.mem);
 	uv_loop_close(fs->loop);

@@ -7,6 +7,8 @@
 #   - the delay line delays: a daemon's measured RTT to a daemon in another
 #     region is within 15 % (+3 ms) of the matrix, and within its region
 #     too;
+#   - listing a directory fetches its small files ahead: with the reader's
+#     link down afterwards, every one of them reads back;
 #   - the reader's mount gives back every byte (diff -r of the tree);
 #   - cfs-fsck --replicas from the reader agrees with the holders (each
 #     daemon's stored keys): as many blocks below k as are really short;
@@ -70,6 +72,22 @@ echo "# published 4 MiB + 40 small files through us-east in $((SECONDS - start))
 
 start=$SECONDS
 cluster_reader_mount "$vol" "$mnt" || fail "the reader in eu could not mount"
+# Listing a directory fetches its small files ahead of their readers: once
+# the cache holds the 40 inodes and 40 data blocks, the reader's link goes
+# down, and every small file must still read back whole.
+ls "$mnt/small" >/dev/null
+stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
+all_cached() { [ "$(stat_of cached_blocks)" -ge 82 ]; }
+wait_for 60 all_cached ||
+	fail "listing small/ did not bring its files in: $(stat_of cached_blocks) blocks cached, $(stat_of dir_prefetches) prefetched"
+cluster_in "$CL_READER_NS" ip link set "${CL_TAG}vr" down
+for f in "$src"/small/*; do
+	timeout 20 cmp -s "$f" "$mnt/small/${f##*/}" || fail "small/${f##*/} did not read back with the link down: not prefetched"
+done
+cluster_in "$CL_READER_NS" ip link set "${CL_TAG}vr" up
+cluster_in "$CL_READER_NS" ip route add 198.19.255.254/32 dev "${CL_TAG}vr" 2>/dev/null || true
+cluster_in "$CL_READER_NS" ip route add 198.18.0.0/15 via 198.19.255.254 dev "${CL_TAG}vr" 2>/dev/null || true
+ok "a listed directory's 40 small files were fetched ahead ($(stat_of dir_prefetches) blocks) and read with the link down"
 diff -r "$src" "$mnt" >"$TEST_DIR/diff" 2>&1 || fail "the mount differs from the tree: $(head -3 "$TEST_DIR/diff")"
 ok "a plain client in eu reads every byte back ($((SECONDS - start)) s, mount included)"
 cluster_reader_umount "$mnt"

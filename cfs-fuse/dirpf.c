@@ -1,0 +1,163 @@
+/*
+ * Small files ahead of their readers. When a directory is listed, the
+ * inode blocks of its small files are fetched and, as each arrives, the
+ * file's data blocks; the top blocks of its subdirectories too. Reading
+ * every file of a directory one after another (find -exec cat, a build, a
+ * web server walking a tree) then costs a few round trips in all, not two
+ * per file: across an ocean that is the difference between seconds and a
+ * minute for a few hundred files.
+ *
+ * Everything goes out as prefetches (fs__blk_fetch's second queue, behind
+ * any block a reader waits for, never retried) and is bounded: only files
+ * of at most DIRPF_FILE_MAX bytes; at most a quarter of the memory cache's
+ * bytes wanted at once (so that prefetched blocks are still there when
+ * their readers come); the entries that do not fit wait in a FIFO of at
+ * most DIRPF_QUEUE_MAX, and entries beyond it are not prefetched (their
+ * readers fetch them as before). A file whose inode is cached already is
+ * skipped: listing a directory again costs nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfs-fuse/internal.h"
+
+#define DIRPF_FILE_MAX (256u * 1024u)
+#define DIRPF_QUEUE_MAX 4096u
+#define DIRPF_KEYS_MAX 256u    /* data blocks of one file (a file of 256 KiB in 1 KiB blocks) */
+#define DIRPF_DIR_COST 4096u   /* what a directory block is counted as */
+
+struct dirpf_item {
+	struct cfs_id key;
+	uint64_t bytes;
+	bool dir;
+};
+
+struct dirpf_job {
+	struct fs_dirpf *pf;
+	uint64_t bytes;
+	uint32_t pending;         /* fetches out for this entry */
+};
+
+struct fs_dirpf {
+	cfsfuse_t *fs;
+	struct dirpf_item *q;     /* a ring of DIRPF_QUEUE_MAX */
+	size_t head, n;
+	uint64_t used, budget;    /* bytes wanted now, and the bound */
+	uint32_t jobs;
+	bool closed;
+};
+
+struct fs_dirpf *fs__dirpf_new(cfsfuse_t *fs)
+{
+	struct fs_dirpf *pf = xcalloc(1, sizeof(*pf));
+
+	pf->fs = fs;
+	pf->q = xcalloc(DIRPF_QUEUE_MAX, sizeof(*pf->q));
+	pf->budget = fs->o.cache_bytes / 4;
+	if (pf->budget < DIRPF_FILE_MAX)
+		pf->budget = DIRPF_FILE_MAX;
+	return pf;
+}
+
+static void pump(struct fs_dirpf *pf);
+
+static void job_done(struct dirpf_job *j)
+{
+	struct fs_dirpf *pf = j->pf;
+
+	if (--j->pending)
+		return;
+	pf->used -= j->bytes;
+	pf->jobs--;
+	free(j);
+	pump(pf);
+}
+
+static void data_done(void *arg, int status, const struct fblk *b)
+{
+	job_done(arg);
+}
+
+/* An inode arrived: fetch its data blocks that are not cached. */
+static void inode_done(void *arg, int status, const struct fblk *b)
+{
+	struct dirpf_job *j = arg;
+	struct fs_dirpf *pf = j->pf;
+	struct sfsro_inode ino;
+	struct cfs_id keys[DIRPF_KEYS_MAX];
+	uint32_t n = 0;
+
+	if (status == 0 && !pf->closed && sfsro_inode_decode(b->p, b->len, &ino) == 0 &&
+	    ino.height == 0 && !ino.inline_data.len && ino.nkeys <= DIRPF_KEYS_MAX) {
+		/* copied out: a peek below may evict the inode's bytes */
+		n = ino.nkeys;
+		memcpy(keys, ino.keys, n * sizeof(keys[0]));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (fs__blk_peek(pf->fs->blocks, &keys[i]))
+			continue;
+		j->pending++;
+		pf->fs->st.dir_prefetches++;
+		fs__blk_fetch(pf->fs->blocks, &keys[i], true, data_done, j);
+	}
+	job_done(j);
+}
+
+static void dir_done(void *arg, int status, const struct fblk *b)
+{
+	job_done(arg);
+}
+
+/* Start queued entries while the budget allows (one at least when nothing
+ * is out, whatever its size). */
+static void pump(struct fs_dirpf *pf)
+{
+	while (!pf->closed && pf->n && (pf->used == 0 || pf->used + pf->q[pf->head].bytes <= pf->budget)) {
+		struct dirpf_item it = pf->q[pf->head];
+		pf->head = (pf->head + 1) % DIRPF_QUEUE_MAX;
+		pf->n--;
+		if (fs__blk_peek(pf->fs->blocks, &it.key))
+			continue;
+		struct dirpf_job *j = xcalloc(1, sizeof(*j));
+		*j = (struct dirpf_job){ pf, it.bytes, 1 };
+		pf->used += it.bytes;
+		pf->jobs++;
+		pf->fs->st.dir_prefetches++;
+		fs__blk_fetch(pf->fs->blocks, &it.key, true, it.dir ? dir_done : inode_done, j);
+	}
+}
+
+void fs__dirpf_entry(struct fs_dirpf *pf, const struct sfsro_entry *e)
+{
+	struct dirpf_item it = { .key = e->key };
+
+	if (!pf || pf->closed || !pf->fs->o.prefetch_max || pf->fs->local)
+		return;
+	if (e->type == SFSRO_T_DIR) {
+		it.dir = true;
+		it.bytes = DIRPF_DIR_COST;
+	} else if (e->type == SFSRO_T_FILE && e->size <= DIRPF_FILE_MAX) {
+		it.bytes = e->size + DIRPF_DIR_COST;   /* the data and the inode */
+	} else {
+		return;
+	}
+	if (pf->n == DIRPF_QUEUE_MAX)
+		return;
+	pf->q[(pf->head + pf->n) % DIRPF_QUEUE_MAX] = it;
+	pf->n++;
+	pump(pf);
+}
+
+void fs__dirpf_close(struct fs_dirpf *pf)
+{
+	if (pf)
+		pf->closed = true;
+}
+
+void fs__dirpf_free(struct fs_dirpf *pf)
+{
+	if (!pf)
+		return;
+	free(pf->q);
+	free(pf);
+}

@@ -469,6 +469,13 @@ uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to)
 	return ms > 0 && isfinite(ms) ? (uint64_t)(ms * 1000.0) : 0;
 }
 
+uint64_t chord_rtt_us(const chord_t *c, const struct cfs_node *n)
+{
+	uint64_t m = cfs_transport_peer_srtt_us(c->tr, &n->addr);
+
+	return m ? m : chord_predict_rtt_us(c, &n->coord);
+}
+
 double chord_estimate_n(const chord_t *c)
 {
 	double sum = 0;

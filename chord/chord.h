@@ -236,6 +236,11 @@ uint32_t chord_ring_addresses(const chord_t *c);
 const struct cfs_coord *chord_coord(const chord_t *c);
 /* Predicted round trip to a coordinate, in microseconds. */
 uint64_t chord_predict_rtt_us(const chord_t *c, const struct cfs_coord *to);
+/* The round trip to n (µs) a choice between servers should go by: the one
+ * measured to its address when there is one (a young Vivaldi coordinate,
+ * ours or its, can be off by a continent), else the Vivaldi prediction;
+ * 0 when neither is known. */
+uint64_t chord_rtt_us(const chord_t *c, const struct cfs_node *n);
 /* Is id one of this process's tables' dead or failed-authentication entries
  * (for tests), or present in any table? */
 bool chord_knows(const chord_t *c, const struct cfs_id *id);

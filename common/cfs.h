@@ -619,6 +619,9 @@ int64_t cfs_transport_peer_clock_offset_s(cfs_transport_t *t, const struct cfs_a
 /* Our wall clock minus the median of the peers heard in the last 10
  * minutes (ms), and how many they are; -ENODATA when none. */
 int cfs_transport_clock_skew(cfs_transport_t *t, int64_t *ret_skew_ms, uint32_t *ret_peers);
+/* The smoothed round trip to a measured from answers to our calls (µs),
+ * or 0 when none was measured yet. */
+uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a);
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret);
 /* The event loop the transport runs on (for timers of its users). */
 uv_loop_t *cfs_transport_loop(const cfs_transport_t *t);

@@ -352,6 +352,13 @@ static const struct peer_est *peer_find(const cfs_transport_t *t, const struct c
 	return cfs_htab_get(&t->peers, &k);
 }
 
+uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	const struct peer_est *pe = peer_find(t, a);
+
+	return pe && pe->srtt_us > 0 ? (uint64_t)pe->srtt_us : 0;
+}
+
 /* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
  * is bounded: when full it is emptied and learnt again. */
 static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t rtt)

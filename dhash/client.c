@@ -162,7 +162,7 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 	switch (o->type) {
 	case OP_GET:
 		for (uint32_t i = 0; r->status == 0 && i < r->n; i++)
-			rtt[i] = chord_predict_rtt_us(d->chord, &r->succ[i].coord);
+			rtt[i] = chord_rtt_us(d->chord, &r->succ[i]);
 		dhash__get_on_lookup(&o->get.sm, r, rtt);
 		break;
 	case OP_PUT:

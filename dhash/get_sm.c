@@ -134,7 +134,8 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 			dup = cfs_addr_eq(&g->cand[j].addr, &r->succ[i].addr);
 		if (dup)
 			continue;
-		lat[n] = rtt_us ? rtt_us[i] : 0;
+		/* an unknown latency (0) goes after every known one */
+		lat[n] = rtt_us && rtt_us[i] ? rtt_us[i] : UINT64_MAX;
 		g->cand[n++] = r->succ[i];
 		if (i < k && !g->ring_order)
 			sorted_end = n;

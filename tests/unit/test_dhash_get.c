@@ -110,6 +110,23 @@ static void expect_fetch_to(const struct dhash__get *g, uint8_t x)
 	             g->cand[acts[0].i].id.b[0], x);
 }
 
+/* A replica whose latency nobody knows (0: no measurement, no usable
+ * coordinate) is asked after every replica with a known one. */
+Test(dhash_get, unknown_latency_after_known)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(3, 0);
+	uint64_t rtt[3] = { 0, 200, 100 };
+
+	start(&g, &c);
+	dhash__get_on_lookup(&g, succs(3), rtt);
+	cr_assert_eq(drain(&g), 1);
+	expect_fetch_to(&g, 3);
+	cr_assert_eq(g.cand[1].id.b[0], 2);
+	cr_assert_eq(g.cand[2].id.b[0], 1);
+	dhash__get_fini(&g);
+}
+
 Test(dhash_get, nearest_replica_first_spares_last)
 {
 	struct dhash__get g;

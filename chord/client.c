@@ -123,6 +123,38 @@ uint32_t chord_client_addresses(const chord_t *c)
 	return n;
 }
 
+#define PROBES_MAX 8
+
+static void probed(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
+{
+	chord_t *c = arg;
+
+	/* the transport measured the round trip; chord_rtt_us reads it */
+	c->probes--;
+}
+
+/*
+ * A contact is pinged, in the background, when a lookup meets it and this
+ * process has no round trip to its address yet: a plain client's Vivaldi
+ * coordinate is young, and both its first hops and the replica it fetches
+ * from are chosen by latency (chord_rtt_us); without a measurement a
+ * replica or a hop an ocean away looked as near as one next door. At most
+ * PROBES_MAX PINGs at a time (a lookup in a large ring brings a dozen new
+ * nodes; the rest are pinged when met again).
+ */
+static void probe_contact(chord_t *c, const struct cfs_node *n)
+{
+	struct cfs_msg m;
+
+	if (c->probes >= PROBES_MAX || cfs_transport_peer_srtt_us(c->tr, &n->addr))
+		return;
+	cfs_msg_init(&m, CFS_MSG_PING);
+	m.has_to = true;
+	m.to_id = n->id;
+	if (chord__call_background(c, n, &m, 0, probed, c) == 0)
+		c->probes++;
+}
+
 void chord__client_learn(chord_t *c, const struct cfs_node *n)
 {
 	if (!c->client || !chord__node_id_ok(c, n))
@@ -130,12 +162,14 @@ void chord__client_learn(chord_t *c, const struct cfs_node *n)
 	for (uint32_t i = 0; i < c->ncontacts; i++)
 		if (cfs_id_eq(&c->contacts[i].id, &n->id)) {
 			c->contacts[i] = *n; /* a fresher coordinate */
+			probe_contact(c, n);
 			return;
 		}
 	if (c->ncontacts < CONTACTS)
 		c->contacts[c->ncontacts++] = *n;
 	else
 		c->contacts[cfs_rng_next(&c->rng) % CONTACTS] = *n;
+	probe_contact(c, n);
 }
 
 void chord__client_forget(chord_t *c, const struct cfs_id *id)

@@ -175,6 +175,7 @@ struct chord {
 	bool client;
 	struct cfs_node *contacts;
 	uint32_t ncontacts;
+	uint32_t probes;          /* plain client: contact PINGs in flight */
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 

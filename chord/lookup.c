@@ -83,9 +83,9 @@ static bool env_has_block(void *ctx, const struct cfs_id *key)
 	return c->has_block && c->has_block(c->has_block_arg, key);
 }
 
-static uint64_t env_predict_rtt_us(void *ctx, const struct cfs_coord *to)
+static uint64_t env_predict_rtt_us(void *ctx, const struct cfs_node *to)
 {
-	return chord_predict_rtt_us(ctx, to);
+	return chord_rtt_us(ctx, to);
 }
 
 static double env_estimate_n(void *ctx)

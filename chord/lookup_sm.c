@@ -61,7 +61,7 @@ int chord__lk_select(const struct chord__lk_env *env, uint32_t sel, const struct
 	for (uint32_t i = 0; i < n; i++) {
 		if ((skip && skip[i]) || !cfs_id_in_oo(&cand[i].id, cur, key))
 			continue;
-		double score, lat = (double)ops->predict_rtt_us(env->ctx, &cand[i].coord) / 1000.0;
+		double score, lat = (double)ops->predict_rtt_us(env->ctx, &cand[i]) / 1000.0;
 		switch (sel) {
 		case CHORD_CFS_COST: /* CFS 4.3: minimise C = d_i + d̄·H(n_i) */
 			score = -(lat + dbar * hops_left(&cand[i].id, key, est));

@@ -50,8 +50,9 @@ struct chord__lk_ops {
 	                   struct cfs_node *ret_self);
 	/* Does this process hold key's block? */
 	bool (*has_block)(void *ctx, const struct cfs_id *key);
-	/* Next-hop selection inputs: predicted RTT, N and d̄ (CFS 4.3). */
-	uint64_t (*predict_rtt_us)(void *ctx, const struct cfs_coord *to);
+	/* Next-hop selection inputs: the RTT to a node (measured, else
+	 * predicted; 0 unknown), N and d̄ (CFS 4.3). */
+	uint64_t (*predict_rtt_us)(void *ctx, const struct cfs_node *to);
 	double (*estimate_n)(void *ctx);
 	double (*avg_rtt_ms)(void *ctx);
 	/* Optional (NULL: none / no cap): is id a suspect (suspect.c), and

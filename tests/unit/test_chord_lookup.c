@@ -71,9 +71,9 @@ static bool f_has_block(void *ctx, const struct cfs_id *key)
 }
 
 /* A node's predicted RTT is its coordinate's first component, in ms. */
-static uint64_t f_predict(void *ctx, const struct cfs_coord *to)
+static uint64_t f_predict(void *ctx, const struct cfs_node *to)
 {
-	return (uint64_t)(to->v[0] * 1000.0f);
+	return (uint64_t)(to->coord.v[0] * 1000.0f);
 }
 
 static double f_est_n(void *ctx)

@@ -146,7 +146,8 @@ static void probe_contact(chord_t *c, const struct cfs_node *n)
 {
 	struct cfs_msg m;
 
-	if (c->probes >= PROBES_MAX || cfs_transport_peer_srtt_us(c->tr, &n->addr))
+	if (c->probes >= PROBES_MAX || chord__local(c, &n->id) ||
+	    cfs_transport_peer_srtt_us(c->tr, &n->addr))
 		return;
 	cfs_msg_init(&m, CFS_MSG_PING);
 	m.has_to = true;

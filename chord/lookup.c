@@ -266,6 +266,11 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		if (c->client)
 			chord__client_forget(c, &a->id);
 		break;
+	case CHORD__LKA_REFUSED:
+		c->lookup_checks_failed++;
+		if (c->client)
+			chord__client_forget(c, &a->id);
+		break;
 	default:
 		break;
 	}

@@ -62,6 +62,8 @@ int chord__lk_select(const struct chord__lk_env *env, uint32_t sel, const struct
 		if ((skip && skip[i]) || !cfs_id_in_oo(&cand[i].id, cur, key))
 			continue;
 		double score, lat = (double)ops->predict_rtt_us(env->ctx, &cand[i]) / 1000.0;
+		if (lat <= 0 && sel != CHORD_GREEDY)
+			lat = 2 * dbar; /* unknown: no nearer than twice the mean */
 		switch (sel) {
 		case CHORD_CFS_COST: /* CFS 4.3: minimise C = d_i + d̄·H(n_i) */
 			score = -(lat + dbar * hops_left(&cand[i].id, key, est));
@@ -416,15 +418,6 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 		return "the key is not between it and its first successor";
 	}
 	double est = ops->estimate_n(env->ctx);
-	if (full) {
-		uint32_t cap = want;
-		if (ops->succ_max && ops->succ_max(env->ctx) < cap)
-			cap = ops->succ_max(env->ctx);
-		if (est - 1 < cap)
-			cap = est > 1 ? (uint32_t)(est - 1) : 0;
-		if (n < cap / 2)
-			return chord__lk_too_few;
-	}
 	/* Castro et al. 2002 §4.1: the routing-failure test */
 	double gaps = n > CHORD__LK_DENSITY_MIN_N ? n : CHORD__LK_DENSITY_MIN_N;
 	if (est >= 2 && cfs_id_to_unit(&prev) * est > CHORD__LK_GAMMA * gaps)
@@ -434,6 +427,16 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 	 * shorter than a successor list */
 	if (wraps && ((double)(n + 1) * 2 < est || (ops->succ_max && n >= ops->succ_max(env->ctx))))
 		return "named itself among its own successors";
+	/* last: every other check fails as a suspect first */
+	if (full) {
+		uint32_t cap = want;
+		if (ops->succ_max && ops->succ_max(env->ctx) < cap)
+			cap = ops->succ_max(env->ctx);
+		if (est - 1 < cap)
+			cap = est > 1 ? (uint32_t)(est - 1) : 0;
+		if (n < cap / 2)
+			return chord__lk_too_few;
+	}
 	return NULL;
 }
 
@@ -449,15 +452,16 @@ static bool hop_before_key(const struct chord__lksm *sm, int d)
  * a short successor list, a suspect (the driver tells the suspect table).
  * A short list is no proof: an honest node that joined a second ago knows
  * one successor until stabilization has run a few times, which across a
- * 200 ms path takes seconds; its answer is not used, and nothing more.
+ * 200 ms path takes seconds; its answer is refused (REFUSED), and nothing
+ * more. chord__lk_check tests the length last, so an answer that fails
+ * anything else as well still makes a suspect.
  */
 static void suspect(struct chord__lksm *sm, const struct cfs_node *n, const char *why)
 {
 	sm->res.checks_failed++;
 	add_failed(sm, &n->id);
-	if (why == chord__lk_too_few)
-		return;
-	struct chord__lk_act *a = chord__lk_emit(&sm->q, CHORD__LKA_SUSPECT);
+	struct chord__lk_act *a =
+		chord__lk_emit(&sm->q, why == chord__lk_too_few ? CHORD__LKA_REFUSED : CHORD__LKA_SUSPECT);
 
 	a->has_to = true;
 	a->to = *n;

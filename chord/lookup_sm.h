@@ -91,6 +91,10 @@ enum chord__lk_act_type {
 	/* `id` (`to`, when has_to) answered what the checks reject (`why`):
 	 * a suspect; appended here to keep the list above stable */
 	CHORD__LKA_SUSPECT,
+	/* `id` gave a full answer with too short a successor list: refused
+	 * and counted, and a plain client forgets the contact, but no suspect
+	 * (a node that joined a moment ago has a short list) */
+	CHORD__LKA_REFUSED,
 };
 
 struct chord__lk_act {

@@ -76,8 +76,19 @@ static int load_matrix(const char *path, struct delay_matrix *m)
 		return -1;
 	}
 	buf = malloc(1 << 20);
-	len = fread(buf, 1, (1 << 20) - 1, f);
+	if (!buf) {
+		fclose(f);
+		fprintf(stderr, "cfs-delayline: out of memory\n");
+		return -1;
+	}
+	len = fread(buf, 1, 1 << 20, f);
+	bool whole = len < (1 << 20) && !ferror(f);
 	fclose(f);
+	if (!whole) {
+		free(buf);
+		fprintf(stderr, "cfs-delayline: %s: unreadable or over 1 MiB\n", path);
+		return -1;
+	}
 	int r = delay_parse(buf, len, m, err, sizeof(err));
 	free(buf);
 	if (r < 0)
@@ -191,9 +202,16 @@ static int run(struct nfq_handle *h)
 {
 	int fd = nfq_fd(h);
 	static char buf[1 << 16];
-	sigset_t none;
+	sigset_t block, open;
 
-	sigemptyset(&none);
+	/* the signals arrive only inside ppoll: none is lost between the
+	 * check of g_stop and the wait */
+	sigemptyset(&block);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &open);
 	while (!g_stop) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		uint64_t next = delay_line_next(&g.line), now = now_us();
@@ -203,7 +221,7 @@ static int run(struct nfq_handle *h)
 			ts.tv_sec = (time_t)(wait / 1000000u);
 			ts.tv_nsec = (long)(wait % 1000000u) * 1000;
 		}
-		int r = ppoll(&pfd, 1, tsp, &none);
+		int r = ppoll(&pfd, 1, tsp, &open);
 		if (r < 0 && errno != EINTR) {
 			perror("cfs-delayline: ppoll");
 			return -1;

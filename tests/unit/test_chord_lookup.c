@@ -883,6 +883,21 @@ Test(chord_lookup, select_rules)
 	cr_assert_neq(chord__lk_select(&ENV, CHORD_CFS_COST, &ring[0].id, &KEY, c, 3, NULL), best);
 }
 
+/* OpenDHT's rule with an unknown latency (0: nothing measured, no usable
+ * coordinate): counted as twice the mean RTT, not as 0 ms, so a node
+ * known to be near beats one nothing is known of. */
+Test(chord_lookup, unknown_latency_is_no_nearer_than_twice_the_mean)
+{
+	struct cfs_node c[2] = { ring[30], ring[38] };
+
+	F.avg_rtt_ms = 80;
+	c[0].coord.v[0] = 10;   /* near, less progress */
+	c[1].coord.v[0] = 0;    /* unknown, more progress */
+	cr_assert_eq(chord__lk_select(&ENV, CHORD_NONLINEAR, &ring[0].id, &KEY, c, 2, NULL), 0);
+	c[1].coord.v[0] = 10;   /* both near: the progress decides */
+	cr_assert_eq(chord__lk_select(&ENV, CHORD_NONLINEAR, &ring[0].id, &KEY, c, 2, NULL), 1);
+}
+
 /* ------------------------------------------------------------ the forwarding hop */
 
 static struct chord__fwdsm FW;
@@ -1110,6 +1125,7 @@ Test(chord_liar, a_short_list_is_no_suspicion)
 	start(ITER, 7, 0);
 	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[39], CFS_LOOKUP_F_DONE, NODES(40, 41)));
 	cr_assert_eq(count(CHORD__LKA_SUSPECT), 0, "a short list made a suspect");
+	cr_assert_eq(count(CHORD__LKA_REFUSED), 1, "the refusal is not reported");
 	cr_assert_eq(count(CHORD__LKA_FIND), 1, "the lookup did not go on");
 	assert_to(nth(CHORD__LKA_FIND, 0), 30);
 	cr_assert_eq(SM.res.checks_failed, 1);

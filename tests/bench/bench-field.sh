@@ -27,6 +27,7 @@ export TEST_DIR
 CLUSTER_NETNS=1
 CLUSTER_MTU=1500
 . "$here/../harness/cluster.sh"
+. "$here/lib.sh"
 MB=${BENCH_MB:-32}
 BLOCKS=${BENCH_BLOCKS:-8 16 32 64 128}
 LOSSES=${BENCH_LOSSES:-0 0.1 1 3}
@@ -50,9 +51,7 @@ bench_cleanup() {
 trap bench_cleanup EXIT
 
 size=$((MB << 20))
-mbs() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / 1e6 / float(sys.argv[2])))" "$@"; }
 frac() { python3 -c "import sys; print(float(sys.argv[1]) / 100)" "$1"; }
-in_reader() { cluster_in "$CL_READER_NS" "$@"; }
 
 echo "== $N daemons in namespaces, veth MTU $CLUSTER_MTU; a ${MB} MiB file per block size (${BLOCKS// /, } KiB)"
 mkdir -p "$TEST_DIR/src" "$TEST_DIR/pub"

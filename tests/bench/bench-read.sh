@@ -28,6 +28,7 @@ TEST_DIR=$(mktemp -d /tmp/cfs-bench-read.XXXXXX)
 export TEST_DIR
 . "$here/../integration/lib.sh"
 . "$here/../harness/cluster.sh"
+. "$here/lib.sh"
 SIZE_MB=${BENCH_READ_MB:-256}
 SWEEP_MB=${BENCH_SWEEP_MB:-32}
 FILES=${BENCH_FILES:-10000}
@@ -46,9 +47,6 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
-mbs() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / 1e6 / float(sys.argv[2])))" "$@"; }
-now() { date +%s.%N; }
-since() { python3 -c "import sys; print('%.3f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
 stat_of() { python3 -c "import json,os,sys; print(json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))[sys.argv[2]])" "$mnt" "$1"; }
 
 # Wait (at most 120 s) until the daemons are nearly idle: after a publish

@@ -40,6 +40,7 @@ TEST_DIR=$(mktemp -d /tmp/cfs-bench-wan.XXXXXX)
 export TEST_DIR
 . "$here/../integration/lib.sh"
 . "$here/../harness/wan.sh"
+. "$here/lib.sh"
 MB=${BENCH_MB:-32}
 FILES=${BENCH_FILES:-300}
 GETS=${BENCH_GETS:-100}
@@ -58,10 +59,6 @@ bench_cleanup() {
 	if [ -n "${BENCH_KEEP:-}" ]; then echo "bench-wan: kept $TEST_DIR"; else rm -rf "$TEST_DIR"; fi
 }
 trap bench_cleanup EXIT
-now() { date +%s.%N; }
-since() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
-mbs() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / 1e6 / float(sys.argv[2])))" "$@"; }
-in_reader() { cluster_in "$CL_READER_NS" "$@"; }
 
 # The trees: one per CFS column, the same shape, different bytes.
 make_tree() {

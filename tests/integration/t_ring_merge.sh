@@ -66,7 +66,7 @@ for ((i = 0; i < N; i++)); do cluster_in "${CL_NS[$i]}" iptables-legacy -t raw -
 start=$SECONDS
 wait_for 60 one_ring || { cycles >&2; cat "$TEST_DIR/check.out" >&2 2>/dev/null; fail "no single ring 60 s after the heal"; }
 merged=$((SECONDS - start))
-grep -h "ring check:" "$TEST_DIR"/node*.log | head -3
+grep -h "ring check:" "$TEST_DIR"/node*.log | head -3 || true # none when stabilization merged first
 ok "healed: one ring of $N, every successor list true, $merged s after the heal"
 echo "# one ring $merged s after a ${PART_S} s partition of $N daemons into two halves"
 

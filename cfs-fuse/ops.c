@@ -835,8 +835,10 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 		goto out_unmount;
 	if (!o->foreground)
 		fs__log_to_syslog("cfs-mount");
-	/* the root was fetched on this loop before the fork: the child
-	 * takes its kernel state over (nothing is active on it now) */
+	/* the root was fetched on this loop before the fork, and its ring
+	 * client (a UDP socket, timers, FETCHes to replicas beyond the
+	 * root's read quorum still out) lives on it: the child takes the
+	 * loop's kernel state over and goes on where the parent stopped */
 	if (!o->foreground && uv_loop_fork(fs->loop) != 0)
 		log_warn("cannot reinitialise the event loop after daemonizing");
 
@@ -874,6 +876,10 @@ out_session:
 out_args:
 	fuse_opt_free_args(&args);
 out_free:
+	if (fs->dh && !fs->stopping) { /* the first root's client, never served from */
+		dhash_local_free(fs->dh);
+		cfs_loop_run(fs->loop);
+	}
 	free(fs);
 	return rc;
 }

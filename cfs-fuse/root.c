@@ -128,15 +128,20 @@ static int get_from(dhash_local_t *dh, struct fs_local *local, const struct cfs_
 
 int fs__source_open(cfsfuse_t *fs)
 {
+	if (fs->dh) /* the ring client that fetched the first root */
+		return 0;
 	if (fs->o.from_dir)
 		return fs__local_open(fs->loop, fs->o.from_dir, &fs->local);
 	return dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &fs->dh);
 }
 
 /* The first root, from the ring (tried again while it may be on its way)
- * or from a local store (once). The client or store used is closed again
- * before returning: the mount forks to daemonize after this, and opens
- * its source anew in the child (fs__source_open). */
+ * or from a local store (once). A ring client that got it stays open in
+ * fs->dh for the reads (fs__source_open): a plain client has learned the
+ * ring's servers and their round trips by now, and learning them again
+ * costs wide-area round trips. Its sockets and timers live on fs->loop,
+ * which the daemonizing fork hands to the child (uv_loop_fork). A local
+ * store is closed again and opened anew after the fork. */
 int fs__root_initial(cfsfuse_t *fs)
 {
 	char dir[4000];
@@ -175,9 +180,15 @@ int fs__root_initial(cfsfuse_t *fs)
 	char eb[320];
 	if (r == -EKEYEXPIRED)
 		(void)expired_text(fs, dh, eb, sizeof(eb)); /* while dh still knows the servers' clocks */
-	dhash_local_free(dh);
-	fs__local_free(local);
-	cfs_loop_run(fs->loop); /* until the client or store has closed */
+	if (r == 0 && dh) {
+		fs->dh = dh;
+		dh = NULL;
+	}
+	if (dh || local) {
+		dhash_local_free(dh);
+		fs__local_free(local);
+		cfs_loop_run(fs->loop); /* until the client or store has closed */
+	}
 	if (fs->o.from_dir && r < 0) {
 		log_error("cannot %s volume %s from the store %s: %s", fs->doing ? fs->doing : "mount",
 		          fs->volname, fs->o.from_dir,

@@ -127,6 +127,11 @@ static const char usage_text[] =
 	"                          (default 600)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
 	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
+	"      --lookup-mode M     how this server's gets and puts find a key's servers:\n"
+	"                          iterative or recursive, then ,greedy ,cost or ,nonlinear\n"
+	"                          (next hops by ID or by predicted delay), ,pN (N asks at\n"
+	"                          once, iterative) and ,pred (route to the predecessor)\n"
+	"                          (default iterative,nonlinear,p2)\n"
 	"      --capacity-mb MB    what replicas and cached copies together may fill this\n"
 	"                          server to; cached copies make room first (default\n"
 	"                          10240; 0: no bound)\n"
@@ -460,7 +465,7 @@ static int lock_data_dir(void)
 	return 0;
 }
 
-enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE };
+enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE };
 
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -484,6 +489,7 @@ static const struct option opts[] = {
 	{ "compact-live-percent", required_argument, NULL, 1063 },
 	{ "pin-ms", required_argument, NULL, 1050 },
 	{ "hedge-ms", required_argument, NULL, 1014 },
+	{ "lookup-mode", required_argument, NULL, OPT_LOOKUP_MODE },
 	{ "cache-mb", required_argument, NULL, 1015 },
 	{ "capacity-mb", required_argument, NULL, 1017 },
 	{ "quota-mb", required_argument, NULL, 1018 },
@@ -643,6 +649,11 @@ static void apply(struct settings *st, int c, const char *val)
 	case 1063: D.dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
 	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
 	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
+	case OPT_LOOKUP_MODE:
+		if (chord_mode_parse(val, &D.dc.lookup_mode) < 0)
+			bad_usage("--lookup-mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN]"
+			          "[,pred], not '%s'", val);
+		break;
 	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
 	case 1017: D.dc.capacity_bytes = (uint64_t)parse_num("--capacity-mb", val, 0, 1ul << 30) << 20; break;
 	case 1018:

@@ -13,7 +13,11 @@ void dhash_config_default(struct dhash_config *c)
 	c->expire_ms = 60000;
 	c->sync_ms = 20000;
 	c->scrub_ms = DHASH_SCRUB_DEFAULT_MS;
-	c->lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
+	/* Iterative, next hops by OpenDHT's delay-aware rule, two asks out
+	 * at once: on the testbed's 100 nodes with 5 % slow ones, get p50 /
+	 * p90 / p99 149 / 390 / 1318 ms against 197 / 604 / 1899 for greedy
+	 * hops one at a time (docs/OPERATIONS.md, "Lookup mode"). */
+	c->lookup_mode = CHORD_MODE_WITH_PAR(CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR), 2);
 	c->cache_bytes = 64ull << 20;
 	c->capacity_bytes = DHASH_CAPACITY_DEFAULT;
 	c->quota_bytes = DHASH_CAPACITY_DEFAULT / 10;

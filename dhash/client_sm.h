@@ -132,6 +132,13 @@ struct dhash__get {
 	uint8_t *best;            /* root mode: the newest root so far (malloc'd) */
 	size_t best_len;
 	uint64_t best_seq;
+	/* root mode's read quorum: the IPs of the key's first k successors
+	 * (one vote each, as a put counts them), which of them sent a root
+	 * that verifies, and how many did; the get may end once nvotes
+	 * reaches dhash__root_quorum(nresp) */
+	struct cfs_addr resp_ip[CFS_MSG_MAX_NODES];
+	bool voted[CFS_MSG_MAX_NODES];
+	uint32_t nresp, nvotes;
 	/* for the result and the client's counters */
 	uint32_t rpcs, timeouts, bad, fetch_timeouts, hedges, hedge_wins, relookups;
 	uint64_t lookup_us;
@@ -143,6 +150,15 @@ struct dhash__get {
 	uint32_t suspects;        /* holders reported */
 };
 
+/* Root mode: how many of a key's n responsible servers (distinct IPs) must
+ * have sent roots before the newest among them is the volume's newest. A
+ * root put is acknowledged by a majority, floor(n/2)+1, so any
+ * n - floor(n/2) of them include one that took it; one more, so that the
+ * two sets share two servers and one liar among them (an old root, signed
+ * and valid) cannot hide the newest; never more than n (4 of 6). No "no
+ * such block" answer votes: a server that has not synced the key yet is
+ * no evidence. */
+uint32_t dhash__root_quorum(uint32_t n);
 /* Start a get of key (queues the LOOKUP). */
 void dhash__get_init(struct dhash__get *g, const struct cfs_id *key, const struct dhash_config *cfg);
 void dhash__get_fini(struct dhash__get *g);

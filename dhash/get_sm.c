@@ -31,7 +31,11 @@
  * verifies is not the answer. Once a FETCH returns one, every candidate
  * not yet asked is asked at once, and the get returns the highest
  * sequence among the answers (CFS 5.5: roots are the only blocks that
- * change).
+ * change) as soon as roots came from a read quorum of the key's k
+ * responsible servers (dhash__root_quorum), or when every candidate has
+ * answered or failed. Across continents the quorum is the nearest two
+ * thirds of the replicas: the farthest no longer sets the time a mount
+ * takes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +157,55 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	}
 	g->ncand = g->nfirst = n;
 	g->next_cand = 0;
+
+	/* Root mode's voters: the key's first k successors at distinct IP
+	 * addresses, as a put counts them (put_sm.c: one IP, one vote). Only
+	 * a lookup that reached the successors names them. */
+	g->nresp = g->nvotes = 0;
+	memset(g->voted, 0, sizeof(g->voted));
+	for (uint32_t i = 0; i < r->n && g->nresp < k && !g->holder_only; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < g->nresp && !dup; j++)
+			dup = cfs_addr_same_ip(&g->resp_ip[j], &r->succ[i].addr);
+		if (!dup)
+			g->resp_ip[g->nresp++] = r->succ[i].addr;
+	}
+}
+
+uint32_t dhash__root_quorum(uint32_t n)
+{
+	uint32_t q = n - n / 2 + 1;
+
+	return q < n ? q : n;
+}
+
+/* Root mode: a verified root from cand[ci] is a vote when its IP is one of
+ * the key's responsible servers' and has not voted yet. */
+static void root_vote(struct dhash__get *g, uint32_t ci)
+{
+	for (uint32_t j = 0; j < g->nresp; j++) {
+		if (!cfs_addr_same_ip(&g->resp_ip[j], &g->cand[ci].addr))
+			continue;
+		if (!g->voted[j]) {
+			g->voted[j] = true;
+			g->nvotes++;
+		}
+		return;
+	}
+}
+
+/* Root mode: roots came from a read quorum of the k responsible servers
+ * (never of fewer: a short list cannot lower the bar). */
+static bool root_quorum(const struct dhash__get *g)
+{
+	return g->nresp >= g->replicas && g->nvotes >= dhash__root_quorum(g->nresp);
+}
+
+/* Root mode: the newest root is known once every candidate asked has
+ * answered or failed, or at a read quorum. */
+static bool root_known(const struct dhash__get *g)
+{
+	return g->inflight == 0 || root_quorum(g);
 }
 
 static void fetch_send(struct dhash__get *g, uint32_t ci, bool hedge)
@@ -321,6 +374,7 @@ static void root_answer(struct dhash__get *g, uint32_t ci, const uint8_t *p, siz
                         uint64_t seq)
 {
 	root_keep(g, ci, p, len, seq);
+	root_vote(g, ci);
 	if (g->holder_only && !g->relooked) {
 		/* Issue 22: a hop's claim alone named this server. An old root
 		 * verifies as well as the newest, so a liar holding one could
@@ -336,10 +390,10 @@ static void root_answer(struct dhash__get *g, uint32_t ci, const uint8_t *p, siz
 		g->state = DHASH_GET_ROOT;
 		if (g->hedge_ms)
 			dhash__actq_push(&g->q, DHASH_ACT_STOP_HEDGE);
-		while (g->next_cand < g->nfirst)
+		while (g->next_cand < g->nfirst && !root_quorum(g))
 			fetch_send(g, g->next_cand++, false);
 	}
-	if (g->inflight == 0)
+	if (root_known(g))
 		get_finish(g, 0, DHASH_KIND_ROOT, g->best, g->best_len);
 }
 
@@ -423,7 +477,7 @@ void dhash__get_on_fetch(struct dhash__get *g, uint32_t ci, bool hedge,
 		fetch_failed(g, ci, status);
 	}
 	if (g->state == DHASH_GET_ROOT) {
-		if (g->inflight == 0)
+		if (root_known(g))
 			get_finish(g, 0, DHASH_KIND_ROOT, g->best, g->best_len);
 		return;
 	}

@@ -585,12 +585,13 @@ int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n
 	cfs_transport_config_default(&tc);
 	dhash_config_default(&dc);
 	dc.cache_push_bytes_per_s = cache_push_bytes_per_s;
-	/* A plain client's first hop is one of its contacts, anywhere on the
-	 * globe: OpenDHT's delay-aware rule (progress over a latency penalty)
-	 * asks a near one that covers the key rather than the far one that
-	 * precedes it most closely. A plain client in eu read a file spread
-	 * over four continents at 6.1 MB/s with it, 1.9 with greedy hops. */
-	dc.lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR);
+	/* The daemons' default lookup mode; a plain client's lookups take its
+	 * next-hop rule and ask one server at a time (chord/client.c). Its
+	 * first hop is one of its contacts, anywhere on the globe, and
+	 * OpenDHT's delay-aware rule (progress over a latency penalty) asks a
+	 * near one that covers the key rather than the far one that precedes
+	 * it most closely. A plain client in eu read a file spread over four
+	 * continents at 6.1 MB/s with it, 1.9 with greedy hops. */
 	if ((r = dhash_local_new(loop, "", timeout_ms, &l)) < 0)
 		return r;
 	if ((r = cfs_transport_new(loop, &tc, plain_request, l, &l->tr)) < 0) {

@@ -32,6 +32,7 @@
 #   BENCH_MB (32)  BENCH_FILES (300)  BENCH_GETS (100)  BENCH_JOINED (10 s)
 #   BENCH_KEEP=1 keeps the logs and files (the path is printed at the end)
 #   BENCH_MOUNT_ARGS: more cfs-mount options for both CFS columns (a sweep)
+#   BENCH_CFSD_ARGS: more cfsd options for every daemon, the reader's too
 set -euo pipefail
 BIN=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,7 +78,8 @@ head -c $((GETS * 65536)) /dev/urandom >"$TEST_DIR/probe/blocks"
 wan_world
 wan_place us-east:3 us-west:3 eu:3 asia:3
 start=$SECONDS
-wan_start 1
+# shellcheck disable=SC2086
+wan_start 1 ${BENCH_CFSD_ARGS:-}
 echo "== 12 cfsd (defaults) in us-east, us-west, eu, asia (3 each), MTU 1500; the ring converged in $((SECONDS - start)) s; the reader in eu"
 
 publish() { # NAME DIR: publish DIR through node 0 (us-east); the volume's key on stdout
@@ -140,7 +142,8 @@ mount_rows() {
 }
 
 CFS_DATA_DIR=$TEST_DIR/no-daemon mount_rows plain "$volA" --bootstrap "$(cluster_addr 0)"
-wan_reader_cfsd
+# shellcheck disable=SC2086
+wan_reader_cfsd ${BENCH_CFSD_ARGS:-}
 sleep "$JOINED"
 CFS_DATA_DIR=$TEST_DIR/reader-node mount_rows cfsd "$volB"
 

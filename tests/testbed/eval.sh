@@ -159,6 +159,8 @@ lat opendht rec-nonlinear-gw2 "$TB" --netmodel $SLOW --mode recursive,nonlinear 
 lat opendht iter-greedy-p3-gw2 "$TB" --netmodel $SLOW --mode iterative,greedy,p3 --gateways 2
 lat opendht rec-nonlinear-hedged "$TB" --netmodel $SLOW --mode recursive,nonlinear \
 	--hedge-ms $HEDGE
+# what a ring of cfsd with their default settings does
+lat opendht cfsd-default "$TB" --netmodel $SLOW --mode cfsd
 
 # Tapestry Fig. 19-22, SPLAY Fig. 10: gets through failures, a flash crowd
 # and steady churn (no network model: Tapestry ran these on a cluster).

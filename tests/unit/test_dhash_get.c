@@ -525,16 +525,76 @@ Test(dhash_get, root_mode_keeps_the_highest_sequence)
 	dhash__get_on_hedge(&g); /* no hedging in root mode */
 	cr_assert_eq(drain(&g), 0);
 	fetch(&g, 1, ok(DHASH_KIND_ROOT, "root:7"));
-	fetch(&g, 2, ok(DHASH_KIND_ROOT, "root:3"));
 	cr_assert_eq(drain(&g), 0);
-	fetch(&g, 3, err(-ETIMEDOUT)); /* no second tries in root mode */
-	cr_assert_eq(drain(&g), 1);
+	fetch(&g, 2, ok(DHASH_KIND_ROOT, "root:3"));
+	cr_assert_eq(drain(&g), 1, "the three replicas are the read quorum; the spare is not waited for");
 	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
 	cr_assert_eq(acts[0].status, 0);
 	cr_assert_eq(acts[0].kind, DHASH_KIND_ROOT);
 	cr_assert_eq(acts[0].len, 6);
 	cr_assert_eq(memcmp(acts[0].data, "root:7", 6), 0);
+	cr_assert_not(dhash__get_idle(&g), "the spare's FETCH is still out");
+	fetch(&g, 3, err(-ETIMEDOUT)); /* no second tries in root mode */
+	cr_assert_eq(drain(&g), 0);
 	cr_assert(dhash__get_idle(&g));
+	dhash__get_fini(&g);
+}
+
+/* A root put is acknowledged by a majority of the k responsible servers,
+ * so a root get may end once roots came from k - floor(k/2) + 1 of them
+ * (4 of 6): the newest is among them even if one of them lies. A spare's
+ * root is kept but is no vote; neither is "no such block", silence, or a
+ * second server at an IP that already voted. */
+Test(dhash_get, root_mode_ends_at_a_read_quorum)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(6, 0);
+
+	cr_assert_eq(dhash__root_quorum(6), 4);
+	cr_assert_eq(dhash__root_quorum(5), 4);
+	cr_assert_eq(dhash__root_quorum(3), 3);
+	cr_assert_eq(dhash__root_quorum(2), 2);
+	cr_assert_eq(dhash__root_quorum(1), 1);
+	start(&g, &c);
+	struct chord_lookup_result *r = succs(9); /* 6 and three spares */
+	cr_assert_eq(cfs_addr_from_ip(&r->succ[2].addr, "10.0.0.2", 4001), 0); /* succ[1]'s IP */
+	dhash__get_on_lookup(&g, r, NULL);
+	cr_assert_eq(g.nresp, 6, "the first six successors at distinct IPs");
+	drain(&g);
+	fetch(&g, 0, err(-ENOENT)); /* before any root: the next one is asked */
+	cr_assert_eq(drain(&g), 1);
+	fetch(&g, 1, ok(DHASH_KIND_ROOT, "root:4"));
+	cr_assert_eq(drain(&g), 7, "every other candidate at once");
+	fetch(&g, 2, ok(DHASH_KIND_ROOT, "root:4")); /* the same IP again */
+	fetch(&g, 8, ok(DHASH_KIND_ROOT, "root:9")); /* a spare */
+	fetch(&g, 3, err(-ETIMEDOUT));
+	fetch(&g, 4, ok(DHASH_KIND_ROOT, "root:5"));
+	fetch(&g, 5, ok(DHASH_KIND_ROOT, "root:5"));
+	cr_assert_eq(drain(&g), 0, "three votes so far");
+	fetch(&g, 6, ok(DHASH_KIND_ROOT, "root:2"));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(memcmp(acts[0].data, "root:9", 6), 0, "the newest answer wins, a spare's too");
+	cr_assert_not(dhash__get_idle(&g));
+	fetch(&g, 7, ok(DHASH_KIND_ROOT, "root:1"));
+	cr_assert_eq(drain(&g), 0, "a late answer after the end is dropped");
+	cr_assert(dhash__get_idle(&g));
+	dhash__get_fini(&g);
+
+	/* fewer responsible servers than k (a short list, a small ring): no
+	 * early end, every candidate answers */
+	start(&g, &c);
+	dhash__get_on_lookup(&g, succs(5), NULL);
+	drain(&g);
+	for (uint32_t i = 0; i < 4; i++) {
+		fetch(&g, i, ok(DHASH_KIND_ROOT, "root:3"));
+		drain(&g);
+	}
+	cr_assert_neq(g.state, DHASH_GET_DONE);
+	fetch(&g, 4, ok(DHASH_KIND_ROOT, "root:3"));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
 	dhash__get_fini(&g);
 }
 

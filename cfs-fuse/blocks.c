@@ -9,12 +9,14 @@
  * error. The bound on the time a reader can wait is therefore about
  * (retries + 1) · fetch_timeout plus the pauses.
  *
- * At most max_fetches gets are outstanding at the local cfsd; the rest
+ * At most pipe.limit gets are outstanding at the local cfsd; the rest
  * wait in two FIFO queues, blocks a reader waits for ahead of prefetches
  * (a prefetch a reader joins moves to the first queue). More in flight
  * than the ring can serve only lengthens every fetch: on a 16-daemon
  * loopback ring, throughput peaks near 8–16 (make bench-read's sweep)
- * while the kernel's read-ahead alone asks for 128 blocks at once.
+ * while the kernel's read-ahead alone asks for 128 blocks at once. So the
+ * bound starts at max_fetches and grows (pipe.c) only while the rate
+ * delivered grows with it: on long paths, the bandwidth-delay product.
  *
  * With a disk cache, a block missing from memory is looked for there
  * before the network (and checked again: a disk may rot), and every
@@ -36,8 +38,9 @@ struct ffetch {
 	struct waiter *waiters, **wtail;
 	uint32_t tries;
 	bool prefetch;            /* only a prefetch wants it: no retries */
+	bool bg;                  /* only a directory's prefetch wants it (fs__blk_fetch_bg) */
 	bool timer_live;
-	bool queued;              /* waiting for a slot, in bs->q[prefetch] */
+	bool queued;              /* waiting for a slot, in bs->q[fq(f)] */
 	uv_timer_t timer;         /* the pause before a retry */
 	struct ffetch *qnext;
 };
@@ -56,8 +59,14 @@ struct fs_blocks {
 	size_t bytes;
 	struct fblk *lru_head, *lru_tail;
 	struct cfs_htab ftab;     /* fetches in flight: cfs_id → struct ffetch * */
-	uint32_t active, max_active; /* gets outstanding at cfsd, and the cap */
-	struct fqueue q[2];          /* waiting for a slot: [0] wanted, [1] prefetches */
+	uint32_t active;          /* gets outstanding at cfsd */
+	struct fs_pipe pipe;      /* their bound (pipe.limit) */
+	/* waiting for a slot: [0] wanted, [1] prefetches, [2] directories'
+	 * prefetches, which take a slot only below the bound's start and are
+	 * not part of its measure: a path's bandwidth-delay product is for
+	 * bulk reads, and hundreds of small files' blocks in flight at once
+	 * only delay the one a reader opens next */
+	struct fqueue q[3];
 	dhash_cache_t *disk;         /* or NULL */
 	struct cfsfuse_stats st;
 };
@@ -174,6 +183,12 @@ static void q_push(struct fqueue *q, struct ffetch *f)
 	q->tail = &f->qnext;
 }
 
+/* The queue a waiting fetch is in. */
+static unsigned fq(const struct ffetch *f)
+{
+	return f->bg ? 2 : f->prefetch ? 1 : 0;
+}
+
 static struct ffetch *q_pop(struct fqueue *q)
 {
 	struct ffetch *f = q->head;
@@ -194,10 +209,12 @@ static void q_remove(struct fqueue *q, struct ffetch *f)
 /* A slot came free: the oldest wanted block, else the oldest prefetch. */
 static void dispatch(struct fs_blocks *bs)
 {
-	while (bs->active < bs->max_active) {
+	while (bs->active < bs->pipe.limit) {
 		struct ffetch *f = q_pop(&bs->q[0]);
 		if (!f)
 			f = q_pop(&bs->q[1]);
+		if (!f && bs->active < bs->pipe.base)
+			f = q_pop(&bs->q[2]);
 		if (!f)
 			return;
 		f->queued = false;
@@ -217,7 +234,7 @@ static void fetch_end(struct ffetch *f, int status, const struct fblk *b)
 
 	(void)cfs_htab_del(&bs->ftab, &f->key, NULL);
 	if (f->queued) /* only when the mount is being torn down */
-		q_remove(&bs->q[f->prefetch], f);
+		q_remove(&bs->q[fq(f)], f);
 	if (status < 0)
 		bs->st.fetch_failures++;
 	while (w) {
@@ -246,6 +263,8 @@ static void on_got(void *arg, const struct dhash_get_result *r)
 	int status = r->status;
 
 	bs->active--;
+	if (!f->bg)
+		fs__pipe_done(&bs->pipe, status == 0 ? r->len : 0, uv_hrtime() / 1000);
 	dispatch(bs);
 	if (status == 0 && r->kind != DHASH_KIND_CHASH)
 		status = -EBADMSG; /* a root where a content block belongs */
@@ -279,6 +298,8 @@ static void fetch_issue(struct ffetch *f)
 	f->tries++;
 	bs->st.fetches++;
 	bs->active++;
+	if (!f->bg)
+		fs__pipe_start(&bs->pipe, bs->active);
 	r = bs->local ? fs__local_get(bs->local, &f->key, on_got, f)
 	              : dhash_local_get(bs->dh, &f->key, on_got, f);
 	if (r < 0) {
@@ -291,12 +312,12 @@ static void fetch_start(struct ffetch *f)
 {
 	struct fs_blocks *bs = f->bs;
 
-	if (bs->active < bs->max_active) { /* then both queues are empty */
+	if (bs->active < (f->bg ? bs->pipe.base : bs->pipe.limit)) { /* then its queue is empty */
 		fetch_issue(f);
 		return;
 	}
 	f->queued = true;
-	q_push(&bs->q[f->prefetch], f);
+	q_push(&bs->q[fq(f)], f);
 }
 
 static void waiter_add(struct ffetch *f, fs_blk_cb cb, void *arg)
@@ -312,8 +333,8 @@ static void waiter_add(struct ffetch *f, fs_blk_cb cb, void *arg)
 	f->wtail = &w->next;
 }
 
-void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
-                   void *arg)
+static void blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, bool bg,
+                      fs_blk_cb cb, void *arg)
 {
 	struct ffetch **slot = cfs_htab_get(&bs->ftab, key), *f;
 
@@ -323,6 +344,7 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 		f->key = *key;
 		f->wtail = &f->waiters;
 		f->prefetch = prefetch;
+		f->bg = bg;
 		*(struct ffetch **)cfs_htab_put(&bs->ftab, key, NULL) = f;
 		bs->st.misses += !prefetch;
 		bs->st.prefetches += prefetch;
@@ -331,14 +353,27 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 		return;
 	}
 	f = *slot;
-	if (!prefetch && f->prefetch) {
-		if (f->queued) { /* a reader waits for it now: to the front queue */
-			q_remove(&bs->q[1], f);
-			q_push(&bs->q[0], f);
-		}
-		f->prefetch = false;
+	/* wanted more now than before (a reader waits for it now, or a
+	 * file's read-ahead joins a directory's): to that queue */
+	unsigned was = fq(f);
+	f->prefetch = f->prefetch && prefetch;
+	f->bg = f->bg && bg;
+	if (f->queued && fq(f) != was) {
+		q_remove(&bs->q[was], f);
+		q_push(&bs->q[fq(f)], f);
 	}
 	waiter_add(f, cb, arg);
+}
+
+void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
+                   void *arg)
+{
+	blk_fetch(bs, key, prefetch, false, cb, arg);
+}
+
+void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg)
+{
+	blk_fetch(bs, key, true, true, cb, arg);
 }
 
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
@@ -348,6 +383,7 @@ void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 	st->fetches = bs->st.fetches;
 	st->fetch_failures = bs->st.fetch_failures;
 	st->retries = bs->st.retries;
+	st->fetch_limit = bs->pipe.limit;
 	st->prefetches = bs->st.prefetches;
 	st->bytes_fetched = bs->st.bytes_fetched;
 	st->cached_bytes = bs->bytes;
@@ -357,6 +393,11 @@ void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 		uint64_t evicted;
 		dhash_cache_totals(bs->disk, &st->disk_blocks, &st->disk_bytes, &evicted);
 	}
+}
+
+double fs__blocks_pipe_scale(const struct fs_blocks *bs)
+{
+	return (double)bs->pipe.limit / (double)bs->pipe.base;
 }
 
 struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
@@ -370,9 +411,10 @@ struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_l
 	bs->dh = dh;
 	bs->cap = o->cache_bytes;
 	bs->retries = o->retries;
-	bs->max_active = o->max_fetches ? o->max_fetches : 1;
-	bs->q[0].tail = &bs->q[0].head;
-	bs->q[1].tail = &bs->q[1].head;
+	/* a local store is a disk, not a path to measure: its bound stays */
+	fs__pipe_init(&bs->pipe, o->max_fetches ? o->max_fetches : 1, local ? 0 : bs->cap / 4);
+	for (int i = 0; i < 3; i++)
+		bs->q[i].tail = &bs->q[i].head;
 	cfs_htab_init(&bs->tab, sizeof(struct cfs_id), sizeof(struct fblk *));
 	cfs_htab_init(&bs->ftab, sizeof(struct cfs_id), sizeof(struct ffetch *));
 	return bs;

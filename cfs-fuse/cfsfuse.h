@@ -56,6 +56,7 @@ struct cfsfuse_stats {
 	uint64_t disk_hits, disk_bytes, disk_blocks;
 	uint64_t reads, read_bytes, eio;
 	uint64_t nodes, root_seq, root_switches;
+	uint64_t fetch_limit;     /* the bound on fetches in flight now */
 };
 
 /* Mount vol at mountpoint (printed on stdout once mounted) and serve it until it is unmounted (fusermount3

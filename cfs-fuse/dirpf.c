@@ -7,8 +7,9 @@
  * per file: across an ocean that is the difference between seconds and a
  * minute for a few hundred files.
  *
- * Everything goes out as prefetches (fs__blk_fetch's second queue, behind
- * any block a reader waits for, never retried) and is bounded: only files
+ * Everything goes out as directory prefetches (fs__blk_fetch_bg: a queue
+ * behind any block a reader waits for and any file's read-ahead, never
+ * retried, at most --max-fetches out) and is bounded: only files
  * of at most DIRPF_FILE_MAX bytes; at most a quarter of the memory cache's
  * bytes wanted at once (so that prefetched blocks are still there when
  * their readers come); the entries that do not fit wait in a FIFO of at
@@ -139,7 +140,7 @@ static void on_timer(uv_timer_t *t)
 				continue;
 			j->pending++;
 			pf->fs->st.dir_prefetches++;
-			fs__blk_fetch(pf->fs->blocks, &j->keys[i], true, data_done, j);
+			fs__blk_fetch_bg(pf->fs->blocks, &j->keys[i], data_done, j);
 		}
 		job_done(j);           /* the ready list's hold */
 	}
@@ -161,7 +162,7 @@ static void pump(struct fs_dirpf *pf)
 		pf->used += it.bytes;
 		pf->jobs++;
 		pf->fs->st.dir_prefetches++;
-		fs__blk_fetch(pf->fs->blocks, &it.key, true, it.dir ? dir_done : inode_done, j);
+		fs__blk_fetch_bg(pf->fs->blocks, &it.key, it.dir ? dir_done : inode_done, j);
 	}
 }
 

@@ -32,6 +32,26 @@ int fs__local_get(struct fs_local *l, const struct cfs_id *key, dhash_get_cb cb,
  * frees the rest. Accepts NULL. */
 void fs__local_free(struct fs_local *l);
 
+/* ---- the bound on fetches in flight (pipe.c): the path's bandwidth-delay
+ * product, grown from --max-fetches while the delivered rate grows */
+
+struct fs_pipe {
+	uint32_t limit, base;     /* the bound now, and where it started */
+	uint32_t prev_limit;      /* before the last doubling */
+	uint64_t max_bytes;       /* limit times the bytes of a fetch stays below */
+	bool round_open, round_limited, full;
+	uint64_t round_start_us, round_bytes;
+	uint32_t round_done, round_len;
+	double best_rate;         /* bytes/s of the best round */
+	uint32_t flat;            /* limited rounds since the rate last grew */
+	uint32_t rounds;
+};
+void fs__pipe_init(struct fs_pipe *p, uint32_t base, uint64_t max_bytes);
+/* A fetch started; active: the fetches in flight, it included. */
+void fs__pipe_start(struct fs_pipe *p, uint32_t active);
+/* A fetch ended, with bytes delivered (0: it failed). */
+void fs__pipe_done(struct fs_pipe *p, size_t bytes, uint64_t now_us);
+
 struct fs_blocks;
 /* Blocks come from local when it is set, else through dh. disk: a cache
  * on disk behind the one in memory, or NULL; closed by free. */
@@ -45,7 +65,13 @@ const struct fblk *fs__blk_peek(struct fs_blocks *bs, const struct cfs_id *key);
  * inside this call. prefetch: a guess, counted apart, not retried. */
 void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
                    void *arg);
+/* A prefetch for a listed directory: behind every other fetch, only while
+ * fewer than --max-fetches are out, and no part of the bound's measure. */
+void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg);
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st);
+/* The bound on fetches in flight over its start (--max-fetches): the
+ * prefetch window's bound grows with it. */
+double fs__blocks_pipe_scale(const struct fs_blocks *bs);
 
 /* ---- the node table (nodes.c): FUSE inode numbers for directory entries */
 

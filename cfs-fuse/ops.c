@@ -366,13 +366,17 @@ static void prefetch_done(void *arg, int status, const struct fblk *b)
 	cfsfuse_t *fs = arg;
 
 	/* AIMD, like a congestion window (CFS 8): grow while fetches come
-	 * back, halve when one does not. */
+	 * back, halve when one does not. Its bound, --prefetch, grows as the
+	 * bound on fetches in flight does: with the path's bandwidth-delay
+	 * product (pipe.c). */
+	double cap = fs->o.prefetch_max * fs__blocks_pipe_scale(fs->blocks);
+
 	if (status == 0)
 		fs->window += 1.0;
 	else if (status != -ECANCELED)
 		fs->window /= 2;
-	if (fs->window > fs->o.prefetch_max)
-		fs->window = fs->o.prefetch_max;
+	if (fs->window > cap)
+		fs->window = cap;
 	if (fs->window < 1)
 		fs->window = 1;
 }
@@ -552,6 +556,7 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              "\"cached_blocks\": %lu, \"disk_hits\": %lu, \"disk_bytes\": %lu, "
 	              "\"disk_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
 	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f, "
+	              "\"fetch_limit\": %lu, "
 	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
@@ -561,7 +566,8 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)st.disk_hits, (unsigned long)st.disk_bytes,
 	              (unsigned long)st.disk_blocks, (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
 	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
-	              (unsigned long)st.root_switches, fs->window, (unsigned long)t.files,
+	              (unsigned long)st.root_switches, fs->window, (unsigned long)st.fetch_limit,
+	              (unsigned long)t.files,
 	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
 }
 

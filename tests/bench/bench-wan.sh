@@ -135,6 +135,10 @@ mount_rows() {
 	t=$(now); ls -lR "$mnt" >/dev/null; eval "${label}_ls=$(since "$t")"
 	t=$(now); find "$mnt/small" -type f -exec cat {} \; >/dev/null; eval "${label}_small=$(since "$t")"
 	t=$(now); cat "$mnt/big" >/dev/null; eval "${label}_big=$(mbs $((MB << 20)) "$(since "$t")")"
+	# the mount's bounds after the read: prefetch window, fetches in flight
+	eval "${label}_bounds=\"$(python3 -c 'import json, os, sys
+s = json.loads(os.getxattr(sys.argv[1], "user.cfs.stats"))
+print("window %.0f, fetches in flight %d" % (s["window"], s["fetch_limit"]))' "$mnt")\""
 	kill -TERM "$MOUNT_PID" 2>/dev/null || true
 	wait "$MOUNT_PID" 2>/dev/null || true
 	mountpoint -q "$mnt" && fusermount3 -u -z "$mnt" || true
@@ -206,6 +210,7 @@ print("ratios to TCP: first ls cfsd %.2fx plain %.2fx; small files cfsd %.2fx pl
       % (float("$cfsd_first") / float("$tcp_first"), float("$plain_first") / float("$tcp_first"),
          float("$cfsd_small") / float("$tcp_small"), float("$plain_small") / float("$tcp_small"),
          float("$cfsd_big") / float("$tcp_big"), float("$plain_big") / float("$tcp_big")))
+print("the mounts' bounds after the big file: cfsd $cfsd_bounds; plain $plain_bounds")
 if gets:
     g = [max(0.0, x - over) for x, _ in gets]
     o = [y for _, y in gets]

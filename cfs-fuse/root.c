@@ -119,11 +119,11 @@ static void first_got(void *arg, const struct dhash_get_result *g)
 	f->status = fs__root_check(f->fs, g, &f->fs->root);
 }
 
-/* A get from wherever this mount reads: its local store, else the ring. */
+/* The root from wherever this mount reads: its local store, else the ring. */
 static int get_from(dhash_local_t *dh, struct fs_local *local, const struct cfs_id *key,
                     dhash_get_cb cb, void *arg)
 {
-	return local ? fs__local_get(local, key, cb, arg) : dhash_local_get(dh, key, cb, arg);
+	return local ? fs__local_get(local, key, cb, arg) : dhash_local_get_root(dh, key, cb, arg);
 }
 
 int fs__source_open(cfsfuse_t *fs)

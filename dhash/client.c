@@ -571,6 +571,17 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
 	return op_start(o);
 }
 
+int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	if (d->closing)
+		return -ECANCELED;
+	struct op *o = op_new(d, OP_GET, key, arg);
+	o->get.cb = cb;
+	dhash__get_init(&o->get.sm, key, &d->cfg);
+	o->get.sm.all_first = true;
+	return op_start(o);
+}
+
 /* Distinct addresses among this process and its first successors (issue
  * 22): a put or have needs a majority of at least that many of the key's k
  * servers, whatever a lookup answer names. A plain client counts the

@@ -119,6 +119,7 @@ struct dhash__get {
 	struct cfs_id key;
 	uint32_t replicas, hedge_ms, cache_push;
 	bool ring_order;
+	bool all_first;           /* ask every first try at once (dhash_get_root) */
 	dhash__verify_fn verify;
 	/* candidates, in the order they are tried; cand[nfirst..] are second
 	 * tries of the silent */

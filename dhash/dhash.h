@@ -162,6 +162,11 @@ const struct dhash_client_stats *dhash_client_stats(const dhash_client_t *d);
 /* Cancel what is in flight (callbacks run with -ECANCELED) and free. */
 void dhash_client_free(dhash_client_t *d);
 int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+/* A get of a key known to be a signed root's: the k replicas are asked at
+ * once instead of the nearest first (a root answer asks the others
+ * anyway), so a client that knows no round trips yet waits for the
+ * nearest read quorum, not for a far first guess and then the quorum. */
+int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
 /* lease_until 0: now + the configured lease. */
 int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
               uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
@@ -285,6 +290,10 @@ uint32_t dhash_local_pending(const dhash_local_t *l);
  * lately (a plain client hears their clocks; through cfsd: -ENODATA). */
 int dhash_local_clock_skew(dhash_local_t *l, int64_t *ret_skew_ms, uint32_t *ret_servers);
 int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+/* As dhash_local_get, for a volume's root key: a plain client runs
+ * dhash_get_root; through cfsd, whose round trips are known, a get. */
+int dhash_local_get_root(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb,
+                         void *arg) CFS_WUR;
 int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
 /* Which of keys (1..CFS_MSG_MAX_KEYS) their successors store. */

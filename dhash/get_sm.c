@@ -268,7 +268,7 @@ static void fetch_next(struct dhash__get *g, bool hedging)
 		/* Second tries go out together: one after another, a list of
 		 * dead successors cost a second each (a get failed after 14 s
 		 * when half a 16-node ring had just died). */
-		if (ci >= g->nfirst)
+		if (ci >= g->nfirst || (g->all_first && g->next_cand < g->nfirst))
 			continue;
 		if (g->hedge_ms && g->next_cand < g->ncand) {
 			struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_ARM_HEDGE);

@@ -38,6 +38,7 @@ struct lreq {
 	uint8_t type;
 	bool sent;
 	bool raw;                 /* dhash_local_call: data is the encoded frame */
+	bool root;                /* dhash_local_get_root */
 	uint64_t deadline_ms;
 	uint64_t started_us;
 	struct cfs_id key;
@@ -463,7 +464,7 @@ static void plain_start(dhash_local_t *l, struct lreq *q)
 	switch (q->type) {
 	case CFS_MSG_CTL_GET: {
 		struct pcall *k = pcall_new(l, q, 0);
-		if ((r = dhash_get(l->dc, &q->key, plain_got, k)) < 0) {
+		if ((r = (q->root ? dhash_get_root : dhash_get)(l->dc, &q->key, plain_got, k)) < 0) {
 			l->calls--;
 			free(k);
 		}
@@ -645,6 +646,17 @@ int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb,
 		return -ECANCELED;
 	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
 	q->key = *key;
+	q->get_cb = cb;
+	return req_start(l, q);
+}
+
+int dhash_local_get_root(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	if (l->closing)
+		return -ECANCELED;
+	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
+	q->key = *key;
+	q->root = true;
 	q->get_cb = cb;
 	return req_start(l, q);
 }

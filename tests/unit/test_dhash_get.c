@@ -598,6 +598,33 @@ Test(dhash_get, root_mode_ends_at_a_read_quorum)
 	dhash__get_fini(&g);
 }
 
+/* dhash_get_root: a volume's root key, whose replicas are all asked once
+ * one answers with a root anyway, goes to every candidate at once, and
+ * still ends at the read quorum. */
+Test(dhash_get, a_root_get_asks_every_candidate_at_once)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(6, 40);
+
+	start(&g, &c);
+	g.all_first = true;
+	dhash__get_on_lookup(&g, succs(8), NULL);
+	cr_assert_eq(drain(&g), 8, "every candidate, the spares too, and no hedge timer");
+	for (uint32_t i = 0; i < 8; i++) {
+		cr_assert_eq(acts[i].type, DHASH_ACT_FETCH);
+		cr_assert_eq(acts[i].i, i);
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		fetch(&g, i, ok(DHASH_KIND_ROOT, "root:2"));
+		cr_assert_eq(drain(&g), i == 0 ? 1 : 0); /* STOP_HEDGE with the first root */
+	}
+	fetch(&g, 4, ok(DHASH_KIND_ROOT, "root:3"));
+	cr_assert_eq(drain(&g), 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(memcmp(acts[0].data, "root:3", 6), 0);
+	dhash__get_fini(&g);
+}
+
 Test(dhash_get, root_mode_bad_and_equal_roots)
 {
 	struct dhash__get g;

@@ -14,8 +14,9 @@
  *
  * More in flight than the path carries only lengthens every fetch (on a
  * loopback ring the rate peaks at 8-16 fetches), so the bound starts at
- * --max-fetches and grows only where the rate says so: across continents,
- * where a fetch takes a round trip of 100 ms or more. The bytes in flight
+ * --max-fetches and grows only where the rate says so, and only where a
+ * fetch takes 10 ms or more (the bound over the rate, Little's law): across
+ * continents a fetch takes a round trip of 100 ms or more. The bytes in flight
  * stay below max_bytes (a quarter of the block cache: what is fetched
  * ahead must still be there when it is read).
  *
@@ -25,6 +26,9 @@
 
 #define PIPE_GROWTH 1.25  /* a round's rate over the best, to double */
 #define PIPE_FLAT_ROUNDS 3
+/* A fetch that takes less than this (in flight over the rate, Little's
+ * law) is on a short path that the start fills: no probing there. */
+#define PIPE_LONG_US 10000
 
 void fs__pipe_init(struct fs_pipe *p, uint32_t base, uint64_t max_bytes)
 {
@@ -53,6 +57,10 @@ static void round_close(struct fs_pipe *p, uint64_t now_us)
 	}
 	if (!p->round_limited || p->full)
 		return;
+	if (p->best_rate == 0 && rate > 0 && (double)p->round_len * (double)per_fetch * 1e6 / rate < PIPE_LONG_US) {
+		p->full = true; /* a short path: the bound it started with fills it */
+		return;
+	}
 	if (p->best_rate == 0 || rate >= p->best_rate * PIPE_GROWTH) {
 		p->best_rate = rate;
 		p->flat = 0;

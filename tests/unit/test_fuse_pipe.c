@@ -89,7 +89,7 @@ Test(fuse_pipe, grows_to_the_bandwidth_delay_product)
 }
 
 /* A short path (1 ms, 400 MB/s: 6 blocks in flight fill it): 24 is more
- * than enough; the probe at 48 delivers no more, and the bound goes back. */
+ * than enough, and a fetch takes 4 ms: no probe at all. */
 Test(fuse_pipe, stays_where_the_path_is_full_already)
 {
 	struct fs_pipe pp;
@@ -99,6 +99,23 @@ Test(fuse_pipe, stays_where_the_path_is_full_already)
 	(void)run(&pp, &p, 3000, 0);
 	cr_assert(pp.full);
 	cr_assert_eq(pp.limit, 24, "bound %u on a full short path", pp.limit);
+	cr_assert_eq(pp.prev_limit, 24, "never probed");
+}
+
+/* 20 ms at 100 MB/s (31 blocks): a fetch takes longer than 10 ms, so the
+ * bound probes, doubles once (48 > 31) and, the rate flat past that,
+ * returns to 48 or stays at most twice the BDP. */
+Test(fuse_pipe, a_medium_path_probes_and_settles)
+{
+	struct fs_pipe pp;
+	struct path p = { .rtt_us = 20000, .bytes_per_us = 100.0 };
+	uint32_t bdp = (uint32_t)(p.rtt_us * p.bytes_per_us / BLOCK);
+
+	fs__pipe_init(&pp, 24, 1ull << 30);
+	(void)run(&pp, &p, 4000, 0);
+	cr_assert(pp.full);
+	cr_assert_geq(pp.limit, bdp, "bound %u below the BDP of %u", pp.limit, bdp);
+	cr_assert_leq(pp.limit, 2 * bdp + 24, "bound %u", pp.limit);
 }
 
 /* A reader that keeps 4 fetches out never reaches the bound: its rounds

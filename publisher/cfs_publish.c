@@ -34,7 +34,7 @@ static const char usage_text[] =
 	"  -t, --to STORE        where blocks go: cfsd (the ring, through the local\n"
 	"                        daemon, else $CFS_BOOTSTRAP; the default), cfsd:SOCKET,\n"
 	"                        ring:HOST:PORT[,...] (no daemon), or dir:PATH\n"
-	"      --block-size N    data block size in bytes, 1024..61440 (default 8192)\n"
+	"      --block-size N    data block size in bytes, 1024..131072 (default 65536)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
 	"                        0.5 is allowed), and every block leased as long; never\n"
 	"                        beyond the leases the servers grant\n"

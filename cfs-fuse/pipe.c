@@ -14,9 +14,10 @@
  *
  * More in flight than the path carries only lengthens every fetch (on a
  * loopback ring the rate peaks at 8-16 fetches), so the bound starts at
- * --max-fetches and grows only where the rate says so, and only where a
- * fetch takes 10 ms or more (the bound over the rate, Little's law): across
- * continents a fetch takes a round trip of 100 ms or more. The bytes in flight
+ * --max-fetches and grows only where the rate says so, and only while a
+ * fetch takes 10 ms or more (the bound over the rate, Little's law, checked
+ * at every round): across continents a fetch takes a round trip of 100 ms
+ * or more. The bytes in flight
  * stay below max_bytes (a quarter of the block cache: what is fetched
  * ahead must still be there when it is read).
  *
@@ -57,8 +58,12 @@ static void round_close(struct fs_pipe *p, uint64_t now_us)
 	}
 	if (!p->round_limited || p->full)
 		return;
-	if (p->best_rate == 0 && rate > 0 && (double)p->round_len * (double)per_fetch * 1e6 / rate < PIPE_LONG_US) {
-		p->full = true; /* a short path: the bound it started with fills it */
+	if (rate > 0 && (double)p->round_len * (double)per_fetch * 1e6 / rate < PIPE_LONG_US) {
+		/* a short path, now that the start is over: what the bound is
+		 * fills it (a mount's first rounds take the cold start's lookups
+		 * and first contacts; the warm-up after them is no sign of a
+		 * long path) */
+		p->full = true;
 		return;
 	}
 	if (p->best_rate == 0 || rate >= p->best_rate * PIPE_GROWTH) {

@@ -561,25 +561,26 @@ static int op_start(struct op *o)
 	return r;
 }
 
-int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+static int get_start(dhash_client_t *d, const struct cfs_id *key, bool all_first, dhash_get_cb cb,
+                     void *arg)
 {
 	if (d->closing)
 		return -ECANCELED;
 	struct op *o = op_new(d, OP_GET, key, arg);
 	o->get.cb = cb;
 	dhash__get_init(&o->get.sm, key, &d->cfg);
+	o->get.sm.all_first = all_first;
 	return op_start(o);
+}
+
+int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	return get_start(d, key, false, cb, arg);
 }
 
 int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	if (d->closing)
-		return -ECANCELED;
-	struct op *o = op_new(d, OP_GET, key, arg);
-	o->get.cb = cb;
-	dhash__get_init(&o->get.sm, key, &d->cfg);
-	o->get.sm.all_first = true;
-	return op_start(o);
+	return get_start(d, key, true, cb, arg);
 }
 
 /* Distinct addresses among this process and its first successors (issue

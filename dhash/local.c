@@ -640,25 +640,26 @@ uint32_t dhash_local_pending(const dhash_local_t *l)
 	return l->used - l->nfree;
 }
 
-int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+static int local_get(dhash_local_t *l, const struct cfs_id *key, bool root, dhash_get_cb cb,
+                     void *arg)
 {
 	if (l->closing)
 		return -ECANCELED;
 	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
 	q->key = *key;
+	q->root = root;
 	q->get_cb = cb;
 	return req_start(l, q);
 }
 
+int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg)
+{
+	return local_get(l, key, false, cb, arg);
+}
+
 int dhash_local_get_root(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	if (l->closing)
-		return -ECANCELED;
-	struct lreq *q = req_new(l, CFS_MSG_CTL_GET, arg);
-	q->key = *key;
-	q->root = true;
-	q->get_cb = cb;
-	return req_start(l, q);
+	return local_get(l, key, true, cb, arg);
 }
 
 int dhash_local_locate(dhash_local_t *l, const struct cfs_id *key, dhash_locate_cb cb, void *arg)

@@ -36,10 +36,11 @@
  * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
  * forgotten first) until anything answers from it: further timeouts to it
  * do not halve w again, and calls to it are sent at once outside the
- * window. Otherwise, after a mass failure, probes to the dead (each held
- * to its full timeout) filled the 3w slots of a window that every one of
- * their timeouts had halved, and a get to a live replica waited seconds
- * behind them in the queue.
+ * window; the calls already out or queued to it leave the window too.
+ * Otherwise, after a mass failure, probes to the dead (each held to its
+ * full timeout) filled the 3w slots of a window that every one of their
+ * timeouts had halved, and a get to a live replica waited seconds behind
+ * them in the queue.
  *
  * Background calls (node authentication, whose targets anyone can name)
  * are always sent outside the window and neither grow nor halve it: a
@@ -509,11 +510,17 @@ void cfs__call_touch(cfs_transport_t *t, struct call *c)
 	cfs__heap_push(&t->calls_heap, c);
 }
 
-/* Send waiting calls while the window has room. */
+/* Send waiting calls while the window has room. A call to an address
+ * that went silent while the call waited leaves the queue at once, outside
+ * the window, as it would have gone had it been made now. */
 static void pump(cfs_transport_t *t)
 {
-	while (t->q_head && t->st.inflight < window_limit(t) && !t->closing) {
+	while (t->q_head && !t->closing) {
 		struct call *c = t->q_head;
+		if (t->nsilent && silent_find(t, &c->dst) >= 0)
+			c->outside = true;
+		else if (t->st.inflight >= window_limit(t))
+			break;
 		t->q_head = c->qnext;
 		if (!t->q_head)
 			t->q_tail = NULL;
@@ -521,6 +528,21 @@ static void pump(cfs_transport_t *t)
 		call_send(t, c);
 	}
 	cfs__arm_timer(t);
+}
+
+/* a has just gone silent: its calls in flight give their window slots
+ * back, so that calls to live peers are not held behind them until their
+ * timeouts (with many calls out to a peer that froze, a get to a live
+ * replica once waited seconds in the queue). */
+static void silent_release(cfs_transport_t *t, const struct cfs_addr *a)
+{
+	for (size_t i = 0; i < t->calls_heap.n; i++) {
+		struct call *c = t->calls_heap.v[i];
+		if (!c->outside && cfs_addr_eq(&c->dst, a)) {
+			c->outside = true;
+			t->st.inflight--;
+		}
+	}
 }
 
 int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
@@ -735,8 +757,10 @@ static void expire_overdue(cfs_transport_t *t)
 		double before = t->st.window;
 		table_take(t, c->reqid);
 		t->st.timeouts++;
-		if (!c->background && silent_note(t, &c->dst))
+		if (!c->background && silent_note(t, &c->dst)) {
 			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
+			silent_release(t, &c->dst);
+		}
 		late_note(t, c, t->st.window < before ? before : 0);
 		call_finish(t, c, -ETIMEDOUT, NULL, 0);
 		done++;

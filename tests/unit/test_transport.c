@@ -1,4 +1,5 @@
 /* The UDP RPC transport between two endpoints on loopback. */
+#include <inttypes.h>
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,7 +425,7 @@ static uint32_t dead_left, live_done_with_dead_left;
 
 static void on_dead(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
 {
-	cr_assert_eq(status, -ETIMEDOUT);
+	cr_assert_eq(status, -ETIMEDOUT, "dead call status %d", status);
 	dead_left--;
 }
 
@@ -500,6 +501,44 @@ Test(transport, silent_destination_halves_once_and_takes_no_slots)
 	cr_assert(w1 < w0 && st.window == (w2 / 2 < 1 ? 1 : w2 / 2),
 	          "halved again after answering: %.2f -> %.2f", w2, st.window);
 	while (srv.has_pending)
+		uv_run(&loop, UV_RUN_ONCE);
+	close(fd);
+}
+
+/* A peer that goes quiet with calls already out and queued to it (a server
+ * frozen under a burst of gets): once its first call times out, the rest
+ * give their window slots back and leave the queue, and a call to a live
+ * peer queued behind them is sent at once, not after their timeouts. */
+Test(transport, calls_to_a_peer_that_goes_silent_free_the_window)
+{
+	struct cfs_transport_stats st;
+	struct cfs_addr dead;
+	struct cfs_msg m;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t len = sizeof(dead);
+
+	cr_assert(cfs_addr_from_ip(&dead, "127.0.0.1", 0) == 0);
+	cr_assert(bind(fd, &dead.sa, cfs_addr_len(&dead)) == 0);
+	cr_assert(getsockname(fd, &dead.sa, &len) == 0);
+
+	call_dead(&dead, 1, 50);
+	call_dead(&dead, 39, 3000);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert(st.queued > 0, "the calls to the quiet peer fill the window (%u in flight)", st.inflight);
+	cfs_msg_init(&m, CFS_MSG_PING);
+	done = false;
+	live_done_with_dead_left = 0;
+	cr_assert(cfs_transport_call(cli, &srv_addr, &m, NULL, on_live, NULL) == 0);
+	uint64_t t0 = cfs_now_us();
+	while (!done)
+		uv_run(&loop, UV_RUN_ONCE);
+	uint64_t waited_ms = (cfs_now_us() - t0) / 1000;
+	cr_assert_eq(live_done_with_dead_left, 39, "the live call waited for the quiet peer's timeouts");
+	cr_assert(waited_ms < 1500, "the live call took %" PRIu64 " ms", waited_ms);
+	cfs_transport_get_stats(cli, &st);
+	cr_assert_eq(st.inflight, 0, "calls to a silent peer hold no window slot");
+	cr_assert_eq(st.queued, 0);
+	while (dead_left)
 		uv_run(&loop, UV_RUN_ONCE);
 	close(fd);
 }

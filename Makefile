@@ -258,8 +258,8 @@ build-fuzz/fuzz/fuzz_churn build-fuzz/fuzz/fuzz_delay: build-fuzz/fuzz/fuzz_%: t
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
-# The lookup-mode parser lives in the chord library.
-build-fuzz/fuzz/fuzz_chord_mode: tests/fuzz/fuzz_chord_mode.c build-fuzz/libchord.a build-fuzz/libcfs_common.a
+# The lookup-mode and saved-contacts parsers live in the chord library.
+build-fuzz/fuzz/fuzz_chord_mode build-fuzz/fuzz/fuzz_contacts: build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libchord.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 

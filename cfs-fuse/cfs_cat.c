@@ -231,6 +231,8 @@ int main(int argc, char **argv)
 	if (cfs_loop_run_until(fs->loop, &c.finished) < 0)
 		cat_finish(&c, -EIO);
 	fflush(stdout);
+	if (fs->dh)
+		dhash_local_keep_contacts(fs->dh);
 	if (c.status < 0) {
 		log_error("%s: %s", argv[optind + 1], strerror(-c.status));
 		return 1;

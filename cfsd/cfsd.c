@@ -114,6 +114,9 @@ static const char usage_text[] =
 	"                          and joins other loops after a partition (default\n"
 	"                          30000; 0: never)\n"
 	"      --pns X             proximity samples per finger (default 16)\n"
+	"      --learned-nodes N   ring members met in traffic kept so that lookups start\n"
+	"                          next to their keys, one round trip in a ring of up to\n"
+	"                          about N servers (default 4096, at most 65536; 0: none)\n"
 	"      --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
@@ -465,7 +468,8 @@ static int lock_data_dir(void)
 	return 0;
 }
 
-enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE };
+enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE,
+       OPT_LEARNED };
 
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -479,6 +483,7 @@ static const struct option opts[] = {
 	{ "unreachable", required_argument, NULL, 1009 },
 	{ "map-port", required_argument, NULL, 1010 },
 	{ "pns", required_argument, NULL, 1002 },
+	{ "learned-nodes", required_argument, NULL, OPT_LEARNED },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
@@ -576,6 +581,9 @@ static void apply(struct settings *st, int c, const char *val)
 	case 'r': D.cc.nsucc = (uint32_t)parse_num("--successors", val, 1, CHORD_SUCC_MAX); break;
 	case 1001: D.cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
 	case 1002: D.cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
+	case OPT_LEARNED:
+		D.cc.learned_max = (uint32_t)parse_num("--learned-nodes", val, 0, CHORD_LEARNED_MAX);
+		break;
 	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: {
 		uint64_t secs;

@@ -34,9 +34,10 @@ struct auth_call {
 	struct cfs_node node;
 	uint8_t nonce[CFS_NONCE_BYTES];
 	bool recheck;             /* of an AUTH_OK entry whose ID another address claims */
+	bool learn;               /* for the learned table only (chord__auth_learn) */
 };
 
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck);
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool learn);
 
 void chord__auth_init(chord_t *c)
 {
@@ -149,7 +150,9 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
-		if (!a->recheck)
+		if (a->learn)
+			chord__learned_add(&c->learned, &n, cfs_now_us());
+		else if (!a->recheck)
 			chord__table_consider(c, &n);
 	} else {
 		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
@@ -185,7 +188,7 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 		    !c->leaving && !c->freeing && c->auth_inflight < CHORD_AUTH_INFLIGHT_MAX &&
 		    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) == 0) {
 			struct cfs_node holder = e->node;
-			e->rechecking = send_auth(c, &holder, true) == 0;
+			e->rechecking = send_auth(c, &holder, true, false) == 0;
 		}
 		c->auth_dup++;
 		log_debug("node %s at %s refused: its ID is held by a live node at %s",
@@ -198,7 +201,21 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 	return AUTH_NONE; /* failed or dead at another address: n gets its own check */
 }
 
+static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
+                             bool learn);
+
 enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
+{
+	return check(c, n, src, false);
+}
+
+enum auth_state chord__auth_learn(chord_t *c, const struct cfs_node *n)
+{
+	return check(c, n, NULL, true);
+}
+
+static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
+                             bool learn)
 {
 	struct auth_ent *e;
 	enum auth_state st;
@@ -225,7 +242,7 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 	e->state = AUTH_PENDING;
 	e->until_us = cfs_now_us() + PENDING_US;
 	e->rechecking = false;
-	if (send_auth(c, n, false) < 0) {
+	if (send_auth(c, n, false, learn) < 0) {
 		e = find(c, &n->id);
 		e->state = AUTH_FAILED;
 		e->until_us = cfs_now_us() + FAILED_US;
@@ -235,7 +252,7 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 }
 
 /* Send n a fresh nonce as background work (outside the window). */
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool learn)
 {
 	struct auth_call *a = xcalloc(1, sizeof(*a));
 	int r;
@@ -243,6 +260,7 @@ static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
 	a->c = c;
 	a->node = *n;
 	a->recheck = recheck;
+	a->learn = learn;
 	randombytes_buf(a->nonce, sizeof(a->nonce));
 	chord__msg_init(c, NULL, CFS_MSG_AUTH, n);
 	memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));

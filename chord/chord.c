@@ -19,6 +19,7 @@ void chord_config_default(struct chord_config *c)
 	c->probe_timeout_ms = 750;
 	c->fail_probes = 3;
 	c->pns = 16;
+	c->learned_max = CHORD_LEARNED_DEFAULT;
 }
 
 static const char *const mode_sels[] = { "greedy", "cost", "nonlinear" };
@@ -279,6 +280,8 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	c->reach_timer.data = c;
 	c->handles += 3;
 	chord__auth_init(c);
+	chord__learned_init(&c->learned, c->cfg.learned_max < CHORD_LEARNED_MAX ? c->cfg.learned_max
+	                                                                        : CHORD_LEARNED_MAX);
 	cfs_transport_set_coord(t, &c->coord);
 	*ret = c;
 	return 0;
@@ -315,9 +318,10 @@ static void maybe_release(chord_t *c)
 		return;
 	c->released = true;
 	chord__auth_free(c);
+	chord__learned_free(&c->learned);
+	free(c->unproven);
 	free(c->v);
 	free(c->boot);
-	free(c->contacts);
 	free(c);
 }
 
@@ -481,7 +485,7 @@ double chord_estimate_n(const chord_t *c)
 	double sum = 0;
 
 	if (c->client) /* no successor list: the contacts are a lower bound */
-		return c->ncontacts > 1 ? (double)c->ncontacts : 1;
+		return c->learned.n > 1 ? (double)c->learned.n : 1;
 
 	for (uint32_t i = 0; i < c->nv; i++)
 		sum += chord__table_estimate_n(&c->v[i]);
@@ -544,6 +548,8 @@ struct ring_snap {
 	char seen_at[CFS_ADDR_STRLEN];
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
+	uint32_t learned, learned_max;
+	uint64_t learned_evicted, learn_auths;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -574,6 +580,10 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, lookups_failed, "failed", "failed", NULL),
 	S(U64, lookup_rpcs, "rpcs", "RPCs", NULL),
 	S(U64, lookup_timeouts, "timeouts", "timeouts", NULL),
+	S(U32, learned, "learned", "nodes learned from traffic", NULL),
+	S(U32, learned_max, "learned_max", "... kept at most", NULL),
+	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
+	S(U64, learn_auths, "learn_auths", "... authenticated to learn them", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
 	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),
@@ -680,6 +690,8 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.reachable = chord_reach_name(c->reach_state),
 		.role = c->client ? "client-only" : "member",
 		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
+		.learned = c->learned.n, .learned_max = c->learned.cap,
+		.learned_evicted = c->learned.evicted, .learn_auths = c->learn_auths_sent,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;

@@ -65,7 +65,12 @@ struct chord_config {
 	 * it) once two reachability checks in a row find members cannot
 	 * reach us; false: stay a member and only say so. */
 	bool unreachable_client;
+	/* Nodes met in traffic kept for lookups to start near their keys
+	 * (chord/learned.c; default CHORD_LEARNED_DEFAULT; 0: none). */
+	uint32_t learned_max;
 };
+#define CHORD_LEARNED_DEFAULT 4096
+#define CHORD_LEARNED_MAX 65536
 #define CHORD_REACH_MS 600000
 /* What the reachability check found (chord_reach_name). */
 enum { CHORD_REACH_UNKNOWN = 0, CHORD_REACH_YES = 1, CHORD_REACH_NO = 2 };
@@ -156,6 +161,17 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 /* Is c a plain client (made one, or a member that the ring could not
  * reach and that runs as a client since)? */
 bool chord_is_client(const chord_t *c);
+/* The learned table: nodes kept now, and AUTHs sent to learn nodes. */
+uint32_t chord_learned_count(const chord_t *c);
+uint64_t chord_learn_auths(const chord_t *c);
+/* A plain client's contacts, kept for its next run: the most recently met
+ * (at most 512) written to path, atomically; read back by load, which
+ * pings them in the background and returns how many it took, or -errno. */
+int chord_client_save(const chord_t *c, const char *path) CFS_WUR;
+/* One line of that file, "ADDRESS INDEX": the node, its ID the hash of
+ * both; -EINVAL for anything else (a comment, a bad address or index). */
+int chord_contact_parse(const char *line, struct cfs_node *ret);
+int chord_client_load(chord_t *c, const char *path);
 /* The ring members a plain client knows. */
 uint32_t chord_client_contacts(const chord_t *c);
 /* ... at how many distinct IP addresses: a lower bound on the ring's

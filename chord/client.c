@@ -7,17 +7,20 @@
  *
  * The known nodes ("contacts") are what earlier lookups returned: the
  * key's successors and the hops on the way, each checked to be the hash
- * of its address (CFS 4.4), at most CONTACTS of them, a random one out
- * when full. A contact that fails to answer is forgotten. Before the first
- * lookup, and when every contact has failed, a lookup starts at a
- * bootstrap address; each is tried once before the lookup fails.
+ * of its address (CFS 4.4), kept in the learned table (learned.c), so
+ * that once it holds most of the ring a lookup takes one round trip. A
+ * contact that fails to answer is forgotten. The table can be saved and
+ * loaded again by the next run (chord_client_save / chord_client_load).
+ * Before the first lookup, and when every contact has failed, a lookup
+ * starts at a bootstrap address; each is tried once before the lookup
+ * fails.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chord/internal.h"
-
-#define CONTACTS 64
 
 struct clk {
 	chord_t *c;
@@ -48,7 +51,6 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 	c->client = true;
 	c->nboot = n;
 	c->boot = xmemdup(boot, n * sizeof(*boot));
-	c->contacts = xcalloc(CONTACTS, sizeof(*c->contacts));
 	*ret = c;
 	return 0;
 }
@@ -76,7 +78,6 @@ void chord__become_client(chord_t *c)
 	chord__maint_stop(c);
 	chord__merge_stop(c);
 	chord__reach_stop(c);
-	c->contacts = xcalloc(CONTACTS, sizeof(*c->contacts));
 	c->client = true; /* from here on: no sender node in our messages */
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		const struct vnode *v = &c->v[vi];
@@ -89,11 +90,8 @@ void chord__become_client(chord_t *c)
 			chord__client_learn(c, &v->pred.n);
 	}
 	/* local virtual servers are no contacts: they answer nothing now */
-	for (uint32_t i = 0; i < c->ncontacts;)
-		if (chord__local(c, &c->contacts[i].id))
-			c->contacts[i] = c->contacts[--c->ncontacts];
-		else
-			i++;
+	for (uint32_t vi = 0; vi < c->nv; vi++)
+		(void)chord__learned_remove(&c->learned, &c->v[vi].self.id);
 	boot = xcalloc(c->nboot + c->npeers + 1, sizeof(*boot));
 	for (size_t i = 0; i < c->nboot; i++)
 		boot[nb++] = c->boot[i];
@@ -107,23 +105,38 @@ void chord__become_client(chord_t *c)
 
 uint32_t chord_client_contacts(const chord_t *c)
 {
-	return c->ncontacts;
+	return c->client ? c->learned.n : 0;
 }
 
 uint32_t chord_client_addresses(const chord_t *c)
 {
+	struct cfs_addr seen[CHORD_SUCC_MAX];
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < c->ncontacts; i++) {
+	for (uint32_t i = 0; i < c->learned.n && n < CHORD_SUCC_MAX; i++) {
+		const struct cfs_addr *a = &c->learned.e[i].n.addr;
 		bool dup = false;
-		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = cfs_addr_same_ip(&c->contacts[i].addr, &c->contacts[j].addr);
-		n += !dup;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_same_ip(a, &seen[j]);
+		if (!dup)
+			seen[n++] = *a;
 	}
 	return n;
 }
 
 #define PROBES_MAX 8
+#define CAND_MAX 16 /* first hops offered to a lookup */
+
+static void probe_contact(chord_t *c, const struct cfs_node *n);
+
+/* Ping the loaded contacts not yet pinged, while probes are free. */
+static void probe_more(chord_t *c)
+{
+	while (c->nunproven > 0 && c->probes < PROBES_MAX && !c->freeing) {
+		struct cfs_node x = c->unproven[--c->nunproven];
+		probe_contact(c, &x);
+	}
+}
 
 static void probed(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
 {
@@ -131,6 +144,14 @@ static void probed(void *arg, int status, const struct cfs_msg *reply, const str
 
 	/* the transport measured the round trip; chord_rtt_us reads it */
 	c->probes--;
+	if (status == -ETIMEDOUT && res && res->from)
+		for (uint32_t i = 0; i < c->learned.n; i++)
+			if (c->learned.e[i].seen_us == 0 && cfs_addr_eq(&c->learned.e[i].n.addr, res->from)) {
+				chord__learned_remove(&c->learned, &c->learned.e[i].n.id);
+				break;
+			}
+	if (status != -ECANCELED)
+		probe_more(c);
 }
 
 /*
@@ -158,55 +179,113 @@ static void probe_contact(chord_t *c, const struct cfs_node *n)
 
 void chord__client_learn(chord_t *c, const struct cfs_node *n)
 {
-	if (!c->client || !chord__node_id_ok(c, n))
+	if (!c->client || !chord__node_id_ok(c, n) || chord__local(c, &n->id))
 		return;
-	for (uint32_t i = 0; i < c->ncontacts; i++)
-		if (cfs_id_eq(&c->contacts[i].id, &n->id)) {
-			c->contacts[i] = *n; /* a fresher coordinate */
-			probe_contact(c, n);
-			return;
-		}
-	if (c->ncontacts < CONTACTS)
-		c->contacts[c->ncontacts++] = *n;
-	else
-		c->contacts[cfs_rng_next(&c->rng) % CONTACTS] = *n;
+	chord__learned_add(&c->learned, n, cfs_now_us());
 	probe_contact(c, n);
 }
 
 void chord__client_forget(chord_t *c, const struct cfs_id *id)
 {
-	for (uint32_t i = 0; i < c->ncontacts; i++)
-		if (cfs_id_eq(&c->contacts[i].id, id)) {
-			c->contacts[i] = c->contacts[--c->ncontacts];
-			return;
-		}
+	(void)chord__learned_remove(&c->learned, id);
 }
 
-/* Up to cap contacts, nearest predecessor of key first. */
+/* Up to cap contacts, nearest predecessor of key first; contacts loaded
+ * from a file that have not answered yet after all the others. */
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap)
 {
-	uint32_t n = 0;
-	double gap[CONTACTS];
+	struct cfs_node near[4 * CAND_MAX], later[4 * CAND_MAX];
+	uint32_t want = cap < CAND_MAX ? cap : CAND_MAX, n = 0, nl = 0;
+	uint32_t got = chord__learned_preceding(&c->learned, NULL, key, near, 4 * want);
 
-	for (uint32_t i = 0; i < c->ncontacts; i++) {
-		struct cfs_id d;
-		cfs_id_distance(&d, &c->contacts[i].id, key);
-		double g = cfs_id_to_unit(&d);
-		uint32_t j = n < cap ? n++ : cap;
-		if (j == cap && g >= gap[cap - 1])
-			continue;
-		if (j == cap)
-			j = cap - 1;
-		while (j > 0 && gap[j - 1] > g) {
-			gap[j] = gap[j - 1];
-			out[j] = out[j - 1];
-			j--;
-		}
-		gap[j] = g;
-		out[j] = c->contacts[i];
+	for (uint32_t i = 0; i < got && n < want; i++) {
+		const struct chord__lnode *e = chord__learned_find(&c->learned, &near[i].id);
+		if (e && e->seen_us == 0 && !cfs_transport_peer_srtt_us(c->tr, &near[i].addr))
+			later[nl++] = near[i];
+		else
+			out[n++] = near[i];
 	}
+	for (uint32_t i = 0; i < nl && n < want; i++)
+		out[n++] = later[i];
 	return n;
+}
+
+/* The contacts, the most recently met first, that a save keeps. */
+#define SAVED_MAX 512
+
+static int by_seen_desc(const void *a, const void *b)
+{
+	const struct chord__lnode *x = *(const struct chord__lnode *const *)a;
+	const struct chord__lnode *y = *(const struct chord__lnode *const *)b;
+	return x->seen_us < y->seen_us ? 1 : x->seen_us > y->seen_us ? -1 : 0;
+}
+
+int chord_contact_parse(const char *line, struct cfs_node *ret)
+{
+	char addr[CFS_ADDR_STRLEN + 1], extra;
+	unsigned vi;
+	struct cfs_node x = { 0 };
+
+	if (sscanf(line, "%64s %u %c", addr, &vi, &extra) != 2 || addr[0] == '#' ||
+	    vi >= CFS_VNODE_INDEX_MAX || cfs_addr_parse(&x.addr, addr) < 0)
+		return -EINVAL;
+	x.vindex = vi;
+	cfs_node_id(&x.id, &x.addr, vi);
+	*ret = x;
+	return 0;
+}
+
+int chord_client_save(const chord_t *c, const char *path)
+{
+	const struct chord__lnode **e = xcalloc(c->learned.n + 1, sizeof(*e));
+	struct cfs_sbuf b = { 0 };
+	char a[CFS_ADDR_STRLEN];
+	int r;
+
+	for (uint32_t i = 0; i < c->learned.n; i++)
+		e[i] = &c->learned.e[i];
+	qsort(e, c->learned.n, sizeof(*e), by_seen_desc);
+	cfs_sb_printf(&b, "# cfs ring contacts: address virtual-server-index\n");
+	for (uint32_t i = 0; i < c->learned.n && i < SAVED_MAX; i++)
+		cfs_sb_printf(&b, "%s %u\n", cfs_addr_str(&e[i]->n.addr, a), e[i]->n.vindex);
+	r = cfs_write_file_atomic(path, b.p, b.len, 0644);
+	free(b.p);
+	free(e);
+	return r;
+}
+
+/*
+ * Contacts saved by an earlier run: each one's ID is the hash of its
+ * address and index, so nothing in the file is taken on trust; but any of
+ * them may have left since. They enter the table as met long ago (the first
+ * to go when it fills), are pinged in the background (one that does not
+ * answer is dropped), and come after every contact that has answered as a
+ * lookup's first hop (chord__client_candidates).
+ */
+int chord_client_load(chord_t *c, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	uint32_t n = 0;
+
+	if (!f)
+		return -errno;
+	if (!c->unproven)
+		c->unproven = xcalloc(SAVED_MAX, sizeof(*c->unproven));
+	while (fgets(line, sizeof(line), f) && n < SAVED_MAX) {
+		struct cfs_node x;
+		if (chord_contact_parse(line, &x) < 0)
+			continue;
+		if (chord__local(c, &x.id) || chord__learned_find(&c->learned, &x.id))
+			continue;
+		chord__learned_add(&c->learned, &x, 0);
+		c->unproven[c->nunproven++] = x;
+		n++;
+	}
+	fclose(f);
+	probe_more(c);
+	return (int)n;
 }
 
 static void clk_done(void *arg, const struct chord_lookup_result *r)
@@ -250,7 +329,7 @@ int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chor
 	k->cb = cb;
 	k->arg = arg;
 	k->started_us = cfs_now_us();
-	if (c->ncontacts == 0) {
+	if (c->learned.n == 0) {
 		first = &c->boot[c->boot_next++ % c->nboot];
 		k->boot_tries = 1;
 	}

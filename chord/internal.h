@@ -112,6 +112,28 @@ struct chord__suspects {
  * at most), and this covers over 1,300 queries a second */
 #define CHORD__FWD_SEEN 1024
 
+/* learned.c: nodes met in traffic, sorted by ID, at most cap. */
+struct chord__lnode {
+	struct cfs_node n;
+	uint64_t seen_us;         /* last offered */
+};
+struct chord__learned {
+	struct chord__lnode *e;   /* cap entries, allocated on the first add */
+	uint32_t n, cap;
+	uint64_t evicted;
+};
+void chord__learned_init(struct chord__learned *l, uint32_t cap);
+void chord__learned_free(struct chord__learned *l);
+/* Add n, or refresh it (address, coordinate, time) if its ID is there;
+ * full, the entry offered longest ago goes. */
+void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us);
+bool chord__learned_remove(struct chord__learned *l, const struct cfs_id *id);
+const struct chord__lnode *chord__learned_find(const struct chord__learned *l, const struct cfs_id *id);
+/* Up to cap entries in (from, key) — from NULL: anywhere but key — the
+ * nearest before key first. */
+uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
+                                  const struct cfs_id *key, struct cfs_node *out, uint32_t cap);
+
 struct chord {
 	uv_loop_t *loop;
 	cfs_transport_t *tr;
@@ -144,6 +166,10 @@ struct chord {
 	uint64_t reach_checks, reach_dialed, reach_refused;
 	uint32_t reach_no_rounds; /* "no" verdicts in a row */
 
+	struct chord__learned learned;
+	struct chord__bucket learn_auths; /* AUTHs of nodes our lookups met */
+	uint64_t learn_auths_sent;
+
 	/* Vivaldi */
 	struct cfs_coord coord;
 	double coord_err;
@@ -173,9 +199,9 @@ struct chord {
 
 	/* a plain client (chord_client_new): not a member, no maintenance */
 	bool client;
-	struct cfs_node *contacts;
-	uint32_t ncontacts;
 	uint32_t probes;          /* plain client: contact PINGs in flight */
+	struct cfs_node *unproven; /* plain client: loaded contacts not yet pinged */
+	uint32_t nunproven;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 
@@ -255,6 +281,11 @@ size_t chord__auth_count(const chord_t *c);
 #define CHORD_AUTH_ALL_BURST 200.0
 #define CHORD_AUTH_SOURCES 256
 #define CHORD_AUTH_INFLIGHT_MAX 32
+/* AUTHs a second, and the burst, spent on nodes our own lookups met that
+ * nothing else authenticated: the learned table's only traffic of its own
+ * (about 300 bytes each, both ways, so at most some 600 bytes a second). */
+#define CHORD_LEARN_AUTH_RATE 2.0
+#define CHORD_LEARN_AUTH_BURST 64.0
 /*
  * chord__auth_check for a node that src (an address that sent it to us;
  * NULL: our own maintenance) offered: the AUTH call, if one is needed, is
@@ -263,6 +294,10 @@ size_t chord__auth_count(const chord_t *c);
  * an ID held by a live authenticated node at another address.
  */
 enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src);
+/* The same check for a node met in a lookup's answer: passed, it enters
+ * only the learned table (an answer is no sign of where the node stands to
+ * us: with our predecessor gone, any node would take its place). */
+enum auth_state chord__auth_learn(chord_t *c, const struct cfs_node *n);
 
 /* cookie.c */
 void chord__cookie_init(struct chord__cookie_jar *j, uint64_t now_us);

@@ -141,6 +141,30 @@ static void lookup_put(struct lookup *l)
 	}
 }
 
+/* A member learns the nodes its lookup met (learned.c), into the learned
+ * table only: an answer may name a node that has died since, and is no
+ * sign of where it stands to us (with our predecessor gone, any node would
+ * take its place). Nodes authenticated at that address are refreshed at
+ * once, the others are checked first, one AUTH each, at most
+ * CHORD_LEARN_AUTH_RATE a second. A plain client learns in client.c. */
+static void learn(chord_t *c, const struct cfs_node *n)
+{
+	if (c->client || chord__local(c, &n->id) || c->learned.cap == 0)
+		return;
+	enum auth_state st = chord__auth_peek(c, &n->id);
+	if (st == AUTH_OK) {
+		const struct chord__lnode *e = chord__learned_find(&c->learned, &n->id);
+		if (e && cfs_addr_eq(&e->n.addr, &n->addr))
+			chord__learned_add(&c->learned, n, cfs_now_us());
+		return;
+	}
+	if (st == AUTH_NONE && chord__bucket_take(&c->learn_auths, cfs_now_us(), CHORD_LEARN_AUTH_RATE,
+	                                          CHORD_LEARN_AUTH_BURST)) {
+		c->learn_auths_sent++;
+		(void)chord__auth_learn(c, n);
+	}
+}
+
 /* FINISH: count it, and queue the callback for the timer (never from
  * inside the call that started the lookup). */
 static void finished(struct lookup *l)
@@ -151,9 +175,13 @@ static void finished(struct lookup *l)
 	l->ended = true;
 	l->deadline_us = 0;
 	res->latency_us = cfs_now_us() - l->started_us;
-	if (res->status == 0)
+	if (res->status == 0) {
 		c->lookups_done++;
-	else if (res->status != -ECANCELED)
+		for (uint32_t i = 0; i < res->n; i++)
+			learn(c, &res->succ[i]);
+		for (uint32_t i = 0; i < res->npath; i++)
+			learn(c, &res->path[i]);
+	} else if (res->status != -ECANCELED)
 		c->lookups_failed++;
 	c->lookup_rpcs += res->rpcs;
 	c->lookup_timeouts += res->timeouts;

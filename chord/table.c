@@ -60,6 +60,8 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 void chord__table_consider(chord_t *c, const struct cfs_node *n)
 {
 	chord__merge_learned(c, n);
+	if (!chord__local(c, &n->id))
+		chord__learned_add(&c->learned, n, cfs_now_us());
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
 		if (cfs_id_eq(&n->id, &v->self.id))
@@ -120,6 +122,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id)
 				found = true;
 			}
 	}
+	found |= chord__learned_remove(&c->learned, id);
 	chord__auth_mark_dead(c, id);
 	if (found)
 		log_debug("dropped node %s from the tables", cfs_id_short(id, s));
@@ -146,6 +149,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id)
 
 void chord__table_drop_finger(chord_t *c, const struct cfs_id *id)
 {
+	(void)chord__learned_remove(&c->learned, id);
 	for (uint32_t vi = 0; vi < c->nv; vi++)
 		for (int k = 0; k < NFINGERS; k++)
 			if (c->v[vi].finger[k].valid && cfs_id_eq(&c->v[vi].finger[k].n.id, id))
@@ -330,6 +334,14 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
 		if (u->pred.valid && cand_ok(c, &u->pred.n, &v->self, key, skipped))
 			cand_add(out, n, cap, &u->pred.n, key);
 	}
+	/* The nodes learned from traffic nearest before the key: with most of
+	 * the ring learned, one of them has the key in its successor list. */
+	struct cfs_node near[16];
+	uint32_t nn = chord__learned_preceding(&c->learned, &v->self.id, key, near,
+	                                       cap < 16 ? cap : 16);
+	for (uint32_t i = 0; i < nn; i++)
+		if (cand_ok(c, &near[i], &v->self, key, skipped))
+			cand_add(out, n, cap, &near[i], key);
 }
 
 /* One lookup step as this virtual server sees it, served to others and

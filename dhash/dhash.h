@@ -282,6 +282,9 @@ int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n
 bool dhash_local_is_plain(const dhash_local_t *l);
 /* Its DHash client's counters (plain clients; NULL otherwise). */
 const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l);
+/* A plain client: write the ring members it met where its next run reads
+ * them ($XDG_CACHE_HOME/cfs; dhash_local_free does it too). */
+void dhash_local_keep_contacts(dhash_local_t *l);
 void dhash_local_free(dhash_local_t *l);
 /* Requests started and not yet answered. */
 uint32_t dhash_local_pending(const dhash_local_t *l);

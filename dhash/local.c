@@ -85,6 +85,7 @@ struct dhash_local {
 	/* plain client */
 	cfs_transport_t *tr;
 	chord_t *chord;
+	char *contacts_path;      /* a plain client's saved contacts (NULL: none) */
 	dhash_client_t *dc;
 	uint32_t calls;           /* pcalls not yet back */
 };
@@ -574,6 +575,55 @@ int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms, dhas
 	return 0;
 }
 
+/*
+ * A plain client keeps the ring members it met for its next run, so that
+ * its first lookups start near their keys instead of at a bootstrap
+ * server: $XDG_CACHE_HOME/cfs/contacts-H (as root without that variable,
+ * /var/cache/cfs), H a hash of the bootstrap addresses, so that two rings
+ * never share a file. CFS_CONTACTS=off keeps nothing.
+ */
+static void load_contacts(dhash_local_t *l, const struct cfs_addr *boot, size_t n)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *env = getenv("CFS_CONTACTS");
+	char dir[PATH_MAX - 32], a[CFS_ADDR_STRLEN];
+	struct cfs_hasher h;
+	struct cfs_id id;
+	int r;
+
+	if (env && !strcmp(env, "off"))
+		return;
+	if (cfs_user_dir(dir, sizeof(dir), xdg && *xdg ? NULL : "/var/cache/cfs", "XDG_CACHE_HOME",
+	                 ".cache") < 0)
+		return;
+	cfs_hasher_init(&h);
+	for (size_t i = 0; i < n; i++) {
+		cfs_addr_str(&boot[i], a);
+		cfs_hasher_update(&h, a, strlen(a) + 1);
+	}
+	cfs_hasher_final(&h, &id);
+	struct cfs_sbuf p = { 0 };
+	cfs_sb_printf(&p, "%s/contacts-%02x%02x%02x%02x", dir, id.b[0], id.b[1], id.b[2], id.b[3]);
+	l->contacts_path = p.p;
+	if ((r = chord_client_load(l->chord, l->contacts_path)) >= 0)
+		log_debug("dhash: %d ring contacts from %s", r, l->contacts_path);
+	else if (r != -ENOENT)
+		log_debug("dhash: cannot read %s: %s", l->contacts_path, strerror(-r));
+}
+
+void dhash_local_keep_contacts(dhash_local_t *l)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	if (!l->contacts_path || !l->chord || !chord_is_client(l->chord) ||
+	    chord_client_contacts(l->chord) == 0)
+		return;
+	snprintf(dir, sizeof(dir), "%s", l->contacts_path);
+	*strrchr(dir, '/') = 0;
+	if ((r = cfs_mkdir_p(dir, 0755)) < 0 || (r = chord_client_save(l->chord, l->contacts_path)) < 0)
+		log_debug("dhash: cannot keep the ring contacts in %s: %s", l->contacts_path, strerror(-r));
+}
+
 int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
                           uint32_t timeout_ms, uint64_t cache_push_bytes_per_s,
                           dhash_local_t **ret)
@@ -602,6 +652,7 @@ int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n
 	if ((r = chord_client_new(loop, l->tr, boot, n, &l->chord)) < 0 ||
 	    (r = dhash_client_new(l->chord, &dc, &l->dc)) < 0)
 		goto fail;
+	load_contacts(l, boot, n);
 	*ret = l;
 	return 0;
 fail:
@@ -628,6 +679,9 @@ void dhash_local_free(dhash_local_t *l)
 	fail_all(l, -ECANCELED);
 	/* The DHash calls end with -ECANCELED as the transport closes;
 	 * l stays until the last of them is back. */
+	dhash_local_keep_contacts(l);
+	free(l->contacts_path);
+	l->contacts_path = NULL;
 	dhash_client_free(l->dc);
 	chord_free(l->chord);
 	if (l->tr)

@@ -3,6 +3,9 @@
 # every file system it mounts unmounted, whether the test passes or fails.
 set -euo pipefail
 : "${TEST_DIR:?}" "${CFS_BIN:?}"
+# Plain clients keep their ring contacts under $XDG_CACHE_HOME: the test's
+# own directory, not the machine's.
+export XDG_CACHE_HOME=$TEST_DIR/xdg-cache
 CFSD=$CFS_BIN/cfsd
 CFSCTL=$CFS_BIN/cfsctl
 PIDS=()

@@ -21,7 +21,7 @@ FSCK=$CFS_BIN/cfs-fsck
 MOUNT=$CFS_BIN/cfs-mount
 CAT=$CFS_BIN/cfs-cat
 LISTING=$(dirname "$0")/tree-listing.py
-export XDG_CONFIG_HOME=$TEST_DIR/config
+export XDG_CONFIG_HOME=$TEST_DIR/config XDG_CACHE_HOME=$TEST_DIR/cache
 # No daemon at the default socket: only bootstrap addresses lead to the ring.
 export CFS_DATA_DIR=$TEST_DIR/no-daemon
 mkdir -p "$CFS_DATA_DIR"
@@ -139,3 +139,26 @@ took=$(echo "$(date +%s.%N) - $start" | bc)
 grep -q "cannot reach" "$TEST_DIR/dead.err" || { cat "$TEST_DIR/dead.err"; fail "no clear error"; }
 mountpoint -q "$mnt" && fail "mounted anyway"
 ok "a dead bootstrap address: the mount fails in ${took}s with '$(grep -o 'cannot reach.*' "$TEST_DIR/dead.err" | head -1)'"
+
+# ---- the contacts a plain client keeps for its next run: with its
+# bootstrap daemon gone, a client given the same bootstrap address reads
+# through the ring members its previous run met
+cdir=$XDG_CACHE_HOME/cfs
+rm -rf "$cdir"
+"$CAT" --bootstrap "$(addr 6)" "$vol" /hello >"$TEST_DIR/hello.out" 2>"$TEST_DIR/cat6.err" ||
+	{ cat "$TEST_DIR/cat6.err"; fail "cfs-cat through daemon 6"; }
+saved=$(ls "$cdir"/contacts-* 2>/dev/null | head -1)
+[ -n "$saved" ] || fail "the plain client kept no contacts in $cdir"
+nsaved=$(grep -vc '^#' "$saved" || true)
+[ "$nsaved" -ge 3 ] || fail "only $nsaved contacts kept: $(cat "$saved")"
+daemons=" $(for ((i = 0; i < N; i++)); do printf '%s ' "$(addr $i)"; done)"
+while read -r a _; do
+	case "$daemons" in *" $a "*) ;; *) fail "a kept contact $a is no daemon" ;; esac
+done < <(grep -v '^#' "$saved")
+cluster_kill 6
+"$CAT" --bootstrap "$(addr 6)" "$vol" /hello >"$TEST_DIR/hello2.out" 2>"$TEST_DIR/cat6b.err" ||
+	{ cat "$TEST_DIR/cat6b.err"; fail "with its bootstrap daemon gone, the kept contacts did not lead to the ring"; }
+cmp "$src/hello" "$TEST_DIR/hello2.out" || fail "read wrong bytes through the kept contacts"
+CFS_CONTACTS=off timeout 60 "$CAT" --bootstrap "$(addr 6)" "$vol" /hello >/dev/null 2>&1 &&
+	fail "with the kept contacts switched off and the bootstrap dead, cfs-cat still read"
+ok "a plain client kept $nsaved contacts (all daemons) and read through them with its bootstrap daemon gone"

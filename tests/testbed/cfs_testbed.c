@@ -34,10 +34,12 @@
 static const char usage[] =
 	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
-	"                   [--successors R] [--pns X] [--mode MODE] [--ring-order] [--hedge-ms MS]\n"
+	"                   [--successors R] [--pns X] [--learned L] [--mode MODE] [--ring-order]\n"
+	"                   [--hedge-ms MS]\n"
 	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
-	"                   [--rate GETS_PER_S] [--gateways G] [--fetches F] [--windows W1,W2,...] [--repeat R]\n"
+	"                   [--rate GETS_PER_S] [--gateways G] [--readers R] [--fetches F]\n"
+	"                   [--windows W1,W2,...] [--repeat R]\n"
 	"                   [--out DIR] [--dir DATADIR] [--base-port P] [--converge-timeout SEC]\n"
 	"                   [--print-schedule]\n"
 	"Starts a ring of DHash nodes in this process, replays the churn schedule,\n"
@@ -193,7 +195,8 @@ static void on_clock(uv_timer_t *t)
 enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNODES_LIST,
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
-       O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS };
+       O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS, O_LEARNED,
+       O_READERS };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -209,6 +212,7 @@ static const struct option opts[] = {
 	{ "repeat", 1, NULL, O_REPEAT }, { "out", 1, NULL, O_OUT }, { "dir", 1, NULL, O_DIR },
 	{ "base-port", 1, NULL, O_PORT }, { "converge-timeout", 1, NULL, O_CONVERGE },
 	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
+	{ "learned", 1, NULL, O_LEARNED }, { "readers", 1, NULL, O_READERS },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -239,6 +243,9 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		case O_REPLICAS: TB.dc.replicas = (uint32_t)num(optarg, "--replicas", 1, 16); break;
 		case O_SUCC: TB.cc.nsucc = (uint32_t)num(optarg, "--successors", 1, CHORD_SUCC_MAX); break;
 		case O_PNS: TB.cc.pns = (uint32_t)num(optarg, "--pns", 1, 64); break;
+		case O_LEARNED:
+			TB.cc.learned_max = (uint32_t)num(optarg, "--learned", 0, CHORD_LEARNED_MAX);
+			break;
 		case O_MODE:
 			if (!strcmp(optarg, "cfsd")) { /* what a daemon runs by default */
 				struct dhash_config d;
@@ -253,6 +260,7 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		case O_CACHING: TB.caching = true; break;
 		case O_FREEZE: TB.frozen = true; break;
 		case O_GATEWAYS: st->w.gateways = (uint32_t)num(optarg, "--gateways", 1, TB_GATEWAYS_MAX); break;
+		case O_READERS: st->w.readers = (uint32_t)num(optarg, "--readers", 0, TB_READERS_MAX); break;
 		case O_STAB: TB.cc.stabilize_ms = (uint32_t)num(optarg, "--stabilize-ms", 10, 600000); break;
 		case O_FIX: TB.cc.fix_fingers_ms = (uint32_t)num(optarg, "--fix-ms", 10, 600000); break;
 		case O_WORKLOAD:

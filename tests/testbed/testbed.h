@@ -51,6 +51,7 @@ struct tb {
 	uint32_t nalive;
 	uint64_t dgrams_gone;     /* sent by nodes since stopped (their transports are closed) */
 	uint64_t bytes_gone;
+	uint64_t learn_auths_gone; /* learning AUTHs of nodes stopped */
 	struct cfs_rng rng;
 	/* the live virtual-server IDs, sorted (the truth lookups are checked against) */
 	struct tb_vid { struct cfs_id id; uint32_t slot; } *ids;
@@ -106,7 +107,9 @@ struct tb_workload {
 	uint32_t nwindows;
 	uint32_t repeat;          /* file: downloads per window */
 	uint32_t gateways;        /* gets: nodes each get is issued from at once */
+	uint32_t readers;         /* gets: issued only from this many nodes, chosen at the start (0: any) */
 };
+#define TB_READERS_MAX 64
 #define TB_GATEWAYS_MAX 8
 /* Put the workload's blocks (before time 0); -errno when too many fail. */
 int tb_workload_prepare(const struct tb_workload *w);

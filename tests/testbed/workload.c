@@ -44,6 +44,12 @@ static struct {
 	uint32_t gateways;
 	bool count_msgs;          /* maintenance frozen: every datagram is a get's */
 	uint64_t dgrams0, bytes0; /* sent by all nodes when the gets began */
+	uint64_t start_us, stop_us;
+	uint64_t dgrams1, bytes1; /* ... when they stopped */
+	uint32_t reader[TB_READERS_MAX], nreaders; /* slots */
+	double auths0;            /* learning AUTHs sent by all nodes when the gets began */
+	double node_s;            /* live nodes × seconds while the gets ran */
+	uint64_t node_s_at;
 	/* a serial chain (hot) or a window (file) */
 	uint32_t seq, total, window, chain_inflight, chain_done, chain_failed;
 	struct tb_node *from;
@@ -263,12 +269,25 @@ static void rate_get_done(void *arg, const struct dhash_get_result *r)
 }
 
 /* Up to W.gateways distinct live nodes. */
+/* A gateway: a random live node, or a random live one of the readers. */
+static struct tb_node *pick_one(void)
+{
+	if (!W.nreaders)
+		return tb_random_node();
+	for (uint32_t tries = 0; tries < 4 * W.nreaders; tries++) {
+		struct tb_node *x = &TB.n[W.reader[cfs_rng_next(&TB.rng) % W.nreaders]];
+		if (x->alive)
+			return x;
+	}
+	return NULL;
+}
+
 static uint32_t pick_gateways(struct tb_node **gw)
 {
 	uint32_t n = 0;
 
 	for (uint32_t tries = 0; n < W.gateways && tries < 8 * W.gateways; tries++) {
-		struct tb_node *x = tb_random_node();
+		struct tb_node *x = pick_one();
 		bool dup = false;
 		if (!x)
 			break;
@@ -280,8 +299,17 @@ static uint32_t pick_gateways(struct tb_node **gw)
 	return n;
 }
 
+/* Live nodes × seconds so far: the denominator of bytes sent per node. */
+static void node_s_note(void)
+{
+	uint64_t now = cfs_now_us();
+	W.node_s += (double)TB.nalive * (double)(now - W.node_s_at) / 1e6;
+	W.node_s_at = now;
+}
+
 static void on_rate_tick(uv_timer_t *t)
 {
+	node_s_note();
 	W.owed += W.rate / 100;
 	while (W.owed >= 1) {
 		W.owed -= 1;
@@ -339,8 +367,20 @@ void tb_workload_start(const struct tb_workload *w)
 	W.rate = w->rate;
 	W.gateways = w->gateways ? w->gateways : 1;
 	W.count_msgs = TB.frozen;
-	if (W.count_msgs)
-		sent_totals(&W.dgrams0, &W.bytes0);
+	sent_totals(&W.dgrams0, &W.bytes0);
+	W.start_us = W.node_s_at = cfs_now_us();
+	W.auths0 = (double)TB.learn_auths_gone;
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].chord)
+			W.auths0 += (double)chord_learn_auths(TB.n[i].chord);
+	for (uint32_t i = 0; i < w->readers && i < TB_READERS_MAX; i++) {
+		struct tb_node *x = tb_random_node();
+		bool dup = false;
+		for (uint32_t j = 0; x && j < W.nreaders; j++)
+			dup |= W.reader[j] == x->slot;
+		if (x && !dup)
+			W.reader[W.nreaders++] = x->slot;
+	}
 	uv_timer_init(TB.loop, &W.timer);
 	uv_timer_start(&W.timer, on_rate_tick, 10, 10);
 	W.running = true;
@@ -352,6 +392,9 @@ void tb_workload_stop(void)
 		return;
 	uv_close((uv_handle_t *)&W.timer, NULL);
 	W.running = false;
+	node_s_note();
+	W.stop_us = cfs_now_us();
+	sent_totals(&W.dgrams1, &W.bytes1);
 	/* Let the gets in flight end (bounded), so that their messages and
 	 * their results are both counted. */
 	uint64_t until = cfs_now_us() + 15 * 1000000ull;
@@ -372,11 +415,39 @@ void tb_workload_summary(FILE *f)
 	}
 	/* Gets still unanswered 15 s after the end count as failed (and are in
 	 * no per-get mean: those are over the answered gets). */
+	/* Everything every node sent while the gets ran (gets, maintenance,
+	 * authentication), per live node and second. */
+	char load[256] = "";
+	if (W.node_s > 0) {
+		/* the learned tables: mean size over the live nodes and over the
+		 * readers, and the AUTHs sent to fill them, per node and second */
+		double all = 0, rd = 0, auths = (double)TB.learn_auths_gone;
+		uint32_t nall = 0, nrd = 0;
+		for (uint32_t i = 0; i < TB.nslots; i++) {
+			if (!TB.n[i].chord)
+				continue;
+			auths += (double)chord_learn_auths(TB.n[i].chord);
+			if (!TB.n[i].alive)
+				continue;
+			all += chord_learned_count(TB.n[i].chord);
+			nall++;
+		}
+		for (uint32_t j = 0; j < W.nreaders; j++)
+			if (TB.n[W.reader[j]].alive && TB.n[W.reader[j]].chord) {
+				rd += chord_learned_count(TB.n[W.reader[j]].chord);
+				nrd++;
+			}
+		snprintf(load, sizeof(load),
+		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
+		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f",
+		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
+		         nrd ? rd / nrd : 0, (auths - W.auths0) / W.node_s);
+	}
 	fprintf(f, "{\"phase\":\"gets\",\"gets\":%llu,\"ok\":%llu,\"failed\":%llu,\"unfinished\":%u,"
 	        "\"p50_ms\":%.2f,\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"mean_ms\":%.2f,"
 	        "\"lookup_p50_ms\":%.2f,\"rpcs_per_get\":%.3f,\"timeouts_per_get\":%.3f,"
 	        "\"oracle_p50_ms\":%.2f,\"oracle_p99_ms\":%.2f,\"oracle_mean_ms\":%.2f,"
-	        "\"gateways\":%u%s}\n",
+	        "\"gateways\":%u%s%s}\n",
 	        (unsigned long long)(W.gets + W.inflight), (unsigned long long)W.gets_ok,
 	        (unsigned long long)(W.gets + W.inflight - W.gets_ok), W.inflight,
 	        (double)cfs_hist_quantile(&W.lat_us, 0.5) / 1000,
@@ -388,7 +459,7 @@ void tb_workload_summary(FILE *f)
 	        W.gets ? (double)W.timeouts / (double)W.gets : 0,
 	        (double)cfs_hist_quantile(&W.oracle_us, 0.5) / 1000,
 	        (double)cfs_hist_quantile(&W.oracle_us, 0.99) / 1000, cfs_hist_mean(&W.oracle_us) / 1000,
-	        W.gateways ? W.gateways : 1, cost);
+	        W.gateways ? W.gateways : 1, cost, load);
 }
 
 /* ------------------------------------------------------------ hot block */

@@ -171,6 +171,32 @@ Test(chord_table, fingers)
 	cr_assert(same(&out[0], 450) && same(&out[1], 300));
 }
 
+/* Nodes learned from traffic are next hops too: the nearest one before
+ * the key comes first, ahead of every finger; one at or past the key, or
+ * behind us, is not offered. */
+Test(chord_table, learned_nodes_are_next_hops)
+{
+	struct vnode *v = vn(0, 0, 4);
+
+	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
+	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
+	chord__learned_init(&C->learned, 8);
+	chord__learned_add(&C->learned, &ring[477], 1);
+	chord__learned_add(&C->learned, &ring[479], 2);
+	chord__learned_add(&C->learned, &ring[480], 3);
+	chord__learned_add(&C->learned, &ring[200], 4);
+	cr_assert(!step(v, 480, 4, false, 16));
+	cr_assert(same(&out[0], 479) && same(&out[1], 477) && same(&out[2], 450),
+	          "learned nodes nearest the key first");
+	for (uint32_t i = 0; i < n_out; i++)
+		cr_assert(!same(&out[i], 480), "a node past the key is no next hop");
+	/* A node dropped after a failed hop leaves the learned table too. */
+	chord__table_drop_finger(C, &ring[479].id);
+	cr_assert(!step(v, 480, 4, false, 16));
+	cr_assert(same(&out[0], 477));
+	chord__learned_free(&C->learned);
+}
+
 /* CFS 6.2: a closer virtual server of ours continues the step. */
 Test(chord_table, local_shortcut)
 {

@@ -1,0 +1,105 @@
+/* The learned table (chord/learned.c): sorted, bounded, the entry offered
+ * longest ago evicted, and the nearest entries before a key found across
+ * the wrap of the circle. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "chord/internal.h"
+
+#define N 64
+
+static struct cfs_node ring[N];
+
+static int by_id(const void *a, const void *b)
+{
+	return cfs_id_cmp(&((const struct cfs_node *)a)->id, &((const struct cfs_node *)b)->id);
+}
+
+static void setup(void)
+{
+	for (int i = 0; i < N; i++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "10.7.0.%d", i + 1);
+		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, ip, 4000), 0);
+		cfs_node_id(&ring[i].id, &ring[i].addr, 0);
+	}
+	qsort(ring, N, sizeof(ring[0]), by_id);
+}
+
+TestSuite(chord_learned, .init = setup);
+
+static bool sorted(const struct chord__learned *l)
+{
+	for (uint32_t i = 1; i < l->n; i++)
+		if (cfs_id_cmp(&l->e[i - 1].n.id, &l->e[i].n.id) >= 0)
+			return false;
+	return true;
+}
+
+Test(chord_learned, sorted_refreshed_and_bounded)
+{
+	struct chord__learned l;
+	const int order[] = { 40, 3, 17, 60, 25, 8, 33, 51 };
+
+	chord__learned_init(&l, 6);
+	for (int i = 0; i < 8; i++)
+		chord__learned_add(&l, &ring[order[i]], (uint64_t)(100 + i));
+	cr_assert_eq(l.n, 6);
+	cr_assert_eq(l.evicted, 2);
+	cr_assert(sorted(&l));
+	/* the two offered first went */
+	cr_assert_null(chord__learned_find(&l, &ring[40].id));
+	cr_assert_null(chord__learned_find(&l, &ring[3].id));
+	/* offered again: refreshed in place (address and time), not added */
+	struct cfs_node moved = ring[17];
+	cr_assert_eq(cfs_addr_from_ip(&moved.addr, "10.7.0.200", 4001), 0);
+	chord__learned_add(&l, &moved, 500);
+	cr_assert_eq(l.n, 6);
+	const struct chord__lnode *e = chord__learned_find(&l, &ring[17].id);
+	cr_assert_not_null(e);
+	cr_assert(cfs_addr_eq(&e->n.addr, &moved.addr) && e->seen_us == 500);
+	/* full: now the oldest is 60 (offered at 103), not 17 */
+	chord__learned_add(&l, &ring[1], 600);
+	cr_assert_null(chord__learned_find(&l, &ring[60].id));
+	cr_assert_not_null(chord__learned_find(&l, &ring[17].id));
+	cr_assert(sorted(&l));
+	cr_assert(chord__learned_remove(&l, &ring[17].id));
+	cr_assert(!chord__learned_remove(&l, &ring[17].id));
+	cr_assert_eq(l.n, 5);
+	chord__learned_free(&l);
+
+	chord__learned_init(&l, 0); /* off: nothing kept */
+	chord__learned_add(&l, &ring[1], 1);
+	cr_assert_eq(l.n, 0);
+}
+
+Test(chord_learned, preceding_wraps_and_stops_at_from)
+{
+	struct chord__learned l;
+	struct cfs_node out[8];
+
+	chord__learned_init(&l, 32);
+	for (int i = 0; i < N; i += 8) /* 0, 8, ..., 56 */
+		chord__learned_add(&l, &ring[i], 1);
+	/* nearest before ring[20]: 16, 8, 0, then round the wrap to 56, 48 */
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, out, 5);
+	cr_assert_eq(n, 5);
+	const int want[] = { 16, 8, 0, 56, 48 };
+	for (int i = 0; i < 5; i++)
+		cr_assert(cfs_id_eq(&out[i].id, &ring[want[i]].id), "entry %d", i);
+	/* the key itself is not its own predecessor */
+	n = chord__learned_preceding(&l, NULL, &ring[16].id, out, 1);
+	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[8].id));
+	/* only strictly between from and the key */
+	n = chord__learned_preceding(&l, &ring[4].id, &ring[20].id, out, 8);
+	cr_assert_eq(n, 2);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[16].id) && cfs_id_eq(&out[1].id, &ring[8].id));
+	n = chord__learned_preceding(&l, &ring[50].id, &ring[4].id, out, 8);
+	cr_assert_eq(n, 2, "across the wrap: 0 and 56");
+	cr_assert(cfs_id_eq(&out[0].id, &ring[0].id) && cfs_id_eq(&out[1].id, &ring[56].id));
+	/* the whole table at most */
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, out, 8);
+	cr_assert_eq(n, 8);
+	chord__learned_free(&l);
+}

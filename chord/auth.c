@@ -131,6 +131,8 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 	char s[9];
 
 	c->auth_inflight--;
+	if (a->learn)
+		c->learn_auths_inflight--;
 	if (status == -ECANCELED || c->freeing) {
 		free(a);
 		return;
@@ -270,6 +272,7 @@ static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool le
 		return r;
 	}
 	c->auth_inflight++;
+	c->learn_auths_inflight += learn;
 	return 0;
 }
 

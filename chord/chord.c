@@ -484,8 +484,10 @@ double chord_estimate_n(const chord_t *c)
 {
 	double sum = 0;
 
-	if (c->client) /* no successor list: the contacts are a lower bound */
-		return c->learned.n > 1 ? (double)c->learned.n : 1;
+	if (c->client) { /* no successor list: the contacts met are a lower bound */
+		uint32_t met = chord__client_met(c);
+		return met > 1 ? (double)met : 1;
+	}
 
 	for (uint32_t i = 0; i < c->nv; i++)
 		sum += chord__table_estimate_n(&c->v[i]);

@@ -19,8 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chord/internal.h"
+
+#define CLIENT_LEARNED_MIN 64 /* contacts a member keeps once it turns client */
 
 struct clk {
 	chord_t *c;
@@ -29,6 +32,7 @@ struct clk {
 	chord_lookup_cb cb;
 	void *arg;
 	uint32_t boot_tries;      /* bootstrap addresses tried */
+	bool contacts_after;      /* then the contacts loaded from a file */
 	uint32_t rpcs, timeouts;  /* of the attempts that failed */
 	uint64_t started_us;
 };
@@ -78,6 +82,8 @@ void chord__become_client(chord_t *c)
 	chord__maint_stop(c);
 	chord__merge_stop(c);
 	chord__reach_stop(c);
+	if (c->learned.cap == 0) /* --learned-nodes 0: a client still needs contacts */
+		chord__learned_init(&c->learned, CLIENT_LEARNED_MIN);
 	c->client = true; /* from here on: no sender node in our messages */
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		const struct vnode *v = &c->v[vi];
@@ -114,6 +120,8 @@ uint32_t chord_client_addresses(const chord_t *c)
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < c->learned.n && n < CHORD_SUCC_MAX; i++) {
+		if (!c->learned.e[i].seen_us) /* loaded, not yet heard from */
+			continue;
 		const struct cfs_addr *a = &c->learned.e[i].n.addr;
 		bool dup = false;
 		for (uint32_t j = 0; j < n && !dup; j++)
@@ -132,8 +140,8 @@ static void probe_contact(chord_t *c, const struct cfs_node *n);
 /* Ping the loaded contacts not yet pinged, while probes are free. */
 static void probe_more(chord_t *c)
 {
-	while (c->nunproven > 0 && c->probes < PROBES_MAX && !c->freeing) {
-		struct cfs_node x = c->unproven[--c->nunproven];
+	while (c->unproven_next < c->nunproven && c->probes < PROBES_MAX && !c->freeing) {
+		struct cfs_node x = c->unproven[c->unproven_next++];
 		probe_contact(c, &x);
 	}
 }
@@ -144,14 +152,20 @@ static void probed(void *arg, int status, const struct cfs_msg *reply, const str
 
 	/* the transport measured the round trip; chord_rtt_us reads it */
 	c->probes--;
-	if (status == -ETIMEDOUT && res && res->from)
-		for (uint32_t i = 0; i < c->learned.n; i++)
-			if (c->learned.e[i].seen_us == 0 && cfs_addr_eq(&c->learned.e[i].n.addr, res->from)) {
-				chord__learned_remove(&c->learned, &c->learned.e[i].n.id);
-				break;
-			}
-	if (status != -ECANCELED)
-		probe_more(c);
+	if (status == -ECANCELED || c->freeing)
+		return;
+	/* a contact loaded from a file: met once it answers, gone if not */
+	for (uint32_t i = 0; res && res->from && i < c->learned.n; i++) {
+		struct chord__lnode *e = &c->learned.e[i];
+		if (e->seen_us != 0 || !cfs_addr_eq(&e->n.addr, res->from))
+			continue;
+		if (status == 0)
+			e->seen_us = cfs_now_us();
+		else
+			(void)chord__learned_remove(&c->learned, &e->n.id);
+		break;
+	}
+	probe_more(c);
 }
 
 /*
@@ -190,25 +204,45 @@ void chord__client_forget(chord_t *c, const struct cfs_id *id)
 	(void)chord__learned_remove(&c->learned, id);
 }
 
-/* Up to cap contacts, nearest predecessor of key first; contacts loaded
- * from a file that have not answered yet after all the others. */
+/* Up to cap contacts, nearest predecessor of key first: those met in this
+ * run (a contact loaded from a file counts once it answered a ping), or,
+ * when none of those precedes the key, the loaded ones. */
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap)
 {
 	struct cfs_node near[4 * CAND_MAX], later[4 * CAND_MAX];
 	uint32_t want = cap < CAND_MAX ? cap : CAND_MAX, n = 0, nl = 0;
-	uint32_t got = chord__learned_preceding(&c->learned, NULL, key, near, 4 * want);
+	uint32_t got = chord__learned_preceding(&c->learned, NULL, key, UINT64_MAX, 0, near, 4 * want);
 
 	for (uint32_t i = 0; i < got && n < want; i++) {
 		const struct chord__lnode *e = chord__learned_find(&c->learned, &near[i].id);
-		if (e && e->seen_us == 0 && !cfs_transport_peer_srtt_us(c->tr, &near[i].addr))
+		if (e && e->seen_us == 0)
 			later[nl++] = near[i];
 		else
 			out[n++] = near[i];
 	}
-	for (uint32_t i = 0; i < nl && n < want; i++)
-		out[n++] = later[i];
+	if (n == 0)
+		for (uint32_t i = 0; i < nl && n < want; i++)
+			out[n++] = later[i];
 	return n;
+}
+
+uint32_t chord__client_met(const chord_t *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->learned.n; i++)
+		n += c->learned.e[i].seen_us != 0;
+	return n;
+}
+
+/* Has any contact been met in this run? */
+static bool any_met(const chord_t *c)
+{
+	for (uint32_t i = 0; i < c->learned.n; i++)
+		if (c->learned.e[i].seen_us)
+			return true;
+	return false;
 }
 
 /* The contacts, the most recently met first, that a save keeps. */
@@ -221,6 +255,32 @@ static int by_seen_desc(const void *a, const void *b)
 	return x->seen_us < y->seen_us ? 1 : x->seen_us > y->seen_us ? -1 : 0;
 }
 
+/* "IP:PORT" or "[IPv6]:PORT", literals only: a file is never a reason to
+ * ask a name server. */
+static int numeric_addr(char *s, struct cfs_addr *ret)
+{
+	char *colon = strrchr(s, ':'), *ip = s, *end;
+
+	if (!colon || colon == s)
+		return -EINVAL;
+	*colon = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port == 0 || port > 65535)
+		return -EINVAL;
+	if (ip[0] == '[') {
+		size_t len = strlen(ip);
+		if (len < 3 || ip[len - 1] != ']')
+			return -EINVAL;
+		ip[len - 1] = 0;
+		ip++;
+		if (!strchr(ip, ':'))
+			return -EINVAL;
+	} else if (strchr(ip, ':')) {
+		return -EINVAL;
+	}
+	return cfs_addr_from_ip(ret, ip, (uint16_t)port);
+}
+
 int chord_contact_parse(const char *line, struct cfs_node *ret)
 {
 	char addr[CFS_ADDR_STRLEN + 1], extra;
@@ -228,7 +288,7 @@ int chord_contact_parse(const char *line, struct cfs_node *ret)
 	struct cfs_node x = { 0 };
 
 	if (sscanf(line, "%64s %u %c", addr, &vi, &extra) != 2 || addr[0] == '#' ||
-	    vi >= CFS_VNODE_INDEX_MAX || cfs_addr_parse(&x.addr, addr) < 0)
+	    vi >= CFS_VNODE_INDEX_MAX || numeric_addr(addr, &x.addr) < 0)
 		return -EINVAL;
 	x.vindex = vi;
 	cfs_node_id(&x.id, &x.addr, vi);
@@ -238,6 +298,8 @@ int chord_contact_parse(const char *line, struct cfs_node *ret)
 
 int chord_client_save(const chord_t *c, const char *path)
 {
+	if (c->learned.n == 0) /* every contact gone: nothing to start from */
+		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 	const struct chord__lnode **e = xcalloc(c->learned.n + 1, sizeof(*e));
 	struct cfs_sbuf b = { 0 };
 	char a[CFS_ADDR_STRLEN];
@@ -273,7 +335,7 @@ int chord_client_load(chord_t *c, const char *path)
 		return -errno;
 	if (!c->unproven)
 		c->unproven = xcalloc(SAVED_MAX, sizeof(*c->unproven));
-	while (fgets(line, sizeof(line), f) && n < SAVED_MAX) {
+	while (fgets(line, sizeof(line), f) && c->nunproven < SAVED_MAX) {
 		struct cfs_node x;
 		if (chord_contact_parse(line, &x) < 0)
 			continue;
@@ -298,10 +360,17 @@ static void clk_done(void *arg, const struct chord_lookup_result *r)
 			chord__client_learn(c, &r->succ[i]);
 		for (uint32_t i = 0; i < r->npath; i++)
 			chord__client_learn(c, &r->path[i]);
-	} else if (r->status != -ECANCELED && k->boot_tries < c->nboot && !c->freeing) {
-		/* Every contact failed (or there were none): a bootstrap. */
-		const struct cfs_addr *a = &c->boot[c->boot_next++ % c->nboot];
-		k->boot_tries++;
+	} else if (r->status != -ECANCELED && !c->freeing &&
+	           (k->boot_tries < c->nboot || (k->contacts_after && c->learned.n > 0))) {
+		/* Every contact failed (or there were none): a bootstrap; every
+		 * bootstrap failed: the contacts loaded from a file. */
+		const struct cfs_addr *a = NULL;
+		if (k->boot_tries < c->nboot) {
+			a = &c->boot[c->boot_next++ % c->nboot];
+			k->boot_tries++;
+		} else {
+			k->contacts_after = false;
+		}
 		k->rpcs += r->rpcs;
 		k->timeouts += r->timeouts;
 		if (chord__lookup_start(c, &c->v[0], a, &k->key, &k->o, clk_done, k) == 0)
@@ -329,9 +398,13 @@ int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chor
 	k->cb = cb;
 	k->arg = arg;
 	k->started_us = cfs_now_us();
-	if (c->learned.n == 0) {
+	/* Contacts first once one was met in this run; before that (none, or
+	 * only those loaded from a file, which may all have left) a bootstrap
+	 * address, the loaded contacts after them (clk_done). */
+	if (!any_met(c)) {
 		first = &c->boot[c->boot_next++ % c->nboot];
 		k->boot_tries = 1;
+		k->contacts_after = c->learned.n > 0;
 	}
 	if ((r = chord__lookup_start(c, &c->v[0], first, key, &k->o, clk_done, k)) < 0)
 		free(k);

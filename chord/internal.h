@@ -116,6 +116,7 @@ struct chord__suspects {
 struct chord__lnode {
 	struct cfs_node n;
 	uint64_t seen_us;         /* last offered */
+	uint64_t added_us;        /* first offered */
 };
 struct chord__learned {
 	struct chord__lnode *e;   /* cap entries, allocated on the first add */
@@ -130,9 +131,22 @@ void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint
 bool chord__learned_remove(struct chord__learned *l, const struct cfs_id *id);
 const struct chord__lnode *chord__learned_find(const struct chord__learned *l, const struct cfs_id *id);
 /* Up to cap entries in (from, key) — from NULL: anywhere but key — the
- * nearest before key first. */
+ * nearest before key first, of those first offered at or before
+ * added_before_us (UINT64_MAX: any) and last offered at or after
+ * seen_after_us (0: any). */
 uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
-                                  const struct cfs_id *key, struct cfs_node *out, uint32_t cap);
+                                  const struct cfs_id *key, uint64_t added_before_us,
+                                  uint64_t seen_after_us, struct cfs_node *out, uint32_t cap);
+/* A member uses a learned node as a next hop only once it has known it
+ * this long: a node that has just joined may not have its tables right,
+ * and an answer from them would make it a suspect (D1HT's quarantine, for
+ * the asker's sake). */
+#define CHORD_LEARNED_QUARANTINE_US (60ull * 1000000)
+/* ... and only while something has offered it again within this time
+ * (its authentication, renewed every ten minutes while it is in use, an
+ * answer naming it): a member that left is no next hop for long, even
+ * where no lookup of ours runs into it. */
+#define CHORD_LEARNED_FRESH_US (1200ull * 1000000)
 
 struct chord {
 	uv_loop_t *loop;
@@ -169,6 +183,7 @@ struct chord {
 	struct chord__learned learned;
 	struct chord__bucket learn_auths; /* AUTHs of nodes our lookups met */
 	uint64_t learn_auths_sent;
+	uint32_t learn_auths_inflight;
 
 	/* Vivaldi */
 	struct cfs_coord coord;
@@ -200,8 +215,8 @@ struct chord {
 	/* a plain client (chord_client_new): not a member, no maintenance */
 	bool client;
 	uint32_t probes;          /* plain client: contact PINGs in flight */
-	struct cfs_node *unproven; /* plain client: loaded contacts not yet pinged */
-	uint32_t nunproven;
+	struct cfs_node *unproven; /* plain client: loaded contacts, to be pinged */
+	uint32_t nunproven, unproven_next;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 
@@ -281,11 +296,13 @@ size_t chord__auth_count(const chord_t *c);
 #define CHORD_AUTH_ALL_BURST 200.0
 #define CHORD_AUTH_SOURCES 256
 #define CHORD_AUTH_INFLIGHT_MAX 32
-/* AUTHs a second, and the burst, spent on nodes our own lookups met that
- * nothing else authenticated: the learned table's only traffic of its own
- * (about 300 bytes each, both ways, so at most some 600 bytes a second). */
+/* AUTHs a second, the burst, and those in flight at once, spent on nodes
+ * our own lookups met that nothing else authenticated: the learned
+ * table's only traffic of its own (about 300 bytes each, both ways, so
+ * some 600 bytes a second at most once the burst is spent). */
 #define CHORD_LEARN_AUTH_RATE 2.0
-#define CHORD_LEARN_AUTH_BURST 64.0
+#define CHORD_LEARN_AUTH_BURST 16.0
+#define CHORD_LEARN_AUTH_INFLIGHT 4 /* of CHORD_AUTH_INFLIGHT_MAX: the rest stay for maintenance */
 /*
  * chord__auth_check for a node that src (an address that sent it to us;
  * NULL: our own maintenance) offered: the AUTH call, if one is needed, is
@@ -386,6 +403,8 @@ int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *f
                  chord_lookup_cb cb, void *arg);
 /* The pseudo-hop of a client's lookup: up to cap known nodes, nearest
  * predecessor of key first; 0 when none are known. */
+/* Contacts met in this run (not merely loaded from a file). */
+uint32_t chord__client_met(const chord_t *c);
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
 /* The lookup state machines (no I/O) are in lookup_sm.h. */

@@ -72,7 +72,7 @@ void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint
 	if (!l->e)
 		l->e = xcalloc(l->cap, sizeof(l->e[0]));
 	memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof(l->e[0]));
-	l->e[i] = (struct chord__lnode){ .n = *n, .seen_us = now_us };
+	l->e[i] = (struct chord__lnode){ .n = *n, .seen_us = now_us, .added_us = now_us };
 	l->n++;
 }
 
@@ -94,7 +94,8 @@ const struct chord__lnode *chord__learned_find(const struct chord__learned *l, c
 }
 
 uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
-                                  const struct cfs_id *key, struct cfs_node *out, uint32_t cap)
+                                  const struct cfs_id *key, uint64_t added_before_us,
+                                  uint64_t seen_after_us, struct cfs_node *out, uint32_t cap)
 {
 	uint32_t n = 0;
 
@@ -110,6 +111,8 @@ uint32_t chord__learned_preceding(const struct chord__learned *l, const struct c
 			continue;
 		if (from && !cfs_id_in_oo(id, from, key))
 			break;
+		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us)
+			continue;
 		out[n++] = l->e[i].n;
 	}
 	return n;

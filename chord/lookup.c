@@ -158,11 +158,12 @@ static void learn(chord_t *c, const struct cfs_node *n)
 			chord__learned_add(&c->learned, n, cfs_now_us());
 		return;
 	}
-	if (st == AUTH_NONE && chord__bucket_take(&c->learn_auths, cfs_now_us(), CHORD_LEARN_AUTH_RATE,
-	                                          CHORD_LEARN_AUTH_BURST)) {
+	if (st == AUTH_NONE && c->learn_auths_inflight < CHORD_LEARN_AUTH_INFLIGHT &&
+	    chord__node_id_ok(c, n) &&
+	    chord__bucket_take(&c->learn_auths, cfs_now_us(), CHORD_LEARN_AUTH_RATE,
+	                       CHORD_LEARN_AUTH_BURST) &&
+	    chord__auth_learn(c, n) == AUTH_PENDING)
 		c->learn_auths_sent++;
-		(void)chord__auth_learn(c, n);
-	}
 }
 
 /* FINISH: count it, and queue the callback for the timer (never from

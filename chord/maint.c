@@ -813,8 +813,10 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
  * and drop it only if it is silent (alert_probe). */
 static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
 {
+	const struct chord__lnode *le = chord__learned_find(&c->learned, dead);
+
 	c->alerts_in++;
-	if (!chord__table_contains(c, dead) || chord__local(c, dead))
+	if ((!le && !chord__table_contains(c, dead)) || chord__local(c, dead))
 		return;
 	struct alert *a = xcalloc(1, sizeof(*a));
 	const struct cfs_node *n = NULL;
@@ -829,6 +831,8 @@ static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
 		if (!n && u->pred.valid && cfs_id_eq(&u->pred.n.id, dead))
 			n = &u->pred.n;
 	}
+	if (!n && le) /* only learned: we name it to askers as a next hop */
+		n = &le->n;
 	a->c = c;
 	a->id = *dead;
 	if (n) {

@@ -337,8 +337,11 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
 	/* The nodes learned from traffic nearest before the key: with most of
 	 * the ring learned, one of them has the key in its successor list. */
 	struct cfs_node near[16];
-	uint32_t nn = chord__learned_preceding(&c->learned, &v->self.id, key, near,
-	                                       cap < 16 ? cap : 16);
+	uint64_t now = cfs_now_us();
+	uint32_t nn = chord__learned_preceding(
+		&c->learned, &v->self.id, key,
+		now > CHORD_LEARNED_QUARANTINE_US ? now - CHORD_LEARNED_QUARANTINE_US : 0,
+		now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0, near, cap < 16 ? cap : 16);
 	for (uint32_t i = 0; i < nn; i++)
 		if (cand_ok(c, &near[i], &v->self, key, skipped))
 			cand_add(out, n, cap, &near[i], key);

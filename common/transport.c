@@ -36,7 +36,8 @@
  * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
  * forgotten first) until anything answers from it: further timeouts to it
  * do not halve w again, and calls to it are sent at once outside the
- * window; the calls already out or queued to it leave the window too.
+ * window; its calls already out give their slots back, and those queued
+ * are sent outside the window when their turn comes.
  * Otherwise, after a mass failure, probes to the dead (each held to its
  * full timeout) filled the 3w slots of a window that every one of their
  * timeouts had halved, and a get to a live replica waited seconds behind

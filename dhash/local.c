@@ -615,8 +615,7 @@ void dhash_local_keep_contacts(dhash_local_t *l)
 	char dir[PATH_MAX];
 	int r;
 
-	if (!l->contacts_path || !l->chord || !chord_is_client(l->chord) ||
-	    chord_client_contacts(l->chord) == 0)
+	if (!l->contacts_path || !l->chord || !chord_is_client(l->chord))
 		return;
 	snprintf(dir, sizeof(dir), "%s", l->contacts_path);
 	*strrchr(dir, '/') = 0;

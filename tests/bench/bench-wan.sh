@@ -22,6 +22,8 @@
 #   small files         find -exec cat over the small files, one after another
 #                       (TCP: one keep-alive connection, one GET after another)
 #   big file            a cold read of the big file, MB/s
+# Then the plain client's second run: start to first ls of a mount that
+# starts from the ring contacts the first one kept on disk.
 # Then single-block gets (a 64 KiB block each, through the reader's cfsd,
 # of a volume no one has read) beside their oracle: the RTT from eu to the
 # nearest daemon that holds the block, plus the get tool's own cost (the
@@ -146,6 +148,25 @@ print("window %.0f, fetches in flight %d" % (s["window"], s["fetch_limit"]))' "$
 }
 
 CFS_DATA_DIR=$TEST_DIR/no-daemon mount_rows plain "$volA" --bootstrap "$(cluster_addr 0)"
+# The same plain client's next run: it starts from the ring contacts the
+# first one kept ($XDG_CACHE_HOME, the bench's own); start to first ls only.
+mkdir -p "$mnt"
+t=$(now)
+CFS_DATA_DIR=$TEST_DIR/no-daemon in_reader "$BIN/cfs-mount" -f --state-dir "$TEST_DIR/plain2.state" --update 0 \
+	--bootstrap "$(cluster_addr 0)" "$volA" "$mnt" >>"$TEST_DIR/plain2.mount.log" 2>&1 &
+MOUNT_PID=$!
+PIDS+=("$MOUNT_PID")
+end=$((SECONDS + 60))
+until mountpoint -q "$mnt" && ls "$mnt" >/dev/null 2>&1; do
+	[ $SECONDS -lt $end ] || { tail -3 "$TEST_DIR/plain2.mount.log" >&2; fail "plain, second run: no mount"; }
+	sleep 0.01
+done
+plain2_first=$(since "$t")
+kept=$(grep -vc '^#' "$XDG_CACHE_HOME"/cfs/contacts-* 2>/dev/null || true)
+kill -TERM "$MOUNT_PID" 2>/dev/null || true
+wait "$MOUNT_PID" 2>/dev/null || true
+mountpoint -q "$mnt" && fusermount3 -u -z "$mnt" || true
+MOUNT_PID=""
 # shellcheck disable=SC2086
 wan_reader_cfsd ${BENCH_CFSD_ARGS:-}
 sleep "$JOINED"
@@ -211,6 +232,8 @@ print("ratios to TCP: first ls cfsd %.2fx plain %.2fx; small files cfsd %.2fx pl
          float("$cfsd_small") / float("$tcp_small"), float("$plain_small") / float("$tcp_small"),
          float("$cfsd_big") / float("$tcp_big"), float("$plain_big") / float("$tcp_big")))
 print("the mounts' bounds after the big file: cfsd $cfsd_bounds; plain $plain_bounds")
+print("plain client, second run (from the %s ring contacts the first kept): start to first ls %s s (%.2fx TCP)"
+      % ("$kept", "$plain2_first", float("$plain2_first") / float("$tcp_first")))
 if gets:
     g = [max(0.0, x - over) for x, _ in gets]
     o = [y for _, y in gets]

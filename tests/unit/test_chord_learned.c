@@ -83,23 +83,46 @@ Test(chord_learned, preceding_wraps_and_stops_at_from)
 	for (int i = 0; i < N; i += 8) /* 0, 8, ..., 56 */
 		chord__learned_add(&l, &ring[i], 1);
 	/* nearest before ring[20]: 16, 8, 0, then round the wrap to 56, 48 */
-	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, out, 5);
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, out, 5);
 	cr_assert_eq(n, 5);
 	const int want[] = { 16, 8, 0, 56, 48 };
 	for (int i = 0; i < 5; i++)
 		cr_assert(cfs_id_eq(&out[i].id, &ring[want[i]].id), "entry %d", i);
 	/* the key itself is not its own predecessor */
-	n = chord__learned_preceding(&l, NULL, &ring[16].id, out, 1);
+	n = chord__learned_preceding(&l, NULL, &ring[16].id, UINT64_MAX, 0, out, 1);
 	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[8].id));
 	/* only strictly between from and the key */
-	n = chord__learned_preceding(&l, &ring[4].id, &ring[20].id, out, 8);
+	n = chord__learned_preceding(&l, &ring[4].id, &ring[20].id, UINT64_MAX, 0, out, 8);
 	cr_assert_eq(n, 2);
 	cr_assert(cfs_id_eq(&out[0].id, &ring[16].id) && cfs_id_eq(&out[1].id, &ring[8].id));
-	n = chord__learned_preceding(&l, &ring[50].id, &ring[4].id, out, 8);
+	n = chord__learned_preceding(&l, &ring[50].id, &ring[4].id, UINT64_MAX, 0, out, 8);
 	cr_assert_eq(n, 2, "across the wrap: 0 and 56");
 	cr_assert(cfs_id_eq(&out[0].id, &ring[0].id) && cfs_id_eq(&out[1].id, &ring[56].id));
 	/* the whole table at most */
-	n = chord__learned_preceding(&l, NULL, &ring[20].id, out, 8);
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, out, 8);
 	cr_assert_eq(n, 8);
+	chord__learned_free(&l);
+}
+
+/* Quarantine and freshness: only entries first offered at or before the
+ * one bound and last offered at or after the other are given; offering one
+ * again does not make it younger. */
+Test(chord_learned, preceding_skips_the_young)
+{
+	struct chord__learned l;
+	struct cfs_node out[8];
+
+	chord__learned_init(&l, 8);
+	chord__learned_add(&l, &ring[10], 100);
+	chord__learned_add(&l, &ring[12], 200);
+	chord__learned_add(&l, &ring[10], 300); /* seen again, first offered at 100 */
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, 150, 0, out, 8);
+	cr_assert_eq(n, 1);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[10].id));
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, 200, 0, out, 8);
+	cr_assert_eq(n, 2);
+	/* freshness: ring[12] was last offered at 200, ring[10] at 300 */
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 250, out, 8);
+	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[10].id));
 	chord__learned_free(&l);
 }

@@ -180,16 +180,21 @@ Test(chord_table, learned_nodes_are_next_hops)
 
 	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
 	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
+	/* known for two minutes: out of quarantine, still fresh */
+	uint64_t t0 = cfs_now_us() - 2 * CHORD_LEARNED_QUARANTINE_US;
 	chord__learned_init(&C->learned, 8);
-	chord__learned_add(&C->learned, &ring[477], 1);
-	chord__learned_add(&C->learned, &ring[479], 2);
-	chord__learned_add(&C->learned, &ring[480], 3);
-	chord__learned_add(&C->learned, &ring[200], 4);
+	chord__learned_add(&C->learned, &ring[477], t0);
+	chord__learned_add(&C->learned, &ring[479], t0);
+	chord__learned_add(&C->learned, &ring[480], t0);
+	chord__learned_add(&C->learned, &ring[200], t0);
+	/* just met: quarantined, no next hop yet */
+	chord__learned_add(&C->learned, &ring[478], cfs_now_us());
 	cr_assert(!step(v, 480, 4, false, 16));
 	cr_assert(same(&out[0], 479) && same(&out[1], 477) && same(&out[2], 450),
 	          "learned nodes nearest the key first");
 	for (uint32_t i = 0; i < n_out; i++)
-		cr_assert(!same(&out[i], 480), "a node past the key is no next hop");
+		cr_assert(!same(&out[i], 480) && !same(&out[i], 478),
+		          "a node past the key, or one just met, is no next hop");
 	/* A node dropped after a failed hop leaves the learned table too. */
 	chord__table_drop_finger(C, &ring[479].id);
 	cr_assert(!step(v, 480, 4, false, 16));

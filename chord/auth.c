@@ -34,10 +34,9 @@ struct auth_call {
 	struct cfs_node node;
 	uint8_t nonce[CFS_NONCE_BYTES];
 	bool recheck;             /* of an AUTH_OK entry whose ID another address claims */
-	bool learn;               /* for the learned table only (chord__auth_learn) */
 };
 
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool learn);
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck);
 
 void chord__auth_init(chord_t *c)
 {
@@ -131,8 +130,6 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 	char s[9];
 
 	c->auth_inflight--;
-	if (a->learn)
-		c->learn_auths_inflight--;
 	if (status == -ECANCELED || c->freeing) {
 		free(a);
 		return;
@@ -152,9 +149,7 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
-		if (a->learn)
-			chord__learned_add(&c->learned, &n, cfs_now_us());
-		else if (!a->recheck)
+		if (!a->recheck)
 			chord__table_consider(c, &n);
 	} else {
 		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
@@ -190,7 +185,7 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 		    !c->leaving && !c->freeing && c->auth_inflight < CHORD_AUTH_INFLIGHT_MAX &&
 		    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) == 0) {
 			struct cfs_node holder = e->node;
-			e->rechecking = send_auth(c, &holder, true, false) == 0;
+			e->rechecking = send_auth(c, &holder, true) == 0;
 		}
 		c->auth_dup++;
 		log_debug("node %s at %s refused: its ID is held by a live node at %s",
@@ -203,21 +198,7 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 	return AUTH_NONE; /* failed or dead at another address: n gets its own check */
 }
 
-static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
-                             bool learn);
-
 enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
-{
-	return check(c, n, src, false);
-}
-
-enum auth_state chord__auth_learn(chord_t *c, const struct cfs_node *n)
-{
-	return check(c, n, NULL, true);
-}
-
-static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
-                             bool learn)
 {
 	struct auth_ent *e;
 	enum auth_state st;
@@ -244,7 +225,7 @@ static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct 
 	e->state = AUTH_PENDING;
 	e->until_us = cfs_now_us() + PENDING_US;
 	e->rechecking = false;
-	if (send_auth(c, n, false, learn) < 0) {
+	if (send_auth(c, n, false) < 0) {
 		e = find(c, &n->id);
 		e->state = AUTH_FAILED;
 		e->until_us = cfs_now_us() + FAILED_US;
@@ -254,7 +235,7 @@ static enum auth_state check(chord_t *c, const struct cfs_node *n, const struct 
 }
 
 /* Send n a fresh nonce as background work (outside the window). */
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool learn)
+static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
 {
 	struct auth_call *a = xcalloc(1, sizeof(*a));
 	int r;
@@ -262,7 +243,6 @@ static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool le
 	a->c = c;
 	a->node = *n;
 	a->recheck = recheck;
-	a->learn = learn;
 	randombytes_buf(a->nonce, sizeof(a->nonce));
 	chord__msg_init(c, NULL, CFS_MSG_AUTH, n);
 	memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));
@@ -272,7 +252,6 @@ static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck, bool le
 		return r;
 	}
 	c->auth_inflight++;
-	c->learn_auths_inflight += learn;
 	return 0;
 }
 

@@ -551,7 +551,7 @@ struct ring_snap {
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
 	uint32_t learned, learned_max;
-	uint64_t learned_evicted, learn_auths;
+	uint64_t learned_evicted;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -585,7 +585,6 @@ static const struct cfs_stat ring_stats[] = {
 	S(U32, learned, "learned", "nodes learned from traffic", NULL),
 	S(U32, learned_max, "learned_max", "... kept at most", NULL),
 	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
-	S(U64, learn_auths, "learn_auths", "... authenticated to learn them", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
 	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),
@@ -693,7 +692,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.role = c->client ? "client-only" : "member",
 		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
 		.learned = c->learned.n, .learned_max = c->learned.cap,
-		.learned_evicted = c->learned.evicted, .learn_auths = c->learn_auths_sent,
+		.learned_evicted = c->learned.evicted,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;

@@ -161,9 +161,8 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 /* Is c a plain client (made one, or a member that the ring could not
  * reach and that runs as a client since)? */
 bool chord_is_client(const chord_t *c);
-/* The learned table: nodes kept now, and AUTHs sent to learn nodes. */
+/* The learned table: nodes kept now. */
 uint32_t chord_learned_count(const chord_t *c);
-uint64_t chord_learn_auths(const chord_t *c);
 /* A plain client's contacts, kept for its next run: the most recently met
  * (at most 512) written to path, atomically; read back by load, which
  * pings them in the background and returns how many it took, or -errno. */

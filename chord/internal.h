@@ -181,9 +181,6 @@ struct chord {
 	uint32_t reach_no_rounds; /* "no" verdicts in a row */
 
 	struct chord__learned learned;
-	struct chord__bucket learn_auths; /* AUTHs of nodes our lookups met */
-	uint64_t learn_auths_sent;
-	uint32_t learn_auths_inflight;
 
 	/* Vivaldi */
 	struct cfs_coord coord;
@@ -296,13 +293,6 @@ size_t chord__auth_count(const chord_t *c);
 #define CHORD_AUTH_ALL_BURST 200.0
 #define CHORD_AUTH_SOURCES 256
 #define CHORD_AUTH_INFLIGHT_MAX 32
-/* AUTHs a second, the burst, and those in flight at once, spent on nodes
- * our own lookups met that nothing else authenticated: the learned
- * table's only traffic of its own (about 300 bytes each, both ways, so
- * some 600 bytes a second at most once the burst is spent). */
-#define CHORD_LEARN_AUTH_RATE 2.0
-#define CHORD_LEARN_AUTH_BURST 16.0
-#define CHORD_LEARN_AUTH_INFLIGHT 4 /* of CHORD_AUTH_INFLIGHT_MAX: the rest stay for maintenance */
 /*
  * chord__auth_check for a node that src (an address that sent it to us;
  * NULL: our own maintenance) offered: the AUTH call, if one is needed, is
@@ -311,10 +301,6 @@ size_t chord__auth_count(const chord_t *c);
  * an ID held by a live authenticated node at another address.
  */
 enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src);
-/* The same check for a node met in a lookup's answer: passed, it enters
- * only the learned table (an answer is no sign of where the node stands to
- * us: with our predecessor gone, any node would take its place). */
-enum auth_state chord__auth_learn(chord_t *c, const struct cfs_node *n);
 
 /* cookie.c */
 void chord__cookie_init(struct chord__cookie_jar *j, uint64_t now_us);

@@ -122,8 +122,3 @@ uint32_t chord_learned_count(const chord_t *c)
 {
 	return c->learned.n;
 }
-
-uint64_t chord_learn_auths(const chord_t *c)
-{
-	return c->learn_auths_sent;
-}

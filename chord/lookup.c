@@ -141,29 +141,19 @@ static void lookup_put(struct lookup *l)
 	}
 }
 
-/* A member learns the nodes its lookup met (learned.c), into the learned
- * table only: an answer may name a node that has died since, and is no
- * sign of where it stands to us (with our predecessor gone, any node would
- * take its place). Nodes authenticated at that address are refreshed at
- * once, the others are checked first, one AUTH each, at most
- * CHORD_LEARN_AUTH_RATE a second. A plain client learns in client.c. */
+/* A member learns the nodes its lookup met (learned.c) that its tables
+ * have authenticated (within ten minutes, auth.c), into the learned table
+ * only: an answer may name a node that has died since, and it is no sign
+ * of where the node stands to us, so the successor lists and the
+ * predecessor never take it from here. It costs no message: checking the
+ * others too, one AUTH each, interfered with the joins of processes that
+ * share an address (t_one_address). A plain client learns in client.c. */
 static void learn(chord_t *c, const struct cfs_node *n)
 {
 	if (c->client || chord__local(c, &n->id) || c->learned.cap == 0)
 		return;
-	enum auth_state st = chord__auth_peek(c, &n->id);
-	if (st == AUTH_OK) {
-		const struct chord__lnode *e = chord__learned_find(&c->learned, &n->id);
-		if (e && cfs_addr_eq(&e->n.addr, &n->addr))
-			chord__learned_add(&c->learned, n, cfs_now_us());
-		return;
-	}
-	if (st == AUTH_NONE && c->learn_auths_inflight < CHORD_LEARN_AUTH_INFLIGHT &&
-	    chord__node_id_ok(c, n) &&
-	    chord__bucket_take(&c->learn_auths, cfs_now_us(), CHORD_LEARN_AUTH_RATE,
-	                       CHORD_LEARN_AUTH_BURST) &&
-	    chord__auth_learn(c, n) == AUTH_PENDING)
-		c->learn_auths_sent++;
+	if (chord__auth_peek(c, &n->id) == AUTH_OK)
+		chord__learned_add(&c->learned, n, cfs_now_us());
 }
 
 /* FINISH: count it, and queue the callback for the timer (never from

@@ -47,7 +47,6 @@ static struct {
 	uint64_t start_us, stop_us;
 	uint64_t dgrams1, bytes1; /* ... when they stopped */
 	uint32_t reader[TB_READERS_MAX], nreaders; /* slots */
-	double auths0;            /* learning AUTHs sent by all nodes when the gets began */
 	double node_s;            /* live nodes × seconds while the gets ran */
 	uint64_t node_s_at;
 	/* a serial chain (hot) or a window (file) */
@@ -369,10 +368,6 @@ void tb_workload_start(const struct tb_workload *w)
 	W.count_msgs = TB.frozen;
 	sent_totals(&W.dgrams0, &W.bytes0);
 	W.start_us = W.node_s_at = cfs_now_us();
-	W.auths0 = (double)TB.learn_auths_gone;
-	for (uint32_t i = 0; i < TB.nslots; i++)
-		if (TB.n[i].chord)
-			W.auths0 += (double)chord_learn_auths(TB.n[i].chord);
 	for (uint32_t i = 0; i < w->readers && i < TB_READERS_MAX; i++) {
 		struct tb_node *x = tb_random_node();
 		bool dup = false;
@@ -413,21 +408,15 @@ void tb_workload_summary(FILE *f)
 		         (double)(dgrams - W.dgrams0) / (double)W.gets,
 		         (double)(bytes - W.bytes0) / (double)W.gets);
 	}
-	/* Gets still unanswered 15 s after the end count as failed (and are in
-	 * no per-get mean: those are over the answered gets). */
 	/* Everything every node sent while the gets ran (gets, maintenance,
-	 * authentication), per live node and second. */
+	 * authentication), per live node and second; the learned tables' mean
+	 * size at the end, over the live nodes and over the readers. */
 	char load[256] = "";
 	if (W.node_s > 0) {
-		/* the learned tables: mean size over the live nodes and over the
-		 * readers, and the AUTHs sent to fill them, per node and second */
-		double all = 0, rd = 0, auths = (double)TB.learn_auths_gone;
+		double all = 0, rd = 0;
 		uint32_t nall = 0, nrd = 0;
 		for (uint32_t i = 0; i < TB.nslots; i++) {
-			if (!TB.n[i].chord)
-				continue;
-			auths += (double)chord_learn_auths(TB.n[i].chord);
-			if (!TB.n[i].alive)
+			if (!TB.n[i].chord || !TB.n[i].alive)
 				continue;
 			all += chord_learned_count(TB.n[i].chord);
 			nall++;
@@ -439,10 +428,12 @@ void tb_workload_summary(FILE *f)
 			}
 		snprintf(load, sizeof(load),
 		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
-		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f",
+		         "\"learned_readers_mean\":%.1f",
 		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
-		         nrd ? rd / nrd : 0, (auths - W.auths0) / W.node_s);
+		         nrd ? rd / nrd : 0);
 	}
+	/* Gets still unanswered 15 s after the end count as failed (and are in
+	 * no per-get mean: those are over the answered gets). */
 	fprintf(f, "{\"phase\":\"gets\",\"gets\":%llu,\"ok\":%llu,\"failed\":%llu,\"unfinished\":%u,"
 	        "\"p50_ms\":%.2f,\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"mean_ms\":%.2f,"
 	        "\"lookup_p50_ms\":%.2f,\"rpcs_per_get\":%.3f,\"timeouts_per_get\":%.3f,"

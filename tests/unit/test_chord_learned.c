@@ -126,3 +126,49 @@ Test(chord_learned, preceding_skips_the_young)
 	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[10].id));
 	chord__learned_free(&l);
 }
+
+/* A plain client's first hops: contacts met in this run, nearest before
+ * the key first; contacts loaded from a file (never heard from: seen 0)
+ * only when no met one precedes the key. */
+Test(chord_learned, client_candidates_prefer_contacts_met)
+{
+	chord_t *c = calloc(1, sizeof(*c));
+	struct cfs_node out[16];
+
+	c->client = true;
+	chord__learned_init(&c->learned, 16);
+	chord__learned_add(&c->learned, &ring[18], 0); /* loaded, nearest the key */
+	chord__learned_add(&c->learned, &ring[10], 500);
+	chord__learned_add(&c->learned, &ring[4], 0);
+	uint32_t n = chord__client_candidates(c, &ring[20].id, out, 16);
+	cr_assert_eq(n, 1, "only the contact met: %u", n);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[10].id));
+	cr_assert_eq(chord__client_met(c), 1);
+	chord__learned_remove(&c->learned, &ring[10].id);
+	n = chord__client_candidates(c, &ring[20].id, out, 16);
+	cr_assert_eq(n, 2, "none met: the loaded ones, nearest first");
+	cr_assert(cfs_id_eq(&out[0].id, &ring[18].id) && cfs_id_eq(&out[1].id, &ring[4].id));
+	chord__learned_free(&c->learned);
+	free(c);
+}
+
+/* The saved contacts' lines: an IP literal and port, then an index. */
+Test(chord_learned, contact_lines)
+{
+	struct cfs_node n;
+	struct cfs_addr a;
+	struct cfs_id id;
+
+	cr_assert_eq(chord_contact_parse("198.18.0.7:4460 3\n", &n), 0);
+	cr_assert_eq(cfs_addr_from_ip(&a, "198.18.0.7", 4460), 0);
+	cfs_node_id(&id, &a, 3);
+	cr_assert(cfs_addr_eq(&n.addr, &a) && n.vindex == 3 && cfs_id_eq(&n.id, &id));
+	cr_assert_eq(chord_contact_parse("[2001:db8::1]:4460 0", &n), 0);
+	const char *bad[] = {
+		"# a comment", "", "198.18.0.7:4460", "198.18.0.7:4460 64", "198.18.0.7 3",
+		"localhost:4460 1", "4460 0", "198.18.0.7:0 1", "198.18.0.7:70000 1",
+		"198.18.0.7:4460 1 extra", "2001:db8::1:4460 0", "[198.18.0.7]:4460 0",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(chord_contact_parse(bad[i], &n), -EINVAL, "'%s' parsed", bad[i]);
+}

@@ -447,18 +447,24 @@ static void call_dead(const struct cfs_addr *dead, uint32_t n, uint32_t timeout_
 	}
 }
 
+/* A bound socket nobody reads: a peer that never answers (its fd, to close). */
+static int quiet_peer(struct cfs_addr *a)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	socklen_t len = sizeof(*a);
+
+	cr_assert(cfs_addr_from_ip(a, "127.0.0.1", 0) == 0);
+	cr_assert(bind(fd, &a->sa, cfs_addr_len(a)) == 0);
+	cr_assert(getsockname(fd, &a->sa, &len) == 0);
+	return fd;
+}
+
 Test(transport, silent_destination_halves_once_and_takes_no_slots)
 {
 	struct cfs_transport_stats st;
 	struct cfs_addr dead;
 	struct cfs_msg m;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	socklen_t len = sizeof(dead);
-
-	/* A bound socket nobody reads: a peer that never answers. */
-	cr_assert(cfs_addr_from_ip(&dead, "127.0.0.1", 0) == 0);
-	cr_assert(bind(fd, &dead.sa, cfs_addr_len(&dead)) == 0);
-	cr_assert(getsockname(fd, &dead.sa, &len) == 0);
+	int fd = quiet_peer(&dead);
 
 	cfs_transport_get_stats(cli, &st);
 	double w0 = st.window;
@@ -514,12 +520,7 @@ Test(transport, calls_to_a_peer_that_goes_silent_free_the_window)
 	struct cfs_transport_stats st;
 	struct cfs_addr dead;
 	struct cfs_msg m;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	socklen_t len = sizeof(dead);
-
-	cr_assert(cfs_addr_from_ip(&dead, "127.0.0.1", 0) == 0);
-	cr_assert(bind(fd, &dead.sa, cfs_addr_len(&dead)) == 0);
-	cr_assert(getsockname(fd, &dead.sa, &len) == 0);
+	int fd = quiet_peer(&dead);
 
 	call_dead(&dead, 1, 50);
 	call_dead(&dead, 39, 3000);

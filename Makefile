@@ -195,14 +195,15 @@ integration: $(PROGRAMS) $(HARNESS) | deps-test
 # evaluation; the last lines name every stage that failed (and the
 # integration tests that did), for a reader of only the tail of the output.
 test: $(PROGRAMS) $(HARNESS) $(UNIT_BIN) | deps-eval
-	$(Q)bad=; it=$(B)/integration.out; \
+	$(Q)bad=; it=$(B)/integration.out; rm -f $$it.tails; \
 	tools/lint.sh || bad="$$bad lint"; \
 	$(UNIT_BIN) --jobs 2 $(UNIT_ARGS) || bad="$$bad unit"; \
 	$(MAKE) --no-print-directory asan || bad="$$bad asan"; \
 	$(MAKE) --no-print-directory coverage || bad="$$bad coverage"; \
-	CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh | tee $$it; \
+	CFS_FAIL_TAILS=$$it.tails CFS_BIN=$(CURDIR)/$(B)/bin tests/integration/run.sh | tee $$it; \
 	[ $${PIPESTATUS[0]} -eq 0 ] || bad="$$bad integration"; \
 	tests/testbed/eval.sh $(CURDIR)/$(B)/bin quick $(CURDIR)/$(B)/eval-quick || bad="$$bad eval-quick"; \
+	if [ -s $$it.tails ]; then sed "s/^/make test: /" $$it.tails; fi; \
 	tail -n 2 $$it | sed 's/^/make test: /'; \
 	if [ -n "$$bad" ]; then echo "make test: FAILED:$$bad"; exit 1; fi; \
 	echo "make test: every stage passed"

@@ -36,9 +36,16 @@ for t in "$here"/t_*.sh; do
 done
 # The failures' logs once more at the very end, where a reader of only the
 # tail of the output (a CI summary) sees them.
+# CFS_FAIL_TAILS names a file that gets each failure's last lines, for a
+# caller that prints them after stages of its own (make test).
+[ -n "${CFS_FAIL_TAILS:-}" ] && : >"$CFS_FAIL_TAILS"
 for dir in $faildirs; do
 	echo "---- the end of $(basename "$dir")/log:"
 	sed 's/^/    | /' "$dir/log" | tail -n 40
+	if [ -n "${CFS_FAIL_TAILS:-}" ]; then
+		echo "the end of $(basename "$dir")/log:" >>"$CFS_FAIL_TAILS"
+		grep -v '^#' "$dir/log" | tail -n 8 | sed 's/^/  | /' >>"$CFS_FAIL_TAILS"
+	fi
 done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "integration: $passed passed, $failed failed"

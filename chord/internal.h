@@ -101,11 +101,24 @@ struct chord__suspect {
 	uint64_t until_us;
 	const char *why;
 };
+/* A node that claimed a key it precedes is a suspect only when it did so
+ * again more than CHORD__CLAIM_GRACE_US after the first time (an honest
+ * node claims its new predecessor's keys until that one notifies it, one
+ * stabilization round); a first claim older than CHORD__CLAIM_WINDOW_US
+ * is forgotten. */
+#define CHORD__CLAIM_GRACE_US (20 * 1000000ull)
+#define CHORD__CLAIM_WINDOW_US (300 * 1000000ull)
+struct chord__strike {
+	struct cfs_id id;
+	uint64_t first_us;
+};
 struct chord__suspects {
 	struct chord__suspect e[CHORD__SUSPECTS_MAX];
 	uint32_t n;
 	uint64_t ttl_us;
 	uint64_t reported;        /* suspects reported, ever */
+	struct chord__strike strike[CHORD__SUSPECTS_MAX];
+	uint32_t nstrike;
 };
 
 /* LOOKUP_FWDs remembered: a copy comes within its call's timeout (750 ms
@@ -402,9 +415,16 @@ void chord__suspects_init(struct chord__suspects *s, uint64_t ttl_us);
 bool chord__suspects_add(struct chord__suspects *s, const struct cfs_id *id, const char *why,
                          uint64_t now_us);
 bool chord__suspects_has(const struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us);
+/* id claimed a key it precedes at now_us: true when that makes it a
+ * suspect (CHORD__CLAIM_GRACE_US). Bounded: when full, the oldest first
+ * claim makes room. */
+bool chord__suspects_strike(struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us);
 /* Suspects not yet expired. */
 uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us);
 bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
+/* chord_suspect for a node that claimed a key it precedes: a suspect only
+ * on its second claim past the grace (chord__suspects_strike). */
+void chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why);
 
 /* client.c */
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,

@@ -281,7 +281,10 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		break;
 	case CHORD__LKA_SUSPECT:
 		c->lookup_checks_failed++;
-		chord_suspect(c, &a->id, a->why);
+		if (a->why == chord__lk_claims_preceding)
+			chord__suspect_claim(c, &a->id, a->why);
+		else
+			chord_suspect(c, &a->id, a->why);
 		if (c->client)
 			chord__client_forget(c, &a->id);
 		break;

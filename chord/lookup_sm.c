@@ -387,6 +387,7 @@ static void iter_next(struct chord__lksm *sm);
  * ..., succ[n-1] at most γ times the mean gap 1/N̂ of our own list.
  */
 const char chord__lk_too_few[] = "named too few successors for the ring's size";
+const char chord__lk_claims_preceding[] = "claimed the key although it precedes it";
 
 const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
                             const struct cfs_node *from, bool from_before_key,
@@ -413,7 +414,7 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 	}
 	if (cfs_id_eq(&from->id, &nodes[0].id)) {
 		if (from_before_key)
-			return "claimed the key although it precedes it";
+			return chord__lk_claims_preceding;
 	} else if (!cfs_id_in_oc(key, &from->id, &nodes[0].id)) {
 		return "the key is not between it and its first successor";
 	}

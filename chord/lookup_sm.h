@@ -212,6 +212,11 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
  * answer is refused, but its node is no suspect (a node that just joined
  * has a short list). */
 extern const char chord__lk_too_few[];
+/* Its answer for a node asked because it precedes the key that claims the
+ * key: a SUSPECT action, but the driver makes the node a suspect only when
+ * it keeps doing so (chord__suspects_strike): an honest node makes the
+ * same claim for the moment its new predecessor has not told it yet. */
+extern const char chord__lk_claims_preceding[];
 
 /* Set up a lookup of key (nsucc clamped, parallelism from the mode). id
  * names a recursive lookup (random). No action yet. */

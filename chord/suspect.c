@@ -12,6 +12,16 @@
  * Only this process's own checks add entries, never a remote's word, so
  * the table needs no admission; it is bounded all the same: when full,
  * the entry expiring first makes room.
+ *
+ * One lie is no proof on its own: a node asked because it precedes the
+ * key that claims the key. An honest node does that too for a moment: a
+ * server that has just joined (or restarted) between it and its
+ * predecessor names it as the next hop for the joiner's own keys, and it
+ * claims them until the joiner's first stabilization notifies it. Such a
+ * claim is refused at once (the lookup goes on without the node), and
+ * the node becomes a suspect only when it claims again more than
+ * CHORD__CLAIM_GRACE_US later: a liar keeps claiming, an honest node has
+ * learned its predecessor by then.
  */
 #include <string.h>
 
@@ -59,6 +69,24 @@ bool chord__suspects_has(const struct chord__suspects *s, const struct cfs_id *i
 	return i >= 0 && s->e[i].until_us > now_us;
 }
 
+bool chord__suspects_strike(struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us)
+{
+	uint32_t i, oldest = 0;
+
+	for (i = 0; i < s->nstrike; i++) {
+		if (cfs_id_eq(&s->strike[i].id, id))
+			break;
+		if (s->strike[i].first_us < s->strike[oldest].first_us)
+			oldest = i;
+	}
+	if (i < s->nstrike && s->strike[i].first_us + CHORD__CLAIM_WINDOW_US > now_us)
+		return s->strike[i].first_us + CHORD__CLAIM_GRACE_US <= now_us;
+	if (i == s->nstrike)
+		i = s->nstrike < CHORD__SUSPECTS_MAX ? s->nstrike++ : oldest;
+	s->strike[i] = (struct chord__strike){ .id = *id, .first_us = now_us };
+	return false;
+}
+
 uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us)
 {
 	uint32_t k = 0;
@@ -84,6 +112,19 @@ void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why)
 		                                               : CHORD_SUSPECT_MS_DEFAULT) * 1000;
 	if (chord__suspects_add(&c->susp, id, why, cfs_now_us()))
 		log_warn("chord: suspect %s: %s", cfs_id_short(id, s), why);
+}
+
+void chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why)
+{
+	char s[9];
+
+	if (chord__local(c, id))
+		return;
+	if (chord__suspects_strike(&c->susp, id, cfs_now_us()))
+		chord_suspect(c, id, why);
+	else
+		log_debug("chord: %s %s; refused, no suspect yet (its predecessor may have just joined)",
+		          cfs_id_short(id, s), why);
 }
 
 bool chord_is_suspect(const chord_t *c, const struct cfs_id *id)

@@ -47,3 +47,38 @@ Test(chord_suspect, bounded)
 	cr_assert(chord__suspects_has(&s, (struct cfs_id[]){ id_of(1) }, 500));
 	cr_assert(chord__suspects_has(&s, (struct cfs_id[]){ id_of(999) }, 500));
 }
+
+/* A claim to a key by a node that precedes it: refused, and a suspect
+ * only when the node claims again past the grace, within the window. */
+Test(chord_suspect, claims_make_a_suspect_only_when_repeated)
+{
+	struct chord__suspects s;
+	struct cfs_id a = id_of(1), b = id_of(2);
+	uint64_t t = 1000000;
+
+	chord__suspects_init(&s, 1000);
+	cr_assert(!chord__suspects_strike(&s, &a, t), "one claim is no proof");
+	cr_assert(!chord__suspects_strike(&s, &a, t + CHORD__CLAIM_GRACE_US - 1),
+	          "claims within the grace: a stale predecessor");
+	cr_assert(chord__suspects_strike(&s, &a, t + CHORD__CLAIM_GRACE_US), "claims past the grace");
+	cr_assert(!chord__suspects_strike(&s, &b, t + CHORD__CLAIM_GRACE_US), "another node: its first");
+	/* a first claim past the window is forgotten: the count starts again */
+	uint64_t later = t + CHORD__CLAIM_WINDOW_US;
+	cr_assert(!chord__suspects_strike(&s, &a, later));
+	cr_assert(chord__suspects_strike(&s, &a, later + CHORD__CLAIM_GRACE_US));
+}
+
+Test(chord_suspect, claims_bounded)
+{
+	struct chord__suspects s;
+
+	chord__suspects_init(&s, 1000);
+	for (uint32_t i = 0; i < CHORD__SUSPECTS_MAX; i++)
+		chord__suspects_strike(&s, (struct cfs_id[]){ id_of(i) }, 10 + i);
+	cr_assert_eq(s.nstrike, CHORD__SUSPECTS_MAX);
+	chord__suspects_strike(&s, (struct cfs_id[]){ id_of(999) }, 500);
+	cr_assert_eq(s.nstrike, CHORD__SUSPECTS_MAX);
+	cr_assert(chord__suspects_strike(&s, (struct cfs_id[]){ id_of(1) }, 11 + CHORD__CLAIM_GRACE_US));
+	/* id 0's first claim made room: its next claim is a first again */
+	cr_assert(!chord__suspects_strike(&s, (struct cfs_id[]){ id_of(0) }, 10 + CHORD__CLAIM_GRACE_US));
+}

@@ -549,6 +549,8 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	struct fs_totals t;
 	bool complete;
 
+	const struct dhash_client_stats *cs = fs->dh ? dhash_local_client_stats(fs->dh) : NULL;
+
 	fs__blocks_stats(fs->blocks, &st);
 	fs__census_totals(fs->census, &t, &complete);
 	cfs_sb_printf(b, "{\"hits\": %lu, \"misses\": %lu, \"fetches\": %lu, \"fetch_failures\": %lu, "
@@ -556,7 +558,8 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              "\"cached_blocks\": %lu, \"disk_hits\": %lu, \"disk_bytes\": %lu, "
 	              "\"disk_blocks\": %lu, \"reads\": %lu, \"read_bytes\": %lu, \"eio\": %lu, "
 	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f, "
-	              "\"fetch_limit\": %lu, "
+	              "\"fetch_limit\": %lu, \"hedges\": %lu, \"hedges_skipped\": %lu, "
+	              "\"lookups_remembered\": %lu, "
 	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
@@ -567,6 +570,8 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)st.disk_blocks, (unsigned long)st.reads, (unsigned long)st.read_bytes, (unsigned long)st.eio,
 	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
 	              (unsigned long)st.root_switches, fs->window, (unsigned long)st.fetch_limit,
+	              (unsigned long)(cs ? cs->hedges : 0), (unsigned long)(cs ? cs->hedges_skipped : 0),
+	              (unsigned long)(fs->dh ? dhash_local_lookups_remembered(fs->dh) : 0),
 	              (unsigned long)t.files,
 	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
 }

@@ -129,7 +129,9 @@ static const char usage_text[] =
 	"                          clock differs from the median of its peers' by more\n"
 	"                          (default 600)\n"
 	"      --hedge-ms MS       a get also asks the next replica when the first has not\n"
-	"                          answered within MS (OpenDHT's hedged request; default 0: off)\n"
+	"                          answered within MS (OpenDHT's hedged request); auto (the\n"
+	"                          default): twice the round trip to it plus 15 ms, for at\n"
+	"                          most 5 % of the FETCHes; 0: never\n"
 	"      --lookup-mode M     how this server's gets and puts find a key's servers:\n"
 	"                          iterative or recursive, then ,greedy ,cost or ,nonlinear\n"
 	"                          (next hops by ID or by predicted delay), ,pN (N asks at\n"
@@ -294,6 +296,7 @@ static const struct cfs_stat status_tail[] = {
 	S(U64, cs.relookups, "relookups", "relookups", NULL),
 	S(U64, cs.hedges, "hedges", "hedges", NULL),
 	S(U64, cs.hedge_wins, "hedge_wins", "won", NULL),
+	S(U64, cs.hedges_skipped, "hedges_skipped", "over budget", NULL),
 	S(U64, cs.cache_pushes, "cache_pushes", "cache pushes", NULL),
 	S(U64, cs.cache_pushes_skipped, "cache_pushes_skipped", "over the upload bound", NULL),
 	S(U64, get_p50, "get_p50_us", "get p50", "us"),
@@ -656,7 +659,16 @@ static void apply(struct settings *st, int c, const char *val)
 	}
 	case 1063: D.dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
 	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
-	case 1014: D.dc.hedge_ms = (uint32_t)parse_num("--hedge-ms", val, 0, 60000); break;
+	case 1014: {
+		char *end;
+		unsigned long ms = strtoul(val, &end, 10);
+		if (strcmp(val, "auto") == 0)
+			ms = DHASH_HEDGE_AUTO;
+		else if (!*val || *end || ms > 60000)
+			bad_usage("--hedge-ms wants auto or a delay in ms from 0 to 60000, not '%s'", val);
+		D.dc.hedge_ms = (uint32_t)ms;
+		break;
+	}
 	case OPT_LOOKUP_MODE:
 		if (chord_mode_parse(val, &D.dc.lookup_mode) < 0)
 			bad_usage("--lookup-mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN]"

@@ -320,6 +320,7 @@ static void maybe_release(chord_t *c)
 	chord__auth_free(c);
 	chord__learned_free(&c->learned);
 	free(c->unproven);
+	free(c->arcs);
 	free(c->v);
 	free(c->boot);
 	free(c);
@@ -551,7 +552,7 @@ struct ring_snap {
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
 	uint32_t learned, learned_max;
-	uint64_t learned_evicted;
+	uint64_t learned_evicted, remembered;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -585,6 +586,7 @@ static const struct cfs_stat ring_stats[] = {
 	S(U32, learned, "learned", "nodes learned from traffic", NULL),
 	S(U32, learned_max, "learned_max", "... kept at most", NULL),
 	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
+	S(U64, remembered, "remembered", "answered from remembered answers", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
 	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),
@@ -692,7 +694,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.role = c->client ? "client-only" : "member",
 		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
 		.learned = c->learned.n, .learned_max = c->learned.cap,
-		.learned_evicted = c->learned.evicted,
+		.learned_evicted = c->learned.evicted, .remembered = c->lookups_remembered,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;

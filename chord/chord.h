@@ -109,8 +109,14 @@ bool chord_mode_ok(uint32_t mode);
 struct chord_lookup_opts {
 	uint32_t mode;            /* CHORD_MODE(...) */
 	uint32_t nsucc;           /* successors wanted (1..CFS_MSG_MAX_NODES) */
-	uint32_t flags;           /* CFS_LOOKUP_F_CHECK_BLOCK, CFS_LOOKUP_F_VERIFY */
+	uint32_t flags;           /* CFS_LOOKUP_F_CHECK_BLOCK, CFS_LOOKUP_F_VERIFY,
+	                           * CHORD_LOOKUP_F_REMEMBERED */
 };
+/* Local only, never sent: a plain client may answer from the successor
+ * lists earlier lookups were given, without a message, when one covers
+ * the key (for gets of blocks that verify by their own content: the guess
+ * may be stale). Members answer from their own tables anyway. */
+#define CHORD_LOOKUP_F_REMEMBERED 0x10000u
 
 #define CHORD_PATH_MAX 16
 struct chord_lookup_result {
@@ -163,6 +169,9 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 bool chord_is_client(const chord_t *c);
 /* The learned table: nodes kept now. */
 uint32_t chord_learned_count(const chord_t *c);
+/* A plain client's lookups answered from remembered answers
+ * (CHORD_LOOKUP_F_REMEMBERED), ever. */
+uint64_t chord_lookups_remembered(const chord_t *c);
 /* A plain client's contacts, kept for its next run: the most recently met
  * (at most 512) written to path, atomically; read back by load, which
  * pings them in the background and returns how many it took, or -errno. */

@@ -350,12 +350,61 @@ int chord_client_load(chord_t *c, const char *path)
 	return (int)n;
 }
 
+uint32_t chord__arcs_find(const struct chord__arc *arcs, uint32_t n, const struct cfs_id *key,
+                          uint64_t now_us, uint32_t want, struct cfs_node *out)
+{
+	const struct chord__arc *best = NULL;
+	uint32_t best_j = 0, need = want < CHORD__ARC_MIN ? want : CHORD__ARC_MIN;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct chord__arc *a = &arcs[i];
+		if (a->n == 0 || a->at_us + CHORD__ARC_TTL_US <= now_us || (best && a->at_us <= best->at_us))
+			continue;
+		/* key's successor is the first of the run at or after it, the
+		 * run starting right after the key it was given for */
+		uint32_t j = 0;
+		while (j < a->n && !cfs_id_eq(key, &a->key) &&
+		       !cfs_id_in_oc(key, j ? &a->succ[j - 1].id : &a->key, &a->succ[j].id))
+			j++;
+		if (j < a->n && a->n - j >= need) {
+			best = a;
+			best_j = j;
+		}
+	}
+	if (!best)
+		return 0;
+	uint32_t m = 0;
+	for (uint32_t j = best_j; j < best->n && m < want; j++)
+		out[m++] = best->succ[j];
+	return m;
+}
+
+/* Remember a checked answer's run of successors (the oldest run makes
+ * room). */
+static void arc_keep(chord_t *c, const struct cfs_id *key, const struct chord_lookup_result *r)
+{
+	if (!r->checked || r->has_block || r->n < 2)
+		return;
+	if (!c->arcs)
+		c->arcs = xcalloc(CHORD__ARCS_MAX, sizeof(*c->arcs));
+	struct chord__arc *a = &c->arcs[c->arc_next];
+
+	c->arc_next = (c->arc_next + 1) % CHORD__ARCS_MAX;
+	if (c->narcs < CHORD__ARCS_MAX)
+		c->narcs++;
+	a->key = *key;
+	a->at_us = cfs_now_us();
+	a->n = r->n;
+	memcpy(a->succ, r->succ, r->n * sizeof(r->succ[0]));
+}
+
 static void clk_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct clk *k = arg;
 	chord_t *c = k->c;
 
 	if (r->status == 0) {
+		arc_keep(c, &k->key, r);
 		for (uint32_t i = 0; i < r->n; i++)
 			chord__client_learn(c, &r->succ[i]);
 		for (uint32_t i = 0; i < r->npath; i++)
@@ -387,9 +436,19 @@ static void clk_done(void *arg, const struct chord_lookup_result *r)
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg)
 {
-	struct clk *k = xcalloc(1, sizeof(*k));
 	const struct cfs_addr *first = NULL;
 	int r;
+
+	if ((o->flags & CHORD_LOOKUP_F_REMEMBERED) && c->narcs > 0) {
+		struct chord_lookup_result res = { .checked = true };
+		uint32_t want = o->nsucc < 1 ? 1 : o->nsucc > CFS_MSG_MAX_NODES ? CFS_MSG_MAX_NODES : o->nsucc;
+		if ((res.n = chord__arcs_find(c->arcs, c->narcs, key, cfs_now_us(), want, res.succ)) > 0 &&
+		    chord__lookup_answered(c, key, o, &res, cb, arg) == 0) {
+			c->lookups_remembered++;
+			return 0;
+		}
+	}
+	struct clk *k = xcalloc(1, sizeof(*k));
 
 	k->c = c;
 	k->key = *key;

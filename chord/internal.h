@@ -227,6 +227,9 @@ struct chord {
 	uint32_t probes;          /* plain client: contact PINGs in flight */
 	struct cfs_node *unproven; /* plain client: loaded contacts, to be pinged */
 	uint32_t nunproven, unproven_next;
+	struct chord__arc *arcs;  /* plain client: answers remembered (client.c) */
+	uint32_t narcs, arc_next;
+	uint64_t lookups_remembered;
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 
@@ -404,6 +407,29 @@ int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *f
  * predecessor of key first; 0 when none are known. */
 /* Contacts met in this run (not merely loaded from a file). */
 uint32_t chord__client_met(const chord_t *c);
+/*
+ * A plain client's answers remembered: the successor list a checked lookup
+ * answer gave for key, a run of consecutive ring members from key's
+ * successor on. A later key inside the run has its successors there too,
+ * so a get may skip its lookup (CHORD_LOOKUP_F_REMEMBERED). A run may go
+ * stale (a server joined inside it, or left): a wrong guess costs the get
+ * a miss and a real lookup, never a wrong block, so runs are kept for
+ * CHORD__ARC_TTL_US only and never used for puts or roots.
+ */
+#define CHORD__ARCS_MAX 64
+#define CHORD__ARC_TTL_US (120 * 1000000ull)
+struct chord__arc {
+	struct cfs_id key;
+	uint64_t at_us;
+	uint32_t n;
+	struct cfs_node succ[CFS_MSG_MAX_NODES];
+};
+/* The successors of key from the freshest run in arcs[0..n) that covers
+ * it with at least min(want, CHORD__ARC_MIN) of them after it, younger
+ * than CHORD__ARC_TTL_US at now_us; at most want into out. 0: none. */
+#define CHORD__ARC_MIN 4
+uint32_t chord__arcs_find(const struct chord__arc *arcs, uint32_t n, const struct cfs_id *key,
+                          uint64_t now_us, uint32_t want, struct cfs_node *out);
 uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, struct cfs_node *out,
                            uint32_t cap);
 /* The lookup state machines (no I/O) are in lookup_sm.h. */
@@ -427,6 +453,10 @@ bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
 void chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why);
 
 /* client.c */
+/* A lookup answered without a message (res): its callback from the timer,
+ * as any lookup's, never from inside this call. */
+int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+                            const struct chord_lookup_result *res, chord_lookup_cb cb, void *arg);
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg);
 /* Remember a node a lookup showed alive (clients only). */

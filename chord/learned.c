@@ -122,3 +122,8 @@ uint32_t chord_learned_count(const chord_t *c)
 {
 	return c->learned.n;
 }
+
+uint64_t chord_lookups_remembered(const chord_t *c)
+{
+	return c->lookups_remembered;
+}

@@ -617,6 +617,27 @@ int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *f
 	return 0;
 }
 
+int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
+                            const struct chord_lookup_result *res, chord_lookup_cb cb, void *arg)
+{
+	const struct chord__lk_env env = { &lk_ops, c };
+	struct lookup *l;
+
+	if (c->freeing || c->leaving)
+		return -ECANCELED;
+	l = xcalloc(1, sizeof(*l));
+	l->c = c;
+	l->cb = cb;
+	l->arg = arg;
+	l->started_us = cfs_now_us();
+	chord__lksm_init(&l->sm, &env, key, o, 0);
+	l->sm.res = *res;
+	l->next = c->lookups;
+	c->lookups = l;
+	finished(l);
+	return 0;
+}
+
 int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg)
 {

@@ -24,6 +24,18 @@ void dhash_config_default(struct dhash_config *c)
 	c->cache_push = DHASH_PUSH_PATH;
 	c->compact_bytes_per_s = 8000000;
 	c->compact_live_pct = 50;
+	c->hedge_ms = DHASH_HEDGE_AUTO;
+}
+
+uint32_t dhash_hedge_auto_ms(uint64_t rtt_us)
+{
+	if (!rtt_us)
+		return DHASH_HEDGE_UNKNOWN_MS;
+	uint64_t ms = 2 * rtt_us / 1000 + 15;
+
+	if (ms < DHASH_HEDGE_MIN_MS)
+		return DHASH_HEDGE_MIN_MS;
+	return ms > DHASH_HEDGE_MAX_MS ? DHASH_HEDGE_MAX_MS : (uint32_t)ms;
 }
 
 int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *ret)

@@ -39,6 +39,7 @@ struct dhash_client {
 	bool closing;
 	struct dhash_client_stats st;
 	double push_tokens;        /* cache_push_bytes_per_s's bucket */
+	double hedge_tokens;       /* automatic hedges allowed now (DHASH_HEDGE_SHARE) */
 	uint64_t push_refill_us;
 	struct server_nonce nonces[NONCES];
 	uint32_t nnonces, nonce_next;
@@ -180,6 +181,12 @@ static int op_lookup(struct op *o, const struct dhash__act *a)
 	struct chord_lookup_opts lo = { .mode = o->d->cfg.lookup_mode, .nsucc = a->nsucc,
 	                                .flags = a->flags };
 
+	/* A get's first lookup of a block that verifies by its content (not a
+	 * root, whose replicas vote) may be answered from what earlier
+	 * lookups were told; a stale guess ends in the second lookup. */
+	if (o->type == OP_GET && !o->get.sm.all_first && (a->flags & CFS_LOOKUP_F_CHECK_BLOCK))
+		lo.flags |= CHORD_LOOKUP_F_REMEMBERED;
+
 	return chord_lookup(o->d->chord, &o->key, &lo, lookup_done, o);
 }
 
@@ -209,6 +216,9 @@ static int fetch_send(struct op *o, const struct dhash__act *a)
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
 	*fc = (struct fetch_call){ o, a->i, a->hedge };
+	d->hedge_tokens += DHASH_HEDGE_SHARE;
+	if (d->hedge_tokens > DHASH_HEDGE_BURST)
+		d->hedge_tokens = DHASH_HEDGE_BURST;
 	if ((r = chord_call(d->chord, to, &d->msg, a->timeout_ms, fetch_reply, fc)) < 0)
 		free(fc);
 	return r;
@@ -260,13 +270,24 @@ static void cache_push(struct op *o, const struct dhash__act *a)
 static void hedge_fired(uv_timer_t *t)
 {
 	struct op *o = t->data;
+	dhash_client_t *d = o->d;
 
+	if (o->get.sm.hedge_ms == DHASH_HEDGE_AUTO) {
+		if (d->hedge_tokens < 1) {
+			d->st.hedges_skipped++;
+			return;
+		}
+		d->hedge_tokens -= 1;
+	}
 	dhash__get_on_hedge(&o->get.sm);
 	op_run(o);
 }
 
-static void hedge_arm(struct op *o, uint32_t ms)
+/* The hedge timer behind a FETCH to cand[ci]: hedge_ms, or automatic. */
+static void hedge_arm(struct op *o, uint32_t ms, uint32_t ci)
 {
+	if (ms == DHASH_HEDGE_AUTO)
+		ms = dhash_hedge_auto_ms(chord_rtt_us(o->d->chord, &o->get.sm.cand[ci]));
 	if (!o->get.hedge) {
 		o->get.hedge = xmalloc(sizeof(*o->get.hedge));
 		uv_timer_init(cfs_transport_loop(chord_transport(o->d->chord)), o->get.hedge);
@@ -517,7 +538,7 @@ static void op_run(struct op *o)
 		case DHASH_ACT_REFRESH: send_failed(o, &a, probe_send(o, &a)); break;
 		case DHASH_ACT_KEEP_NONCE: nonce_keep(o->d, &a.addr, a.nonce); break;
 		case DHASH_ACT_CACHE_PUSH: cache_push(o, &a); break;
-		case DHASH_ACT_ARM_HEDGE: hedge_arm(o, a.timeout_ms); break;
+		case DHASH_ACT_ARM_HEDGE: hedge_arm(o, a.timeout_ms, a.i); break;
 		case DHASH_ACT_STOP_HEDGE:
 			if (o->get.hedge)
 				uv_timer_stop(o->get.hedge);
@@ -672,6 +693,7 @@ int dhash_client_new(chord_t *c, const struct dhash_config *cfg, dhash_client_t 
 	dhash_client_t *d = xcalloc(1, sizeof(*d));
 	d->chord = c;
 	d->cfg = *cfg;
+	d->hedge_tokens = DHASH_HEDGE_BURST;
 	*ret = d;
 	return 0;
 }

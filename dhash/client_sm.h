@@ -48,7 +48,8 @@ enum dhash__act_type {
 	DHASH_ACT_HAVE,           /* HAVE of the key to cand[i] */
 	DHASH_ACT_REFRESH,        /* REFRESH of the key to cand[i]; refresh_many: call i */
 	DHASH_ACT_CACHE_PUSH,     /* STORE F_CACHE of data to path[i] (best effort) */
-	DHASH_ACT_ARM_HEDGE,      /* (re)start the one-shot hedge timer for timeout_ms */
+	DHASH_ACT_ARM_HEDGE,      /* (re)start the one-shot hedge timer for timeout_ms
+	                           * (DHASH_HEDGE_AUTO: the driver's choice for cand[i]) */
 	DHASH_ACT_STOP_HEDGE,
 	DHASH_ACT_FINISH,         /* report status (and the rest below); always last */
 	/* (get) cand[i] claimed to hold the block and did not serve one that

@@ -63,7 +63,9 @@ struct dhash_config {
 	                           * when larger, over scrub_ms) */
 	uint32_t lookup_mode;     /* CHORD_MODE(...) for gets and puts (default iterative) */
 	uint32_t hedge_ms;        /* a get's second FETCH, to the next replica, when the
-	                           * first has not answered after this long (0: never) */
+	                           * first has not answered after this long (0: never;
+	                           * DHASH_HEDGE_AUTO, the default: dhash_hedge_auto_ms
+	                           * of the server asked, within DHASH_HEDGE_SHARE) */
 	uint64_t capacity_bytes;  /* what STOREs may fill the store to (0: no bound) */
 	uint64_t quota_bytes;     /* per client IP, of blocks it put here (0: none);
 	                           * a client's STOREs need the nonce (CFS 5.4) */
@@ -81,6 +83,21 @@ struct dhash_config {
 	                           * not by predicted latency */
 };
 void dhash_config_default(struct dhash_config *c);
+
+/* Hedged gets by default (OpenDHT 3.2; the delay after DHash++ 5.2.2's
+ * retransmit timer): a FETCH unanswered after twice the round trip to its
+ * server (measured, else predicted) plus 15 ms, at least DHASH_HEDGE_MIN_MS,
+ * is joined by one to the next candidate. So that a loaded or lossy path
+ * cannot double the traffic, these hedges are at most DHASH_HEDGE_SHARE of
+ * the FETCHes sent (a burst of DHASH_HEDGE_BURST); a fixed hedge_ms has no
+ * such bound. */
+#define DHASH_HEDGE_AUTO UINT32_MAX
+#define DHASH_HEDGE_MIN_MS 30
+#define DHASH_HEDGE_MAX_MS 2000
+#define DHASH_HEDGE_UNKNOWN_MS 500 /* no round trip known or predicted */
+#define DHASH_HEDGE_SHARE 0.05
+#define DHASH_HEDGE_BURST 10.0
+uint32_t dhash_hedge_auto_ms(uint64_t rtt_us);
 
 /* ---- blocks */
 
@@ -152,6 +169,7 @@ struct dhash_client_stats {
 	uint64_t relookups;       /* gets looked up again after every candidate failed */
 	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
 	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
+	uint64_t hedges_skipped;  /* automatic hedges not sent: over DHASH_HEDGE_SHARE */
 	uint64_t cache_pushes;    /* copies sent to lookup-path caches after gets */
 	uint64_t cache_pushes_skipped; /* ... not sent: over cache_push_bytes_per_s */
 	struct cfs_hist get_us;   /* get latency */
@@ -282,6 +300,9 @@ int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n
 bool dhash_local_is_plain(const dhash_local_t *l);
 /* Its DHash client's counters (plain clients; NULL otherwise). */
 const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l);
+/* A plain client's gets that skipped their lookup (chord_lookups_remembered);
+ * 0 through a daemon. */
+uint64_t dhash_local_lookups_remembered(const dhash_local_t *l);
 /* A plain client: write the ring members it met where its next run reads
  * them ($XDG_CACHE_HOME/cfs; dhash_local_free does it too). */
 void dhash_local_keep_contacts(dhash_local_t *l);

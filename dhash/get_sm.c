@@ -273,6 +273,7 @@ static void fetch_next(struct dhash__get *g, bool hedging)
 		if (g->hedge_ms && g->next_cand < g->ncand) {
 			struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_ARM_HEDGE);
 			a->timeout_ms = g->hedge_ms;
+			a->i = ci;
 		}
 		return;
 	}

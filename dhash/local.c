@@ -820,6 +820,11 @@ const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l
 	return l->dc ? dhash_client_stats(l->dc) : NULL;
 }
 
+uint64_t dhash_local_lookups_remembered(const dhash_local_t *l)
+{
+	return l->chord ? chord_lookups_remembered(l->chord) : 0;
+}
+
 int dhash_local_clock_skew(dhash_local_t *l, int64_t *ret_skew_ms, uint32_t *ret_servers)
 {
 	*ret_skew_ms = 0;

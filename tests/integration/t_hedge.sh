@@ -1,30 +1,36 @@
 #!/bin/bash
-# Hedged gets (OpenDHT section 5; cfsd --hedge-ms) on an 8-daemon loopback
+# Hedged gets (OpenDHT section 5; cfsd --hedge-ms) on a 9-daemon loopback
 # ring (k = 3): five servers are frozen (SIGSTOP: silent, not yet known
 # dead), then blocks whose first two successors are frozen and whose third
 # is alive are fetched (gets ask the successors in ring order here,
 # --test-ring-order, so the frozen ones are asked first: with the usual
 # nearest-first order the test could not know who is asked first)
-# through a daemon that hedges after 5 ms and through one that does not
-# (on loopback a FETCH's own timeout, predicted RTT plus margins, is some
-# 20-30 ms: a longer hedge delay would rarely fire before it):
-#   - every get succeeds through both;
-#   - the hedging daemon sent hedged FETCHes and some of them answered;
+# through a daemon that hedges after 5 ms, one that hedges by default
+# (auto: after twice the round trip plus 15 ms, at least 30 ms, for at
+# most 5 % of its FETCHes) and one that does not (--hedge-ms 0):
+#   - every get succeeds through all three;
+#   - the 5 ms daemon sent hedged FETCHes and some of them answered;
+#   - the default one hedged and kept to its budget (at most its burst of
+#     10 plus 5 % of its FETCHes);
 #   - the get latencies of both are printed (the hedging one should not
 #     wait out a timeout on the frozen server; a figure, not an assertion).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 K=3
-N=8
+N=9
 BLOCKS=400
-HEDGE=1 # the hedging daemon; node 0 does not hedge
+HEDGE=1 # the 5 ms hedging daemon; node 2 hedges by default; node 0 does not hedge
+AUTO=2
 
 # Slow stabilisation keeps the frozen server in the successor lists for the
 # few seconds the gets take.
-cluster_start "$N" 1 --stabilize-ms 2000 --replicas "$K" --sync-ms 0 --test-ring-order
+cluster_start "$N" 1 --stabilize-ms 2000 --replicas "$K" --sync-ms 0 --test-ring-order --hedge-ms 0
 cluster_stop "$HEDGE"
 CL_ARGS[$HEDGE]="${CL_ARGS[$HEDGE]} --hedge-ms 5"
 cluster_restart "$HEDGE"
+cluster_stop "$AUTO"
+CL_ARGS[$AUTO]="${CL_ARGS[$AUTO]} --hedge-ms auto"
+cluster_restart "$AUTO"
 cluster_wait_correct 120 || fail "the $N-daemon ring did not converge"
 
 "$CFSCTL" --data "$TEST_DIR/node2" put --random "$BLOCKS" --size 4096 --seed 41 >"$TEST_DIR/puts" ||
@@ -32,8 +38,8 @@ cluster_wait_correct 120 || fail "the $N-daemon ring did not converge"
 cut -d' ' -f1 "$TEST_DIR/puts" >"$TEST_DIR/all.keys"
 cluster_wait_placement "$K" "$TEST_DIR/all.keys" 30 "$TEST_DIR/place.json" exact "$BLOCKS" ||
 	fail "blocks not on their $K successors: $(cat "$TEST_DIR/place.json")"
-# The live daemon: of daemons 2-7, the one that is the third successor of
-# the most keys whose first two successors are also among 2-7; the other
+# The live daemon: of daemons 3-8, the one that is the third successor of
+# the most keys whose first two successors are also among 3-8; the other
 # five are frozen.
 python3 - "$TEST_DIR/place" "$TEST_DIR/all.keys" >"$TEST_DIR/frozen.keys" 2>"$TEST_DIR/live" <<'PY'
 import bisect, glob, json, re, sys
@@ -51,7 +57,7 @@ for key in (l.split()[0] for l in open(sys.argv[2])):
         if n not in succ:
             succ.append(n)
         j += 1
-    if all(n >= 2 for n in succ):
+    if all(n >= 3 for n in succ):
         by_live.setdefault(succ[2], []).append(key)
 live = max(by_live, key=lambda n: len(by_live[n]))
 print("\n".join(by_live[live]))
@@ -59,29 +65,41 @@ sys.stderr.write("%d\n" % live)
 PY
 LIVE=$(cat "$TEST_DIR/live")
 held=$(wc -l <"$TEST_DIR/frozen.keys")
-[ "$held" -gt 20 ] || fail "only $held blocks have daemon $LIVE third and two of daemons 2-7 first"
+[ "$held" -gt 20 ] || fail "only $held blocks have daemon $LIVE third and two of daemons 3-8 first"
 frozen=()
-for ((i = 2; i < N; i++)); do [ "$i" -ne "$LIVE" ] && frozen+=("$i"); done
+for ((i = 3; i < N; i++)); do [ "$i" -ne "$LIVE" ] && frozen+=("$i"); done
 for i in "${frozen[@]}"; do kill -STOP "${CL_PID[$i]}"; done
-# Both daemons at once, so that neither learns from the other's timeouts first.
-"$CFSCTL" --data "$TEST_DIR/node$HEDGE" get --check - <"$TEST_DIR/frozen.keys" >"$TEST_DIR/gets$HEDGE" &
-g1=$!
-"$CFSCTL" --data "$TEST_DIR/node0" get --check - <"$TEST_DIR/frozen.keys" >"$TEST_DIR/gets0" &
-g0=$!
-PIDS+=("$g1" "$g0")
-for i in "$HEDGE" 0; do
-	pid=$g0; [ "$i" = "$HEDGE" ] && pid=$g1
-	wait "$pid" || fail "node $i: $(grep -vc ' ok ' "$TEST_DIR/gets$i") of $held gets failed with two replicas frozen"
+# The three daemons at once, so that none learns from another's timeouts first.
+declare -A getter
+for i in "$HEDGE" "$AUTO" 0; do
+	"$CFSCTL" --data "$TEST_DIR/node$i" get --check - <"$TEST_DIR/frozen.keys" >"$TEST_DIR/gets$i" &
+	getter[$i]=$!
+	PIDS+=("$!")
+done
+for i in "$HEDGE" "$AUTO" 0; do
+	wait "${getter[$i]}" || fail "node $i: $(grep -vc ' ok ' "$TEST_DIR/gets$i") of $held gets failed with two replicas frozen"
 	"$CFSCTL" --data "$TEST_DIR/node$i" status --json >"$TEST_DIR/client$i.json"
 done
 for i in "${frozen[@]}"; do kill -CONT "${CL_PID[$i]}"; done
-ok "with the first two of three replica servers frozen, all $held gets succeed through a hedging and a plain daemon"
+ok "with the first two of three replica servers frozen, all $held gets succeed through hedging and plain daemons"
 
 hedges=$(jget "['client']['hedges']" <"$TEST_DIR/client$HEDGE.json")
 wins=$(jget "['client']['hedge_wins']" <"$TEST_DIR/client$HEDGE.json")
 [ "$hedges" -gt 0 ] || fail "the hedging daemon sent no hedged FETCH: the test proved nothing"
 [ "$wins" -gt 0 ] || fail "$hedges hedged FETCHes and none answered first"
-[ "$(jget "['client']['hedges']" <"$TEST_DIR/client0.json")" -eq 0 ] || fail "node 0 hedged without --hedge-ms"
+[ "$(jget "['client']['hedges']" <"$TEST_DIR/client0.json")" -eq 0 ] || fail "node 0 hedged with --hedge-ms 0"
 lat() { echo "p50 $(($(jget "['client']['get_p50_us']" <"$1") / 1000)) ms, p99 $(($(jget "['client']['get_p99_us']" <"$1") / 1000)) ms, $(jget "['client']['fetch_timeouts']" <"$1") fetch timeouts"; }
 echo "# $held gets of blocks whose first two servers are frozen: hedging after 5 ms: $(lat "$TEST_DIR/client$HEDGE.json"), $hedges hedges, $wins answered first; without: $(lat "$TEST_DIR/client0.json")"
 ok "hedged FETCHes are sent after 5 ms and answer gets"
+
+# The default: hedges within the budget. Its FETCHes are its get RPCs less
+# its lookups' (a local ring: no lookup leaves the daemon), so the
+# bound below counts every RPC as a FETCH: never lower than the truth.
+ah=$(jget "['client']['hedges']" <"$TEST_DIR/client$AUTO.json")
+aw=$(jget "['client']['hedge_wins']" <"$TEST_DIR/client$AUTO.json")
+askip=$(jget "['client']['hedges_skipped']" <"$TEST_DIR/client$AUTO.json")
+arpcs=$(jget "['client']['get_rpcs']" <"$TEST_DIR/client$AUTO.json")
+[ "$ah" -gt 0 ] || fail "the default (auto) daemon sent no hedged FETCH against frozen servers"
+[ "$ah" -le $((10 + (arpcs + 19) / 20)) ] || fail "the default daemon hedged $ah times for $arpcs RPCs: over its 5 % budget"
+echo "# by default (auto): $(lat "$TEST_DIR/client$AUTO.json"), $ah hedges ($askip over the budget), $aw answered first, $arpcs get RPCs"
+ok "hedges by default fire at frozen servers, within their budget"

@@ -35,7 +35,7 @@ static const char usage[] =
 	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
 	"                   [--successors R] [--pns X] [--learned L] [--mode MODE] [--ring-order]\n"
-	"                   [--hedge-ms MS]\n"
+	"                   [--hedge-ms MS|auto]\n"
 	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
 	"                   [--rate GETS_PER_S] [--gateways G] [--readers R] [--fetches F]\n"
@@ -227,6 +227,7 @@ struct settings {
 static void parse_args(int argc, char **argv, struct settings *st)
 {
 	int c;
+	bool hedge_given = false;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -251,12 +252,18 @@ static void parse_args(int argc, char **argv, struct settings *st)
 				struct dhash_config d;
 				dhash_config_default(&d);
 				TB.dc.lookup_mode = d.lookup_mode;
+				if (!hedge_given)
+					TB.dc.hedge_ms = d.hedge_ms;
 			} else if (chord_mode_parse(optarg, &TB.dc.lookup_mode) < 0) {
 				die_usage("unknown lookup mode '%s'", optarg);
 			}
 			break;
 		case O_RING_ORDER: TB.dc.ring_order = true; break;
-		case O_HEDGE: TB.dc.hedge_ms = (uint32_t)num(optarg, "--hedge-ms", 0, 60000); break;
+		case O_HEDGE:
+			TB.dc.hedge_ms = !strcmp(optarg, "auto") ? DHASH_HEDGE_AUTO
+			                                         : (uint32_t)num(optarg, "--hedge-ms", 0, 60000);
+			hedge_given = true;
+			break;
 		case O_CACHING: TB.caching = true; break;
 		case O_FREEZE: TB.frozen = true; break;
 		case O_GATEWAYS: st->w.gateways = (uint32_t)num(optarg, "--gateways", 1, TB_GATEWAYS_MAX); break;
@@ -387,6 +394,7 @@ int main(int argc, char **argv)
 	/* the papers' baseline, so that the evaluation's rows differ from it
 	 * only in what they switch on; --mode cfsd is the daemon's default */
 	TB.dc.lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
+	TB.dc.hedge_ms = 0;
 	TB.dc.sync_ms = 5000;
 	TB.base_port = 20000;
 	TB.seed = 1;

@@ -172,3 +172,66 @@ Test(chord_learned, contact_lines)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(chord_contact_parse(bad[i], &n), -EINVAL, "'%s' parsed", bad[i]);
 }
+
+/* A plain client's remembered answers: a run of successors given for a key
+ * answers a later key inside it with the successors from there on, when
+ * enough follow; the freshest run wins; old runs are not used. */
+static void arc(struct chord__arc *a, const struct cfs_id *key, int first, int n, uint64_t at)
+{
+	memset(a, 0, sizeof(*a));
+	a->key = *key;
+	a->at_us = at;
+	a->n = (uint32_t)n;
+	for (int i = 0; i < n; i++)
+		a->succ[i] = ring[(first + i) % N];
+}
+
+/* an ID just after ring[i] (so that ring[i + 1] is its successor) */
+static struct cfs_id after(int i)
+{
+	struct cfs_id k = ring[i % N].id;
+	for (int b = 31; b >= 0 && ++k.b[b] == 0; b--)
+		;
+	return k;
+}
+
+Test(chord_learned, remembered_answers)
+{
+	struct chord__arc arcs[2];
+	struct cfs_node out[16];
+	uint64_t t = 1000000;
+	struct cfs_id k10 = after(9); /* an answer for a key whose successor is ring[10] */
+
+	arc(&arcs[0], &k10, 10, 8, t);
+	/* the key it was given for, and one further in: the successors from there */
+	struct cfs_id k = after(9);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 8);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[10].id));
+	k = after(12); /* successor ring[13]: 5 of the run follow */
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 5);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[13].id));
+	cr_assert(cfs_id_eq(&out[4].id, &ring[17].id));
+	k = ring[13].id; /* a node's own ID: that node is the successor */
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 5);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[13].id));
+	/* too near the run's end: fewer than CHORD__ARC_MIN follow */
+	k = after(14);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 0);
+	/* before the run's key: nothing known of its successor */
+	k = after(8);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 0);
+	/* a fresher run covering it wins; a stale one is not used */
+	k = after(12);
+	arc(&arcs[1], &k, 13, 8, t + 5);
+	cr_assert_eq(chord__arcs_find(arcs, 2, &k, t + 5, 8, out), 8);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t + CHORD__ARC_TTL_US, 8, out), 0, "stale");
+	/* fewer wanted than the floor: that many are enough */
+	k = after(15);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 2, out), 2);
+	/* a run across the wrap of the circle */
+	struct cfs_id kw = after(N - 3);
+	arc(&arcs[0], &kw, N - 2, 8, t);
+	k = after(N - 1);
+	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 6);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[0].id));
+}

@@ -271,11 +271,13 @@ Test(dhash_get, hedge_fires_after_the_delay_and_the_hedge_wins)
 	expect_fetch_to(&g, 1);
 	cr_assert_eq(acts[1].type, DHASH_ACT_ARM_HEDGE);
 	cr_assert_eq(acts[1].timeout_ms, 40);
+	cr_assert_eq(acts[1].i, 0, "the timer is for the FETCH just sent");
 	dhash__get_on_hedge(&g);
 	cr_assert_eq(drain(&g), 2);
 	expect_fetch_to(&g, 2);
 	cr_assert(acts[0].hedge);
 	cr_assert_eq(acts[1].type, DHASH_ACT_ARM_HEDGE);
+	cr_assert_eq(acts[1].i, 1);
 	cr_assert_eq(g.hedges, 1);
 	cr_assert_eq(g.inflight, 2);
 	dhash__get_on_fetch(&g, 1, true, &(struct dhash__reply){ .status = 0, .kind = DHASH_KIND_CHASH,
@@ -934,4 +936,20 @@ Test(dhash_get, a_claimed_old_root_does_not_roll_back)
 	cr_assert_eq(acts[0].status, 0);
 	cr_assert_eq(memcmp(acts[0].data, "root:1", 6), 0);
 	dhash__get_fini(&g);
+}
+
+/* The default delay: twice the round trip to the server asked plus 15 ms
+ * (DHash++ 5.2.2's margin), within [30 ms, 2 s]; 500 ms when nothing is
+ * known of it. And the default config hedges that way. */
+Test(dhash_get, automatic_hedge_delay)
+{
+	struct dhash_config c;
+
+	cr_assert_eq(dhash_hedge_auto_ms(0), DHASH_HEDGE_UNKNOWN_MS);
+	cr_assert_eq(dhash_hedge_auto_ms(100), DHASH_HEDGE_MIN_MS, "loopback: the floor");
+	cr_assert_eq(dhash_hedge_auto_ms(10000), 35, "10 ms away");
+	cr_assert_eq(dhash_hedge_auto_ms(200000), 415, "200 ms away");
+	cr_assert_eq(dhash_hedge_auto_ms(5000000), DHASH_HEDGE_MAX_MS, "a wild estimate: the cap");
+	dhash_config_default(&c);
+	cr_assert_eq(c.hedge_ms, DHASH_HEDGE_AUTO);
 }

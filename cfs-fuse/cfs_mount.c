@@ -13,6 +13,7 @@
  * words (_netdev, noauto, nofail, x-*, ...) are accepted and ignored, the
  * rest of -o goes to FUSE, and the mount is read-only whatever is asked.
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -66,6 +67,8 @@ static const char usage_text[] =
 	"                        while mounted\n"
 	"      --debug           log every FUSE request (libfuse's -d; -d is --data,\n"
 	"                        as in every CFS tool)\n"
+	"      --nonempty        mount over a directory that is not empty (its\n"
+	"                        contents are hidden while mounted; refused without)\n"
 	"  -V, --version         show the version\n"
 	"  -h, --help            show this help\n"
 	"\n"
@@ -78,7 +81,7 @@ static const char usage_text[] =
 
 enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
        O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM,
-       O_PUSH_RATE, O_DEBUG };
+       O_PUSH_RATE, O_DEBUG, O_NONEMPTY };
 static const struct option opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "cfsd", required_argument, NULL, O_CFSD },
@@ -97,6 +100,7 @@ static const struct option opts[] = {
 	{ "from", required_argument, NULL, O_FROM },
 	{ "cache-push-mb-per-s", required_argument, NULL, O_PUSH_RATE },
 	{ "debug", no_argument, NULL, O_DEBUG },
+	{ "nonempty", no_argument, NULL, O_NONEMPTY },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -110,6 +114,7 @@ static struct {
 	char fuse_opts[4096];     /* the -o words for FUSE, comma-separated */
 	uint64_t disk_mb;
 	bool allow_other;         /* asked for in -o */
+	bool nonempty;            /* mount over a directory that is not empty */
 } A;
 
 static unsigned long number(const char *opt, const char *s, unsigned long max)
@@ -169,6 +174,7 @@ static void apply(int c, const char *name, const char *val)
 			bad_usage("--from wants dir:PATH, not '%s'", val);
 		copy_path(A.from, sizeof(A.from), val + 4, "--from");
 		break;
+	case O_NONEMPTY: A.nonempty = true; break;
 	case 'V': printf("cfs-mount %s\n", CFS_VERSION); exit(0);
 	case 'h': fputs(usage_text, stdout); exit(0);
 	default: bad_usage("option '%s' is not for -o", name);
@@ -327,6 +333,22 @@ static void remove_made(void)
 		(void)rmdir(made[--nmade]);
 }
 
+/* An empty directory, or one that cannot be read (then mounting says
+ * why): anything else is hidden by a mount over it. */
+static bool dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = true;
+
+	if (!d)
+		return true;
+	while (empty && (e = readdir(d)))
+		empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+	closedir(d);
+	return empty;
+}
+
 static bool under_cfs(const char *mnt)
 {
 	return strncmp(mnt, "/cfs/", 5) == 0 && mnt[5];
@@ -420,6 +442,11 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind == 1)
 		make_mountpoint(mnt);
+	if (!A.nonempty && !dir_is_empty(mnt)) {
+		log_error("%s is not empty: mounting there would hide its contents (give -o nonempty "
+		          "to do so anyway)", mnt);
+		return 1;
+	}
 	if (A.fuse_opts[0]) {
 		fuse_argv[fuse_argc++] = (char *)"-o";
 		fuse_argv[fuse_argc++] = A.fuse_opts;

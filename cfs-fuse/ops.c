@@ -542,6 +542,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 /* ------------------------------------------------------------ xattrs */
 
 static const char xattr_names[] = "user.cfs.key\0user.cfs.seq\0user.cfs.volume\0";
+/* ... and on the volume's top directory only */
+static const char xattr_names_top[] = "user.cfs.stats\0";
 
 static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 {
@@ -610,12 +612,20 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	char names[sizeof(xattr_names) + sizeof(xattr_names_top)];
+	size_t n = sizeof(xattr_names) - 1;
+
+	memcpy(names, xattr_names, n);
+	if (ino == 1) {
+		memcpy(names + n, xattr_names_top, sizeof(xattr_names_top) - 1);
+		n += sizeof(xattr_names_top) - 1;
+	}
 	if (size == 0)
-		fuse_reply_xattr(req, sizeof(xattr_names) - 1);
-	else if (size < sizeof(xattr_names) - 1)
+		fuse_reply_xattr(req, n);
+	else if (size < n)
 		fuse_reply_err(req, ERANGE);
 	else
-		fuse_reply_buf(req, xattr_names, sizeof(xattr_names) - 1);
+		fuse_reply_buf(req, names, n);
 }
 
 static const struct fuse_lowlevel_ops ops = {

@@ -122,7 +122,12 @@ xa() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], sys.argv[2]).de
 key=$(xa "$mnt/tree/three-mb" user.cfs.key)
 [ ${#key} = 64 ] || fail "user.cfs.key '$key'"
 [[ "$("$CFSCTL" --data "$TEST_DIR/node$M" get --check "$key")" == *" ok "* ]] || fail "the inode named by user.cfs.key is not on the ring"
-ok "EROFS on create, write, truncate, unlink, chmod, rename, mkdir, symlink; user.cfs.seq, user.cfs.volume, user.cfs.key (fetchable)"
+# every attribute is listed: the top directory's with user.cfs.stats
+xl() { python3 -c "import os,sys; print(' '.join(sorted(os.listxattr(sys.argv[1]))))" "$1"; }
+[ "$(xl "$mnt")" = "user.cfs.key user.cfs.seq user.cfs.stats user.cfs.volume" ] || fail "listxattr of /: $(xl "$mnt")"
+[ "$(xl "$mnt/version")" = "user.cfs.key user.cfs.seq user.cfs.volume" ] || fail "listxattr of a file: $(xl "$mnt/version")"
+python3 -c "import json,os,sys; json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))" "$mnt" || fail "user.cfs.stats is not JSON"
+ok "EROFS on create, write, truncate, unlink, chmod, rename, mkdir, symlink; user.cfs.seq, user.cfs.volume, user.cfs.key (fetchable), user.cfs.stats, all listed"
 
 # ---- a newer root; an open file keeps its version
 exec 7<"$mnt/version"
@@ -243,3 +248,19 @@ expect_exit 1 "$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state
 grep -q "older than one already seen" "$TEST_DIR/err" || fail "an older root: $(cat "$TEST_DIR/err")"
 mountpoint -q "$mnt" && fail "mounted an older root"
 ok "SIGTERM unmounts and exits 0; a root below the remembered sequence is refused"
+
+# ---- a mount point that is not empty: refused, unless -o nonempty
+echo 2 >"$TEST_DIR/state/$vol.seq"
+echo mine >"$mnt/own-file"
+expect_exit 1 "$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$vol" "$mnt" 2>"$TEST_DIR/err"
+grep -q "is not empty" "$TEST_DIR/err" || fail "a non-empty mount point: $(cat "$TEST_DIR/err")"
+[ "$(wc -l <"$TEST_DIR/err")" = 1 ] || fail "the refusal took more than one line: $(cat "$TEST_DIR/err")"
+mountpoint -q "$mnt" && fail "mounted over a non-empty directory"
+start_mount -o nonempty
+[ -e "$mnt/version" ] && [ ! -e "$mnt/own-file" ] || fail "-o nonempty: the volume is not what is seen there"
+kill -TERM "$MOUNT_PID"
+wait "$MOUNT_PID" || fail "cfs-mount exited $? after SIGTERM"
+MOUNT_PID=
+[ "$(cat "$mnt/own-file")" = mine ] || fail "the directory's own file is gone after unmounting"
+rm -f "$mnt/own-file"
+ok "a non-empty mount point is refused in one line; -o nonempty mounts over it and leaves it as it was"

@@ -55,6 +55,8 @@ struct daemon {
 	int exit_status;          /* 1 after a fatal ring error (on_ring_fatal) */
 	uv_timer_t fatal_timer;
 	uv_timer_t peers_timer;   /* DATA/peers checked every 5 s, written when changed */
+	uv_timer_t ready_timer;   /* READY=1 for systemd once every virtual server joined */
+	bool ready_sent;
 	bool peers_loaded;        /* DATA/peers was read: it may be written */
 	bool map_port;            /* --map-port: ask the home router to forward our port */
 	bool portmap_on;          /* a mapping was made: renewed by portmap_timer */
@@ -399,6 +401,7 @@ static void shut_down(void)
 	uv_close((uv_handle_t *)&D.sighup, NULL);
 	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
 	uv_close((uv_handle_t *)&D.peers_timer, NULL);
+	uv_close((uv_handle_t *)&D.ready_timer, NULL);
 	if (D.portmap_on)
 		uv_close((uv_handle_t *)&D.portmap_timer, NULL);
 	if (D.peers_loaded)
@@ -919,6 +922,23 @@ static void check_addresses(const struct settings *st)
 /* sd_notify(3)'s protocol without libsystemd: one datagram to the
  * AF_UNIX socket named by $NOTIFY_SOCKET ('@': the abstract namespace).
  * Quiet when there is none (not run by systemd with Type=notify). */
+/* READY=1 once every virtual server has joined the ring. */
+static void ready_tick(uv_timer_t *t)
+{
+	char ready[CFS_ADDR_STRLEN + 64], a[CFS_ADDR_STRLEN];
+
+	for (uint32_t i = 0; i < chord_vnode_count(D.chord); i++)
+		if (!chord_vnode_joined(D.chord, i))
+			return;
+	uv_timer_stop(t);
+	if (D.ready_sent)
+		return;
+	D.ready_sent = true;
+	snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, a member of the ring",
+	         cfs_addr_str(&D.addr, a));
+	notify(ready);
+}
+
 static void notify(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
@@ -1152,6 +1172,7 @@ int main(int argc, char **argv)
 	uv_signal_start(&D.sighup, on_sighup, SIGHUP);
 	uv_timer_init(D.loop, &D.fatal_timer);
 	uv_timer_init(D.loop, &D.peers_timer);
+	uv_timer_init(D.loop, &D.ready_timer);
 	signal(SIGPIPE, SIG_IGN);
 
 	D.metrics = cfsd_metrics_new(D.loop, D.tr, D.chord, status_json);
@@ -1167,11 +1188,14 @@ int main(int argc, char **argv)
 		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
 		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
 		         joining ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
-		/* Ready: the control socket answers (the ring may still be joining). */
-		char ready[CFS_ADDR_STRLEN + 64];
-		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, %s",
-		         cfs_addr_str(&D.addr, a), joining ? "joining a ring" : "a new ring");
-		notify(ready);
+		/* Ready once every virtual server has joined (at once for a new
+		 * ring): a unit ordered after cfsd then finds a member. Until
+		 * then systemd shows that it is joining. */
+		char joining_st[CFS_ADDR_STRLEN + 64];
+		snprintf(joining_st, sizeof(joining_st), "STATUS=serving on %s, joining a ring",
+		         cfs_addr_str(&D.addr, a));
+		notify(joining_st);
+		uv_timer_start(&D.ready_timer, ready_tick, 0, 100);
 	}
 	cfs_loop_run(D.loop);
 	uv_loop_close(D.loop);

@@ -160,6 +160,48 @@ st=0; as nobody "$D/usr/local/bin/cfsctl" status >/dev/null 2>"$TEST_DIR/deny2" 
 [ "$st" -ne 0 ] && grep -qF "$want" "$TEST_DIR/deny2" || fail "cfsctl as nobody: $(cat "$TEST_DIR/deny2")"
 ok "a user outside cfs is told: permission denied, add yourself to the group cfs"
 
+# ---- 5b. a daemon joining a ring is READY only once it has joined
+listen_notify() { # NAME: its messages, one a line, in $TEST_DIR/NAME.tmp
+	python3 - "$TEST_DIR/$1" "cfs-$1-$$" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + sys.argv[2]); s.settimeout(60)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("listening\n"); f.flush()
+    while True:
+        m = s.recv(4096).decode()
+        f.write(m.replace("\n", " ") + "\n"); f.flush()
+        if "STOPPING=1" in m:
+            break
+PY
+	PIDS+=("$!")
+	wait_for 10 grep -q listening "$TEST_DIR/$1.tmp" || fail "notify listener $1"
+}
+dead=$(free_port)
+jport=$(free_port)
+listen_notify joinA
+NOTIFY_SOCKET="@cfs-joinA-$$" "$CFS_BIN/cfsd" --data "$TEST_DIR/joiner" --bind 127.0.0.2 --port "$jport" \
+	--bootstrap "127.0.0.1:$dead" 2>"$TEST_DIR/joinA.log" &
+jpid=$!
+PIDS+=("$jpid")
+wait_for 10 grep -q 'STATUS=serving on 127.0.0.2.*joining a ring' "$TEST_DIR/joinA.tmp" ||
+	fail "no joining STATUS: $(cat "$TEST_DIR/joinA.tmp")"
+sleep 3
+grep -q 'READY=1' "$TEST_DIR/joinA.tmp" && fail "READY=1 from a daemon whose bootstrap server is not there"
+kill -TERM "$jpid"
+wait "$jpid" || true
+listen_notify joinB
+NOTIFY_SOCKET="@cfs-joinB-$$" "$CFS_BIN/cfsd" --data "$TEST_DIR/joiner" --bind 127.0.0.2 --port "$jport" \
+	--bootstrap "127.0.0.1:$port" 2>"$TEST_DIR/joinB.log" &
+jpid=$!
+PIDS+=("$jpid")
+wait_for 30 grep -q 'READY=1' "$TEST_DIR/joinB.tmp" || { cat "$TEST_DIR/joinB.log"; fail "no READY=1 after joining"; }
+"$CFSCTL" --data "$TEST_DIR/joiner" status --json | jget "['ring']['vnodes'][0]['joined']" | grep -q True ||
+	fail "READY=1 before the virtual server joined"
+kill -TERM "$jpid"
+wait "$jpid" || fail "the joining daemon exited non-zero on SIGTERM"
+ok "a joining daemon tells systemd it is joining, and READY=1 only once it is a member"
+
 # ---- 6. STOPPING=1 and a clean exit on SIGTERM
 kill -TERM "$pid"
 wait "$pid" || fail "cfsd exited non-zero on SIGTERM"

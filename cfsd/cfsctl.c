@@ -35,6 +35,7 @@
 
 static const char usage_text[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json]\n"
+	"       cfsctl [--data DIR | --socket PATH] health\n"
 	"       cfsctl [--data DIR | --socket PATH] peers\n"
 	"       cfsctl [--data DIR | --socket PATH] keys\n"
 	"       cfsctl ping HOST:PORT [--count N] [--timeout MS]\n"
@@ -51,6 +52,9 @@ static const char usage_text[] =
 	"             the ring neighbours with their round-trip times, RPC counts,\n"
 	"             timeouts, latency percentiles, the store, the ring tables;\n"
 	"             --json: the same as one object, in raw numbers\n"
+	"  health     one line, and exit 0 only when the local cfsd is healthy: every\n"
+	"             virtual server joined with a full successor list, the store\n"
+	"             below its capacity, its disk not full; else exit 1 and why\n"
 	"  peers      the ring neighbours of the local cfsd: virtual server, role\n"
 	"             (pred, succ N), ID, address, last and smoothed round trip, when\n"
 	"             it last answered\n"
@@ -240,6 +244,37 @@ static int cmd_status(struct cfsctl *g, int argc, char **argv)
 	free(req);
 	cfsd_ctl_report(sock, "status", r);
 	return r < 0 ? 1 : 0;
+}
+
+static void print_health(void *arg, int status, const struct cfs_msg *reply)
+{
+	int *healthy = arg;
+
+	if (status < 0)
+		return;
+	if (reply->data.len >= 8 && memcmp(reply->data.p, "healthy:", 8) == 0)
+		*healthy = 1;
+	else if (reply->data.len < 10 || memcmp(reply->data.p, "unhealthy:", 10) != 0) {
+		fprintf(stderr, "cfsctl: this cfsd does not report its health (an older version?)\n");
+		return;
+	}
+	fwrite(reply->data.p, 1, reply->data.len, stdout);
+}
+
+static int cmd_health(struct cfsctl *g, int argc, char **argv)
+{
+	int healthy = 0, r;
+	struct cfs_msg *req;
+
+	simple_args(g, argc, argv, false, 0, NULL);
+	const char *sock = cfsctl_sock(g);
+	req = xmalloc(sizeof(*req));
+	cfs_msg_init(req, CFS_MSG_CTL_STATUS);
+	req->flags = CFS_STATUS_F_HEALTH;
+	r = cfsd_ctl_call(sock, req, 5000, print_health, &healthy);
+	free(req);
+	cfsd_ctl_report(sock, "health", r);
+	return r == 0 && healthy ? 0 : 1;
 }
 
 /* The neighbours table of the text report: from its heading line to the
@@ -471,6 +506,7 @@ static const struct {
 	int (*main)(struct cfsctl *g, int argc, char **argv);
 } commands[] = {
 	{ "status", cmd_status },
+	{ "health", cmd_health },
 	{ "peers", cmd_peers },
 	{ "keys", cmd_keys },
 	{ "ping", cmd_ping },

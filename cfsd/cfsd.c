@@ -26,6 +26,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -311,11 +312,54 @@ static const struct cfs_stat status_tail[] = {
 };
 #undef S
 
-static void status_report(struct cfs_sbuf *b, bool json)
+/* cfsctl health's line: healthy when every virtual server has joined
+ * with a full successor list, the stored blocks are below the capacity
+ * and the data directory's disk is not full. */
+#define HEALTH_DISK_MIN (64ull << 20)
+static void health_report(struct cfs_sbuf *b)
 {
-	struct status_snap *s = xcalloc(1, sizeof(*s)); /* two histograms: not on the stack */
+	struct cfs_sbuf why = { 0 };
+	uint64_t used, cap;
+	struct statvfs fs;
+
+	for (uint32_t i = 0; i < chord_vnode_count(D.chord); i++) {
+		if (!chord_vnode_joined(D.chord, i))
+			cfs_sb_printf(&why, "%svirtual server %u has not joined the ring", why.len ? "; " : "", i);
+		else if (!chord_vnode_succs_full(D.chord, i))
+			cfs_sb_printf(&why, "%svirtual server %u's successor list is short", why.len ? "; " : "", i);
+	}
+	if (chord_is_client(D.chord))
+		cfs_sb_printf(&why, "%sclient-only: members cannot reach this server", why.len ? "; " : "");
+	dhash_server_usage(D.dhash, &used, &cap);
+	if (cap && used >= cap)
+		cfs_sb_printf(&why, "%sthe store is full (%.1f of %.1f MiB)", why.len ? "; " : "",
+		              (double)used / (1 << 20), (double)cap / (1 << 20));
+	if (statvfs(D.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < HEALTH_DISK_MIN)
+		cfs_sb_printf(&why, "%sthe disk of %s has less than %llu MiB free", why.len ? "; " : "",
+		              D.data_dir, (unsigned long long)(HEALTH_DISK_MIN >> 20));
+	uint32_t nv = chord_vnode_count(D.chord);
+	if (why.len)
+		cfs_sb_printf(b, "unhealthy: %s\n", why.p);
+	else if (cap)
+		cfs_sb_printf(b, "healthy: %u virtual server%s joined with full successor lists; %.1f of %.1f MiB stored\n",
+		              nv, nv == 1 ? "" : "s", (double)used / (1 << 20), (double)cap / (1 << 20));
+	else
+		cfs_sb_printf(b, "healthy: %u virtual server%s joined with full successor lists; %.1f MiB stored\n",
+		              nv, nv == 1 ? "" : "s", (double)used / (1 << 20));
+	free(why.p);
+}
+
+static void status_report(struct cfs_sbuf *b, uint32_t flags)
+{
+	struct status_snap *s;
 	char a[CFS_ADDR_STRLEN];
-	bool first = true;
+	bool first = true, json = flags & CFS_STATUS_F_JSON;
+
+	if (flags & CFS_STATUS_F_HEALTH) {
+		health_report(b);
+		return;
+	}
+	s = xcalloc(1, sizeof(*s)); /* two histograms: not on the stack */
 
 	cfs_transport_get_stats(D.tr, &s->st);
 	s->version = CFS_VERSION;
@@ -354,7 +398,7 @@ static void status_report(struct cfs_sbuf *b, bool json)
 
 static void status_json(struct cfs_sbuf *b)
 {
-	status_report(b, true);
+	status_report(b, CFS_STATUS_F_JSON);
 }
 
 /* ------------------------------------------------------------ UDP requests */

@@ -345,7 +345,7 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	ctl_requests++;
 	if (req->type == CFS_MSG_CTL_STATUS) {
 		struct cfs_sbuf b = { 0 };
-		E.status(&b, req->flags & CFS_STATUS_F_JSON);
+		E.status(&b, req->flags);
 		cfs_msg_init(&R, CFS_MSG_CTL_STATUS);
 		R.is_reply = true;
 		R.reqid = req->reqid;

@@ -13,7 +13,7 @@ struct cfsd_serve_env {
 	dhash_server_t *dhash;
 	dhash_client_t *client;
 	cfsd_pinner_t *pinner;
-	void (*status)(struct cfs_sbuf *b, bool json); /* CTL_STATUS's report */
+	void (*status)(struct cfs_sbuf *b, uint32_t flags); /* CTL_STATUS's report (CFS_STATUS_F_*) */
 };
 
 void cfsd_serve_init(const struct cfsd_serve_env *env);

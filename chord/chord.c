@@ -454,6 +454,12 @@ uint32_t chord_vnode_count(const chord_t *c) { return c->nv; }
 const struct cfs_node *chord_vnode_self(const chord_t *c, uint32_t i) { return &c->v[i].self; }
 const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return chord__vn_succ(&c->v[i]); }
 bool chord_vnode_joined(const chord_t *c, uint32_t i) { return c->v[i].joined; }
+bool chord_vnode_succs_full(const chord_t *c, uint32_t i)
+{
+	const struct vnode *v = &c->v[i];
+
+	return !v->succ_unsure && (v->nsuccs >= c->cfg.nsucc || v->wraps);
+}
 uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[])
 {
 	for (uint32_t k = 0; k < c->v[i].nsuccs; k++)

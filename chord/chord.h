@@ -248,6 +248,10 @@ uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *
 /* Its predecessor, NULL when unknown. */
 const struct cfs_node *chord_vnode_pred(const chord_t *c, uint32_t i);
 bool chord_vnode_joined(const chord_t *c, uint32_t i);
+/* Is virtual server i's successor list as long as it should be: the
+ * configured length, or the whole ring when the ring is shorter (the list
+ * came back round to us), and not in doubt after a loss? */
+bool chord_vnode_succs_full(const chord_t *c, uint32_t i);
 /* Joined and through its first full pass of finger refreshes. */
 bool chord_vnode_settled(const chord_t *c, uint32_t i);
 /* N ≈ r / f, f the fraction of the circle that the successor lists cover

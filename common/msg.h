@@ -99,6 +99,7 @@ enum cfs_msg_type {
 
 /* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u
+#define CFS_STATUS_F_HEALTH 0x2u /* one line: "healthy: ..." or "unhealthy: ..." */
 
 /* CTL_KEYS flags. */
 #define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */

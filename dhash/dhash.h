@@ -127,6 +127,9 @@ bool dhash_handle_request(dhash_server_t *s, const struct cfs_msg *req,
                           const struct cfs_reply_to *from);
 /* Blocks, bytes, counters, as text or as a JSON object (appended to b). */
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
+/* Bytes of stored blocks (replicas and pins; the cache has its own bound)
+ * and the capacity they may fill (0: no bound). */
+void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_capacity);
 /* A page of the stored keys in key order: up to max, from the first or
  * after `after`; *ret_more tells whether more follow. */
 uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,

@@ -850,6 +850,14 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	n->c_path_hits = s->path_hits;
 }
 
+void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_capacity)
+{
+	uint64_t blocks;
+
+	dhash_store_totals(s->store, &blocks, ret_bytes);
+	*ret_capacity = s->cfg.capacity_bytes;
+}
+
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	struct server_snap n = { 0 };

@@ -188,6 +188,9 @@ wait_for 10 grep -q 'STATUS=serving on 127.0.0.2.*joining a ring' "$TEST_DIR/joi
 	fail "no joining STATUS: $(cat "$TEST_DIR/joinA.tmp")"
 sleep 3
 grep -q 'READY=1' "$TEST_DIR/joinA.tmp" && fail "READY=1 from a daemon whose bootstrap server is not there"
+st=0; "$CFSCTL" --data "$TEST_DIR/joiner" health >"$TEST_DIR/health" 2>&1 || st=$?
+[ "$st" = 1 ] && grep -q '^unhealthy: virtual server 0 has not joined the ring$' "$TEST_DIR/health" ||
+	fail "cfsctl health of a daemon that has not joined: exit $st, $(cat "$TEST_DIR/health")"
 kill -TERM "$jpid"
 wait "$jpid" || true
 listen_notify joinB
@@ -198,9 +201,16 @@ PIDS+=("$jpid")
 wait_for 30 grep -q 'READY=1' "$TEST_DIR/joinB.tmp" || { cat "$TEST_DIR/joinB.log"; fail "no READY=1 after joining"; }
 "$CFSCTL" --data "$TEST_DIR/joiner" status --json | jget "['ring']['vnodes'][0]['joined']" | grep -q True ||
 	fail "READY=1 before the virtual server joined"
+healthy() { "$CFSCTL" --data "$TEST_DIR/joiner" health >"$TEST_DIR/health" 2>&1; }
+wait_for 20 healthy || fail "cfsctl health of a member of a ring of two: $(cat "$TEST_DIR/health")"
+grep -q '^healthy: 1 virtual server joined with full successor lists; ' "$TEST_DIR/health" ||
+	fail "cfsctl health: $(cat "$TEST_DIR/health")"
 kill -TERM "$jpid"
 wait "$jpid" || fail "the joining daemon exited non-zero on SIGTERM"
-ok "a joining daemon tells systemd it is joining, and READY=1 only once it is a member"
+st=0; "$CFSCTL" --data "$TEST_DIR/joiner" health >"$TEST_DIR/health" 2>&1 || st=$?
+[ "$st" = 1 ] && grep -q 'no cfsd is running' "$TEST_DIR/health" ||
+	fail "cfsctl health with no daemon: exit $st, $(cat "$TEST_DIR/health")"
+ok "a joining daemon tells systemd it is joining, and READY=1 only once it is a member; cfsctl health exits 1 before (and with no daemon), 0 once joined"
 
 # ---- 6. STOPPING=1 and a clean exit on SIGTERM
 kill -TERM "$pid"

@@ -331,7 +331,7 @@ static void health_report(struct cfs_sbuf *b)
 	if (chord_is_client(D.chord))
 		cfs_sb_printf(&why, "%sclient-only: members cannot reach this server", why.len ? "; " : "");
 	dhash_server_usage(D.dhash, &used, &cap);
-	if (cap && used >= cap)
+	if (cap && used + (1u << 20) > cap) /* within a MiB of it: puts are refused */
 		cfs_sb_printf(&why, "%sthe store is full (%.1f of %.1f MiB)", why.len ? "; " : "",
 		              (double)used / (1 << 20), (double)cap / (1 << 20));
 	if (statvfs(D.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < HEALTH_DISK_MIN)
@@ -963,9 +963,6 @@ static void check_addresses(const struct settings *st)
 	}
 }
 
-/* sd_notify(3)'s protocol without libsystemd: one datagram to the
- * AF_UNIX socket named by $NOTIFY_SOCKET ('@': the abstract namespace).
- * Quiet when there is none (not run by systemd with Type=notify). */
 /* READY=1 once every virtual server has joined the ring. */
 static void ready_tick(uv_timer_t *t)
 {
@@ -983,6 +980,9 @@ static void ready_tick(uv_timer_t *t)
 	notify(ready);
 }
 
+/* sd_notify(3)'s protocol without libsystemd: one datagram to the
+ * AF_UNIX socket named by $NOTIFY_SOCKET ('@': the abstract namespace).
+ * Quiet when there is none (not run by systemd with Type=notify). */
 static void notify(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");

@@ -458,7 +458,8 @@ bool chord_vnode_succs_full(const chord_t *c, uint32_t i)
 {
 	const struct vnode *v = &c->v[i];
 
-	return !v->succ_unsure && (v->nsuccs >= c->cfg.nsucc || v->wraps);
+	/* joined with no successor: the ring is this process alone */
+	return !v->succ_unsure && (v->nsuccs >= c->cfg.nsucc || v->wraps || (v->joined && v->nsuccs == 0));
 }
 uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[])
 {

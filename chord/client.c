@@ -202,6 +202,13 @@ void chord__client_learn(chord_t *c, const struct cfs_node *n)
 void chord__client_forget(chord_t *c, const struct cfs_id *id)
 {
 	(void)chord__learned_remove(&c->learned, id);
+	/* a remembered run naming it would send gets to it for minutes */
+	for (uint32_t i = 0; i < c->narcs; i++)
+		for (uint32_t j = 0; j < c->arcs[i].n; j++)
+			if (cfs_id_eq(&c->arcs[i].succ[j].id, id)) {
+				c->arcs[i].n = 0;
+				break;
+			}
 }
 
 /* Up to cap contacts, nearest predecessor of key first: those met in this
@@ -363,6 +370,8 @@ uint32_t chord__arcs_find(const struct chord__arc *arcs, uint32_t n, const struc
 		/* key's successor is the first of the run at or after it, the
 		 * run starting right after the key it was given for */
 		uint32_t j = 0;
+		if (cfs_id_eq(&a->key, &a->succ[0].id)) /* (x, x] would be the whole circle */
+			j = cfs_id_eq(key, &a->key) ? 0 : 1;
 		while (j < a->n && !cfs_id_eq(key, &a->key) &&
 		       !cfs_id_in_oc(key, j ? &a->succ[j - 1].id : &a->key, &a->succ[j].id))
 			j++;

@@ -105,9 +105,10 @@ struct chord__suspect {
  * again more than CHORD__CLAIM_GRACE_US after the first time (an honest
  * node claims its new predecessor's keys until that one notifies it, one
  * stabilization round); a first claim older than CHORD__CLAIM_WINDOW_US
- * is forgotten. */
+ * is forgotten. Once a suspect, a node's next claim within the window
+ * makes it one again at once. */
 #define CHORD__CLAIM_GRACE_US (20 * 1000000ull)
-#define CHORD__CLAIM_WINDOW_US (300 * 1000000ull)
+#define CHORD__CLAIM_WINDOW_US (600 * 1000000ull)
 struct chord__strike {
 	struct cfs_id id;
 	uint64_t first_us;
@@ -449,8 +450,9 @@ bool chord__suspects_strike(struct chord__suspects *s, const struct cfs_id *id, 
 uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us);
 bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
 /* chord_suspect for a node that claimed a key it precedes: a suspect only
- * on its second claim past the grace (chord__suspects_strike). */
-void chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why);
+ * on its second claim past the grace (chord__suspects_strike); true when
+ * it became one. */
+bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why);
 
 /* client.c */
 /* A lookup answered without a message (res): its callback from the timer,

@@ -281,10 +281,13 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		break;
 	case CHORD__LKA_SUSPECT:
 		c->lookup_checks_failed++;
-		if (a->why == chord__lk_claims_preceding)
-			chord__suspect_claim(c, &a->id, a->why);
-		else
+		if (a->why == chord__lk_claims_preceding) {
+			/* an honest node's first claim: it stays a contact */
+			if (!chord__suspect_claim(c, &a->id, a->why))
+				break;
+		} else {
 			chord_suspect(c, &a->id, a->why);
+		}
 		if (c->client)
 			chord__client_forget(c, &a->id);
 		break;

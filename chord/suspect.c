@@ -79,8 +79,13 @@ bool chord__suspects_strike(struct chord__suspects *s, const struct cfs_id *id, 
 		if (s->strike[i].first_us < s->strike[oldest].first_us)
 			oldest = i;
 	}
-	if (i < s->nstrike && s->strike[i].first_us + CHORD__CLAIM_WINDOW_US > now_us)
-		return s->strike[i].first_us + CHORD__CLAIM_GRACE_US <= now_us;
+	if (i < s->nstrike && s->strike[i].first_us + CHORD__CLAIM_WINDOW_US > now_us) {
+		if (s->strike[i].first_us + CHORD__CLAIM_GRACE_US >= now_us)
+			return false;
+		/* a suspect: its next claim in a window from now is one too */
+		s->strike[i].first_us = now_us - CHORD__CLAIM_GRACE_US;
+		return true;
+	}
 	if (i == s->nstrike)
 		i = s->nstrike < CHORD__SUSPECTS_MAX ? s->nstrike++ : oldest;
 	s->strike[i] = (struct chord__strike){ .id = *id, .first_us = now_us };
@@ -114,17 +119,19 @@ void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why)
 		log_warn("chord: suspect %s: %s", cfs_id_short(id, s), why);
 }
 
-void chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why)
+bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why)
 {
 	char s[9];
 
 	if (chord__local(c, id))
-		return;
-	if (chord__suspects_strike(&c->susp, id, cfs_now_us()))
+		return false;
+	if (chord__suspects_strike(&c->susp, id, cfs_now_us())) {
 		chord_suspect(c, id, why);
-	else
-		log_debug("chord: %s %s; refused, no suspect yet (its predecessor may have just joined)",
-		          cfs_id_short(id, s), why);
+		return true;
+	}
+	log_debug("chord: %s %s; refused, no suspect yet (its predecessor may have just joined)",
+	          cfs_id_short(id, s), why);
+	return false;
 }
 
 bool chord_is_suspect(const chord_t *c, const struct cfs_id *id)

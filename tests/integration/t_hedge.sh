@@ -19,12 +19,17 @@
 K=3
 N=9
 BLOCKS=400
-HEDGE=1 # the 5 ms hedging daemon; node 2 hedges by default; node 0 does not hedge
-AUTO=2
 
 # Slow stabilisation keeps the frozen server in the successor lists for the
 # few seconds the gets take.
 cluster_start "$N" 1 --stabilize-ms 2000 --replicas "$K" --sync-ms 0 --test-ring-order --hedge-ms 0
+# The three readers are neighbours on the ring (BASE, no hedging; HEDGE,
+# after 5 ms; AUTO, the default), so that the other six are an unbroken
+# run of the ring and many keys have all three successors among them.
+for ((i = 0; i < N; i++)); do
+	echo "$("$CFSCTL" --data "$TEST_DIR/node$i" status --json | jget "['ring']['vnodes'][0]['id']") $i"
+done | LC_ALL=C sort >"$TEST_DIR/order"
+read -r BASE HEDGE AUTO _ < <(awk '{ printf "%s ", $2 } END { print "" }' "$TEST_DIR/order")
 cluster_stop "$HEDGE"
 CL_ARGS[$HEDGE]="${CL_ARGS[$HEDGE]} --hedge-ms 5"
 cluster_restart "$HEDGE"
@@ -33,16 +38,17 @@ CL_ARGS[$AUTO]="${CL_ARGS[$AUTO]} --hedge-ms auto"
 cluster_restart "$AUTO"
 cluster_wait_correct 120 || fail "the $N-daemon ring did not converge"
 
-"$CFSCTL" --data "$TEST_DIR/node2" put --random "$BLOCKS" --size 4096 --seed 41 >"$TEST_DIR/puts" ||
+"$CFSCTL" --data "$TEST_DIR/node$BASE" put --random "$BLOCKS" --size 4096 --seed 41 >"$TEST_DIR/puts" ||
 	fail "puts: $(grep -c error "$TEST_DIR/puts") errors"
 cut -d' ' -f1 "$TEST_DIR/puts" >"$TEST_DIR/all.keys"
 cluster_wait_placement "$K" "$TEST_DIR/all.keys" 30 "$TEST_DIR/place.json" exact "$BLOCKS" ||
 	fail "blocks not on their $K successors: $(cat "$TEST_DIR/place.json")"
-# The live daemon: of daemons 3-8, the one that is the third successor of
-# the most keys whose first two successors are also among 3-8; the other
-# five are frozen.
-python3 - "$TEST_DIR/place" "$TEST_DIR/all.keys" >"$TEST_DIR/frozen.keys" 2>"$TEST_DIR/live" <<'PY'
+# The live daemon: of the six others, the one that is the third successor
+# of the most keys whose first two successors are also among them; the
+# other five are frozen.
+python3 - "$TEST_DIR/place" "$TEST_DIR/all.keys" "$BASE" "$HEDGE" "$AUTO" >"$TEST_DIR/frozen.keys" 2>"$TEST_DIR/live" <<'PY'
 import bisect, glob, json, re, sys
+readers = set(int(a) for a in sys.argv[3:6])
 ring = []
 for f in glob.glob(sys.argv[1] + "/node*.json"):
     i = int(re.search(r"node(\d+)\.json$", f).group(1))
@@ -57,7 +63,7 @@ for key in (l.split()[0] for l in open(sys.argv[2])):
         if n not in succ:
             succ.append(n)
         j += 1
-    if all(n >= 3 for n in succ):
+    if all(n not in readers for n in succ):
         by_live.setdefault(succ[2], []).append(key)
 live = max(by_live, key=lambda n: len(by_live[n]))
 print("\n".join(by_live[live]))
@@ -65,18 +71,20 @@ sys.stderr.write("%d\n" % live)
 PY
 LIVE=$(cat "$TEST_DIR/live")
 held=$(wc -l <"$TEST_DIR/frozen.keys")
-[ "$held" -gt 20 ] || fail "only $held blocks have daemon $LIVE third and two of daemons 3-8 first"
+[ "$held" -gt 20 ] || fail "only $held blocks have daemon $LIVE third and two of the six others first"
 frozen=()
-for ((i = 3; i < N; i++)); do [ "$i" -ne "$LIVE" ] && frozen+=("$i"); done
+for ((i = 0; i < N; i++)); do
+	case " $BASE $HEDGE $AUTO $LIVE " in *" $i "*) ;; *) frozen+=("$i") ;; esac
+done
 for i in "${frozen[@]}"; do kill -STOP "${CL_PID[$i]}"; done
 # The three daemons at once, so that none learns from another's timeouts first.
 declare -A getter
-for i in "$HEDGE" "$AUTO" 0; do
+for i in "$HEDGE" "$AUTO" "$BASE"; do
 	"$CFSCTL" --data "$TEST_DIR/node$i" get --check - <"$TEST_DIR/frozen.keys" >"$TEST_DIR/gets$i" &
 	getter[$i]=$!
 	PIDS+=("$!")
 done
-for i in "$HEDGE" "$AUTO" 0; do
+for i in "$HEDGE" "$AUTO" "$BASE"; do
 	wait "${getter[$i]}" || fail "node $i: $(grep -vc ' ok ' "$TEST_DIR/gets$i") of $held gets failed with two replicas frozen"
 	"$CFSCTL" --data "$TEST_DIR/node$i" status --json >"$TEST_DIR/client$i.json"
 done
@@ -87,9 +95,9 @@ hedges=$(jget "['client']['hedges']" <"$TEST_DIR/client$HEDGE.json")
 wins=$(jget "['client']['hedge_wins']" <"$TEST_DIR/client$HEDGE.json")
 [ "$hedges" -gt 0 ] || fail "the hedging daemon sent no hedged FETCH: the test proved nothing"
 [ "$wins" -gt 0 ] || fail "$hedges hedged FETCHes and none answered first"
-[ "$(jget "['client']['hedges']" <"$TEST_DIR/client0.json")" -eq 0 ] || fail "node 0 hedged with --hedge-ms 0"
+[ "$(jget "['client']['hedges']" <"$TEST_DIR/client$BASE.json")" -eq 0 ] || fail "node $BASE hedged with --hedge-ms 0"
 lat() { echo "p50 $(($(jget "['client']['get_p50_us']" <"$1") / 1000)) ms, p99 $(($(jget "['client']['get_p99_us']" <"$1") / 1000)) ms, $(jget "['client']['fetch_timeouts']" <"$1") fetch timeouts"; }
-echo "# $held gets of blocks whose first two servers are frozen: hedging after 5 ms: $(lat "$TEST_DIR/client$HEDGE.json"), $hedges hedges, $wins answered first; without: $(lat "$TEST_DIR/client0.json")"
+echo "# $held gets of blocks whose first two servers are frozen: hedging after 5 ms: $(lat "$TEST_DIR/client$HEDGE.json"), $hedges hedges, $wins answered first; without: $(lat "$TEST_DIR/client$BASE.json")"
 ok "hedged FETCHes are sent after 5 ms and answer gets"
 
 # The default: hedges within the budget. Its FETCHes are its get RPCs less

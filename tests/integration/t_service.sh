@@ -119,7 +119,9 @@ wait_for 10 grep -q 'READY=1' "$TEST_DIR/notify.tmp" || { cat "$log"; fail "no R
 [ "$(stat -c '%a %U %G' /var/lib/cfs/cfsd.sock)" = "660 cfs cfs" ] ||
 	fail "socket: $(stat -c '%a %U %G' /var/lib/cfs/cfsd.sock)"
 grep -q '^<6>info: serving on 127.0.0.1' "$log" || fail "no <6> journal priority: $(head -3 "$log")"
-ok "cfsd as user cfs: READY=1 on an abstract NOTIFY_SOCKET, socket 0660 cfs:cfs, <N> priorities"
+"$CFSCTL" --data /var/lib/cfs health >"$TEST_DIR/health1" 2>&1 ||
+	fail "cfsctl health of a daemon alone in its new ring: $(cat "$TEST_DIR/health1")"
+ok "cfsd as user cfs: READY=1 on an abstract NOTIFY_SOCKET, socket 0660 cfs:cfs, <N> priorities; healthy alone"
 
 # SIGHUP: reloads the log level, reports the rest, keeps running.
 kill -HUP "$pid"

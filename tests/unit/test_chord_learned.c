@@ -235,3 +235,24 @@ Test(chord_learned, remembered_answers)
 	cr_assert_eq(chord__arcs_find(arcs, 1, &k, t, 8, out), 6);
 	cr_assert(cfs_id_eq(&out[0].id, &ring[0].id));
 }
+
+/* A run given for a key that is its first node's own ID: (x, x] must not
+ * stand for the whole circle. */
+Test(chord_learned, remembered_answer_for_a_node_id)
+{
+	struct chord__arc a;
+	struct cfs_node out[16];
+	uint64_t t = 1000000;
+
+	arc(&a, &ring[10].id, 10, 8, t);
+	struct cfs_id k = ring[10].id;
+	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 8);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[10].id));
+	k = after(11);
+	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 6);
+	cr_assert(cfs_id_eq(&out[0].id, &ring[12].id));
+	k = after(30); /* far outside the run */
+	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 0);
+	k = after(5);
+	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 0);
+}

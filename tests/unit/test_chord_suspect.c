@@ -49,23 +49,25 @@ Test(chord_suspect, bounded)
 }
 
 /* A claim to a key by a node that precedes it: refused, and a suspect
- * only when the node claims again past the grace, within the window. */
+ * only when the node claims again more than the grace later, within the
+ * window; a suspect's next claim in a window makes it one again at once. */
 Test(chord_suspect, claims_make_a_suspect_only_when_repeated)
 {
 	struct chord__suspects s;
 	struct cfs_id a = id_of(1), b = id_of(2);
-	uint64_t t = 1000000;
+	uint64_t t = 1000000, g = CHORD__CLAIM_GRACE_US;
 
 	chord__suspects_init(&s, 1000);
 	cr_assert(!chord__suspects_strike(&s, &a, t), "one claim is no proof");
-	cr_assert(!chord__suspects_strike(&s, &a, t + CHORD__CLAIM_GRACE_US - 1),
-	          "claims within the grace: a stale predecessor");
-	cr_assert(chord__suspects_strike(&s, &a, t + CHORD__CLAIM_GRACE_US), "claims past the grace");
-	cr_assert(!chord__suspects_strike(&s, &b, t + CHORD__CLAIM_GRACE_US), "another node: its first");
-	/* a first claim past the window is forgotten: the count starts again */
-	uint64_t later = t + CHORD__CLAIM_WINDOW_US;
+	cr_assert(!chord__suspects_strike(&s, &a, t + g), "claims within the grace: a stale predecessor");
+	cr_assert(chord__suspects_strike(&s, &a, t + g + 1), "claims past the grace");
+	cr_assert(!chord__suspects_strike(&s, &b, t + g + 1), "another node: its first");
+	cr_assert(chord__suspects_strike(&s, &a, t + g + 2 + CHORD__CLAIM_WINDOW_US / 2),
+	          "a suspect claiming again: at once");
+	/* claims that stop for a whole window are forgotten: the count starts again */
+	uint64_t later = t + g + 3 + CHORD__CLAIM_WINDOW_US / 2 + CHORD__CLAIM_WINDOW_US;
 	cr_assert(!chord__suspects_strike(&s, &a, later));
-	cr_assert(chord__suspects_strike(&s, &a, later + CHORD__CLAIM_GRACE_US));
+	cr_assert(chord__suspects_strike(&s, &a, later + g + 1));
 }
 
 Test(chord_suspect, claims_bounded)
@@ -78,7 +80,7 @@ Test(chord_suspect, claims_bounded)
 	cr_assert_eq(s.nstrike, CHORD__SUSPECTS_MAX);
 	chord__suspects_strike(&s, (struct cfs_id[]){ id_of(999) }, 500);
 	cr_assert_eq(s.nstrike, CHORD__SUSPECTS_MAX);
-	cr_assert(chord__suspects_strike(&s, (struct cfs_id[]){ id_of(1) }, 11 + CHORD__CLAIM_GRACE_US));
+	cr_assert(chord__suspects_strike(&s, (struct cfs_id[]){ id_of(1) }, 12 + CHORD__CLAIM_GRACE_US));
 	/* id 0's first claim made room: its next claim is a first again */
-	cr_assert(!chord__suspects_strike(&s, (struct cfs_id[]){ id_of(0) }, 10 + CHORD__CLAIM_GRACE_US));
+	cr_assert(!chord__suspects_strike(&s, (struct cfs_id[]){ id_of(0) }, 11 + CHORD__CLAIM_GRACE_US));
 }

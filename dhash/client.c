@@ -272,11 +272,9 @@ static void hedge_fired(uv_timer_t *t)
 	struct op *o = t->data;
 	dhash_client_t *d = o->d;
 
-	const struct dhash__get *g = &o->get.sm;
-
-	if (g->state != DHASH_GET_FETCH || g->inflight == 0 || g->next_cand >= g->ncand)
-		return; /* nobody left to hedge to: a stale timer */
-	if (g->hedge_ms == DHASH_HEDGE_AUTO) {
+	if (!dhash__get_can_hedge(&o->get.sm))
+		return; /* nobody left to hedge to: a stale timer, no token spent */
+	if (o->get.sm.hedge_ms == DHASH_HEDGE_AUTO) {
 		if (d->hedge_tokens < 1) {
 			d->st.hedges_skipped++;
 			return;

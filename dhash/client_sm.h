@@ -174,6 +174,9 @@ void dhash__get_on_fetch(struct dhash__get *g, uint32_t ci, bool hedge,
                          const struct dhash__reply *rep);
 void dhash__get_on_send_failed(struct dhash__get *g, uint32_t ci, bool hedge);
 void dhash__get_on_hedge(struct dhash__get *g);
+/* Would the hedge timer send a FETCH now (a first try out, a candidate
+ * left)? Else it is a stale timer. */
+bool dhash__get_can_hedge(const struct dhash__get *g);
 bool dhash__get_next(struct dhash__get *g, struct dhash__act *ret);
 /* Finished, and no FETCH still out. */
 bool dhash__get_idle(const struct dhash__get *g);

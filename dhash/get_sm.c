@@ -510,9 +510,14 @@ void dhash__get_on_send_failed(struct dhash__get *g, uint32_t ci, bool hedge)
 /* OpenDHT 3.2 (slow nodes): a FETCH unanswered after hedge_ms gets
  * company: the next candidate is asked too, without giving up on the
  * first. */
+bool dhash__get_can_hedge(const struct dhash__get *g)
+{
+	return g->state == DHASH_GET_FETCH && g->inflight > 0 && g->next_cand < g->ncand;
+}
+
 void dhash__get_on_hedge(struct dhash__get *g)
 {
-	if (g->state != DHASH_GET_FETCH || g->inflight == 0 || g->next_cand >= g->ncand)
+	if (!dhash__get_can_hedge(g))
 		return;
 	g->hedges++;
 	fetch_next(g, true);

@@ -92,7 +92,8 @@ printf 'bind = 127.0.0.1\nport = %s\nlog-level = info\ncapacity-mb = 100\n' "$po
 chmod 0644 /etc/cfs/cfsd.conf
 
 # Readiness: a listener on an abstract socket, as systemd's.
-python3 - "$TEST_DIR/notify" "cfs-notify-$$" <<'PY' &
+listen_notify() { # NAME: its messages, one a line, in $TEST_DIR/NAME.tmp
+	python3 - "$TEST_DIR/$1" "cfs-$1-$$" <<'PY' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind("\0" + sys.argv[2]); s.settimeout(60)
@@ -104,8 +105,10 @@ with open(sys.argv[1] + ".tmp", "w") as f:
         if "STOPPING=1" in m:
             break
 PY
-PIDS+=("$!")
-wait_for 10 grep -q listening "$TEST_DIR/notify.tmp" || fail "notify listener"
+	PIDS+=("$!")
+	wait_for 10 grep -q listening "$TEST_DIR/$1.tmp" || fail "notify listener $1"
+}
+listen_notify notify
 log=$TEST_DIR/sys.log
 : >"$log"
 chmod 0666 "$log"
@@ -163,22 +166,6 @@ st=0; as nobody "$D/usr/local/bin/cfsctl" status >/dev/null 2>"$TEST_DIR/deny2" 
 ok "a user outside cfs is told: permission denied, add yourself to the group cfs"
 
 # ---- 5b. a daemon joining a ring is READY only once it has joined
-listen_notify() { # NAME: its messages, one a line, in $TEST_DIR/NAME.tmp
-	python3 - "$TEST_DIR/$1" "cfs-$1-$$" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind("\0" + sys.argv[2]); s.settimeout(60)
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write("listening\n"); f.flush()
-    while True:
-        m = s.recv(4096).decode()
-        f.write(m.replace("\n", " ") + "\n"); f.flush()
-        if "STOPPING=1" in m:
-            break
-PY
-	PIDS+=("$!")
-	wait_for 10 grep -q listening "$TEST_DIR/$1.tmp" || fail "notify listener $1"
-}
 dead=$(free_port)
 jport=$(free_port)
 listen_notify joinA

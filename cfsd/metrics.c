@@ -34,6 +34,7 @@ struct peer {
 	uint32_t vnode;
 	double srtt_us;           /* 0: never answered */
 	uint64_t rtt_us;          /* the last answer's */
+	uint64_t min_rtt_us;      /* the least answer's: the path's own delay */
 	uint64_t heard_us;        /* when it last answered (0: never) */
 	uint32_t misses;          /* probes unanswered since */
 	bool probing, current;
@@ -205,6 +206,8 @@ static void on_probe(void *arg, int status, const struct cfs_msg *reply,
 			/* RFC 6298 2.3's gain, as the transport's own estimate */
 			p->srtt_us = p->srtt_us > 0 ? p->srtt_us + (rtt - p->srtt_us) / 8 : rtt;
 			p->rtt_us = res->rtt_us;
+			if (!p->min_rtt_us || res->rtt_us < p->min_rtt_us)
+				p->min_rtt_us = res->rtt_us;
 			p->heard_us = cfs_now_us();
 			p->misses = 0;
 		} else {
@@ -288,8 +291,8 @@ static void neighbours_json(cfsd_metrics_t *m, struct cfs_sbuf *b)
 		cfs_sb_json_str(b, p->role);
 		cfs_sb_printf(b, ",\"id\":\"%s\",\"addr\":", cfs_id_hex(&p->node.id, hex));
 		cfs_sb_json_str(b, cfs_addr_str(&p->node.addr, a));
-		cfs_sb_printf(b, ",\"rtt_us\":%llu,\"srtt_us\":%.0f,\"heard_ms_ago\":%lld,\"misses\":%u}",
-		              (unsigned long long)p->rtt_us, p->srtt_us,
+		cfs_sb_printf(b, ",\"rtt_us\":%llu,\"min_rtt_us\":%llu,\"srtt_us\":%.0f,\"heard_ms_ago\":%lld,\"misses\":%u}",
+		              (unsigned long long)p->rtt_us, (unsigned long long)p->min_rtt_us, p->srtt_us,
 		              p->heard_us ? (long long)((now - p->heard_us) / 1000) : -1LL, p->misses);
 		first = false;
 	}

@@ -425,8 +425,9 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 		return wraps ? "named itself among its own successors"
 		             : "named successors sparser than the ring (routing-failure test)";
 	/* a whole ring must be about as large as we think the ring is, and
-	 * shorter than a successor list */
-	if (wraps && ((double)(n + 1) * 2 < est || (ops->succ_max && n >= ops->succ_max(env->ctx))))
+	 * known from a list shorter than r: the answerer's N - 1 successors
+	 * and itself, at most r entries in all */
+	if (wraps && ((double)(n + 1) * 2 < est || (ops->succ_max && n > ops->succ_max(env->ctx))))
 		return "named itself among its own successors";
 	/* last: every other check fails as a suspect first */
 	if (full) {

@@ -155,7 +155,9 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 		log_warn("%s %s is unreachable (%s; attempt %u); retrying%s",
 		         c->boot_next % (c->nboot + c->npeers) < c->nboot ? "bootstrap" : "remembered peer",
 		         cfs_addr_str(join_target(c), a),
-		         r->status < 0 ? strerror(-r->status) : "no successor in its answer",
+		         r->status == -EHOSTUNREACH ? "no usable answer through it"
+		         : r->status < 0           ? strerror(-r->status)
+		                                   : "no successor in its answer",
 		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
 }
 

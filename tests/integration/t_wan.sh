@@ -4,9 +4,9 @@
 # of 10 to 200 ms through the delay line, MTU 1500), a volume of one 4 MiB
 # file and 40 small files published through a us-east daemon, and a reader
 # in eu as a plain ring client:
-#   - the delay line delays: a daemon's measured RTT to a daemon in another
-#     region is within 15 % (+3 ms) of the matrix, and within its region
-#     too;
+#   - the delay line delays: the least RTT a daemon measured to each ring
+#     neighbour, in its region or another, is within 15 % (+3 ms) of the
+#     matrix;
 #   - listing a directory fetches its small files ahead: with the reader's
 #     link down afterwards, every one of them reads back;
 #   - the reader's mount gives back every byte (diff -r of the tree);
@@ -27,36 +27,6 @@ wan_place us-east:2 us-west:2 eu:2 asia:2
 start=$SECONDS
 wan_start 1 --stabilize-ms 500
 echo "# 8 daemons in 4 regions converged in $((SECONDS - start)) s"
-
-# The delay line: what each daemon measured to its ring neighbours.
-cluster_status_all "$TEST_DIR/st"
-python3 - "$TEST_DIR/st" "$WAN_MATRIX" <<'EOF' >"$TEST_DIR/rtt" || fail "measured RTTs off the matrix: $(cat "$TEST_DIR/rtt")"
-import glob, json, sys
-region, rtt = {}, {}
-for l in open(sys.argv[2]):
-    f = l.split()
-    if f and f[0] == "node":
-        region[f[1]] = f[2]
-    elif f and f[0] == "rtt":
-        rtt[(f[1], f[2])] = float(f[3])
-bad, n = [], 0
-for p in glob.glob(sys.argv[1] + "/*.json"):
-    st = json.load(open(p))
-    me = st["address"].rsplit(":", 1)[0]
-    for v in st["ring"]["vnodes"]:
-        for nb in [v.get("pred")] + v.get("succs", []):
-            if not nb or not nb.get("rtt_us"):
-                continue
-            ip = nb["addr"].rsplit(":", 1)[0]
-            want = rtt[(region[me], region[ip])]
-            got = nb["rtt_us"] / 1000.0
-            n += 1
-            if abs(got - want) > 0.15 * want + 3:
-                bad.append("%s->%s %.1f ms (matrix %.0f)" % (me, ip, got, want))
-print("%d neighbour RTTs checked" % n, "; ".join(bad))
-sys.exit(1 if bad or n == 0 else 0)
-EOF
-ok "the delay line delays: $(cat "$TEST_DIR/rtt")"
 
 "$CFS_BIN/cfs-publish" --keygen "$TEST_DIR/key" >"$TEST_DIR/vol" 2>/dev/null || fail "keygen"
 vol=$(cat "$TEST_DIR/vol")
@@ -104,6 +74,38 @@ below=$(awk -v k="$K" '{ split($2, g, "/"); if (g[1] < k) n++ } END { print n + 
 	fail "cfs-fsck --replicas across the WAN says $below blocks are below k = $K, the holders say $short (exit $rc): $(grep -m3 -v " $K/$K\$" "$TEST_DIR/rep")"
 [ "$rc" -eq $((short > 0 ? 1 : 0)) ] || fail "cfs-fsck --replicas exit $rc with $short blocks short"
 ok "cfs-fsck --replicas from eu agrees with the holders ($(wc -l <"$TEST_DIR/rep") blocks, $short below k)"
+
+# The delay line: the least round trip each daemon measured to each ring
+# neighbour over the run (cfsd probes them every 5 s). The least, not the
+# last: one answer made late by a busy CPU says nothing of the path.
+cluster_status_all "$TEST_DIR/st"
+python3 - "$TEST_DIR/st" "$WAN_MATRIX" <<'EOF' >"$TEST_DIR/rtt" || fail "measured RTTs off the matrix: $(cat "$TEST_DIR/rtt")"
+import glob, json, sys
+region, rtt = {}, {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    if f and f[0] == "node":
+        region[f[1]] = f[2]
+    elif f and f[0] == "rtt":
+        rtt[(f[1], f[2])] = float(f[3])
+bad, n, daemons = [], 0, 0
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    st = json.load(open(p))
+    me = st["address"].rsplit(":", 1)[0]
+    daemons += 1
+    for nb in st["neighbours"]:
+        if not nb["min_rtt_us"]:
+            continue
+        ip = nb["addr"].rsplit(":", 1)[0]
+        want = rtt[(region[me], region[ip])]
+        got = nb["min_rtt_us"] / 1000.0
+        n += 1
+        if abs(got - want) > 0.15 * want + 3:
+            bad.append("%s->%s %.1f ms (matrix %.0f)" % (me, ip, got, want))
+print("%d neighbour RTTs checked" % n, "; ".join(bad))
+sys.exit(1 if bad or n < daemons else 0)
+EOF
+ok "the delay line delays: $(cat "$TEST_DIR/rtt")"
 
 if grep -l "suspect" "$TEST_DIR"/node*.log "$TEST_DIR/reader-mount.log" >"$TEST_DIR/suspects" 2>/dev/null; then
 	fail "an honest node was suspected across the WAN: $(grep -h -m2 suspect $(cat "$TEST_DIR/suspects"))"

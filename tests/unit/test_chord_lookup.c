@@ -1102,6 +1102,20 @@ Test(chord_liar, key_outside_the_interval)
 	assert_to(nth(CHORD__LKA_SUSPECT, 0), 37);
 }
 
+/* A ring no larger than r: an honest answerer's list wraps (it holds the
+ * N - 1 others) and its answer names the key's successors through itself,
+ * up to N = r entries. Only more than r entries is a lie. */
+Test(chord_liar, whole_ring_of_r)
+{
+	F.est_n = 4;
+	F.r = 4;
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 4, true));
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 700, 37), 4, true));
+	F.r = 3;
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 4, true),
+	                 "named itself among its own successors");
+}
+
 /* Too few successors for the ring: fewer than half of min(want, r, N̂-1). */
 Test(chord_liar, too_few_successors)
 {

@@ -262,46 +262,28 @@ static bool fuse_conf_allows_other(void)
 	return yes;
 }
 
-/* mountinfo escapes blanks and backslashes as \ooo. */
-static void unescape(char *s)
-{
-	char *d = s;
+struct mounted_there {
+	const char *real;
+	bool found;
+};
 
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = 0;
+static bool mount_is(void *arg, const char *mnt, const char *src)
+{
+	struct mounted_there *m = arg;
+
+	m->found = strcmp(mnt, m->real) == 0;
+	return !m->found;
 }
 
-/* Whether this volume is mounted at mnt already: a cfs mount whose source
- * names it (fsname cfs:<first 16 characters>, cfsfuse_run). */
+/* Whether this volume is mounted at mnt already (cfs_mounts_each). */
 static bool is_mounted_there(const char *mnt, const char *volume)
 {
-	char real[PATH_MAX], line[8192], want[32];
-	bool found = false;
-	FILE *f;
+	char real[PATH_MAX];
+	struct mounted_there m = { real, false };
 
-	if (!realpath(mnt, real) || !(f = fopen("/proc/self/mountinfo", "r")))
+	if (!realpath(mnt, real))
 		return false;
-	snprintf(want, sizeof(want), "cfs:%.16s", volume);
-	while (fgets(line, sizeof(line), f)) {
-		char mp[4096], type[64], src[64];
-		const char *dash = strstr(line, " - ");
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
-		    sscanf(dash + 3, "%63s %63s", type, src) != 2)
-			continue;
-		unescape(mp);
-		if (strcmp(mp, real) == 0 && strcmp(type, "fuse.cfs") == 0 && strcmp(src, want) == 0)
-			found = true;
-	}
-	fclose(f);
-	return found;
+	return cfs_mounts_each(volume, mount_is, &m) > 0 && m.found;
 }
 
 /* The directories made for a default mountpoint, outermost first, to be

@@ -113,6 +113,9 @@ uint64_t fs__nodes_count(const struct fs_nodes *t);
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
+/* CFS_IOC_UPDATE asks waiting for one check at most */
+#define FS_UPDATE_WAITERS_MAX 16
+
 /* An open file: its own copy of the inode block, so a newer root does not
  * change what an open file reads. */
 struct fhandle {
@@ -151,6 +154,9 @@ typedef struct cfsfuse {
 	uv_poll_t poll;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t update_timer;
+	fuse_req_t update_waiters[FS_UPDATE_WAITERS_MAX]; /* CFS_IOC_UPDATE asks, answered by the check */
+	uint32_t nupdate_waiters;
+	uint64_t update_seq_before;
 	const char *mountpoint;
 	bool checking, stopping, inited, readahead_set;
 	double window;            /* prefetch window, blocks (AIMD) */
@@ -221,6 +227,11 @@ int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
  * fs->max_seq and not expired). */
 int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret) CFS_WUR;
 void fs__root_start_updates(cfsfuse_t *fs);
+/* CFS_IOC_UPDATE: check for a newer root now (joining a check already
+ * out) and answer req when it ends; EBUSY with too many waiting. */
+void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req);
+/* Answer every waiting CFS_IOC_UPDATE with status (the mount stops). */
+void fs__root_update_answer(cfsfuse_t *fs, int status);
 /* Open where blocks come from, after the root was fetched (and after a
  * fork): fs->local with o.from_dir, else fs->dh. */
 int fs__source_open(cfsfuse_t *fs) CFS_WUR;

@@ -578,6 +578,22 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
 }
 
+/* CFS_IOC_UPDATE on the root directory (cfsctl update): check for a newer
+ * root now and answer when the check ends. No other ioctl is known. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
+                     unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	if (cmd != (unsigned int)CFS_IOC_UPDATE || (flags & FUSE_IOCTL_COMPAT)) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (ino != 1 || out_bufsz < sizeof(struct cfs_update_reply)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fs__root_update_now(FS(req), req);
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	cfsfuse_t *fs = FS(req);
@@ -657,6 +673,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
 	.getxattr = op_getxattr,
+	.ioctl = op_ioctl,
 	.listxattr = op_listxattr,
 };
 
@@ -682,6 +699,7 @@ static void fs_stop(cfsfuse_t *fs)
 	fs->dh = NULL;
 	fs__local_free(fs->local);
 	fs->local = NULL;
+	fs__root_update_answer(fs, -ESHUTDOWN);
 }
 
 /* Give the mount a 1 MiB read-ahead (the kernel's default for FUSE is

@@ -347,6 +347,16 @@ static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r)
 	pthread_mutex_unlock(&fs->inval_lock);
 }
 
+void fs__root_update_answer(cfsfuse_t *fs, int status)
+{
+	struct cfs_update_reply out = { .seq_before = fs->update_seq_before, .seq_now = fs->root.seq,
+	                                .status = status };
+
+	for (uint32_t i = 0; i < fs->nupdate_waiters; i++)
+		fuse_reply_ioctl(fs->update_waiters[i], 0, &out, sizeof(out));
+	fs->nupdate_waiters = 0;
+}
+
 static void update_got(void *arg, const struct dhash_get_result *g)
 {
 	cfsfuse_t *fs = arg;
@@ -354,8 +364,10 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 	int st;
 
 	fs->checking = false;
-	if (g->status == -ECANCELED || fs->stopping)
+	if (g->status == -ECANCELED || fs->stopping) {
+		fs__root_update_answer(fs, -ESHUTDOWN);
 		return;
+	}
 	if ((st = fs__root_check(fs, g, &r)) < 0) {
 		char eb[320];
 		if (st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG || st == -EKEYREJECTED)
@@ -363,22 +375,48 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 			         st == -EKEYEXPIRED ? expired_text(fs, fs->dh, eb, sizeof(eb)) : root_error(st));
 		else
 			log_debug("volume %s: root check failed: %s", fs->volname, root_error(st));
+		fs__root_update_answer(fs, st);
 		return;
 	}
 	if (r.seq > fs->root.seq)
 		switch_root(fs, &r);
+	fs__root_update_answer(fs, 0);
+}
+
+/* Start a check unless one is out; 0, or a negative errno. */
+static int update_start(cfsfuse_t *fs)
+{
+	struct cfs_id key;
+	int r;
+
+	if (fs->checking)
+		return 0;
+	if (fs->stopping)
+		return -ESHUTDOWN;
+	sfsro_root_key(&fs->vol, &key);
+	if ((r = get_from(fs->dh, fs->local, &key, update_got, fs)) == 0)
+		fs->checking = true;
+	return r;
 }
 
 static void on_update(uv_timer_t *t)
 {
-	cfsfuse_t *fs = t->data;
-	struct cfs_id key;
+	(void)update_start(t->data);
+}
 
-	if (fs->checking || fs->stopping)
+void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req)
+{
+	int r;
+
+	if (fs->nupdate_waiters == FS_UPDATE_WAITERS_MAX) {
+		fuse_reply_err(req, EBUSY);
 		return;
-	sfsro_root_key(&fs->vol, &key);
-	if (get_from(fs->dh, fs->local, &key, update_got, fs) == 0)
-		fs->checking = true;
+	}
+	if (fs->nupdate_waiters == 0)
+		fs->update_seq_before = fs->root.seq;
+	fs->update_waiters[fs->nupdate_waiters++] = req;
+	if ((r = update_start(fs)) < 0)
+		fs__root_update_answer(fs, r);
 }
 
 void fs__root_start_updates(cfsfuse_t *fs)

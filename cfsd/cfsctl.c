@@ -11,6 +11,7 @@
  *          [--random N --size S [--seed X]] [FILE... | -]
  *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
  *   cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]
+ *   cfsctl update VOLUME | MOUNTPOINT
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -19,10 +20,13 @@
  * (--data, --socket, --help) and hands the rest to the command, which
  * parses its own options (cfsctl_getopt).
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +50,7 @@ static const char usage_text[] =
 	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
+	"       cfsctl update VOLUME | MOUNTPOINT\n"
 	"\n"
 	"  status     report the local cfsd in human units: address, uptime, traffic\n"
 	"             rates (bytes and RPCs a second, in and out, over the last 10 s),\n"
@@ -78,6 +83,9 @@ static const char usage_text[] =
 	"  pins       list the pins: volume, root sequence seen, blocks, the last\n"
 	"             round's time and counts (renewed, re-stored, missing, errors)\n"
 	"             and when the next one starts\n"
+	"  update     make every mount of VOLUME here (or the one at MOUNTPOINT) check\n"
+	"             for a newer version now, not at its next --update round; one\n"
+	"             line per mount: its version, and the one before if it moved\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
@@ -501,6 +509,66 @@ static int cmd_ping(struct cfsctl *g, int argc, char **argv)
 	return r;
 }
 
+/* update: each mount asked through CFS_IOC_UPDATE on its root directory;
+ * the mount answers once its check for a newer root has ended. */
+struct update_run {
+	int asked, failed;
+};
+
+static bool update_one(void *arg, const char *mnt, const char *src)
+{
+	struct update_run *u = arg;
+	struct cfs_update_reply r = { 0 };
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	u->asked++;
+	if (fd < 0 || ioctl(fd, CFS_IOC_UPDATE, &r) < 0) {
+		printf("%s: %s\n", mnt,
+		       errno == ENOTTY ? "not a cfs mount (or one too old to be asked)" : strerror(errno));
+		u->failed++;
+	} else if (r.status < 0) {
+		printf("%s: version %llu; the check failed: %s\n", mnt, (unsigned long long)r.seq_now,
+		       strerror(-r.status));
+		u->failed++;
+	} else if (r.seq_now != r.seq_before) {
+		printf("%s: version %llu (was %llu)\n", mnt, (unsigned long long)r.seq_now,
+		       (unsigned long long)r.seq_before);
+	} else {
+		printf("%s: version %llu, the newest\n", mnt, (unsigned long long)r.seq_now);
+	}
+	if (fd >= 0)
+		close(fd);
+	return true;
+}
+
+static int cmd_update(struct cfsctl *g, int argc, char **argv)
+{
+	struct update_run u = { 0 };
+	uint8_t raw[32];
+	const char *why;
+	struct stat st;
+	int i = simple_args(g, argc, argv, false, 1, NULL);
+	const char *what = argv[i];
+
+	if (stat(what, &st) == 0 && S_ISDIR(st.st_mode)) {
+		update_one(&u, what, NULL);
+	} else if (cfs_name_decode(raw, what, &why) < 0) {
+		bad_usage("update wants a VOLUME or the directory it is mounted on; '%s' is neither (%s)",
+		          what, why);
+	} else {
+		int n = cfs_mounts_each(what, update_one, &u);
+		if (n < 0) {
+			fprintf(stderr, "cfsctl: cannot read the mount table: %s\n", strerror(-n));
+			return 1;
+		}
+		if (n == 0) {
+			fprintf(stderr, "cfsctl: %s is not mounted here\n", what);
+			return 1;
+		}
+	}
+	return u.failed ? 1 : 0;
+}
+
 static const struct {
 	const char *name;
 	int (*main)(struct cfsctl *g, int argc, char **argv);
@@ -517,6 +585,7 @@ static const struct {
 	{ "pin", cmd_pin },
 	{ "unpin", cmd_pin },
 	{ "pins", cmd_pin },
+	{ "update", cmd_update },
 };
 
 int main(int argc, char **argv)

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <uv.h>
 
@@ -421,6 +422,32 @@ void cfs_name_encode(char out[static CFS_NAME_LEN + 1], const uint8_t in[static 
  * canonical form: wrong length, a character outside a-z2-7, padding,
  * uppercase, nonzero trailing bits. */
 int cfs_name_decode(uint8_t out[static 32], const char *s, const char **ret_why) CFS_WUR;
+
+/* ------------------------------------------------------------ mounts */
+
+/*
+ * A mounted volume shows in /proc/self/mountinfo as type fuse.cfs with
+ * source cfs:<the volume name's first 16 characters>. cfs_mounts_each
+ * calls cb with each such mount point (unescaped) whose source matches
+ * volume (NULL: every cfs mount); cb returns false to stop. Returns the
+ * number of calls, or -errno when mountinfo cannot be read.
+ */
+int cfs_mounts_each(const char *volume, bool (*cb)(void *arg, const char *mnt, const char *src),
+                    void *arg);
+
+/*
+ * "Check for a newer root now": an ioctl on a mount's root directory
+ * (cfsctl update). The mount answers once the check is done, with the
+ * version it served before and the one it serves now; status is 0 or a
+ * negative errno of the check (the ring could not be asked, the root it
+ * gave was refused).
+ */
+struct cfs_update_reply {
+	uint64_t seq_before, seq_now;
+	int32_t status;
+	uint32_t reserved;
+};
+#define CFS_IOC_UPDATE _IOR('c', 0x55, struct cfs_update_reply)
 
 /* ------------------------------------------------------------ addresses */
 

@@ -470,3 +470,49 @@ int cfs_num_store(const char *path, uint64_t v)
 
 	return cfs_write_file_atomic(path, line, (size_t)n, 0600);
 }
+
+/* ------------------------------------------------------------ mounts */
+
+/* mountinfo escapes blanks and backslashes as \ooo. */
+static void mountinfo_unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = 0;
+}
+
+int cfs_mounts_each(const char *volume, bool (*cb)(void *arg, const char *mnt, const char *src),
+                    void *arg)
+{
+	char line[8192], want[32];
+	int n = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return -errno;
+	snprintf(want, sizeof(want), "cfs:%.16s", volume ? volume : "");
+	while (fgets(line, sizeof(line), f)) {
+		char mp[4096], type[64], src[64];
+		const char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		    sscanf(dash + 3, "%63s %63s", type, src) != 2 || strcmp(type, "fuse.cfs") != 0)
+			continue;
+		if (volume && strcmp(src, want) != 0)
+			continue;
+		mountinfo_unescape(mp);
+		n++;
+		if (!cb(arg, mp, src))
+			break;
+	}
+	fclose(f);
+	return n;
+}

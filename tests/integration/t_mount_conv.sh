@@ -1,5 +1,5 @@
 #!/bin/bash
-# cfs-mount under mount(8)'s and FUSE's conventions (issue 25, item 3), on a
+# cfs-mount under mount(8)'s and FUSE's conventions, on a
 # one-daemon ring reached as a plain client (-o bootstrap=...):
 #   - --version of cfs-mount and cfs-cat; cfs-cat's error does not say "mount";
 #   - cfs-mount -o rw, and mount -t fuse.cfs-mount -o rw, give read-only
@@ -8,6 +8,9 @@
 #     volume's (computed here from the source); df shows a nonzero size and
 #     df -i no 100 %;
 #   - a second mount of one volume at one place is refused, with a message;
+#   - cfsctl update VOLUME makes a mount that never checks by itself show a
+#     newer version at once (under a second); update MOUNTPOINT says it is
+#     the newest; a plain directory and an unmounted volume are errors;
 #   - mount -t cfs (the mount.cfs helper) and an fstab line (mount -T FILE,
 #     with _netdev, noauto, nofail, x-*) mount it;
 #   - as root without a MOUNTPOINT: /cfs/VOLUME, allow_other, readable by
@@ -146,6 +149,26 @@ fi
 grep -q "already mounted at $m1" "$TEST_DIR/again.err" || { cat "$TEST_DIR/again.err"; fail "no clear message"; }
 [ "$(mounted_at "$m1" | wc -l)" = 1 ] || fail "two mounts stacked at $m1"
 ok "a second mount at one place: refused ($(cut -d' ' -f3-9 "$TEST_DIR/again.err")...)"
+
+# ---- cfsctl update: the mount (update=0: never by itself) checks now
+cp -a "$SRC" "$TEST_DIR/src2"
+echo "published later" >"$TEST_DIR/src2/added-later"
+cfs-publish --to "cfsd:$TEST_DIR/n0/cfsd.sock" "$TEST_DIR/src2" >"$TEST_DIR/pub2.out" 2>&1 ||
+	{ cat "$TEST_DIR/pub2.out"; fail "publishing version 2"; }
+[ ! -e "$m1/added-later" ] || fail "the mount showed version 2 before it was asked"
+t0=$(date +%s%N)
+cfsctl update "$VOL" >"$TEST_DIR/update.out" 2>&1 || { cat "$TEST_DIR/update.out"; fail "cfsctl update VOLUME"; }
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$(cat "$TEST_DIR/update.out")" = "$m1: version 2 (was 1)" ] || fail "cfsctl update said '$(cat "$TEST_DIR/update.out")'"
+cmp -s "$TEST_DIR/src2/added-later" "$m1/added-later" || fail "the new file is not in the mount after cfsctl update"
+[ "$ms" -lt 1000 ] || fail "cfsctl update took $ms ms"
+out=$(cfsctl update "$m1") || fail "cfsctl update MOUNTPOINT: $out"
+[ "$out" = "$m1: version 2, the newest" ] || fail "cfsctl update MOUNTPOINT said '$out'"
+out=$(cfsctl update "$TEST_DIR" 2>&1) && fail "cfsctl update of a plain directory succeeded"
+[[ $out == *"not a cfs mount"* ]] || fail "cfsctl update of a plain directory said '$out'"
+out=$(cfsctl update "$UNPUBLISHED" 2>&1) && fail "cfsctl update of an unmounted volume succeeded"
+[ "$out" = "cfsctl: $UNPUBLISHED is not mounted here" ] || fail "cfsctl update of an unmounted volume said '$out'"
+ok "cfsctl update: the mount showed version 2 in $ms ms; '$out'"
 
 # mount(8) runs its helpers from /sbin, and mount.fuse3 finds cfs-mount
 # on a PATH of its own: /sbin overlaid with the build's mount.cfs and cfs-mount

@@ -475,7 +475,7 @@ static void fatal_tick(uv_timer_t *t)
 		shut_down();
 }
 
-/* The ring cannot be joined (every index of our IP is taken, DESIGN.md §3;
+/* The ring cannot be joined (every index of our IP is taken, PROTOCOL.md "Node IDs";
  * chord logged why): refuse to run rather than serve with fewer virtual
  * servers than asked. Called from inside chord, so the stop waits a turn. */
 static void on_ring_fatal(void *arg, int status)

@@ -165,7 +165,7 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
  * A cached verdict for n, or AUTH_NONE when a new check is due. A verdict
  * counts only for the address it was reached at; an ID that a live,
  * authenticated node holds is refused at any other (one IP may run several
- * processes, and IDs no longer hash the port: DESIGN.md §3).
+ * processes, and IDs no longer hash the port: PROTOCOL.md "Node IDs").
  */
 static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
 {

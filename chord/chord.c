@@ -88,7 +88,7 @@ uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms)
 	return (uint64_t)((double)mean_ms * (0.5 + cfs_rng_double(&c->rng))) + 1;
 }
 
-/* CFS 4.4 / DESIGN.md §3: an ID must be H(IP ‖ index) of the address it
+/* CFS 4.4 / PROTOCOL.md "Node IDs": an ID must be H(IP ‖ index) of the address it
  * claims, with the index below the maximum, so one IP names at most
  * CFS_VNODE_INDEX_MAX ring positions whatever ports it uses. */
 bool chord__node_id_ok(chord_t *c, const struct cfs_node *n)

@@ -47,7 +47,7 @@ struct chord_config {
 	 * next hop); 0: CHORD_SUSPECT_MS_DEFAULT. */
 	uint32_t suspect_ms;
 	/* Called once, later, when the ring cannot be joined: -ENOSPC, every
-	 * index of this IP is taken (DESIGN.md §3). NULL: only logged. */
+	 * index of this IP is taken (PROTOCOL.md "Node IDs"). NULL: only logged. */
 	void (*on_fatal)(void *arg, int status);
 	void *fatal_arg;
 	/* Mean period of the ring check, a lookup of our own ID from outside

@@ -1,5 +1,5 @@
 /*
- * The index space of one IP (DESIGN.md §3, CFS 4.4). A virtual server's ID
+ * The index space of one IP (PROTOCOL.md "Node IDs", CFS 4.4). A virtual server's ID
  * is H(IP ‖ index) with the index below CFS_VNODE_INDEX_MAX, the port not
  * hashed: every process on one address draws from the same 64 indexes, so
  * the address holds at most 64 ring positions whatever ports it binds.

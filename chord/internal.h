@@ -466,7 +466,7 @@ void chord__client_learn(chord_t *c, const struct cfs_node *n);
 /* A contact that did not answer. */
 void chord__client_forget(chord_t *c, const struct cfs_id *id);
 
-/* index.c: one IP's index space (DESIGN.md §3) */
+/* index.c: one IP's index space (PROTOCOL.md "Node IDs") */
 /* Does a join lookup's answer for self's own ID name that ID at another
  * address (another process on our IP holds the index)? */
 bool chord__index_taken(const struct cfs_node *self, const struct cfs_node *succ, uint32_t n);

@@ -184,7 +184,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		c->boot_next++;
 		return; /* the stabilize timer retries */
 	}
-	/* DESIGN.md §3: our own ID alive at another address means another
+	/* PROTOCOL.md "Node IDs": our own ID alive at another address means another
 	 * process on our IP holds this index; take a free one and join again. */
 	struct cfs_node here[CFS_MSG_MAX_NODES + CHORD_PATH_MAX];
 	uint32_t nhere = credible(c, r->succ, r->n, here);
@@ -740,7 +740,7 @@ void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node
 
 /* Is id in a table of ours at exactly address a? A LEAVE may remove only
  * the node we know at the address it came from: with the port out of the
- * ID (DESIGN.md §3) another process on the same IP could claim the ID. */
+ * ID (PROTOCOL.md "Node IDs") another process on the same IP could claim the ID. */
 static bool known_at(const chord_t *c, const struct cfs_id *id, const struct cfs_addr *a)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {

@@ -279,7 +279,7 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex)
 	size_t iplen = cfs_addr_ip_bytes(a, &ip);
 	uint8_t tail[4];
 
-	/* DESIGN.md §3: the port is not hashed, so one IP holds at most
+	/* PROTOCOL.md "Node IDs": the port is not hashed, so one IP holds at most
 	 * CFS_VNODE_INDEX_MAX positions whatever ports it binds. */
 	cfs_put_be32(tail, vindex);
 	cfs_hasher_init(&h);

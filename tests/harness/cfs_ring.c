@@ -76,7 +76,7 @@ static const char usage[] =
 	"(key=value,... of seed=N, median-rtt=MS, loss=FRAC, slow=FRAC, slow-ms=MS, matrix=FILE)\n";
 
 /* Node i's own loopback IP: IDs hash the IP and an index, not the port
- * (DESIGN.md §3), so nodes sharing one IP would share its 64 indexes. */
+ * (PROTOCOL.md "Node IDs"), so nodes sharing one IP would share its 64 indexes. */
 static const char *node_ip(uint32_t i, char buf[static 32])
 {
 	snprintf(buf, 32, "127.79.%u.%u", i / 250, i % 250 + 1);

@@ -5,7 +5,7 @@
  * 127.78.(slot / 250).(slot % 250 + 1), port base + slot (tb_slot_addr) —
  * and its data directory, so the same schedule gives the same ring. Each
  * node has its own IP because IDs hash the IP and an index, not the port
- * (DESIGN.md §3): nodes sharing one IP would share its 64 indexes.
+ * (PROTOCOL.md "Node IDs"): nodes sharing one IP would share its 64 indexes.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* chord/index.c: one IP's index space (DESIGN.md §3). A joining virtual
+/* chord/index.c: one IP's index space (PROTOCOL.md "Node IDs"). A joining virtual
  * server whose ID the ring already holds at another port of its IP moves
  * to a free index; when none is left the join fails. No socket: the join
  * lookup's answers are written by hand. */

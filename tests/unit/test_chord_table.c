@@ -53,7 +53,7 @@ static struct vnode *vn(uint32_t vi, int self, uint32_t nsuccs)
 static void setup(void)
 {
 	for (int i = 0; i < RING; i++) {
-		char ip[32]; /* one IP each: the port is not hashed (DESIGN.md §3) */
+		char ip[32]; /* one IP each: the port is not hashed (PROTOCOL.md "Node IDs") */
 		snprintf(ip, sizeof(ip), "10.9.%d.%d", i / 250, i % 250 + 1);
 		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, ip, (uint16_t)(3000 + i)), 0);
 		cfs_node_id(&ring[i].id, &ring[i].addr, 0);

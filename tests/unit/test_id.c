@@ -206,7 +206,7 @@ Test(id, node_id_and_addresses)
 	cfs_node_id(&i1, &a, 1);
 	cfs_node_id(&j0, &b, 0);
 	cr_assert(!cfs_id_eq(&i0, &i1) && !cfs_id_eq(&i0, &j0));
-	/* H(IP ‖ index) computed by hand: the port is not hashed (DESIGN.md §3) */
+	/* H(IP ‖ index) computed by hand: the port is not hashed (PROTOCOL.md "Node IDs") */
 	uint8_t raw[4 + 4] = { 127, 0, 0, 1, 0, 0, 0, 1 };
 	struct cfs_id expect;
 	cfs_hash(&expect, raw, sizeof(raw));

@@ -349,6 +349,39 @@ static void health_report(struct cfs_sbuf *b)
 	free(why.p);
 }
 
+/* The text report's first three lines: health, the ring as this daemon
+ * sees it, and its store: what an operator looks for first. */
+static void status_summary(struct cfs_sbuf *b)
+{
+	const struct cfs_node *list[CHORD_SUCC_MAX];
+	uint32_t nv = chord_vnode_count(D.chord), fewest = UINT32_MAX;
+	uint64_t used, cap, debt_last, debt_round;
+	char h1[CFS_HUMAN_LEN], h2[CFS_HUMAN_LEN];
+
+	cfs_sb_printf(b, "%-11s ", "health");
+	health_report(b);
+	bool full = true;
+	for (uint32_t i = 0; i < nv; i++) {
+		uint32_t n = chord_vnode_succs(D.chord, i, list);
+		if (n < fewest)
+			fewest = n;
+		full &= chord_vnode_succs_full(D.chord, i);
+	}
+	cfs_sb_printf(b, "%-11s about %.0f virtual servers (estimated from the successor lists); "
+	              "successor lists %s, the shortest %u of %u\n", "ring size", chord_estimate_n(D.chord),
+	              !full ? "short" : fewest < D.cc.nsucc ? "full (the whole ring)" : "full",
+	              nv ? fewest : 0, D.cc.nsucc);
+	dhash_server_usage(D.dhash, &used, &cap);
+	dhash_server_debt(D.dhash, &debt_last, &debt_round);
+	if (cap)
+		cfs_sb_printf(b, "%-11s %s of %s (%.0f %%)", "stored", cfs_human_bytes(h1, (double)used),
+		              cfs_human_bytes(h2, (double)cap), 100.0 * (double)used / (double)cap);
+	else
+		cfs_sb_printf(b, "%-11s %s, no capacity set", "stored", cfs_human_bytes(h1, (double)used));
+	cfs_sb_printf(b, "; replication debt: %llu copies missing in the last whole round, %llu in this one\n",
+	              (unsigned long long)debt_last, (unsigned long long)debt_round);
+}
+
 static void status_report(struct cfs_sbuf *b, uint32_t flags)
 {
 	struct status_snap *s;
@@ -387,6 +420,7 @@ static void status_report(struct cfs_sbuf *b, uint32_t flags)
 		cfs_stat_render(b, true, status_tail, CFS_ARRAY_SIZE(status_tail), s, &first);
 		cfs_sb_printf(b, "}\n");
 	} else {
+		status_summary(b);
 		cfs_stat_render(b, false, status_head, CFS_ARRAY_SIZE(status_head), s, NULL);
 		cfsd_metrics_status(D.metrics, b, false); /* rates and neighbours: what people look for first */
 		cfs_stat_render(b, false, status_tail, CFS_ARRAY_SIZE(status_tail), s, NULL);

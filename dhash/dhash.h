@@ -130,6 +130,9 @@ void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
 /* Bytes of stored blocks (replicas and pins; the cache has its own bound)
  * and the capacity they may fill (0: no bound). */
 void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_capacity);
+/* Replication debt: copies found missing (on a replica server, to push,
+ * or here, to fetch) in the last whole sync round and in the one at work. */
+void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round);
 /* A page of the stored keys in key order: up to max, from the first or
  * after `after`; *ret_more tells whether more follow. */
 uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,

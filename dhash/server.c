@@ -858,6 +858,12 @@ void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_ca
 	*ret_capacity = s->cfg.capacity_bytes;
 }
 
+void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round)
+{
+	*ret_last = s->sync.debt_last;
+	*ret_round = s->sync.debt_round;
+}
+
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	struct server_snap n = { 0 };

@@ -194,12 +194,22 @@ healthy() { "$CFSCTL" --data "$TEST_DIR/joiner" health >"$TEST_DIR/health" 2>&1;
 wait_for 20 healthy || fail "cfsctl health of a member of a ring of two: $(cat "$TEST_DIR/health")"
 grep -q '^healthy: 1 virtual server joined with full successor lists; ' "$TEST_DIR/health" ||
 	fail "cfsctl health: $(cat "$TEST_DIR/health")"
+# status opens with a summary: health, the ring's size and lists, the store
+"$CFSCTL" --data "$TEST_DIR/joiner" status >"$TEST_DIR/status.txt"
+head -3 "$TEST_DIR/status.txt" >"$TEST_DIR/summary"
+python3 - "$TEST_DIR/summary" "$TEST_DIR/health" <<'PY' || fail "status summary: $(cat "$TEST_DIR/summary")"
+import re, sys
+l = open(sys.argv[1]).read().split("\n")
+assert l[0] == "health      " + open(sys.argv[2]).read().strip(), l[0]
+assert re.match(r"ring size   about 2 virtual servers .*; successor lists full \(the whole ring\), the shortest 1 of \d+$", l[1]), l[1]
+assert re.match(r"stored      \S+ \S+ of \S+ \S+ \(\d+ %\); replication debt: \d+ copies missing in the last whole round, \d+ in this one$", l[2]), l[2]
+PY
 kill -TERM "$jpid"
 wait "$jpid" || fail "the joining daemon exited non-zero on SIGTERM"
 st=0; "$CFSCTL" --data "$TEST_DIR/joiner" health >"$TEST_DIR/health" 2>&1 || st=$?
 [ "$st" = 1 ] && grep -q 'no cfsd is running' "$TEST_DIR/health" ||
 	fail "cfsctl health with no daemon: exit $st, $(cat "$TEST_DIR/health")"
-ok "a joining daemon tells systemd it is joining, and READY=1 only once it is a member; cfsctl health exits 1 before (and with no daemon), 0 once joined"
+ok "a joining daemon tells systemd it is joining, and READY=1 only once it is a member; cfsctl health exits 1 before (and with no daemon), 0 once joined; status opens with health, ring size and store"
 
 # ---- 6. STOPPING=1 and a clean exit on SIGTERM
 kill -TERM "$pid"

@@ -47,6 +47,7 @@ struct daemon {
 	dhash_server_t *dhash;
 	dhash_client_t *client;
 	struct dhash_config dc;
+	uint64_t upload_bytes_per_s; /* --max-upload-mb-per-s (0: no cap) */
 	cfsd_pinner_t *pinner;    /* cfsctl pin: volumes this daemon keeps alive */
 	uint32_t pin_ms;          /* --pin-ms (0: the default) */
 	struct cfs_addr boot[16];
@@ -153,6 +154,10 @@ static const char usage_text[] =
 	"                          key) or none\n"
 	"      --cache-push-mb-per-s MB  upload bound on those copies, which also yield to\n"
 	"                          other traffic (default 0: no bound)\n"
+	"      --max-upload-mb-per-s MB  cap on everything this server sends: answers,\n"
+	"                          replicas, repair, cache pushes (MB/s, a decimal such as\n"
+	"                          0.5 allowed; the background class waits behind the rest;\n"
+	"                          default 0: no cap)\n"
 	"      --pin-ms MS         a round of every pin this often: renew the leases of the\n"
 	"                          pinned volumes' blocks, put back what went missing\n"
 	"                          (default a quarter of --lease-days, at most an hour)\n"
@@ -283,6 +288,7 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.validated, "validated", "addresses proven by token", NULL),
 	S(U64, st.bad_tokens, "bad_tokens", "bad tokens", NULL),
 	S(U64, st.budget_held, "budget_held", "pieces held by the 3x budget", NULL),
+	S(U64, st.upload_held, "upload_held", "waits for the upload cap", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_CLOSE,
 };
@@ -553,7 +559,7 @@ static int lock_data_dir(void)
 }
 
 enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE,
-       OPT_LEARNED };
+       OPT_LEARNED, OPT_UPLOAD };
 
 static const struct option opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -584,6 +590,7 @@ static const struct option opts[] = {
 	{ "quota-mb", required_argument, NULL, 1018 },
 	{ "cache-push", required_argument, NULL, 1016 },
 	{ "cache-push-mb-per-s", required_argument, NULL, OPT_PUSH_RATE },
+	{ "max-upload-mb-per-s", required_argument, NULL, OPT_UPLOAD },
 	{ "max-lease-days", required_argument, NULL, 1040 },
 	{ "test-corrupt-fetches", no_argument, NULL, 1005 },
 	{ "test-clock-offset-s", required_argument, NULL, 1007 },
@@ -728,6 +735,14 @@ static void apply(struct settings *st, int c, const char *val)
 		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
 			bad_usage("--compact-mb-per-s wants a rate in MB/s (0: no compaction), not '%s'", val);
 		D.dc.compact_bytes_per_s = (uint64_t)(mb * 1e6);
+		break;
+	}
+	case OPT_UPLOAD: {
+		char *end;
+		double mb = strtod(val, &end);
+		if (!*val || *end || !(mb >= 0.0) || mb > 1e6 || (mb > 0 && mb < 0.1))
+			bad_usage("--max-upload-mb-per-s wants a rate in MB/s, at least 0.1 (0: no cap), not '%s'", val);
+		D.upload_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
 	case OPT_PUSH_RATE: {
@@ -1179,6 +1194,7 @@ int main(int argc, char **argv)
 	cfs_transport_config_default(&tc);
 	tc.host = st.bind_host;
 	tc.port = (uint16_t)st.port;
+	tc.upload_bytes_per_s = D.upload_bytes_per_s;
 	if ((r = cfs_transport_new(D.loop, &tc, on_request, NULL, &D.tr)) < 0) {
 		if (r == UV_EADDRINUSE)
 			log_error("UDP port %lu is in use by another process; choose one with --port", st.port);

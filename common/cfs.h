@@ -516,6 +516,11 @@ struct cfs_transport_config {
 	                              * (default 10000) */
 	uint32_t ledbat_target_ms;   /* queueing delay background transfers allow (default 25) */
 	uint32_t validation_slots;   /* addresses whose proof (or budget) is kept (default 4096) */
+	/* The upload cap: bytes a second of every datagram sent (0: none).
+	 * Pieces wait for it, the background class behind the foreground;
+	 * whole datagrams are sent at once and counted, so that pieces make
+	 * up for them. */
+	uint64_t upload_bytes_per_s;
 };
 /* The default RTO floor: a busy peer's loop, not the wire, sets the round
  * trip on one machine (issue 23). */
@@ -614,6 +619,7 @@ struct cfs_transport_stats {
 	uint64_t validated;               /* addresses proven by a token */
 	uint64_t bad_tokens;
 	uint64_t budget_held;             /* pieces held back by the 3x budget */
+	uint64_t upload_held;             /* times pieces waited for the upload cap */
 };
 
 /* Bind the socket and start receiving. on_request may be NULL (client). */

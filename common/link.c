@@ -336,7 +336,7 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
 	if (t->has_model) { /* evaluation: each piece meets the model alone */
 		size_t o = 0;
 		for (unsigned i = 0; i < k; i++) {
-			cfs__transmit(t, &l->addr, gbuf + o, lens[i]);
+			cfs__transmit_piece(t, &l->addr, gbuf + o, lens[i]);
 			o += lens[i];
 		}
 		return k;
@@ -392,7 +392,12 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 					*pace_due = now + wait;
 				break;
 			}
+			if (!cfs__up_take(t, b, bg, now, &wait)) {
+				*pace_due = now + wait;
+				break;
+			}
 			if (answer && !budget_take(t, &l->addr, b)) {
+				cfs__up_give_back(t, b);
 				t->st.budget_held++;
 				held = true;
 				break;
@@ -433,12 +438,24 @@ static void link_service(cfs_transport_t *t, struct link *l)
 {
 	uint64_t now = cfs_now_us(), pace = 0;
 
+	t->up_blocked = false;
 	for (int pass = 0; pass < 2 && !t->sock_blocked; pass++)
 		for (unsigned j = 0; j < l->nout; j++)
 			if (cfs_xfer_out_bg(l->out[j]) == (pass == 1) &&
 			    pump_one(t, l, l->out[j], now, &pace) == -1)
 				goto done;
 done:
+	/* Held by our own upload cap, not by the peer: the link's transfers
+	 * are not stalled, and their calls are alive (up to their longest
+	 * life) while they wait for it. */
+	if (t->up_blocked)
+		for (unsigned j = 0; j < l->nout; j++) {
+			struct xfer_out *x = l->out[j];
+			struct call *c;
+			x->last_ack_us = now;
+			if (!(x->flags & XF_REPLY) && (c = cfs__call_find(t, x->reqid)))
+				cfs__call_touch(t, c);
+		}
 	link_rearm(t, l, pace);
 	cfs__arm_timer(t);
 }

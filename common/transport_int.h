@@ -107,6 +107,11 @@ struct vslot {
 
 struct cfs_transport {
 	uv_loop_t *loop;
+	/* the upload cap's bucket (cfg.upload_bytes_per_s): bytes that may go
+	 * now (negative after whole datagrams over it), as of up_at_us */
+	double up_tokens;
+	double up_share;  /* the foreground's own share, drained by every piece */
+	uint64_t up_at_us;
 	struct cfs_udp sock;
 	uv_poll_t poll;
 	int poll_events;
@@ -170,6 +175,7 @@ struct cfs_transport {
 	size_t bl_bytes;
 	bool sock_blocked;         /* pieces wait for the socket to take more */
 	bool bound_waiting;        /* pieces wait for the process-wide bound */
+	bool up_blocked;           /* a piece waited for the upload cap (link_service) */
 };
 
 /* version.c: which version each peer speaks, and its clock */
@@ -189,6 +195,15 @@ void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
 void cfs__arm_timer(cfs_transport_t *t);
 /* Send one datagram (through the network model when there is one). */
 void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
+/* The upload cap. up_take: may b bytes of pieces go now (background only
+ * above a reserve kept for the foreground)? If not, *wait_us says when.
+ * up_charge: whole datagrams, sent regardless, counted. */
+bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us);
+void cfs__up_charge(cfs_transport_t *t, size_t len);
+/* A piece that took its bytes and then did not go. */
+void cfs__up_give_back(cfs_transport_t *t, uint32_t b);
+/* A piece through the network model: cfs__transmit without the charge. */
+void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
 /* A whole message arrived (from a datagram or a completed reassembly). */
 void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
                     bool low_priority);

@@ -12,6 +12,7 @@
  *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
  *   cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]
  *   cfsctl update VOLUME | MOUNTPOINT
+ *   cfsctl [--data DIR | --socket PATH] leave [--drain]
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -51,6 +52,7 @@ static const char usage_text[] =
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
 	"       cfsctl update VOLUME | MOUNTPOINT\n"
+	"       cfsctl [--data DIR | --socket PATH] leave [--drain]\n"
 	"\n"
 	"  status     report the local cfsd in human units: a three-line summary\n"
 	"             (health, ring size and successor lists, store use and\n"
@@ -88,6 +90,9 @@ static const char usage_text[] =
 	"  update     make every mount of VOLUME here (or the one at MOUNTPOINT) check\n"
 	"             for a newer version now, not at its next --update round; one\n"
 	"             line per mount: its version, and the one before if it moved\n"
+	"  leave      make the local cfsd leave the ring and exit, as SIGTERM does;\n"
+	"             --drain first pushes every block it holds to the servers that\n"
+	"             hold it once it is gone, so the ring needs no repair after it\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
@@ -103,6 +108,7 @@ static const char usage_text[] =
 	"      --seed X         put: seed for the random blocks\n"
 	"      --check          get: report each key instead of printing bytes\n"
 	"      --output FILE    get: write the bytes to FILE\n"
+	"      --drain          leave: hand every held block on first\n"
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
 	"                       else the system daemon's, /var/lib/cfs)\n"
@@ -511,6 +517,32 @@ static int cmd_ping(struct cfsctl *g, int argc, char **argv)
 	return r;
 }
 
+/* leave [--drain]: the daemon answers, then leaves the ring and exits. */
+static const struct option leave_opts[] = { { "drain", no_argument, NULL, 'D' }, { 0 } };
+
+static void leave_opt(void *arg, int c, const char *optarg)
+{
+	*(uint32_t *)arg |= CFS_CTL_LEAVE_F_DRAIN;
+}
+
+static int cmd_leave(struct cfsctl *g, int argc, char **argv)
+{
+	uint32_t flags = 0;
+	int i = cfsctl_getopt(g, argc, argv, "", leave_opts, leave_opt, &flags);
+
+	if (i != argc)
+		bad_usage("leave takes no arguments");
+	const char *sock = cfsctl_sock(g);
+	struct cfs_msg *req = xmalloc(sizeof(*req));
+	cfs_msg_init(req, CFS_MSG_CTL_LEAVE);
+	req->flags = flags;
+	/* a drain compares and pushes everything the daemon holds: give it an hour */
+	int r = cfsd_ctl_call(sock, req, 3600u * 1000u, print_status, NULL);
+	free(req);
+	cfsd_ctl_report(sock, "leave", r);
+	return r < 0 ? 1 : 0;
+}
+
 /* update: each mount asked through CFS_IOC_UPDATE on its root directory;
  * the mount answers once its check for a newer root has ended. */
 struct update_run {
@@ -588,6 +620,7 @@ static const struct {
 	{ "unpin", cmd_pin },
 	{ "pins", cmd_pin },
 	{ "update", cmd_update },
+	{ "leave", cmd_leave },
 };
 
 int main(int argc, char **argv)

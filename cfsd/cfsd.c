@@ -515,6 +515,15 @@ static void fatal_tick(uv_timer_t *t)
 		shut_down();
 }
 
+/* cfsctl leave: as SIGTERM, once the answer had time to reach cfsctl. */
+static void leave_soon(void)
+{
+	if (D.stopping)
+		return;
+	log_info("cfsctl leave: telling the ring neighbours, then shutting down");
+	uv_timer_start(&D.fatal_timer, fatal_tick, 200, 0);
+}
+
 /* The ring cannot be joined (every index of our IP is taken, PROTOCOL.md "Node IDs";
  * chord logged why): refuse to run rather than serve with fewer virtual
  * servers than asked. Called from inside chord, so the stop waits a turn. */
@@ -1245,7 +1254,7 @@ int main(int argc, char **argv)
 		pc.round_ms = 100;
 	if (cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) == 0)
 		cfsd_serve_init(&(struct cfsd_serve_env){ D.chord, D.dhash, D.client, D.pinner,
-		                                          status_report });
+		                                          status_report, leave_soon });
 	if (!D.pinner ||
 	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0 ||
 	    share_socket() < 0) {

@@ -328,6 +328,51 @@ static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
 	free(b.p);
 }
 
+/* CTL_LEAVE: answer, then leave the ring (cfsd); with DRAIN, push every
+ * held block to its holders-to-be first (dhash_server_drain). */
+static void ctl_leave_answer(struct conn *k, uint64_t reqid, const char *text)
+{
+	if (k->closed)
+		return;
+	cfs_msg_init(&R, CFS_MSG_CTL_LEAVE);
+	R.is_reply = true;
+	R.reqid = reqid;
+	R.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
+	(void)cfs_stream_write_msg(k->s, &R);
+}
+
+static void ctl_drained(void *arg, uint64_t pushed, uint64_t failed, uint32_t servers)
+{
+	struct ctl_req *q = arg;
+	char text[200];
+
+	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next%s%llu failed; "
+	         "leaving the ring\n", (unsigned long long)pushed, pushed == 1 ? "y" : "ies", servers,
+	         servers == 1 ? "" : "s", ", ", (unsigned long long)failed);
+	ctl_leave_answer(q->k, q->reqid, text);
+	ctl_req_end(q);
+	E.leave();
+}
+
+static void ctl_leave(struct conn *k, const struct cfs_msg *req)
+{
+	int r;
+
+	if (!(req->flags & CFS_CTL_LEAVE_F_DRAIN)) {
+		ctl_leave_answer(k, req->reqid, "leaving the ring\n");
+		E.leave();
+		return;
+	}
+	struct ctl_req *q = xcalloc(1, sizeof(*q));
+	q->k = k;
+	q->reqid = req->reqid;
+	k->pending++;
+	if ((r = dhash_server_drain(E.dhash, ctl_drained, q)) < 0) {
+		ctl_reply_error(k->s, req, r);
+		ctl_req_end(q);
+	}
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
@@ -379,6 +424,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		ctl_list(s, req);
 	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
 		ctl_pin(s, req);
+	} else if (req->type == CFS_MSG_CTL_LEAVE) {
+		ctl_leave(k, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}

@@ -14,6 +14,7 @@ struct cfsd_serve_env {
 	dhash_client_t *client;
 	cfsd_pinner_t *pinner;
 	void (*status)(struct cfs_sbuf *b, uint32_t flags); /* CTL_STATUS's report (CFS_STATUS_F_*) */
+	void (*leave)(void);      /* CTL_LEAVE: leave the ring and exit, once the answer is out */
 };
 
 void cfsd_serve_init(const struct cfsd_serve_env *env);

@@ -90,12 +90,17 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_PINS,        /* local: flags -> the pins and their last rounds, text or JSON */
 	CFS_MSG_CTL_LOCATE,      /* local: which of key's k servers hold a good copy
 	                          * -> nodes, one state byte each (dhash_copy_state) */
+	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> text; then the
+	                          * daemon leaves the ring and exits */
 	CFS_MSG_TYPE_END
 };
 
 /* LEAVE reply flags. A LEAVE takes effect only when its nonce is a cookie
  * the receiver gave the leaving node's address (QUIC Retry, DNS cookies). */
 #define CFS_LEAVE_F_COOKIE 0x1u /* reply: not applied; resend with this nonce */
+
+/* CTL_LEAVE flags. */
+#define CFS_CTL_LEAVE_F_DRAIN 0x1u /* first push every held block to its holders-to-be */
 
 /* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u

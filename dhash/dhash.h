@@ -133,6 +133,16 @@ void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_ca
 /* Replication debt: copies found missing (on a replica server, to push,
  * or here, to fetch) in the last whole sync round and in the one at work. */
 void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round);
+/* Before leaving the ring (cfsctl leave --drain): push every block this
+ * server holds to the servers that hold its key once this one is gone:
+ * for each virtual server, the range from our previous virtual server to
+ * it, compared with each of its first k successors at another address,
+ * Merkle-style like replica maintenance but only pushing. Maintenance
+ * rounds stop for good (the server is about to leave); a round at work
+ * ends first. cb gets the copies pushed, those that failed, and the
+ * servers compared with. -EBUSY while a drain runs. */
+typedef void (*dhash_drain_cb)(void *arg, uint64_t pushed, uint64_t failed, uint32_t servers);
+int dhash_server_drain(dhash_server_t *s, dhash_drain_cb cb, void *arg);
 /* A page of the stored keys in key order: up to max, from the first or
  * after `after`; *ret_more tells whether more follow. */
 uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,

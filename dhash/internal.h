@@ -102,6 +102,8 @@ void dhash__client_release(dhash_client_t *d);
 struct sync_job {
 	struct cfs_node peer;
 	struct cfs_id lo, hi;
+	struct cfs_id name;       /* the virtual server the requests name (hi, but in a drain) */
+	bool drain;               /* dhash_server_drain's: pushes only */
 };
 
 struct dhash_sync_stats {
@@ -177,6 +179,12 @@ struct dhash_server {
 	struct sync_job *sync_jobs; /* this round's sessions, started in turn */
 	size_t sync_n, sync_next, sync_cap;
 	struct dhash_sync_stats sync;
+	/* dhash_server_drain: waiting for a round to end, then its sessions */
+	dhash_drain_cb drain_cb;
+	void *drain_arg;
+	bool drain_waiting, draining;
+	uint32_t drain_servers;
+	uint64_t drain_pushed0, drain_failed0;
 	struct dhash_scrub scrub;
 	int closing_handles;      /* dhash_server_free: close callbacks still due */
 	/* quotas (quota.c) */

@@ -88,7 +88,9 @@ struct sync_session {
 	size_t nxq, cxq, xnext;
 	uint32_t calls;           /* RPCs in flight (at most one compare, TRANSFERS transfers) */
 	bool comparing, abandoned;
+	bool drain;               /* a drain's: push what the peer lacks, fetch nothing */
 	struct cfs_id lo0, hi0;   /* the session's range, for its log line */
+	struct cfs_id name;       /* the virtual server its requests name */
 	uint32_t n_dig, n_diff, n_list, n_listed, n_push, n_fetch;
 	struct cfs_msg msg;
 };
@@ -254,8 +256,8 @@ void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const
 
 /* ------------------------------------------------------------ sessions */
 
-static void session_start(dhash_server_t *s, const struct cfs_node *peer, const struct cfs_id *lo,
-                          const struct cfs_id *hi);
+static void session_start(dhash_server_t *s, const struct sync_job *j);
+static void drain_next(dhash_server_t *s);
 
 static uint32_t session_count(const dhash_server_t *s)
 {
@@ -270,9 +272,10 @@ static uint32_t session_count(const dhash_server_t *s)
 static void next_session(dhash_server_t *s)
 {
 	while (s->sync_next < s->sync_n && session_count(s) < SESSIONS) {
-		struct sync_job *j = &s->sync_jobs[s->sync_next++];
-		session_start(s, &j->peer, &j->lo, &j->hi);
+		session_start(s, &s->sync_jobs[s->sync_next++]);
 	}
+	if ((s->drain_waiting || s->draining) && !s->sessions && s->sync_next == s->sync_n)
+		drain_next(s);
 }
 
 /* One line per session that moved blocks or was cut short; the others
@@ -344,20 +347,23 @@ static void add_xfer(struct sync_session *se, const struct cfs_id *key, enum xfe
 		se->cxq = se->cxq ? 2 * se->cxq : 64;
 		se->xq = xrealloc(se->xq, se->cxq * sizeof(*se->xq));
 	}
+	if (se->drain && op == X_FETCH)
+		return; /* leaving: what the peer has that we lack stays with it */
 	se->xq[se->nxq++] = (struct xfer){ *key, (uint8_t)op };
 	if (se->s && op != X_ROOT)
 		se->s->sync.debt_round++; /* a root compared is no missing copy */
 }
 
 /* Every request of a session names its virtual server (the range's hi
- * end): the peer admits our pushes only from a member near their keys
- * (dhash__admit_replica), and authenticates us on the first digest. */
+ * end, or the drained one): the peer admits our pushes only from a member
+ * near their keys (dhash__admit_replica), and authenticates us on the
+ * first digest. */
 static void name_sender(struct sync_session *se)
 {
 	chord_t *c = se->s->chord;
 
 	for (uint32_t i = 0; i < chord_vnode_count(c); i++)
-		if (cfs_id_eq(&chord_vnode_self(c, i)->id, &se->hi0)) {
+		if (cfs_id_eq(&chord_vnode_self(c, i)->id, &se->name)) {
 			dhash__msg_from(se->s, i, &se->msg);
 			return;
 		}
@@ -692,19 +698,20 @@ static void pump(struct sync_session *se)
 		session_free(se);
 }
 
-static void session_start(dhash_server_t *s, const struct cfs_node *peer, const struct cfs_id *lo,
-                          const struct cfs_id *hi)
+static void session_start(dhash_server_t *s, const struct sync_job *j)
 {
 	struct sync_session *se = xcalloc(1, sizeof(*se));
 
 	se->s = s;
-	se->peer = *peer;
+	se->drain = j->drain;
+	se->peer = j->peer;
 	se->next = s->sessions;
 	s->sessions = se;
 	s->sync.sessions++;
-	se->lo0 = *lo;
-	se->hi0 = *hi;
-	push_range(se, &(struct range){ *lo, *hi, 0, false });
+	se->lo0 = j->lo;
+	se->hi0 = j->hi;
+	se->name = j->name;
+	push_range(se, &(struct range){ j->lo, j->hi, 0, false });
 	pump(se);
 }
 
@@ -714,8 +721,8 @@ void dhash__sync_round(dhash_server_t *s)
 {
 	uint32_t nv = chord_vnode_count(s->chord);
 
-	if (s->sessions || s->sync_next < s->sync_n)
-		return; /* the last round is still at work */
+	if (s->sessions || s->sync_next < s->sync_n || s->drain_waiting || s->draining)
+		return; /* the last round (or a drain) is still at work */
 	if (chord_is_client(s->chord))
 		return; /* not a member (unreachable): no range is ours to keep */
 	if (s->sync.rounds > 0)
@@ -735,10 +742,130 @@ void dhash__sync_round(dhash_server_t *s)
 				s->sync_cap = s->sync_cap ? 2 * s->sync_cap : 16;
 				s->sync_jobs = xrealloc(s->sync_jobs, s->sync_cap * sizeof(*s->sync_jobs));
 			}
-			s->sync_jobs[s->sync_n++] = (struct sync_job){ *to[j], pred->id, self->id };
+			s->sync_jobs[s->sync_n++] = (struct sync_job){ *to[j], pred->id, self->id, self->id, false };
 		}
 	}
 	next_session(s);
+}
+
+/* ------------------------------------------------------------ drain */
+
+static void job_add(dhash_server_t *s, const struct sync_job *j)
+{
+	if (s->sync_n == s->sync_cap) {
+		s->sync_cap = s->sync_cap ? 2 * s->sync_cap : 16;
+		s->sync_jobs = xrealloc(s->sync_jobs, s->sync_cap * sizeof(*s->sync_jobs));
+	}
+	s->sync_jobs[s->sync_n++] = *j;
+}
+
+/* The range a virtual server holds copies for in this process: from the
+ * previous of our virtual servers on the circle (exclusive) to it; the
+ * whole circle for a process of one. */
+static void held_range(chord_t *c, uint32_t vi, struct cfs_id *lo)
+{
+	const struct cfs_id *me = &chord_vnode_self(c, vi)->id;
+	bool found = false;
+	struct cfs_id best_d;
+
+	*lo = *me;
+	for (uint32_t i = 0; i < chord_vnode_count(c); i++) {
+		const struct cfs_id *o = &chord_vnode_self(c, i)->id;
+		struct cfs_id d;
+		if (i == vi)
+			continue;
+		cfs_id_sub(&d, me, o); /* how far o is behind us */
+		if (!found || cfs_id_cmp(&d, &best_d) < 0) {
+			best_d = d;
+			*lo = *o;
+			found = true;
+		}
+	}
+}
+
+/* The servers that hold a key of vi's range once we are gone: its first
+ * k successors at addresses other than ours, one per address. */
+static uint32_t drain_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret)
+{
+	const struct cfs_node *succs[CHORD_SUCC_MAX];
+	const struct cfs_node *self = chord_vnode_self(c, vi);
+	uint32_t ns = chord_vnode_succs(c, vi, succs), n = 0;
+
+	for (uint32_t i = 0; i < ns && n < k; i++) {
+		bool dup = cfs_addr_same_ip(&succs[i]->addr, &self->addr);
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = cfs_addr_same_ip(&ret[j]->addr, &succs[i]->addr);
+		if (!dup)
+			ret[n++] = succs[i];
+	}
+	return n;
+}
+
+static void drain_begin(dhash_server_t *s)
+{
+	uint32_t nv = chord_vnode_count(s->chord);
+
+	s->drain_waiting = false;
+	s->draining = true;
+	s->drain_pushed0 = s->sync.pushed;
+	s->drain_failed0 = s->sync.push_failed;
+	s->sync_n = s->sync_next = 0;
+	s->drain_servers = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		const struct cfs_node *to[CHORD_SUCC_MAX];
+		struct cfs_id lo;
+		if (!chord_vnode_joined(s->chord, i))
+			continue;
+		const struct cfs_id *me = &chord_vnode_self(s->chord, i)->id;
+		held_range(s->chord, i, &lo);
+		uint32_t n = drain_targets(s->chord, i, s->cfg.replicas, to);
+		for (uint32_t j = 0; j < n; j++) {
+			if (!cfs_id_eq(&lo, me)) {
+				job_add(s, &(struct sync_job){ *to[j], lo, *me, *me, true });
+				continue;
+			}
+			/* the whole circle, which a SYNC request cannot name: two halves */
+			struct cfs_id mid;
+			cfs_id_add_pow2(&mid, me, CFS_ID_BITS - 1);
+			job_add(s, &(struct sync_job){ *to[j], *me, mid, *me, true });
+			job_add(s, &(struct sync_job){ *to[j], mid, *me, *me, true });
+		}
+		s->drain_servers += n;
+	}
+	log_info("drain: comparing what this server holds with %u server%s before it leaves",
+	         s->drain_servers, s->drain_servers == 1 ? "" : "s");
+}
+
+/* No session and no job left: start the drain's sessions, or report it. */
+static void drain_next(dhash_server_t *s)
+{
+	if (s->drain_waiting) {
+		drain_begin(s);
+		if (s->sync_n) {
+			next_session(s);
+			return;
+		}
+	}
+	dhash_drain_cb cb = s->drain_cb;
+	uint64_t pushed = s->sync.pushed - s->drain_pushed0, failed = s->sync.push_failed - s->drain_failed0;
+	s->draining = false;
+	s->drain_cb = NULL;
+	log_info("drain: %llu copies pushed, %llu failed, to %u servers",
+	         (unsigned long long)pushed, (unsigned long long)failed, s->drain_servers);
+	if (cb)
+		cb(s->drain_arg, pushed, failed, s->drain_servers);
+}
+
+int dhash_server_drain(dhash_server_t *s, dhash_drain_cb cb, void *arg)
+{
+	if (s->drain_waiting || s->draining)
+		return -EBUSY;
+	uv_timer_stop(&s->sync_timer);
+	s->drain_cb = cb;
+	s->drain_arg = arg;
+	s->drain_waiting = true;
+	next_session(s); /* at once when no round is at work, else when it ends */
+	return 0;
 }
 
 static void on_sync(uv_timer_t *t)

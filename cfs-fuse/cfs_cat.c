@@ -128,13 +128,13 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 
 /* The options: the daemon or ring to use, the window; then VOLUME PATH.
  * Short options only where their letter means the same in every tool
- * (-w, -h, -V); the rest are long only. */
+ * (-d, -w, -h, -V); the rest are long only. */
 static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsfuse_t *fs)
 {
-	enum { O_CFSD = 256, O_DATA, O_BOOTSTRAP, O_FROM };
+	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM };
 	static const struct option opts[] = {
 		{ "cfsd", required_argument, NULL, O_CFSD },
-		{ "data", required_argument, NULL, O_DATA },
+		{ "data", required_argument, NULL, 'd' },
 		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
 		{ "from", required_argument, NULL, O_FROM },
 		{ "window", required_argument, NULL, 'w' },
@@ -148,13 +148,13 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":w:hV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":d:w:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case O_CFSD:
 			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg) >= (int)sizeof(tgt->sock))
 				cfs_usage_error(USAGE, "--cfsd path too long");
 			break;
-		case O_DATA:
+		case 'd':
 			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >=
 			    (int)sizeof(tgt->sock))
 				cfs_usage_error(USAGE, "--data path too long");
@@ -184,8 +184,14 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 			     "or from a dir: store on this machine (--from dir:PATH: no ring); no FUSE,\n"
 			     "nothing is mounted.\n"
 			     "\n"
-			     "  -V, --version   show the version\n"
-			     "  -h, --help      show this help");
+			     "      --cfsd SOCKET      the local cfsd's control socket\n"
+			     "  -d, --data DIR         ... or the data directory of that cfsd (default\n"
+			     "                         $CFS_DATA_DIR, /var/lib/cfs for root)\n"
+			     "      --bootstrap H:P    no local cfsd: a plain ring client through H:P\n"
+			     "      --from dir:PATH    read a dir: store on this machine, no ring\n"
+			     "  -w, --window N         blocks in flight, 1..4096 (default 24)\n"
+			     "  -V, --version          show the version\n"
+			     "  -h, --help             show this help");
 			exit(0);
 		case ':':
 			cfs_usage_error(USAGE, "option '%s' needs a value", argv[optind - 1]);

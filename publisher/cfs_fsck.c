@@ -29,7 +29,7 @@
 
 enum { EXIT_WHOLE = 0, EXIT_DAMAGED = 1, EXIT_UNCHECKED = 2 };
 
-#define USAGE "usage: cfs-fsck [--from STORE] [--list | --replicas [--repair]] [--quiet] VOLUME"
+#define USAGE "usage: cfs-fsck [--from STORE | -d DIR] [--list | --replicas [--repair]] [--quiet] VOLUME"
 #define bad_usage(...) cfs_usage_error(USAGE, __VA_ARGS__)
 
 static const char help_text[] =
@@ -40,6 +40,8 @@ static const char help_text[] =
 	"      --from STORE  cfsd (the ring through the local daemon; the default),\n"
 	"                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH (an\n"
 	"                    existing store: it is never created)\n"
+	"  -d, --data DIR    through the cfsd whose data directory is DIR: the same as\n"
+	"                    --from cfsd:DIR/cfsd.sock\n"
 	"      --list        print every entry: TYPE MODE SIZE MTIME BLAKE2B PATH\n"
 	"      --replicas    for every block, which of its k servers hold a good\n"
 	"                    copy (one line per block: KEY GOOD/K and the others)\n"
@@ -98,6 +100,7 @@ int main(int argc, char **argv)
 	enum { O_LIST = 1000, O_REPLICAS, O_REPAIR };
 	static const struct option opts[] = {
 		{ "from", required_argument, NULL, 'f' },
+		{ "data", required_argument, NULL, 'd' },
 		{ "list", no_argument, NULL, O_LIST },
 		{ "replicas", no_argument, NULL, O_REPLICAS },
 		{ "repair", no_argument, NULL, O_REPAIR },
@@ -107,7 +110,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *store = getenv("CFS_STORE"), *why = "";
-	bool list = false, replicas = false, repair = false, quiet = false;
+	bool list = false, replicas = false, repair = false, quiet = false, from_given = false;
+	char data_store[4200] = "";
 	struct cfs_pubkey pk;
 	struct pub_sink sink;
 	struct pub_fsck_stats st;
@@ -115,9 +119,14 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_WARN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:qhV", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': store = optarg; break;
+		case 'f': store = optarg; from_given = true; break;
+		case 'd':
+			if (snprintf(data_store, sizeof(data_store), "cfsd:%s/%s", optarg, DHASH_SOCKET_NAME) >=
+			    (int)sizeof(data_store))
+				bad_usage("--data path too long");
+			break;
 		case O_LIST: list = true; break;
 		case O_REPLICAS: replicas = true; break;
 		case O_REPAIR: replicas = repair = true; break;
@@ -134,6 +143,11 @@ int main(int argc, char **argv)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
 	if (list && replicas)
 		bad_usage("--list and --replicas do not go together");
+	if (data_store[0]) {
+		if (from_given)
+			bad_usage("--data and --from both name the store: give one");
+		store = data_store;
+	}
 	if (!store)
 		store = "cfsd";
 	if (cfs_crypto_init() < 0)

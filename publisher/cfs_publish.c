@@ -34,6 +34,8 @@ static const char usage_text[] =
 	"  -t, --to STORE        where blocks go: cfsd (the ring, through the local\n"
 	"                        daemon, else $CFS_BOOTSTRAP; the default), cfsd:SOCKET,\n"
 	"                        ring:HOST:PORT[,...] (no daemon), or dir:PATH\n"
+	"  -d, --data DIR        through the cfsd whose data directory is DIR: the same\n"
+	"                        as --to cfsd:DIR/cfsd.sock\n"
 	"      --block-size N    data block size in bytes, 1024..131072 (default 65536)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
 	"                        0.5 is allowed), and every block leased as long; never\n"
@@ -140,6 +142,7 @@ int main(int argc, char **argv)
 		{ "keygen", no_argument, NULL, O_KEYGEN },
 		{ "key", required_argument, NULL, 'k' },
 		{ "to", required_argument, NULL, 't' },
+		{ "data", required_argument, NULL, 'd' },
 		{ "block-size", required_argument, NULL, O_BLOCK_SIZE },
 		{ "valid", required_argument, NULL, O_VALID },
 		{ "dry-run", no_argument, NULL, 'n' },
@@ -152,7 +155,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct pub_options opt = { .block_size = SFSRO_BLOCK_SIZE_DEFAULT, .valid_s = 30 * 86400 };
-	char key_path[4096] = "", name[CFS_NAME_LEN + 1], *end;
+	char key_path[4096] = "", name[CFS_NAME_LEN + 1], *end, data_store[4200] = "";
+	bool to_given = false;
 	const char *store = getenv("CFS_STORE"), *refresh = NULL, *from = NULL;
 	bool keygen = false, quiet = false;
 	struct cfs_pubkey pk, want;
@@ -164,11 +168,16 @@ int main(int argc, char **argv)
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":k:t:nr:qhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":k:t:d:nr:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_KEYGEN: keygen = true; break;
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
-		case 't': store = optarg; break;
+		case 't': store = optarg; to_given = true; break;
+		case 'd':
+			if (snprintf(data_store, sizeof(data_store), "cfsd:%s/%s", optarg, DHASH_SOCKET_NAME) >=
+			    (int)sizeof(data_store))
+				bad_usage("--data path too long");
+			break;
 		case O_BLOCK_SIZE:
 			v = strtoul(optarg, &end, 10);
 			if (*end || v < SFSRO_BLOCK_SIZE_MIN || v > SFSRO_BLOCK_SIZE_MAX)
@@ -191,6 +200,11 @@ int main(int argc, char **argv)
 		case ':': bad_usage("option '%s' needs a value", argv[optind - 1]);
 		default: bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
+	}
+	if (data_store[0]) {
+		if (to_given)
+			bad_usage("--data and --to both name where blocks go: give one");
+		store = data_store;
 	}
 	if (cfs_crypto_init() < 0)
 		return 1;

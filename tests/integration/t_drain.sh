@@ -25,11 +25,12 @@ for i in $(seq 1 40); do head -c $((2000 + i * 900)) /dev/urandom >"$TEST_DIR/sr
 	{ cat "$TEST_DIR/err"; fail "publish"; }
 fsck_r() { # NODE: cfs-fsck --replicas through that node; its exit code in $rc
 	rc=0
-	"$FSCK" --from "cfsd:$TEST_DIR/node$1/cfsd.sock" --replicas "$vol" >"$TEST_DIR/rep" 2>"$TEST_DIR/rep.err" || rc=$?
+	"$FSCK" -d "$TEST_DIR/node$1" --replicas "$vol" >"$TEST_DIR/rep" 2>"$TEST_DIR/rep.err" || rc=$?
 }
 fsck_r 0
 [ "$rc" -eq 0 ] || fail "a fresh volume is not on all k: $(tail -3 "$TEST_DIR/rep.err")"
 nblocks=$(wc -l <"$TEST_DIR/rep")
+"$CFS_BIN/cfs-cat" -d "$TEST_DIR/node0" "$vol" /d/f7 | cmp -s - "$TEST_DIR/src/d/f7" || fail "cfs-cat -d read wrong bytes"
 [ "$nblocks" -gt 40 ] || fail "cfs-fsck --replicas listed $nblocks blocks"
 
 # the two daemons (not node0, which the checks go through) holding the most

@@ -228,8 +228,8 @@ static void fail_connect(dhash_local_t *l, int status)
 		typed |= l->slot[i] && !l->slot[i]->raw;
 	if (typed && status == -EACCES)
 		dhash_socket_denied(l->sock);
-	else if (typed)
-		log_error("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
+	else if (typed) /* the caller reports it, with what to do instead */
+		log_debug("dhash: cannot connect to cfsd at %s: %s", l->sock, strerror(-status));
 	for (uint32_t i = 0; i < l->used; i++)
 		if (l->slot[i])
 			req_finish(l, l->slot[i], l->slot[i]->raw ? status : -ECONNREFUSED, NULL);

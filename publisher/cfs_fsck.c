@@ -64,10 +64,11 @@ static bool store_unreachable(int r)
 }
 
 /* The advice after a store that did not answer: this program's option. */
-static void advise_store(const char *store)
+static void advise_store(const char *store, int r)
 {
-	log_error("no check was made of the volume; give another store with --from: "
-	          "cfsd:SOCKET, ring:HOST:PORT or dir:PATH (this one was '%s')", store);
+	log_error("no check was made of the volume: '%s' did not answer (%s); give another store "
+	          "with --from (cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR", store,
+	          strerror(-r));
 }
 
 static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
@@ -83,7 +84,7 @@ static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cf
 	if (r < 0 && r != -EBADMSG) {
 		log_error_errno(r, "the replicas could not be checked");
 		if (store_unreachable(r))
-			advise_store(store);
+			advise_store(store, r);
 		return EXIT_UNCHECKED;
 	}
 	fprintf(stderr, "cfs-fsck: %s: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
@@ -169,8 +170,7 @@ int main(int argc, char **argv)
 			return EXIT_DAMAGED;
 		}
 		if (store_unreachable(r)) {
-			log_error_errno(r, "the volume's root could not be read");
-			advise_store(store);
+			advise_store(store, r);
 			return EXIT_UNCHECKED;
 		}
 		log_error_errno(r, "DAMAGED: the volume's root cannot be used");
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	if (r == -EBADMSG)
 		return EXIT_DAMAGED;
 	if (r < 0) {
-		advise_store(store);
+		advise_store(store, r);
 		return EXIT_UNCHECKED;
 	}
 	return EXIT_WHOLE;

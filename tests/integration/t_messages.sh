@@ -49,7 +49,8 @@ has "$TEST_DIR/err" "give --to cfsd:SOCKET or --to ring:HOST:PORT, or publish of
 hasnt "$TEST_DIR/err" "no the ring"
 expect_exit 2 "$FSCK" --from "ring:127.0.0.1:$port" "$vol"
 has "$TEST_DIR/err" "cannot reach the ring through 127.0.0.1:$port"
-has "$TEST_DIR/err" "no check was made of the volume; give another store with --from"
+has "$TEST_DIR/err" "no check was made of the volume: 'ring:127.0.0.1:$port' did not answer"
+has "$TEST_DIR/err" "give another store with --from (cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR"
 hasnt "$TEST_DIR/err" "--to"
 hasnt "$TEST_DIR/err" "cfs-fsck: volume" # no summary after a check that did not happen
 hasnt "$TEST_DIR/err" "0 missing, 0 corrupt"

@@ -178,20 +178,20 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 			exit(0);
 		case 'h':
 			puts(USAGE "\n\n"
-			     "Write one file of VOLUME to stdout, verified, with N blocks in flight\n"
-			     "(-w, --window; default 24, as cfs-mount), through the local cfsd or as\n"
-			     "a plain ring client (--bootstrap, $CFS_BOOTSTRAP, ~/.config/cfs/client.conf),\n"
-			     "or from a dir: store on this machine (--from dir:PATH: no ring); no FUSE,\n"
-			     "nothing is mounted.\n"
+			     "Write one file of VOLUME to stdout, verified, with N blocks in flight,\n"
+			     "through the local cfsd, as a plain ring client or from a dir: store on\n"
+			     "this machine; no FUSE, nothing is mounted.\n"
 			     "\n"
-			     "      --cfsd SOCKET      the local cfsd's control socket\n"
-			     "  -d, --data DIR         ... or the data directory of that cfsd (default\n"
-			     "                         $CFS_DATA_DIR, /var/lib/cfs for root)\n"
-			     "      --bootstrap H:P    no local cfsd: a plain ring client through H:P\n"
-			     "      --from dir:PATH    read a dir: store on this machine, no ring\n"
-			     "  -w, --window N         blocks in flight, 1..4096 (default 24)\n"
-			     "  -V, --version          show the version\n"
-			     "  -h, --help             show this help");
+			     "      --cfsd SOCKET     the local cfsd's control socket\n"
+			     "  -d, --data DIR        ... or the data directory of that cfsd (default\n"
+			     "                        $CFS_DATA_DIR, /var/lib/cfs for root)\n"
+			     "      --bootstrap H:P   read as a plain ring client, no local cfsd (repeatable;\n"
+			     "                        default: the local cfsd when one runs, else\n"
+			     "                        $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
+			     "      --from dir:PATH   read from the dir: store at PATH (no ring)\n"
+			     "  -w, --window N        blocks in flight, 1..4096 (default 24, as cfs-mount)\n"
+			     "  -V, --version         show the version\n"
+			     "  -h, --help            show this help");
 			exit(0);
 		case ':':
 			cfs_usage_error(USAGE, "option '%s' needs a value", argv[optind - 1]);

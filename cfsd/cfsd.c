@@ -198,9 +198,10 @@ static const char usage_text[] =
 	"  -V, --version           show the version\n"
 	"\n"
 	"The data directory holds the lock that keeps a second cfsd off it, the block\n"
-	"store (DIR/blocks, LevelDB), the cache (DIR/cache), the pins (DIR/pins) and the\n"
-	"pinned volumes' blocks (DIR/pinned), and the control socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell\n"
-	"its ring neighbours it is leaving, then exit 0. SIGHUP rereads the config file's\n"
+	"store (DIR/blocks: pack files and a LevelDB index), the cache (DIR/cache), the\n"
+	"pins (DIR/pins) and the pinned volumes' blocks (DIR/pinned), and the control\n"
+	"socket that cfsctl talks to. SIGTERM or SIGINT makes the daemon tell its ring\n"
+	"neighbours it is leaving, then exit 0. SIGHUP rereads the config file's\n"
 	"log-level; other settings wait for a restart (logged).\n";
 
 #define bad_usage(...) cfs_usage_error("usage: cfsd [--port PORT] [--bind ADDR] [--addr IP] [--bootstrap HOST:PORT] [--vnodes V] [--data DIR] [--config FILE] ... (cfsd --help for more)", __VA_ARGS__)

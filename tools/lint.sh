@@ -1,5 +1,6 @@
 #!/bin/bash
-# make lint: the layering rules, in miniature (after Tor's .may_include).
+# make lint: the layering rules, in miniature (after Tor's .may_include),
+# and the docs against the code (tools/check-docs.py).
 #   common/       includes no other module
 #   blockstore/   includes only common/ (the storage engine)
 #   sfsro-format/ includes only common/
@@ -100,5 +101,19 @@ else
 		done < <(nm -g --defined-only "$B/$l" | awk 'NF == 3 { print $3 }' | sort -u)
 	done
 fi
-[ $bad -eq 0 ] && echo "lint: layering and exported names ok"
+
+# Docs that cannot drift: every option of every installed program in its
+# --help and man page, the same defaults in both, every cfsd setting in the
+# sample config and cfsd.conf(5), every client setting in
+# cfs-client.conf(5) (tools/check-docs.py reads them from the sources and
+# runs each program's --help, so the programs are brought up to date first).
+if ! command -v python3 >/dev/null; then
+	echo "lint: python3 is missing: cannot check the docs against the code"; bad=1
+elif ! progs=$(tools/check-docs.py --programs "$B") ||
+	! make -s --no-print-directory B="$B" $progs >/dev/null; then
+	echo "lint: cannot build the programs to check their docs (see make's errors above)"; bad=1
+else
+	tools/check-docs.py "$B/bin" || bad=1
+fi
+[ $bad -eq 0 ] && echo "lint: layering, exported names and docs ok"
 exit $bad

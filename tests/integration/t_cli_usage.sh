@@ -46,11 +46,16 @@ for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
 	expect_exit 0 "$CFS_BIN/$p" --version
 	grep -qE "^$p [0-9]+\.[0-9]+" "$TEST_DIR/out" || fail "$p --version: $(cat "$TEST_DIR/out")"
 done
+# The help is read whole before grep looks at it: grep -q would stop at the
+# first match, and a help longer than a pipe write would then die of
+# SIGPIPE, a failure under pipefail.
 for p in cfsd cfsctl cfs-mount cfs-publish cfs-fsck cfs-cat; do # -d is --data, in every tool
-	"$CFS_BIN/$p" --help 2>&1 | grep -qE -- "-d, --data" || fail "$p: -d is not --data"
+	help=$("$CFS_BIN/$p" --help 2>&1)
+	grep -qE -- "-d, --data" <<<"$help" || fail "$p: -d is not --data"
 done
 for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
-	"$CFS_BIN/$p" --help 2>&1 | grep -qE -- "-d, --debug|-f, --from|-v, --vnodes" &&
+	help=$("$CFS_BIN/$p" --help 2>&1)
+	grep -qE -- "-d, --debug|-f, --from|-v, --vnodes" <<<"$help" &&
 		fail "$p: a short option with another meaning"
 done
 expect_exit 2 "$CFS_BIN/cfs-publish" -d "$TEST_DIR/x" --to dir:"$TEST_DIR/y" "$TEST_DIR"; check_usage cfs-publish

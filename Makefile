@@ -83,7 +83,7 @@ PUB_LIB_SRCS += publisher/push.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
-CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c
+CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c cfsd/denylist.c cfsd/deny_walk.c
 CFSD_LIB_SRCS += cfsd/metrics.c
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
@@ -264,6 +264,11 @@ build-fuzz/fuzz/fuzz_chord_mode build-fuzz/fuzz/fuzz_contacts: build-fuzz/fuzz/f
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
+# The daemon's denylist file parser lives in its library.
+build-fuzz/fuzz/fuzz_denylist: tests/fuzz/fuzz_denylist.c build-fuzz/libcfsd.a build-fuzz/libcfs_common.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
+
 # The storage engine's decoders and pack scanner need its library and LevelDB.
 build-fuzz/fuzz/fuzz_bstore: tests/fuzz/fuzz_bstore.c build-fuzz/libblockstore.a build-fuzz/libcfs_common.a
 	@mkdir -p $(dir $@)
@@ -281,7 +286,8 @@ build-fuzz/fuzz/gen-seeds: tests/fuzz/gen_seeds.c build-fuzz/libsfsro.a build-fu
 # Each target runs FUZZ_SECONDS (default 60), starting from seeds the
 # current encoder writes; any finding fails the target.
 fuzz: fuzz-build
-	$(Q)mkdir -p build-fuzz/seeds && build-fuzz/fuzz/gen-seeds build-fuzz/seeds/fuzz_msg build-fuzz/seeds/fuzz_name build-fuzz/seeds/fuzz_block
+	$(Q)mkdir -p build-fuzz/seeds && build-fuzz/fuzz/gen-seeds build-fuzz/seeds/fuzz_msg build-fuzz/seeds/fuzz_name build-fuzz/seeds/fuzz_block \
+	  build-fuzz/seeds/fuzz_denylist
 	$(Q)for f in $(FUZZ_TARGETS); do \
 	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n build-fuzz/findings/$$n build-fuzz/seeds/$$n; \
 	  echo "== $$n: $(FUZZ_SECONDS) s"; \

@@ -13,6 +13,7 @@
  *   cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]
  *   cfsctl update VOLUME | MOUNTPOINT
  *   cfsctl [--data DIR | --socket PATH] leave [--drain]
+ *   cfsctl [--data DIR | --socket PATH] deny [--remove] VOLUME|KEY | deny --list
  *
  * status asks the local daemon over its control socket; ping sends UDP
  * PINGs from a throw-away endpoint, as any peer on the ring would.
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "cfsd/cfsctl.h"
+#include "cfsd/deny.h"
 #include "dhash/dhash.h"
 
 #ifndef CFS_VERSION
@@ -53,6 +55,7 @@ static const char usage_text[] =
 	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
 	"       cfsctl update VOLUME | MOUNTPOINT\n"
 	"       cfsctl [--data DIR | --socket PATH] leave [--drain]\n"
+	"       cfsctl [--data DIR | --socket PATH] deny [--remove] VOLUME|KEY | deny --list\n"
 	"\n"
 	"  status     report the local cfsd in human units: a three-line summary\n"
 	"             (health, ring size and successor lists, store use and\n"
@@ -93,6 +96,11 @@ static const char usage_text[] =
 	"  leave      make the local cfsd leave the ring and exit, as SIGTERM does;\n"
 	"             --drain first pushes every block it holds to the servers that\n"
 	"             hold it once it is gone, so the ring needs no repair after it\n"
+	"  deny       make the local cfsd refuse to store or serve a block (KEY, 64\n"
+	"             hex digits) or a whole volume (VOLUME: its root and every block\n"
+	"             its newest root reaches, found by walking it); its copies here\n"
+	"             are deleted; kept across restarts (DIR/denylist); this daemon\n"
+	"             only, the rest of the ring still serves the content\n"
 	"\n"
 	"  -m, --mode M         iterative or recursive, optionally followed by\n"
 	"                       ,greedy ,cost or ,nonlinear (default iterative,greedy),\n"
@@ -109,6 +117,9 @@ static const char usage_text[] =
 	"      --check          get: report each key instead of printing bytes\n"
 	"      --output FILE    get: write the bytes to FILE\n"
 	"      --drain          leave: hand every held block on first\n"
+	"      --remove         deny: lift the denial of VOLUME or KEY (its blocks come\n"
+	"                       back only by the ring's replication)\n"
+	"      --list           deny: print the denied volumes and keys\n"
 	"\n"
 	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
 	"                       else the system daemon's, /var/lib/cfs)\n"
@@ -121,8 +132,8 @@ static const char usage_text[] =
 
 static const char short_usage[] =
 	"usage: cfsctl [--data DIR | --socket PATH] status [--json] | ping HOST:PORT | "
-	"lookup [--mode M] [KEY... | -] | put FILE... | get KEY | pin VOLUME | pins "
-	"(cfsctl --help for more)";
+	"lookup [--mode M] [KEY... | -] | put FILE... | get KEY | pin VOLUME | pins | "
+	"deny [--remove] VOLUME|KEY | deny --list (cfsctl --help for more)";
 
 void cfsctl_usage(const char *fmt, ...)
 {
@@ -401,6 +412,97 @@ static int cmd_pin(struct cfsctl *g, int argc, char **argv)
 	return r < 0 ? 1 : 0;
 }
 
+/* deny VOLUME|KEY, deny --remove VOLUME|KEY, deny --list: one request. */
+struct deny_opts {
+	bool remove, list;
+};
+
+static void deny_opt(void *arg, int c, const char *optarg)
+{
+	struct deny_opts *o = arg;
+
+	if (c == 'r')
+		o->remove = true;
+	else
+		o->list = true;
+}
+
+struct deny_answer {
+	uint32_t flags;
+};
+
+static void print_deny(void *arg, int status, const struct cfs_msg *reply)
+{
+	struct deny_answer *a = arg;
+
+	if (status < 0)
+		return;
+	a->flags = reply->flags;
+	/* a walk that stopped short is an error: its one line to stderr */
+	fwrite(reply->data.p, 1, reply->data.len, reply->flags & CFS_DENY_R_PARTIAL ? stderr : stdout);
+}
+
+static int cmd_deny(struct cfsctl *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "remove", no_argument, NULL, 'r' },
+		{ "list", no_argument, NULL, 'l' },
+		{ 0 },
+	};
+	struct deny_opts o = { 0 };
+	struct deny_answer a = { 0 };
+	const char *what = NULL, *why;
+	struct cfs_msg *req;
+	int r, i = cfsctl_getopt(g, argc, argv, "", opts, deny_opt, &o);
+
+	if (o.list && (o.remove || i != argc))
+		bad_usage("deny --list takes no VOLUME or KEY");
+	if (!o.list && i + 1 != argc)
+		bad_usage("deny takes one VOLUME or KEY");
+	req = xmalloc(sizeof(*req));
+	cfs_msg_init(req, CFS_MSG_CTL_DENY);
+	if (o.list) {
+		req->flags = CFS_DENY_F_LIST;
+	} else {
+		what = argv[i];
+		if (strlen(what) == 64) {
+			if (cfs_id_from_hex(&req->key, what) < 0)
+				bad_usage("deny wants a KEY of 64 hex digits, not '%s'", what);
+		} else if (cfs_name_decode(req->key.b, what, &why) < 0) {
+			bad_usage("deny wants a VOLUME (52 base32 characters) or a KEY (64 hex digits), "
+			          "not '%s': %s", what, why);
+		} else {
+			req->flags = CFS_DENY_F_VOLUME;
+		}
+		if (o.remove)
+			req->flags |= CFS_DENY_F_REMOVE;
+	}
+	const char *sock = cfsctl_sock(g);
+	/* a volume's walk reads its blocks' tree from the ring: no deadline
+	 * of our own beyond the daemon's per-get ones */
+	r = cfsd_ctl_call(sock, req, o.list || o.remove ? 5000 : UINT32_MAX, print_deny, &a);
+	free(req);
+	/* -ENOENT is also "no socket": the daemon said it only if one is there. */
+	if (r == -ENOENT && what && access(sock, F_OK) == 0) {
+		fprintf(stderr, "cfsctl: %s is not denied\n", what);
+		return 3;
+	}
+	if (r == -ENOSPC) {
+		fprintf(stderr, "cfsctl: the denylist is full (at most %u entries): nothing was denied; "
+		        "lift some with cfsctl deny --remove\n", CFSD_DENY_MAX);
+		return 1;
+	}
+	if (r == -EIO) {
+		fprintf(stderr, "cfsctl: the daemon cannot write its denylist (see its log): nothing "
+		        "changed\n");
+		return 1;
+	}
+	cfsd_ctl_report(sock, "deny", r);
+	if (r == 0 && (a.flags & CFS_DENY_R_PARTIAL))
+		return 1;
+	return r < 0 ? 1 : 0;
+}
+
 /* Every stored key, a page (CTL_KEYS) at a time. */
 static int cmd_keys(struct cfsctl *g, int argc, char **argv)
 {
@@ -621,6 +723,7 @@ static const struct {
 	{ "pins", cmd_pin },
 	{ "update", cmd_update },
 	{ "leave", cmd_leave },
+	{ "deny", cmd_deny },
 };
 
 int main(int argc, char **argv)

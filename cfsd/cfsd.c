@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cfsd/cfsd.h"
+#include "cfsd/deny.h"
 #include "cfsd/metrics.h"
 #include "cfsd/pin.h"
 #include "cfsd/serve.h"
@@ -49,6 +50,7 @@ struct daemon {
 	struct dhash_config dc;
 	uint64_t upload_bytes_per_s; /* --max-upload-mb-per-s (0: no cap) */
 	cfsd_pinner_t *pinner;    /* cfsctl pin: volumes this daemon keeps alive */
+	cfsd_denylist_t *deny;    /* cfsctl deny: content this daemon refuses (DATA/denylist) */
 	uint32_t pin_ms;          /* --pin-ms (0: the default) */
 	struct cfs_addr boot[16];
 	size_t nboot;
@@ -469,6 +471,7 @@ static void stop_rest(void *arg)
 	cfsd_pinner_free(D.pinner);
 	dhash_client_free(D.client);
 	dhash_server_free(D.dhash);
+	cfsd_denylist_free(D.deny);
 	chord_free(D.chord);
 	cfs_transport_close(D.tr);
 	log_info("left the ring");
@@ -1253,9 +1256,25 @@ int main(int argc, char **argv)
 	};
 	if (pc.round_ms < 100)
 		pc.round_ms = 100;
-	if (cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) == 0)
-		cfsd_serve_init(&(struct cfsd_serve_env){ D.chord, D.dhash, D.client, D.pinner,
-		                                          status_report, leave_soon });
+	/* The denylist before any request is served: the server refuses its
+	 * keys from the first STORE on. */
+	char deny_path[600];
+	snprintf(deny_path, sizeof(deny_path), "%s/%s", D.data_dir, CFSD_DENY_FILE);
+	D.deny = cfsd_denylist_new(deny_path, CFSD_DENY_MAX);
+	bool deny_ok = cfsd_denylist_load(D.deny) == 0;
+	if (deny_ok && cfsd_denylist_keys(D.deny)) {
+		uint32_t n;
+		struct cfs_id *keys = cfsd_denylist_all_keys(D.deny, &n);
+		uint32_t deleted = dhash_server_deny(D.dhash, keys, n);
+		free(keys);
+		log_info("denylist: %u keys denied (%s)%s", n, deny_path,
+		         deleted ? "; copies found here deleted" : "");
+	}
+	if (deny_ok && cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) == 0)
+		cfsd_serve_init(&(struct cfsd_serve_env){ .chord = D.chord, .dhash = D.dhash,
+		                                          .client = D.client, .pinner = D.pinner,
+		                                          .deny = D.deny, .status = status_report,
+		                                          .leave = leave_soon });
 	if (!D.pinner ||
 	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0 ||
 	    share_socket() < 0) {
@@ -1263,6 +1282,7 @@ int main(int argc, char **argv)
 		cfsd_pinner_free(D.pinner);
 		dhash_client_free(D.client);
 		dhash_server_free(D.dhash);
+		cfsd_denylist_free(D.deny);
 		chord_free(D.chord);
 		cfs_transport_close(D.tr);
 		cfs_loop_run(D.loop);

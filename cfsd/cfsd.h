@@ -11,8 +11,9 @@
  * What the daemon serves today: the Chord ring (chord/: every ring message
  * over UDP), the block store (dhash/: STORE, FETCH, HAVE, REFRESH in
  * DATA/blocks), CTL_STATUS (with the ring tables and store counters),
- * CTL_LOOKUP, CTL_GET, CTL_PUT, CTL_HAVE, CTL_REFRESH, CTL_KEYS, and pins
- * (CTL_PIN, CTL_UNPIN, CTL_PINS: cfsd/pin.h, DATA/pins, DATA/pinned). See
+ * CTL_LOOKUP, CTL_GET, CTL_PUT, CTL_HAVE, CTL_REFRESH, CTL_KEYS, pins
+ * (CTL_PIN, CTL_UNPIN, CTL_PINS: cfsd/pin.h, DATA/pins, DATA/pinned) and
+ * the operator's denylist (CTL_DENY: cfsd/deny.h, DATA/denylist). See
  * docs/OPERATIONS.md.
  */
 #ifndef CFS_CFSD_H

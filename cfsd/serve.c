@@ -4,7 +4,8 @@
  * and listings are answered at once; lookups, gets, puts, locates and
  * batches of haves / refreshes run on the daemon's DHash client and are
  * answered from its callbacks, so a connection outlives its stream while
- * any is still running.
+ * any is still running. So is a denial of a volume, which walks the volume
+ * first (cfsd/deny.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 static struct cfsd_serve_env E;
 static struct cfs_msg R; /* a reply; large: not on the stack */
 static uint64_t ctl_requests, ctl_malformed;
+static bool closing;     /* cfsd_serve_close_all: the daemon's pieces are going */
 
 void cfsd_serve_init(const struct cfsd_serve_env *env)
 {
@@ -373,6 +375,157 @@ static void ctl_leave(struct conn *k, const struct cfs_msg *req)
 	}
 }
 
+/* CTL_DENY: the operator's denylist (cfsd/deny.h). The list is changed
+ * (and written) first, then the server is told; a key is denied in the
+ * server only once the list on disk says so, so that a restart denies
+ * what the operator was told is denied. A volume is walked before its
+ * keys are denied: the walk reads the volume's blocks from the ring,
+ * this daemon's copies among them. */
+struct deny_req {
+	struct conn *k;
+	uint64_t reqid;
+	struct cfs_pubkey pk;
+	char name[CFS_NAME_LEN + 1];
+};
+
+static void deny_answer(struct conn *k, uint64_t reqid, int status, uint32_t flags,
+                        const struct cfs_sbuf *b)
+{
+	int r;
+
+	if (k->closed)
+		return;
+	cfs_msg_init(&R, CFS_MSG_CTL_DENY);
+	R.is_reply = true;
+	R.reqid = reqid;
+	R.status = status;
+	if (status == 0) {
+		R.flags = flags;
+		R.data = (struct cfs_bytes){ (const uint8_t *)b->p, b->len };
+	}
+	if ((r = cfs_stream_write_msg(k->s, &R)) < 0)
+		log_warn_errno(r, "control: cannot answer ctl_deny");
+}
+
+/* Add the keys to the list and deny them in the server: 0, -ENOSPC, -EIO. */
+static int deny_keys(const struct cfs_id *keys, uint32_t n, const struct cfs_pubkey *volume,
+                     uint32_t *ret_new, uint32_t *ret_deleted)
+{
+	int r = cfsd_denylist_add(E.deny, keys, n, volume, ret_new);
+
+	if (r == -ENOSPC)
+		log_warn("denylist: %u more keys do not fit (%u entries of at most %u); nothing denied",
+		         n, cfsd_denylist_entries(E.deny), cfsd_denylist_max(E.deny));
+	if (r < 0)
+		return r;
+	*ret_deleted = dhash_server_deny(E.dhash, keys, n);
+	return 0;
+}
+
+static void deny_walked(void *arg, int status, const struct sfsro_root *root,
+                        const struct cfs_id *keys, uint32_t n)
+{
+	struct deny_req *q = arg;
+	struct conn *k = q->k;
+	struct cfs_sbuf b = { 0 };
+	uint32_t fresh = 0, deleted = 0;
+	int r;
+
+	k->pending--;
+	/* The daemon is stopping: its list and server may be gone already
+	 * (the client's gets end after them). */
+	if (status == -ECANCELED || closing) {
+		conn_put(k);
+		free(q);
+		return;
+	}
+	struct cfs_id rk;
+	sfsro_root_key(&q->pk, &rk);
+	if (n == 0) { /* no root: its key is denied all the same */
+		keys = &rk;
+		n = 1;
+	}
+	r = deny_keys(keys, n, &q->pk, &fresh, &deleted);
+	if (r < 0) {
+		deny_answer(k, q->reqid, r, 0, NULL);
+	} else if (status == 0) {
+		cfs_sb_printf(&b, "%s denied: root %lu and %u blocks under it (%u newly denied); "
+		              "%u copies deleted here\n", q->name, (unsigned long)root->seq, n - 1, fresh,
+		              deleted);
+		log_info("denylist: volume %s denied: root %lu, %u keys, %u copies deleted", q->name,
+		         (unsigned long)root->seq, n, deleted);
+		deny_answer(k, q->reqid, 0, 0, &b);
+	} else if (!root) {
+		cfs_sb_printf(&b, "%s: its root key is denied, but the walk could not run: the root "
+		              "could not be read (%s)\n", q->name, dhash_strerror(status));
+		log_warn("denylist: volume %s: root key denied; no root read (%s), no block walked",
+		         q->name, dhash_strerror(status));
+		deny_answer(k, q->reqid, 0, CFS_DENY_R_PARTIAL, &b);
+	} else {
+		cfs_sb_printf(&b, "%s: root %lu and %u blocks denied, but the walk stopped early (%s): "
+		              "blocks below the one it could not read are not denied\n", q->name,
+		              (unsigned long)root->seq, n - 1, dhash_strerror(status));
+		log_warn("denylist: volume %s: %u keys denied; the walk stopped early (%s)", q->name, n,
+		         dhash_strerror(status));
+		deny_answer(k, q->reqid, 0, CFS_DENY_R_PARTIAL, &b);
+	}
+	free(b.p);
+	conn_put(k);
+	free(q);
+}
+
+static void ctl_deny(struct conn *k, const struct cfs_msg *req)
+{
+	struct cfs_sbuf b = { 0 };
+	bool volume = req->flags & CFS_DENY_F_VOLUME;
+	char name[CFS_NAME_LEN + 1], hex[65];
+	struct cfs_pubkey pk;
+	uint32_t fresh = 0, deleted = 0;
+	int r = 0;
+
+	memcpy(pk.b, req->key.b, sizeof(pk.b));
+	if (volume)
+		cfs_name_encode(name, pk.b);
+	else
+		cfs_id_hex(&req->key, hex);
+	if (req->flags & CFS_DENY_F_LIST) {
+		cfsd_denylist_report(E.deny, &b);
+	} else if (req->flags & CFS_DENY_F_REMOVE) {
+		struct cfs_id *freed;
+		uint32_t nfreed;
+		r = cfsd_denylist_remove(E.deny, volume ? NULL : &req->key, volume ? &pk : NULL,
+		                         &freed, &nfreed);
+		if (r == 0) {
+			for (uint32_t i = 0; i < nfreed; i++)
+				dhash_server_allow(E.dhash, &freed[i]);
+			free(freed);
+			cfs_sb_printf(&b, "%s lifted: %u key%s no longer denied (their blocks come back "
+			              "by replication)\n", volume ? name : hex, nfreed, nfreed == 1 ? "" : "s");
+			log_info("denylist: %s lifted, %u keys", volume ? name : hex, nfreed);
+		}
+	} else if (volume) {
+		struct deny_req *q = xcalloc(1, sizeof(*q));
+		q->k = k;
+		q->reqid = req->reqid;
+		q->pk = pk;
+		memcpy(q->name, name, sizeof(name));
+		k->pending++;
+		if ((r = cfsd_deny_walk(E.client, &pk, deny_walked, q)) < 0)
+			deny_walked(q, r, NULL, NULL, 0); /* cannot start: the root key alone, now */
+		return;
+	} else {
+		r = deny_keys(&req->key, 1, NULL, &fresh, &deleted);
+		if (r == 0) {
+			cfs_sb_printf(&b, "%s denied%s; %u cop%s deleted here\n", hex,
+			              fresh ? "" : " (it was denied already)", deleted,
+			              deleted == 1 ? "y" : "ies");
+			log_info("denylist: key %s denied, %u copies deleted", hex, deleted);
+		}
+	}
+	deny_answer(k, req->reqid, r, 0, &b);
+	free(b.p);
+}
+
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
@@ -426,6 +579,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		ctl_pin(s, req);
 	} else if (req->type == CFS_MSG_CTL_LEAVE) {
 		ctl_leave(k, req);
+	} else if (req->type == CFS_MSG_CTL_DENY) {
+		ctl_deny(k, req);
 	} else {
 		ctl_reply_error(s, req, -EOPNOTSUPP);
 	}
@@ -452,6 +607,7 @@ void cfsd_serve_accept(void *arg, cfs_stream_t *s)
 
 void cfsd_serve_close_all(void)
 {
+	closing = true;
 	while (conns)
 		conn_close(conns);
 }

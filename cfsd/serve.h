@@ -3,6 +3,7 @@
 #define CFSD_SERVE_H
 
 #include "cfsd/cfsd.h"
+#include "cfsd/deny.h"
 #include "cfsd/pin.h"
 #include "chord/chord.h"
 #include "dhash/dhash.h"
@@ -13,6 +14,7 @@ struct cfsd_serve_env {
 	dhash_server_t *dhash;
 	dhash_client_t *client;
 	cfsd_pinner_t *pinner;
+	cfsd_denylist_t *deny;    /* cfsctl deny: handed to dhash at start and on each change */
 	void (*status)(struct cfs_sbuf *b, uint32_t flags); /* CTL_STATUS's report (CFS_STATUS_F_*) */
 	void (*leave)(void);      /* CTL_LEAVE: leave the ring and exit, once the answer is out */
 };

@@ -73,6 +73,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_UNPIN]   = { "ctl_unpin",   { F_KEY }, { F_END } },
 	[CFS_MSG_CTL_PINS]    = { "ctl_pins",    { F_FLAGS }, { F_TEXT } },
 	[CFS_MSG_CTL_LOCATE]  = { "ctl_locate",  { F_KEY }, { F_NODES, F_DATA } },
+	[CFS_MSG_CTL_DENY]    = { "ctl_deny",    { F_FLAGS, F_KEY }, { F_FLAGS, F_TEXT } },
 	[CFS_MSG_CTL_LEAVE]   = { "ctl_leave",   { F_FLAGS }, { F_TEXT } },
 };
 

@@ -90,6 +90,8 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_PINS,        /* local: flags -> the pins and their last rounds, text or JSON */
 	CFS_MSG_CTL_LOCATE,      /* local: which of key's k servers hold a good copy
 	                          * -> nodes, one state byte each (dhash_copy_state) */
+	CFS_MSG_CTL_DENY,        /* local: flags, key: deny a key or a volume, lift
+	                          * one, or list -> flags, text */
 	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> text; then the
 	                          * daemon leaves the ring and exits */
 	CFS_MSG_TYPE_END
@@ -105,6 +107,16 @@ enum cfs_msg_type {
 /* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u
 #define CFS_STATUS_F_HEALTH 0x2u /* one line: "healthy: ..." or "unhealthy: ..." */
+
+/* CTL_DENY flags. Request: key is a block key, or with VOLUME a volume's
+ * public key; REMOVE lifts it instead; LIST (key unused) asks for the list,
+ * as JSON with JSON. Reply: PARTIAL when a volume's walk could not reach
+ * every block (the text says what was denied). */
+#define CFS_DENY_F_VOLUME  0x1u
+#define CFS_DENY_F_REMOVE  0x2u
+#define CFS_DENY_F_LIST    0x4u
+#define CFS_DENY_F_JSON    0x8u
+#define CFS_DENY_R_PARTIAL 0x1u
 
 /* CTL_KEYS flags. */
 #define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */

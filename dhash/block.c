@@ -96,6 +96,7 @@ const char *dhash_strerror(int status)
 	case -EINVAL: return "unknown block kind";
 	case -EMSGSIZE: return "block too large";
 	case -EACCES: return "the server's nonce challenge was not met (is the source address forged?)";
+	case DHASH_DENIED: return "the server's operator denies this key (cfsctl deny)";
 	default: return strerror(-status);
 	}
 }

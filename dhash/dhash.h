@@ -15,7 +15,9 @@
  *    the lowest predicted latency, on a timeout or a bad block tries the
  *    next, and returns only bytes that verify.
  *  - Every block carries a lease (wall-clock expiry); refresh extends it,
- *    a collector deletes expired blocks. There is no delete call.
+ *    a collector deletes expired blocks. There is no delete call on the
+ *    ring; a server's operator may deny keys on that server alone
+ *    (dhash_server_deny).
  *
  * Depends on chord/, sfsro-format/ (to check roots) and common/. Everything
  * runs on the caller's libuv loop; callbacks never run inside the call
@@ -149,6 +151,24 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
                            uint32_t max, bool *ret_more);
 /* Run the lease collector now (tests, and the periodic timer). */
 void dhash_server_expire(dhash_server_t *s);
+
+/* The operator's denylist, handed in by the daemon (which keeps it on
+ * disk). A denied key is refused in every role: a STORE of it (a client's,
+ * a replica's push, a cache copy) is answered DHASH_DENIED; a FETCH is
+ * answered -ENOENT, as by a server that holds no copy; a lookup hop does
+ * not claim it; replica maintenance neither fetches it from a peer nor
+ * sends it. A put whose first server answers DHASH_DENIED goes on to the
+ * next, since the refusal is that server's own. */
+#define DHASH_DENIED (-EKEYREVOKED)
+/* Deny n keys, deleting every copy held here (stored or cached); returns
+ * how many copies were deleted. */
+uint32_t dhash_server_deny(dhash_server_t *s, const struct cfs_id *keys, uint32_t n);
+/* Lift the denial of key; its block comes back only by replication. */
+void dhash_server_allow(dhash_server_t *s, const struct cfs_id *key);
+/* Is key denied here? */
+bool dhash_server_is_denied(const dhash_server_t *s, const struct cfs_id *key);
+/* How many keys are denied. */
+uint64_t dhash_server_denied_count(const dhash_server_t *s);
 
 /* ---- the client (over a chord_t, a ring member's or a plain client's) */
 

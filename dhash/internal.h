@@ -117,6 +117,10 @@ struct dhash_sync_stats {
 	/* roots held on both sides whose sequence numbers were compared, and
 	 * the newer ones taken from a peer or sent to it */
 	uint64_t roots_checked, roots_fetched, roots_pushed;
+	/* keys a peer holds that are denied here: neither fetched nor counted
+	 * as debt (deny.c); copies a peer refused as denied there, and those
+	 * not pushed to it again for that */
+	uint64_t denied_skipped, push_denied, push_denied_skipped;
 };
 
 /* The scrub (scrub.c): every stored block reread and verified, at a bounded
@@ -168,7 +172,7 @@ struct dhash_server {
 	size_t nq;
 	struct cfs_msg reply;     /* large: not on the stack */
 	struct cfs_msg push;
-	uint64_t stores, stores_dup, refused[8], fetches, fetch_misses, haves, refreshes;
+	uint64_t stores, stores_dup, refused[9], fetches, fetch_misses, haves, refreshes;
 	uint64_t pushed, push_failed, expired, store_errors, commits;
 	/* copies of others' blocks (CFS 5.2), never counted as replicas */
 	dhash_cache_t *cache;
@@ -185,6 +189,8 @@ struct dhash_server {
 	bool drain_waiting, draining;
 	uint32_t drain_servers;
 	uint64_t drain_pushed0, drain_failed0;
+	struct cfs_htab sync_refused; /* (key, peer ID) -> loop ms until which it is not pushed */
+	bool sync_refused_init;
 	struct dhash_scrub scrub;
 	int closing_handles;      /* dhash_server_free: close callbacks still due */
 	/* quotas (quota.c) */
@@ -200,6 +206,11 @@ struct dhash_server {
 	uint32_t nparked;
 	size_t parked_bytes;
 	uint64_t admit_parked;    /* copies that waited */
+	/* deny.c: the keys the operator refuses (cfsd hands them in) */
+	struct cfs_htab deny;
+	bool deny_init;
+	uint64_t deny_dropped;    /* copies deleted when their keys were denied */
+	uint64_t fetch_denied;    /* FETCHes of denied keys, answered -ENOENT */
 	/* the compactor of the replica store, a slice per tick */
 	uv_timer_t compact_timer;
 	uint64_t compact_idle_until; /* nothing to do: look again then (monotonic ms) */
@@ -232,6 +243,9 @@ void dhash__msg_from(const dhash_server_t *s, uint32_t vi, struct cfs_msg *m);
  * plausibly placing a copy of its own key (chord_plausible_holder). */
 int dhash__admit_replica(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 
+/* deny.c: release the set (dhash_server_free). */
+void dhash__deny_free(dhash_server_t *s);
+
 /* ---- quotas (quota.c) */
 void dhash__quota_init(dhash_server_t *s);
 /* The 16-byte owner (v4-mapped IP) a sender's stores are charged to. */
@@ -259,6 +273,8 @@ void dhash__sync_round(dhash_server_t *s);
 /* SYNC_DIGEST and SYNC_KEYS requests. */
 void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+/* Release what sync keeps past dhash__sync_stop (the close of the server). */
+void dhash__sync_free(dhash_server_t *s);
 void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);
 
 /* ---- the scrub and every read that serves a copy to others (scrub.c) */

@@ -12,7 +12,8 @@
  * again to the same server with that nonce, once per server and put. Any
  * other refusal (a bad block, a stale root, a full disk) ends the put with
  * that error: another server would refuse it for the same reason, or
- * should not be asked to take it instead.
+ * should not be asked to take it instead. A server whose operator denies
+ * the key (DHASH_DENIED) refuses for itself alone: the next one is asked.
  *
  * Issue 22 (one hostile member cannot lose acknowledged puts): the ack is
  * one vote; the put is acknowledged once a majority, floor(n/2)+1 of the n
@@ -333,6 +334,10 @@ void dhash__put_on_store(struct dhash__put *p, uint32_t ci, const struct dhash__
 		p->cst[ci] = DHASH_PC_SILENT;
 		p->timeouts++;
 		p->miss = -ETIMEDOUT;
+		store_next(p);
+	} else if (rep->status == DHASH_DENIED) {
+		p->cst[ci] = DHASH_PC_REFUSED; /* this server's policy: not the block's fault */
+		p->miss = DHASH_DENIED;
 		store_next(p);
 	} else {
 		put_finish(p, rep->status, 0); /* a refusal: another would refuse too */

@@ -72,6 +72,7 @@ static int refusal_slot(int status)
 	case -ENOSPC: return 4;
 	case -EIO: return 5;
 	case -EDQUOT: return 6;
+	case DHASH_DENIED: return 8;
 	default: return 7;
 	}
 }
@@ -238,7 +239,9 @@ static void commit(dhash_server_t *s)
 		for (size_t j = 0; j < m; j++)
 			if (!memcmp(recs[j].owner, p->rec.owner, 16))
 				mine += recs[j].len;
-		st[i] = dhash__quota_admit(s, &p->key, &p->rec, batch, mine);
+		/* denied while it waited for this commit */
+		st[i] = dhash_server_is_denied(s, &p->key) ? DHASH_DENIED
+		        : dhash__quota_admit(s, &p->key, &p->rec, batch, mine);
 		if (st[i] == 0) {
 			keys[m] = p->key;
 			recs[m] = p->rec;
@@ -339,6 +342,8 @@ static bool server_has_block(void *arg, const struct cfs_id *key)
 	dhash_server_t *s = arg;
 	struct dhash_rec rec;
 
+	if (dhash_server_is_denied(s, key))
+		return false;
 	/* Not for roots: a hop holding an older version (a former replica)
 	 * would end the lookup, and a root get must reach the replicas to
 	 * find the newest. */
@@ -376,6 +381,12 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 
 	if (req->data.len > CFS_BLOCK_MAX) {
 		answer_store(s, from, -EMSGSIZE, 0);
+		return;
+	}
+	/* First: whoever sends it, in whatever role, a denied key is not
+	 * taken, and the sender is told so (no challenge, no park first). */
+	if (dhash_server_is_denied(s, &req->key)) {
+		answer_store(s, from, DHASH_DENIED, 0);
 		return;
 	}
 	if (req->flags & DHASH_STORE_F_CACHE) {
@@ -442,9 +453,17 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct dhash_rec rec;
-	int r = dhash__scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
+	int r;
 
 	s->fetches++;
+	/* A denied key is served as one this server holds no copy of. */
+	if (dhash_server_is_denied(s, &req->key)) {
+		s->fetch_denied++;
+		s->fetch_misses++;
+		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -ENOENT);
+		return;
+	}
+	r = dhash__scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
 	if (r == -ENOENT)
 		r = fetch_cached(s, &req->key, &rec);
 	if (r < 0) {
@@ -657,6 +676,8 @@ static void handle_closed(uv_handle_t *h)
 		return;
 	dhash_store_close(s->store);
 	dhash_cache_close(s->cache);
+	dhash__deny_free(s);
+	dhash__sync_free(s);
 	free(s->q);
 	free(s);
 }
@@ -691,12 +712,12 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
  * dhash__scrub_status add theirs. Cache hit rate: of the FETCHes for blocks this
  * server holds no replica of, the share its cache answered. */
 struct server_snap {
-	uint64_t blocks, bytes, stores, refused_total, refused[8];
+	uint64_t blocks, bytes, denied, deny_dropped, stores, refused_total, refused[9];
 	uint32_t k, ring_servers, skew_peers;
 	double skew_s;
 	bool clock_off;
 	uint64_t expiry_skipped;
-	uint64_t fetches, fetch_misses, haves, refreshes, pushed, push_failed, expired;
+	uint64_t fetches, fetch_misses, fetch_denied, haves, refreshes, pushed, push_failed, expired;
 	uint64_t capacity, quota, challenges, day, week;
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
 	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
@@ -715,6 +736,8 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, capacity, "capacity", "capacity", "bytes"),
 	S(U64, quota, "quota", "quota per client IP", "bytes"),
 	S(U64, challenges, "challenges", "nonce challenges", NULL),
+	S(U64, denied, "denied_keys", "denied keys (cfsctl deny)", NULL),
+	S(U64, deny_dropped, "denied_deleted", "copies deleted when denied", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("clock", "clock"),
 	CFS_STAT_D(struct server_snap, skew_s, 1, "skew_s", "ours minus the peers' median", "s"),
@@ -727,6 +750,7 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, refused_total, "refused_total", "refused", NULL),
 	S(U64, fetches, "fetches", "fetches", NULL),
 	S(U64, fetch_misses, "fetch_misses", "misses", NULL),
+	S(U64, fetch_denied, "fetch_denied", "of them denied", NULL),
 	S(U64, haves, "have_keys", "have keys", NULL),
 	S(U64, refreshes, "refreshed_keys", "refreshed keys", NULL),
 	S(U64, pushed, "pushed", "copies pushed", NULL),
@@ -742,6 +766,7 @@ static const struct cfs_stat server_stats[] = {
 	S(U64, refused[5], "store_error", "store error", NULL),
 	S(U64, refused[6], "over_quota", "over quota", NULL),
 	S(U64, refused[7], "other", "other", NULL),
+	S(U64, refused[8], "denied", "denied", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("admission", "replica copies"),
 	S(U64, admit_ok, "admitted", "admitted", NULL),
@@ -818,10 +843,13 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	if (n->ring_servers >= n->k)
 		n->ring_servers = 0;
 	n->stores = s->stores;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		n->refused_total += n->refused[i] = s->refused[i];
+	n->denied = dhash_server_denied_count(s);
+	n->deny_dropped = s->deny_dropped;
 	n->fetches = s->fetches;
 	n->fetch_misses = s->fetch_misses;
+	n->fetch_denied = s->fetch_denied;
 	n->haves = s->haves;
 	n->refreshes = s->refreshes;
 	n->pushed = s->pushed;

@@ -21,6 +21,13 @@
  *   - What we push is read through dhash__scrub_read, which verifies it: a copy
  *     that rotted here is dropped instead of pushed, and fetched back from a
  *     peer in a later round.
+ *   - A key the operator denied here (deny.c) is neither fetched nor pushed:
+ *     the part holding it keeps differing from the peer's, which costs a
+ *     listing of that part each round, never a transfer. A peer that
+ *     refuses our push as denied there is not sent that key again for
+ *     REFUSED_ROUNDS rounds, then twice as many after each refusal, up to a
+ *     day: a denied volume does not travel to its denier every round, and
+ *     a denial the peer's operator lifted is noticed within that time.
  *
  * So a range that agrees costs one 2 KiB digest exchange per replica, and
  * the rest of the traffic follows what differs: a server back after a short
@@ -53,6 +60,9 @@
 #define BACKLOG 4096     /* transfers queued before comparing stops for a while */
 #define SYNC_TIMEOUT_MS 3000
 #define SCAN_CHUNK 1024
+#define REFUSED_ROUNDS 30        /* a peer's denial is believed this many rounds, ... */
+#define REFUSED_CAP_MS (24ull * 3600 * 1000) /* ... doubling up to a day, ... */
+#define REFUSED_MAX 65536        /* ... for at most this many (key, peer) pairs */
 
 struct range {
 	struct cfs_id lo, hi; /* (lo, hi] */
@@ -382,17 +392,80 @@ static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
 
 /* --- transfers */
 
+/* The peer's operator denies the key (DHASH_DENIED): remember it. */
+struct refused_key {
+	struct cfs_id key, peer;
+};
+struct refused_val {
+	uint64_t until_ms;        /* loop time: not pushed before */
+	uint64_t interval_ms;     /* the last wait; the next refusal doubles it */
+};
+
+/* cfs_htab_filter: keep an entry while its backoff may still matter. */
+static bool refused_live(void *ctx, const void *key, void *val)
+{
+	const struct refused_val *v = val;
+
+	return v->until_ms + v->interval_ms > *(uint64_t *)ctx;
+}
+
+static void refused_note(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
+{
+	struct refused_key rk = { *key, *peer };
+	uint64_t now = uv_now(s->loop), first = (uint64_t)REFUSED_ROUNDS * s->cfg.sync_ms;
+	struct refused_val *v;
+	bool added;
+
+	if (!s->sync_refused_init) {
+		cfs_htab_init(&s->sync_refused, sizeof(rk), sizeof(struct refused_val));
+		s->sync_refused_init = true;
+	}
+	if (cfs_htab_count(&s->sync_refused) >= REFUSED_MAX &&
+	    cfs_htab_filter(&s->sync_refused, refused_live, &now) == 0)
+		cfs_htab_clear(&s->sync_refused); /* all live: start again, pushes cost a round */
+	v = cfs_htab_put(&s->sync_refused, &rk, &added);
+	if (added || v->until_ms + v->interval_ms <= now)
+		v->interval_ms = first;
+	else if (v->interval_ms < REFUSED_CAP_MS / 2)
+		v->interval_ms *= 2;
+	else
+		v->interval_ms = REFUSED_CAP_MS;
+	v->until_ms = now + v->interval_ms;
+}
+
+static bool refused_by(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
+{
+	struct refused_key rk = { *key, *peer };
+	struct refused_val *v;
+
+	if (!s->sync_refused_init || !(v = cfs_htab_get(&s->sync_refused, &rk)))
+		return false;
+	return v->until_ms > uv_now(s->loop);
+}
+
+void dhash__sync_free(dhash_server_t *s)
+{
+	if (s->sync_refused_init)
+		cfs_htab_free(&s->sync_refused);
+	s->sync_refused_init = false;
+}
+
 static void push_back(void *arg, int status, const struct cfs_msg *reply,
                       const struct cfs_rpc_result *res)
 {
 	struct xcall *x = arg;
 	struct sync_session *se = x->se;
+	struct cfs_id key = x->key;
 
 	free(x);
 	if (!call_back(se, status))
 		return;
-	if (status < 0)
+	if (status == DHASH_DENIED) {
+		se->s->sync.push_denied++;
+		refused_note(se->s, &key, &se->peer.id);
+	} else if (status < 0) {
 		se->s->sync.push_failed++;
+	}
 	if (status == -ETIMEDOUT)
 		abandon(se);
 	pump(se);
@@ -455,6 +528,8 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(&key, hex));
 	} else if (dhash__lease_from(s, &se->peer.addr, reply->lease_until) <= dhash__wall_now()) {
 		/* expired there: left to the collectors */
+	} else if (dhash_server_is_denied(s, &key)) {
+		s->sync.denied_skipped++; /* denied since it was queued */
 	} else if ((m = dhash__scrub_read(s, &key, &mine, SCRUB_BY_PUSH)) == 0) { /* maintenance's read */
 		compare_root(se, &key, reply, seq, &mine); /* held here too: a root may be older */
 		free(mine.data);
@@ -482,7 +557,8 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 	x->se = se;
 	x->key = t->key;
 	if (t->op == X_PUSH) {
-		if (dhash__scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
+		if (dhash_server_is_denied(s, &t->key) ||
+		    dhash__scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
 			free(x); /* gone since the comparison, or a bad copy dropped here */
 			return;
 		}
@@ -582,10 +658,17 @@ static void diff_listing(struct sync_session *se)
 		const struct cfs_id *mk = i < nl ? &ks.keys[ix[i]] : NULL;
 		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(mk, &se->remote[j]);
 		if (c < 0) {
-			add_xfer(se, mk, X_PUSH);
+			if (refused_by(se->s, mk, &se->peer.id))
+				se->s->sync.push_denied_skipped++;
+			else
+				add_xfer(se, mk, X_PUSH);
 			i++;
 		} else if (c > 0) {
-			add_xfer(se, &se->remote[j++], X_FETCH);
+			if (dhash_server_is_denied(se->s, &se->remote[j]))
+				se->s->sync.denied_skipped++;
+			else
+				add_xfer(se, &se->remote[j], X_FETCH);
+			j++;
 		} else {
 			if (se->cur.differs && ks.kinds[ix[i]] == DHASH_KIND_ROOT)
 				add_xfer(se, mk, X_ROOT);
@@ -925,6 +1008,9 @@ static const struct cfs_stat sync_stats[] = {
 	S(U64, y.fetched_bytes, "fetched_bytes", "fetched", "bytes"),
 	S(U64, y.fetch_failed, "fetch_failed", "fetch failed", NULL),
 	S(U64, y.fetch_bad, "fetch_bad", "bad", NULL),
+	S(U64, y.denied_skipped, "denied_skipped", "denied here: not fetched", NULL),
+	S(U64, y.push_denied, "push_denied", "refused as denied there", NULL),
+	S(U64, y.push_denied_skipped, "push_denied_skipped", "not sent again", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN(NULL, "repl. debt"),
 	S(U64, y.debt_last, "debt_last_round", "copies missing in the last whole round", NULL),

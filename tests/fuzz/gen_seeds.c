@@ -1,5 +1,6 @@
 /* Write a seed corpus for the fuzz targets from the current encoder:
- * one valid message per (type, direction), and a few names. */
+ * one valid message per (type, direction), a few names and blocks, and
+ * (with a fourth directory) a denylist file. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,8 +27,8 @@ int main(int argc, char **argv)
 	static struct cfs_id keys[3];
 	char name[64];
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: gen-seeds MSG_DIR NAME_DIR BLOCK_DIR\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: gen-seeds MSG_DIR NAME_DIR BLOCK_DIR [DENYLIST_DIR]\n");
 		return 2;
 	}
 	mkdir(argv[1], 0755);
@@ -88,5 +89,16 @@ int main(int argc, char **argv)
 	struct sfsro_dir d = { .n = 2, .entries = e };
 	if (sfsro_dir_encode(&d, buf, sizeof(buf), &len) == 0)
 		put(argv[3], "dir", buf, len);
+
+	/* a denylist as cfsd writes it: a comment, a key alone, a volume's key */
+	if (argc == 5) {
+		char hex[65], list[512];
+		struct cfs_id k1 = { { 1 } }, k2 = { { 2 } };
+		mkdir(argv[4], 0755);
+		cfs_name_encode(text, pk.b);
+		int n = snprintf(list, sizeof(list), "# cfsd denylist\n%s\n", cfs_id_hex(&k1, hex));
+		n += snprintf(list + n, sizeof(list) - (size_t)n, "%s %s\n", cfs_id_hex(&k2, hex), text);
+		put(argv[4], "denylist", list, (size_t)n);
+	}
 	return 0;
 }

@@ -392,6 +392,41 @@ Test(dhash_put, a_refusal_ends_the_put)
 	}
 }
 
+/* A server whose operator denies the key refuses for itself: the put goes
+ * on to the next server, and the others make the majority. */
+Test(dhash_put, a_denial_moves_on_to_the_next_server)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(DHASH_DENIED));
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_STORE, 1);
+	put_store(&p, 1, (struct dhash__reply){ .status = 0, .lease_until = 777 });
+	expect(0, DHASH_ACT_HAVE, 2); /* the denier is not asked: it said no */
+	put_have(&p, 2, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(p.timeouts, 0); /* a refusal, not silence */
+	dhash__put_fini(&p);
+}
+
+Test(dhash_put, denied_everywhere_fails_with_the_denial)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	for (uint32_t i = 0; i < 3; i++) {
+		expect(0, DHASH_ACT_STORE, i);
+		put_store(&p, i, err(DHASH_DENIED));
+	}
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, DHASH_DENIED);
+	dhash__put_fini(&p);
+}
+
 Test(dhash_put, a_refusal_of_our_own_store_is_the_error)
 {
 	struct dhash__put p;

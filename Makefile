@@ -129,7 +129,7 @@ $(B)/%.o: %.c $(B)/config.mk
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
 HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
-# A lying ring member for t_hostile_member (issue 22), and a look inside the
+# A lying ring member for t_hostile_member, and a look inside the
 # storage engine's stores: tests only.
 HARNESS  += $(B)/bin/cfs-hostile $(B)/bin/cfs-storetool
 # The wide-area delay line (a netfilter queue in a router namespace).

@@ -1,5 +1,5 @@
 /*
- * cfsd's operator view (issue 25, item 5): traffic rates over a sliding
+ * cfsd's operator view: traffic rates over a sliding
  * window, the ring neighbours with measured round trips, and a Prometheus
  * text endpoint. Private to the cfsd program.
  *

@@ -6,7 +6,7 @@
  * failure for thirty seconds, a node found dead for fifteen.
  *
  * Each check costs an AUTH round trip to an address that whoever offered the
- * node chose, so checks are bounded (issue 22): de-duplicated by ID (one
+ * node chose, so checks are bounded: de-duplicated by ID (one
  * check at a time), charged to the offering address's and the overall token
  * bucket (ratelimit.c), at most CHORD_AUTH_INFLIGHT_MAX in flight, and sent
  * as background calls that never occupy or shrink the transport's window.

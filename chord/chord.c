@@ -546,7 +546,7 @@ struct ring_snap {
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
 	uint64_t hostile_dropped, fwd_handled, fwd_copies, find_next_handled, alerts_in;
-	/* issue 22, part D: authenticated leaves, bounded authentication work */
+	/* Authenticated leaves, bounded authentication work */
 	uint64_t auth_dropped, auth_dropped_src, auth_dropped_all, auth_dup, auth_src_evicted;
 	uint32_t auth_inflight;
 	uint64_t leave_no_cookie, leave_bad_cookie, leave_stranger, leave_applied;

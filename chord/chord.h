@@ -183,8 +183,8 @@ int chord_client_load(chord_t *c, const char *path);
 /* The ring members a plain client knows. */
 uint32_t chord_client_contacts(const chord_t *c);
 /* ... at how many distinct IP addresses: a lower bound on the ring's
- * servers, which a plain client's lookup checks and quorums use (issue 22;
- * the contacts come from answers, so a liar can raise it: its lookups and
+ * servers, which a plain client's lookup checks and quorums use (the
+ * contacts come from answers, so a liar can raise it: its lookups and
  * puts then fail, nothing is acknowledged on its word). */
 uint32_t chord_client_addresses(const chord_t *c);
 /* Create a new ring (n == 0) or join through any of the n addresses,
@@ -216,7 +216,7 @@ int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup
  * latencies up to date (DHash's calls go through here). */
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg);
-/* The same in the background class (issue 24): the request's pieces and
+/* The same in the background class: the request's pieces and
  * the answer's yield to reads and publishes (repair, sync, cache pushes). */
 int chord_call_low(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
                    uint32_t timeout_ms, cfs_reply_cb cb, void *arg);

@@ -234,7 +234,7 @@ struct chord {
 
 	struct cfs_msg msg;       /* scratch for building requests/replies */
 
-	/* Authenticated leaves and bounded authentication work (issue 22). */
+	/* Authenticated leaves and bounded authentication work. */
 	struct chord__cookie_jar cookies;
 	struct chord__ratelimit auth_rl;
 	uint32_t auth_inflight;   /* AUTH calls not yet ended (<= CHORD_AUTH_INFLIGHT_MAX) */
@@ -298,7 +298,7 @@ void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id);
 enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id);
 size_t chord__auth_count(const chord_t *c);
 /*
- * Budgets of authentication work (issue 22, deliverable 4): a source
+ * Budgets of authentication work: a source
  * address may cause CHORD_AUTH_SRC_RATE AUTH calls a second (bursts of
  * CHORD_AUTH_SRC_BURST), everyone together CHORD_AUTH_ALL_RATE, with at
  * most CHORD_AUTH_INFLIGHT_MAX in flight; CHORD_AUTH_SOURCES addresses are

@@ -14,7 +14,7 @@
 #define JOIN_RETRY_MS 250
 
 /*
- * Operator log lines (issue 25): joins, lost neighbours and an unreachable
+ * Operator log lines: joins, lost neighbours and an unreachable
  * bootstrap at info/warn level. Under churn or a long outage they could
  * repeat without end, so each kind may log LOG_BURST lines a minute and
  * then says how many it held back. Process-wide: the lines are the
@@ -108,7 +108,7 @@ static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
 /* Could n, a node at our IP but another port, really be another process
  * here? When our IP is an address of this host, a process holding that
  * port keeps us from binding it: a free port is a claim anyone may put in
- * a lookup answer (review of issue 22: a hostile hop naming our own IDs
+ * a lookup answer (a hostile hop naming our own IDs
  * at made-up ports would push us off every index). Behind a NAT the IP is
  * not ours to bind, and the answer is believed. */
 static bool port_held(const struct cfs_node *n)
@@ -727,7 +727,7 @@ void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node
 		log_lost(sender, was_pred ? "predecessor" : "neighbour", "it left the ring");
 	chord__table_remove(c, &sender->id);
 	/* What a leaving node names is authenticated like anything offered,
-	 * charged to its address (issue 22: a LEAVE offering 64 nodes once
+	 * charged to its address (a LEAVE offering 64 nodes once
 	 * cost 64 unbounded AUTH calls). */
 	if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id) &&
 	    chord__auth_check_from(c, &req->pred, &sender->addr) == AUTH_OK)
@@ -759,7 +759,7 @@ static bool known_at(const chord_t *c, const struct cfs_id *id, const struct cfs
 
 /* A LEAVE (QUIC Retry / DNS cookies, RFC 7873: address validation). It was
  * believed on its source address alone, and ten forged datagrams a second
- * kept a live node out of its neighbours' tables (issue 22). Now a LEAVE
+ * kept a live node out of its neighbours' tables. Now a LEAVE
  * takes effect only with a cookie that we sent to the sender's address;
  * without one we answer with one and change nothing. */
 static void handle_leave(chord_t *c, struct vnode *v, const struct cfs_msg *req,

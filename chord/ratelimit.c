@@ -1,5 +1,5 @@
 /*
- * Token buckets for node authentication (issue 22: about 1 MB of UDP once
+ * Token buckets for node authentication (about 1 MB of UDP once
  * queued 12,735 AUTH calls). Every node offered to the tables by a LEAVE, a
  * NOTIFY or a reply costs an AUTH round trip to an address someone else
  * chose; this bounds how many a daemon sends, per source address and

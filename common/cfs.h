@@ -508,7 +508,7 @@ struct cfs_transport_config {
 	uint32_t timeout_max_ms; /* cap on any computed RTO (default 5000) */
 	uint32_t timeout_min_ms; /* floor of any computed RTO (default CFS_RTO_MIN_MS;
 	                          * 0: eq. (2) alone); fixed timeouts are kept */
-	/* Issue 24: messages longer than CFS_DGRAM_SAFE travel as pieces. */
+	/* Messages longer than CFS_DGRAM_SAFE travel as pieces. */
 	uint32_t xfer_inflight_max;  /* bytes of pieces in flight, every peer (default 4 MiB) */
 	uint32_t reasm_peer_max;     /* bytes being reassembled from one peer (default 8 MiB) */
 	uint32_t reasm_total_max;    /* ... from every peer (default 64 MiB) */
@@ -523,7 +523,7 @@ struct cfs_transport_config {
 	uint64_t upload_bytes_per_s;
 };
 /* The default RTO floor: a busy peer's loop, not the wire, sets the round
- * trip on one machine (issue 23). */
+ * trip on one machine. */
 #define CFS_RTO_MIN_MS 200
 void cfs_transport_config_default(struct cfs_transport_config *c);
 
@@ -535,7 +535,7 @@ struct cfs_call_opts {
 	 * window and never moving it, so its timeouts cannot slow client
 	 * calls; the caller bounds how many it has in flight. */
 	bool background;
-	/* Issue 24: the background class (repair, sync, cache pushes): the
+	/* The background class (repair, sync, cache pushes): the
 	 * request's pieces and the reply's yield to other traffic (LEDBAT). */
 	bool low_priority;
 };
@@ -588,12 +588,12 @@ struct cfs_transport_stats {
 	double rtt_err_us;       /* STP alpha: mean |rtt - prediction| */
 	double srtt_us;          /* smoothed RTT over all calls */
 	struct cfs_hist rtt_us;  /* every reply's RTT */
-	/* issue 23: replies that came after their call had timed out (a
+	/* Replies that came after their call had timed out (a
 	 * subset of unmatched; their RTT counts in rtt_us and srtt), and the
 	 * most any of them was late by */
 	uint64_t late_replies;
 	uint64_t late_by_us_max;
-	/* issue 24: a whole request with no answer is sent again, up to
+	/* A whole request with no answer is sent again, up to
 	 * three times within its timeout, on the peer's round trip */
 	uint64_t retransmits;
 	uint64_t dup_requests;            /* copies of a request still being answered */
@@ -602,7 +602,7 @@ struct cfs_transport_stats {
 	uint64_t answers_refused;         /* answers in pieces over a peer's bound, not sent */
 	uint64_t answers_dropped_silent;  /* answers dropped: their peer acknowledged nothing */
 	uint64_t peers_newer;             /* peers found to speak the newer version */
-	/* issue 24: messages as pieces */
+	/* Messages as pieces */
 	uint64_t xfers_out, xfers_in;     /* messages sent / received as pieces */
 	uint64_t xfers_abandoned;         /* sends given up (peer silent) */
 	uint64_t pieces_out, pieces_resent, pieces_in, pieces_dup;
@@ -701,7 +701,7 @@ int cfs_stream_write_msg(cfs_stream_t *s, const struct cfs_msg *m);
  * callbacks are made for it. */
 void cfs_stream_close(cfs_stream_t *s);
 
-/* Bounds on a listener's streams (issue 22): connections at once, how long
+/* Bounds on a listener's streams: connections at once, how long
  * a frame may stay half sent, and the reply bytes queued unread beyond
  * which a stream is not read until they drain. 0: the default. */
 #define CFS_CTL_CONNS_DEFAULT 64

@@ -186,7 +186,7 @@ int cfs_addr_parse(struct cfs_addr *ret, const char *s)
 	if (cfs_addr_from_ip(ret, host, (uint16_t)port) == 0)
 		return 0;
 
-	/* issue 25: a name that does not resolve is not bad syntax */
+	/* A name that does not resolve is not bad syntax */
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
 	int e = getaddrinfo(host, NULL, &hints, &res);
 	if (e != 0 || !res) {

@@ -1,6 +1,6 @@
 /*
  * Links: what the transport keeps per peer to move messages longer than
- * one safe datagram (issue 24), and the proof of address that bounds what
+ * one safe datagram, and the proof of address that bounds what
  * it sends to strangers.
  *
  * A link holds the peer's congestion window (struct xfer_cc) and its

@@ -19,7 +19,7 @@
 /* Largest UDP payload over IPv4; every datagram is checked against it
  * before anything is decoded or allocated. */
 #define CFS_DGRAM_MAX 65507
-/* Largest UDP payload any datagram carries (issue 24): the size QUIC
+/* Largest UDP payload any datagram carries: the size QUIC
  * assumes every path takes (RFC 9000 14), so real links never fragment
  * one. A message longer than this travels as pieces (common/xfer.h). */
 #define CFS_DGRAM_SAFE 1200
@@ -29,7 +29,7 @@
 /* Largest frame on a local UNIX stream (status reports can be long). */
 #define CFS_FRAME_MAX (1u << 20)
 /* Largest block: the format's largest block size (128 KiB, sfsro-format)
- * plus the block's own header. It travels as pieces (issue 24). */
+ * plus the block's own header. It travels as pieces. */
 #define CFS_BLOCK_MAX (128 * 1024 + 256)
 #define CFS_MSG_MAX_NODES 64    /* successor lists, lookup answers */
 #define CFS_MSG_MAX_KEYS 1024   /* keys in one HAVE / REFRESH / SYNC batch */

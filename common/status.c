@@ -1,7 +1,7 @@
 /*
  * The one status renderer (see cfs_stat in cfs.h): a table walked once per
  * report, as JSON members or as text lines. Text is for people, so byte
- * counts, rates and times are shown in human units (issue 25: an operator
+ * counts, rates and times are shown in human units (an operator
  * reading "bytes in 48213377" has to count digits); JSON keeps the raw
  * numbers for scripts and for the metrics endpoint.
  */

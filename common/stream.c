@@ -6,7 +6,7 @@
  * up in order. A frame header announcing more than CFS_FRAME_MAX ends the
  * stream with -EMSGSIZE before anything that large is allocated.
  *
- * A listener's streams (the daemon's side) are bounded (issue 22: 100
+ * A listener's streams (the daemon's side) are bounded (100
  * connections holding half-sent 1 MiB frames cost 123 MiB, for ever): at
  * most max_conns at once (more are closed on accept), a frame left half
  * sent for idle_ms ends its stream with -ETIMEDOUT, and a stream whose

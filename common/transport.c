@@ -7,7 +7,7 @@
  * datagrams held back by the network model). A call ends exactly once: by
  * a matching reply (same ID, type and source address), by its timeout, or
  * by close (-ECANCELED). A short request is sent again a few times within
- * its timeout (issue 24, below); a call that times out is the caller's to
+ * its timeout (below); a call that times out is the caller's to
  * try elsewhere, as DHash++ 5.2.3 prescribes.
  *
  * Window control is STP (DHash++ 5.2.1): w grows by 1/w per reply and
@@ -15,9 +15,9 @@
  * order and are sent as earlier ones end. Timeouts follow eq. (2):
  * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
  * smoothed RTT when it has none), alpha the running mean of |rtt - v|,
- * but never less than timeout_min_ms (issue 23, below).
+ * but never less than timeout_min_ms (below).
  *
- * Issue 23: eq. (2) models the network, and on a loaded machine the round
+ * Eq. (2) models the network, and on a loaded machine the round
  * trip is mostly the time the peer's loop takes to get to the request (a
  * daemon in a LevelDB sync, sixteen daemons on two cores). Publishing a
  * 205 MB tree into a 16-daemon loopback ring timed out 248 calls (FIND_NEXT,
@@ -48,7 +48,7 @@
  * flood of offered nodes at dead addresses once queued thousands of AUTH
  * calls ahead of client work and halved w at every timeout.
  *
- * Issue 24: no datagram is longer than CFS_DGRAM_SAFE. A request or reply
+ * No datagram is longer than CFS_DGRAM_SAFE. A request or reply
  * that encodes longer travels as pieces, acknowledged and resent one by
  * one under a per-peer window in bytes (common/link.c, common/xfer.c);
  * the call's deadline moves on with every sign of progress (an ack of its
@@ -489,7 +489,7 @@ static unsigned window_limit(const cfs_transport_t *t)
 }
 
 /*
- * Issue 24: a lost datagram used to cost a call its whole timeout (200 ms
+ * Without this a lost datagram costs a call its whole timeout (200 ms
  * at least, 750 ms for a lookup hop) before the caller tried elsewhere;
  * at 3 % loss on a real link reads crawled. A whole request (pieces have
  * their own recovery) with no answer after the peer's round trip plus
@@ -840,7 +840,7 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
  */
 #define GRACE_POLLS 2
 /*
- * Issue 23: and not while datagrams are still coming in. A daemon that is
+ * Nor while datagrams are still coming in. A daemon that is
  * also a replica can have hundreds of pushed blocks queued in its socket
  * buffer ahead of a reply (libuv reads at most 32 datagrams per poll), and
  * two polls then expired calls whose replies had arrived in time. A poll
@@ -960,8 +960,8 @@ static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
 /*
  * A reply to a call that had already timed out: the timeout was spurious,
  * the destination alive and the RTO too tight for how busy it (or we) are.
- * Issue 23 measured hundreds of these per publish on a loaded machine, and
- * they were dropped unseen, so the estimator only ever learnt the round
+ * A loaded machine sees hundreds of these per publish; were they dropped
+ * unseen, so the estimator only ever learnt the round
  * trips short enough to beat the RTO and kept it tight. A late reply's
  * round trip is a true sample (request IDs are never reused) unless the
  * request was sent more than once (Karn), so it is fed to the estimator

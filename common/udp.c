@@ -94,8 +94,8 @@ static int size_buffers(int fd, int bufsize)
 /* The don't-fragment bit, without the kernel's path-MTU cache (PROBE): a
  * datagram above the device MTU is refused with EMSGSIZE, one within it
  * leaves whole with DF set, and an ICMP "fragmentation needed" from a
- * router does not shrink what later sends may use (issue 24 keeps every
- * datagram at 1,200 bytes; probing larger is the transport's business,
+ * router does not shrink what later sends may use (the transport keeps
+ * every datagram at 1,200 bytes; probing larger is the transport's business,
  * RFC 8899). A dual-stack socket sends IPv4 with the IPv4 option. */
 static int set_dont_fragment(int fd, int family)
 {

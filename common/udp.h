@@ -1,5 +1,5 @@
 /*
- * common/udp.h — the UDP socket layer under the transport (issue 24).
+ * common/udp.h — the UDP socket layer under the transport.
  *
  * Internal to common/ (common/transport.c drives it from its own uv_poll_t;
  * other folders include common/cfs.h only). libuv 1.44's uv_udp_t can
@@ -15,7 +15,7 @@
  *   - the don't-fragment bit is set for IPv4 and IPv6 (PMTUDISC_PROBE), so
  *     the kernel never fragments: a datagram too large for the device is
  *     refused with -EMSGSIZE rather than sent as fragments that a lossy or
- *     filtering path drops (issue 24: 1 - (1 - p)^fragments);
+ *     filtering path drops (1 - (1 - p)^fragments);
  *   - one dual-stack socket ("::", v6only off) serves IPv4 and IPv6 peers,
  *     and every address handed to the caller is normalised (v4-mapped IPv6
  *     shown as AF_INET), so one peer has one address.

@@ -1,5 +1,5 @@
 /*
- * Messages as pieces (issue 24): frames, one transfer's sending and
+ * Messages as pieces: frames, one transfer's sending and
  * receiving state machines, and the per-peer congestion controller. See
  * common/xfer.h for the rules; docs/PROTOCOL.md for the wire.
  *

@@ -1,5 +1,5 @@
 /*
- * common/xfer.h — messages larger than one safe datagram (issue 24): the
+ * common/xfer.h — messages larger than one safe datagram: the
  * frames that carry them (pieces, acknowledgements, address validation),
  * the sending and receiving state machines of one transfer, and the
  * per-peer congestion controller. No sockets and no clock here: every

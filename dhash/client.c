@@ -418,7 +418,7 @@ static int store_send(struct op *o, const struct dhash__act *a)
 	return put_call(o, a, a->timeout_ms ? a->timeout_ms : DHASH_STORE_TIMEOUT_MS);
 }
 
-/* A put's HAVE: does cand[i] hold the block now (issue 22: the quorum)? */
+/* A put's HAVE: does cand[i] hold the block now (the quorum)? */
 static int put_have_send(struct op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;

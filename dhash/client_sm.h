@@ -32,7 +32,7 @@
 #define DHASH_GET_SPARES 4          /* successors asked beyond k, for stale lists */
 #define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
 #define DHASH_REFRESH_CHUNK 256     /* keys per REFRESH of refresh_many: 8 KiB */
-/* Issue 23: a transient timeout must not fail a put or a have. When every
+/* A transient timeout must not fail a put or a have. When every
  * responsible server was silent, the round goes again with twice the
  * timeout: STOREs once more (6 s), HAVEs twice (1 s, then 2 s). */
 #define DHASH_STORE_RETRIES 1
@@ -188,7 +188,7 @@ int dhash__get_miss(int kept, int status);
 
 /* A put is acknowledged when a majority of the key's responsible servers
  * (the first k distinct ones the lookup named, or all of them on a ring
- * with fewer) confirm they hold the block (issue 22). */
+ * with fewer) confirm they hold the block. */
 enum dhash__put_state { DHASH_PUT_LOOKUP, DHASH_PUT_STORE, DHASH_PUT_DONE,
 	DHASH_PUT_CONFIRM,        /* the primary took it: HAVE to the others */
 	DHASH_PUT_RESTORE,        /* STOREs of our own to those that lack it */
@@ -232,7 +232,7 @@ struct dhash__put {
 	/* Distinct server addresses the caller knows the ring has (its own
 	 * view; 0 or 1: unknown): the majority is never of fewer. */
 	uint32_t min_servers;
-	/* issue 23: rounds of STOREs sent again after every server was silent */
+	/* Rounds of STOREs sent again after every server was silent */
 	uint32_t store_retries;
 };
 

@@ -18,8 +18,8 @@
  * A content-hash block that verifies ends the get, and a copy of it goes
  * to the caches on the lookup path (CFS 5.2).
  *
- * A hop's claim to hold the block (CFS 5.2) counts only once served
- * (issue 22): a holder that answers with no block, bytes that do not
+ * A hop's claim to hold the block (CFS 5.2) counts only once served:
+ * a holder that answers with no block, bytes that do not
  * verify, or silence is reported as a suspect to chord, which then routes
  * around it; when the lookup ended at that hop's word alone (its nodes
  * were next hops, not successors chord had checked: !r->checked), nothing it
@@ -377,7 +377,7 @@ static void root_answer(struct dhash__get *g, uint32_t ci, const uint8_t *p, siz
 	root_keep(g, ci, p, len, seq);
 	root_vote(g, ci);
 	if (g->holder_only && !g->relooked) {
-		/* Issue 22: a hop's claim alone named this server. An old root
+		/* A hop's claim alone named this server. An old root
 		 * verifies as well as the newest, so a liar holding one could
 		 * roll a volume back: keep it, and ask the key's replicas from a
 		 * lookup that goes all the way to them; the newest wins. */

@@ -196,7 +196,7 @@ struct dhash_server {
 	/* quotas (quota.c) */
 	uint8_t quota_secret[32];
 	uint64_t challenges;
-	/* store admission (issue 22): replica copies admitted, and refused
+	/* store admission: replica copies admitted, and refused
 	 * from non-members and from members far from the key; REFRESH keys
 	 * not extended because the refresher's quota was full */
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota;

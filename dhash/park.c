@@ -1,5 +1,5 @@
 /*
- * Replica copies that wait for their sender's authentication (issue 22).
+ * Replica copies that wait for their sender's authentication.
  *
  * A replica's copy (a STORE without flags) is admitted only from an
  * authenticated member near the key (server.c, dhash__admit_replica; CFS

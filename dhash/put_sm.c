@@ -15,7 +15,7 @@
  * should not be asked to take it instead. A server whose operator denies
  * the key (DHASH_DENIED) refuses for itself alone: the next one is asked.
  *
- * Issue 22 (one hostile member cannot lose acknowledged puts): the ack is
+ * One hostile member cannot lose acknowledged puts: the ack is
  * one vote; the put is acknowledged once a majority, floor(n/2)+1 of the n
  * responsible servers, confirm (HAVE "yes"), else the client stores to
  * those that lack the block itself and fails with -EREMOTEIO when still
@@ -44,7 +44,7 @@ uint32_t dhash__majority(uint32_t n)
 
 /* The key's responsible servers: the first k successors the lookup named
  * at distinct IP addresses (CFS 5.1: a process's virtual servers count
- * once; issue 22: so does one address, which may hold up to 64 valid IDs
+ * once; so does one address, which may hold up to 64 valid IDs
  * at 64 ports — one IP is one vote, or one liar naming its own IDs after
  * the key would be the whole quorum). The lookup checks this list before
  * it returns it; the quorum below is only as good as the list. */
@@ -150,7 +150,7 @@ static void store_next(struct dhash__put *p)
 		return;
 	}
 	if (p->miss == -ETIMEDOUT && p->store_retries < DHASH_STORE_RETRIES) {
-		/* Issue 23: every responsible server was silent. On a loaded
+		/* Every responsible server was silent. On a loaded
 		 * ring that is a busy one more often than a dead one (with k = 1
 		 * there is no other to ask), so the round goes again, each time
 		 * with twice the timeout, before the put fails. */
@@ -205,7 +205,7 @@ static void restore(struct dhash__put *p)
 		put_finish(p, p->miss ? p->miss : -EREMOTEIO, 0);
 }
 
-/* Issue 22: HAVE to just enough of the other responsible servers, in
+/* HAVE to just enough of the other responsible servers, in
  * parallel, to reach a majority with those that confirmed; another one for
  * each that says no or is silent; when none is left to ask, our own STOREs. */
 static void confirm_more(struct dhash__put *p)
@@ -437,7 +437,7 @@ static void probe_send(struct dhash__probe *pr, uint32_t ci, uint32_t timeout_ms
 	pr->waiting++;
 }
 
-/* Issue 22: HAVE counts "present" only when a majority of the key's
+/* HAVE counts "present" only when a majority of the key's
  * responsible servers say yes. Asked in parallel, just enough of them to
  * reach a majority, one more for each no or silence; the answer is in as
  * soon as a majority said yes or one can no longer be reached. One liar
@@ -484,7 +484,7 @@ static void have_next(struct dhash__probe *pr)
 			have_finish(pr, -EHOSTUNREACH, false);
 			return;
 		}
-		/* Issue 23: nobody answered and some timed out. A silent server
+		/* Nobody answered and some timed out. A silent server
 		 * is more often busy than dead, and with k = 1 there is no other
 		 * to ask: one timed-out HAVE failed the whole publish. So every
 		 * server is asked again, with a longer timeout each round, before

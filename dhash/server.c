@@ -81,8 +81,8 @@ static int refusal_slot(int status)
 
 static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int r, uint64_t lease);
 
-/* A client's STORE whose answer waits for its replicas' copies (issue 22:
- * the client then confirms with HAVEs at the replicas, and a "no" must
+/* A client's STORE whose answer waits for its replicas' copies (the
+ * client then confirms with HAVEs at the replicas, and a "no" must
  * not be a copy still in flight). */
 struct push_wait {
 	dhash_server_t *s;

@@ -5,7 +5,7 @@
  *   cfs-fsck [--from STORE] --replicas [--repair] VOLUME
  *
  * The exit code tells a damaged volume from one that could not be checked
- * (issue 25; restic and borg do the same), so that a cron job or a
+ * (restic and borg do the same), so that a cron job or a
  * monitoring probe raises the right alarm:
  *
  *   0  the volume is whole: every block present and verified (--replicas:

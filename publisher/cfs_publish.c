@@ -136,7 +136,7 @@ static int push_main(const char *from, const char *to, const char *vol)
 int main(int argc, char **argv)
 {
 	/* Long only: -b is cfsd's --bind, -v its --vnodes (one meaning per
-	 * letter across the tools, issue 25). */
+	 * letter across the tools). */
 	enum { O_KEYGEN = 1000, O_BLOCK_SIZE, O_VALID, O_STATE_DIR };
 	static const struct option opts[] = {
 		{ "keygen", no_argument, NULL, O_KEYGEN },

@@ -32,7 +32,7 @@ struct cfsdsink {
 #define PUT_RETRIES 2             /* a put that failed transiently is sent again */
 
 /*
- * Issue 23: a transient timeout never fails a publish. A have (a renewal
+ * A transient timeout never fails a publish. A have (a renewal
  * or a quorum HAVE) that the ring could not answer, after the retries the
  * daemon's DHash client already made, is not an error here: its blocks
  * are taken for absent and sent (a put of a block the ring holds costs
@@ -153,7 +153,7 @@ static void confirm_done(void *arg, int status, const uint8_t *bits, uint32_t n,
 }
 
 /* A renewal's bit says that some server holds the block (and renewed it),
- * which one liar can claim. Issue 22: the block is skipped only when a
+ * which one liar can claim. The block is skipped only when a
  * majority of its servers say so too (CTL_HAVE), otherwise it is sent.
  * Costs nothing for a new tree, where the renewal finds nothing. */
 static void renew_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)

@@ -464,7 +464,7 @@ static int dirstore_open(struct dirstore *d)
 	return 0;
 }
 
-/* Issue 25: a host name that does not resolve is not bad syntax. Each
+/* A host name that does not resolve is not bad syntax. Each
  * HOST of a ring: list whose syntax is right (HOST:PORT, the port a
  * number) and which is not an IP literal is looked up here first, so that
  * the message names the lookup's failure; the syntax errors are left to

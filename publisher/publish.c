@@ -55,7 +55,7 @@ struct pub {
 	int error;                 /* the first batch that failed */
 	int put_error;             /* the first block the store did not take */
 	uint8_t *chunk;            /* one block of file content */
-	/* Progress (issue 25): the totals from a walk of the tree first, and
+	/* Progress: the totals from a walk of the tree first, and
 	 * what the store has answered for. A data block's payload is done when
 	 * its batch is answered (stored, or found present); a file when the
 	 * batch with its inode is. pend_* wait for the next batch. */
@@ -161,7 +161,7 @@ static void batch_end(struct batch *b, int r)
 
 	/* A block the store did not take (the sink logged it) is counted and
 	 * the walk goes on, so that the publisher can say how many failed
-	 * (issue 22: not placed on a majority of their servers); no root is
+	 * (not placed on a majority of their servers); no root is
 	 * signed over them. Past PUB_FAILED_MAX the run stops. */
 	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
@@ -697,7 +697,7 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->lease_until = cfs_wall_s() + opt->valid_s;
 }
 
-/* Ctrl-C (issue 25): the first stops the walk (the batches out are still
+/* Ctrl-C: the first stops the walk (the batches out are still
  * answered, so that what was stored is counted) and pub_publish says what
  * was left undone; once the root is on its way it is let finish. A second
  * one stops at once. */

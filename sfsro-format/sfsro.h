@@ -21,7 +21,7 @@
 #define SFSRO_VERSION 1
 #define SFSRO_NAME_MAX 255
 #define SFSRO_SYMLINK_MAX 4095
-#define SFSRO_BLOCK_SIZE_DEFAULT 65536 /* issue 24: docs/PUBLISHING.md, "Block size" */
+#define SFSRO_BLOCK_SIZE_DEFAULT 65536 /* docs/PUBLISHING.md, "Block size" */
 #define SFSRO_BLOCK_SIZE_MIN 1024
 #define SFSRO_BLOCK_SIZE_MAX (128 * 1024)
 #define SFSRO_INLINE_MAX 1024   /* files this small live inside their inode */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # make bench-blocksize: the block size on loopback, with the transport no
-# longer the limit (issue 24). For each size (BENCH_SIZES, KiB; default
+# longer the limit. For each size (BENCH_SIZES, KiB; default
 # 8 16 32 64 128) a file of BENCH_MB MiB (default 64) is published into
 # a 16-daemon ring (k = 6) through one cfsd, then read twice: the ring's
 # first read through another daemon (cfs-cat -w 24), and again through a

@@ -1,5 +1,5 @@
 #!/bin/bash
-# make bench-field: blocks across a real link (issue 24's "Why" table).
+# make bench-field: blocks across a real link (the field table in docs/BENCHMARKS.md).
 # Eight cfsd in eight network namespaces on a bridge, every veth at MTU
 # 1500, a reader in a ninth namespace mounting the volumes as a plain ring
 # client. Rows: per-packet loss on every namespace's ingress (iptables raw

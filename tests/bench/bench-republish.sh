@@ -3,7 +3,7 @@
 # 10 MiB, 500 small files: 10,714 blocks of 8 KiB) into a 16-daemon
 # loopback ring (k = 6) through one cfsd, then publish it again unchanged:
 # the second run sends nothing and renews every block's lease on its six
-# replicas (issue 21: leases follow publishing). Prints both times.
+# replicas (leases follow publishing). Prints both times.
 set -euo pipefail
 bin=$1
 export TEST_DIR=$(mktemp -d /tmp/cfs-bench-republish.XXXXXX) CFS_BIN=$bin

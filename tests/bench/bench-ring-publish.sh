@@ -1,5 +1,5 @@
 #!/bin/bash
-# make bench-ring-publish: issue 23's tree (a 100 MiB file, four of 16 MiB,
+# make bench-ring-publish: a 205 MB tree (a 100 MiB file, four of 16 MiB,
 # 1,000 files of 1-64 KiB: 205.5 MB of random bytes, generated afresh from
 # a fixed seed) published through one cfsd of a 16-daemon loopback ring
 # with k = 6, and in the same run into a local dir: store. Prints both
@@ -82,7 +82,7 @@ def status(i):
 def rpc(s):
     r = s["rpc"]
     late = r.get("late_replies")
-    # main before issue 23 had no late counter: its "unmatched" (late or
+    # a daemon without a late counter (an older release): its "unmatched" (late or
     # forged; nobody forges on this ring) stands in for it
     return r["timeouts"], late if late is not None else r["unmatched"], late is not None
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the frames of issue 24 and the two transfer state
+ * libFuzzer target: the frames of messages as pieces and the two transfer state
  * machines they drive. The input is a run of datagrams, each a 2-byte
  * big-endian length and its bytes. Each is decoded as a piece, an ack, a
  * retry or a validation; pieces feed one reassembly (those of another

@@ -1,5 +1,5 @@
 /*
- * cfs-hostile — a hostile ring member, for the tests of issue 22 ("one
+ * cfs-hostile — a hostile ring member, for the tests of hostile members ("one
  * hostile member or one address cannot lose data or stall the ring").
  * It is a test tool: it is never built into the shipped daemon.
  *

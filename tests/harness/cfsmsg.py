@@ -3,7 +3,7 @@ so the tests need no Python packages): the header of docs/PROTOCOL.md, the
 body as a list of encoded fields, the status of a reply, and a small
 decoder (unpack) for tests that read whole replies.
 
-Since protocol version 4 (issue 24) a message longer than one safe datagram
+Since protocol version 4 a message longer than one safe datagram
 (1,200 bytes) travels as 'P' pieces that the receiver acknowledges with 'A'
 frames, and a server answers an address it has not validated with a 'Y'
 token instead of a reply more than 3x what it received; the client proves
@@ -62,7 +62,7 @@ def ip_bytes(ip):
 
 def node_id(ip="127.0.0.1", vindex=0):
     """H(IP ‖ index), as common/id.c's cfs_node_id: the port is not hashed
-    (DESIGN.md §3). An int is taken as a port on 127.0.0.1, which does not
+    (docs/PROTOCOL.md "Node IDs"). An int is taken as a port on 127.0.0.1, which does not
     change the ID."""
     if isinstance(ip, int):
         ip = "127.0.0.1"
@@ -169,7 +169,7 @@ def unpack_items(b, i, n):
     return out, i
 
 
-# ------------------------------------------------------------ frames (issue 24)
+# ------------------------------------------------------------ frames
 
 PIECE, ACK, RETRY, VALIDATE = 0x50, 0x41, 0x59, 0x56
 F_REPLY = 0x01       # piece, ack: of a reply (else of a request)

@@ -14,7 +14,7 @@
 # Every daemon has its own loopback address, CL_IP[i] = 127.N.(i/250).(i%250+1)
 # (any 127/8 address reaches lo on Linux; N is random per test run), bound
 # with --bind and hashed into its IDs: IDs are H(IP ‖ index), the port not
-# hashed (DESIGN.md §3), so daemons sharing one IP would share its indexes.
+# hashed (docs/PROTOCOL.md "Node IDs"), so daemons sharing one IP would share its indexes.
 # cluster_ip I prints node I's address.
 #
 # With CLUSTER_NETNS=1 every daemon runs in its own network namespace with

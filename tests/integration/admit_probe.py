@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Store admission from outside the ring (issue 22, point 5).
+"""Store admission from outside the ring.
 
 Usage: admit_probe.py HOST PORT
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How many bytes a cfsd sends back to an address that never proved it is
-the sender's (issue 24, point 6), for t_amplify.sh.
+the sender's, for t_amplify.sh.
 
 Usage: amplify.py HOST PORT FILE
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The control socket under 100 half-sent 1 MiB frames (issue 22, point 7).
+"""The control socket under 100 half-sent 1 MiB frames.
 
 Usage: ctl_flood.py CFSD-BIN DIR [CONNS]
 

@@ -9,7 +9,7 @@ checks it (the others ignore a NOTIFY that would not be their predecessor).
 A LEAVE from a node in none of the target's tables is ignored (it needs a
 cookie round trip from a known member first).
 The ten nodes its LEAVE names are at 127.66.0.1..10, where nobody listens
-(IDs hash the IP and an index, not the port: DESIGN.md §3).
+(IDs hash the IP and an index, not the port: docs/PROTOCOL.md "Node IDs").
 Since protocol version 4 a message over 1,200 bytes goes as pieces (each
 sent once, never acknowledged back), and the garbage includes malformed
 piece, ack and validate frames.

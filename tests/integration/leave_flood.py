@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Forged and flooding LEAVEs against cfsd, for t_leave_spoof.sh (issue 22).
+"""Forged and flooding LEAVEs against cfsd, for t_leave_spoof.sh.
 
   leave_flood.py spoof SRC_IP SRC_PORT SRC_ID_HEX SECONDS RATE DST_IP:PORT...
       Raw IPv4 (root): LEAVEs "from" the node at SRC_IP:SRC_PORT, with no
@@ -12,7 +12,7 @@
       NOTIFYs to become its predecessor, then LEAVEs (round trip for the
       cookie included) offering 64 random valid-looking nodes each, RATE a
       second. With LEAVE_OLD=1 in the environment, main's LEAVE (no nonce
-      field, no cookie) for measuring the daemon before issue 22.
+      field, no cookie), as daemons without authenticated leaves sent it.
 
 A LEAVE of 64 nodes is over one datagram: since protocol version 4 it
 goes as pieces (spoof: each once, raw; member: acknowledged, send_msg).

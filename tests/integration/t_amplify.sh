@@ -1,5 +1,5 @@
 #!/bin/bash
-# No amplification toward an unvalidated address (issue 24, point 6): a
+# No amplification toward an unvalidated address: a
 # spoofed-source request gets no more than 3x its size back. On a
 # 3-daemon ring (4 virtual servers each, k = 3: every daemon holds every
 # block) with a published 4 MiB file, amplify.py sends, each from a fresh
@@ -47,7 +47,7 @@ over=$(awk '$1 == "amp" && $4 > 3 * $3 { printf "%s %.0fx; ", $2, $4 / $3 }' "$T
 [ -z "$over" ] || fail "an unvalidated address got more than 3x what it sent: $over"
 ok "no request from an unvalidated address gets more than 3x its size back"
 
-# A request is sent again when its answer is late (issue 24), and every
+# A request is sent again when its answer is late, and every
 # request must bear that: a copy of a LOOKUP_FWD is acknowledged, but the
 # query is forwarded once, not down a second chain.
 "$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/before.json" || fail "status"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Blocks across a real link (issue 24), the short version of make
+# Blocks across a real link, the short version of make
 # bench-field: 8 daemons in 8 network namespaces on a bridge, every veth at
 # MTU 1500, a reader in a ninth namespace mounting the volume as a plain
 # ring client. Per-packet loss on every node's ingress (iptables raw

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 22: one and then two hostile members cannot lose data or stall
+# One and then two hostile members cannot lose data or stall
 # gets. A 16-daemon ring (short successor lists, so that lookups take
 # several hops, as on a large ring) is joined by cfs-hostile (tests/harness/
 # cfs_hostile.c): a member that joins honestly, then answers every lookup

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A hostile volume costs bounded memory and time (issue 21, item 6). One
+# A hostile volume costs bounded memory and time. One
 # cfsd holds a correctly signed volume built by hand (cfs-hostile-vol):
 #   /wide  index levels whose every item names the same child: a naive
 #          listing is about 400 million entries from four blocks;

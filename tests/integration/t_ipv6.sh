@@ -1,5 +1,5 @@
 #!/bin/bash
-# The ring over IPv6 at the minimum MTU (issue 24): 8 daemons in 8 network
+# The ring over IPv6 at the minimum MTU: 8 daemons in 8 network
 # namespaces whose veths carry only fd77::X/64 (no IPv4), every veth and
 # the bridge at MTU 1280 (IPv6's minimum link MTU, RFC 8200 §5):
 #   - the daemons bind and advertise [fd77::X]:4460 and the ring converges;

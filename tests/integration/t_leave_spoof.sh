@@ -1,5 +1,5 @@
 #!/bin/bash
-# Authenticated leaves and bounded authentication work (issue 22, part D).
+# Authenticated leaves and bounded authentication work.
 # Five daemons, each on its own loopback address. Victim B (node 2):
 #   - a raw-socket spoofer sends LEAVEs "from" B to B's predecessor and
 #     successor: without a cookie, with a guessed one, and offering 64

@@ -1,4 +1,4 @@
-# Issue 25: what cfs-publish and cfs-fsck say, and their exit codes. Each
+# What cfs-publish and cfs-fsck say, and their exit codes. Each
 # message that misled is asserted in its new wording; cfs-fsck's exit code
 # tells a damaged volume (1) from one it could not check (2); the progress
 # bar on a terminal shows totals and a percentage; Ctrl-C says what was

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Operator visibility (issue 25, item 5): a three-daemon ring, each with a
+# Operator visibility: a three-daemon ring, each with a
 # Prometheus endpoint on loopback. The endpoint's text must parse with
 # Debian's prometheus_client, name counters *_total with HELP and TYPE,
 # and its counters must move by what traffic we made (blocks put through

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The offline store is a real store (issue 23, item 5):
+# The offline store is a real store:
 #   - a tree published into a dir: store mounts straight from it (cfs-mount
 #     --from dir:PATH: no ring, no daemon) and reads back equal to its
 #     source, through a real kernel FUSE mount;

@@ -1,6 +1,7 @@
 #!/bin/bash
-# One address trying many ports holds at most 64 ring positions (issue 22,
-# DESIGN.md §3: IDs are H(IP ‖ index), index < 64, the port not hashed).
+# One address trying many ports holds at most 64 ring positions
+# (docs/PROTOCOL.md "Node IDs": IDs are H(IP ‖ index), index < 64, the port
+# not hashed).
 # Three daemons on their own addresses make a ring; then, on ONE shared
 # address, a daemon with 40 virtual servers, a second with 20 (its indexes
 # 0..19 are the first's: each moves to a free one, 40..59), and a third with

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Data safety of the block store (issue 21), on an 8-daemon loopback ring
+# Data safety of the block store, on an 8-daemon loopback ring
 # (k = 3, sync every second):
 #   1. a byte flipped on disk in the copy held by a block's successor; the
 #      other holders killed one at a time with repair between: the

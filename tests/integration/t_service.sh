@@ -1,4 +1,4 @@
-# cfsd as a system service (issue 25, items 1 and 2): `make install
+# cfsd as a system service: `make install
 # DESTDIR`, the unit's verification and security score, the sample config,
 # the start-up refusals, readiness (sd_notify), journald priorities, SIGHUP,
 # and readers without root through the group socket.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Damage to the storage engine's files and a full disk (issue 23):
+# Damage to the storage engine's files and a full disk:
 #   1. on a 4-daemon loopback ring (k = 3, sync every second), a stopped
 #      daemon's pack is cut short in the middle of a block and a byte is
 #      flipped in another block: after the restart the cut is reported

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Durability of the storage engine (issue 23) under kill -9, on one cfsd
+# Durability of the storage engine under kill -9, on one cfsd
 # alone with --replicas 1 (it is the successor of every key, so a put is
 # acknowledged only once its own store has committed it, and no other copy
 # can hide a loss):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Store admission (issue 22, point 5), from a plain UDP client that is no
+# Store admission, from a plain UDP client that is no
 # ring member, on a ring with quotas and a 10-day lease cap:
 #   - a replica STORE (no PRIMARY flag) naming no sender, or a made-up
 #     member, is refused (-EPERM) and nothing is stored;

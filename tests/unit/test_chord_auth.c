@@ -1,4 +1,4 @@
-/* Authenticated leaves and bounded authentication work (issue 22, part D):
+/* Authenticated leaves and bounded authentication work:
  * the LEAVE cookie (chord/cookie.c), the token buckets (chord/ratelimit.c)
  * and the admission and duplicate-ID rules of chord__auth_check_from
  * (chord/auth.c), on a chord_t built by hand: no socket, no timer. Each test

@@ -1023,7 +1023,7 @@ Test(chord_fwd, gives_up_quietly)
 	chord__fwdsm_release(&FW);
 }
 
-/* ------------------------------------------------------------ liars (issue 22) */
+/* ------------------------------------------------------------ liars */
 
 TestSuite(chord_liar, .init = setup, .fini = teardown);
 

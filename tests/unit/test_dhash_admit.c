@@ -1,4 +1,4 @@
-/* Issue 22 point 5, store admission: who may hand a server a replica's
+/* Store admission: who may hand a server a replica's
  * copy (chord_holder_plausible, a pure function of the receiver's view),
  * the lease cap, a REFRESH charged to the refresher (the store), and the
  * refresh machines answering a server's nonce challenge (CFS 5.4). */

@@ -784,7 +784,7 @@ Test(dhash_get, late_events_are_ignored)
 	dhash__get_fini(&g);
 }
 
-/* ------------------------------------------------------------ lying holders (issue 22) */
+/* ------------------------------------------------------------ lying holders */
 
 /* A hop that said "done, I hold it" naming only itself (the lookup could
  * not check its word: succ[] are its next hops): only it is asked; its
@@ -881,7 +881,7 @@ Test(dhash_get, silent_holder_is_no_suspect)
 	dhash__get_fini(&g);
 }
 
-/* Issue 22: a hop claims to hold a volume's root and serves an old one
+/* A hop claims to hold a volume's root and serves an old one
  * (it verifies: roots are signed, not hashed). Its answer is kept, but the
  * get asks the key's replicas too, and the newest root wins. */
 Test(dhash_get, a_claimed_old_root_does_not_roll_back)

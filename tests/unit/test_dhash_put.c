@@ -115,7 +115,7 @@ static void expect_at(int line, uint32_t at, enum dhash__act_type type, uint32_t
 
 Test(dhash_put, majority_arithmetic)
 {
-	/* issue 22: floor(k/2)+1 of the key's k servers */
+	/* floor(k/2)+1 of the key's k servers */
 	cr_assert_eq(dhash__majority(0), 0);
 	cr_assert_eq(dhash__majority(1), 1);
 	cr_assert_eq(dhash__majority(2), 2);
@@ -195,7 +195,7 @@ Test(dhash_put, a_timeout_is_retried_and_the_later_success_wins)
 	dhash__put_fini(&p);
 }
 
-/* The liar of issue 22 as the key's successor: it acknowledges the STORE,
+/* A liar as the key's successor: it acknowledges the STORE,
  * pushes nothing, and the others say no. The put stores to them itself,
  * and is acknowledged only once they hold it; the liar's ack is withdrawn. */
 Test(dhash_put, a_liar_that_acks_and_drops_is_worked_around)
@@ -350,7 +350,7 @@ Test(dhash_put, one_address_is_one_vote)
 	dhash__put_fini(&p);
 }
 
-/* issue 23: a round where every server was silent goes again, with twice
+/* A round where every server was silent goes again, with twice
  * the STORE timeout, before the put fails */
 Test(dhash_put, all_silent_fails_with_timeout)
 {
@@ -615,7 +615,7 @@ Test(dhash_probe, have_asks_a_majority_at_once_and_the_next_when_silent)
 	dhash__probe_fini(&pr);
 }
 
-/* issue 22: the liar says yes, the honest say no: absent, and the
+/* The liar says yes, the honest say no: absent, and the
  * publisher sends the block. */
 Test(dhash_probe, one_liar_saying_yes_is_not_present)
 {
@@ -668,7 +668,7 @@ Test(dhash_probe, have_absent_and_all_silent)
 	cr_assert_eq(nacts, 0); /* 2 of 2 can no longer say yes, but nobody answered yet */
 	dhash__probe_on_send_failed(&pr); /* the second could not be sent */
 	DRAIN(dhash__probe_next, &pr);
-	/* issue 23: nobody answered and one timed out: all asked again, with
+	/* Nobody answered and one timed out: all asked again, with
 	 * DHASH_RETRY_TIMEOUT_MS, then twice that, before "unreachable" */
 	cr_assert_eq(nacts, 2);
 	expect(0, DHASH_ACT_HAVE, 0);
@@ -1057,9 +1057,9 @@ Test(dhash_locate, lookup_failure_and_unsent)
 	dhash__locate_fini(&lc);
 }
 
-/* ------------------------------------------------------------ issue 23 */
+/* ------------------------------------------------------------ transient timeouts */
 
-/* Issue 23, item 6: with --replicas 1 one timed-out HAVE (or STORE) with
+/* With --replicas 1 one timed-out HAVE (or STORE) with
  * no other server to ask failed the whole publish. The reply lost (or
  * late: the transport drops a reply to a call that timed out) is scripted
  * here as -ETIMEDOUT; the next round's answer carries the put or have. */

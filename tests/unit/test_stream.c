@@ -178,7 +178,7 @@ static int raw_connect(void)
 	return fd;
 }
 
-/* Issue 22 point 7: a frame left half sent ends its stream after idle_ms,
+/* A frame left half sent ends its stream after idle_ms,
  * whether or not a byte trickles in now and then. */
 Test(stream, half_sent_frame_times_out)
 {

@@ -166,7 +166,7 @@ Test(transport, hundred_thousand_rpcs_none_lost)
 	cr_assert_eq(tl.timeouts, 0);
 	cfs_transport_get_stats(cli, &st);
 	/* a request queued at the busy server past its peer's round trip is
-	 * sent again (issue 24) and answered again; the call ends once */
+	 * sent again and answered again; the call ends once */
 	cr_assert_eq(srv.served, MANY + st.retransmits, "served %lu, %llu copies sent again",
 	             (unsigned long)srv.served, (unsigned long long)st.retransmits);
 	cr_assert_eq(st.calls, MANY);
@@ -180,7 +180,7 @@ Test(transport, hundred_thousand_rpcs_none_lost)
 }
 
 /* 10 % loss each way: a lost request or reply is sent again on the
- * peer's round trip, so hardly a call times out (issue 24); every call
+ * peer's round trip, so hardly a call times out; every call
  * still ends exactly once. */
 Test(transport, drops_are_sent_again_or_time_out_once)
 {
@@ -544,7 +544,7 @@ Test(transport, calls_to_a_peer_that_goes_silent_free_the_window)
 	close(fd);
 }
 
-/* Background calls (node authentication, issue 22): to many dead
+/* Background calls (node authentication): to many dead
  * addresses at once, they take no window slot, never halve the window, and
  * a client call does not wait behind them. */
 Test(transport, background_calls_leave_the_window_alone)
@@ -584,7 +584,7 @@ Test(transport, background_calls_leave_the_window_alone)
 		close(fds[i]);
 }
 
-/* Issue 22 point 6: request IDs drawn afresh per call, not counted up. */
+/* Request IDs drawn afresh per call, not counted up. */
 Test(transport, request_ids_are_unpredictable)
 {
 	uint32_t steps = 0;
@@ -630,7 +630,7 @@ Test(transport, reply_must_name_the_node_addressed)
 	uint64_t again = st.retransmits;
 	cr_assert_eq(call_to(&x), -ETIMEDOUT);
 	cfs_transport_get_stats(cli, &st);
-	/* every copy sent (issue 24: again on the round trip) is answered
+	/* every copy sent (again on the round trip) is answered
 	 * anonymously, and none of the answers is taken */
 	cr_assert_eq(st.unmatched, 1 + st.retransmits - again);
 }

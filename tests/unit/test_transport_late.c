@@ -1,4 +1,4 @@
-/* The transport's answer to issue 23 (RPC timeouts followed by late
+/* The transport's answer to RPC timeouts followed by late
  * replies on a loaded machine): the RTO floor, and replies that arrive
  * after their call timed out counted, taught to the estimator, and the
  * window their timeout halved given back. Two endpoints on loopback; the

@@ -1,4 +1,4 @@
-/* Issue 24 through real sockets on loopback: messages longer than one
+/* Messages as pieces through real sockets on loopback: messages longer than one
  * safe datagram arrive whole as pieces (with loss from the network model
  * too), an address that has not proven itself gets no more than three
  * times what it sent, and reassembly is bounded and forgets the stale. */

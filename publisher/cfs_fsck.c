@@ -124,8 +124,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'f': store = optarg; from_given = true; break;
 		case 'd':
-			if (snprintf(data_store, sizeof(data_store), "cfsd:%s/%s", optarg, DHASH_SOCKET_NAME) >=
-			    (int)sizeof(data_store))
+			if (pub_store_of_data_dir(data_store, sizeof(data_store), optarg) < 0)
 				bad_usage("--data path too long");
 			break;
 		case O_LIST: list = true; break;

@@ -174,8 +174,7 @@ int main(int argc, char **argv)
 		case 'k': snprintf(key_path, sizeof(key_path), "%s", optarg); break;
 		case 't': store = optarg; to_given = true; break;
 		case 'd':
-			if (snprintf(data_store, sizeof(data_store), "cfsd:%s/%s", optarg, DHASH_SOCKET_NAME) >=
-			    (int)sizeof(data_store))
+			if (pub_store_of_data_dir(data_store, sizeof(data_store), optarg) < 0)
 				bad_usage("--data path too long");
 			break;
 		case O_BLOCK_SIZE:

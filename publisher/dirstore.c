@@ -582,3 +582,10 @@ void pub_sink_close(struct pub_sink *s)
 		s->ops->free(s->impl);
 	s->impl = NULL;
 }
+
+int pub_store_of_data_dir(char *buf, size_t n, const char *dir)
+{
+	int r = snprintf(buf, n, "cfsd:%s/%s", dir, DHASH_SOCKET_NAME);
+
+	return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
+}

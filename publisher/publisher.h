@@ -105,6 +105,9 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_W
  * rather than an empty store made behind a typo. */
 int pub_sink_open_existing(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
 void pub_sink_close(struct pub_sink *s);
+/* -d DIR of the tools: the store "cfsd:DIR/cfsd.sock" (the daemon whose
+ * data directory is DIR) into buf; -ENAMETOOLONG when it does not fit. */
+int pub_store_of_data_dir(char *buf, size_t n, const char *dir) CFS_WUR;
 
 /* ---- publishing */
 

@@ -319,7 +319,12 @@ plot 'fig9.dat' u ($1*0.95):2:3 w yerrorlines pt 7 t 'here: iterative (mean ± s
                       f"grows by 0.5; they stay {fmt(0.5 * math.log2(n1) - r1, 2)} below ½·log2 N at N = {n1} "
                       "because a lookup ends at the first node whose successor list covers the key "
                       "(DHash++'s early answer) instead of going on to the key's predecessor, and its "
-                      "first step is the asking node's own tables, not an RPC.")
+                      "first step is the asking node's own tables, not an RPC."
+                      + ("" if mono else
+                         " Where the count falls with N, the learned table is why: every node also keeps "
+                         "up to 4,096 ring members met in traffic (`cfsd --learned-nodes`), so lookups "
+                         "start nearer their keys, and it is most of the memory per node of the larger "
+                         "rings."))
     else:
         body += shape(None, "fewer than two ring sizes ran.")
     R.section("fig9", "CFS Fig. 9: lookup cost against ring size", body)

@@ -230,8 +230,8 @@ asan:
 	  echo "asan: no sanitizer reports"
 
 # Line coverage of chord/, dhash/, sfsro-format/ and cfs-fuse/ by the unit
-# tests alone (gcov, an -O0 build in build-cov). COVER_FOCUS is the code the
-# issue asks to be covered — the lookup, get/put and walk state machines —
+# tests alone (gcov, an -O0 build in build-cov). COVER_FOCUS is the code that
+# must be covered — the lookup, get/put and walk state machines —
 # and the target fails if that set falls below COVER_MIN percent.
 COVER_FOCUS ?= chord/lookup_sm.c chord/fwd_sm.c dhash/get_sm.c dhash/put_sm.c dhash/refresh_sm.c \
                dhash/locate_sm.c sfsro-format/walker.c sfsro-format/walker_read.c

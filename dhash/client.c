@@ -606,8 +606,7 @@ int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb,
 	return get_start(d, key, true, cb, arg);
 }
 
-/* Distinct addresses among this process and its first successors (issue
- * 22): a put or have needs a majority of at least that many of the key's k
+/* Distinct addresses among this process and its first successors: a put or have needs a majority of at least that many of the key's k
  * servers, whatever a lookup answer names. A plain client counts the
  * addresses of the contacts it learned. */
 static uint32_t known_servers(const dhash_client_t *d)

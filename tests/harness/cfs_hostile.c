@@ -7,7 +7,7 @@
  * IDs hash from its address, it echoes AUTH nonces, stabilises, notifies
  * and answers GET_PRED / GET_SUCCS / PING truthfully, and honest members
  * keep it in their tables. Everything else it answers with lies, the
- * attack of the issue's point 2 (Sit and Morris, IPTPS 2002 §4: incorrect
+ * attacks of Sit and Morris (IPTPS 2002 §4: incorrect
  * lookup routing, storage and retrieval attacks):
  *
  *   FIND_NEXT, LOOKUP_FWD  "done, I hold the block", naming only itself

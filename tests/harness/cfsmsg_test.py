@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Self-test of cfsmsg.py's issue-24 wire code against itself, on loopback,
+"""Self-test of cfsmsg.py's wire code for messages as pieces against itself, on loopback,
 no daemon: a toy server in a thread reassembles requests sent as pieces,
 answers an unvalidated address with 'Y' when its reply would be more than
 3x what it received, and sends large replies as pieces through send_msg();

@@ -8,7 +8,7 @@
 # lie is checked directly (a FIND_NEXT for a key across the ring); then,
 # through honest daemons, N random blocks are put, each acknowledged one is
 # got back from another honest daemon, and a small tree is published and
-# checked whole by cfs-fsck. Wanted (the Tests): 0 acknowledged puts
+# checked whole by cfs-fsck. Wanted: 0 acknowledged puts
 # lost, >= 99.9 % of gets of stored blocks succeed, the tree whole.
 #
 # CFS_REPORT_ONLY=1 prints the figures without failing on them (the

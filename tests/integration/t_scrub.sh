@@ -168,8 +168,7 @@ stale=${holders[$K - 1]}
 cluster_stop "$stale"
 "$CFSCTL" --data "$TEST_DIR/node$(via "$stale")" put --root "$TEST_DIR/root2" >"$TEST_DIR/out" ||
 	fail "root 2 refused: $(cat "$TEST_DIR/out")"
-# A store to it still in flight is sent again within its timeout (issue
-# 24: 3 s, or 6 s for the put's second round) and would reach it once it
+# A store to it still in flight is sent again within its timeout (3 s, or 6 s for the put's second round) and would reach it once it
 # is back: wait them out, so that it comes back as stale as it left.
 sleep 7
 cluster_restart "$stale"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """silent_reader.py HOST:PORT KEYS-FILE N SECONDS: a reader that asks and
-never acknowledges. It proves its address with one whole FETCH (a token
-round trip, its pieces acknowledged), then sends N FETCHes for the keys of
+never acknowledges. It proves its address with one whole FETCH of a large
+block (a token round trip, its pieces acknowledged), then sends N FETCHes for the keys of
 KEYS-FILE (one hex key a line, cycled) as fast as it can and, for SECONDS,
 reads whatever comes back without acknowledging a single piece. Prints
 "sent N pieces P bytes B"."""
@@ -22,7 +22,14 @@ def main():
     n, secs = int(sys.argv[3]), float(sys.argv[4])
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    rpc(s, dst, msg(FETCH, [binb(keys[0]), u(0)]), timeout=5)  # proves the address
+    # Prove the address: a FETCH whose answer comes in pieces, for which
+    # the daemon asks a token first (a small block's whole-datagram answer
+    # needs none and would leave the address unproven).
+    for k in keys:
+        if len(rpc(s, dst, msg(FETCH, [binb(k), u(0)]), timeout=5)) > 4096:
+            break
+    else:
+        sys.exit("no key of %s has a block large enough to prove the address" % sys.argv[2])
     s.setblocking(False)
     pieces = nbytes = 0
     for i in range(n):

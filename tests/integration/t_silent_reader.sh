@@ -46,6 +46,8 @@ grow=$(((after - before) / 1024))
 refused=$(jget "['rpc']['pieces']['answers_refused']" <"$TEST_DIR/s.json")
 dropped=$(jget "['rpc']['pieces']['answers_dropped_silent']" <"$TEST_DIR/s.json")
 echo "# silent reader: $(cat "$TEST_DIR/silent.out"); peak RSS $((before / 1024)) -> $((after / 1024)) MiB (+$grow), now $(($(rss) / 1024)) MiB; answers refused $refused, dropped for silence $dropped"
+validated=$(jget "['rpc']['validation']['validated']" <"$TEST_DIR/s.json")
+[ "$validated" -gt 0 ] || fail "the silent reader never proved its address: every FETCH got a token request"
 [ "$grow" -lt 32 ] || fail "the daemon's peak RSS grew by $grow MiB for one silent reader"
 [ "$refused" -gt 0 ] || fail "no answer was refused over the peer's bound"
 [ "$dropped" -gt 0 ] || fail "no answer was dropped for the silent peer"

@@ -91,7 +91,8 @@ static void on_reply(void *arg, int status, const struct cfs_msg *reply, const s
 		a->kind = reply->kind;
 		a->flags = reply->flags;
 		a->len = reply->data.len < sizeof(a->data) ? reply->data.len : sizeof(a->data);
-		memcpy(a->data, reply->data.p, a->len);
+		if (a->len)
+			memcpy(a->data, reply->data.p, a->len);
 	}
 }
 

@@ -50,14 +50,22 @@ ok "no request from an unvalidated address gets more than 3x its size back"
 # A request is sent again when its answer is late, and every
 # request must bear that: a copy of a LOOKUP_FWD is acknowledged, but the
 # query is forwarded once, not down a second chain.
-"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/before.json" || fail "status"
-python3 "$HERE/fwd_copy.py" "${CL_IP[0]}" "${CL_PORT[0]}" >"$TEST_DIR/fwd" 2>&1 ||
-	fail "fwd_copy.py: $(cat "$TEST_DIR/fwd")"
-"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/after.json" || fail "status"
-grep -q '^acks 2$' "$TEST_DIR/fwd" || fail "both copies must be acknowledged: $(cat "$TEST_DIR/fwd")"
-fwd=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd) - $(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd)))
-copies=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd_copies) -
-	$(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd_copies)))
+# The counters are node 0's, which a lookup of another daemon's may cross
+# meanwhile (under load one does, now and then): up to three tries,
+# each with a fresh query, and one must show exactly 1 and 1. A copy that
+# is forwarded again is never counted as a copy, so it fails every try.
+for try in 1 2 3; do
+	"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/before.json" || fail "status"
+	python3 "$HERE/fwd_copy.py" "${CL_IP[0]}" "${CL_PORT[0]}" >"$TEST_DIR/fwd" 2>&1 ||
+		fail "fwd_copy.py: $(cat "$TEST_DIR/fwd")"
+	"$CFSCTL" --data "$TEST_DIR/node0" status --json >"$TEST_DIR/after.json" || fail "status"
+	grep -q '^acks 2$' "$TEST_DIR/fwd" || fail "both copies must be acknowledged: $(cat "$TEST_DIR/fwd")"
+	fwd=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd) - $(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd)))
+	copies=$(($(json_get "$TEST_DIR/after.json" ring.served.lookup_fwd_copies) -
+		$(json_get "$TEST_DIR/before.json" ring.served.lookup_fwd_copies)))
+	[ "$fwd" -eq 1 ] && [ "$copies" -eq 1 ] && break
+	echo "# try $try: $fwd forwarded, $copies recognised as copies"
+done
 [ "$fwd" -eq 1 ] && [ "$copies" -eq 1 ] ||
 	fail "two copies of one LOOKUP_FWD: $fwd forwarded, $copies recognised as copies (want 1 and 1)"
 ok "a copy of a LOOKUP_FWD is acknowledged and not forwarded again"

@@ -302,6 +302,7 @@ static const struct cfs_stat status_tail[] = {
 	S(U64, cs.gets_failed, "gets_failed", "failed", NULL),
 	S(U64, cs.puts, "puts", "puts", NULL),
 	S(U64, cs.puts_failed, "puts_failed", "failed", NULL),
+	S(U64, cs.puts_moved, "puts_moved", "moved", NULL),
 	S(U64, cs.get_rpcs, "get_rpcs", "get RPCs", NULL),
 	S(U64, cs.bad_replies, "bad_replies", "bad replies", NULL),
 	S(U64, cs.fetch_timeouts, "fetch_timeouts", "fetch timeouts", NULL),

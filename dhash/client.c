@@ -474,6 +474,7 @@ static void op_finish(struct op *o, const struct dhash__act *a)
 	case OP_PUT:
 		d->st.puts++;
 		d->st.puts_failed += a->status < 0;
+		d->st.puts_moved += o->put.sm.moved;
 		o->put.cb(o->arg, status, &o->key, a->status == 0 ? a->lease : 0);
 		break;
 	case OP_PROBE:

@@ -192,6 +192,7 @@ int dhash__get_miss(int kept, int status);
 enum dhash__put_state { DHASH_PUT_LOOKUP, DHASH_PUT_STORE, DHASH_PUT_DONE,
 	DHASH_PUT_CONFIRM,        /* the primary took it: HAVE to the others */
 	DHASH_PUT_RESTORE,        /* STOREs of our own to those that lack it */
+	DHASH_PUT_RELOOK,         /* the key looked up again before those */
 };
 
 /* What the put knows of each responsible server. */
@@ -229,6 +230,8 @@ struct dhash__put {
 	uint32_t haves, restores; /* HAVEs sent; STOREs of our own after a "no" */
 	uint32_t primary;         /* the candidate that acknowledged the first STORE */
 	bool suspect;             /* ... and none of the others held the block */
+	bool relooked;            /* the key was looked up a second time */
+	uint32_t moved;           /* ... and the put started over elsewhere */
 	/* Distinct server addresses the caller knows the ring has (its own
 	 * view; 0 or 1: unknown): the majority is never of fewer. */
 	uint32_t min_servers;

@@ -203,6 +203,8 @@ struct dhash_client_stats {
 	uint64_t bad_replies;     /* fetched bytes that did not verify (server skipped) */
 	uint64_t fetch_timeouts;
 	uint64_t relookups;       /* gets looked up again after every candidate failed */
+	uint64_t puts_moved;      /* puts begun again elsewhere: a second lookup named
+	                           * other servers than the primary's copies went to */
 	uint64_t hedges;          /* hedged FETCHes sent (hedge_ms) */
 	uint64_t hedge_wins;      /* gets answered by a hedged FETCH */
 	uint64_t hedges_skipped;  /* automatic hedges not sent: over DHASH_HEDGE_SHARE */

@@ -19,8 +19,12 @@
  * one vote; the put is acknowledged once a majority, floor(n/2)+1 of the n
  * responsible servers, confirm (HAVE "yes"), else the client stores to
  * those that lack the block itself and fails with -EREMOTEIO when still
- * short. A root is STOREd to all n at once instead (HAVE cannot tell an
- * older root from the new one).
+ * short. Before it stores copies of its own, the key is looked up once
+ * more: an honest primary that is not the key's successor in its own view
+ * pushes nowhere, and a list that a second lookup does not repeat is
+ * dropped for the new one (the put starts over there) rather than filled
+ * with copies no later lookup would find. A root is STOREd to all n at
+ * once instead (HAVE cannot tell an older root from the new one).
  *
  * have: LOOKUP, then HAVE to a majority of the responsible servers at
  * once, one more for each "no" or silence; "present" only on a majority.
@@ -173,7 +177,7 @@ static void store_next(struct dhash__put *p)
  * majority must come from the others (a liar acking and dropping leaves
  * then no put acknowledged on its word), and it is reported as a suspect
  * so that lookups route around it (Castro et al. 2002). */
-static void restore(struct dhash__put *p)
+static void restore_now(struct dhash__put *p)
 {
 	uint32_t sent = 0, others = 0, lack = 0;
 
@@ -203,6 +207,70 @@ static void restore(struct dhash__put *p)
 		}
 	if (sent == 0)
 		put_finish(p, p->miss ? p->miss : -EREMOTEIO, 0);
+}
+
+/* The primary acknowledged and servers after it said they lack the block.
+ * Either it lies, or our list of the key's servers is wrong: an honest
+ * server that is not the key's successor in its own view stores a
+ * client's STORE but pushes it nowhere (server.c), and copies of our own
+ * on a wrong list would be acknowledged where no lookup finds them. So
+ * the key is looked up once more first (nothing is in flight then): the
+ * same servers again, and the primary is the one at fault
+ * (restore_now); others, and the put starts over on them, nobody
+ * accused. */
+static void restore(struct dhash__put *p)
+{
+	uint32_t lack = 0;
+
+	for (uint32_t i = 0; i < p->ncand; i++)
+		lack += i != p->primary && p->cst[i] == DHASH_PC_LACKS;
+	if (p->relooked || lack == 0 || p->inflight > 0 || p->cst[p->primary] != DHASH_PC_HOLDS) {
+		restore_now(p);
+		return;
+	}
+	for (uint32_t i = 0; i < p->ncand; i++)
+		if (i != p->primary && p->cst[i] == DHASH_PC_HOLDS) {
+			restore_now(p); /* one of its copies is where we looked */
+			return;
+		}
+	p->relooked = true;
+	p->state = DHASH_PUT_RELOOK;
+	dhash__actq_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(p->replicas);
+}
+
+/* The second lookup's answer (see restore): the same responsible servers,
+ * or none, and the primary's word is weighed as before; others, and the
+ * put starts again with them. */
+static void relook_done(struct dhash__put *p, const struct chord_lookup_result *r)
+{
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
+	uint32_t n = r->status < 0 ? 0 : take_responsible(cand, p->replicas, r);
+	bool same = n == p->ncand;
+
+	if (r->status == -ECANCELED) {
+		put_finish(p, -ECANCELED, 0);
+		return;
+	}
+	for (uint32_t i = 0; i < n && same; i++)
+		same = cfs_id_eq(&cand[i].id, &p->cand[i].id);
+	if (n == 0 || same) {
+		restore_now(p);
+		return;
+	}
+	p->moved++;
+	memcpy(p->cand, cand, n * sizeof(cand[0]));
+	p->ncand = n;
+	memset(p->cst, 0, sizeof(p->cst));
+	memset(p->challenged_at, 0, sizeof(p->challenged_at));
+	p->next_cand = 0;
+	p->confirmed = 0;
+	p->granted = 0;
+	p->primary = 0;
+	p->miss = 0;
+	p->store_retries = 0;
+	p->need = quorum(p->ncand, p->min_servers, p->replicas);
+	p->state = DHASH_PUT_STORE;
+	store_next(p);
 }
 
 /* HAVE to just enough of the other responsible servers, in
@@ -236,10 +304,14 @@ static void stores_round_done(struct dhash__put *p)
 
 void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result *r)
 {
-	if (p->state != DHASH_PUT_LOOKUP)
+	if (p->state != DHASH_PUT_LOOKUP && p->state != DHASH_PUT_RELOOK)
 		return;
 	p->rpcs += r->rpcs;
 	p->timeouts += r->timeouts;
+	if (p->state == DHASH_PUT_RELOOK) {
+		relook_done(p, r);
+		return;
+	}
 	if (r->status < 0 || r->n == 0) {
 		put_finish(p, r->status < 0 ? r->status : -EHOSTUNREACH, 0);
 		return;
@@ -370,6 +442,10 @@ void dhash__put_on_send_failed(struct dhash__put *p, uint32_t ci, enum dhash__ac
 {
 	struct dhash__reply unsent = { .status = -ETIMEDOUT };
 
+	if (type == DHASH_ACT_LOOKUP && p->state == DHASH_PUT_RELOOK) {
+		restore_now(p); /* no second lookup: weigh the primary's word as it is */
+		return;
+	}
 	if (p->state == DHASH_PUT_DONE || p->state == DHASH_PUT_LOOKUP) {
 		if (p->inflight > 0)
 			p->inflight--;

@@ -104,6 +104,15 @@ static void put_have(struct dhash__put *p, uint32_t ci, struct dhash__reply rep)
 	DRAIN(dhash__put_next, p);
 }
 
+/* The second lookup after a primary's ack that nobody else bears out
+ * (put_sm.c restore): it names the same servers again. */
+#define same_again(p, r)                                                         \
+	do {                                                                     \
+		cr_assert_eq(nacts, 1);                                          \
+		cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);                    \
+		put_lookup(p, r);                                                \
+	} while (0)
+
 #define expect(at, type, i) expect_at(__LINE__, at, type, i)
 static void expect_at(int line, uint32_t at, enum dhash__act_type type, uint32_t i)
 {
@@ -209,6 +218,7 @@ Test(dhash_put, a_liar_that_acks_and_drops_is_worked_around)
 	put_have(&p, 1, bit(&no, 0));
 	expect(0, DHASH_ACT_HAVE, 2);
 	put_have(&p, 2, err(-ETIMEDOUT)); /* silent counts as no */
+	same_again(&p, succs(3));
 	cr_assert_eq(nacts, 3);
 	expect(0, DHASH_ACT_SUSPECT, 0); /* lookups route around it from now on */
 	expect(1, DHASH_ACT_STORE, 1); /* ours, to the two others; never the liar */
@@ -225,6 +235,91 @@ Test(dhash_put, a_liar_that_acks_and_drops_is_worked_around)
 	dhash__put_fini(&p);
 }
 
+/* An honest server that is not the key's successor in its own view
+ * stores a client's STORE and pushes it nowhere: the put's list of the
+ * key's servers was wrong. The second lookup names others, and the put
+ * starts over on them with nobody accused, not with copies of our own on
+ * servers where no lookup would find them. */
+Test(dhash_put, a_wrong_list_is_looked_up_again_and_nobody_is_accused)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs_from(20, 3)); /* a stale answer: nodes 20..22 */
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_LOOKUP, 0);
+	cr_assert_eq(acts[0].nsucc, 3 + DHASH_GET_SPARES);
+	cr_assert_not(p.suspect);
+	put_lookup(&p, succs(3)); /* the key's real servers */
+	cr_assert_eq(nacts, 1);
+	expect(0, DHASH_ACT_STORE, 0);
+	struct cfs_node n1 = node(1);
+	cr_assert(cfs_id_eq(&p.cand[0].id, &n1.id));
+	cr_assert_eq(p.moved, 1);
+	put_store(&p, 0, err(0));
+	expect(0, DHASH_ACT_HAVE, 1);
+	put_have(&p, 1, bit(&yes, 0));
+	expect(0, DHASH_ACT_FINISH, 0);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_not(p.suspect);
+	cr_assert(dhash__put_idle(&p));
+	dhash__put_fini(&p);
+}
+
+/* Looked up once more only: a second wrong-looking round weighs the
+ * primary's word as before (a liar, then copies of our own). */
+Test(dhash_put, the_second_lookup_happens_once)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs_from(20, 3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	cr_assert_eq(nacts, 3);
+	expect(0, DHASH_ACT_SUSPECT, 0);
+	expect(1, DHASH_ACT_STORE, 1);
+	expect(2, DHASH_ACT_STORE, 2);
+	dhash__put_fini(&p);
+}
+
+/* No second lookup (it failed, or could not be sent): the primary's
+ * word is weighed on the list there is. */
+Test(dhash_put, a_failed_second_lookup_falls_back_on_the_first_list)
+{
+	struct dhash__put p;
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	put_lookup(&p, lookup_error(-EHOSTUNREACH));
+	cr_assert_eq(nacts, 3);
+	expect(0, DHASH_ACT_SUSPECT, 0);
+	dhash__put_fini(&p);
+
+	put_start(&p);
+	put_lookup(&p, succs(3));
+	put_store(&p, 0, err(0));
+	put_have(&p, 1, bit(&no, 0));
+	put_have(&p, 2, bit(&no, 0));
+	dhash__put_on_send_failed(&p, 0, DHASH_ACT_LOOKUP);
+	DRAIN(dhash__put_next, &p);
+	cr_assert_eq(nacts, 3);
+	expect(0, DHASH_ACT_SUSPECT, 0);
+	expect(1, DHASH_ACT_STORE, 1);
+	dhash__put_fini(&p);
+}
+
 Test(dhash_put, the_liar_silent_to_have_and_one_store_fails)
 {
 	struct dhash__put p;
@@ -234,6 +329,7 @@ Test(dhash_put, the_liar_silent_to_have_and_one_store_fails)
 	put_store(&p, 0, err(0));
 	put_have(&p, 1, err(-ETIMEDOUT));
 	put_have(&p, 2, bit(&no, 0));
+	same_again(&p, succs(3));
 	cr_assert_eq(nacts, 3);
 	expect(0, DHASH_ACT_SUSPECT, 0);
 	put_store(&p, 1, err(-ETIMEDOUT));
@@ -436,6 +532,7 @@ Test(dhash_put, a_refusal_of_our_own_store_is_the_error)
 	put_store(&p, 0, err(0));
 	put_have(&p, 1, bit(&no, 0));
 	put_have(&p, 2, bit(&no, 0));
+	same_again(&p, succs(3));
 	put_store(&p, 1, err(-ENOSPC));
 	put_store(&p, 2, err(0));
 	expect(0, DHASH_ACT_FINISH, 0);
@@ -481,6 +578,7 @@ Test(dhash_put, challenge_then_success)
 	put_store(&p, 0, (struct dhash__reply){ .lease_until = 5 });
 	put_have(&p, 1, bit(&no, 0));
 	put_have(&p, 2, bit(&no, 0));
+	same_again(&p, succs(3));
 	/* our own STOREs: each server challenges once for itself */
 	put_store(&p, 1, (struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE, .nonce = nonce,
 	                                        .from = &n2.addr });

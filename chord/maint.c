@@ -234,12 +234,14 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
 }
 
-/* A ring of our own: the virtual servers of this process know each other. */
-static void found_ring(chord_t *c, struct vnode *v)
+/* A ring of our own: the virtual servers of this process are all in it,
+ * and know each other. */
+static void found_ring(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++)
+		c->v[i].joined = true;
+	for (uint32_t i = 0; i < c->nv; i++)
 		chord__table_consider(c, &c->v[i].self);
-	v->joined = true;
 }
 
 /* The join targets: the bootstrap addresses, then the remembered peers. */
@@ -266,14 +268,14 @@ static void join(struct vnode *v)
 	if (v->join_busy || c->index_full)
 		return;
 	if (n == 0 || c->founded) {
-		found_ring(c, v);
+		found_ring(c);
 		return;
 	}
 	if (c->cfg.first && v == &c->v[0] && v->join_attempts >= n) {
 		log_info("no bootstrap address or remembered peer answered (%zu tried): starting a new "
 		         "ring; the ring check keeps looking for them", n);
 		c->founded = true;
-		found_ring(c, v);
+		found_ring(c);
 		return;
 	}
 	v->join_attempts++;
@@ -862,6 +864,13 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	switch (req->type) {
 	case CFS_MSG_GET_PRED:
 	case CFS_MSG_GET_SUCCS:
+		if (!v->joined) {
+			/* No list yet: an empty one would cut the asker's list
+			 * down to us (a restarted server is asked at once by the
+			 * node before it). Asked again next round. */
+			(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
+			return;
+		}
 		chord__msg_init(c, v, (enum cfs_msg_type)req->type, NULL);
 		if (req->type == CFS_MSG_GET_PRED && v->pred.valid) {
 			c->msg.has_pred = true;

@@ -51,10 +51,8 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 	v->succ[i] = (struct tnode){ .n = *n, .valid = true };
 	if (v->nsuccs < r)
 		v->nsuccs++;
-	if (i == 0) {
-		v->joined = true;
+	if (i == 0)
 		chord__maint_kick(v); /* a new successor: ask it about its neighbours now */
-	}
 }
 
 void chord__table_consider(chord_t *c, const struct cfs_node *n)
@@ -66,7 +64,13 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n)
 		struct vnode *v = &c->v[vi];
 		if (cfs_id_eq(&n->id, &v->self.id))
 			continue;
-		succ_insert(v, n, c->cfg.nsucc);
+		/* A virtual server still joining takes its successors from its
+		 * join's answer alone: a node met meanwhile (a NOTIFY from the
+		 * node just before it, most often) is no successor, and once
+		 * taken as one, stabilizing would walk the successor backwards
+		 * round the ring, a wrong list at each step. */
+		if (v->joined)
+			succ_insert(v, n, c->cfg.nsucc);
 		/* A node that would lengthen a short list: it was cut there
 		 * while this node's authentication was pending; fetch the list
 		 * again now rather than a round later. */

@@ -236,3 +236,26 @@ Test(chord_table, estimate_n)
 	double est = chord__table_estimate_n(v);
 	cr_assert(est > RING / 4 && est < RING * 4, "N ≈ r / f: %f", est);
 }
+
+/* A virtual server still joining takes its successors from its join's
+ * answer alone. A node that tells it "I am your predecessor" (a NOTIFY,
+ * or any node its tables meet) is no successor: taken as one, the
+ * joiner's successor would be the node just before it, and stabilizing
+ * would walk that successor backwards round the ring, each step a wrong
+ * successor list that lookups answer from. */
+Test(chord_table, a_joining_server_takes_no_successor_from_what_it_meets)
+{
+	struct vnode *v = vn(0, 100, 0);
+
+	v->joined = false;
+	chord__table_consider(C, &ring[99]);
+	cr_assert_eq(v->nsuccs, 0);
+	cr_assert_not(v->joined);
+	cr_assert(v->pred.valid && same(&v->pred.n, 99)); /* its predecessor it may be */
+
+	/* Joined, the same news does place a node in the list. */
+	v->joined = true;
+	chord__table_consider(C, &ring[101]);
+	cr_assert_eq(v->nsuccs, 1);
+	cr_assert(same(&v->succ[0].n, 101));
+}

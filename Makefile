@@ -21,7 +21,7 @@ endif
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev \
-              libnetfilter-queue-dev
+              libnetfilter-queue-dev libisal-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
 TEST_PKGS  += miniupnpd nftables
 TEST_PKGS  += python3-prometheus-client curl
@@ -67,7 +67,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
 CFLAGS_ALL = -std=gnu11 $(OPT) -g $(WARN) $(SAN) -I. -MMD -MP \
            $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = $(SAN) $(EXTRA_LDFLAGS)
-CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
+CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lisal -lm
 
 # ---------------------------------------------------------------- modules
 # One static archive per folder; dependencies point down:
@@ -312,6 +312,17 @@ $(HASH_RATE): $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
 
+# Erasure coding of data blocks (sfsro-format/coded.c) on one core.
+CODE_BENCH := $(B)/bench/code-bench
+$(CODE_BENCH): $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+
+.PHONY: bench-code
+bench-code: $(CODE_BENCH)
+	$(Q)$(CODE_BENCH)
+
 # The UDP socket layer alone (common/udp.c): GSO/GRO, sendmmsg, plain.
 UDP_BENCH := $(B)/bench/udp-bench
 $(UDP_BENCH): $(call obj,tests/bench/udp_bench.c) $(LIBCOMMON)
@@ -458,6 +469,7 @@ help:
 	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
 	@echo "make bench-rpc  RPC rate and round trips between two processes"
 	@echo "make bench-udp  the UDP socket layer on loopback: GSO+GRO vs sendmmsg vs one call per datagram"
+	@echo "make bench-code erasure coding of 64 KiB blocks on one core: encode, verify, decode MB/s"
 	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
 	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
 	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"

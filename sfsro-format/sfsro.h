@@ -311,4 +311,47 @@ int sfsro_blockset_expand(struct sfsro_blockset *s, const struct sfsro_bitem *it
                           size_t len) CFS_WUR;
 void sfsro_blockset_free(struct sfsro_blockset *s);
 
+
+/* ---- erasure-coded data blocks (coded.c; docs/FORMAT.md "Coded blocks")
+ *
+ * A data block of B bytes as n fragments, any m of which rebuild it
+ * (Reed-Solomon over GF(2^8), Cauchy matrix, ISA-L). The block's key
+ * commits to m, n, B, a hash tree over the fragments and the block's hash,
+ * so each fragment is checked alone against the key (sfsro_frag_verify),
+ * and the decoded block against its hash. */
+#define SFSRO_CODE_M_MAX 16
+#define SFSRO_CODE_N_MAX 32
+#define SFSRO_FRAG_VERSION 1
+#define SFSRO_FRAG_HDR 40 /* version, m, n, index, B (be32), the block's hash */
+
+struct sfsro_frag {
+	uint8_t m, n, index;
+	uint32_t block_len;
+	struct cfs_id block_hash;
+	const uint8_t *data;      /* ceil(B/m) bytes, borrowed */
+	size_t data_len;
+	const uint8_t *proof;     /* ceil(log2 n) sibling hashes, leaf first */
+};
+
+bool sfsro_code_valid(uint32_t m, uint32_t n);
+/* One fragment's payload, and its whole encoded size. */
+size_t sfsro_frag_data_len(uint32_t block_len, uint32_t m);
+size_t sfsro_frag_len(uint32_t block_len, uint32_t m, uint32_t n);
+/* Encode block into n fragments: frags[i] must hold sfsro_frag_len bytes.
+ * -EINVAL for a code outside 1 <= m < n <= 32, m <= 16, or an empty or
+ * oversized block. */
+int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key,
+                      uint8_t *const *frags) CFS_WUR;
+/* The fields of a well-formed fragment (-EPROTO), unchecked. */
+int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;
+/* A fragment checked against key: -EPROTO malformed, -EBADMSG not the
+ * key's. ret (may be NULL) borrows f. */
+int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;
+/* The block from the first m fragments of frags[0..nfrags) that verify
+ * (NULL entries skipped). -ENODATA fewer than m given, -EBADMSG fewer
+ * than m verify or the block is not the one the key names, -ENOBUFS
+ * cap too small. */
+int sfsro_code_decode(const struct cfs_id *key, const uint8_t *const *frags, const size_t *lens,
+                      uint32_t nfrags, uint8_t *out, size_t cap, size_t *ret_len) CFS_WUR;
+
 #endif

@@ -11,7 +11,8 @@
 #   cfsd/         includes only dhash/, sfsro-format/ (pins walk volumes), chord/, common/
 # A module includes only another's public header; leveldb/c.h only in
 # blockstore/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
-# files (common/msg.c, and sfsro-format/ for blocks). Every symbol a
+# files (common/msg.c, and sfsro-format/ for blocks), ISA-L only in
+# sfsro-format/coded.c. Every symbol a
 # module's archive exports carries the module's prefix (nm, below).
 set -u
 cd "$(dirname "$0")/.."
@@ -55,6 +56,7 @@ check_only() { # HEADER ALLOWED-PATH-REGEX
 check_only leveldb/c.h '^blockstore/'
 check_only fuse_lowlevel.h '^cfs-fuse/'
 check_only msgpack.h '^(common/msg\.c|sfsro-format/)'
+check_only isa-l/erasure_code.h '^sfsro-format/coded\.c'
 # Module-internal symbols (prefix__) stay inside their module.
 declare -A prefix_dir=([bstore]=blockstore [chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
 	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common)

@@ -9,6 +9,7 @@
 
 #include "common/cfs.h"
 #include "common/udp.h"
+#include "common/upcap.h"
 #include "common/xfer.h"
 
 /* A destination, as the key of its estimates and link. */
@@ -107,11 +108,7 @@ struct vslot {
 
 struct cfs_transport {
 	uv_loop_t *loop;
-	/* the upload cap's bucket (cfg.upload_bytes_per_s): bytes that may go
-	 * now (negative after whole datagrams over it), as of up_at_us */
-	double up_tokens;
-	double up_share;  /* the foreground's own share, drained by every piece */
-	uint64_t up_at_us;
+	struct cfs__upcap up; /* the upload cap (cfg.upload_bytes_per_s) */
 	struct cfs_udp sock;
 	uv_poll_t poll;
 	int poll_events;

@@ -1,0 +1,92 @@
+/*
+ * The upload cap: a token bucket of bytes at the cap's rate, holding at
+ * most 20 ms of it (at least 64 KiB, a GSO batch's worth). Pieces take
+ * from it; the background class leaves half the bucket to the
+ * foreground. Whole datagrams (requests, small answers, acknowledgements)
+ * are sent at once and charged, so pieces make up for them; the bucket
+ * owes at most a second of the rate.
+ *
+ * Acknowledgements of a heavy upload to us could then hold every answer
+ * back for as long as it lasts. So the foreground also has a share of a
+ * tenth of the rate of its own, which every piece sent drains: it fills
+ * only while pieces do not flow, and then lets answers through at that
+ * rate. While pieces flow it stays empty and adds nothing to the cap.
+ */
+#include "common/upcap.h"
+
+#define UP_SHARE 10           /* the foreground's share: a tenth of the rate */
+#define UP_SHARE_MAX 65536.0  /* ... holding at most this many bytes */
+
+void cfs__upcap_init(struct cfs__upcap *u, uint64_t rate)
+{
+	*u = (struct cfs__upcap){ .rate = rate };
+}
+
+double cfs__upcap_burst(const struct cfs__upcap *u)
+{
+	double b = (double)u->rate / 50.0;
+	return b > 65536.0 ? b : 65536.0;
+}
+
+static void refill(struct cfs__upcap *u, uint64_t now)
+{
+	double rate = (double)u->rate;
+
+	if (!u->started) {
+		u->tokens = cfs__upcap_burst(u);
+		u->started = true;
+	} else if (now > u->at_us) {
+		double dt = (double)(now - u->at_us) * 1e-6;
+		u->tokens += dt * rate;
+		if (u->tokens > cfs__upcap_burst(u))
+			u->tokens = cfs__upcap_burst(u);
+		u->share += dt * rate / UP_SHARE;
+		if (u->share > UP_SHARE_MAX)
+			u->share = UP_SHARE_MAX;
+	}
+	u->at_us = now;
+}
+
+static void spend(struct cfs__upcap *u, double b)
+{
+	u->tokens -= b;
+	if (u->tokens < -(double)u->rate)
+		u->tokens = -(double)u->rate;
+}
+
+bool cfs__upcap_take(struct cfs__upcap *u, uint32_t b, bool bg, uint64_t now, uint64_t *ret_wait_us)
+{
+	double rate = (double)u->rate;
+
+	if (!u->rate)
+		return true;
+	refill(u, now);
+	double need = (double)b + (bg ? cfs__upcap_burst(u) / 2 : 0);
+	if (u->tokens >= need || (!bg && u->share >= b)) {
+		spend(u, b);
+		u->share = u->share > b ? u->share - b : 0;
+		return true;
+	}
+	double w = (need - u->tokens) * 1e6 / rate;
+	if (!bg) {
+		double ws = ((double)b - u->share) * 1e6 * UP_SHARE / rate;
+		if (ws < w)
+			w = ws;
+	}
+	*ret_wait_us = w > 1000 ? (uint64_t)w : 1000;
+	return false;
+}
+
+void cfs__upcap_give_back(struct cfs__upcap *u, uint32_t b)
+{
+	if (u->rate)
+		u->tokens += b;
+}
+
+void cfs__upcap_charge(struct cfs__upcap *u, size_t len, uint64_t now)
+{
+	if (!u->rate)
+		return;
+	refill(u, now);
+	spend(u, (double)len);
+}

@@ -1,0 +1,36 @@
+/*
+ * common/upcap.h — the upload cap's token bucket
+ * (cfs_transport_config.upload_bytes_per_s), without a clock: every entry
+ * takes the time, so a unit test scripts it. common/transport.c keeps one
+ * per transport; common/link.c asks it before each piece. Internal to
+ * common/; tests include it.
+ */
+#ifndef CFS_COMMON_UPCAP_H
+#define CFS_COMMON_UPCAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cfs__upcap {
+	uint64_t rate;    /* bytes a second; 0: no cap */
+	double tokens;    /* bytes that may go now (negative: owed), as of at_us */
+	double share;     /* the foreground's own share, drained by every piece */
+	uint64_t at_us;
+	bool started;     /* at_us is set: the bucket has been filled once */
+};
+
+/* A bucket at rate bytes a second (0: no cap), full at its first use. */
+void cfs__upcap_init(struct cfs__upcap *u, uint64_t rate);
+/* The bucket's depth: 20 ms of the rate, at least 64 KiB. */
+double cfs__upcap_burst(const struct cfs__upcap *u);
+/* May b bytes of pieces go at now (the background class only above a
+ * reserve kept for the foreground)? If so they are taken; if not,
+ * *ret_wait_us says when to ask again. */
+bool cfs__upcap_take(struct cfs__upcap *u, uint32_t b, bool bg, uint64_t now, uint64_t *ret_wait_us);
+/* b bytes taken for a piece that did not go. */
+void cfs__upcap_give_back(struct cfs__upcap *u, uint32_t b);
+/* A whole datagram of len bytes, sent at now regardless: counted. */
+void cfs__upcap_charge(struct cfs__upcap *u, size_t len, uint64_t now);
+
+#endif

@@ -1,0 +1,80 @@
+/* The upload cap's token bucket (common/upcap.h), scripted in time: no
+ * socket and no clock. */
+#include <criterion/criterion.h>
+
+#include "common/upcap.h"
+
+#define RATE 1000000u /* 1 MB/s: the bucket holds 64 KiB (more than 20 ms) */
+#define MS 1000ull
+
+static struct cfs__upcap U;
+
+static void setup(void)
+{
+	cfs__upcap_init(&U, RATE);
+}
+
+TestSuite(upcap, .init = setup);
+
+/* Full at its first use; a take beyond what it holds waits, and the wait
+ * it names is when the bytes are there. */
+Test(upcap, take_until_empty)
+{
+	uint64_t now = 5 * MS, wait = 0;
+	double burst = cfs__upcap_burst(&U);
+	uint32_t n = 0;
+
+	cr_assert_float_eq(burst, 65536.0, 1e-9);
+	while (cfs__upcap_take(&U, 1200, false, now, &wait))
+		n++;
+	cr_assert_eq(n, 65536 / 1200, "%u pieces from a full bucket", n);
+	/* 464 bytes short at 1 MB/s: the shortest wait, a millisecond */
+	cr_assert_eq(wait, 1000, "wait %llu us", (unsigned long long)wait);
+	cr_assert(cfs__upcap_take(&U, 1200, false, now + wait, &wait), "not there after the wait");
+}
+
+/* Time refills the bucket at the rate, up to its depth. */
+Test(upcap, refill_at_the_rate)
+{
+	uint64_t now = 0, wait;
+
+	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait));
+	cr_assert(!cfs__upcap_take(&U, 10000, false, now, &wait));
+	cr_assert(!cfs__upcap_take(&U, 10000, false, now + 9 * MS, &wait), "10 kB in 9 ms");
+	cr_assert(cfs__upcap_take(&U, 10000, false, now + 10 * MS, &wait), "10 kB in 10 ms");
+	/* a long idle fills it to its depth, no more */
+	now += 10 * 1000 * MS;
+	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait));
+	cr_assert(!cfs__upcap_take(&U, 1200, false, now, &wait));
+}
+
+/* The background class leaves half the bucket to the foreground. */
+Test(upcap, background_behind_a_reserve)
+{
+	uint64_t wait;
+
+	cr_assert(cfs__upcap_take(&U, 30000, true, 0, &wait));
+	cr_assert(!cfs__upcap_take(&U, 10000, true, 0, &wait), "into the foreground's half");
+	cr_assert(cfs__upcap_take(&U, 30000, false, 0, &wait), "the foreground's half");
+}
+
+/* Whole datagrams are charged: pieces make up for them. */
+Test(upcap, datagrams_are_charged)
+{
+	uint64_t wait;
+
+	cfs__upcap_charge(&U, 60000, 0);
+	cr_assert(!cfs__upcap_take(&U, 10000, false, 0, &wait));
+	cr_assert(cfs__upcap_take(&U, 5000, false, 0, &wait));
+}
+
+/* No cap: everything goes. */
+Test(upcap, no_cap)
+{
+	uint64_t wait = 7;
+
+	cfs__upcap_init(&U, 0);
+	for (int i = 0; i < 1000; i++)
+		cr_assert(cfs__upcap_take(&U, 65536, i & 1, 0, &wait));
+	cr_assert_eq(wait, 7);
+}

@@ -370,6 +370,7 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 {
 	uint16_t idx[GSO_SEGS];
 	size_t lens[GSO_SEGS];
+	struct cfs__up_debit debit[GSO_SEGS]; /* what each piece took of the upload cap */
 	bool bg = cfs_xfer_out_bg(x), answer = x->flags & XF_REPLY;
 
 	for (;;) {
@@ -392,12 +393,12 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 					*pace_due = now + wait;
 				break;
 			}
-			if (!cfs__up_take(t, b, bg, now, &wait)) {
+			if (!cfs__up_take(t, b, bg, now, &wait, &debit[k])) {
 				*pace_due = now + wait;
 				break;
 			}
 			if (answer && !budget_take(t, &l->addr, b)) {
-				cfs__up_give_back(t, b);
+				cfs__up_give_back(t, &debit[k]);
 				t->st.budget_held++;
 				held = true;
 				break;

@@ -272,18 +272,19 @@ static bool flush_backlog(cfs_transport_t *t)
 
 /* The bucket is common/upcap.c; the transport counts its waits, and
  * link_service keeps the transfers it holds alive. */
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us)
+bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
+                  struct cfs__up_debit *ret_debit)
 {
-	if (cfs__upcap_take(&t->up, b, bg, now, wait_us))
+	if (cfs__upcap_take(&t->up, b, bg, now, wait_us, ret_debit))
 		return true;
 	t->st.upload_held++;
 	t->up_blocked = true;
 	return false;
 }
 
-void cfs__up_give_back(cfs_transport_t *t, uint32_t b)
+void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d)
 {
-	cfs__upcap_give_back(&t->up, b);
+	cfs__upcap_give_back(&t->up, d);
 }
 
 void cfs__up_charge(cfs_transport_t *t, size_t len)

@@ -192,13 +192,15 @@ void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
 void cfs__arm_timer(cfs_transport_t *t);
 /* Send one datagram (through the network model when there is one). */
 void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
-/* The upload cap. up_take: may b bytes of pieces go now (background only
- * above a reserve kept for the foreground)? If not, *wait_us says when.
+/* The upload cap (common/upcap.h). up_take: may b bytes of pieces go now
+ * (background only above a reserve kept for the foreground)? If so,
+ * *ret_debit is what they took; if not, *wait_us says when.
  * up_charge: whole datagrams, sent regardless, counted. */
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us);
+bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
+                  struct cfs__up_debit *ret_debit);
 void cfs__up_charge(cfs_transport_t *t, size_t len);
-/* A piece that took its bytes and then did not go. */
-void cfs__up_give_back(cfs_transport_t *t, uint32_t b);
+/* A piece that took its bytes and then did not go: what it took comes back. */
+void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d);
 /* A piece through the network model: cfs__transmit without the charge. */
 void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
 /* A whole message arrived (from a datagram or a completed reassembly). */

@@ -43,28 +43,38 @@ static void refill(struct cfs__upcap *u, uint64_t now)
 		u->share += dt * rate / UP_SHARE;
 		if (u->share > UP_SHARE_MAX)
 			u->share = UP_SHARE_MAX;
+	} else {
+		return; /* an older time: what it would add was added */
 	}
 	u->at_us = now;
 }
 
-static void spend(struct cfs__upcap *u, double b)
+/* Take b bytes (the debt bounded at a second of the rate); returns what
+ * was taken. */
+static double spend(struct cfs__upcap *u, double b)
 {
+	double before = u->tokens;
+
 	u->tokens -= b;
 	if (u->tokens < -(double)u->rate)
 		u->tokens = -(double)u->rate;
+	return before > u->tokens ? before - u->tokens : 0;
 }
 
-bool cfs__upcap_take(struct cfs__upcap *u, uint32_t b, bool bg, uint64_t now, uint64_t *ret_wait_us)
+bool cfs__upcap_take(struct cfs__upcap *u, uint32_t b, bool bg, uint64_t now, uint64_t *ret_wait_us,
+                     struct cfs__up_debit *ret_debit)
 {
 	double rate = (double)u->rate;
 
+	*ret_debit = (struct cfs__up_debit){ 0 };
 	if (!u->rate)
 		return true;
 	refill(u, now);
 	double need = (double)b + (bg ? cfs__upcap_burst(u) / 2 : 0);
 	if (u->tokens >= need || (!bg && u->share >= b)) {
-		spend(u, b);
-		u->share = u->share > b ? u->share - b : 0;
+		ret_debit->tokens = spend(u, b);
+		ret_debit->share = u->share > b ? b : u->share;
+		u->share -= ret_debit->share;
 		return true;
 	}
 	double w = (need - u->tokens) * 1e6 / rate;
@@ -77,10 +87,18 @@ bool cfs__upcap_take(struct cfs__upcap *u, uint32_t b, bool bg, uint64_t now, ui
 	return false;
 }
 
-void cfs__upcap_give_back(struct cfs__upcap *u, uint32_t b)
+void cfs__upcap_give_back(struct cfs__upcap *u, const struct cfs__up_debit *d)
 {
-	if (u->rate)
-		u->tokens += b;
+	double burst = cfs__upcap_burst(u);
+
+	if (!u->rate)
+		return;
+	u->tokens += d->tokens;
+	if (u->tokens > burst)
+		u->tokens = burst;
+	u->share += d->share;
+	if (u->share > UP_SHARE_MAX)
+		u->share = UP_SHARE_MAX;
 }
 
 void cfs__upcap_charge(struct cfs__upcap *u, size_t len, uint64_t now)

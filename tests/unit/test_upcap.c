@@ -8,6 +8,7 @@
 #define MS 1000ull
 
 static struct cfs__upcap U;
+static struct cfs__up_debit D;
 
 static void setup(void)
 {
@@ -25,12 +26,12 @@ Test(upcap, take_until_empty)
 	uint32_t n = 0;
 
 	cr_assert_float_eq(burst, 65536.0, 1e-9);
-	while (cfs__upcap_take(&U, 1200, false, now, &wait))
+	while (cfs__upcap_take(&U, 1200, false, now, &wait, &D))
 		n++;
 	cr_assert_eq(n, 65536 / 1200, "%u pieces from a full bucket", n);
 	/* 464 bytes short at 1 MB/s: the shortest wait, a millisecond */
 	cr_assert_eq(wait, 1000, "wait %llu us", (unsigned long long)wait);
-	cr_assert(cfs__upcap_take(&U, 1200, false, now + wait, &wait), "not there after the wait");
+	cr_assert(cfs__upcap_take(&U, 1200, false, now + wait, &wait, &D), "not there after the wait");
 }
 
 /* Time refills the bucket at the rate, up to its depth. */
@@ -38,14 +39,14 @@ Test(upcap, refill_at_the_rate)
 {
 	uint64_t now = 0, wait;
 
-	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait));
-	cr_assert(!cfs__upcap_take(&U, 10000, false, now, &wait));
-	cr_assert(!cfs__upcap_take(&U, 10000, false, now + 9 * MS, &wait), "10 kB in 9 ms");
-	cr_assert(cfs__upcap_take(&U, 10000, false, now + 10 * MS, &wait), "10 kB in 10 ms");
+	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 10000, false, now, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 10000, false, now + 9 * MS, &wait, &D), "10 kB in 9 ms");
+	cr_assert(cfs__upcap_take(&U, 10000, false, now + 10 * MS, &wait, &D), "10 kB in 10 ms");
 	/* a long idle fills it to its depth, no more */
 	now += 10 * 1000 * MS;
-	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait));
-	cr_assert(!cfs__upcap_take(&U, 1200, false, now, &wait));
+	cr_assert(cfs__upcap_take(&U, 65536, false, now, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 1200, false, now, &wait, &D));
 }
 
 /* The background class leaves half the bucket to the foreground. */
@@ -53,9 +54,9 @@ Test(upcap, background_behind_a_reserve)
 {
 	uint64_t wait;
 
-	cr_assert(cfs__upcap_take(&U, 30000, true, 0, &wait));
-	cr_assert(!cfs__upcap_take(&U, 10000, true, 0, &wait), "into the foreground's half");
-	cr_assert(cfs__upcap_take(&U, 30000, false, 0, &wait), "the foreground's half");
+	cr_assert(cfs__upcap_take(&U, 30000, true, 0, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 10000, true, 0, &wait, &D), "into the foreground's half");
+	cr_assert(cfs__upcap_take(&U, 30000, false, 0, &wait, &D), "the foreground's half");
 }
 
 /* Whole datagrams are charged: pieces make up for them. */
@@ -64,8 +65,8 @@ Test(upcap, datagrams_are_charged)
 	uint64_t wait;
 
 	cfs__upcap_charge(&U, 60000, 0);
-	cr_assert(!cfs__upcap_take(&U, 10000, false, 0, &wait));
-	cr_assert(cfs__upcap_take(&U, 5000, false, 0, &wait));
+	cr_assert(!cfs__upcap_take(&U, 10000, false, 0, &wait, &D));
+	cr_assert(cfs__upcap_take(&U, 5000, false, 0, &wait, &D));
 }
 
 /* No cap: everything goes. */
@@ -75,6 +76,58 @@ Test(upcap, no_cap)
 
 	cfs__upcap_init(&U, 0);
 	for (int i = 0; i < 1000; i++)
-		cr_assert(cfs__upcap_take(&U, 65536, i & 1, 0, &wait));
+		cr_assert(cfs__upcap_take(&U, 65536, i & 1, 0, &wait, &D));
 	cr_assert_eq(wait, 7);
+}
+
+/* A time older than one seen (another caller read the clock earlier)
+ * adds nothing, and does not set the bucket's time back: the interval
+ * after it is not counted twice. */
+Test(upcap, clock_going_backwards)
+{
+	uint64_t wait;
+
+	cr_assert(cfs__upcap_take(&U, 65536, false, 100 * MS, &wait, &D));
+	cfs__upcap_charge(&U, 1200, 50 * MS); /* read at 50 ms, charged after */
+	cr_assert(!cfs__upcap_take(&U, 1200, false, 90 * MS, &wait, &D), "earlier still: nothing added");
+	/* 10 ms after 100 ms: 10,000 bytes, less the datagram's 1,200 */
+	cr_assert(cfs__upcap_take(&U, 8800, false, 110 * MS, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 1200, false, 110 * MS, &wait, &D),
+	          "the 50 ms from 50 ms to 100 ms were counted again");
+}
+
+/* A piece that took its bytes and did not go gives back what it took:
+ * the bucket's bytes, and the foreground share it drained. */
+Test(upcap, give_back_restores_tokens_and_share)
+{
+	uint64_t wait;
+	struct cfs__up_debit d2;
+
+	cr_assert(cfs__upcap_take(&U, 65536, false, 0, &wait, &D));
+	cfs__upcap_give_back(&U, &D);
+	cr_assert(cfs__upcap_take(&U, 65536, false, 0, &wait, &D), "the bytes did not come back");
+	cr_assert_float_eq(D.tokens, 65536.0, 1e-6);
+
+	/* in debt: only the share (a tenth of the rate, filled while no piece
+	 * went) lets a foreground piece through */
+	cfs__upcap_charge(&U, 200000, 0);
+	cr_assert(cfs__upcap_take(&U, 1200, false, 20 * MS, &wait, &D), "2,000 bytes of share");
+	cr_assert_float_eq(D.share, 1200.0, 1e-6);
+	cr_assert(!cfs__upcap_take(&U, 1200, false, 20 * MS, &wait, &d2), "800 bytes of share left");
+	cfs__upcap_give_back(&U, &D);
+	cr_assert(cfs__upcap_take(&U, 1200, false, 20 * MS, &wait, &d2), "the share did not come back");
+	cr_assert(!cfs__upcap_take(&U, 1200, false, 20 * MS, &wait, &d2));
+}
+
+/* Giving back never fills the bucket beyond its depth. */
+Test(upcap, give_back_bounded)
+{
+	uint64_t wait;
+
+	cr_assert(cfs__upcap_take(&U, 30000, false, 0, &wait, &D));
+	cr_assert(cfs__upcap_take(&U, 1, false, 1000 * MS, &wait, &D)); /* full again, less a byte */
+	D.tokens = 30000;
+	cfs__upcap_give_back(&U, &D);
+	cr_assert(cfs__upcap_take(&U, 65536, false, 1000 * MS, &wait, &D));
+	cr_assert(!cfs__upcap_take(&U, 1200, false, 1000 * MS, &wait, &D), "over the bucket's depth");
 }

@@ -329,10 +329,13 @@ static void link_rearm(cfs_transport_t *t, struct link *l, uint64_t pace_due)
 		cfs__heap_push(&t->links_heap, l);
 }
 
-/* Hand k encoded pieces (off bytes) to the socket; the number it took. */
+/* Hand k encoded pieces (off bytes) to the socket; the number it took.
+ * *ret_failed: a send error lost them all (they count as sent, and are
+ * resent as lost ones are). */
 static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsigned k,
-                            const size_t *lens)
+                            const size_t *lens, bool *ret_failed)
 {
+	*ret_failed = false;
 	if (t->has_model) { /* evaluation: each piece meets the model alone */
 		size_t o = 0;
 		for (unsigned i = 0; i < k; i++) {
@@ -346,6 +349,7 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
 		return 0;
 	if (r < 0) { /* counted as sent: the pieces are lost and resent */
 		t->st.send_errors++;
+		*ret_failed = true;
 		return k;
 	}
 	unsigned segs = (size_t)r == off ? k : (unsigned)((size_t)r / CFS_DGRAM_SAFE);
@@ -358,8 +362,10 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
 
 /*
  * Send what may go of one transfer now, in batches of up to GSO_SEGS
- * pieces. The window is charged as pieces are encoded; pieces the socket
- * then refuses are taken out again and wait for it to drain. Returns 0
+ * pieces. The window and the upload cap are charged as pieces are
+ * encoded; pieces the socket then refuses are taken out of both again and
+ * wait for it to drain (a send error gives the cap's bytes back too; the
+ * pieces count as sent, and lost). Returns 0
  * when x has nothing more to send, -1 when something held it back (the
  * link's window or pacing, the process bound, the socket), -2 when only
  * x is held (by its answer's 3x budget: the link's other transfers may go).
@@ -412,7 +418,11 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 		inflight_sync(t, l, before);
 		if (k == 0)
 			return held ? -2 : -1;
-		unsigned sent = send_pieces(t, l, off, k, lens);
+		bool failed;
+		unsigned sent = send_pieces(t, l, off, k, lens, &failed);
+		/* what did not leave the host gives its upload cap bytes back */
+		for (unsigned i = failed ? 0 : sent; i < k; i++)
+			cfs__up_give_back(t, &debit[i]);
 		for (unsigned i = 0; i < sent; i++) {
 			if (x->slot[idx[i]].state == XP_LOST)
 				t->st.pieces_resent++;

@@ -429,6 +429,8 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 			cfs_xfer_out_sent(x, idx[i], now);
 		}
 		t->st.pieces_out += sent;
+		if (sent && !l->owed_since_us)
+			l->owed_since_us = now;
 		if (sent < k) {
 			uint32_t unsent = 0, b2 = l->cc.in_flight;
 			for (unsigned i = sent; i < k; i++)
@@ -457,12 +459,16 @@ static void link_service(cfs_transport_t *t, struct link *l)
 				goto done;
 done:
 	/* Held by our own upload cap, not by the peer: the link's transfers
-	 * are not stalled, and their calls are alive (up to their longest
-	 * life) while they wait for it. */
+	 * that wait for it alone are not stalled, and their calls are alive
+	 * (up to their longest life). One with pieces in flight, or whose
+	 * peer has stopped acknowledging, waits on the peer: its stall clock
+	 * runs, so a dead peer's transfers go after XFER_STALL_US as ever. */
 	if (t->up_blocked)
 		for (unsigned j = 0; j < l->nout; j++) {
 			struct xfer_out *x = l->out[j];
 			struct call *c;
+			if (!cfs_xfer_out_waits_on_us(x, l->owed_since_us, now))
+				continue;
 			x->last_ack_us = now;
 			if (!(x->flags & XF_REPLY) && (c = cfs__call_find(t, x->reqid)))
 				cfs__call_touch(t, c);
@@ -594,6 +600,8 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 	if (!(l = link_get(t, from, false)))
 		return;
 	l->acked_us = cfs_now_us();
+	/* it answers: what it owes now is what is still in flight after this */
+	l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
 	for (unsigned j = 0; j < l->nout; j++) {
 		struct xfer_out *x = l->out[j];
 		if (x->reqid != a.reqid || (x->flags & XF_REPLY) != (a.flags & XF_REPLY))
@@ -601,6 +609,7 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 		uint32_t before = l->cc.in_flight;
 		cfs_xfer_out_on_ack(x, &a, cfs_now_us(), &l->cc, &r);
 		inflight_sync(t, l, before);
+		l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
 		if (r.progress && !(x->flags & XF_REPLY)) {
 			/* our random request ID came back: the address is proven,
 			 * and the call is alive while its request moves */

@@ -94,6 +94,10 @@ struct link {
 	size_t reply_bytes;      /* held by answers to it (at most OUT_PEER_BYTES) */
 	unsigned nreply;         /* ... in so many transfers (at most OUT_PEER_COUNT) */
 	uint64_t acked_us;       /* its last ack of anything, 0 never */
+	/* it owes an ack since then: its last ack, when pieces were still
+	 * in flight after it, or the first piece sent after that (0: it
+	 * owes none) */
+	uint64_t owed_since_us;
 };
 
 /* What we know of an address's proof of ownership (anti-amplification). */

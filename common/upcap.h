@@ -16,6 +16,7 @@ struct cfs__upcap {
 	uint64_t rate;    /* bytes a second; 0: no cap */
 	double tokens;    /* bytes that may go now (negative: owed), as of at_us */
 	double share;     /* the foreground's own share, drained by every piece */
+	double bg_share;  /* the background's least share, drained by its pieces */
 	uint64_t at_us;   /* the latest time seen: never goes back */
 	bool started;     /* at_us is set: the bucket has been filled once */
 };
@@ -23,15 +24,16 @@ struct cfs__upcap {
 /* What one take took from the bucket and the share, so that a piece that
  * then does not go gives back exactly that. */
 struct cfs__up_debit {
-	double tokens, share;
+	double tokens, share, bg_share;
 };
 
 /* A bucket at rate bytes a second (0: no cap), full at its first use. */
 void cfs__upcap_init(struct cfs__upcap *u, uint64_t rate);
 /* The bucket's depth: 20 ms of the rate, at least 64 KiB. */
 double cfs__upcap_burst(const struct cfs__upcap *u);
-/* May b bytes of pieces go at now (the background class only above a
- * reserve kept for the foreground)? If so they are taken, and *ret_debit
+/* May b bytes of pieces go at now (the background class above a reserve
+ * kept for the foreground, or within its own least share)? If so they are
+ * taken, and *ret_debit
  * says how; if not, *ret_wait_us says when to ask again. A now older than
  * one already seen (a time read earlier by another caller) counts as
  * that one: the bucket's time never goes back. */

@@ -131,3 +131,52 @@ Test(upcap, give_back_bounded)
 	cr_assert(cfs__upcap_take(&U, 65536, false, 1000 * MS, &wait, &D));
 	cr_assert(!cfs__upcap_take(&U, 1200, false, 1000 * MS, &wait, &D), "over the bucket's depth");
 }
+
+/* Both classes hungry for 20 s, the foreground asked first every
+ * millisecond: the background still gets its least share, a tenth of the
+ * rate, and the two together stay at the cap. */
+Test(upcap, background_gets_its_least_share)
+{
+	uint64_t wait, fg = 0, bg = 0, now;
+
+	for (now = 0; now <= 20000 * MS; now += MS) {
+		while (cfs__upcap_take(&U, 1200, false, now, &wait, &D))
+			fg += 1200;
+		while (cfs__upcap_take(&U, 1200, true, now, &wait, &D))
+			bg += 1200;
+	}
+	double total = (double)(fg + bg), secs = 20.0;
+	cr_assert(bg >= 0.09 * secs * RATE, "the background sent %llu bytes of %.0f",
+	          (unsigned long long)bg, total);
+	cr_assert(fg >= 0.85 * secs * RATE, "the foreground sent %llu bytes", (unsigned long long)fg);
+	cr_assert(total <= secs * RATE + 2 * cfs__upcap_burst(&U), "%.0f bytes in %.0f s at %u B/s",
+	          total, secs, RATE);
+}
+
+/* Alone, the background may use the whole rate above the reserve. */
+Test(upcap, background_alone_uses_the_rate)
+{
+	uint64_t wait, bg = 0, now;
+
+	for (now = 0; now <= 10000 * MS; now += MS)
+		while (cfs__upcap_take(&U, 1200, true, now, &wait, &D))
+			bg += 1200;
+	cr_assert(bg >= 0.95 * 10 * RATE && bg <= 10 * RATE + cfs__upcap_burst(&U), "%llu bytes",
+	          (unsigned long long)bg);
+}
+
+/* A background piece held after it took its share gives the share back. */
+Test(upcap, give_back_restores_the_background_share)
+{
+	uint64_t wait;
+	struct cfs__up_debit first;
+
+	cfs__upcap_charge(&U, 65536, 0);
+	cr_assert(cfs__upcap_take(&U, 1200, true, 20 * MS, &wait, &first), "2,000 bytes of share");
+	cr_assert_float_eq(first.bg_share, 1200.0, 1e-6);
+	cr_assert(!cfs__upcap_take(&U, 1200, true, 20 * MS, &wait, &D));
+	cr_assert(wait >= 4000, "waits %llu us for 400 bytes of share at 100 kB/s",
+	          (unsigned long long)wait);
+	cfs__upcap_give_back(&U, &first);
+	cr_assert(cfs__upcap_take(&U, 1200, true, 20 * MS, &wait, &D));
+}

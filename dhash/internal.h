@@ -273,6 +273,12 @@ void dhash__sync_round(dhash_server_t *s);
 /* SYNC_DIGEST and SYNC_KEYS requests. */
 void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+/* The range a virtual server hands on in a drain: the keys in
+ * (*ret_lo, selves[vi]], from the nearest of this process's other joined
+ * virtual servers before it (n of them, joined[i] telling which have
+ * joined); the whole circle (*ret_lo == selves[vi]) when no other has. */
+void dhash__drain_held(const struct cfs_id *selves, const bool *joined, uint32_t n, uint32_t vi,
+                       struct cfs_id *ret_lo);
 /* Release what sync keeps past dhash__sync_stop (the close of the server). */
 void dhash__sync_free(dhash_server_t *s);
 void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);

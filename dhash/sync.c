@@ -842,28 +842,39 @@ static void job_add(dhash_server_t *s, const struct sync_job *j)
 	s->sync_jobs[s->sync_n++] = *j;
 }
 
-/* The range a virtual server holds copies for in this process: from the
- * previous of our virtual servers on the circle (exclusive) to it; the
- * whole circle for a process of one. */
-static void held_range(chord_t *c, uint32_t vi, struct cfs_id *lo)
+void dhash__drain_held(const struct cfs_id *selves, const bool *joined, uint32_t n, uint32_t vi,
+                       struct cfs_id *ret_lo)
 {
-	const struct cfs_id *me = &chord_vnode_self(c, vi)->id;
+	const struct cfs_id *me = &selves[vi];
 	bool found = false;
 	struct cfs_id best_d;
 
-	*lo = *me;
-	for (uint32_t i = 0; i < chord_vnode_count(c); i++) {
-		const struct cfs_id *o = &chord_vnode_self(c, i)->id;
+	*ret_lo = *me;
+	for (uint32_t i = 0; i < n; i++) {
 		struct cfs_id d;
-		if (i == vi)
-			continue;
-		cfs_id_sub(&d, me, o); /* how far o is behind us */
+		if (i == vi || !joined[i])
+			continue; /* one not in the ring holds nothing: its keys are ours */
+		cfs_id_sub(&d, me, &selves[i]); /* how far it is behind us */
 		if (!found || cfs_id_cmp(&d, &best_d) < 0) {
 			best_d = d;
-			*lo = *o;
+			*ret_lo = selves[i];
 			found = true;
 		}
 	}
+}
+
+/* dhash__drain_held for virtual server vi of c. */
+static void held_range(chord_t *c, uint32_t vi, struct cfs_id *lo)
+{
+	struct cfs_id selves[CHORD_VNODES_MAX];
+	bool joined[CHORD_VNODES_MAX];
+	uint32_t n = chord_vnode_count(c);
+
+	for (uint32_t i = 0; i < n; i++) {
+		selves[i] = chord_vnode_self(c, i)->id;
+		joined[i] = chord_vnode_joined(c, i);
+	}
+	dhash__drain_held(selves, joined, n, vi, lo);
 }
 
 /* The servers that hold a key of vi's range once we are gone: its first

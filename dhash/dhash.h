@@ -137,9 +137,11 @@ void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_ca
 void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round);
 /* Before leaving the ring (cfsctl leave --drain): push every block this
  * server holds to the servers that hold its key once this one is gone:
- * for each virtual server, the range from our previous virtual server to
- * it, compared with each of its first k successors at another address,
- * Merkle-style like replica maintenance but only pushing. Maintenance
+ * for each virtual server, the range from our previous joined virtual
+ * server to it, compared with each of its first k successors at another
+ * address over the part of the range that successor holds next (so no
+ * server is sent a copy it would not hold), Merkle-style like replica
+ * maintenance but only pushing what it lacks. Maintenance
  * rounds stop for good (the server is about to leave); a round at work
  * ends first. cb gets the copies pushed, those that failed, and the
  * servers compared with. -EBUSY while a drain runs. */

@@ -877,22 +877,66 @@ static void held_range(chord_t *c, uint32_t vi, struct cfs_id *lo)
 	dhash__drain_held(selves, joined, n, vi, lo);
 }
 
-/* The servers that hold a key of vi's range once we are gone: its first
- * k successors at addresses other than ours, one per address. */
-static uint32_t drain_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_node **ret)
+/*
+ * Who holds what once we are gone. A key K of our range (lo, me] is held
+ * now by its first k servers from K: those before us in [K, me), us, and
+ * then our successors. Once we leave, the first successor after those
+ * becomes a holder, and only that one: with m servers in [K, me), our
+ * successor T_j (the j-th server after us at another address) holds K
+ * next when m + j < k. Going back from us through our predecessors
+ * p_1, p_2, ..., T_j's share therefore ends at the predecessor p at which
+ * the servers counted (T_0 .. T_{j-1}, then p_1 .. p) reach k: T_j is
+ * handed (p, me], and of that it lacks only the keys of the last band,
+ * which the comparison finds (what it holds already is not sent).
+ *
+ * Predecessors come from chord_vnode_preds, the nodes this process has
+ * met. Where they run out before the count reaches k, or reach the start
+ * of the held range, the held range is the bound: more copies rather
+ * than a block left short. A predecessor at T_j's own address (a ring of
+ * k servers or fewer, whose lists wrap) puts T_j before the key as well:
+ * it holds the rest of the range, and is handed all of it.
+ */
+uint32_t dhash__drain_plan(const struct cfs_node *self, const struct cfs_id *held_lo,
+                           const struct cfs_node *preds, uint32_t npreds,
+                           const struct cfs_node *const *succs, uint32_t nsuccs, uint32_t k,
+                           struct dhash__drain_target *ret)
 {
-	const struct cfs_node *succs[CHORD_SUCC_MAX];
-	const struct cfs_node *self = chord_vnode_self(c, vi);
-	uint32_t ns = chord_vnode_succs(c, vi, succs), n = 0;
+	const struct cfs_node *to[CHORD_SUCC_MAX];
+	uint32_t nt = 0;
+	bool whole = cfs_id_eq(held_lo, &self->id);
 
-	for (uint32_t i = 0; i < ns && n < k; i++) {
+	if (k > CHORD_SUCC_MAX)
+		k = CHORD_SUCC_MAX; /* more than any successor list holds */
+	for (uint32_t i = 0; i < nsuccs && nt < k; i++) {
 		bool dup = cfs_addr_same_ip(&succs[i]->addr, &self->addr);
-		for (uint32_t j = 0; j < n && !dup; j++)
-			dup = cfs_addr_same_ip(&ret[j]->addr, &succs[i]->addr);
+		for (uint32_t j = 0; j < nt && !dup; j++)
+			dup = cfs_addr_same_ip(&to[j]->addr, &succs[i]->addr);
 		if (!dup)
-			ret[n++] = succs[i];
+			to[nt++] = succs[i];
 	}
-	return n;
+	for (uint32_t j = 0; j < nt; j++) {
+		const struct cfs_node *seen[CHORD_SUCC_MAX];
+		uint32_t nseen = j;
+		ret[j] = (struct dhash__drain_target){ *to[j], *held_lo };
+		for (uint32_t i = 0; i < j; i++)
+			seen[i] = to[i];
+		for (uint32_t i = 0; i < npreds && nseen < k; i++) {
+			const struct cfs_node *p = &preds[i];
+			bool dup = cfs_addr_same_ip(&p->addr, &self->addr);
+			if (!whole && !cfs_id_in_oo(&p->id, held_lo, &self->id))
+				break; /* the held range ends first */
+			if (cfs_addr_same_ip(&p->addr, &to[j]->addr))
+				break; /* it comes before the key too: all of the range */
+			for (uint32_t x = 0; x < nseen && !dup; x++)
+				dup = cfs_addr_same_ip(&seen[x]->addr, &p->addr);
+			if (dup)
+				continue;
+			seen[nseen++] = p;
+			if (nseen == k)
+				ret[j].lo = p->id;
+		}
+	}
+	return nt;
 }
 
 static void drain_begin(dhash_server_t *s)
@@ -906,23 +950,28 @@ static void drain_begin(dhash_server_t *s)
 	s->sync_n = s->sync_next = 0;
 	s->drain_servers = 0;
 	for (uint32_t i = 0; i < nv; i++) {
-		const struct cfs_node *to[CHORD_SUCC_MAX];
-		struct cfs_id lo;
+		const struct cfs_node *succs[CHORD_SUCC_MAX];
+		struct cfs_node preds[CHORD_SUCC_MAX];
+		struct dhash__drain_target to[CHORD_SUCC_MAX];
+		struct cfs_id held;
 		if (!chord_vnode_joined(s->chord, i))
 			continue;
-		const struct cfs_id *me = &chord_vnode_self(s->chord, i)->id;
-		held_range(s->chord, i, &lo);
-		uint32_t n = drain_targets(s->chord, i, s->cfg.replicas, to);
+		const struct cfs_node *self = chord_vnode_self(s->chord, i);
+		const struct cfs_id *me = &self->id;
+		held_range(s->chord, i, &held);
+		uint32_t np = chord_vnode_preds(s->chord, i, preds, CHORD_SUCC_MAX);
+		uint32_t ns = chord_vnode_succs(s->chord, i, succs);
+		uint32_t n = dhash__drain_plan(self, &held, preds, np, succs, ns, s->cfg.replicas, to);
 		for (uint32_t j = 0; j < n; j++) {
-			if (!cfs_id_eq(&lo, me)) {
-				job_add(s, &(struct sync_job){ *to[j], lo, *me, *me, true });
+			if (!cfs_id_eq(&to[j].lo, me)) {
+				job_add(s, &(struct sync_job){ to[j].peer, to[j].lo, *me, *me, true });
 				continue;
 			}
 			/* the whole circle, which a SYNC request cannot name: two halves */
 			struct cfs_id mid;
 			cfs_id_add_pow2(&mid, me, CFS_ID_BITS - 1);
-			job_add(s, &(struct sync_job){ *to[j], *me, mid, *me, true });
-			job_add(s, &(struct sync_job){ *to[j], mid, *me, *me, true });
+			job_add(s, &(struct sync_job){ to[j].peer, *me, mid, *me, true });
+			job_add(s, &(struct sync_job){ to[j].peer, mid, *me, *me, true });
 		}
 		s->drain_servers += n;
 	}

@@ -4,7 +4,9 @@
 # moves a copy) a published volume is on all k servers of every block;
 #   - a daemon holding copies runs cfsctl leave --drain: it pushes them to
 #     the servers that hold their keys once it is gone, leaves and exits 0;
-#     right after, every block is at k again (cfs-fsck --replicas);
+#     right after, every block is at k again (cfs-fsck --replicas), and it
+#     pushed no more copies than it held (each block has one new holder:
+#     none is sent to a server that would not hold it);
 #   - the control: a second holder leaves without --drain and the blocks it
 #     held are short of k, so the check above could fail.
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +46,8 @@ held1=$(grep -vc '^#' "$TEST_DIR/held/node$d1.keys")
 	fail "cfsctl leave --drain: $(cat "$TEST_DIR/drain.out")"
 grep -q "^drained: [0-9]* cop.* pushed to the $K servers that hold them next, 0 failed; leaving the ring$" "$TEST_DIR/drain.out" ||
 	fail "cfsctl leave --drain said: $(cat "$TEST_DIR/drain.out")"
+pushed=$(sed -n 's/^drained: \([0-9]*\) cop.*/\1/p' "$TEST_DIR/drain.out")
+[ "$pushed" -le "$held1" ] || fail "the drain pushed $pushed copies of the $held1 it held: some went to servers that do not hold them next"
 wait_for 10 bash -c "! kill -0 ${CL_PID[$d1]} 2>/dev/null" || fail "the drained daemon did not exit"
 st=0; wait "${CL_PID[$d1]}" || st=$?
 CL_PID[$d1]=""

@@ -1,8 +1,22 @@
 /* A drain's ranges (dhash/sync.c), pure: which keys a leaving virtual
- * server holds for its process (dhash__drain_held). */
+ * server holds for its process (dhash__drain_held), and which part of
+ * them each successor holds once it is gone (dhash__drain_plan). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 
 #include "dhash/internal.h"
+
+/* Node x: ID x·2^248, address 10.0.0.x:4000 (ip: another last octet). */
+static struct cfs_node nd(uint8_t x, uint8_t ip)
+{
+	struct cfs_node n = { 0 };
+	char a[32];
+
+	snprintf(a, sizeof(a), "10.0.0.%u", ip);
+	cr_assert_eq(cfs_addr_from_ip(&n.addr, a, 4000), 0);
+	n.id.b[0] = x;
+	return n;
+}
 
 static struct cfs_id idx(uint8_t x)
 {
@@ -29,4 +43,98 @@ Test(dhash_drain, held_range_counts_only_joined_vnodes)
 	joined[0] = joined[1] = false;
 	dhash__drain_held(selves, joined, 3, 2, &lo);
 	cr_assert(cfs_id_eq(&lo, &selves[2]));
+}
+
+/* A ring of ten servers at 10, 20, ..., 100, we at 50, k = 3: a key in
+ * (40, 50] goes to 80 next (60 and 70 hold it already), (30, 40] to 70,
+ * (20, 30] to 60. So each successor is handed the range it holds once we
+ * are gone, and no server beyond the third is handed anything. */
+static struct cfs_node ring[10];
+static const struct cfs_node *succs[9];
+static struct cfs_node preds[9];
+
+static void ring10(void)
+{
+	for (int i = 0; i < 10; i++)
+		ring[i] = nd((uint8_t)(10 * (i + 1)), (uint8_t)(i + 1));
+	for (int i = 0; i < 9; i++) {
+		succs[i] = &ring[(5 + i) % 10];     /* 60, 70, ..., 100, 10, ..., 40 */
+		preds[i] = ring[(3 - i + 10) % 10]; /* 40, 30, 20, 10, 100, ..., 60 */
+	}
+}
+
+static void assert_target(const struct dhash__drain_target *t, uint8_t peer, uint8_t lo)
+{
+	cr_assert_eq(t->peer.id.b[0], peer, "a target at %u, not %u", t->peer.id.b[0], peer);
+	cr_assert_eq(t->lo.b[0], lo, "%u is handed (%u, 50], not (%u, 50]", peer, t->lo.b[0], lo);
+}
+
+Test(dhash_drain, each_successor_is_handed_what_it_holds_next)
+{
+	struct dhash__drain_target t[9];
+
+	ring10();
+	struct cfs_id whole = ring[4].id;
+	cr_assert_eq(dhash__drain_plan(&ring[4], &whole, preds, 9, succs, 9, 3, t), 3);
+	assert_target(&t[0], 60, 20);
+	assert_target(&t[1], 70, 30);
+	assert_target(&t[2], 80, 40);
+}
+
+/* Predecessors unknown past the first: the farther bands are bounded by
+ * the held range (more copies, never a block short). */
+Test(dhash_drain, unknown_predecessors_fall_back_to_the_held_range)
+{
+	struct dhash__drain_target t[9];
+	struct cfs_id held = idx(35);
+
+	ring10();
+	struct cfs_id whole = ring[4].id;
+	cr_assert_eq(dhash__drain_plan(&ring[4], &whole, preds, 1, succs, 9, 3, t), 3);
+	assert_target(&t[0], 60, 50);
+	assert_target(&t[1], 70, 50);
+	assert_target(&t[2], 80, 40);
+	/* another of our virtual servers at 35: nothing before it is ours */
+	cr_assert_eq(dhash__drain_plan(&ring[4], &held, preds, 9, succs, 9, 3, t), 3);
+	assert_target(&t[0], 60, 35);
+	assert_target(&t[1], 70, 35);
+	assert_target(&t[2], 80, 40);
+}
+
+/* One server per address: a second node at a successor's address (its
+ * other virtual server) counts once, as does one at ours, on either side. */
+Test(dhash_drain, one_server_per_address)
+{
+	struct dhash__drain_target t[9];
+	struct cfs_node twin = nd(65, 6), mine = nd(45, 5);
+
+	ring10();
+	struct cfs_id whole = ring[4].id;
+	const struct cfs_node *s2[5] = { succs[0], &twin, succs[1], succs[2], succs[3] };
+	struct cfs_node p2[5] = { mine, preds[0], preds[1], preds[2], preds[3] };
+	cr_assert_eq(dhash__drain_plan(&ring[4], &whole, p2, 5, s2, 5, 3, t), 3);
+	assert_target(&t[0], 60, 20);
+	assert_target(&t[1], 70, 30);
+	assert_target(&t[2], 80, 40);
+}
+
+/* A ring of k servers or fewer: every server holds every key, and each
+ * is handed the whole range. */
+Test(dhash_drain, a_ring_of_k_hands_everything_to_everyone)
+{
+	struct dhash__drain_target t[3];
+	struct cfs_node me = nd(50, 5), a = nd(60, 6), b = nd(70, 7);
+	const struct cfs_node *s[2] = { &a, &b };
+	struct cfs_node p[2] = { b, a };
+
+	cr_assert_eq(dhash__drain_plan(&me, &me.id, p, 2, s, 2, 3, t), 2);
+	assert_target(&t[0], 60, 50);
+	assert_target(&t[1], 70, 50);
+	/* k = 2: we hold (60, 50]; once we are gone the two left hold all */
+	cr_assert_eq(dhash__drain_plan(&me, &me.id, p, 2, s, 2, 2, t), 2);
+	assert_target(&t[0], 60, 50);
+	assert_target(&t[1], 70, 50);
+	/* k = 1: 60 alone holds (70, 50] next, and 70 nothing of ours */
+	cr_assert_eq(dhash__drain_plan(&me, &me.id, p, 2, s, 2, 1, t), 1);
+	assert_target(&t[0], 60, 70);
 }

@@ -62,13 +62,18 @@ static void conn_close(struct conn *k)
 	conn_put(k);
 }
 
-static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+static void ctl_reply_error_id(cfs_stream_t *s, enum cfs_msg_type type, uint64_t reqid, int status)
 {
-	cfs_msg_init(&R, (enum cfs_msg_type)req->type);
+	cfs_msg_init(&R, type);
 	R.is_reply = true;
-	R.reqid = req->reqid;
+	R.reqid = reqid;
 	R.status = status;
 	(void)cfs_stream_write_msg(s, &R);
+}
+
+static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+{
+	ctl_reply_error_id(s, (enum cfs_msg_type)req->type, req->reqid, status);
 }
 
 static void ctl_req_end(struct ctl_req *q)
@@ -343,14 +348,21 @@ static void ctl_leave_answer(struct conn *k, uint64_t reqid, const char *text)
 	(void)cfs_stream_write_msg(k->s, &R);
 }
 
-static void ctl_drained(void *arg, uint64_t pushed, uint64_t failed, uint32_t servers)
+static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 {
 	struct ctl_req *q = arg;
 	char text[200];
 
-	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next%s%llu failed; "
-	         "leaving the ring\n", (unsigned long long)pushed, pushed == 1 ? "y" : "ies", servers,
-	         servers == 1 ? "" : "s", ", ", (unsigned long long)failed);
+	if (d->status < 0) { /* the daemon is closing: it leaves anyway */
+		if (!q->k->closed)
+			ctl_reply_error_id(q->k->s, CFS_MSG_CTL_LEAVE, q->reqid, d->status);
+		ctl_req_end(q);
+		return;
+	}
+	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next, "
+	         "%llu failed; leaving the ring\n", (unsigned long long)d->pushed,
+	         d->pushed == 1 ? "y" : "ies", d->servers, d->servers == 1 ? "" : "s",
+	         (unsigned long long)d->failed);
 	ctl_leave_answer(q->k, q->reqid, text);
 	ctl_req_end(q);
 	E.leave();

@@ -268,6 +268,7 @@ void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const
 
 static void session_start(dhash_server_t *s, const struct sync_job *j);
 static void drain_next(dhash_server_t *s);
+static void drain_end(dhash_server_t *s, int status);
 
 static uint32_t session_count(const dhash_server_t *s)
 {
@@ -989,25 +990,43 @@ static void drain_next(dhash_server_t *s)
 			return;
 		}
 	}
+	drain_end(s, 0);
+}
+
+/* Report the drain to its caller, once. */
+static void drain_end(dhash_server_t *s, int status)
+{
 	dhash_drain_cb cb = s->drain_cb;
-	uint64_t pushed = s->sync.pushed - s->drain_pushed0, failed = s->sync.push_failed - s->drain_failed0;
-	s->draining = false;
+	struct dhash_drain_result r = { .status = status, .pushed = s->sync.pushed - s->drain_pushed0,
+	                                .failed = s->sync.push_failed - s->drain_failed0,
+	                                .servers = s->drain_servers };
+
+	s->drain_waiting = s->draining = false;
 	s->drain_cb = NULL;
-	log_info("drain: %llu copies pushed, %llu failed, to %u servers",
-	         (unsigned long long)pushed, (unsigned long long)failed, s->drain_servers);
+	if (status == 0)
+		log_info("drain: %llu copies pushed, %llu failed, to %u servers",
+		         (unsigned long long)r.pushed, (unsigned long long)r.failed, r.servers);
 	if (cb)
-		cb(s->drain_arg, pushed, failed, s->drain_servers);
+		cb(s->drain_arg, &r);
+}
+
+/* The sync timer, stopped for good by the drain, starts it from the loop:
+ * the caller of dhash_server_drain is never called back from inside it
+ * (a server with nothing to compare would report at once). */
+static void on_drain_start(uv_timer_t *t)
+{
+	next_session(t->data); /* at once when no round is at work, else when it ends */
 }
 
 int dhash_server_drain(dhash_server_t *s, dhash_drain_cb cb, void *arg)
 {
 	if (s->drain_waiting || s->draining)
 		return -EBUSY;
-	uv_timer_stop(&s->sync_timer);
 	s->drain_cb = cb;
 	s->drain_arg = arg;
 	s->drain_waiting = true;
-	next_session(s); /* at once when no round is at work, else when it ends */
+	uv_timer_stop(&s->sync_timer);
+	uv_timer_start(&s->sync_timer, on_drain_start, 0, 0);
 	return 0;
 }
 
@@ -1028,6 +1047,8 @@ void dhash__sync_start(dhash_server_t *s)
 void dhash__sync_stop(dhash_server_t *s)
 {
 	uv_timer_stop(&s->sync_timer);
+	if (s->drain_waiting || s->draining)
+		drain_end(s, -ECANCELED);
 	free(s->sync_jobs);
 	s->sync_jobs = NULL;
 	s->sync_n = s->sync_next = s->sync_cap = 0;

@@ -3,6 +3,7 @@
  * them each successor holds once it is gone (dhash__drain_plan). */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dhash/internal.h"
 
@@ -137,4 +138,111 @@ Test(dhash_drain, a_ring_of_k_hands_everything_to_everyone)
 	/* k = 1: 60 alone holds (70, 50] next, and 70 nothing of ours */
 	cr_assert_eq(dhash__drain_plan(&me, &me.id, p, 2, s, 2, 1, t), 1);
 	assert_target(&t[0], 60, 70);
+}
+
+/* ------------------------------------------------------------ the callback */
+
+/* A real server on a ring of its own (loopback, a store in a temp dir). */
+static uv_loop_t loop;
+static cfs_transport_t *tr;
+static chord_t *chord;
+static dhash_server_t *srv;
+static char dir[64];
+
+static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
+{
+	if (chord && chord_handle_request(chord, req, from))
+		return;
+	if (srv && dhash_handle_request(srv, req, from))
+		return;
+	(void)cfs_transport_reply_error(tr, from, -EOPNOTSUPP);
+}
+
+static void server_setup(void)
+{
+	struct cfs_transport_config tc;
+	struct chord_config cc;
+	struct dhash_config dc;
+	struct cfs_addr a;
+	char blocks[96];
+
+	cfs_log_init("test", CFS_LOG_ERROR);
+	cr_assert_eq(cfs_crypto_init(), 0);
+	uv_loop_init(&loop);
+	cfs_transport_config_default(&tc);
+	tc.host = "127.0.0.1";
+	cr_assert_eq(cfs_transport_new(&loop, &tc, on_request, NULL, &tr), 0);
+	cr_assert_eq(cfs_transport_local_addr(tr, &a), 0);
+	chord_config_default(&cc);
+	cr_assert_eq(chord_new(&loop, tr, &a, &cc, &chord), 0);
+	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-drain.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(blocks, sizeof(blocks), "%s/blocks", dir);
+	dhash_config_default(&dc);
+	dc.sync_ms = 0;
+	cr_assert_eq(dhash_server_new(&loop, chord, blocks, &dc, &srv), 0);
+	chord_start(chord, NULL, 0);
+}
+
+static void server_teardown(void)
+{
+	char cmd[128];
+
+	dhash_server_free(srv);
+	srv = NULL;
+	chord_free(chord);
+	chord = NULL;
+	cfs_transport_close(tr);
+	cfs_loop_run(&loop);
+	uv_loop_close(&loop);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(dhash_drain_cb, .init = server_setup, .fini = server_teardown);
+
+struct drained {
+	bool done;
+	unsigned calls;
+	struct dhash_drain_result r;
+};
+
+static void on_drained(void *arg, const struct dhash_drain_result *r)
+{
+	struct drained *d = arg;
+
+	d->done = true;
+	d->calls++;
+	d->r = *r;
+}
+
+/* Alone in its ring the server has nobody to hand anything to: the drain
+ * has nothing to do, and still reports from the loop, never from inside
+ * the call that started it. */
+Test(dhash_drain_cb, reported_from_the_loop)
+{
+	struct drained d = { 0 };
+
+	cr_assert_eq(dhash_server_drain(srv, on_drained, &d), 0);
+	cr_assert(!d.done, "the drain reported inside dhash_server_drain");
+	cr_assert_eq(dhash_server_drain(srv, on_drained, &d), -EBUSY);
+	cr_assert_eq(cfs_loop_run_until(&loop, &d.done), 0);
+	cr_assert_eq(d.calls, 1);
+	cr_assert_eq(d.r.status, 0);
+	cr_assert_eq(d.r.pushed + d.r.failed + d.r.servers, 0);
+}
+
+/* A server closed before its drain reported reports -ECANCELED, once. */
+Test(dhash_drain_cb, cancelled_by_the_close)
+{
+	struct drained d = { 0 };
+
+	cr_assert_eq(dhash_server_drain(srv, on_drained, &d), 0);
+	dhash_server_free(srv);
+	srv = NULL;
+	cr_assert_eq(d.calls, 1);
+	cr_assert_eq(d.r.status, -ECANCELED);
+	server_teardown(); /* the loop runs until every handle closed */
+	cr_assert_eq(d.calls, 1);
+	server_setup();
 }

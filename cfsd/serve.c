@@ -337,13 +337,14 @@ static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
 
 /* CTL_LEAVE: answer, then leave the ring (cfsd); with DRAIN, push every
  * held block to its holders-to-be first (dhash_server_drain). */
-static void ctl_leave_answer(struct conn *k, uint64_t reqid, const char *text)
+static void ctl_leave_answer(struct conn *k, uint64_t reqid, uint32_t flags, const char *text)
 {
 	if (k->closed)
 		return;
 	cfs_msg_init(&R, CFS_MSG_CTL_LEAVE);
 	R.is_reply = true;
 	R.reqid = reqid;
+	R.flags = flags;
 	R.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
 	(void)cfs_stream_write_msg(k->s, &R);
 }
@@ -351,7 +352,7 @@ static void ctl_leave_answer(struct conn *k, uint64_t reqid, const char *text)
 static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 {
 	struct ctl_req *q = arg;
-	char text[200];
+	char text[300], cut[100] = "";
 
 	if (d->status < 0) { /* the daemon is closing: it leaves anyway */
 		if (!q->k->closed)
@@ -359,11 +360,14 @@ static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 		ctl_req_end(q);
 		return;
 	}
+	if (d->cut_short)
+		snprintf(cut, sizeof(cut), ", %u of %u comparisons cut short (a server stopped answering)",
+		         d->cut_short, d->comparisons);
 	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next, "
-	         "%llu failed; leaving the ring\n", (unsigned long long)d->pushed,
+	         "%llu failed%s; leaving the ring\n", (unsigned long long)d->pushed,
 	         d->pushed == 1 ? "y" : "ies", d->servers, d->servers == 1 ? "" : "s",
-	         (unsigned long long)d->failed);
-	ctl_leave_answer(q->k, q->reqid, text);
+	         (unsigned long long)d->failed, cut);
+	ctl_leave_answer(q->k, q->reqid, d->failed || d->cut_short ? CFS_CTL_LEAVE_F_INCOMPLETE : 0, text);
 	ctl_req_end(q);
 	E.leave();
 }
@@ -373,7 +377,7 @@ static void ctl_leave(struct conn *k, const struct cfs_msg *req)
 	int r;
 
 	if (!(req->flags & CFS_CTL_LEAVE_F_DRAIN)) {
-		ctl_leave_answer(k, req->reqid, "leaving the ring\n");
+		ctl_leave_answer(k, req->reqid, 0, "leaving the ring\n");
 		E.leave();
 		return;
 	}

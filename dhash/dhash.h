@@ -148,8 +148,14 @@ void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_roun
 struct dhash_drain_result {
 	int status;               /* 0, or -ECANCELED: the server closed first */
 	uint64_t pushed;          /* copies the servers took */
-	uint64_t failed;          /* copies pushed that they did not take */
+	uint64_t failed;          /* copies not handed over: sends that failed or
+	                           * were refused, and those queued by a comparison
+	                           * cut short */
 	uint32_t servers;         /* servers compared with */
+	uint32_t comparisons;     /* (range, server) comparisons, ... */
+	uint32_t cut_short;       /* ... and those cut short (their server stopped
+	                           * answering): what they had not compared yet was
+	                           * not handed over, and is in no count */
 };
 /* cb is called once, always from the loop (never inside
  * dhash_server_drain), or with -ECANCELED from dhash_server_free. */

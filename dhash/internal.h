@@ -187,8 +187,11 @@ struct dhash_server {
 	dhash_drain_cb drain_cb;
 	void *drain_arg;
 	bool drain_waiting, draining;
-	uint32_t drain_servers;
-	uint64_t drain_pushed0, drain_failed0;
+	uint32_t drain_servers, drain_jobs;
+	uint64_t drain_failed0;   /* sync.push_failed when the drain began */
+	uint64_t drain_taken;     /* pushes the servers took */
+	uint64_t drain_dropped;   /* pushes queued by sessions cut short, never sent */
+	uint32_t drain_cut;       /* sessions cut short */
 	struct cfs_htab sync_refused; /* (key, peer ID) -> loop ms until which it is not pushed */
 	bool sync_refused_init;
 	struct dhash_scrub scrub;

@@ -322,10 +322,25 @@ static void session_free(struct sync_session *se)
 		next_session(s);
 }
 
-/* A timeout: the peer is likely gone; end the session once calls return. */
+/* The session will not compare all of its range (a call failed, or the
+ * store could not be read): a drain counts it cut short, once. */
+static void cut_short(struct sync_session *se)
+{
+	if (se->abandoned)
+		return;
+	se->abandoned = true;
+	if (se->drain && se->s)
+		se->s->drain_cut++;
+}
+
+/* A timeout: the peer is likely gone; end the session once calls return.
+ * A drain counts the pushes it had queued and not sent as failed. */
 static void abandon(struct sync_session *se)
 {
-	se->abandoned = true;
+	cut_short(se);
+	if (se->drain && se->s)
+		for (size_t i = se->xnext; i < se->nxq; i++)
+			se->s->drain_dropped += se->xq[i].op == X_PUSH;
 	se->nranges = 0;
 	se->xnext = se->nxq = 0;
 	se->nremote = 0;
@@ -466,6 +481,8 @@ static void push_back(void *arg, int status, const struct cfs_msg *reply,
 		refused_note(se->s, &key, &se->peer.id);
 	} else if (status < 0) {
 		se->s->sync.push_failed++;
+	} else if (se->drain) {
+		se->s->drain_taken++;
 	}
 	if (status == -ETIMEDOUT)
 		abandon(se);
@@ -726,6 +743,7 @@ static void list_page(struct sync_session *se, const struct cfs_id *from)
 	se->msg.hi = se->cur.hi;
 	se->msg.count = PAGE_KEYS;
 	if (call(se, keys_back, se) < 0) {
+		cut_short(se);
 		se->nranges = 0;
 		se->nremote = 0;
 		return;
@@ -745,8 +763,10 @@ static void compare_next(struct sync_session *se)
 	uint32_t n = 0;
 	bool roots = false;
 	if (dhash_store_scan_info(s->store, &se->cur.lo, &se->cur.hi, probe, kinds, NULL, LEAF_KEYS + 1,
-	                          &n) < 0)
+	                          &n) < 0) {
+		cut_short(se); /* this part goes uncompared */
 		return;
+	}
 	for (uint32_t i = 0; i < n && !roots; i++)
 		roots = kinds[i] == DHASH_KIND_ROOT;
 	/* A small range is listed at once, unless it holds a root not yet
@@ -757,6 +777,7 @@ static void compare_next(struct sync_session *se)
 		se->msg.hi = se->cur.hi;
 		se->msg.nsucc = PARTS;
 		if (call(se, digest_back, se) < 0) {
+			cut_short(se);
 			se->nranges = 0;
 			return;
 		}
@@ -946,8 +967,9 @@ static void drain_begin(dhash_server_t *s)
 
 	s->drain_waiting = false;
 	s->draining = true;
-	s->drain_pushed0 = s->sync.pushed;
 	s->drain_failed0 = s->sync.push_failed;
+	s->drain_taken = s->drain_dropped = 0;
+	s->drain_cut = 0;
 	s->sync_n = s->sync_next = 0;
 	s->drain_servers = 0;
 	for (uint32_t i = 0; i < nv; i++) {
@@ -976,6 +998,7 @@ static void drain_begin(dhash_server_t *s)
 		}
 		s->drain_servers += n;
 	}
+	s->drain_jobs = (uint32_t)s->sync_n;
 	log_info("drain: comparing what this server holds with %u server%s before it leaves",
 	         s->drain_servers, s->drain_servers == 1 ? "" : "s");
 }
@@ -997,13 +1020,19 @@ static void drain_next(dhash_server_t *s)
 static void drain_end(dhash_server_t *s, int status)
 {
 	dhash_drain_cb cb = s->drain_cb;
-	struct dhash_drain_result r = { .status = status, .pushed = s->sync.pushed - s->drain_pushed0,
-	                                .failed = s->sync.push_failed - s->drain_failed0,
-	                                .servers = s->drain_servers };
+	struct dhash_drain_result r = { .status = status, .pushed = s->drain_taken,
+	                                .failed = s->sync.push_failed - s->drain_failed0 + s->drain_dropped,
+	                                .servers = s->drain_servers, .comparisons = s->drain_jobs,
+	                                .cut_short = s->drain_cut };
 
 	s->drain_waiting = s->draining = false;
 	s->drain_cb = NULL;
-	if (status == 0)
+	if (status == 0 && (r.failed || r.cut_short))
+		log_warn("drain: %llu copies pushed, %llu failed, to %u servers; %u of %u comparisons cut "
+		         "short (a server stopped answering): blocks may be left short of k",
+		         (unsigned long long)r.pushed, (unsigned long long)r.failed, r.servers, r.cut_short,
+		         r.comparisons);
+	else if (status == 0)
 		log_info("drain: %llu copies pushed, %llu failed, to %u servers",
 		         (unsigned long long)r.pushed, (unsigned long long)r.failed, r.servers);
 	if (cb)

@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "chord/internal.h" /* a successor put into the table by hand */
 #include "dhash/internal.h"
 
 /* Node x: ID x·2^248, address 10.0.0.x:4000 (ip: another last octet). */
@@ -245,4 +250,34 @@ Test(dhash_drain_cb, cancelled_by_the_close)
 	server_teardown(); /* the loop runs until every handle closed */
 	cr_assert_eq(d.calls, 1);
 	server_setup();
+}
+
+/* A successor that never answers (a socket that is never read): the
+ * drain's comparisons with it time out, are cut short, and say so, so
+ * that nobody takes the drain for complete. */
+Test(dhash_drain_cb, a_silent_server_cuts_the_comparisons_short, .timeout = 30)
+{
+	struct drained d = { 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct cfs_node dead = { 0 };
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "127.0.0.2 is not this host's");
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	cr_assert_eq(cfs_addr_from_ip(&dead.addr, "127.0.0.2", ntohs(sa.sin_port)), 0);
+	cfs_node_id(&dead.id, &dead.addr, 0);
+	chord->v[0].succ[0] = (struct tnode){ .n = dead, .valid = true };
+	chord->v[0].nsuccs = 1;
+	chord->v[0].joined = true;
+
+	cr_assert_eq(dhash_server_drain(srv, on_drained, &d), 0);
+	cr_assert_eq(cfs_loop_run_until(&loop, &d.done), 0);
+	close(fd);
+	cr_assert_eq(d.r.status, 0);
+	cr_assert_eq(d.r.servers, 1);
+	cr_assert_eq(d.r.comparisons, 2, "the whole circle, in two halves");
+	cr_assert_eq(d.r.cut_short, 2, "%u of %u comparisons cut short", d.r.cut_short, d.r.comparisons);
+	cr_assert_eq(d.r.pushed, 0);
 }

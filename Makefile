@@ -90,6 +90,7 @@ CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
 FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
 FUSE_LIB_SRCS += cfs-fuse/localsrc.c
 FUSE_LIB_SRCS += cfs-fuse/census.c cfs-fuse/logsink.c cfs-fuse/dirpf.c cfs-fuse/pipe.c
+FUSE_LIB_SRCS += cfs-fuse/updq.c
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
 TESTBED_LIB_SRCS := tests/testbed/churn.c tests/testbed/delay.c

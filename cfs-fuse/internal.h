@@ -113,8 +113,39 @@ uint64_t fs__nodes_count(const struct fs_nodes *t);
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
-/* CFS_IOC_UPDATE asks waiting for one check at most */
+/* CFS_IOC_UPDATE asks waiting at most */
 #define FS_UPDATE_WAITERS_MAX 16
+
+/*
+ * The CFS_IOC_UPDATE asks and the root checks that answer them (updq.c;
+ * root.c runs the checks). An ask is answered by a check that started
+ * after it: one that comes while a check runs (a check that may have
+ * fetched the root before the publish the asker has just made) sets
+ * recheck and waits for the next check, which starts when the running
+ * one ends. No I/O: root.c starts the checks and answers the asks.
+ */
+struct fs_updq {
+	fuse_req_t req[FS_UPDATE_WAITERS_MAX];
+	uint64_t seq_before[FS_UPDATE_WAITERS_MAX]; /* the version when each asked */
+	uint32_t n;               /* asks waiting, oldest first */
+	uint32_t ncur;            /* ... the first ncur of them for the check running */
+	bool checking;            /* a check runs */
+	bool recheck;             /* asks came during it: another check after it */
+};
+enum { FS_UPDQ_START, FS_UPDQ_WAIT, FS_UPDQ_FULL };
+/* An ask (the mounted version is seq): FS_UPDQ_START when no check runs
+ * (start one: fs__updq_begin), FS_UPDQ_WAIT when it waits for the check
+ * after the one that runs, FS_UPDQ_FULL when too many wait (not queued). */
+int fs__updq_add(struct fs_updq *q, fuse_req_t req, uint64_t seq);
+/* A check starts: it answers every ask waiting now. false (and nothing
+ * changes) when one runs already. */
+bool fs__updq_begin(struct fs_updq *q);
+/* The running check ended: the asks it answers, *ret_n of them, into out
+ * and seq_out (FS_UPDATE_WAITERS_MAX entries each). Returns true when asks
+ * came meanwhile: start the next check now (fs__updq_begin). */
+bool fs__updq_end(struct fs_updq *q, fuse_req_t *out, uint64_t *seq_out, uint32_t *ret_n);
+/* Every ask, answered or not (the mount stops); nothing runs afterwards. */
+uint32_t fs__updq_take_all(struct fs_updq *q, fuse_req_t *out, uint64_t *seq_out);
 
 /* An open file: its own copy of the inode block, so a newer root does not
  * change what an open file reads. */
@@ -154,11 +185,9 @@ typedef struct cfsfuse {
 	uv_poll_t poll;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t update_timer;
-	fuse_req_t update_waiters[FS_UPDATE_WAITERS_MAX]; /* CFS_IOC_UPDATE asks, answered by the check */
-	uint32_t nupdate_waiters;
-	uint64_t update_seq_before;
+	struct fs_updq upd;       /* CFS_IOC_UPDATE asks, and whether a check runs */
 	const char *mountpoint;
-	bool checking, stopping, inited, readahead_set;
+	bool stopping, inited, readahead_set;
 	double window;            /* prefetch window, blocks (AIMD) */
 	struct cfsfuse_stats st;
 	/* the invalidation thread */
@@ -227,8 +256,9 @@ int fs__root_initial(cfsfuse_t *fs) CFS_WUR;
  * fs->max_seq and not expired). */
 int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret) CFS_WUR;
 void fs__root_start_updates(cfsfuse_t *fs);
-/* CFS_IOC_UPDATE: check for a newer root now (joining a check already
- * out) and answer req when it ends; EBUSY with too many waiting. */
+/* CFS_IOC_UPDATE: check for a newer root now (after the check already
+ * out, if one is) and answer req when it ends; EBUSY with too many
+ * waiting. */
 void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req);
 /* Answer every waiting CFS_IOC_UPDATE with status (the mount stops). */
 void fs__root_update_answer(cfsfuse_t *fs, int status);

@@ -347,14 +347,40 @@ static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r)
 	pthread_mutex_unlock(&fs->inval_lock);
 }
 
+static void answer(cfsfuse_t *fs, const fuse_req_t *reqs, const uint64_t *before, uint32_t n,
+                   int status)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct cfs_update_reply out = { .seq_before = before[i], .seq_now = fs->root.seq,
+		                                .status = status };
+		fuse_reply_ioctl(reqs[i], 0, &out, sizeof(out));
+	}
+}
+
 void fs__root_update_answer(cfsfuse_t *fs, int status)
 {
-	struct cfs_update_reply out = { .seq_before = fs->update_seq_before, .seq_now = fs->root.seq,
-	                                .status = status };
+	fuse_req_t reqs[FS_UPDATE_WAITERS_MAX];
+	uint64_t before[FS_UPDATE_WAITERS_MAX];
+	uint32_t n = fs__updq_take_all(&fs->upd, reqs, before);
 
-	for (uint32_t i = 0; i < fs->nupdate_waiters; i++)
-		fuse_reply_ioctl(fs->update_waiters[i], 0, &out, sizeof(out));
-	fs->nupdate_waiters = 0;
+	answer(fs, reqs, before, n, status);
+}
+
+static int update_start(cfsfuse_t *fs);
+
+/* A check ended with status: answer the asks it was for, and start the
+ * next for those that came while it ran. */
+static void update_end(cfsfuse_t *fs, int status)
+{
+	fuse_req_t reqs[FS_UPDATE_WAITERS_MAX];
+	uint64_t before[FS_UPDATE_WAITERS_MAX];
+	uint32_t n;
+	int r;
+
+	bool again = fs__updq_end(&fs->upd, reqs, before, &n);
+	answer(fs, reqs, before, n, status);
+	if (again && (r = update_start(fs)) < 0)
+		fs__root_update_answer(fs, r);
 }
 
 static void update_got(void *arg, const struct dhash_get_result *g)
@@ -363,8 +389,8 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 	struct sfsro_root r;
 	int st;
 
-	fs->checking = false;
 	if (g->status == -ECANCELED || fs->stopping) {
+		fs->upd.checking = false;
 		fs__root_update_answer(fs, -ESHUTDOWN);
 		return;
 	}
@@ -375,27 +401,30 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 			         st == -EKEYEXPIRED ? expired_text(fs, fs->dh, eb, sizeof(eb)) : root_error(st));
 		else
 			log_debug("volume %s: root check failed: %s", fs->volname, root_error(st));
-		fs__root_update_answer(fs, st);
+		update_end(fs, st);
 		return;
 	}
 	if (r.seq > fs->root.seq)
 		switch_root(fs, &r);
-	fs__root_update_answer(fs, 0);
+	update_end(fs, 0);
 }
 
-/* Start a check unless one is out; 0, or a negative errno. */
+/* Start a check unless one is out; 0, or a negative errno (then the asks
+ * it was for are still waiting: the caller answers them). */
 static int update_start(cfsfuse_t *fs)
 {
 	struct cfs_id key;
 	int r;
 
-	if (fs->checking)
-		return 0;
 	if (fs->stopping)
 		return -ESHUTDOWN;
+	if (!fs__updq_begin(&fs->upd))
+		return 0;
 	sfsro_root_key(&fs->vol, &key);
-	if ((r = get_from(fs->dh, fs->local, &key, update_got, fs)) == 0)
-		fs->checking = true;
+	if ((r = get_from(fs->dh, fs->local, &key, update_got, fs)) < 0) {
+		fs->upd.checking = false;
+		fs->upd.ncur = 0;
+	}
 	return r;
 }
 
@@ -408,13 +437,13 @@ void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req)
 {
 	int r;
 
-	if (fs->nupdate_waiters == FS_UPDATE_WAITERS_MAX) {
+	switch (fs__updq_add(&fs->upd, req, fs->root.seq)) {
+	case FS_UPDQ_FULL:
 		fuse_reply_err(req, EBUSY);
 		return;
+	case FS_UPDQ_WAIT: /* the check that runs may predate this ask: the next answers it */
+		return;
 	}
-	if (fs->nupdate_waiters == 0)
-		fs->update_seq_before = fs->root.seq;
-	fs->update_waiters[fs->nupdate_waiters++] = req;
 	if ((r = update_start(fs)) < 0)
 		fs__root_update_answer(fs, r);
 }

@@ -96,6 +96,7 @@ static const char usage_text[] =
 	"  leave      make the local cfsd leave the ring and exit, as SIGTERM does;\n"
 	"             --drain first pushes every block it holds to the servers that\n"
 	"             hold it once it is gone, so the ring needs no repair after it\n"
+	"             (exit 3 when some copies were not handed over: it leaves anyway)\n"
 	"  deny       make the local cfsd refuse to store or serve a block (KEY, 64\n"
 	"             hex digits) or a whole volume (VOLUME: its root and every block\n"
 	"             its newest root reaches, found by walking it); its copies here\n"
@@ -622,6 +623,14 @@ static int cmd_ping(struct cfsctl *g, int argc, char **argv)
 /* leave [--drain]: the daemon answers, then leaves the ring and exits. */
 static const struct option leave_opts[] = { { "drain", no_argument, NULL, 'D' }, { 0 } };
 
+static void print_leave(void *arg, int status, const struct cfs_msg *reply)
+{
+	if (status < 0)
+		return;
+	fwrite(reply->data.p, 1, reply->data.len, stdout);
+	*(uint32_t *)arg = reply->flags;
+}
+
 static void leave_opt(void *arg, int c, const char *optarg)
 {
 	*(uint32_t *)arg |= CFS_CTL_LEAVE_F_DRAIN;
@@ -639,10 +648,17 @@ static int cmd_leave(struct cfsctl *g, int argc, char **argv)
 	cfs_msg_init(req, CFS_MSG_CTL_LEAVE);
 	req->flags = flags;
 	/* a drain compares and pushes everything the daemon holds: give it an hour */
-	int r = cfsd_ctl_call(sock, req, 3600u * 1000u, print_status, NULL);
+	uint32_t got = 0;
+	int r = cfsd_ctl_call(sock, req, 3600u * 1000u, print_leave, &got);
 	free(req);
 	cfsd_ctl_report(sock, "leave", r);
-	return r < 0 ? 1 : 0;
+	if (r < 0)
+		return 1;
+	if (got & CFS_CTL_LEAVE_F_INCOMPLETE) {
+		fprintf(stderr, "cfsctl: the drain did not hand every copy over: the ring repairs the rest\n");
+		return 3;
+	}
+	return 0;
 }
 
 /* update: each mount asked through CFS_IOC_UPDATE on its root directory;

@@ -62,13 +62,18 @@ static void conn_close(struct conn *k)
 	conn_put(k);
 }
 
-static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+static void ctl_reply_error_id(cfs_stream_t *s, enum cfs_msg_type type, uint64_t reqid, int status)
 {
-	cfs_msg_init(&R, (enum cfs_msg_type)req->type);
+	cfs_msg_init(&R, type);
 	R.is_reply = true;
-	R.reqid = req->reqid;
+	R.reqid = reqid;
 	R.status = status;
 	(void)cfs_stream_write_msg(s, &R);
+}
+
+static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+{
+	ctl_reply_error_id(s, (enum cfs_msg_type)req->type, req->reqid, status);
 }
 
 static void ctl_req_end(struct ctl_req *q)
@@ -332,26 +337,37 @@ static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
 
 /* CTL_LEAVE: answer, then leave the ring (cfsd); with DRAIN, push every
  * held block to its holders-to-be first (dhash_server_drain). */
-static void ctl_leave_answer(struct conn *k, uint64_t reqid, const char *text)
+static void ctl_leave_answer(struct conn *k, uint64_t reqid, uint32_t flags, const char *text)
 {
 	if (k->closed)
 		return;
 	cfs_msg_init(&R, CFS_MSG_CTL_LEAVE);
 	R.is_reply = true;
 	R.reqid = reqid;
+	R.flags = flags;
 	R.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
 	(void)cfs_stream_write_msg(k->s, &R);
 }
 
-static void ctl_drained(void *arg, uint64_t pushed, uint64_t failed, uint32_t servers)
+static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 {
 	struct ctl_req *q = arg;
-	char text[200];
+	char text[300], cut[100] = "";
 
-	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next%s%llu failed; "
-	         "leaving the ring\n", (unsigned long long)pushed, pushed == 1 ? "y" : "ies", servers,
-	         servers == 1 ? "" : "s", ", ", (unsigned long long)failed);
-	ctl_leave_answer(q->k, q->reqid, text);
+	if (d->status < 0) { /* the daemon is closing: it leaves anyway */
+		if (!q->k->closed)
+			ctl_reply_error_id(q->k->s, CFS_MSG_CTL_LEAVE, q->reqid, d->status);
+		ctl_req_end(q);
+		return;
+	}
+	if (d->cut_short)
+		snprintf(cut, sizeof(cut), ", %u of %u comparisons cut short (a server stopped answering)",
+		         d->cut_short, d->comparisons);
+	snprintf(text, sizeof(text), "drained: %llu cop%s pushed to the %u server%s that hold them next, "
+	         "%llu failed%s; leaving the ring\n", (unsigned long long)d->pushed,
+	         d->pushed == 1 ? "y" : "ies", d->servers, d->servers == 1 ? "" : "s",
+	         (unsigned long long)d->failed, cut);
+	ctl_leave_answer(q->k, q->reqid, d->failed || d->cut_short ? CFS_CTL_LEAVE_F_INCOMPLETE : 0, text);
 	ctl_req_end(q);
 	E.leave();
 }
@@ -361,7 +377,7 @@ static void ctl_leave(struct conn *k, const struct cfs_msg *req)
 	int r;
 
 	if (!(req->flags & CFS_CTL_LEAVE_F_DRAIN)) {
-		ctl_leave_answer(k, req->reqid, "leaving the ring\n");
+		ctl_leave_answer(k, req->reqid, 0, "leaving the ring\n");
 		E.leave();
 		return;
 	}

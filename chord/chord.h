@@ -247,6 +247,12 @@ const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i);
 uint32_t chord_vnode_succs(const chord_t *c, uint32_t i, const struct cfs_node *ret[]);
 /* Its predecessor, NULL when unknown. */
 const struct cfs_node *chord_vnode_pred(const chord_t *c, uint32_t i);
+/* The nodes this process knows before it on the circle, nearest first, up
+ * to max into ret (copies; none of our own virtual servers): its
+ * predecessor, the entries of every table here, and nodes learned from
+ * traffic lately. Beyond the predecessor the list may skip nodes no table
+ * holds; it names only nodes met. */
+uint32_t chord_vnode_preds(const chord_t *c, uint32_t i, struct cfs_node *ret, uint32_t max);
 bool chord_vnode_joined(const chord_t *c, uint32_t i);
 /* Is virtual server i's successor list as long as it should be: the
  * configured length, or the whole ring when the ring is shorter (the list

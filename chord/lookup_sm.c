@@ -389,6 +389,14 @@ static void iter_next(struct chord__lksm *sm);
 const char chord__lk_too_few[] = "named too few successors for the ring's size";
 const char chord__lk_claims_preceding[] = "claimed the key although it precedes it";
 
+/* The most entries a whole-ring answer may hold: max(want, r). */
+static uint32_t wrap_max(const struct chord__lk_env *env, uint32_t want)
+{
+	uint32_t r = env->ops->succ_max ? env->ops->succ_max(env->ctx) : UINT32_MAX;
+
+	return r > want ? r : want;
+}
+
 const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id *key,
                             const struct cfs_node *from, bool from_before_key,
                             const struct cfs_node *nodes, uint32_t n, uint32_t want, bool full)
@@ -426,8 +434,10 @@ const char *chord__lk_check(const struct chord__lk_env *env, const struct cfs_id
 		             : "named successors sparser than the ring (routing-failure test)";
 	/* a whole ring must be about as large as we think the ring is, and
 	 * known from a list shorter than r: the answerer's N - 1 successors
-	 * and itself, at most r entries in all */
-	if (wraps && ((double)(n + 1) * 2 < est || (ops->succ_max && n > ops->succ_max(env->ctx))))
+	 * and itself, at most r entries in all; or at most as many as we
+	 * asked for, when that is more (VERIFY asks for spares, and the
+	 * answerer's r may be longer than ours) */
+	if (wraps && ((double)(n + 1) * 2 < est || n > wrap_max(env, want)))
 		return "named itself among its own successors";
 	/* last: every other check fails as a suspect first */
 	if (full) {

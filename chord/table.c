@@ -462,3 +462,66 @@ double chord__table_estimate_n(const struct vnode *v)
 	double f = cfs_id_to_unit(&d);
 	return f > 0 ? (double)v->nsuccs / f : 1;
 }
+
+/* ------------------------------------------------------------ predecessors */
+
+struct behind {
+	struct cfs_id d;          /* how far the node is behind the virtual server */
+	struct cfs_node n;
+};
+
+static int behind_cmp(const void *a, const void *b)
+{
+	return cfs_id_cmp(&((const struct behind *)a)->d, &((const struct behind *)b)->d);
+}
+
+static void behind_add(const chord_t *c, const struct cfs_id *me, const struct cfs_node *n,
+                       struct behind *out, uint32_t *nout)
+{
+	if (chord__local(c, &n->id))
+		return;
+	out[*nout].n = *n;
+	cfs_id_distance(&out[*nout].d, &n->id, me);
+	(*nout)++;
+}
+
+/*
+ * Chord keeps one predecessor; the nodes further back are whatever this
+ * process has met: every virtual server's successors, predecessor and
+ * fingers (in a ring shorter than the successor list these hold all of
+ * it, the successors wrapping round to the predecessors), and the nodes
+ * learned from traffic and heard from lately (the members behind us
+ * place their replicas here and sync with us, so they are met). A node
+ * missing from all of them is skipped, never invented.
+ */
+uint32_t chord_vnode_preds(const chord_t *c, uint32_t vi, struct cfs_node *ret, uint32_t max)
+{
+	const struct cfs_id *me = &c->v[vi].self.id;
+	uint32_t cap = c->nv * (1 + CHORD_SUCC_MAX + NFINGERS) + CHORD_SUCC_MAX, n = 0, out = 0;
+	struct behind *b = xmalloc(cap * sizeof(*b));
+	struct cfs_node learned[CHORD_SUCC_MAX];
+	uint64_t now = cfs_now_us();
+
+	for (uint32_t i = 0; i < c->nv; i++) {
+		const struct vnode *u = &c->v[i];
+		if (u->pred.valid)
+			behind_add(c, me, &u->pred.n, b, &n);
+		for (uint32_t j = 0; j < u->nsuccs; j++)
+			behind_add(c, me, &u->succ[j].n, b, &n);
+		for (int j = 0; j < NFINGERS; j++)
+			if (u->finger[j].valid)
+				behind_add(c, me, &u->finger[j].n, b, &n);
+	}
+	uint32_t nl = chord__learned_preceding(&c->learned, NULL, me, UINT64_MAX,
+	                                       now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0,
+	                                       learned, CHORD_SUCC_MAX);
+	for (uint32_t i = 0; i < nl; i++)
+		behind_add(c, me, &learned[i], b, &n);
+	if (n)
+		qsort(b, n, sizeof(*b), behind_cmp);
+	for (uint32_t i = 0; i < n && out < max; i++)
+		if (i == 0 || !cfs_id_eq(&b[i].n.id, &b[i - 1].n.id))
+			ret[out++] = b[i].n;
+	free(b);
+	return out;
+}

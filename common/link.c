@@ -329,10 +329,13 @@ static void link_rearm(cfs_transport_t *t, struct link *l, uint64_t pace_due)
 		cfs__heap_push(&t->links_heap, l);
 }
 
-/* Hand k encoded pieces (off bytes) to the socket; the number it took. */
+/* Hand k encoded pieces (off bytes) to the socket; the number it took.
+ * *ret_failed: a send error lost them all (they count as sent, and are
+ * resent as lost ones are). */
 static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsigned k,
-                            const size_t *lens)
+                            const size_t *lens, bool *ret_failed)
 {
+	*ret_failed = false;
 	if (t->has_model) { /* evaluation: each piece meets the model alone */
 		size_t o = 0;
 		for (unsigned i = 0; i < k; i++) {
@@ -346,6 +349,7 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
 		return 0;
 	if (r < 0) { /* counted as sent: the pieces are lost and resent */
 		t->st.send_errors++;
+		*ret_failed = true;
 		return k;
 	}
 	unsigned segs = (size_t)r == off ? k : (unsigned)((size_t)r / CFS_DGRAM_SAFE);
@@ -358,8 +362,10 @@ static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsi
 
 /*
  * Send what may go of one transfer now, in batches of up to GSO_SEGS
- * pieces. The window is charged as pieces are encoded; pieces the socket
- * then refuses are taken out again and wait for it to drain. Returns 0
+ * pieces. The window and the upload cap are charged as pieces are
+ * encoded; pieces the socket then refuses are taken out of both again and
+ * wait for it to drain (a send error gives the cap's bytes back too; the
+ * pieces count as sent, and lost). Returns 0
  * when x has nothing more to send, -1 when something held it back (the
  * link's window or pacing, the process bound, the socket), -2 when only
  * x is held (by its answer's 3x budget: the link's other transfers may go).
@@ -370,6 +376,7 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 {
 	uint16_t idx[GSO_SEGS];
 	size_t lens[GSO_SEGS];
+	struct cfs__up_debit debit[GSO_SEGS]; /* what each piece took of the upload cap */
 	bool bg = cfs_xfer_out_bg(x), answer = x->flags & XF_REPLY;
 
 	for (;;) {
@@ -392,12 +399,12 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 					*pace_due = now + wait;
 				break;
 			}
-			if (!cfs__up_take(t, b, bg, now, &wait)) {
+			if (!cfs__up_take(t, b, bg, now, &wait, &debit[k])) {
 				*pace_due = now + wait;
 				break;
 			}
 			if (answer && !budget_take(t, &l->addr, b)) {
-				cfs__up_give_back(t, b);
+				cfs__up_give_back(t, &debit[k]);
 				t->st.budget_held++;
 				held = true;
 				break;
@@ -411,13 +418,19 @@ static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint
 		inflight_sync(t, l, before);
 		if (k == 0)
 			return held ? -2 : -1;
-		unsigned sent = send_pieces(t, l, off, k, lens);
+		bool failed;
+		unsigned sent = send_pieces(t, l, off, k, lens, &failed);
+		/* what did not leave the host gives its upload cap bytes back */
+		for (unsigned i = failed ? 0 : sent; i < k; i++)
+			cfs__up_give_back(t, &debit[i]);
 		for (unsigned i = 0; i < sent; i++) {
 			if (x->slot[idx[i]].state == XP_LOST)
 				t->st.pieces_resent++;
 			cfs_xfer_out_sent(x, idx[i], now);
 		}
 		t->st.pieces_out += sent;
+		if (sent && !l->owed_since_us)
+			l->owed_since_us = now;
 		if (sent < k) {
 			uint32_t unsent = 0, b2 = l->cc.in_flight;
 			for (unsigned i = sent; i < k; i++)
@@ -446,12 +459,16 @@ static void link_service(cfs_transport_t *t, struct link *l)
 				goto done;
 done:
 	/* Held by our own upload cap, not by the peer: the link's transfers
-	 * are not stalled, and their calls are alive (up to their longest
-	 * life) while they wait for it. */
+	 * that wait for it alone are not stalled, and their calls are alive
+	 * (up to their longest life). One with pieces in flight, or whose
+	 * peer has stopped acknowledging, waits on the peer: its stall clock
+	 * runs, so a dead peer's transfers go after XFER_STALL_US as ever. */
 	if (t->up_blocked)
 		for (unsigned j = 0; j < l->nout; j++) {
 			struct xfer_out *x = l->out[j];
 			struct call *c;
+			if (!cfs_xfer_out_waits_on_us(x, l->owed_since_us, now))
+				continue;
 			x->last_ack_us = now;
 			if (!(x->flags & XF_REPLY) && (c = cfs__call_find(t, x->reqid)))
 				cfs__call_touch(t, c);
@@ -583,6 +600,8 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 	if (!(l = link_get(t, from, false)))
 		return;
 	l->acked_us = cfs_now_us();
+	/* it answers: what it owes now is what is still in flight after this */
+	l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
 	for (unsigned j = 0; j < l->nout; j++) {
 		struct xfer_out *x = l->out[j];
 		if (x->reqid != a.reqid || (x->flags & XF_REPLY) != (a.flags & XF_REPLY))
@@ -590,6 +609,7 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 		uint32_t before = l->cc.in_flight;
 		cfs_xfer_out_on_ack(x, &a, cfs_now_us(), &l->cc, &r);
 		inflight_sync(t, l, before);
+		l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
 		if (r.progress && !(x->flags & XF_REPLY)) {
 			/* our random request ID came back: the address is proven,
 			 * and the call is alive while its request moves */

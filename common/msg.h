@@ -92,8 +92,8 @@ enum cfs_msg_type {
 	                          * -> nodes, one state byte each (dhash_copy_state) */
 	CFS_MSG_CTL_DENY,        /* local: flags, key: deny a key or a volume, lift
 	                          * one, or list -> flags, text */
-	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> text; then the
-	                          * daemon leaves the ring and exits */
+	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> flags, text;
+	                          * then the daemon leaves the ring and exits */
 	CFS_MSG_TYPE_END
 };
 
@@ -103,6 +103,7 @@ enum cfs_msg_type {
 
 /* CTL_LEAVE flags. */
 #define CFS_CTL_LEAVE_F_DRAIN 0x1u /* first push every held block to its holders-to-be */
+#define CFS_CTL_LEAVE_F_INCOMPLETE 0x2u /* reply: the drain did not hand every copy over */
 
 /* CTL_STATUS (and CTL_PINS) flags. */
 #define CFS_STATUS_F_JSON 0x1u

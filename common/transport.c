@@ -270,90 +270,26 @@ static bool flush_backlog(cfs_transport_t *t)
 
 /* ------------------------------------------------------------ upload cap */
 
-/*
- * A token bucket of bytes at the cap's rate, holding at most 20 ms of it
- * (at least 64 KiB, a GSO batch's worth). Pieces take from it; the
- * background class leaves half the bucket to the foreground. Whole
- * datagrams (requests, small answers, acknowledgements) are sent at once
- * and charged, so pieces make up for them; the bucket owes at most a
- * second of the rate.
- *
- * Acknowledgements of a heavy upload to us could then hold every answer
- * back for as long as it lasts. So the foreground also has a share of a
- * tenth of the rate of its own, which every piece sent drains: it fills
- * only while pieces do not flow, and then lets answers through at that
- * rate. While pieces flow it stays empty and adds nothing to the cap.
- */
-#define UP_SHARE 10
-
-static double up_burst(const cfs_transport_t *t)
+/* The bucket is common/upcap.c; the transport counts its waits, and
+ * link_service keeps the transfers it holds alive. */
+bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
+                  struct cfs__up_debit *ret_debit)
 {
-	double b = (double)t->cfg.upload_bytes_per_s / 50.0;
-	return b > 65536.0 ? b : 65536.0;
-}
-
-static void up_refill(cfs_transport_t *t, uint64_t now)
-{
-	double rate = (double)t->cfg.upload_bytes_per_s;
-
-	if (t->up_at_us == 0) {
-		t->up_tokens = up_burst(t);
-	} else if (now > t->up_at_us) {
-		double dt = (double)(now - t->up_at_us) * 1e-6;
-		t->up_tokens += dt * rate;
-		if (t->up_tokens > up_burst(t))
-			t->up_tokens = up_burst(t);
-		t->up_share += dt * rate / UP_SHARE;
-		if (t->up_share > 65536.0)
-			t->up_share = 65536.0;
-	}
-	t->up_at_us = now;
-}
-
-static void up_spend(cfs_transport_t *t, double b)
-{
-	t->up_tokens -= b;
-	if (t->up_tokens < -(double)t->cfg.upload_bytes_per_s)
-		t->up_tokens = -(double)t->cfg.upload_bytes_per_s;
-}
-
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us)
-{
-	double rate = (double)t->cfg.upload_bytes_per_s;
-
-	if (!t->cfg.upload_bytes_per_s)
+	if (cfs__upcap_take(&t->up, b, bg, now, wait_us, ret_debit))
 		return true;
-	up_refill(t, now);
-	double need = (double)b + (bg ? up_burst(t) / 2 : 0);
-	if (t->up_tokens >= need || (!bg && t->up_share >= b)) {
-		up_spend(t, b);
-		t->up_share = t->up_share > b ? t->up_share - b : 0;
-		return true;
-	}
-	double w = (need - t->up_tokens) * 1e6 / rate;
-	if (!bg) {
-		double ws = ((double)b - t->up_share) * 1e6 * UP_SHARE / rate;
-		if (ws < w)
-			w = ws;
-	}
-	*wait_us = w > 1000 ? (uint64_t)w : 1000;
 	t->st.upload_held++;
 	t->up_blocked = true;
 	return false;
 }
 
-void cfs__up_give_back(cfs_transport_t *t, uint32_t b)
+void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d)
 {
-	if (t->cfg.upload_bytes_per_s)
-		t->up_tokens += b;
+	cfs__upcap_give_back(&t->up, d);
 }
 
 void cfs__up_charge(cfs_transport_t *t, size_t len)
 {
-	if (!t->cfg.upload_bytes_per_s)
-		return;
-	up_refill(t, cfs_now_us());
-	up_spend(t, (double)len);
+	cfs__upcap_charge(&t->up, len, cfs_now_us());
 }
 
 /* Every whole datagram leaves through here: the network model's one hook
@@ -1209,6 +1145,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->loop = loop;
 	t->cfg = *c;
 	config_defaults(&t->cfg);
+	cfs__upcap_init(&t->up, t->cfg.upload_bytes_per_s);
 	t->on_request = on_request;
 	t->arg = arg;
 	t->st.window = t->cfg.window_init;

@@ -9,6 +9,7 @@
 
 #include "common/cfs.h"
 #include "common/udp.h"
+#include "common/upcap.h"
 #include "common/xfer.h"
 
 /* A destination, as the key of its estimates and link. */
@@ -93,6 +94,10 @@ struct link {
 	size_t reply_bytes;      /* held by answers to it (at most OUT_PEER_BYTES) */
 	unsigned nreply;         /* ... in so many transfers (at most OUT_PEER_COUNT) */
 	uint64_t acked_us;       /* its last ack of anything, 0 never */
+	/* it owes an ack since then: its last ack, when pieces were still
+	 * in flight after it, or the first piece sent after that (0: it
+	 * owes none) */
+	uint64_t owed_since_us;
 };
 
 /* What we know of an address's proof of ownership (anti-amplification). */
@@ -107,11 +112,7 @@ struct vslot {
 
 struct cfs_transport {
 	uv_loop_t *loop;
-	/* the upload cap's bucket (cfg.upload_bytes_per_s): bytes that may go
-	 * now (negative after whole datagrams over it), as of up_at_us */
-	double up_tokens;
-	double up_share;  /* the foreground's own share, drained by every piece */
-	uint64_t up_at_us;
+	struct cfs__upcap up; /* the upload cap (cfg.upload_bytes_per_s) */
 	struct cfs_udp sock;
 	uv_poll_t poll;
 	int poll_events;
@@ -195,13 +196,15 @@ void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
 void cfs__arm_timer(cfs_transport_t *t);
 /* Send one datagram (through the network model when there is one). */
 void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
-/* The upload cap. up_take: may b bytes of pieces go now (background only
- * above a reserve kept for the foreground)? If not, *wait_us says when.
+/* The upload cap (common/upcap.h). up_take: may b bytes of pieces go now
+ * (background only above a reserve kept for the foreground)? If so,
+ * *ret_debit is what they took; if not, *wait_us says when.
  * up_charge: whole datagrams, sent regardless, counted. */
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us);
+bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
+                  struct cfs__up_debit *ret_debit);
 void cfs__up_charge(cfs_transport_t *t, size_t len);
-/* A piece that took its bytes and then did not go. */
-void cfs__up_give_back(cfs_transport_t *t, uint32_t b);
+/* A piece that took its bytes and then did not go: what it took comes back. */
+void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d);
 /* A piece through the network model: cfs__transmit without the charge. */
 void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
 /* A whole message arrived (from a datagram or a completed reassembly). */

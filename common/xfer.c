@@ -493,6 +493,13 @@ static int oldest_inflight(const struct xfer_out *x)
 	return best;
 }
 
+bool cfs_xfer_out_waits_on_us(const struct xfer_out *x, uint64_t owed_since_us, uint64_t now)
+{
+	if (oldest_inflight(x) >= 0)
+		return false;
+	return owed_since_us == 0 || now < owed_since_us + XFER_STALL_US;
+}
+
 static uint64_t loss_time(const struct xfer_out *x, uint64_t loss_delay_us)
 {
 	uint64_t t = UINT64_MAX;

@@ -209,6 +209,13 @@ int cfs_xfer_out_on_timer(struct xfer_out *x, uint64_t now, struct xfer_cc *cc,
                       struct xfer_ack_result *r);
 /* When xfer_out_on_timer next has something to do (UINT64_MAX: never). */
 uint64_t cfs_xfer_out_deadline(const struct xfer_out *x, const struct xfer_cc *cc);
+/* Is x waiting on us alone (our upload cap), not on its peer? Nothing of
+ * it is in flight, and its peer owes no acknowledgement (owed_since_us
+ * 0), or has owed one for less than XFER_STALL_US (owed_since_us: its
+ * last ack, or the first piece sent to it after that, of any transfer).
+ * Only then may its stall clock be held back: a transfer whose peer
+ * stopped answering is abandoned as any other. */
+bool cfs_xfer_out_waits_on_us(const struct xfer_out *x, uint64_t owed_since_us, uint64_t now);
 /* Bytes of x still counted in the window (for an abandoned transfer). */
 uint32_t cfs_xfer_out_counted(const struct xfer_out *x);
 static inline bool cfs_xfer_out_done(const struct xfer_out *x) { return x->nacked == x->npieces; }

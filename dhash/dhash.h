@@ -137,13 +137,29 @@ void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_ca
 void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round);
 /* Before leaving the ring (cfsctl leave --drain): push every block this
  * server holds to the servers that hold its key once this one is gone:
- * for each virtual server, the range from our previous virtual server to
- * it, compared with each of its first k successors at another address,
- * Merkle-style like replica maintenance but only pushing. Maintenance
+ * for each virtual server, the range from our previous joined virtual
+ * server to it, compared with each of its first k successors at another
+ * address over the part of the range that successor holds next (so no
+ * server is sent a copy it would not hold), Merkle-style like replica
+ * maintenance but only pushing what it lacks. Maintenance
  * rounds stop for good (the server is about to leave); a round at work
- * ends first. cb gets the copies pushed, those that failed, and the
- * servers compared with. -EBUSY while a drain runs. */
-typedef void (*dhash_drain_cb)(void *arg, uint64_t pushed, uint64_t failed, uint32_t servers);
+ * ends first. cb gets what the drain did (struct dhash_drain_result).
+ * -EBUSY while a drain runs. */
+struct dhash_drain_result {
+	int status;               /* 0, or -ECANCELED: the server closed first */
+	uint64_t pushed;          /* copies the servers took */
+	uint64_t failed;          /* copies not handed over: sends that failed or
+	                           * were refused, and those queued by a comparison
+	                           * cut short */
+	uint32_t servers;         /* servers compared with */
+	uint32_t comparisons;     /* (range, server) comparisons, ... */
+	uint32_t cut_short;       /* ... and those cut short (their server stopped
+	                           * answering): what they had not compared yet was
+	                           * not handed over, and is in no count */
+};
+/* cb is called once, always from the loop (never inside
+ * dhash_server_drain), or with -ECANCELED from dhash_server_free. */
+typedef void (*dhash_drain_cb)(void *arg, const struct dhash_drain_result *r);
 int dhash_server_drain(dhash_server_t *s, dhash_drain_cb cb, void *arg);
 /* A page of the stored keys in key order: up to max, from the first or
  * after `after`; *ret_more tells whether more follow. */

@@ -187,8 +187,11 @@ struct dhash_server {
 	dhash_drain_cb drain_cb;
 	void *drain_arg;
 	bool drain_waiting, draining;
-	uint32_t drain_servers;
-	uint64_t drain_pushed0, drain_failed0;
+	uint32_t drain_servers, drain_jobs;
+	uint64_t drain_failed0;   /* sync.push_failed when the drain began */
+	uint64_t drain_taken;     /* pushes the servers took */
+	uint64_t drain_dropped;   /* pushes queued by sessions cut short, never sent */
+	uint32_t drain_cut;       /* sessions cut short */
 	struct cfs_htab sync_refused; /* (key, peer ID) -> loop ms until which it is not pushed */
 	bool sync_refused_init;
 	struct dhash_scrub scrub;
@@ -273,6 +276,27 @@ void dhash__sync_round(dhash_server_t *s);
 /* SYNC_DIGEST and SYNC_KEYS requests. */
 void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
+/* The range a virtual server hands on in a drain: the keys in
+ * (*ret_lo, selves[vi]], from the nearest of this process's other joined
+ * virtual servers before it (n of them, joined[i] telling which have
+ * joined); the whole circle (*ret_lo == selves[vi]) when no other has. */
+void dhash__drain_held(const struct cfs_id *selves, const bool *joined, uint32_t n, uint32_t vi,
+                       struct cfs_id *ret_lo);
+/* One server a drain hands keys to: those in (lo, the drained virtual
+ * server] (lo equal to it: the whole circle). */
+struct dhash__drain_target {
+	struct cfs_node peer;
+	struct cfs_id lo;
+};
+/* A drain's plan for virtual server self, whose held range starts at
+ * held_lo (dhash__drain_held), given the nodes known before it (preds,
+ * nearest first: chord_vnode_preds) and its successor list: each of its
+ * first k successors at other addresses, with the part of the range it
+ * holds once self is gone (sync.c says how). Returns how many (<= k). */
+uint32_t dhash__drain_plan(const struct cfs_node *self, const struct cfs_id *held_lo,
+                           const struct cfs_node *preds, uint32_t npreds,
+                           const struct cfs_node *const *succs, uint32_t nsuccs, uint32_t k,
+                           struct dhash__drain_target *ret);
 /* Release what sync keeps past dhash__sync_stop (the close of the server). */
 void dhash__sync_free(dhash_server_t *s);
 void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);

@@ -1,6 +1,8 @@
 #!/bin/bash
 # The README's first session, run as written: the shell block under "A first
-# session" with /tmp/ moved into the test's directory and HOME there too.
+# session" with /tmp/ moved into the test's directory, HOME there too, and
+# the port (4460) replaced by a free one, so that a daemon of the machine's
+# own, or another test, does not stand in the way.
 # Two daemons on loopback (default settings, k = 6), a key, a publish, a
 # mount through the other daemon, a second version seen after cfsctl
 # update, umount, and the daemons told to leave. The block must exit 0,
@@ -9,7 +11,6 @@
 README=$(dirname "$0")/../../README.md
 export PATH=$CFS_BIN:$PATH
 [ "$(id -u)" -eq 0 ] || fail "the README's session runs as root: run this test as root"
-[ -z "$(ss -Hlun 'sport = :4460')" ] || fail "port 4460 is in use: the README's session needs it"
 
 python3 - "$README" >"$TEST_DIR/session.sh" <<'PY' || fail "the README has no first session block"
 import re, sys
@@ -21,6 +22,10 @@ print(m.group(2), end="")
 PY
 [ "$(wc -l <"$TEST_DIR/session.sh")" -ge 10 ] || fail "the first session block is $(wc -l <"$TEST_DIR/session.sh") lines"
 sed -i "s#/tmp/#$TEST_DIR/#g" "$TEST_DIR/session.sh"
+port=$(free_port)
+n4460=$(grep -o '\b4460\b' "$TEST_DIR/session.sh" | wc -l)
+[ "$n4460" -ge 3 ] || fail "the first session block names port 4460 $n4460 times: the test expects both daemons and the bootstrap address"
+sed -i "s#\b4460\b#$port#g" "$TEST_DIR/session.sh"
 mkdir -p "$TEST_DIR/home"
 
 # Its own session and process group: the daemons it starts with & stay in
@@ -53,7 +58,15 @@ PY
 ok "the README's first session ran as written: volume ${vol:0:12}..., version 2 seen after cfsctl update"
 
 mountpoint -q "$TEST_DIR/notes" && fail "the session's mount is still there"
-sleep 1
-left=$(pgrep -f "$TEST_DIR/n[12]|$TEST_DIR/notes" || true)
-[ -z "$left" ] || fail "processes left after the session: $(ps -o pid,args -p $left | tail -n +2)"
-ok "nothing left running or mounted"
+# The block ends with kill %1 %2: the daemons are still telling their
+# neighbours they leave (750 ms at most), and the mount's process may be
+# ending after the umount. Wait for each process the session started (its
+# process group, or named by its paths) to exit, by its PID.
+pids=$({ pgrep -g "$SPID" || true; pgrep -f "$TEST_DIR/n[12]|$TEST_DIR/notes" || true; } | sort -u)
+for p in $pids; do
+	timeout 20 tail --pid="$p" -f /dev/null ||
+		fail "process $p did not exit within 20 s of the session's end: $(ps -o args= -p "$p" || true)"
+done
+left=$({ pgrep -g "$SPID" || true; pgrep -f "$TEST_DIR/n[12]|$TEST_DIR/notes" || true; } | sort -u)
+[ -z "$left" ] || fail "processes left after the session: $(ps -o pid,args -p "$(echo $left | tr ' ' ,)" | tail -n +2)"
+ok "nothing left running or mounted (waited for $(echo $pids | wc -w) process(es) to exit)"

@@ -4,8 +4,9 @@
 # (cfs-cat, no daemon of its own) reads it, so every byte comes from the
 # capped daemon over loopback, where it could go a hundred times faster.
 # Over 30 s of the read the daemon's bytes out (every datagram it sent:
-# answers, pieces, acks) are within 10 % of the cap, and status counts
-# the pieces that waited for it.
+# answers, pieces, acks) are at most 10 % over the cap, and at least half
+# of it (a loaded test machine may not keep the reader hungry), and status
+# counts the pieces that waited for it.
 . "$(dirname "$0")/lib.sh"
 export XDG_CONFIG_HOME=$TEST_DIR/config
 CAP_MB=1
@@ -35,8 +36,8 @@ kill -0 "$cat_pid" 2>/dev/null || fail "the read ended within 33 s: the cap did 
 kill -TERM "$cat_pid"
 held=$("$CFSCTL" --data "$TEST_DIR/n1" status --json | jget "['rpc']['validation']['upload_held']")
 rate=$(python3 -c "print('%.3f' % (($b1 - $b0) / (($t1 - $t0) / 1e9) / 1e6))")
-python3 -c "import sys; r = $rate; sys.exit(0 if abs(r - $CAP_MB) <= 0.1 * $CAP_MB else 1)" ||
-	fail "the daemon sent $rate MB/s over 30 s of reads, capped at $CAP_MB MB/s"
+python3 -c "import sys; r = $rate; sys.exit(0 if 0.5 * $CAP_MB <= r <= 1.1 * $CAP_MB else 1)" ||
+	fail "the daemon sent $rate MB/s over 30 s of reads, capped at $CAP_MB MB/s (wanted 0.5 to 1.1 times it)"
 [ "$held" -gt 0 ] || fail "status counts no wait for the upload cap"
 echo "# capped at $CAP_MB MB/s, the daemon sent $rate MB/s over 30 s of a hungry read ($held waits for the cap)"
-ok "the upload cap holds within 10 %"
+ok "the upload cap holds: at most 10 % over it, at least half of it"

@@ -1104,7 +1104,8 @@ Test(chord_liar, key_outside_the_interval)
 
 /* A ring no larger than r: an honest answerer's list wraps (it holds the
  * N - 1 others) and its answer names the key's successors through itself,
- * up to N = r entries. Only more than r entries is a lie. */
+ * up to N = r entries. Only more than r entries (and more than were asked
+ * for) is a lie. */
 Test(chord_liar, whole_ring_of_r)
 {
 	F.est_n = 4;
@@ -1112,8 +1113,25 @@ Test(chord_liar, whole_ring_of_r)
 	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 4, true));
 	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 700, 37), 4, true));
 	F.r = 3;
-	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 4, true),
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 3, true),
 	                 "named itself among its own successors");
+}
+
+/* Asked for more successors than our r (a VERIFY lookup's spares, or an
+ * answerer whose r is longer than ours): a whole ring of as many entries
+ * as were asked for is honest; one more than max(want, r) is not. */
+Test(chord_liar, whole_ring_of_what_was_asked)
+{
+	F.est_n = 4;
+	F.r = 3;
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 700, 37), 4, true));
+	F.est_n = 5;
+	cr_assert_str_eq(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 500, 700, 37), 4,
+	                                 true),
+	                 "named itself among its own successors");
+	F.r = 5;
+	cr_assert_null(chord__lk_check(&ENV, &KEY, &ring[37], true, NB, NODES(40, 300, 500, 700, 37), 4,
+	                               true));
 }
 
 /* Too few successors for the ring: fewer than half of min(want, r, N̂-1). */

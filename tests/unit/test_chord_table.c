@@ -259,3 +259,31 @@ Test(chord_table, a_joining_server_takes_no_successor_from_what_it_meets)
 	cr_assert_eq(v->nsuccs, 1);
 	cr_assert(same(&v->succ[0].n, 101));
 }
+
+/* The nodes before a virtual server, nearest first, from every table and
+ * the learned nodes: a finger far ahead is far behind round the circle,
+ * a successor further still; our own virtual servers are never among
+ * them, and a node in two tables is named once. */
+Test(chord_table, preds_nearest_first_from_every_table)
+{
+	struct cfs_node got[8];
+	struct vnode *v = vn(0, 100, 4), *w = vn(1, 300, 2);
+
+	C->nv = 2;
+	chord__learned_init(&C->learned, 64);
+	v->pred = (struct tnode){ .n = ring[99], .valid = true };
+	v->finger[3] = (struct tnode){ .n = ring[200], .valid = true };
+	w->pred = (struct tnode){ .n = ring[99], .valid = true }; /* named twice */
+	chord__learned_add(&C->learned, &ring[97], cfs_now_us());
+	chord__learned_add(&C->learned, &ring[98], cfs_now_us());
+	chord__learned_add(&C->learned, &ring[300], cfs_now_us()); /* ours */
+
+	uint32_t n = chord_vnode_preds(C, 0, got, 8);
+	int want[] = { 99, 98, 97, 302, 301, 200, 104, 103 };
+	cr_assert_eq(n, 8);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert(same(&got[i], want[i]), "entry %u is not ring[%d]", i, want[i]);
+	cr_assert_eq(chord_vnode_preds(C, 0, got, 2), 2);
+	cr_assert(same(&got[1], 98));
+	chord__learned_free(&C->learned);
+}

@@ -475,3 +475,46 @@ Test(xfer, receiver_bitmap_names_held_pieces)
 	cr_assert(cfs_xfer_in_piece(x, &p, 12) == -EPROTO, "another length accepted");
 	cfs_xfer_in_free(x);
 }
+
+/* A transfer held by our own upload cap is kept alive only while it waits
+ * on us: nothing of it in flight, and a peer that owes no acknowledgement
+ * or has owed one for less than XFER_STALL_US. */
+Test(xfer, waits_on_us_only_without_the_peer)
+{
+	size_t len = 20 * XFER_PIECE_DATA;
+	struct xfer_out *x = cfs_xfer_out_new(5, 0, xcalloc(1, len), len, 1000);
+	struct xfer_cc cc;
+	struct xfer_ack_result r;
+	uint64_t now = 1000;
+
+	cfs_xfer_cc_init(&cc, XFER_LEDBAT_TARGET_US);
+	cr_assert(cfs_xfer_out_waits_on_us(x, 0, now), "nothing sent yet: it waits on us");
+	cr_assert(cfs_xfer_out_waits_on_us(x, now, now + XFER_STALL_US - 1));
+	cr_assert(!cfs_xfer_out_waits_on_us(x, now, now + XFER_STALL_US),
+	          "a peer that owes other transfers' acks for XFER_STALL_US is not waited for");
+	cfs_xfer_out_sent(x, 0, now);
+	cfs_xfer_out_sent(x, 1, now);
+	cr_assert(!cfs_xfer_out_waits_on_us(x, now, now), "pieces in flight: it waits on the peer");
+
+	/* both acknowledged: the rest waits for the cap, however long, while
+	 * the peer owes nothing */
+	struct xfer_ack a = { .reqid = 5, .largest_pn = 1, .first_missing = 2 };
+	now += 20000;
+	cfs_xfer_out_on_ack(x, &a, now, &cc, &r);
+	cr_assert(r.progress);
+	cr_assert(cfs_xfer_out_waits_on_us(x, 0, now + 10 * XFER_STALL_US));
+
+	/* sent again, never acknowledged: probe timeouts mark the pieces lost
+	 * (none in flight), yet the silent peer is what the transfer waits on */
+	cfs_xfer_out_sent(x, 2, now);
+	uint64_t owed = now;
+	for (int i = 0; i < 6; i++) {
+		now = cfs_xfer_out_deadline(x, &cc);
+		if (cfs_xfer_out_on_timer(x, now, &cc, &r) < 0)
+			break;
+	}
+	cr_assert(x->nlost > 0);
+	cr_assert(cfs_xfer_out_waits_on_us(x, owed, owed + 1000));
+	cr_assert(!cfs_xfer_out_waits_on_us(x, owed, owed + XFER_STALL_US));
+	cfs_xfer_out_free(x);
+}

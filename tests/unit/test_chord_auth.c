@@ -288,3 +288,68 @@ Test(chord_auth, duplicate_id_at_another_port)
 	cr_assert_eq(C->auth_dup, 1);
 	C->auth_inflight = 0;
 }
+
+/* ------------------------------------------------------------ expiry */
+
+static void put_entry(const struct cfs_node *n, enum auth_state st, uint64_t until_us)
+{
+	struct auth_ent *e = cfs_htab_put(&C->auth, &n->id, NULL);
+
+	*e = (struct auth_ent){ .id = n->id, .node = *n, .state = st, .until_us = until_us };
+}
+
+/* The cache reads only the time it is given: a verdict holds through its
+ * until_us and is gone a microsecond later, whatever the machine's clock. */
+Test(chord_auth, verdicts_expire_by_the_given_clock)
+{
+	const uint64_t until = T0 + 5000000;
+
+	put_entry(&b, AUTH_OK, until);
+	put_entry(&d, AUTH_FAILED, until);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0), AUTH_OK);
+	cr_assert_eq(chord__auth_peek(C, &b.id, until), AUTH_OK);
+	cr_assert_eq(chord__auth_peek(C, &b.id, until + 1), AUTH_NONE);
+	cr_assert_eq(chord__auth_peek(C, &d.id, until), AUTH_FAILED);
+	cr_assert_eq(chord__auth_peek(C, &d.id, until + 1), AUTH_NONE);
+	/* Time is not remembered: an earlier now reads the verdict again. */
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0), AUTH_OK);
+	/* A local node is always OK, at any time. */
+	cr_assert_eq(chord__auth_peek(C, &me.id, UINT64_MAX), AUTH_OK);
+
+	/* A cached failure answers a check without a new AUTH until it
+	 * expires; then the node gets a check of its own (here over the
+	 * in-flight budget: dropped and counted, nothing sent). */
+	C->auth_inflight = CHORD_AUTH_INFLIGHT_MAX;
+	cr_assert_eq(chord__auth_check(C, &d, until), AUTH_FAILED);
+	cr_assert_eq(C->auth_dropped, 0);
+	cr_assert_eq(chord__auth_check(C, &d, until + 1), AUTH_NONE);
+	cr_assert_eq(C->auth_dropped, 1);
+	cr_assert_eq(C->auth_sent, 0);
+	C->auth_inflight = 0;
+}
+
+/* A check in flight is never expired by time alone: its reply or its
+ * timeout ends it, so one ID has one check at a time. */
+Test(chord_auth, pending_never_expires)
+{
+	put_entry(&b, AUTH_PENDING, T0);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0 + 1), AUTH_PENDING);
+	cr_assert_eq(chord__auth_peek(C, &b.id, UINT64_MAX), AUTH_PENDING);
+	cr_assert_eq(chord__auth_check(C, &b, UINT64_MAX), AUTH_PENDING);
+	cr_assert_eq(C->auth_sent, 0);
+	/* Found dead meanwhile: a pending check is not overruled. */
+	chord__auth_mark_dead(C, &b.id, T0 + 1);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0 + 2), AUTH_PENDING);
+}
+
+/* A node found dead stays out for DEAD_US (15 s) from the time given. */
+Test(chord_auth, dead_lasts_fifteen_seconds)
+{
+	const uint64_t at = T0 + 1000000;
+
+	put_entry(&b, AUTH_OK, T0 + 600000000ull);
+	chord__auth_mark_dead(C, &b.id, at);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at), AUTH_DEAD);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at + 15000000), AUTH_DEAD);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at + 15000001), AUTH_NONE);
+}

@@ -32,7 +32,7 @@ void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint3
 	rm->answered = xcalloc(1, n);
 	rm->lookups_left = n;
 	for (uint32_t i = 0; i < n; i++) {
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_LOOKUP);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_LOOKUP);
 		a->i = i;
 		a->nsucc = replicas;
 	}
@@ -48,12 +48,12 @@ void dhash__rmany_fini(struct dhash__rmany *rm)
 	free(rm->found);
 	free(rm->answered);
 	free(rm->bits);
-	dhash__actq_free(&rm->q);
+	cfs_actq_free(&rm->q);
 }
 
 bool dhash__rmany_next(struct dhash__rmany *rm, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&rm->q, ret);
+	return cfs_actq_pop(&rm->q, ret, sizeof(*ret));
 }
 
 const struct cfs_node *dhash__rmany_call_node(const struct dhash__rmany *rm, uint32_t ci)
@@ -83,7 +83,7 @@ static void rmany_finish(struct dhash__rmany *rm)
 		else if (!rm->answered[i] && !st)
 			st = -ETIMEDOUT;
 	}
-	struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_FINISH);
 	a->status = st;
 	a->data = st == 0 ? rm->bits : NULL;
 	a->len = rm->n;
@@ -125,7 +125,7 @@ static void send_all(struct dhash__rmany *rm)
 			uint32_t left = rm->g[j].n - off;
 			rm->c[rm->nc] = (struct dhash__rcall){ .g = j, .off = off,
 			                                     .cnt = left < DHASH_REFRESH_CHUNK ? left : DHASH_REFRESH_CHUNK };
-			dhash__actq_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
+			dhash__act_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
 		}
 	rm->calls_left = rm->nc;
 	rm->state = DHASH_RMANY_REFRESH;
@@ -189,7 +189,7 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 	if (rep && rep->status == -ETIMEDOUT && !c->retried) {
 		/* silent is not dead: a busy server, a lost datagram */
 		c->retried = true;
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_REFRESH);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_REFRESH);
 		a->i = ci;
 		a->timeout_ms = DHASH_RETRY_TIMEOUT_MS;
 		return;
@@ -197,10 +197,10 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 	if (rep && rep->status == 0 && (rep->flags & DHASH_STORE_R_CHALLENGE) && rep->nonce &&
 	    !c->challenged) {
 		c->challenged = true;
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_KEEP_NONCE);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_KEEP_NONCE);
 		a->addr = rm->g[c->g].node.addr;
 		memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
-		a = dhash__actq_push(&rm->q, DHASH_ACT_REFRESH);
+		a = dhash__act_push(&rm->q, DHASH_ACT_REFRESH);
 		a->i = ci;
 		a->timeout_ms = c->retried ? DHASH_RETRY_TIMEOUT_MS : 0;
 		return;

@@ -629,7 +629,7 @@ void chord__maint_stop(chord_t *c)
  */
 struct leaving {
 	chord_t *c;
-	unsigned pending;
+	struct cfs_fanin calls;   /* LEAVEs out, with chord__maint_leave's hold */
 	void (*done)(void *);
 	void *arg;
 };
@@ -646,7 +646,7 @@ static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
 
 static void leave_end(struct leaving *l)
 {
-	if (--l->pending == 0) {
+	if (cfs_fanin_end(&l->calls, 0)) {
 		l->done(l->arg);
 		free(l);
 	}
@@ -694,7 +694,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	l->c = c;
 	l->done = done;
 	l->arg = arg;
-	l->pending = 1;
+	cfs_fanin_add(&l->calls);
 	c->leaving = true;
 	chord__maint_stop(c);
 	chord__merge_stop(c);
@@ -712,10 +712,11 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 			k->l = l;
 			k->v = v;
 			k->to = *to[j];
-			if (leave_send(k, NULL) == 0)
-				l->pending++;
-			else
+			cfs_fanin_add(&l->calls);
+			if (leave_send(k, NULL) < 0) {
 				free(k);
+				leave_end(l);
+			}
 		}
 	}
 	/* Drop our own reference: with no neighbour to tell, done runs now. */

@@ -393,6 +393,28 @@ const void *cfs_actq_peek(const struct cfs_actq *q);
 /* Release the queue's memory; it is empty and usable again. */
 void cfs_actq_free(struct cfs_actq *q);
 
+/* ------------------------------------------------------------ fan-in */
+
+/*
+ * One operation that fans out into requests and finishes when the last
+ * one has ended (common/fanin.c): the count of requests out and the first
+ * error any ended with. Zero-initialise; cfs_fanin_add before starting each
+ * request, cfs_fanin_end when it ends (or at once, when it could not
+ * start). A caller starting several adds one for itself first and ends it
+ * last, so that no early answer finishes the whole while it is still
+ * starting requests.
+ */
+struct cfs_fanin {
+	uint32_t out;            /* requests not ended yet (a starter's hold included) */
+	int status;              /* the first negative status any ended with, else 0 */
+};
+
+/* Count one more request out. */
+void cfs_fanin_add(struct cfs_fanin *f);
+/* End one request with status, keeping the first error; true when it was
+ * the last one out: the caller finishes the whole now, with f->status. */
+bool cfs_fanin_end(struct cfs_fanin *f, int status);
+
 /* ------------------------------------------------------------ crypto */
 
 #define CFS_HASH_BYTES 32

@@ -305,8 +305,7 @@ struct dhash__rmany {
 	struct cfs_id *keys;
 	uint32_t n, replicas;
 	uint64_t lease_until;
-	uint32_t lookups_left, calls_left;
-	int lookup_err;
+	struct cfs_fanin lookups, calls; /* out; lookups: their first error */
 	struct dhash__rgroup *g;
 	uint32_t ng, capg;
 	struct dhash__rcall *c;
@@ -340,7 +339,7 @@ struct dhash__locate {
 	struct cfs_id key;
 	uint32_t replicas;
 	dhash__verify_fn verify;
-	uint32_t waiting;
+	struct cfs_fanin fetches; /* out */
 	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
 	struct dhash_locate_result r;    /* FETCH i goes to r.nodes[i] */
 	struct cfs_actq q;

@@ -63,9 +63,9 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 	for (uint32_t i = 0; i < lc->r.n; i++) {
 		lc->r.state[i] = DHASH_COPY_SILENT;
 		dhash__act_push(&lc->q, DHASH_ACT_FETCH)->i = i;
-		lc->waiting++;
+		cfs_fanin_add(&lc->fetches);
 	}
-	if (lc->waiting == 0)
+	if (lc->fetches.out == 0)
 		locate_finish(lc);
 }
 
@@ -86,6 +86,6 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 	else
 		lc->r.state[i] = DHASH_COPY_SILENT;
 	lc->seq[i] = seq;
-	if (--lc->waiting == 0)
+	if (cfs_fanin_end(&lc->fetches, 0))
 		locate_finish(lc);
 }

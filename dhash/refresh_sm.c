@@ -30,8 +30,8 @@ void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint3
 	rm->lease_until = lease_until;
 	rm->found = xcalloc(1, n);
 	rm->answered = xcalloc(1, n);
-	rm->lookups_left = n;
 	for (uint32_t i = 0; i < n; i++) {
+		cfs_fanin_add(&rm->lookups);
 		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_LOOKUP);
 		a->i = i;
 		a->nsucc = replicas;
@@ -74,7 +74,7 @@ uint32_t dhash__rmany_call_keys(const struct dhash__rmany *rm, uint32_t ci, stru
  * reached none of its servers. */
 static void rmany_finish(struct dhash__rmany *rm)
 {
-	int st = rm->lookup_err;
+	int st = rm->lookups.status;
 
 	rm->bits = xcalloc(1, (rm->n + 7) / 8);
 	for (uint32_t i = 0; i < rm->n; i++) {
@@ -126,8 +126,8 @@ static void send_all(struct dhash__rmany *rm)
 			rm->c[rm->nc] = (struct dhash__rcall){ .g = j, .off = off,
 			                                     .cnt = left < DHASH_REFRESH_CHUNK ? left : DHASH_REFRESH_CHUNK };
 			dhash__act_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
+			cfs_fanin_add(&rm->calls);
 		}
-	rm->calls_left = rm->nc;
 	rm->state = DHASH_RMANY_REFRESH;
 	if (rm->nc == 0)
 		rmany_finish(rm);
@@ -144,8 +144,6 @@ void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,
 		err = -EHOSTUNREACH;
 	else if (r && r->status < 0)
 		err = r->status;
-	if (err < 0 && !rm->lookup_err)
-		rm->lookup_err = err;
 	/* the first k distinct servers: a process's virtual servers count once */
 	for (uint32_t s = 0; err == 0 && s < r->n && taken < rm->replicas; s++) {
 		bool dup = false;
@@ -156,7 +154,7 @@ void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,
 			taken++;
 		}
 	}
-	if (--rm->lookups_left == 0)
+	if (cfs_fanin_end(&rm->lookups, err))
 		send_all(rm);
 }
 
@@ -207,6 +205,6 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 	}
 	if (rep && rep->status == 0 && !(rep->flags & DHASH_STORE_R_CHALLENGE))
 		call_answered(rm, c, rep);
-	if (--rm->calls_left == 0)
+	if (cfs_fanin_end(&rm->calls, 0))
 		rmany_finish(rm);
 }

@@ -378,41 +378,11 @@ lint:
 clean:
 	rm -rf build build-asan build-fuzz build-cov
 
+# The targets as docs/DEVELOPING.md's table lists them: one list, one place.
 .PHONY: help
 help:
-	@echo "make            build the programs (installs missing Debian packages)"
-	@echo "make demo       run the main job on a local default (see README)"
-	@echo "make test       run every test: lint, unit tests (also under ASan and with coverage), integration"
-	@echo "make integration [CFS_TESTS=\"t_ring t_publish\"]  the integration scripts (all, or those named)"
-	@echo "make unit       Criterion unit tests only"
-	@echo "make asan       unit tests under AddressSanitizer + UBSan"
-	@echo "make coverage   line coverage of the libraries by the unit tests (gcov)"
-	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
-	@echo "make bench-rpc  RPC rate and round trips between two processes"
-	@echo "make bench-udp  the UDP socket layer on loopback: GSO+GRO vs sendmmsg vs one call per datagram"
-	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
-	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
-	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
-	@echo "make bench-blocksize  publish and read 64 MiB in 8-128 KiB blocks on 16 daemons"
-	@echo "make bench-republish  publish an 81 MB tree into 16 daemons, then again unchanged"
-	@echo "make bench-ring-publish  a 205 MB tree into 16 daemons (k = 6) and into dir:; MB/s,"
-	@echo "                    write amplification, CPU per MB, RPC timeouts and late replies"
-	@echo "                    (BENCH_SCALE=0.1: a tenth of the tree)"
-	@echo "                    (every block renewed on its 6 replicas)"
-	@echo "make eval           run the papers' experiments (about an hour), regenerate docs/EVALUATION.md"
-	@echo "make eval-quick     every experiment small (< 10 min, part of make test), output checked"
-	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"
-	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
-	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
-	@echo "make bench-field    8 daemons + a reader in namespaces (MTU 1500): cold reads at 0-3 % loss"
-	@echo "                    and behind a 50 Mbit/s shallow queue, per block size, TCP beside;"
-	@echo "                    IP fragments; publish at 1 % loss (BENCH_MB, BENCH_BLOCKS, BENCH_LOSSES)"
-	@echo "make bench-wan      12 daemons in 4 regions behind a delay line (RTTs 10-200 ms): a reader in eu vs TCP"
-	@echo "                    (through its own cfsd and as a plain client); single-block gets vs their oracle"
-	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions,"
-	@echo "                every option and setting in --help, the man pages and the sample config"
-	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
-	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"
-	@echo "make clean      remove build trees"
+	@awk -F ' [|] ' '/^[|] `make/ { gsub(/`|^[|] | [|]$$/, ""); print $$1; n = split($$2, w, " "); \
+	  l = "   "; for (i = 1; i <= n; i++) { if (length(l) + length(w[i]) > 78) { print l; l = "   " } \
+	  l = l " " w[i] } print l }' docs/DEVELOPING.md
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

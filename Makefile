@@ -12,19 +12,14 @@ SHELL       := /bin/bash
 V           ?= 0
 FUZZ_SECONDS ?= 60
 
-ifeq ($(V),1)
-Q :=
-else
-Q := @
-endif
+Q           := $(if $(filter 1,$(V)),,@)
 
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev \
               libnetfilter-queue-dev libisal-dev
-TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
-TEST_PKGS  += miniupnpd nftables
-TEST_PKGS  += python3-prometheus-client curl
+TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool \
+              miniupnpd nftables python3-prometheus-client curl
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
@@ -47,16 +42,10 @@ endif
 $(B)/config.mk: Makefile $(ENSURE)
 	$(Q)$(ENSURE) $(BUILD_PKGS)
 	$(Q)mkdir -p $(B)
-	$(Q){ \
-	  echo "UV_CFLAGS := $$(pkg-config --cflags libuv)"; \
-	  echo "UV_LIBS := $$(pkg-config --libs libuv)"; \
-	  echo "SODIUM_CFLAGS := $$(pkg-config --cflags libsodium)"; \
-	  echo "SODIUM_LIBS := $$(pkg-config --libs libsodium)"; \
-	  echo "MSGPACK_CFLAGS := $$(pkg-config --cflags msgpack)"; \
-	  echo "MSGPACK_LIBS := $$(pkg-config --libs msgpack)"; \
-	  echo "FUSE_CFLAGS := $$(pkg-config --cflags fuse3)"; \
-	  echo "FUSE_LIBS := $$(pkg-config --libs fuse3)"; \
-	  echo "LEVELDB_LIBS := $$(pkg-config --libs leveldb 2>/dev/null || echo -lleveldb)"; \
+	$(Q){ for m in UV:libuv SODIUM:libsodium MSGPACK:msgpack FUSE:fuse3; do \
+	    echo "$${m%%:*}_CFLAGS := $$(pkg-config --cflags $${m#*:})"; \
+	    echo "$${m%%:*}_LIBS := $$(pkg-config --libs $${m#*:})"; \
+	  done; echo "LEVELDB_LIBS := $$(pkg-config --libs leveldb 2>/dev/null || echo -lleveldb)"; \
 	} > $@.tmp && mv $@.tmp $@
 
 CC      ?= gcc
@@ -76,21 +65,15 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lisal -lm
 #   publisher → sfsro-format, dhash;  cfs-fuse → dhash, sfsro-format
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
-PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
-                publisher/blocks.c publisher/replicas.c \
-                publisher/fsck.c
-PUB_LIB_SRCS += publisher/push.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
-CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c cfsd/denylist.c cfsd/deny_walk.c
-CFSD_LIB_SRCS += cfsd/metrics.c
+# The programs' own files; the rest of their folder is its library.
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c
-FUSE_LIB_SRCS := cfs-fuse/blocks.c cfs-fuse/nodes.c cfs-fuse/walk.c cfs-fuse/ops.c cfs-fuse/root.c
-FUSE_LIB_SRCS += cfs-fuse/localsrc.c
-FUSE_LIB_SRCS += cfs-fuse/census.c cfs-fuse/logsink.c cfs-fuse/dirpf.c cfs-fuse/pipe.c
-FUSE_LIB_SRCS += cfs-fuse/updq.c
+CFSD_LIB_SRCS := $(filter-out $(CFSD_SRCS) $(CFSCTL_SRCS),$(wildcard cfsd/*.c))
+PUB_LIB_SRCS  := $(filter-out publisher/cfs_%.c,$(wildcard publisher/*.c))
+FUSE_LIB_SRCS := $(filter-out cfs-fuse/cfs_%.c,$(wildcard cfs-fuse/*.c))
 # The evaluation testbed (tests/testbed/): its churn schedules are a library
 # so that the unit tests and the fuzzer reach them.
 TESTBED_LIB_SRCS := tests/testbed/churn.c tests/testbed/delay.c
@@ -107,6 +90,9 @@ LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
 LIBFUSE   := $(B)/libcfsfuse.a
 LIBTESTBED := $(B)/libtestbed.a
+# The library chain under everything that talks to the ring, top first
+# (a static archive must come before the ones it uses).
+RING_LIBS := $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
@@ -127,35 +113,42 @@ $(B)/%.o: %.c $(B)/config.mk
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
+# ---------------------------------------------------------------- programs
+# Each program: its objects, then its libraries; one link recipe for all.
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
             $(B)/bin/cfs-cat
-HARNESS  := $(B)/bin/cfs-ring $(B)/bin/cfs-testbed $(B)/bin/cfs-hostile-vol
-# A lying ring member for t_hostile_member, and a look inside the
-# storage engine's stores: tests only.
-HARNESS  += $(B)/bin/cfs-hostile $(B)/bin/cfs-storetool
-# The wide-area delay line (a netfilter queue in a router namespace).
-HARNESS  += $(B)/bin/cfs-delayline
+# The test harness: a ring in one process, hostile volumes and members,
+# a look inside the storage engine's stores, the wide-area delay line.
+HARNESS  := $(addprefix $(B)/bin/,cfs-ring cfs-testbed cfs-hostile-vol cfs-hostile cfs-storetool \
+              cfs-delayline)
+BENCHES  := $(addprefix $(B)/bench/,rpc-bench hash-rate udp-bench code-bench)
+UNIT_BIN := $(B)/tests/unit-tests
 
-$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
-# A hand-made hostile volume for t_hostile_volume.
+$(B)/bin/cfsd:            $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(RING_LIBS)
+$(B)/bin/cfsctl:          $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(RING_LIBS)
+$(B)/bin/cfs-publish:     $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(RING_LIBS)
+$(B)/bin/cfs-fsck:        $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(RING_LIBS)
+$(B)/bin/cfs-mount:       $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(RING_LIBS)
+$(B)/bin/cfs-cat:         $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(RING_LIBS)
+$(B)/bin/cfs-testbed:     $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(RING_LIBS)
+$(B)/bin/cfs-ring:        $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
+$(B)/bin/cfs-hostile:     $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-storetool: $(call obj,tests/harness/storetool.c) $(LIBBSTORE) $(LIBCOMMON)
-$(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
-$(B)/bin/cfs-hostile: $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
-$(B)/bin/cfs-delayline: $(call obj,tests/harness/cfs_delayline.c) $(LIBTESTBED)
-$(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
-$(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-testbed: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
+$(B)/bin/cfs-storetool:   $(call obj,tests/harness/storetool.c) $(LIBBSTORE) $(LIBCOMMON)
+$(B)/bin/cfs-delayline:   $(call obj,tests/harness/cfs_delayline.c) $(LIBTESTBED)
+$(B)/bench/rpc-bench:     $(call obj,tests/bench/rpc_bench.c) $(LIBCOMMON)
+$(B)/bench/hash-rate:     $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
+# The UDP socket layer alone (common/udp.c): GSO/GRO, sendmmsg, plain.
+$(B)/bench/udp-bench:     $(call obj,tests/bench/udp_bench.c) $(LIBCOMMON)
+$(B)/bench/code-bench:    $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIBCOMMON)
+
+# The storage engine needs LevelDB; cfsd maps its port; the mounts need FUSE.
+$(PROGRAMS) $(B)/bin/cfs-testbed $(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
-$(B)/bin/cfs-publish $(B)/bin/cfs-fsck: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
-$(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) $(LEVELDB_LIBS) -lpthread
-$(PROGRAMS) $(HARNESS):
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
+
+$(PROGRAMS) $(HARNESS) $(BENCHES) $(UNIT_BIN):
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LINK_LIBS) $(CORE_LIBS)
@@ -165,20 +158,14 @@ $(PROGRAMS) $(HARNESS):
 all: $(PROGRAMS) $(HARNESS)
 
 # ---------------------------------------------------------------- tests
-UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
-UNIT_BIN   := $(B)/tests/unit-tests
+UNIT_OBJS := $(call obj,$(wildcard tests/unit/test_*.c))
 CRITERION_CFLAGS = $(shell pkg-config --cflags criterion 2>/dev/null)
 CRITERION_LIBS   = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
-$(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
-	@mkdir -p $(dir $@)
-	@[ "$(V)" = 1 ] || echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
-
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS) $(CRITERION_LIBS)
+$(UNIT_OBJS): CFLAGS_ALL += $(CRITERION_CFLAGS)
+$(UNIT_OBJS): | deps-test
+$(UNIT_BIN): $(UNIT_OBJS) $(LIBTESTBED) $(LIBFUSE) $(LIBCFSD) $(RING_LIBS) | deps-test
+$(UNIT_BIN): LINK_LIBS = $(LEVELDB_LIBS) $(CRITERION_LIBS)
 
 .PHONY: deps-test unit integration test
 deps-test: $(B)/config.mk
@@ -245,135 +232,72 @@ coverage: | deps-test
 	  -- chord dhash sfsro-format cfs-fuse
 
 # ---------------------------------------------------------------- fuzzing
-FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
+# A target links the library that holds its decoder, then common; most
+# decoders are in sfsro-format or common.
+FB           := build-fuzz
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FB)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_OTHER   := $(addprefix $(FB)/fuzz/fuzz_,churn delay chord_mode contacts denylist bstore)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(B)/config.mk
 	$(Q)$(ENSURE) $(FUZZ_PKGS)
-	$(Q)$(MAKE) --no-print-directory B=build-fuzz CC=clang OPT=-O1 \
+	$(Q)$(MAKE) --no-print-directory B=$(FB) CC=clang OPT=-O1 \
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
-	  $(FUZZ_TARGETS) build-fuzz/fuzz/gen-seeds
+	  $(FUZZ_TARGETS) $(FB)/fuzz/gen-seeds
 
-# The churn schedule and delay-matrix parsers live in the testbed's library.
-build-fuzz/fuzz/fuzz_churn build-fuzz/fuzz/fuzz_delay: build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libtestbed.a build-fuzz/libcfs_common.a
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
+$(FB)/fuzz/fuzz_churn $(FB)/fuzz/fuzz_delay: $(FB)/libtestbed.a $(FB)/libcfs_common.a
+$(FB)/fuzz/fuzz_chord_mode $(FB)/fuzz/fuzz_contacts: $(FB)/libchord.a $(FB)/libcfs_common.a
+$(FB)/fuzz/fuzz_denylist: $(FB)/libcfsd.a $(FB)/libcfs_common.a
+$(FB)/fuzz/fuzz_bstore: $(FB)/libblockstore.a $(FB)/libcfs_common.a
+$(FB)/fuzz/fuzz_bstore: FUZZ_LINK = $(LEVELDB_LIBS) -lpthread
+$(filter-out $(FUZZ_OTHER),$(FUZZ_TARGETS)): $(FB)/libsfsro.a $(FB)/libcfs_common.a
 
-# The lookup-mode and saved-contacts parsers live in the chord library.
-build-fuzz/fuzz/fuzz_chord_mode build-fuzz/fuzz/fuzz_contacts: build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libchord.a build-fuzz/libcfs_common.a
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
-
-# The daemon's denylist file parser lives in its library.
-build-fuzz/fuzz/fuzz_denylist: tests/fuzz/fuzz_denylist.c build-fuzz/libcfsd.a build-fuzz/libcfs_common.a
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
-
-# The storage engine's decoders and pack scanner need its library and LevelDB.
-build-fuzz/fuzz/fuzz_bstore: tests/fuzz/fuzz_bstore.c build-fuzz/libblockstore.a build-fuzz/libcfs_common.a
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LEVELDB_LIBS) -lpthread $(CORE_LIBS)
-
-build-fuzz/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
+$(FB)/fuzz/%: tests/fuzz/%.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZ    $@"
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) \
+	  $(FUZZ_LINK) $(CORE_LIBS)
 
-build-fuzz/fuzz/gen-seeds: tests/fuzz/gen_seeds.c build-fuzz/libsfsro.a build-fuzz/libcfs_common.a
+# Writes the seeds from the current encoder: no fuzzer in it.
+$(FB)/fuzz/gen-seeds: tests/fuzz/gen_seeds.c $(FB)/libsfsro.a $(FB)/libcfs_common.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -o $@ $(filter %.c %.a,$^) $(CORE_LIBS)
 
 # Each target runs FUZZ_SECONDS (default 60), starting from seeds the
 # current encoder writes; any finding fails the target.
 fuzz: fuzz-build
-	$(Q)mkdir -p build-fuzz/seeds && build-fuzz/fuzz/gen-seeds build-fuzz/seeds/fuzz_msg build-fuzz/seeds/fuzz_name build-fuzz/seeds/fuzz_block \
-	  build-fuzz/seeds/fuzz_denylist
+	$(Q)mkdir -p $(FB)/seeds && $(FB)/fuzz/gen-seeds $(addprefix $(FB)/seeds/fuzz_,msg name block denylist)
 	$(Q)for f in $(FUZZ_TARGETS); do \
-	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n build-fuzz/findings/$$n build-fuzz/seeds/$$n; \
+	  n=$$(basename $$f); mkdir -p $(FB)/corpus/$$n $(FB)/findings/$$n $(FB)/seeds/$$n; \
 	  echo "== $$n: $(FUZZ_SECONDS) s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=70000 -print_final_stats=1 \
-	      -artifact_prefix=build-fuzz/findings/$$n/ \
-	      build-fuzz/corpus/$$n build-fuzz/seeds/$$n > build-fuzz/$$n.log 2>&1; \
-	  st=$$?; grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY' build-fuzz/$$n.log; \
-	  if [ $$st -ne 0 ]; then echo "$$n: FINDING, see build-fuzz/$$n.log"; exit 1; fi; \
+	      -artifact_prefix=$(FB)/findings/$$n/ $(FB)/corpus/$$n $(FB)/seeds/$$n > $(FB)/$$n.log 2>&1; \
+	  st=$$?; grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY' $(FB)/$$n.log; \
+	  if [ $$st -ne 0 ]; then echo "$$n: FINDING, see $(FB)/$$n.log"; exit 1; fi; \
 	  echo "$$n: no finding"; \
 	done
 
 # ---------------------------------------------------------------- benchmarks
-BENCH_RPC := $(B)/bench/rpc-bench
-$(BENCH_RPC): $(call obj,tests/bench/rpc_bench.c) $(LIBCOMMON)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+# The ring benchmarks: each a script that runs the programs in build/bin.
+BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan)
+.PHONY: $(BENCH_RING) bench-udp bench-code bench-publish bench-rpc bench-lookup
+$(BENCH_RING): bench-%: $(PROGRAMS) | deps-test
+	$(Q)tests/bench/bench-$*.sh $(CURDIR)/$(B)/bin
+# A reader across continents (bench-wan) runs behind the harness's delay line.
+bench-wan: $(HARNESS)
 
-HASH_RATE := $(B)/bench/hash-rate
-$(HASH_RATE): $(call obj,tests/bench/hash_rate.c) $(LIBCOMMON)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+bench-udp: $(B)/bench/udp-bench
+	$(Q)$<
 
-# Erasure coding of data blocks (sfsro-format/coded.c) on one core.
-CODE_BENCH := $(B)/bench/code-bench
-$(CODE_BENCH): $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIBCOMMON)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+bench-code: $(B)/bench/code-bench
+	$(Q)$<
 
-.PHONY: bench-code
-bench-code: $(CODE_BENCH)
-	$(Q)$(CODE_BENCH)
+bench-publish: $(PROGRAMS) $(B)/bench/hash-rate
+	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(B)/bench/hash-rate
 
-# The UDP socket layer alone (common/udp.c): GSO/GRO, sendmmsg, plain.
-UDP_BENCH := $(B)/bench/udp-bench
-$(UDP_BENCH): $(call obj,tests/bench/udp_bench.c) $(LIBCOMMON)
-	@mkdir -p $(dir $@)
-	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS)
+bench-rpc: $(B)/bench/rpc-bench
+	$(Q)tests/bench/bench-rpc.sh $<
 
-.PHONY: bench-udp
-bench-udp: $(UDP_BENCH)
-	$(Q)$(UDP_BENCH)
-
-.PHONY: bench-publish
-bench-publish: $(PROGRAMS) $(HASH_RATE)
-	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(HASH_RATE)
-
-.PHONY: bench-rpc
-bench-rpc: $(BENCH_RPC)
-	$(Q)tests/bench/bench-rpc.sh $(BENCH_RPC)
-
-.PHONY: bench-republish
-bench-republish: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-republish.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-read
-bench-read: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-read.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-dhash
-bench-dhash: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-dhash.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-blocksize
-bench-blocksize: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-blocksize.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-ring-publish
-bench-ring-publish: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-ring-publish.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-field
-bench-field: $(PROGRAMS) | deps-test
-	$(Q)tests/bench/bench-field.sh $(CURDIR)/$(B)/bin
-
-# A reader across continents: twelve daemons in four regions behind the
-# delay line, beside a TCP download from the publisher's region.
-.PHONY: bench-wan
-bench-wan: $(PROGRAMS) $(HARNESS) | deps-test
-	$(Q)tests/bench/bench-wan.sh $(CURDIR)/$(B)/bin
-
-.PHONY: bench-lookup
 bench-lookup: $(HARNESS)
 	$(Q)tests/bench/bench-lookup.sh $(CURDIR)/$(B)/bin/cfs-ring
 
@@ -458,42 +382,11 @@ lint:
 clean:
 	rm -rf build build-asan build-fuzz build-cov
 
+# The targets as docs/DEVELOPING.md's table lists them: one list, one place.
 .PHONY: help
 help:
-	@echo "make            build the programs (installs missing Debian packages)"
-	@echo "make demo       run the main job on a local default (see README)"
-	@echo "make test       run every test: lint, unit tests (also under ASan and with coverage), integration"
-	@echo "make integration [CFS_TESTS=\"t_ring t_publish\"]  the integration scripts (all, or those named)"
-	@echo "make unit       Criterion unit tests only"
-	@echo "make asan       unit tests under AddressSanitizer + UBSan"
-	@echo "make coverage   line coverage of the libraries by the unit tests (gcov)"
-	@echo "make fuzz       build libFuzzer targets, run each FUZZ_SECONDS (60)"
-	@echo "make bench-rpc  RPC rate and round trips between two processes"
-	@echo "make bench-udp  the UDP socket layer on loopback: GSO+GRO vs sendmmsg vs one call per datagram"
-	@echo "make bench-code erasure coding of 64 KiB blocks on one core: encode, verify, decode MB/s"
-	@echo "make bench-publish  publish a 1 GiB tree; MB/s beside the BLAKE2b ceiling"
-	@echo "make bench-lookup   RPCs per lookup and memory per node, 16 to 4096 nodes"
-	@echo "make bench-dhash    puts/s, gets/s, get latency and RPCs per get, 16 daemons"
-	@echo "make bench-blocksize  publish and read 64 MiB in 8-128 KiB blocks on 16 daemons"
-	@echo "make bench-republish  publish an 81 MB tree into 16 daemons, then again unchanged"
-	@echo "make bench-ring-publish  a 205 MB tree into 16 daemons (k = 6) and into dir:; MB/s,"
-	@echo "                    write amplification, CPU per MB, RPC timeouts and late replies"
-	@echo "                    (BENCH_SCALE=0.1: a tenth of the tree)"
-	@echo "                    (every block renewed on its 6 replicas)"
-	@echo "make eval           run the papers' experiments (about an hour), regenerate docs/EVALUATION.md"
-	@echo "make eval-quick     every experiment small (< 10 min, part of make test), output checked"
-	@echo "make bench-read     a 256 MiB file through cfs-mount vs the client library and nginx,"
-	@echo "                    through cfsd and as a plain ring client (--bootstrap);"
-	@echo "                    download speed vs prefetch window; find / ls -lR of 10,000 files"
-	@echo "make bench-field    8 daemons + a reader in namespaces (MTU 1500): cold reads at 0-3 % loss"
-	@echo "                    and behind a 50 Mbit/s shallow queue, per block size, TCP beside;"
-	@echo "                    IP fragments; publish at 1 % loss (BENCH_MB, BENCH_BLOCKS, BENCH_LOSSES)"
-	@echo "make bench-wan      12 daemons in 4 regions behind a delay line (RTTs 10-200 ms): a reader in eu vs TCP"
-	@echo "                    (through its own cfsd and as a plain client); single-block gets vs their oracle"
-	@echo "make lint       layering, exported-name prefixes (nm), uv_run only in common/loop.c, long functions,"
-	@echo "                every option and setting in --help, the man pages and the sample config"
-	@echo "make install    programs, man pages, cfsd.service, the user cfs, /etc/cfs/cfsd.conf"
-	@echo "                (PREFIX=$(PREFIX); DESTDIR=DIR installs into DIR and creates no user)"
-	@echo "make clean      remove build trees"
+	@awk -F ' [|] ' '/^[|] `make/ { gsub(/`|^[|] | [|]$$/, ""); print $$1; n = split($$2, w, " "); \
+	  l = "   "; for (i = 1; i <= n; i++) { if (length(l) + length(w[i]) > 78) { print l; l = "   " } \
+	  l = l " " w[i] } print l }' docs/DEVELOPING.md
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

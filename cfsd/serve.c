@@ -196,37 +196,39 @@ struct ctl_key {
 struct ctl_batch {
 	struct ctl_req q;         /* first: ctl_req_end frees the batch */
 	uint8_t type;
-	uint32_t left;
-	int err;
+	struct cfs_fanin fan;     /* the haves out, and the first hard error */
 	uint32_t n;
 	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
 	struct ctl_key keys[];
 };
 
-static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
-                         uint64_t lease)
+/* One have ended (or could not start); the last one answers. */
+static void ctl_batch_end(struct ctl_batch *b, int status)
 {
-	struct ctl_key *ck = arg;
-	struct ctl_batch *b = ck->b;
-
-	if (status == 0 && found)
-		b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
-	/* A have that reached nobody is not an answer: the caller must not
-	 * take it for "absent". */
-	if (status < 0 && status != -ENOENT && !b->err)
-		b->err = status;
-	if (--b->left)
+	if (!cfs_fanin_end(&b->fan, status))
 		return;
 	if (!b->q.k->closed) {
 		cfs_msg_init(&R, (enum cfs_msg_type)b->type);
 		R.is_reply = true;
 		R.reqid = b->q.reqid;
-		R.status = b->err;
-		if (!b->err)
+		R.status = b->fan.status;
+		if (!b->fan.status)
 			R.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
 		(void)cfs_stream_write_msg(b->q.k->s, &R);
 	}
 	ctl_req_end(&b->q);
+}
+
+static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
+                         uint64_t lease)
+{
+	struct ctl_key *ck = arg;
+
+	if (status == 0 && found)
+		ck->b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
+	/* A have that reached nobody is not an answer: the caller must not
+	 * take it for "absent". "Not there" is one. */
+	ctl_batch_end(ck->b, status == -ENOENT ? 0 : status);
 }
 
 static void ctl_keys(struct conn *k, const struct cfs_msg *req)
@@ -237,19 +239,16 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 	b->q.reqid = req->reqid;
 	b->type = req->type;
 	b->n = req->n_keys;
-	b->left = 1; /* held until every key is started */
+	cfs_fanin_add(&b->fan); /* held until every key is started */
 	k->pending++;
 	for (uint32_t i = 0; i < req->n_keys; i++) {
 		b->keys[i] = (struct ctl_key){ b, i };
-		b->left++;
+		cfs_fanin_add(&b->fan);
 		int r = dhash_have(E.client, &req->keys[i], ctl_key_done, &b->keys[i]);
-		if (r < 0) {
-			b->left--;
-			if (!b->err)
-				b->err = r;
-		}
+		if (r < 0)
+			ctl_batch_end(b, r);
 	}
-	ctl_key_done(&(struct ctl_key){ b, 0 }, -ENOENT, NULL, 0, 0);
+	ctl_batch_end(b, 0);
 }
 
 /* CTL_REFRESH: the whole batch at once, one REFRESH per server

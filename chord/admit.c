@@ -54,24 +54,26 @@ bool chord_is_member(const chord_t *c, const struct cfs_id *id, const struct cfs
 	if (in_tables(c, id, from))
 		return true;
 	e = cfs_htab_get(&c->auth, id);
-	return e && chord__auth_peek(c, id) == AUTH_OK && cfs_addr_eq(&e->node.addr, from);
+	return e && chord__auth_peek(c, id, cfs_now_us()) == AUTH_OK && cfs_addr_eq(&e->node.addr, from);
 }
 
 bool chord_member_check(chord_t *c, const struct cfs_node *n)
 {
+	uint64_t now = cfs_now_us();
+
 	if (chord_is_member(c, &n->id, &n->addr))
 		return true;
-	if (!c->client && chord__auth_peek(c, &n->id) == AUTH_NONE)
+	if (!c->client && chord__auth_peek(c, &n->id, now) == AUTH_NONE)
 		/* the ID must hash from the address first; the check is charged
 		 * to the sender's address like one a LEAVE or NOTIFY asks for,
 		 * so forged replica STOREs cannot spend the daemon's own budget */
-		(void)chord__auth_check_from(c, n, &n->addr);
+		(void)chord__auth_check_from(c, n, &n->addr, now);
 	return false;
 }
 
 bool chord_member_pending(const chord_t *c, const struct cfs_id *id)
 {
-	return chord__auth_peek(c, id) == AUTH_PENDING;
+	return chord__auth_peek(c, id, cfs_now_us()) == AUTH_PENDING;
 }
 
 /* The clockwise distance from a to b as a fraction of the circle. */

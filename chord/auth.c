@@ -15,6 +15,10 @@
  * at another (else anyone could name a live node's ID at a wrong port and
  * shut it out), and an ID held by a live authenticated node is refused at
  * any other address until that entry expires or the node is found dead.
+ *
+ * Time is an argument (now, in cfs_now_us's microseconds): the cache only
+ * compares it with its entries' until_us. The transport's callback for an
+ * AUTH reply is the one place here that reads the clock.
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -38,7 +42,7 @@ struct auth_call {
 
 static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck);
 
-void chord__auth_init(chord_t *c)
+void chord__auth_init(chord_t *c, uint64_t now)
 {
 	static const struct chord__rl_params p = {
 		.src_rate = CHORD_AUTH_SRC_RATE, .src_burst = CHORD_AUTH_SRC_BURST,
@@ -49,7 +53,7 @@ void chord__auth_init(chord_t *c)
 	cfs_htab_init(&c->auth, sizeof(struct cfs_id), sizeof(struct auth_ent));
 	c->auth_sweep_at = 64;
 	chord__rl_init(&c->auth_rl, &p);
-	chord__cookie_init(&c->cookies, cfs_now_us());
+	chord__cookie_init(&c->cookies, now);
 }
 
 void chord__auth_free(chord_t *c)
@@ -64,17 +68,21 @@ static struct auth_ent *find(const chord_t *c, const struct cfs_id *id)
 	return cfs_htab_get(&c->auth, id);
 }
 
+/* An entry counts until until_us inclusive; a PENDING one until its
+ * check ends, whatever the clock says (the reply or the timeout ends it). */
+static bool live(const struct auth_ent *e, uint64_t now)
+{
+	return e && (e->until_us >= now || e->state == AUTH_PENDING);
+}
+
 static bool unexpired(void *now, const void *key, void *val)
 {
-	const struct auth_ent *e = val;
-	return e->until_us >= *(uint64_t *)now || e->state == AUTH_PENDING;
+	return live(val, *(uint64_t *)now);
 }
 
 /* Drop expired entries once the cache has doubled since the last sweep. */
-static void maintain(chord_t *c)
+static void maintain(chord_t *c, uint64_t now)
 {
-	uint64_t now = cfs_now_us();
-
 	if (cfs_htab_count(&c->auth) < c->auth_sweep_at)
 		return;
 	cfs_htab_filter(&c->auth, unexpired, &now);
@@ -82,12 +90,12 @@ static void maintain(chord_t *c)
 }
 
 /* The entry for n (made if new); valid until the cache next changes. */
-static struct auth_ent *get(chord_t *c, const struct cfs_node *n)
+static struct auth_ent *get(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
 	struct auth_ent *e = find(c, &n->id);
 
 	if (!e) {
-		maintain(c);
+		maintain(c, now);
 		e = cfs_htab_put(&c->auth, &n->id, NULL);
 		e->id = n->id;
 	}
@@ -95,13 +103,13 @@ static struct auth_ent *get(chord_t *c, const struct cfs_node *n)
 	return e;
 }
 
-enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id)
+enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id, uint64_t now)
 {
 	const struct auth_ent *e = find(c, id);
 
 	if (chord__local(c, id))
 		return AUTH_OK;
-	if (!e || (e->until_us < cfs_now_us() && e->state != AUTH_PENDING))
+	if (!live(e, now))
 		return AUTH_NONE;
 	return (enum auth_state)e->state;
 }
@@ -111,53 +119,55 @@ size_t chord__auth_count(const chord_t *c)
 	return cfs_htab_count(&c->auth);
 }
 
-void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id)
+void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now)
 {
 	struct auth_ent *e = find(c, id);
 
 	if (e && e->state != AUTH_PENDING) {
 		e->state = AUTH_DEAD;
-		e->until_us = cfs_now_us() + DEAD_US;
+		e->until_us = now + DEAD_US;
 	}
 }
 
-static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
-                          const struct cfs_rpc_result *res)
+/* The answer to call a (status 0 with the reply, or the call's error). */
+static void answered(struct auth_call *a, int status, const struct cfs_msg *reply, uint64_t now)
 {
-	struct auth_call *a = arg;
 	chord_t *c = a->c;
-	struct auth_ent *e;
+	struct auth_ent *e = find(c, &a->node.id);
 	char s[9];
 
-	c->auth_inflight--;
-	if (status == -ECANCELED || c->freeing) {
-		free(a);
-		return;
-	}
-	e = find(c, &a->node.id);
 	if (!e || e->state != (a->recheck ? AUTH_OK : AUTH_PENDING) ||
-	    !cfs_addr_eq(&e->node.addr, &a->node.addr)) {
-		free(a);
+	    !cfs_addr_eq(&e->node.addr, &a->node.addr))
 		return;
-	}
 	e->rechecking = false;
 	if (status == 0 && reply->has_from && cfs_id_eq(&reply->from_id, &a->node.id) &&
 	    reply->from_vindex == a->node.vindex &&
 	    sodium_memcmp(reply->nonce, a->nonce, CFS_NONCE_BYTES) == 0) {
 		e->state = AUTH_OK;
-		e->until_us = cfs_now_us() + OK_US;
+		e->until_us = now + OK_US;
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
 		if (!a->recheck)
-			chord__table_consider(c, &n);
+			chord__table_consider(c, &n, now);
 	} else {
 		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
-		e->until_us = cfs_now_us() + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
+		e->until_us = now + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
 		c->auth_failed++;
 		log_debug("node %s failed authentication: %s", cfs_id_short(&a->node.id, s),
 		          status ? strerror(-status) : "wrong answer");
 	}
+}
+
+/* The transport's callback: the one place here that reads the clock. */
+static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
+                          const struct cfs_rpc_result *res)
+{
+	struct auth_call *a = arg;
+
+	a->c->auth_inflight--;
+	if (status != -ECANCELED && !a->c->freeing)
+		answered(a, status, reply, cfs_now_us());
 	free(a);
 }
 
@@ -167,12 +177,13 @@ static void on_auth_reply(void *arg, int status, const struct cfs_msg *reply,
  * authenticated node holds is refused at any other (one IP may run several
  * processes, and IDs no longer hash the port: PROTOCOL.md "Node IDs").
  */
-static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
+static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
+                              uint64_t now)
 {
 	struct auth_ent *e = find(c, &n->id);
 	char s[9], a[CFS_ADDR_STRLEN];
 
-	if (!e || (e->until_us < cfs_now_us() && e->state != AUTH_PENDING))
+	if (!live(e, now))
 		return AUTH_NONE;
 	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex)
 		return (enum auth_state)e->state;
@@ -181,9 +192,9 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 		 * check, at most one at a time, not sooner than RECHECK_US
 		 * after it last answered); if it is gone, n is checked at the
 		 * next offer. */
-		if (!e->rechecking && cfs_now_us() + OK_US - e->until_us > RECHECK_US &&
+		if (!e->rechecking && now + OK_US - e->until_us > RECHECK_US &&
 		    !c->leaving && !c->freeing && c->auth_inflight < CHORD_AUTH_INFLIGHT_MAX &&
-		    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) == 0) {
+		    chord__rl_admit(&c->auth_rl, now, src) == 0) {
 			struct cfs_node holder = e->node;
 			e->rechecking = send_auth(c, &holder, true) == 0;
 		}
@@ -198,7 +209,8 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 	return AUTH_NONE; /* failed or dead at another address: n gets its own check */
 }
 
-enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src)
+enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
+                                       uint64_t now)
 {
 	struct auth_ent *e;
 	enum auth_state st;
@@ -206,7 +218,7 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 
 	if (chord__local(c, &n->id))
 		return AUTH_OK;
-	if ((st = cached(c, n, src)) != AUTH_NONE)
+	if ((st = cached(c, n, src, now)) != AUTH_NONE)
 		return st;
 	if (!chord__node_id_ok(c, n)) {
 		/* Not cached: an entry would keep the real node out. */
@@ -217,18 +229,18 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 	if (c->leaving || c->freeing)
 		return AUTH_FAILED;
 	if (c->auth_inflight >= CHORD_AUTH_INFLIGHT_MAX ||
-	    chord__rl_admit(&c->auth_rl, cfs_now_us(), src) < 0) {
+	    chord__rl_admit(&c->auth_rl, now, src) < 0) {
 		c->auth_dropped++;
 		return AUTH_NONE;
 	}
-	e = get(c, n);
+	e = get(c, n, now);
 	e->state = AUTH_PENDING;
-	e->until_us = cfs_now_us() + PENDING_US;
+	e->until_us = now + PENDING_US;
 	e->rechecking = false;
 	if (send_auth(c, n, false) < 0) {
 		e = find(c, &n->id);
 		e->state = AUTH_FAILED;
-		e->until_us = cfs_now_us() + FAILED_US;
+		e->until_us = now + FAILED_US;
 		return AUTH_FAILED;
 	}
 	return AUTH_PENDING;
@@ -255,7 +267,7 @@ static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
 	return 0;
 }
 
-enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n)
+enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
-	return chord__auth_check_from(c, n, NULL);
+	return chord__auth_check_from(c, n, NULL, now);
 }

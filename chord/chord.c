@@ -279,7 +279,7 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	uv_timer_init(loop, &c->reach_timer);
 	c->reach_timer.data = c;
 	c->handles += 3;
-	chord__auth_init(c);
+	chord__auth_init(c, cfs_now_us());
 	chord__learned_init(&c->learned, c->cfg.learned_max < CHORD_LEARNED_MAX ? c->cfg.learned_max
 	                                                                        : CHORD_LEARNED_MAX);
 	cfs_transport_set_coord(t, &c->coord);

@@ -130,6 +130,5 @@ void chord__fwdsm_send_failed(struct chord__fwdsm *f, uint32_t ask, int r)
 
 void chord__fwdsm_release(struct chord__fwdsm *f)
 {
-	free(f->q.a);
-	f->q.a = NULL;
+	cfs_actq_free(&f->q);
 }

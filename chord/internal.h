@@ -288,14 +288,16 @@ void chord__vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t 
 double chord__vivaldi_predict_ms(const struct cfs_coord *a, const struct cfs_coord *b);
 
 /* auth.c */
-void chord__auth_init(chord_t *c);
+void chord__auth_init(chord_t *c, uint64_t now);
 void chord__auth_free(chord_t *c);
 /* AUTH_OK, AUTH_FAILED/AUTH_DEAD (never use), or AUTH_PENDING (asked; the
  * node is offered to the tables once it answers). Local nodes are AUTH_OK. */
-enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n);
+enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The node did not answer: keep it out of tables for a while. */
-void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id);
-enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id);
+void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now);
+/* The cached verdict, without asking: an entry holds through its until_us
+ * (AUTH_PENDING until its check ends), then reads AUTH_NONE. */
+enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id, uint64_t now);
 size_t chord__auth_count(const chord_t *c);
 /*
  * Budgets of authentication work: a source
@@ -317,7 +319,8 @@ size_t chord__auth_count(const chord_t *c);
  * is spent (dropped, counted, not queued: ask again later). AUTH_FAILED for
  * an ID held by a live authenticated node at another address.
  */
-enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src);
+enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
+                                       uint64_t now);
 
 /* cookie.c */
 void chord__cookie_init(struct chord__cookie_jar *j, uint64_t now_us);
@@ -348,16 +351,16 @@ int chord__rl_admit(struct chord__ratelimit *r, uint64_t now_us, const struct cf
 /* table.c */
 const struct cfs_node *chord__vn_succ(const struct vnode *v);
 /* Offer an authenticated node to every virtual server's tables. */
-void chord__table_consider(chord_t *c, const struct cfs_node *n);
+void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* Offer a node: authenticate first if needed (then it is considered). */
-void chord__table_offer(chord_t *c, const struct cfs_node *n);
+void chord__table_offer(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* Remove a node from every table, mark it dead. */
-void chord__table_remove(chord_t *c, const struct cfs_id *id);
+void chord__table_remove(chord_t *c, const struct cfs_id *id, uint64_t now);
 /* A finger that failed to answer: forget it (fix-fingers refills it). */
 void chord__table_drop_finger(chord_t *c, const struct cfs_id *id);
 /* Rebuild v's successor list as [first] + list (a successor's own list). */
 void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
-                     const struct cfs_node *list, uint32_t n);
+                            const struct cfs_node *list, uint32_t n, uint64_t now);
 /* The measured RTT to id if any table has it, else 0. */
 void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us);
 bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
@@ -374,7 +377,7 @@ bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
  */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
-                uint32_t cap);
+                uint32_t cap, uint64_t now);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);
 double chord__table_estimate_n(const struct vnode *v);
@@ -391,7 +394,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
  * what it names (its predecessor if it was ours, its successors), each
  * check charged to its address. */
 void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
-                              const struct cfs_msg *req);
+                              const struct cfs_msg *req, uint64_t now);
 
 /* lookup.c */
 void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
@@ -448,11 +451,11 @@ bool chord__suspects_has(const struct chord__suspects *s, const struct cfs_id *i
 bool chord__suspects_strike(struct chord__suspects *s, const struct cfs_id *id, uint64_t now_us);
 /* Suspects not yet expired. */
 uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us);
-bool chord__suspect_is(const chord_t *c, const struct cfs_id *id);
+bool chord__suspect_is(const chord_t *c, const struct cfs_id *id, uint64_t now);
 /* chord_suspect for a node that claimed a key it precedes: a suspect only
  * on its second claim past the grace (chord__suspects_strike); true when
  * it became one. */
-bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why);
+bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why, uint64_t now);
 
 /* client.c */
 /* A lookup answered without a message (res): its callback from the timer,

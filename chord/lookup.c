@@ -73,7 +73,7 @@ static bool env_local_step(void *ctx, const struct cfs_id *key, uint32_t nsucc, 
 	struct vnode *u = chord__table_closest_local(c, key);
 
 	*ret_self = u->self;
-	return chord__table_step(c, u, key, nsucc, to_pred, true, out, n_out, n_cand, cap);
+	return chord__table_step(c, u, key, nsucc, to_pred, true, out, n_out, n_cand, cap, cfs_now_us());
 }
 
 static bool env_has_block(void *ctx, const struct cfs_id *key)
@@ -100,7 +100,7 @@ static double env_avg_rtt_ms(void *ctx)
 
 static bool env_is_suspect(void *ctx, const struct cfs_id *id)
 {
-	return chord__suspect_is(ctx, id);
+	return chord__suspect_is(ctx, id, cfs_now_us());
 }
 
 static uint32_t env_succ_max(void *ctx)
@@ -150,10 +150,12 @@ static void lookup_put(struct lookup *l)
  * share an address (t_one_address). A plain client learns in client.c. */
 static void learn(chord_t *c, const struct cfs_node *n)
 {
+	uint64_t now = cfs_now_us();
+
 	if (c->client || chord__local(c, &n->id) || c->learned.cap == 0)
 		return;
-	if (chord__auth_peek(c, &n->id) == AUTH_OK)
-		chord__learned_add(&c->learned, n, cfs_now_us());
+	if (chord__auth_peek(c, &n->id, now) == AUTH_OK)
+		chord__learned_add(&c->learned, n, now);
 }
 
 /* FINISH: count it, and queue the callback for the timer (never from
@@ -270,7 +272,7 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 			chord__client_forget(c, &a->id);
 		break;
 	case CHORD__LKA_REMOVE:
-		chord__table_remove(c, &a->id);
+		chord__table_remove(c, &a->id, cfs_now_us());
 		break;
 	case CHORD__LKA_DEADLINE:
 		l->deadline_us = cfs_now_us() + a->ms * 1000ull;
@@ -283,7 +285,7 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		c->lookup_checks_failed++;
 		if (a->why == chord__lk_claims_preceding) {
 			/* an honest node's first claim: it stays a contact */
-			if (!chord__suspect_claim(c, &a->id, a->why))
+			if (!chord__suspect_claim(c, &a->id, a->why, cfs_now_us()))
 				break;
 		} else {
 			chord_suspect(c, &a->id, a->why);
@@ -500,8 +502,8 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req, 
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
 	return chord__table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, wrap_ok,
-	                         out, n, ncand,
-	                  *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND);
+	                         out, n, ncand, *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND,
+	                         cfs_now_us());
 }
 
 /* Was this request taken already? */

@@ -84,30 +84,6 @@ int chord__lk_select(const struct chord__lk_env *env, uint32_t sel, const struct
 	return bi;
 }
 
-/* ------------------------------------------------------------ queue */
-
-struct chord__lk_act *chord__lk_emit(struct chord__lk_queue *q, enum chord__lk_act_type type)
-{
-	if (q->head == q->n)
-		q->head = q->n = 0;
-	if (q->n == q->cap) {
-		q->cap = q->cap ? 2 * q->cap : 8;
-		q->a = xrealloc(q->a, q->cap * sizeof(*q->a));
-	}
-	struct chord__lk_act *a = &q->a[q->n++];
-	memset(a, 0, sizeof(*a));
-	a->type = type;
-	return a;
-}
-
-bool chord__lk_pop(struct chord__lk_queue *q, struct chord__lk_act *ret)
-{
-	if (q->head == q->n)
-		return false;
-	*ret = q->a[q->head++];
-	return true;
-}
-
 /* ------------------------------------------------------------ sets, path */
 
 static bool is_failed(const struct chord__lksm *sm, const struct cfs_id *id)
@@ -211,10 +187,9 @@ void chord__lksm_release(struct chord__lksm *sm)
 {
 	free(sm->path);
 	free(sm->asks);
-	free(sm->q.a);
+	cfs_actq_free(&sm->q);
 	sm->path = NULL;
 	sm->asks = NULL;
-	sm->q.a = NULL;
 }
 
 static void finish(struct chord__lksm *sm, int status)

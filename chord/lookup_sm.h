@@ -110,15 +110,22 @@ struct chord__lk_act {
 	const char *why;      /* SUSPECT: a static string */
 };
 
-struct chord__lk_queue {
-	struct chord__lk_act *a;
-	uint32_t head, n, cap;
-};
+/* The machines' actions queue in common's struct cfs_actq. */
 
 /* Take the oldest action; false when none is left. */
-bool chord__lk_pop(struct chord__lk_queue *q, struct chord__lk_act *ret);
+static inline bool chord__lk_pop(struct cfs_actq *q, struct chord__lk_act *ret)
+{
+	return cfs_actq_pop(q, ret, sizeof(*ret));
+}
+
 /* Queue a cleared action of this type (the machines' side). */
-struct chord__lk_act *chord__lk_emit(struct chord__lk_queue *q, enum chord__lk_act_type type);
+static inline struct chord__lk_act *chord__lk_emit(struct cfs_actq *q, enum chord__lk_act_type type)
+{
+	struct chord__lk_act *a = cfs_actq_push(q, sizeof(*a));
+
+	a->type = type;
+	return a;
+}
 
 /* ------------------------------------------------------------ events */
 
@@ -188,7 +195,7 @@ struct chord__lksm {
 	bool has_done_from;
 	struct chord__lk_ask *asks;
 	uint32_t nasks, asks_cap;
-	struct chord__lk_queue q;
+	struct cfs_actq q;
 	struct chord_lookup_result res; /* latency_us is the driver's */
 	/* Castro et al. 2002 §4.2, redundant routing, once: after an answer
 	 * failed the checks the lookup starts again from our own tables,
@@ -265,7 +272,7 @@ struct chord__fwdsm {
 	uint32_t npart;
 	struct cfs_node out[CFS_MSG_MAX_NODES]; /* the answer we send */
 	uint32_t nout;
-	struct chord__lk_queue q;
+	struct cfs_actq q;
 };
 
 /* Is a LOOKUP_FWD believable: not too old, from an originator whose ID

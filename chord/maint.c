@@ -93,7 +93,7 @@ static void probe_missed(chord_t *c, struct tnode *t, int status)
 		snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), t->misses,
 		         t->misses == 1 ? "" : "s");
 		log_lost(&t->n, "successor", why);
-		chord__table_remove(c, &t->n.id);
+		chord__table_remove(c, &t->n.id, cfs_now_us());
 	}
 }
 
@@ -217,18 +217,19 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 			list[n++] = r->succ[i];
 	if (n == 0)
 		return;
-	enum auth_state st = chord__auth_check(c, &list[0]);
+	uint64_t now = cfs_now_us();
+	enum auth_state st = chord__auth_check(c, &list[0], now);
 	for (uint32_t i = 1; i < n; i++)
-		(void)chord__auth_check(c, &list[i]);
+		(void)chord__auth_check(c, &list[i], now);
 	if (st != AUTH_OK)
 		return; /* pending: the next attempt finds it authenticated */
-	chord__table_set_succs(v, &list[0], list + 1, n - 1);
+	chord__table_set_succs(v, &list[0], list + 1, n - 1, now);
 	v->succ_unsure = false;
 	/* Our own virtual servers need no lookup to be known: each joined one
 	 * takes its place in the others' lists now, not rounds later. */
 	for (uint32_t i = 0; i < c->nv; i++)
 		if (c->v[i].joined)
-			chord__table_consider(c, &c->v[i].self);
+			chord__table_consider(c, &c->v[i].self, now);
 	chord__maint_kick(v);
 	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
 	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
@@ -238,10 +239,12 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
  * and know each other. */
 static void found_ring(chord_t *c)
 {
+	uint64_t now = cfs_now_us();
+
 	for (uint32_t i = 0; i < c->nv; i++)
 		c->v[i].joined = true;
 	for (uint32_t i = 0; i < c->nv; i++)
-		chord__table_consider(c, &c->v[i].self);
+		chord__table_consider(c, &c->v[i].self, now);
 }
 
 /* The join targets: the bootstrap addresses, then the remembered peers. */
@@ -323,9 +326,10 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
 		free(k); /* the list changed meanwhile; next round */
 		return;
 	}
+	uint64_t now = cfs_now_us();
 	struct cfs_node first = t->n;
 	first.coord = reply->coord;
-	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes);
+	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes, now);
 	/* Its list wraps back to us only if it names us its predecessor too:
 	 * a node that took us for its successor by mistake names us first. */
 	v->wraps &= reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id);
@@ -333,7 +337,7 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
 		v->succ_unsure = false; /* no one between us and our successor */
 	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
 	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
-		chord__table_offer(c, &reply->pred);
+		chord__table_offer(c, &reply->pred, now);
 	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
 		notify_succ(v, chord__vn_succ(v));
 	free(k);
@@ -361,7 +365,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 			         v->pred.misses == 1 ? "" : "s");
 			log_lost(&v->pred.n, "predecessor", why);
 			v->pred.valid = false;
-			chord__auth_mark_dead(c, &k->to.id);
+			chord__auth_mark_dead(c, &k->to.id, cfs_now_us());
 		}
 	}
 	free(k);
@@ -370,6 +374,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 static void stabilize(struct vnode *v)
 {
 	chord_t *c = v->c;
+	uint64_t now = cfs_now_us();
 
 	if (!v->joined) {
 		join(v);
@@ -395,11 +400,11 @@ static void stabilize(struct vnode *v)
 			struct cfs_node list[CHORD_SUCC_MAX];
 			for (uint32_t i = 0; i < u->nsuccs; i++)
 				list[i] = u->succ[i].n;
-			chord__table_set_succs(v, &first, list, u->nsuccs);
+			chord__table_set_succs(v, &first, list, u->nsuccs, now);
 			v->wraps &= u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id);
 			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
-				chord__table_offer(c, &u->pred.n);
-			chord__table_consider(c, &v->self); /* notify u */
+				chord__table_offer(c, &u->pred.n, now);
+			chord__table_consider(c, &v->self, now); /* notify u */
 			if (u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id))
 				v->succ_unsure = false;
 			free(k);
@@ -412,7 +417,7 @@ static void stabilize(struct vnode *v)
 	/* A predecessor that has been silent for a while is probed. */
 	uint64_t quiet = 2ull * c->cfg.stabilize_ms * 1000;
 	if (v->pred.valid && !v->pred_probe_busy && !chord__local(c, &v->pred.n.id) &&
-	    cfs_now_us() - v->pred_heard_us > quiet) {
+	    now - v->pred_heard_us > quiet) {
 		struct vcall *k = vcall_new(v, &v->pred.n);
 		chord__msg_init(c, v, CFS_MSG_PING, &v->pred.n);
 		if (chord_call(c, &v->pred.n, &c->msg, c->cfg.probe_timeout_ms, pred_reply, k) < 0)
@@ -500,7 +505,7 @@ static void finger_choose(struct vnode *v, int k, const struct cfs_node *cand, u
 			return;
 		best = 0;
 	}
-	if (chord__auth_check(c, &cand[best]) == AUTH_OK) {
+	if (chord__auth_check(c, &cand[best], cfs_now_us()) == AUTH_OK) {
 		struct tnode *f = &v->finger[k];
 		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
 			*f = (struct tnode){ .n = cand[best], .valid = true };
@@ -626,7 +631,7 @@ void chord__maint_stop(chord_t *c)
  */
 struct leaving {
 	chord_t *c;
-	unsigned pending;
+	struct cfs_fanin calls;   /* LEAVEs out, with chord__maint_leave's hold */
 	void (*done)(void *);
 	void *arg;
 };
@@ -643,7 +648,7 @@ static void leave_reply(void *arg, int status, const struct cfs_msg *reply,
 
 static void leave_end(struct leaving *l)
 {
-	if (--l->pending == 0) {
+	if (cfs_fanin_end(&l->calls, 0)) {
 		l->done(l->arg);
 		free(l);
 	}
@@ -691,7 +696,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	l->c = c;
 	l->done = done;
 	l->arg = arg;
-	l->pending = 1;
+	cfs_fanin_add(&l->calls);
 	c->leaving = true;
 	chord__maint_stop(c);
 	chord__merge_stop(c);
@@ -709,10 +714,11 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 			k->l = l;
 			k->v = v;
 			k->to = *to[j];
-			if (leave_send(k, NULL) == 0)
-				l->pending++;
-			else
+			cfs_fanin_add(&l->calls);
+			if (leave_send(k, NULL) < 0) {
 				free(k);
+				leave_end(l);
+			}
 		}
 	}
 	/* Drop our own reference: with no neighbour to tell, done runs now. */
@@ -720,24 +726,24 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 }
 
 void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
-                              const struct cfs_msg *req)
+                              const struct cfs_msg *req, uint64_t now)
 {
 	bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender->id);
 
 	c->leave_applied++;
 	if (chord__table_contains(c, &sender->id))
 		log_lost(sender, was_pred ? "predecessor" : "neighbour", "it left the ring");
-	chord__table_remove(c, &sender->id);
+	chord__table_remove(c, &sender->id, now);
 	/* What a leaving node names is authenticated like anything offered,
 	 * charged to its address (a LEAVE offering 64 nodes once
 	 * cost 64 unbounded AUTH calls). */
 	if (was_pred && req->has_pred && !cfs_id_eq(&req->pred.id, &v->self.id) &&
-	    chord__auth_check_from(c, &req->pred, &sender->addr) == AUTH_OK)
-		chord__table_consider(c, &req->pred);
+	    chord__auth_check_from(c, &req->pred, &sender->addr, now) == AUTH_OK)
+		chord__table_consider(c, &req->pred, now);
 	for (uint32_t i = 0; i < req->n_nodes; i++)
 		if (!cfs_id_eq(&req->nodes[i].id, &v->self.id) &&
-		    chord__auth_check_from(c, &req->nodes[i], &sender->addr) == AUTH_OK)
-			chord__table_consider(c, &req->nodes[i]);
+		    chord__auth_check_from(c, &req->nodes[i], &sender->addr, now) == AUTH_OK)
+			chord__table_consider(c, &req->nodes[i], now);
 }
 
 /* Is id in a table of ours at exactly address a? A LEAVE may remove only
@@ -776,7 +782,7 @@ static void handle_leave(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 	chord__msg_init(c, v, CFS_MSG_LEAVE, NULL);
 	switch (vd) {
 	case LEAVE_APPLY:
-		chord__maint_leave_apply(c, v, sender, req);
+		chord__maint_leave_apply(c, v, sender, req, now);
 		chord__msg_init(c, v, CFS_MSG_LEAVE, NULL);
 		break;
 	case LEAVE_STRANGER:
@@ -808,7 +814,7 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 	struct alert *a = arg;
 
 	if (status != -ECANCELED && !a->c->freeing && status < 0 && status != -EPERM)
-		chord__table_remove(a->c, &a->id);
+		chord__table_remove(a->c, &a->id, cfs_now_us());
 	free(a);
 }
 
@@ -852,6 +858,7 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 {
 	struct cfs_node sender = { 0 };
 	bool member = req->has_from;
+	uint64_t now = cfs_now_us();
 
 	if (member) {
 		sender.id = req->from_id;
@@ -859,7 +866,7 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		sender.vindex = req->from_vindex;
 		sender.coord = req->coord;
 		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id))
-			v->pred_heard_us = cfs_now_us();
+			v->pred_heard_us = now;
 	}
 	switch (req->type) {
 	case CFS_MSG_GET_PRED:
@@ -886,8 +893,8 @@ void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
 		    cfs_addr_eq(&req->node.addr, &from->addr) && req->node.vindex == sender.vindex &&
 		    !cfs_id_eq(&sender.id, &v->self.id) &&
 		    (!v->pred.valid || cfs_id_in_oo(&sender.id, &v->pred.n.id, &v->self.id)))
-			if (chord__auth_check_from(c, &sender, &from->addr) == AUTH_OK)
-				chord__table_consider(c, &sender);
+			if (chord__auth_check_from(c, &sender, &from->addr, now) == AUTH_OK)
+				chord__table_consider(c, &sender, now);
 		break;
 	case CFS_MSG_ALERT:
 		handle_alert(c, v, &req->key);

@@ -151,6 +151,7 @@ static void check_done(void *arg, const struct chord_lookup_result *r)
 	chord_t *c = arg;
 	struct vnode *v = &c->v[c->merge_vi % c->nv];
 	char s1[9], s2[9], a[CFS_ADDR_STRLEN];
+	uint64_t now = cfs_now_us();
 
 	c->merge_busy = false;
 	if (r->status == -ECANCELED || c->freeing || r->status < 0 || r->n == 0)
@@ -168,9 +169,9 @@ static void check_done(void *arg, const struct chord_lookup_result *r)
 	}
 	for (uint32_t i = 0; i < r->n; i++)
 		if (!cfs_id_eq(&r->succ[i].id, &v->self.id))
-			chord__table_offer(c, &r->succ[i]);
+			chord__table_offer(c, &r->succ[i], now);
 	for (uint32_t i = 0; i < r->npath; i++)
-		chord__table_offer(c, &r->path[i]);
+		chord__table_offer(c, &r->path[i], now);
 	chord__maint_kick(v);
 }
 

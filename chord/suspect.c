@@ -101,12 +101,12 @@ uint32_t chord__suspects_count(const struct chord__suspects *s, uint64_t now_us)
 	return k;
 }
 
-bool chord__suspect_is(const chord_t *c, const struct cfs_id *id)
+bool chord__suspect_is(const chord_t *c, const struct cfs_id *id, uint64_t now)
 {
-	return c->susp.n > 0 && chord__suspects_has(&c->susp, id, cfs_now_us());
+	return c->susp.n > 0 && chord__suspects_has(&c->susp, id, now);
 }
 
-void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why)
+static void add(chord_t *c, const struct cfs_id *id, const char *why, uint64_t now)
 {
 	char s[9];
 
@@ -115,18 +115,23 @@ void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why)
 	if (c->susp.ttl_us == 0) /* chord_new leaves it to us: the default */
 		c->susp.ttl_us = (uint64_t)(c->cfg.suspect_ms ? c->cfg.suspect_ms
 		                                               : CHORD_SUSPECT_MS_DEFAULT) * 1000;
-	if (chord__suspects_add(&c->susp, id, why, cfs_now_us()))
+	if (chord__suspects_add(&c->susp, id, why, now))
 		log_warn("chord: suspect %s: %s", cfs_id_short(id, s), why);
 }
 
-bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why)
+void chord_suspect(chord_t *c, const struct cfs_id *id, const char *why)
+{
+	add(c, id, why, cfs_now_us());
+}
+
+bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why, uint64_t now)
 {
 	char s[9];
 
 	if (chord__local(c, id))
 		return false;
-	if (chord__suspects_strike(&c->susp, id, cfs_now_us())) {
-		chord_suspect(c, id, why);
+	if (chord__suspects_strike(&c->susp, id, now)) {
+		add(c, id, why, now);
 		return true;
 	}
 	log_debug("chord: %s %s; refused, no suspect yet (its predecessor may have just joined)",
@@ -136,5 +141,5 @@ bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why)
 
 bool chord_is_suspect(const chord_t *c, const struct cfs_id *id)
 {
-	return chord__suspect_is(c, id);
+	return chord__suspect_is(c, id, cfs_now_us());
 }

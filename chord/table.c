@@ -55,11 +55,11 @@ static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
 		chord__maint_kick(v); /* a new successor: ask it about its neighbours now */
 }
 
-void chord__table_consider(chord_t *c, const struct cfs_node *n)
+void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
 	chord__merge_learned(c, n);
 	if (!chord__local(c, &n->id))
-		chord__learned_add(&c->learned, n, cfs_now_us());
+		chord__learned_add(&c->learned, n, now);
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct vnode *v = &c->v[vi];
 		if (cfs_id_eq(&n->id, &v->self.id))
@@ -80,7 +80,7 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n)
 		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
 			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id))
 				v->pred = (struct tnode){ .n = *n, .valid = true };
-			v->pred_heard_us = cfs_now_us();
+			v->pred_heard_us = now;
 		}
 		for (int k = 0; k < NFINGERS; k++) {
 			struct cfs_id s, e;
@@ -94,13 +94,13 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n)
 	}
 }
 
-void chord__table_offer(chord_t *c, const struct cfs_node *n)
+void chord__table_offer(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
-	if (chord__auth_check(c, n) == AUTH_OK)
-		chord__table_consider(c, n);
+	if (chord__auth_check(c, n, now) == AUTH_OK)
+		chord__table_consider(c, n, now);
 }
 
-void chord__table_remove(chord_t *c, const struct cfs_id *id)
+void chord__table_remove(chord_t *c, const struct cfs_id *id, uint64_t now)
 {
 	char s[9];
 	bool found = false;
@@ -127,7 +127,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id)
 			}
 	}
 	found |= chord__learned_remove(&c->learned, id);
-	chord__auth_mark_dead(c, id);
+	chord__auth_mark_dead(c, id, now);
 	if (found)
 		log_debug("dropped node %s from the tables", cfs_id_short(id, s));
 	/* A virtual server whose successors all died falls back on whatever
@@ -179,7 +179,7 @@ static bool list_has_all(const chord_t *c, const struct vnode *v)
 }
 
 void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
-                     const struct cfs_node *list, uint32_t n)
+                            const struct cfs_node *list, uint32_t n, uint64_t now)
 {
 	chord_t *c = v->c;
 	struct tnode old[CHORD_SUCC_MAX], *nw = v->succ;
@@ -202,7 +202,7 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 		/* Authenticate every newcomer now (answers arrive by the next
 		 * round), but keep the list gap-free: it ends at the first
 		 * node not yet authenticated. */
-		enum auth_state st = chord__auth_check(c, x);
+		enum auth_state st = chord__auth_check(c, x, now);
 		if (st == AUTH_FAILED || st == AUTH_DEAD) {
 			skipped = true; /* the list may still wrap; we cannot say so */
 			continue;
@@ -311,11 +311,11 @@ static void cand_add(struct cfs_node *out, uint32_t *n, uint32_t cap, const stru
 /* A next hop from v toward key: it makes progress and, with skipped,
  * is no suspect (*skipped tells that one was left out). */
 static bool cand_ok(const chord_t *c, const struct cfs_node *x, const struct cfs_node *v,
-                    const struct cfs_id *key, bool *skipped)
+                    const struct cfs_id *key, bool *skipped, uint64_t now)
 {
 	if (!cfs_id_in_oo(&x->id, &v->id, key))
 		return false;
-	if (skipped && chord__suspect_is(c, &x->id)) {
+	if (skipped && chord__suspect_is(c, &x->id, now)) {
 		*skipped = true;
 		return false;
 	}
@@ -323,31 +323,31 @@ static bool cand_ok(const chord_t *c, const struct cfs_node *x, const struct cfs
 }
 
 static void closest_preceding(chord_t *c, const struct vnode *v, const struct cfs_id *key,
-                              struct cfs_node *out, uint32_t *n, uint32_t cap, bool *skipped)
+                              struct cfs_node *out, uint32_t *n, uint32_t cap, bool *skipped,
+                              uint64_t now)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		const struct vnode *u = &c->v[vi];
 		if (u != v && cfs_id_in_oo(&u->self.id, &v->self.id, key))
 			cand_add(out, n, cap, &u->self, key);
 		for (uint32_t i = 0; i < u->nsuccs; i++)
-			if (cand_ok(c, &u->succ[i].n, &v->self, key, skipped))
+			if (cand_ok(c, &u->succ[i].n, &v->self, key, skipped, now))
 				cand_add(out, n, cap, &u->succ[i].n, key);
 		for (int k = 0; k < NFINGERS; k++)
-			if (u->finger[k].valid && cand_ok(c, &u->finger[k].n, &v->self, key, skipped))
+			if (u->finger[k].valid && cand_ok(c, &u->finger[k].n, &v->self, key, skipped, now))
 				cand_add(out, n, cap, &u->finger[k].n, key);
-		if (u->pred.valid && cand_ok(c, &u->pred.n, &v->self, key, skipped))
+		if (u->pred.valid && cand_ok(c, &u->pred.n, &v->self, key, skipped, now))
 			cand_add(out, n, cap, &u->pred.n, key);
 	}
 	/* The nodes learned from traffic nearest before the key: with most of
 	 * the ring learned, one of them has the key in its successor list. */
 	struct cfs_node near[16];
-	uint64_t now = cfs_now_us();
 	uint32_t nn = chord__learned_preceding(
 		&c->learned, &v->self.id, key,
 		now > CHORD_LEARNED_QUARANTINE_US ? now - CHORD_LEARNED_QUARANTINE_US : 0,
 		now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0, near, cap < 16 ? cap : 16);
 	for (uint32_t i = 0; i < nn; i++)
-		if (cand_ok(c, &near[i], &v->self, key, skipped))
+		if (cand_ok(c, &near[i], &v->self, key, skipped, now))
 			cand_add(out, n, cap, &near[i], key);
 }
 
@@ -362,7 +362,7 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
  * tables, and the order is the protocol. */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
-                uint32_t cap)
+                uint32_t cap, uint64_t now)
 {
 	uint32_t n = 0;
 
@@ -425,13 +425,13 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	 * unless they are all there is: a suspect before the key means our
 	 * successor is not the key's. */
 	bool skipped = false;
-	closest_preceding(c, v, key, out, &n, cap, &skipped);
+	closest_preceding(c, v, key, out, &n, cap, &skipped, now);
 	if (n == 0 && skipped)
-		closest_preceding(c, v, key, out, &n, cap, NULL);
+		closest_preceding(c, v, key, out, &n, cap, NULL, now);
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, out, n_out, n_cand, cap);
+			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, out, n_out, n_cand, cap, now);
 	}
 	if (n == 0 && v->succ_unsure) {
 		*n_out = 0; /* our successor may not be the key's: no answer */

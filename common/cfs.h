@@ -369,6 +369,52 @@ bool cfs_idmap_get(const struct cfs_idmap *m, const struct cfs_id *k, uint32_t *
 void cfs_idmap_put(struct cfs_idmap *m, const struct cfs_id *k, uint32_t v);
 void cfs_idmap_free(struct cfs_idmap *m);
 
+/* ------------------------------------------------------------ action queue */
+
+/*
+ * The one queue of actions that a state machine doing no I/O returns to
+ * its driver (common/actq.c): entries of one fixed size (the machine's
+ * action struct), first in first out, grown on demand. Zero-initialise to
+ * use; every push and pop names the entry size, always the same one. A
+ * pointer from push or peek stays valid until the next push or free.
+ */
+struct cfs_actq {
+	uint8_t *a;              /* cap entries of size bytes */
+	size_t size;
+	uint32_t head, n, cap;   /* entries [head, n) are queued */
+};
+
+/* Queue a zeroed entry of size bytes and return it for the caller to fill. */
+void *cfs_actq_push(struct cfs_actq *q, size_t size);
+/* Take the oldest entry into ret (size bytes); false when none is left. */
+bool cfs_actq_pop(struct cfs_actq *q, void *ret, size_t size);
+/* The oldest entry without taking it, or NULL when none is left. */
+const void *cfs_actq_peek(const struct cfs_actq *q);
+/* Release the queue's memory; it is empty and usable again. */
+void cfs_actq_free(struct cfs_actq *q);
+
+/* ------------------------------------------------------------ fan-in */
+
+/*
+ * One operation that fans out into requests and finishes when the last
+ * one has ended (common/fanin.c): the count of requests out and the first
+ * error any ended with. Zero-initialise; cfs_fanin_add before starting each
+ * request, cfs_fanin_end when it ends (or at once, when it could not
+ * start). A caller starting several adds one for itself first and ends it
+ * last, so that no early answer finishes the whole while it is still
+ * starting requests.
+ */
+struct cfs_fanin {
+	uint32_t out;            /* requests not ended yet (a starter's hold included) */
+	int status;              /* the first negative status any ended with, else 0 */
+};
+
+/* Count one more request out. */
+void cfs_fanin_add(struct cfs_fanin *f);
+/* End one request with status, keeping the first error; true when it was
+ * the last one out: the caller finishes the whole now, with f->status. */
+bool cfs_fanin_end(struct cfs_fanin *f, int status);
+
 /* ------------------------------------------------------------ crypto */
 
 #define CFS_HASH_BYTES 32

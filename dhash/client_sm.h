@@ -73,16 +73,16 @@ struct dhash__act {
 	uint8_t nonce[CFS_NONCE_BYTES];
 };
 
-/* Actions queued, first in first out. */
-struct dhash__actq {
-	struct dhash__act *a;
-	uint32_t head, n, cap;
-};
-struct dhash__act *dhash__actq_push(struct dhash__actq *q, enum dhash__act_type type);
-bool dhash__actq_pop(struct dhash__actq *q, struct dhash__act *ret);
-/* The next action's type without taking it, 0 when none. */
-enum dhash__act_type dhash__actq_peek(const struct dhash__actq *q);
-void dhash__actq_free(struct dhash__actq *q);
+/* Queue a cleared action of this type on a machine's queue (common's
+ * struct cfs_actq: first in, first out; the driver takes them off with
+ * cfs_actq_pop through dhash__*_next). */
+static inline struct dhash__act *dhash__act_push(struct cfs_actq *q, enum dhash__act_type type)
+{
+	struct dhash__act *a = cfs_actq_push(q, sizeof(*a));
+
+	a->type = type;
+	return a;
+}
 
 /* One reply, as the machines read it; status 0 or the reply's error, or
  * -ETIMEDOUT / -ECANCELED (the driver passes -ECANCELED for every reply
@@ -144,7 +144,7 @@ struct dhash__get {
 	/* for the result and the client's counters */
 	uint32_t rpcs, timeouts, bad, fetch_timeouts, hedges, hedge_wins, relookups;
 	uint64_t lookup_us;
-	struct dhash__actq q;
+	struct cfs_actq q;
 	/* cand[0] is a hop that claimed the block (CFS 5.2): believed only
 	 * once served; holder_only: the lookup's other nodes were that hop's
 	 * next hops, not checked successors, so they are not tried */
@@ -218,7 +218,7 @@ struct dhash__put {
 	bool challenged;          /* answered a server's nonce challenge once */
 	int miss;
 	uint32_t rpcs, timeouts;
-	struct dhash__actq q;
+	struct cfs_actq q;
 	/* the quorum: cand[0..ncand) are the responsible servers, distinct */
 	bool store_all;           /* a root: STORE to every one at once (HAVE
 	                           * cannot tell an old root from the new) */
@@ -268,7 +268,7 @@ struct dhash__probe {
 	uint32_t found, answered;
 	uint64_t granted;         /* refresh: the least lease granted */
 	uint32_t rpcs, timeouts;
-	struct dhash__actq q;
+	struct cfs_actq q;
 	/* refresh: cand[i] answered a nonce challenge once (CFS 5.4) */
 	bool challenged[CFS_MSG_MAX_NODES];
 	/* have: "present" only when a majority of cand[0..ncand) say yes */
@@ -308,8 +308,7 @@ struct dhash__rmany {
 	struct cfs_id *keys;
 	uint32_t n, replicas;
 	uint64_t lease_until;
-	uint32_t lookups_left, calls_left;
-	int lookup_err;
+	struct cfs_fanin lookups, calls; /* out; lookups: their first error */
 	struct dhash__rgroup *g;
 	uint32_t ng, capg;
 	struct dhash__rcall *c;
@@ -317,7 +316,7 @@ struct dhash__rmany {
 	uint8_t *found, *answered;    /* per key: a replica had it, some server answered */
 	uint8_t *bits;                /* the answer, at the end */
 	uint64_t granted;
-	struct dhash__actq q;
+	struct cfs_actq q;
 };
 
 /* n >= 1 keys (copied). Queues one LOOKUP per key. */
@@ -343,10 +342,10 @@ struct dhash__locate {
 	struct cfs_id key;
 	uint32_t replicas;
 	dhash__verify_fn verify;
-	uint32_t waiting;
+	struct cfs_fanin fetches; /* out */
 	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
 	struct dhash_locate_result r;    /* FETCH i goes to r.nodes[i] */
-	struct dhash__actq q;
+	struct cfs_actq q;
 };
 
 void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint32_t replicas);

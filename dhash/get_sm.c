@@ -45,7 +45,7 @@
 static void get_finish(struct dhash__get *g, int status, uint32_t kind, const uint8_t *p,
                        size_t len)
 {
-	struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&g->q, DHASH_ACT_FINISH);
 
 	a->status = status;
 	a->kind = kind;
@@ -56,7 +56,7 @@ static void get_finish(struct dhash__get *g, int status, uint32_t kind, const ui
 
 static void get_lookup(struct dhash__get *g)
 {
-	struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_LOOKUP);
+	struct dhash__act *a = dhash__act_push(&g->q, DHASH_ACT_LOOKUP);
 
 	/* CFS 5.2: the first lookup may stop at a hop holding a copy (stored
 	 * or cached); the nodes such a hop names are next hops, not the key's
@@ -83,12 +83,12 @@ void dhash__get_fini(struct dhash__get *g)
 {
 	free(g->best);
 	g->best = NULL;
-	dhash__actq_free(&g->q);
+	cfs_actq_free(&g->q);
 }
 
 bool dhash__get_next(struct dhash__get *g, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&g->q, ret);
+	return cfs_actq_pop(&g->q, ret, sizeof(*ret));
 }
 
 bool dhash__get_idle(const struct dhash__get *g)
@@ -210,7 +210,7 @@ static bool root_known(const struct dhash__get *g)
 
 static void fetch_send(struct dhash__get *g, uint32_t ci, bool hedge)
 {
-	struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_FETCH);
+	struct dhash__act *a = dhash__act_push(&g->q, DHASH_ACT_FETCH);
 
 	a->i = ci;
 	a->hedge = hedge;
@@ -271,7 +271,7 @@ static void fetch_next(struct dhash__get *g, bool hedging)
 		if (ci >= g->nfirst || (g->all_first && g->next_cand < g->nfirst))
 			continue;
 		if (g->hedge_ms && g->next_cand < g->ncand) {
-			struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_ARM_HEDGE);
+			struct dhash__act *a = dhash__act_push(&g->q, DHASH_ACT_ARM_HEDGE);
 			a->timeout_ms = g->hedge_ms;
 			a->i = ci;
 		}
@@ -337,7 +337,7 @@ static void cache_push(struct dhash__get *g, uint32_t ci, const uint8_t *p, size
 		const struct cfs_node *to = &g->path[i];
 		if (cfs_addr_eq(&to->addr, &g->cand[ci].addr) || asked_server(g, &to->addr))
 			continue;
-		struct dhash__act *a = dhash__actq_push(&g->q, DHASH_ACT_CACHE_PUSH);
+		struct dhash__act *a = dhash__act_push(&g->q, DHASH_ACT_CACHE_PUSH);
 		a->i = i;
 		a->data = p;
 		a->len = len;
@@ -390,7 +390,7 @@ static void root_answer(struct dhash__get *g, uint32_t ci, const uint8_t *p, siz
 	if (g->state != DHASH_GET_ROOT) {
 		g->state = DHASH_GET_ROOT;
 		if (g->hedge_ms)
-			dhash__actq_push(&g->q, DHASH_ACT_STOP_HEDGE);
+			dhash__act_push(&g->q, DHASH_ACT_STOP_HEDGE);
 		while (g->next_cand < g->nfirst && !root_quorum(g))
 			fetch_send(g, g->next_cand++, false);
 	}
@@ -420,7 +420,7 @@ static bool holder_failed(struct dhash__get *g, uint32_t ci)
 		return false;
 	g->holder = false;
 	g->suspects++;
-	dhash__actq_push(&g->q, DHASH_ACT_SUSPECT)->i = ci;
+	dhash__act_push(&g->q, DHASH_ACT_SUSPECT)->i = ci;
 	return true;
 }
 
@@ -502,8 +502,9 @@ void dhash__get_on_send_failed(struct dhash__get *g, uint32_t ci, bool hedge)
 			get_finish(g, 0, DHASH_KIND_ROOT, g->best, g->best_len);
 		return;
 	}
-	if (dhash__actq_peek(&g->q) == DHASH_ACT_ARM_HEDGE)
-		dhash__actq_pop(&g->q, &dropped);
+	const struct dhash__act *next = cfs_actq_peek(&g->q);
+	if (next && next->type == DHASH_ACT_ARM_HEDGE)
+		cfs_actq_pop(&g->q, &dropped, sizeof(dropped));
 	fetch_next(g, hedge);
 }
 

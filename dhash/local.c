@@ -53,9 +53,9 @@ struct lreq {
 	dhash_locate_cb locate_cb;
 	dhash_ctl_cb ctl_cb;
 	void *arg;
-	/* plain client: a have / refresh's answers so far */
-	uint32_t waiting;
-	int first_error;
+	/* plain client: the haves out and their first error; a request that
+	 * could not start keeps its error here for the sweep */
+	struct cfs_fanin haves;
 	uint8_t *bits;
 	uint64_t granted;         /* the least lease granted (put, refresh) */
 };
@@ -334,7 +334,7 @@ static void on_timer(uv_timer_t *t)
 	for (uint32_t i = 0; i < l->used; i++)
 		if (l->slot[i] && l->slot[i]->deadline_ms <= now)
 			req_finish(l, l->slot[i],
-			           l->slot[i]->first_error ? l->slot[i]->first_error : -ETIMEDOUT, NULL);
+			           l->slot[i]->haves.status ? l->slot[i]->haves.status : -ETIMEDOUT, NULL);
 	uv_timer_start(&l->timer, on_timer, SWEEP_MS, 0);
 	if (l->used == l->nfree)
 		uv_unref((uv_handle_t *)&l->timer);
@@ -432,15 +432,13 @@ static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t 
 		if (lease && (!q->granted || lease < q->granted))
 			q->granted = lease;
 	}
-	if (status < 0 && !q->first_error)
-		q->first_error = status;
-	if (--q->waiting > 0)
+	if (!cfs_fanin_end(&q->haves, status))
 		return;
 	/* An error only when no key got an answer. */
 	bool any = false;
 	for (uint32_t j = 0; j < (q->n_keys + 7) / 8; j++)
 		any |= q->bits[j] != 0;
-	int st = any || !q->first_error ? 0 : q->first_error;
+	int st = any ? 0 : q->haves.status;
 	req_take(l, q);
 	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys, st == 0 ? q->granted : 0);
 	req_free(q);
@@ -504,17 +502,17 @@ static void plain_start(dhash_local_t *l, struct lreq *q)
 				l->calls--;
 				free(k);
 			} else {
-				q->waiting++;
+				cfs_fanin_add(&q->haves);
 			}
 		}
-		if (q->waiting > 0)
+		if (q->haves.out > 0)
 			r = 0; /* what was started answers */
 		break;
 	}
 	q->sent = true;
 	if (r < 0) {
 		q->deadline_ms = 0; /* the sweep fails it */
-		q->first_error = r;
+		q->haves.status = r;
 		uv_timer_start(&l->timer, on_timer, 0, 0);
 	}
 }

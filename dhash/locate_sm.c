@@ -17,17 +17,17 @@ void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint
 	lc->key = *key;
 	lc->replicas = replicas;
 	lc->verify = dhash_verify;
-	dhash__actq_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
+	dhash__act_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
 }
 
 void dhash__locate_fini(struct dhash__locate *lc)
 {
-	dhash__actq_free(&lc->q);
+	cfs_actq_free(&lc->q);
 }
 
 bool dhash__locate_next(struct dhash__locate *lc, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&lc->q, ret);
+	return cfs_actq_pop(&lc->q, ret, sizeof(*ret));
 }
 
 /* Every FETCH is back: good copies below the newest root are stale. */
@@ -43,7 +43,7 @@ static void locate_finish(struct dhash__locate *lc)
 			lc->r.state[i] = DHASH_COPY_STALE;
 	for (uint32_t i = 0; i < lc->r.n; i++)
 		lc->r.good += lc->r.state[i] == DHASH_COPY_GOOD;
-	dhash__actq_push(&lc->q, DHASH_ACT_FINISH)->status = lc->r.status;
+	dhash__act_push(&lc->q, DHASH_ACT_FINISH)->status = lc->r.status;
 	lc->state = DHASH_LOCATE_DONE;
 }
 
@@ -62,10 +62,10 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 	lc->state = DHASH_LOCATE_FETCH;
 	for (uint32_t i = 0; i < lc->r.n; i++) {
 		lc->r.state[i] = DHASH_COPY_SILENT;
-		dhash__actq_push(&lc->q, DHASH_ACT_FETCH)->i = i;
-		lc->waiting++;
+		dhash__act_push(&lc->q, DHASH_ACT_FETCH)->i = i;
+		cfs_fanin_add(&lc->fetches);
 	}
-	if (lc->waiting == 0)
+	if (lc->fetches.out == 0)
 		locate_finish(lc);
 }
 
@@ -86,6 +86,6 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 	else
 		lc->r.state[i] = DHASH_COPY_SILENT;
 	lc->seq[i] = seq;
-	if (--lc->waiting == 0)
+	if (cfs_fanin_end(&lc->fetches, 0))
 		locate_finish(lc);
 }

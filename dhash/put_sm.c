@@ -86,7 +86,7 @@ static uint32_t lookup_nsucc(uint32_t replicas)
 
 static void put_finish(struct dhash__put *p, int status, uint64_t lease)
 {
-	struct dhash__act *a = dhash__actq_push(&p->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&p->q, DHASH_ACT_FINISH);
 
 	a->status = status;
 	a->lease = lease;
@@ -98,17 +98,17 @@ void dhash__put_init(struct dhash__put *p, uint32_t replicas, uint64_t lease_unt
 	memset(p, 0, sizeof(*p));
 	p->replicas = replicas;
 	p->lease_until = lease_until;
-	dhash__actq_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(replicas);
+	dhash__act_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(replicas);
 }
 
 void dhash__put_fini(struct dhash__put *p)
 {
-	dhash__actq_free(&p->q);
+	cfs_actq_free(&p->q);
 }
 
 bool dhash__put_next(struct dhash__put *p, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&p->q, ret);
+	return cfs_actq_pop(&p->q, ret, sizeof(*ret));
 }
 
 bool dhash__put_idle(const struct dhash__put *p)
@@ -118,7 +118,7 @@ bool dhash__put_idle(const struct dhash__put *p)
 
 static struct dhash__act *put_send(struct dhash__put *p, enum dhash__act_type type, uint32_t ci)
 {
-	struct dhash__act *a = dhash__actq_push(&p->q, type);
+	struct dhash__act *a = dhash__act_push(&p->q, type);
 
 	a->i = ci;
 	p->cst[ci] = type == DHASH_ACT_STORE ? DHASH_PC_STORING : DHASH_PC_ASKING;
@@ -196,7 +196,7 @@ static void restore_now(struct dhash__put *p)
 		 * no other server (a ring still forming) proves nothing. */
 		if (lack > 0) {
 			p->suspect = true;
-			dhash__actq_push(&p->q, DHASH_ACT_SUSPECT)->i = p->primary;
+			dhash__act_push(&p->q, DHASH_ACT_SUSPECT)->i = p->primary;
 		}
 	}
 	for (uint32_t i = 0; i < p->ncand; i++)
@@ -235,7 +235,7 @@ static void restore(struct dhash__put *p)
 		}
 	p->relooked = true;
 	p->state = DHASH_PUT_RELOOK;
-	dhash__actq_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(p->replicas);
+	dhash__act_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = lookup_nsucc(p->replicas);
 }
 
 /* The second lookup's answer (see restore): the same responsible servers,
@@ -333,7 +333,7 @@ void dhash__put_on_lookup(struct dhash__put *p, const struct chord_lookup_result
  * nonce, sent back with the block, once per server and put. */
 static void store_challenged(struct dhash__put *p, uint32_t ci, const struct dhash__reply *rep)
 {
-	struct dhash__act *a = dhash__actq_push(&p->q, DHASH_ACT_KEEP_NONCE);
+	struct dhash__act *a = dhash__act_push(&p->q, DHASH_ACT_KEEP_NONCE);
 
 	a->addr = *rep->from;
 	memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
@@ -470,7 +470,7 @@ void dhash__put_on_send_failed(struct dhash__put *p, uint32_t ci, enum dhash__ac
 
 static void probe_finish(struct dhash__probe *pr, int status)
 {
-	struct dhash__act *a = dhash__actq_push(&pr->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&pr->q, DHASH_ACT_FINISH);
 
 	a->status = status;
 	a->found = pr->found;
@@ -490,22 +490,22 @@ void dhash__probe_init(struct dhash__probe *pr, bool refresh, uint32_t replicas,
 	pr->refresh = refresh;
 	pr->replicas = replicas;
 	pr->lease_until = lease_until;
-	dhash__actq_push(&pr->q, DHASH_ACT_LOOKUP)->nsucc = refresh ? replicas : lookup_nsucc(replicas);
+	dhash__act_push(&pr->q, DHASH_ACT_LOOKUP)->nsucc = refresh ? replicas : lookup_nsucc(replicas);
 }
 
 void dhash__probe_fini(struct dhash__probe *pr)
 {
-	dhash__actq_free(&pr->q);
+	cfs_actq_free(&pr->q);
 }
 
 bool dhash__probe_next(struct dhash__probe *pr, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&pr->q, ret);
+	return cfs_actq_pop(&pr->q, ret, sizeof(*ret));
 }
 
 static void probe_send(struct dhash__probe *pr, uint32_t ci, uint32_t timeout_ms)
 {
-	struct dhash__act *a = dhash__actq_push(&pr->q, pr->refresh ? DHASH_ACT_REFRESH : DHASH_ACT_HAVE);
+	struct dhash__act *a = dhash__act_push(&pr->q, pr->refresh ? DHASH_ACT_REFRESH : DHASH_ACT_HAVE);
 
 	a->i = ci;
 	a->timeout_ms = timeout_ms;
@@ -522,7 +522,7 @@ static void probe_send(struct dhash__probe *pr, uint32_t ci, uint32_t timeout_ms
  * have that reached nobody is not "absent". */
 static void have_finish(struct dhash__probe *pr, int status, bool present)
 {
-	struct dhash__act *a = dhash__actq_push(&pr->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&pr->q, DHASH_ACT_FINISH);
 
 	a->status = status;
 	a->found = present;
@@ -661,7 +661,7 @@ static bool refresh_challenged(struct dhash__probe *pr, const struct dhash__repl
 	if (ci == pr->ncand || pr->challenged[ci] || !rep->nonce)
 		return false;
 	pr->challenged[ci] = true;
-	struct dhash__act *a = dhash__actq_push(&pr->q, DHASH_ACT_KEEP_NONCE);
+	struct dhash__act *a = dhash__act_push(&pr->q, DHASH_ACT_KEEP_NONCE);
 	a->addr = pr->cand[ci].addr;
 	memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
 	probe_send(pr, ci, pr->state == DHASH_PROBE_RETRY ? DHASH_RETRY_TIMEOUT_MS : 0);

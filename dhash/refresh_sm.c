@@ -30,9 +30,9 @@ void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint3
 	rm->lease_until = lease_until;
 	rm->found = xcalloc(1, n);
 	rm->answered = xcalloc(1, n);
-	rm->lookups_left = n;
 	for (uint32_t i = 0; i < n; i++) {
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_LOOKUP);
+		cfs_fanin_add(&rm->lookups);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_LOOKUP);
 		a->i = i;
 		a->nsucc = replicas;
 	}
@@ -48,12 +48,12 @@ void dhash__rmany_fini(struct dhash__rmany *rm)
 	free(rm->found);
 	free(rm->answered);
 	free(rm->bits);
-	dhash__actq_free(&rm->q);
+	cfs_actq_free(&rm->q);
 }
 
 bool dhash__rmany_next(struct dhash__rmany *rm, struct dhash__act *ret)
 {
-	return dhash__actq_pop(&rm->q, ret);
+	return cfs_actq_pop(&rm->q, ret, sizeof(*ret));
 }
 
 const struct cfs_node *dhash__rmany_call_node(const struct dhash__rmany *rm, uint32_t ci)
@@ -74,7 +74,7 @@ uint32_t dhash__rmany_call_keys(const struct dhash__rmany *rm, uint32_t ci, stru
  * reached none of its servers. */
 static void rmany_finish(struct dhash__rmany *rm)
 {
-	int st = rm->lookup_err;
+	int st = rm->lookups.status;
 
 	rm->bits = xcalloc(1, (rm->n + 7) / 8);
 	for (uint32_t i = 0; i < rm->n; i++) {
@@ -83,7 +83,7 @@ static void rmany_finish(struct dhash__rmany *rm)
 		else if (!rm->answered[i] && !st)
 			st = -ETIMEDOUT;
 	}
-	struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_FINISH);
+	struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_FINISH);
 	a->status = st;
 	a->data = st == 0 ? rm->bits : NULL;
 	a->len = rm->n;
@@ -125,9 +125,9 @@ static void send_all(struct dhash__rmany *rm)
 			uint32_t left = rm->g[j].n - off;
 			rm->c[rm->nc] = (struct dhash__rcall){ .g = j, .off = off,
 			                                     .cnt = left < DHASH_REFRESH_CHUNK ? left : DHASH_REFRESH_CHUNK };
-			dhash__actq_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
+			dhash__act_push(&rm->q, DHASH_ACT_REFRESH)->i = rm->nc++;
+			cfs_fanin_add(&rm->calls);
 		}
-	rm->calls_left = rm->nc;
 	rm->state = DHASH_RMANY_REFRESH;
 	if (rm->nc == 0)
 		rmany_finish(rm);
@@ -144,8 +144,6 @@ void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,
 		err = -EHOSTUNREACH;
 	else if (r && r->status < 0)
 		err = r->status;
-	if (err < 0 && !rm->lookup_err)
-		rm->lookup_err = err;
 	/* the first k distinct servers: a process's virtual servers count once */
 	for (uint32_t s = 0; err == 0 && s < r->n && taken < rm->replicas; s++) {
 		bool dup = false;
@@ -156,7 +154,7 @@ void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,
 			taken++;
 		}
 	}
-	if (--rm->lookups_left == 0)
+	if (cfs_fanin_end(&rm->lookups, err))
 		send_all(rm);
 }
 
@@ -189,7 +187,7 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 	if (rep && rep->status == -ETIMEDOUT && !c->retried) {
 		/* silent is not dead: a busy server, a lost datagram */
 		c->retried = true;
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_REFRESH);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_REFRESH);
 		a->i = ci;
 		a->timeout_ms = DHASH_RETRY_TIMEOUT_MS;
 		return;
@@ -197,16 +195,16 @@ void dhash__rmany_on_reply(struct dhash__rmany *rm, uint32_t ci, const struct dh
 	if (rep && rep->status == 0 && (rep->flags & DHASH_STORE_R_CHALLENGE) && rep->nonce &&
 	    !c->challenged) {
 		c->challenged = true;
-		struct dhash__act *a = dhash__actq_push(&rm->q, DHASH_ACT_KEEP_NONCE);
+		struct dhash__act *a = dhash__act_push(&rm->q, DHASH_ACT_KEEP_NONCE);
 		a->addr = rm->g[c->g].node.addr;
 		memcpy(a->nonce, rep->nonce, CFS_NONCE_BYTES);
-		a = dhash__actq_push(&rm->q, DHASH_ACT_REFRESH);
+		a = dhash__act_push(&rm->q, DHASH_ACT_REFRESH);
 		a->i = ci;
 		a->timeout_ms = c->retried ? DHASH_RETRY_TIMEOUT_MS : 0;
 		return;
 	}
 	if (rep && rep->status == 0 && !(rep->flags & DHASH_STORE_R_CHALLENGE))
 		call_answered(rm, c, rep);
-	if (--rm->calls_left == 0)
+	if (cfs_fanin_end(&rm->calls, 0))
 		rmany_finish(rm);
 }

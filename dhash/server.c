@@ -86,7 +86,7 @@ static void answer_store(dhash_server_t *s, const struct cfs_reply_to *from, int
  * not be a copy still in flight). */
 struct push_wait {
 	dhash_server_t *s;
-	uint32_t left;            /* pushes out */
+	struct cfs_fanin pushes;  /* out, with the replicating call's hold */
 	bool answer;              /* a client waits for from */
 	bool cancelled;           /* the transport is closing: s may be gone */
 	struct cfs_reply_to from;
@@ -95,7 +95,7 @@ struct push_wait {
 
 static void push_wait_end(struct push_wait *w)
 {
-	if (--w->left > 0)
+	if (!cfs_fanin_end(&w->pushes, 0))
 		return;
 	if (w->answer && !w->cancelled)
 		answer_store(w->s, &w->from, 0, w->lease);
@@ -172,7 +172,8 @@ static void replicate_then_answer(dhash_server_t *s, const struct cfs_reply_to *
 	uint32_t vi = responsible_vnode(s, key, &exact);
 	int n = exact ? dhash_replica_targets(s->chord, vi, s->cfg.replicas, to) : 0;
 
-	*w = (struct push_wait){ .s = s, .left = 1, .answer = from != NULL, .lease = rec->lease_until };
+	*w = (struct push_wait){ .s = s, .answer = from != NULL, .lease = rec->lease_until };
+	cfs_fanin_add(&w->pushes);
 	if (from)
 		w->from = *from;
 	for (int i = 0; i < n; i++) {
@@ -184,13 +185,13 @@ static void replicate_then_answer(dhash_server_t *s, const struct cfs_reply_to *
 		s->push.has_to = true;
 		s->push.to_id = to[i]->id;
 		dhash__msg_from(s, vi, &s->push); /* the receiver admits a replica's copy by it */
-		w->left++;
+		cfs_fanin_add(&w->pushes);
 		if (chord_call(s->chord, to[i], &s->push, from ? PUSH_ANSWER_TIMEOUT_MS : DHASH_STORE_TIMEOUT_MS,
 		               push_done, w) == 0) {
 			s->pushed++;
 		} else {
 			s->push_failed++;
-			w->left--;
+			push_wait_end(w);
 		}
 	}
 	push_wait_end(w); /* no push out: answered now */

@@ -56,10 +56,10 @@ static void note_lease(struct cfsdsink *d, uint64_t lease)
 		d->granted = lease;
 }
 
-/* One batch call: done once every request is answered. */
+/* One batch call: done once every request is answered, with the first
+ * error. The caller holds one count while it starts the requests. */
 struct batch {
-	uint32_t left;
-	int status;
+	struct cfs_fanin fan;
 	pub_done_fn done;
 	void *arg;
 	bool *have;
@@ -69,12 +69,20 @@ struct batch {
 
 static void batch_end(struct batch *b, int status)
 {
-	if (status < 0 && !b->status)
-		b->status = status;
-	if (--b->left)
+	if (!cfs_fanin_end(&b->fan, status))
 		return;
-	b->done(b->arg, b->status);
+	b->done(b->arg, b->fan.status);
 	free(b);
+}
+
+/* Drop the caller's hold. A batch that started no request ends here,
+ * inside the call, with the first start's error or else status_none:
+ * the publisher never asks for an empty batch. */
+static void batch_started(struct batch *b, int status_none)
+{
+	if (b->fan.out == 1 && b->fan.status == 0)
+		b->fan.status = status_none;
+	batch_end(b, 0);
 }
 
 struct have_req {
@@ -191,7 +199,7 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 	b->done = done;
 	b->arg = arg;
 	b->have = have;
-	b->left = 1;
+	cfs_fanin_add(&b->fan);
 	for (size_t i = 0; i < n; i += CFS_MSG_MAX_KEYS) {
 		struct have_req *h = xcalloc(1, sizeof(*h));
 		uint32_t m = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
@@ -200,20 +208,15 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 		h->base = i;
 		h->keys = keys + i;
 		h->n = m;
-		b->left++;
+		cfs_fanin_add(&b->fan);
 		int r = lease_until ? dhash_local_refresh(d->l, keys + i, m, lease_until, renew_done, h)
 		                    : dhash_local_have(d->l, keys + i, m, have_done, h);
 		if (r < 0) {
 			free(h);
-			b->left--;
-			b->status = r;
+			batch_end(b, r);
 		}
 	}
-	/* Drop the hold. With no requests in flight this would call back
-	 * inside the call; a zero-length batch is not asked for. */
-	if (b->left == 1 && b->status == 0)
-		b->status = -EINVAL;
-	batch_end(b, 0);
+	batch_started(b, -EINVAL); /* a zero-length batch is not asked for */
 }
 
 struct put_req {
@@ -258,25 +261,23 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
 
 	b->done = done;
 	b->arg = arg;
-	b->left = 1;
+	cfs_fanin_add(&b->fan);
 	for (size_t i = 0; i < n; i++) {
 		struct put_req *p = xcalloc(1, sizeof(*p));
 		p->d = d;
 		p->b = b;
 		p->blk = &blocks[i];
 		p->lease_until = lease_until;
-		b->left++;
+		cfs_fanin_add(&b->fan);
 		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
 		                        put_done, p);
 		if (r < 0) {
-			blocks[i].status = r;
-			b->left--;
+			blocks[i].status = r; /* the block's failure, not the batch's */
 			free(p);
+			batch_end(b, 0);
 		}
 	}
-	if (b->left == 1 && b->status == 0)
-		b->status = n ? -EIO : -EINVAL;
-	batch_end(b, 0);
+	batch_started(b, n ? -EIO : -EINVAL);
 }
 
 static void root_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
@@ -335,23 +336,20 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 
 	b->done = done;
 	b->arg = arg;
-	b->left = 1;
+	cfs_fanin_add(&b->fan);
 	for (size_t i = 0; i < n; i += CFS_MSG_MAX_KEYS) {
 		struct refresh_req *q = xcalloc(1, sizeof(*q));
 		q->d = d;
 		q->b = b;
 		q->n = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
-		b->left++;
+		cfs_fanin_add(&b->fan);
 		int r = dhash_local_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
 		if (r < 0) {
 			free(q);
-			b->left--;
-			b->status = r;
+			batch_end(b, r);
 		}
 	}
-	if (b->left == 1 && b->status == 0)
-		b->status = -EINVAL;
-	batch_end(b, 0);
+	batch_started(b, -EINVAL);
 }
 
 /* ---- reading blocks back */

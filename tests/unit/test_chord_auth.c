@@ -38,10 +38,9 @@ static void setup(void)
 	C->v[0].c = C;
 	C->v[0].self = me;
 	C->v[0].joined = true;
-	chord__auth_init(C);
-	/* The jar starts at the clock the tests use, not at the machine's
-	 * uptime (which passed T0 after 16.7 hours and froze its rotation) */
-	chord__cookie_init(&C->cookies, T0);
+	/* Every clock here is scripted from T0, never the machine's uptime
+	 * (which passed T0 after 16.7 hours and froze the jar's rotation). */
+	chord__auth_init(C, T0);
 }
 
 static void teardown(void)
@@ -132,19 +131,19 @@ Test(chord_auth, valid_leave_removes_the_node)
 	/* d is authenticated already: offering it costs nothing. */
 	e = cfs_htab_put(&C->auth, &d.id, NULL);
 	*e = (struct auth_ent){ .id = d.id, .node = d, .state = AUTH_OK,
-	                        .until_us = cfs_now_us() + 600000000ull };
+	                        .until_us = T0 + 600000000ull };
 	e = cfs_htab_put(&C->auth, &b.id, NULL);
 	*e = (struct auth_ent){ .id = b.id, .node = b, .state = AUTH_OK,
-	                        .until_us = cfs_now_us() + 600000000ull };
+	                        .until_us = T0 + 600000000ull };
 	cfs_msg_init(&req, CFS_MSG_LEAVE);
 	req.n_nodes = 1;
 	req.nodes[0] = d;
 	cr_assert(chord__table_contains(C, &b.id));
-	chord__maint_leave_apply(C, v, &b, &req);
+	chord__maint_leave_apply(C, v, &b, &req, T0);
 	cr_assert_not(chord__table_contains(C, &b.id));
 	cr_assert(cfs_id_eq(&v->succ[0].n.id, &d.id));
 	cr_assert(!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &b.id));
-	cr_assert_eq(chord__auth_peek(C, &b.id), AUTH_DEAD);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0), AUTH_DEAD);
 	cr_assert_eq(C->leave_applied, 1);
 }
 
@@ -228,14 +227,14 @@ Test(chord_auth, eviction_prefers_idle_sources)
 Test(chord_auth, flood_beyond_the_budget_is_dropped)
 {
 	struct cfs_addr src;
-	uint64_t now = cfs_now_us();
+	uint64_t now = T0;
 
 	cr_assert_eq(cfs_addr_from_ip(&src, "127.0.9.9", 4000), 0);
 	for (int i = 0; i < (int)CHORD_AUTH_SRC_BURST; i++)
 		cr_assert_eq(chord__rl_admit(&C->auth_rl, now, &src), 0);
 	for (int i = 0; i < 64; i++) {
 		struct cfs_node n = mknode("127.0.50.1", (uint16_t)(20000 + i), 0);
-		cr_assert_eq(chord__auth_check_from(C, &n, &src), AUTH_NONE);
+		cr_assert_eq(chord__auth_check_from(C, &n, &src, now), AUTH_NONE);
 	}
 	cr_assert_eq(C->auth_dropped, 64);
 	cr_assert_eq(chord__auth_count(C), 0);
@@ -244,7 +243,7 @@ Test(chord_auth, flood_beyond_the_budget_is_dropped)
 	/* With the in-flight cap reached, even our own checks wait. */
 	C->auth_inflight = CHORD_AUTH_INFLIGHT_MAX;
 	struct cfs_node n = mknode("127.0.50.2", 20000, 0);
-	cr_assert_eq(chord__auth_check(C, &n), AUTH_NONE);
+	cr_assert_eq(chord__auth_check(C, &n, now), AUTH_NONE);
 	cr_assert_eq(C->auth_dropped, 65);
 	cr_assert_eq(chord__auth_count(C), 0);
 	C->auth_inflight = 0;
@@ -258,7 +257,7 @@ Test(chord_auth, mismatch_does_not_poison)
 	struct cfs_node wrong = d;
 
 	cr_assert_eq(cfs_addr_from_ip(&wrong.addr, "127.0.1.9", 4000), 0);
-	cr_assert_eq(chord__auth_check(C, &wrong), AUTH_FAILED);
+	cr_assert_eq(chord__auth_check(C, &wrong, T0), AUTH_FAILED);
 	cr_assert_eq(C->id_mismatch, 1);
 	cr_assert_eq(chord__auth_count(C), 0);
 }
@@ -271,21 +270,86 @@ Test(chord_auth, duplicate_id_at_another_port)
 	struct cfs_node twin = b;
 
 	*e = (struct auth_ent){ .id = b.id, .node = b, .state = AUTH_OK,
-	                        .until_us = cfs_now_us() + 600000000ull };
+	                        .until_us = T0 + 600000000ull };
 	cr_assert_eq(cfs_addr_from_ip(&twin.addr, "127.0.1.2", 4001), 0);
-	cr_assert_eq(chord__auth_check(C, &twin), AUTH_FAILED);
+	cr_assert_eq(chord__auth_check(C, &twin, T0), AUTH_FAILED);
 	cr_assert_eq(C->auth_dup, 1);
 	cr_assert_eq(C->auth_sent, 0); /* just confirmed: no re-check yet */
 	/* The holder itself is still fine. */
-	cr_assert_eq(chord__auth_check(C, &b), AUTH_OK);
+	cr_assert_eq(chord__auth_check(C, &b, T0), AUTH_OK);
 	cr_assert_eq(C->auth_dup, 1);
 
 	/* Once the holder is found dead the twin is no longer refused: it
 	 * gets a check of its own (here dropped: no budget). */
-	chord__auth_mark_dead(C, &b.id);
+	chord__auth_mark_dead(C, &b.id, T0);
 	C->auth_inflight = CHORD_AUTH_INFLIGHT_MAX;
-	enum auth_state st = chord__auth_check(C, &twin);
+	enum auth_state st = chord__auth_check(C, &twin, T0);
 	cr_assert_eq(st, AUTH_NONE, "state %d", st);
 	cr_assert_eq(C->auth_dup, 1);
 	C->auth_inflight = 0;
+}
+
+/* ------------------------------------------------------------ expiry */
+
+static void put_entry(const struct cfs_node *n, enum auth_state st, uint64_t until_us)
+{
+	struct auth_ent *e = cfs_htab_put(&C->auth, &n->id, NULL);
+
+	*e = (struct auth_ent){ .id = n->id, .node = *n, .state = st, .until_us = until_us };
+}
+
+/* The cache reads only the time it is given: a verdict holds through its
+ * until_us and is gone a microsecond later, whatever the machine's clock. */
+Test(chord_auth, verdicts_expire_by_the_given_clock)
+{
+	const uint64_t until = T0 + 5000000;
+
+	put_entry(&b, AUTH_OK, until);
+	put_entry(&d, AUTH_FAILED, until);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0), AUTH_OK);
+	cr_assert_eq(chord__auth_peek(C, &b.id, until), AUTH_OK);
+	cr_assert_eq(chord__auth_peek(C, &b.id, until + 1), AUTH_NONE);
+	cr_assert_eq(chord__auth_peek(C, &d.id, until), AUTH_FAILED);
+	cr_assert_eq(chord__auth_peek(C, &d.id, until + 1), AUTH_NONE);
+	/* Time is not remembered: an earlier now reads the verdict again. */
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0), AUTH_OK);
+	/* A local node is always OK, at any time. */
+	cr_assert_eq(chord__auth_peek(C, &me.id, UINT64_MAX), AUTH_OK);
+
+	/* A cached failure answers a check without a new AUTH until it
+	 * expires; then the node gets a check of its own (here over the
+	 * in-flight budget: dropped and counted, nothing sent). */
+	C->auth_inflight = CHORD_AUTH_INFLIGHT_MAX;
+	cr_assert_eq(chord__auth_check(C, &d, until), AUTH_FAILED);
+	cr_assert_eq(C->auth_dropped, 0);
+	cr_assert_eq(chord__auth_check(C, &d, until + 1), AUTH_NONE);
+	cr_assert_eq(C->auth_dropped, 1);
+	cr_assert_eq(C->auth_sent, 0);
+	C->auth_inflight = 0;
+}
+
+/* A check in flight is never expired by time alone: its reply or its
+ * timeout ends it, so one ID has one check at a time. */
+Test(chord_auth, pending_never_expires)
+{
+	put_entry(&b, AUTH_PENDING, T0);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0 + 1), AUTH_PENDING);
+	cr_assert_eq(chord__auth_peek(C, &b.id, UINT64_MAX), AUTH_PENDING);
+	cr_assert_eq(chord__auth_check(C, &b, UINT64_MAX), AUTH_PENDING);
+	cr_assert_eq(C->auth_sent, 0);
+	/* Found dead meanwhile: a pending check is not overruled. */
+	chord__auth_mark_dead(C, &b.id, T0 + 1);
+	cr_assert_eq(chord__auth_peek(C, &b.id, T0 + 2), AUTH_PENDING);
+}
+
+/* A node found dead stays out for DEAD_US (15 s) from the time given. */
+Test(chord_auth, dead_lasts_fifteen_seconds)
+{
+	const uint64_t at = T0 + 1000000;
+
+	put_entry(&b, AUTH_OK, T0 + 600000000ull);
+	chord__auth_mark_dead(C, &b.id, at);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at), AUTH_DEAD);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at + 15000000), AUTH_DEAD);
+	cr_assert_eq(chord__auth_peek(C, &b.id, at + 15000001), AUTH_NONE);
 }

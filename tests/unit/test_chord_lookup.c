@@ -129,7 +129,7 @@ static struct {
 	uint32_t n;
 } A;
 
-static void drain(struct chord__lk_queue *q)
+static void drain(struct cfs_actq *q)
 {
 	A.n = 0;
 	while (A.n < 512 && chord__lk_pop(q, &A.a[A.n]))

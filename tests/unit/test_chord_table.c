@@ -14,6 +14,8 @@ static struct cfs_node ring[RING];
 static chord_t *C;
 static struct cfs_node out[CFS_MSG_MAX_NODES];
 static uint32_t n_out, n_cand;
+/* The scripted clock every step is taken at. */
+static const uint64_t T0 = 100 * CHORD_LEARNED_FRESH_US;
 
 static int by_id(const void *a, const void *b)
 {
@@ -77,7 +79,7 @@ static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint
 	struct cfs_id k = before(key_at);
 
 	memset(out, 0, sizeof(out));
-	return chord__table_step(C, v, &k, nsucc, to_pred, true, out, &n_out, &n_cand, cap);
+	return chord__table_step(C, v, &k, nsucc, to_pred, true, out, &n_out, &n_cand, cap, T0);
 }
 
 TestSuite(chord_table, .init = setup, .fini = teardown);
@@ -181,14 +183,14 @@ Test(chord_table, learned_nodes_are_next_hops)
 	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
 	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
 	/* known for two minutes: out of quarantine, still fresh */
-	uint64_t t0 = cfs_now_us() - 2 * CHORD_LEARNED_QUARANTINE_US;
+	uint64_t t0 = T0 - 2 * CHORD_LEARNED_QUARANTINE_US;
 	chord__learned_init(&C->learned, 8);
 	chord__learned_add(&C->learned, &ring[477], t0);
 	chord__learned_add(&C->learned, &ring[479], t0);
 	chord__learned_add(&C->learned, &ring[480], t0);
 	chord__learned_add(&C->learned, &ring[200], t0);
 	/* just met: quarantined, no next hop yet */
-	chord__learned_add(&C->learned, &ring[478], cfs_now_us());
+	chord__learned_add(&C->learned, &ring[478], T0);
 	cr_assert(!step(v, 480, 4, false, 16));
 	cr_assert(same(&out[0], 479) && same(&out[1], 477) && same(&out[2], 450),
 	          "learned nodes nearest the key first");
@@ -248,14 +250,14 @@ Test(chord_table, a_joining_server_takes_no_successor_from_what_it_meets)
 	struct vnode *v = vn(0, 100, 0);
 
 	v->joined = false;
-	chord__table_consider(C, &ring[99]);
+	chord__table_consider(C, &ring[99], T0);
 	cr_assert_eq(v->nsuccs, 0);
 	cr_assert_not(v->joined);
 	cr_assert(v->pred.valid && same(&v->pred.n, 99)); /* its predecessor it may be */
 
 	/* Joined, the same news does place a node in the list. */
 	v->joined = true;
-	chord__table_consider(C, &ring[101]);
+	chord__table_consider(C, &ring[101], T0);
 	cr_assert_eq(v->nsuccs, 1);
 	cr_assert(same(&v->succ[0].n, 101));
 }

@@ -236,6 +236,15 @@ int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_un
  * a refresh, lease is the least lease granted to any key found (0: none). */
 typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n,
                               uint64_t lease);
+/* dhash_have of n keys (1..CFS_MSG_MAX_KEYS) at once: the one answer to
+ * "have these keys", the daemon's (CTL_HAVE) and a plain client's. Status
+ * 0 once every key got an answer: bit i set when a majority of key i's
+ * servers hold it, clear when they said it is absent. When some key got
+ * no answer (nobody reached, its lookup failed, -ECANCELED), the batch
+ * fails with the error of the lowest-numbered such key and no bitmap: an
+ * unanswered key never reads as absent. lease is 0. */
+int dhash_have_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
+                    void *arg) CFS_WUR;
 /* dhash_refresh of n keys at once: each key looked up, then one REFRESH
  * per server naming all the keys it holds replicas of. Bit i: some replica
  * had key i. Fails (-ETIMEDOUT, a lookup's error) when some key reached
@@ -358,7 +367,7 @@ int dhash_local_get_root(dhash_local_t *l, const struct cfs_id *key, dhash_get_c
                          void *arg) CFS_WUR;
 int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
-/* Which of keys (1..CFS_MSG_MAX_KEYS) their successors store. */
+/* Which of keys (1..CFS_MSG_MAX_KEYS) their servers store: dhash_have_many. */
 int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
                      void *arg) CFS_WUR;
 /* dhash_locate through the daemon (or the plain client's own). */

@@ -21,8 +21,9 @@
  * daemon (dhash_local_new_plain): its own UDP transport, a chord client
  * (chord_client_new) and a DHash client over it. The slot table and its
  * timeouts stay the same; a request is started on the DHash client instead
- * of being written to the socket, and a have / refresh of n keys is n
- * DHash calls whose answers fill one bitmap.
+ * of being written to the socket: the operation the daemon runs for the
+ * matching control request, so that a have of n keys (dhash_have_many)
+ * answers the same bitmap and the same error either way.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,18 +54,14 @@ struct lreq {
 	dhash_locate_cb locate_cb;
 	dhash_ctl_cb ctl_cb;
 	void *arg;
-	/* plain client: a have / refresh's answers so far */
-	uint32_t waiting;
-	int first_error;
-	uint8_t *bits;
-	uint64_t granted;         /* the least lease granted (put, refresh) */
+	int first_error;          /* plain client: why it could not start */
+	uint64_t granted;         /* plain client: the lease a put was granted */
 };
 
-/* A DHash call made for request id's key i (plain client). */
+/* A DHash call made for request id (plain client). */
 struct pcall {
 	dhash_local_t *l;
 	uint64_t id;
-	uint32_t i;
 };
 
 struct dhash_local {
@@ -149,7 +146,6 @@ static void req_take(dhash_local_t *l, struct lreq *q)
 static void req_free(struct lreq *q)
 {
 	free(q->data);
-	free(q->bits);
 	free(q);
 }
 
@@ -407,7 +403,7 @@ static void plain_located(void *arg, const struct dhash_locate_result *r)
 	}
 }
 
-static void plain_refreshed(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+static void plain_bits(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct lreq *q = pcall_take(arg);
 
@@ -417,41 +413,11 @@ static void plain_refreshed(void *arg, int status, const uint8_t *bits, uint32_t
 	}
 }
 
-static void plain_key(void *arg, int status, const struct cfs_id *key, uint32_t found,
-                      uint64_t lease)
-{
-	struct pcall *k = arg;
-	dhash_local_t *l = k->l;
-	uint32_t i = k->i;
-	struct lreq *q = pcall_end(k);
-
-	if (!q)
-		return;
-	if (status == 0 && found > 0) {
-		q->bits[i / 8] |= (uint8_t)(1u << (i % 8));
-		if (lease && (!q->granted || lease < q->granted))
-			q->granted = lease;
-	}
-	if (status < 0 && !q->first_error)
-		q->first_error = status;
-	if (--q->waiting > 0)
-		return;
-	/* An error only when no key got an answer. */
-	bool any = false;
-	for (uint32_t j = 0; j < (q->n_keys + 7) / 8; j++)
-		any |= q->bits[j] != 0;
-	int st = any || !q->first_error ? 0 : q->first_error;
-	req_take(l, q);
-	q->bits_cb(q->arg, st, st == 0 ? q->bits : NULL, q->n_keys, st == 0 ? q->granted : 0);
-	req_free(q);
-}
-
-static struct pcall *pcall_new(dhash_local_t *l, const struct lreq *q, uint32_t i)
+static struct pcall *pcall_new(dhash_local_t *l, const struct lreq *q)
 {
 	struct pcall *k = xcalloc(1, sizeof(*k));
 	k->l = l;
 	k->id = q->id;
-	k->i = i;
 	l->calls++;
 	return k;
 }
@@ -460,59 +426,30 @@ static struct pcall *pcall_new(dhash_local_t *l, const struct lreq *q, uint32_t 
 static void plain_start(dhash_local_t *l, struct lreq *q)
 {
 	const struct cfs_id *keys = (const struct cfs_id *)q->data;
-	int r = 0;
+	struct pcall *k = pcall_new(l, q);
+	int r;
 
 	switch (q->type) {
-	case CFS_MSG_CTL_GET: {
-		struct pcall *k = pcall_new(l, q, 0);
-		if ((r = (q->root ? dhash_get_root : dhash_get)(l->dc, &q->key, plain_got, k)) < 0) {
-			l->calls--;
-			free(k);
-		}
+	case CFS_MSG_CTL_GET:
+		r = (q->root ? dhash_get_root : dhash_get)(l->dc, &q->key, plain_got, k);
 		break;
-	}
-	case CFS_MSG_CTL_LOCATE: {
-		struct pcall *k = pcall_new(l, q, 0);
-		if ((r = dhash_locate(l->dc, &q->key, plain_located, k)) < 0) {
-			l->calls--;
-			free(k);
-		}
+	case CFS_MSG_CTL_LOCATE:
+		r = dhash_locate(l->dc, &q->key, plain_located, k);
 		break;
-	}
-	case CFS_MSG_CTL_PUT: {
-		struct pcall *k = pcall_new(l, q, 0);
-		if ((r = dhash_put(l->dc, q->kind, q->data, q->len, q->lease_until, plain_put, k)) < 0) {
-			l->calls--;
-			free(k);
-		}
+	case CFS_MSG_CTL_PUT:
+		r = dhash_put(l->dc, q->kind, q->data, q->len, q->lease_until, plain_put, k);
 		break;
-	}
-	case CFS_MSG_CTL_REFRESH: {
-		struct pcall *k = pcall_new(l, q, 0);
-		if ((r = dhash_refresh_many(l->dc, keys, q->n_keys, q->lease_until, plain_refreshed, k)) < 0) {
-			l->calls--;
-			free(k);
-		}
+	case CFS_MSG_CTL_REFRESH:
+		r = dhash_refresh_many(l->dc, keys, q->n_keys, q->lease_until, plain_bits, k);
 		break;
-	}
 	default:
-		q->bits = xcalloc(1, (q->n_keys + 7) / 8);
-		for (uint32_t i = 0; i < q->n_keys && r == 0; i++) {
-			struct pcall *k = pcall_new(l, q, i);
-			r = dhash_have(l->dc, &keys[i], plain_key, k);
-			if (r < 0) {
-				l->calls--;
-				free(k);
-			} else {
-				q->waiting++;
-			}
-		}
-		if (q->waiting > 0)
-			r = 0; /* what was started answers */
+		r = dhash_have_many(l->dc, keys, q->n_keys, plain_bits, k);
 		break;
 	}
 	q->sent = true;
 	if (r < 0) {
+		l->calls--;
+		free(k);
 		q->deadline_ms = 0; /* the sweep fails it */
 		q->first_error = r;
 		uv_timer_start(&l->timer, on_timer, 0, 0);

@@ -73,7 +73,9 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lm
 # One static archive per folder; dependencies point down:
 #   cfsd → dhash → chord → common;  dhash → sfsro-format → common
 #   dhash → blockstore → common (the storage engine)
-#   publisher → sfsro-format, dhash;  cfs-fuse → dhash, sfsro-format
+#   client → dhash, chord (how a program reaches the ring)
+#   publisher → client, sfsro-format;  cfs-fuse → client, sfsro-format;
+#   cfsd's control tools (cfsctl) → client
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publisher/publish.c \
@@ -82,6 +84,7 @@ PUB_LIB_SRCS := publisher/keys.c publisher/dirstore.c publisher/cfsdsink.c publi
 PUB_LIB_SRCS += publisher/push.c
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
+CLIENT_SRCS := $(wildcard client/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
 CFSD_LIB_SRCS := cfsd/ctl.c cfsd/pin.c cfsd/pin_walk.c cfsd/denylist.c cfsd/deny_walk.c
 CFSD_LIB_SRCS += cfsd/metrics.c
@@ -101,6 +104,7 @@ LIBCOMMON := $(B)/libcfs_common.a
 LIBCFSD   := $(B)/libcfsd.a
 LIBCHORD  := $(B)/libchord.a
 LIBDHASH  := $(B)/libdhash.a
+LIBCLIENT := $(B)/libclient.a
 LIBBSTORE := $(B)/libblockstore.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
@@ -111,6 +115,7 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
 $(LIBCHORD): $(call obj,$(CHORD_SRCS))
 $(LIBDHASH): $(call obj,$(DHASH_SRCS))
+$(LIBCLIENT): $(call obj,$(CLIENT_SRCS))
 $(LIBBSTORE): $(call obj,$(BSTORE_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))
@@ -135,8 +140,8 @@ HARNESS  += $(B)/bin/cfs-hostile $(B)/bin/cfs-storetool
 # The wide-area delay line (a netfilter queue in a router namespace).
 HARNESS  += $(B)/bin/cfs-delayline
 
-$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfsd: $(call obj,$(CFSD_SRCS)) $(LIBCFSD) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfsctl: $(call obj,$(CFSCTL_SRCS)) $(LIBCFSD) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-ring: $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 # A hand-made hostile volume for t_hostile_volume.
 $(B)/bin/cfs-hostile-vol: $(call obj,tests/harness/hostile_vol.c) $(LIBSFSRO) $(LIBCOMMON)
@@ -146,13 +151,13 @@ $(B)/bin/cfs-hostile: $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBC
 $(B)/bin/cfs-delayline: $(call obj,tests/harness/cfs_delayline.c) $(LIBTESTBED)
 $(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
 $(B)/bin/cfs-testbed: $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
-$(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-publish: $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-fsck: $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-mount: $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-testbed: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
 $(B)/bin/cfs-publish $(B)/bin/cfs-fsck: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
-$(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+$(B)/bin/cfs-cat: $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 $(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS = $(FUSE_LIBS) $(LEVELDB_LIBS) -lpthread
 $(PROGRAMS) $(HARNESS):
 	@mkdir -p $(dir $@)
@@ -174,7 +179,7 @@ $(B)/tests/unit/%.o: tests/unit/%.c $(B)/config.mk | deps-test
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) $(CRITERION_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBCFSD) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS)) $(LIBTESTBED) $(LIBFUSE) $(LIBCFSD) $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON) | deps-test
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o %.a,$^) $(LEVELDB_LIBS) $(CORE_LIBS) $(CRITERION_LIBS)

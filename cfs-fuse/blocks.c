@@ -2,7 +2,7 @@
  * The mount's block cache and fetcher.
  *
  * Blocks are cached by key, verified (a content-hash block whose bytes
- * hash to its key; dhash_local_get checks and we insist on the kind), in an
+ * hash to its key; client_get checks and we insist on the kind), in an
  * LRU bounded in bytes. Concurrent requests for one key share one fetch. A
  * fetch that fails is tried again after a short pause, at most `retries`
  * more times, unless only a prefetch wants it; then every waiter gets the
@@ -51,7 +51,7 @@ struct fqueue {
 
 struct fs_blocks {
 	uv_loop_t *loop;
-	dhash_local_t *dh;
+	client_t *dh;
 	struct fs_local *local;   /* when set, blocks come from it, not dh */
 	size_t cap;
 	uint32_t retries;
@@ -301,7 +301,7 @@ static void fetch_issue(struct ffetch *f)
 	if (!f->bg)
 		fs__pipe_start(&bs->pipe, bs->active);
 	r = bs->local ? fs__local_get(bs->local, &f->key, on_got, f)
-	              : dhash_local_get(bs->dh, &f->key, on_got, f);
+	              : client_get(bs->dh, &f->key, on_got, f);
 	if (r < 0) {
 		bs->active--;
 		fetch_end(f, r, NULL); /* only while closing: nobody waits for an answer */
@@ -400,7 +400,7 @@ double fs__blocks_pipe_scale(const struct fs_blocks *bs)
 	return (double)bs->pipe.limit / (double)bs->pipe.base;
 }
 
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, client_t *dh, struct fs_local *local,
                                  const struct cfsfuse_options *o, dhash_cache_t *disk)
 {
 	struct fs_blocks *bs = xcalloc(1, sizeof(*bs));

@@ -9,6 +9,16 @@
  * error. The bound on the time a reader can wait is therefore about
  * (retries + 1) · fetch_timeout plus the pauses.
  *
+ * This is the one retry above the DHash get, and not the same one. A get
+ * (dhash/get_sm.c) tries the block's replicas in turn, hedges and looks
+ * the key up again, all within one fetch; client/ under us passes its
+ * failure on untried. What is asked again here, after a pause, is a whole
+ * fetch that failed, for what the get cannot see: the daemon's connection
+ * gone (cfsd restarting: -ECONNRESET, then -ECONNREFUSED), the fetch's own
+ * deadline (fetch_timeout), copies not yet repaired back after servers
+ * left. How many times is the user's (cfs-mount --retries, and 0 turns it
+ * off); a reader's EIO comes only after them.
+ *
  * At most pipe.limit gets are outstanding at the local cfsd; the rest
  * wait in two FIFO queues, blocks a reader waits for ahead of prefetches
  * (a prefetch a reader joins moves to the first queue). More in flight

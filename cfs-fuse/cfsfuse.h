@@ -16,6 +16,9 @@
  *    hash chain from the signed root) before use.
  *  - A block no replica can give after the bounded retries makes that one
  *    operation fail with EIO (logged with key and path); nothing hangs.
+ *    The DHash get tries the replicas; the block cache asks a failed
+ *    fetch again `retries` times, after a pause (blocks.c says why);
+ *    nothing between them retries.
  *  - The highest root sequence seen for a volume is kept on disk; an older
  *    or expired root is refused, at mount and on every later check.
  *

@@ -13,7 +13,10 @@
  *    copies to the next k-1 distinct servers on its successor list.
  *  - A get looks the key up (k successors), fetches from the replica with
  *    the lowest predicted latency, on a timeout or a bad block tries the
- *    next, and returns only bytes that verify.
+ *    next, and returns only bytes that verify. The get is the one layer
+ *    that tries a block read again (the replicas in turn, a hedge, one
+ *    more lookup: get_sm.c): the transport below never sends a call that
+ *    failed again, and client/ above passes a failed get on as it is.
  *  - Every block carries a lease (wall-clock expiry); refresh extends it,
  *    a collector deletes expired blocks. There is no delete call on the
  *    ring; a server's operator may deny keys on that server alone

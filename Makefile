@@ -62,11 +62,14 @@ CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lisal -lm
 # One static archive per folder; dependencies point down:
 #   cfsd → dhash → chord → common;  dhash → sfsro-format → common
 #   dhash → blockstore → common (the storage engine)
-#   publisher → sfsro-format, dhash;  cfs-fuse → dhash, sfsro-format
+#   client → dhash, chord (how a program reaches the ring)
+#   publisher → client, sfsro-format;  cfs-fuse → client, sfsro-format;
+#   cfsd's control tools (cfsctl) → client
 COMMON_SRCS := $(wildcard common/*.c)
 SFSRO_SRCS  := $(wildcard sfsro-format/*.c)
 CHORD_SRCS  := $(wildcard chord/*.c)
 DHASH_SRCS  := $(wildcard dhash/*.c)
+CLIENT_SRCS := $(wildcard client/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
 # The programs' own files; the rest of their folder is its library.
 CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
@@ -85,6 +88,7 @@ LIBCOMMON := $(B)/libcfs_common.a
 LIBCFSD   := $(B)/libcfsd.a
 LIBCHORD  := $(B)/libchord.a
 LIBDHASH  := $(B)/libdhash.a
+LIBCLIENT := $(B)/libclient.a
 LIBBSTORE := $(B)/libblockstore.a
 LIBSFSRO  := $(B)/libsfsro.a
 LIBPUB    := $(B)/libpublisher.a
@@ -92,12 +96,13 @@ LIBFUSE   := $(B)/libcfsfuse.a
 LIBTESTBED := $(B)/libtestbed.a
 # The library chain under everything that talks to the ring, top first
 # (a static archive must come before the ones it uses).
-RING_LIBS := $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
+RING_LIBS := $(LIBCLIENT) $(LIBDHASH) $(LIBBSTORE) $(LIBCHORD) $(LIBSFSRO) $(LIBCOMMON)
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRCS))
 $(LIBCFSD): $(call obj,$(CFSD_LIB_SRCS))
 $(LIBCHORD): $(call obj,$(CHORD_SRCS))
 $(LIBDHASH): $(call obj,$(DHASH_SRCS))
+$(LIBCLIENT): $(call obj,$(CLIENT_SRCS))
 $(LIBBSTORE): $(call obj,$(BSTORE_SRCS))
 $(LIBSFSRO): $(call obj,$(SFSRO_SRCS))
 $(LIBPUB): $(call obj,$(PUB_LIB_SRCS))

@@ -2,12 +2,22 @@
  * The mount's block cache and fetcher.
  *
  * Blocks are cached by key, verified (a content-hash block whose bytes
- * hash to its key; dhash_local_get checks and we insist on the kind), in an
+ * hash to its key; client_get checks and we insist on the kind), in an
  * LRU bounded in bytes. Concurrent requests for one key share one fetch. A
  * fetch that fails is tried again after a short pause, at most `retries`
  * more times, unless only a prefetch wants it; then every waiter gets the
  * error. The bound on the time a reader can wait is therefore about
  * (retries + 1) · fetch_timeout plus the pauses.
+ *
+ * This is the one retry above the DHash get, and not the same one. A get
+ * (dhash/get_sm.c) tries the block's replicas in turn, hedges and looks
+ * the key up again, all within one fetch; client/ under us passes its
+ * failure on untried. What is asked again here, after a pause, is a whole
+ * fetch that failed, for what the get cannot see: the daemon's connection
+ * gone (cfsd restarting: -ECONNRESET, then -ECONNREFUSED), the fetch's own
+ * deadline (fetch_timeout), copies not yet repaired back after servers
+ * left. How many times is the user's (cfs-mount --retries, and 0 turns it
+ * off); a reader's EIO comes only after them.
  *
  * At most pipe.limit gets are outstanding at the local cfsd; the rest
  * wait in two FIFO queues, blocks a reader waits for ahead of prefetches
@@ -51,7 +61,7 @@ struct fqueue {
 
 struct fs_blocks {
 	uv_loop_t *loop;
-	dhash_local_t *dh;
+	client_t *dh;
 	struct fs_local *local;   /* when set, blocks come from it, not dh */
 	size_t cap;
 	uint32_t retries;
@@ -301,7 +311,7 @@ static void fetch_issue(struct ffetch *f)
 	if (!f->bg)
 		fs__pipe_start(&bs->pipe, bs->active);
 	r = bs->local ? fs__local_get(bs->local, &f->key, on_got, f)
-	              : dhash_local_get(bs->dh, &f->key, on_got, f);
+	              : client_get(bs->dh, &f->key, on_got, f);
 	if (r < 0) {
 		bs->active--;
 		fetch_end(f, r, NULL); /* only while closing: nobody waits for an answer */
@@ -400,7 +410,7 @@ double fs__blocks_pipe_scale(const struct fs_blocks *bs)
 	return (double)bs->pipe.limit / (double)bs->pipe.base;
 }
 
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, client_t *dh, struct fs_local *local,
                                  const struct cfsfuse_options *o, dhash_cache_t *disk)
 {
 	struct fs_blocks *bs = xcalloc(1, sizeof(*bs));

@@ -129,7 +129,7 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 /* The options: the daemon or ring to use, the window; then VOLUME PATH.
  * Short options only where their letter means the same in every tool
  * (-d, -w, -h, -V); the rest are long only. */
-static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsfuse_t *fs)
+static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse_t *fs)
 {
 	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM };
 	static const struct option opts[] = {
@@ -155,12 +155,12 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 				cfs_usage_error(USAGE, "--cfsd path too long");
 			break;
 		case 'd':
-			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, DHASH_SOCKET_NAME) >=
+			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, CLIENT_SOCKET_NAME) >=
 			    (int)sizeof(tgt->sock))
 				cfs_usage_error(USAGE, "--data path too long");
 			break;
 		case O_BOOTSTRAP:
-			if (dhash_target_add(tgt, optarg, "--bootstrap") < 0)
+			if (client_target_add(tgt, optarg, "--bootstrap") < 0)
 				exit(2);
 			break;
 		case O_FROM:
@@ -205,14 +205,14 @@ static uint32_t parse_args(int argc, char **argv, struct dhash_target *tgt, cfsf
 		cfs_usage_error(USAGE, "'%s' is not a volume name: %s", argv[optind], why);
 	if (fs->o.from_dir && (tgt->sock[0] || tgt->nboot))
 		cfs_usage_error(USAGE, "--from reads a local store: no --cfsd, --data or --bootstrap");
-	if (!fs->o.from_dir && dhash_target_resolve(tgt) < 0)
+	if (!fs->o.from_dir && client_target_resolve(tgt) < 0)
 		exit(2);
 	return (uint32_t)window;
 }
 
 int main(int argc, char **argv)
 {
-	static struct dhash_target tgt;
+	static struct client_target tgt;
 	struct cat c = { 0 };
 	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
 
@@ -238,7 +238,7 @@ int main(int argc, char **argv)
 		cat_finish(&c, -EIO);
 	fflush(stdout);
 	if (fs->dh)
-		dhash_local_keep_contacts(fs->dh);
+		client_keep_contacts(fs->dh);
 	if (c.status < 0) {
 		log_error("%s: %s", argv[optind + 1], strerror(-c.status));
 		return 1;

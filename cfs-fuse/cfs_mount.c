@@ -110,7 +110,7 @@ static const struct option opts[] = {
 /* What the options set, before the checks that need several of them. */
 static struct {
 	struct cfsfuse_options o;
-	struct dhash_target tgt;
+	struct client_target tgt;
 	char cache_dir[4096], state_dir[4096], from[4096];
 	char fuse_opts[4096];     /* the -o words for FUSE, comma-separated */
 	uint64_t disk_mb;
@@ -143,7 +143,7 @@ static void apply(int c, const char *name, const char *val)
 	case O_DEBUG: o->debug = true; o->foreground = true; break;
 	case O_CFSD: copy_path(A.tgt.sock, sizeof(A.tgt.sock), val, "--cfsd"); break;
 	case 'd':
-		if (snprintf(A.tgt.sock, sizeof(A.tgt.sock), "%s/%s", val, DHASH_SOCKET_NAME) >=
+		if (snprintf(A.tgt.sock, sizeof(A.tgt.sock), "%s/%s", val, CLIENT_SOCKET_NAME) >=
 		    (int)sizeof(A.tgt.sock))
 			bad_usage("--data path too long");
 		break;
@@ -164,7 +164,7 @@ static void apply(int c, const char *name, const char *val)
 		o->state_dir = A.state_dir;
 		break;
 	case O_BOOTSTRAP:
-		if (dhash_target_add(&A.tgt, val, "--bootstrap") < 0)
+		if (client_target_add(&A.tgt, val, "--bootstrap") < 0)
 			exit(2);
 		break;
 	case O_PUSH_RATE:
@@ -373,7 +373,7 @@ int main(int argc, char **argv)
 		bad_usage("--from reads a local store: no --cfsd, --data, --bootstrap or --disk-cache-mb");
 	if (A.from[0])
 		o->from_dir = A.from;
-	else if (dhash_target_resolve(&A.tgt) < 0)
+	else if (client_target_resolve(&A.tgt) < 0)
 		return 2;
 	o->target = &A.tgt;
 	if (A.disk_mb) {

@@ -11,25 +11,28 @@
  *    only other thread sends kernel cache invalidations (which may block on
  *    kernel locks held by requests this thread has yet to answer).
  *  - Blocks come from the local cfsd or, without one, a plain ring client
- *    (dhash_local_*, dhash_target_open), or from a dir: store on the local
+ *    (client_*, client_target_open), or from a dir: store on the local
  *    disk (from_dir: no ring at all); each is checked against its key (the
  *    hash chain from the signed root) before use.
  *  - A block no replica can give after the bounded retries makes that one
  *    operation fail with EIO (logged with key and path); nothing hangs.
+ *    The DHash get tries the replicas; the block cache asks a failed
+ *    fetch again `retries` times, after a pause (blocks.c says why);
+ *    nothing between them retries.
  *  - The highest root sequence seen for a volume is kept on disk; an older
  *    or expired root is refused, at mount and on every later check.
  *
- * The only module that includes fuse_lowlevel.h. Depends on dhash/ and
- * sfsro-format/.
+ * The only module that includes fuse_lowlevel.h. Depends on client/ (and
+ * dhash/ under it) and sfsro-format/.
  */
 #ifndef CFS_CFSFUSE_H
 #define CFS_CFSFUSE_H
 
-#include "dhash/dhash.h"
+#include "client/client.h"
 #include "sfsro-format/sfsro.h"
 
 struct cfsfuse_options {
-	const struct dhash_target *target; /* the local cfsd, or a plain ring client's bootstrap */
+	const struct client_target *target; /* the local cfsd, or a plain ring client's bootstrap */
 	const char *state_dir;    /* highest root sequence seen, per volume */
 	size_t cache_bytes;       /* in-memory block cache (default 64 MiB) */
 	const char *disk_cache;   /* a block cache on disk, one per volume under it (NULL: none) */

@@ -20,7 +20,7 @@ struct fblk {
 typedef void (*fs_blk_cb)(void *arg, int status, const struct fblk *b);
 
 /* ---- a local store (localsrc.c): the dir: store at a path, read in
- * this process. Gets answer as dhash_local_get's: later, from the loop,
+ * this process. Gets answer as client_get's: later, from the loop,
  * only bytes that verify under their key (kind set), -ENOENT, -EBADMSG
  * for bytes that do not verify, -EIO. */
 struct fs_local;
@@ -55,7 +55,7 @@ void fs__pipe_done(struct fs_pipe *p, size_t bytes, uint64_t now_us);
 struct fs_blocks;
 /* Blocks come from local when it is set, else through dh. disk: a cache
  * on disk behind the one in memory, or NULL; closed by free. */
-struct fs_blocks *fs__blocks_new(uv_loop_t *loop, dhash_local_t *dh, struct fs_local *local,
+struct fs_blocks *fs__blocks_new(uv_loop_t *loop, client_t *dh, struct fs_local *local,
                                  const struct cfsfuse_options *o, dhash_cache_t *disk);
 void fs__blocks_free(struct fs_blocks *bs);
 /* The cached block (from memory, else from the disk cache), moved to the
@@ -173,7 +173,7 @@ typedef struct cfsfuse {
 	struct cfs_pubkey vol;
 	char volname[CFS_NAME_LEN + 1];
 	char seq_path[4200];      /* where the highest seen sequence is kept */
-	dhash_local_t *dh;
+	client_t *dh;
 	struct fs_local *local;   /* o.from_dir: the store blocks come from */
 	struct fs_blocks *blocks;
 	struct fs_nodes *nodes;

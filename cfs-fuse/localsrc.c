@@ -3,7 +3,7 @@
  * directory, as the publisher writes it offline) read by this process,
  * for cfs-mount --from dir:PATH and cfs-cat --from — no ring, no daemon.
  *
- * It answers as dhash_local_get does, so that the block cache, the walks
+ * It answers as client_get does, so that the block cache, the walks
  * and the root checks above it work unchanged: through a dhash_get_cb,
  * from the loop (an idle handle), never inside the call that asked, and
  * only with bytes that verify under their key — a content-hash block by
@@ -159,7 +159,7 @@ void fs__local_free(struct fs_local *l)
 	if (!l)
 		return;
 	l->closing = true;
-	while (l->head) { /* as dhash_local_free: what is pending ends, cancelled */
+	while (l->head) { /* as client_free: what is pending ends, cancelled */
 		struct lget *g = l->head;
 		l->head = g->next;
 		g->cb(g->arg, &res);

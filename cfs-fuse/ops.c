@@ -551,7 +551,7 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	struct fs_totals t;
 	bool complete;
 
-	const struct dhash_client_stats *cs = fs->dh ? dhash_local_client_stats(fs->dh) : NULL;
+	const struct dhash_client_stats *cs = fs->dh ? client_dhash_stats(fs->dh) : NULL;
 
 	fs__blocks_stats(fs->blocks, &st);
 	fs__census_totals(fs->census, &t, &complete);
@@ -573,7 +573,7 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)fs__nodes_count(fs->nodes), (unsigned long)fs->root.seq,
 	              (unsigned long)st.root_switches, fs->window, (unsigned long)st.fetch_limit,
 	              (unsigned long)(cs ? cs->hedges : 0), (unsigned long)(cs ? cs->hedges_skipped : 0),
-	              (unsigned long)(fs->dh ? dhash_local_lookups_remembered(fs->dh) : 0),
+	              (unsigned long)(fs->dh ? client_lookups_remembered(fs->dh) : 0),
 	              (unsigned long)t.files,
 	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
 }
@@ -695,7 +695,7 @@ static void fs_stop(cfsfuse_t *fs)
 	uv_close((uv_handle_t *)&fs->update_timer, on_closed);
 	fs__census_close(fs->census);
 	fs__dirpf_close(fs->dirpf);
-	dhash_local_free(fs->dh);
+	client_free(fs->dh);
 	fs->dh = NULL;
 	fs__local_free(fs->local);
 	fs->local = NULL;
@@ -916,7 +916,7 @@ out_args:
 	fuse_opt_free_args(&args);
 out_free:
 	if (fs->dh && !fs->stopping) { /* the first root's client, never served from */
-		dhash_local_free(fs->dh);
+		client_free(fs->dh);
 		cfs_loop_run(fs->loop);
 	}
 	free(fs);

@@ -72,7 +72,7 @@ int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro
 /* Why a root is refused as expired: the publisher stopped refreshing it,
  * or this machine's clock is wrong. A plain client hears the servers'
  * clocks (version 5) and says which. */
-static const char *expired_text(cfsfuse_t *fs, dhash_local_t *dh, char *buf, size_t n)
+static const char *expired_text(cfsfuse_t *fs, client_t *dh, char *buf, size_t n)
 {
 	char until[32] = "?", now[32];
 	int64_t skew;
@@ -83,7 +83,7 @@ static const char *expired_text(cfsfuse_t *fs, dhash_local_t *dh, char *buf, siz
 	if (fs->expired_until)
 		strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime_r(&u, &tm));
 	strftime(now, sizeof(now), "%Y-%m-%d %H:%M UTC", gmtime_r(&t, &tm));
-	if (dh && dhash_local_clock_skew(dh, &skew, &servers) == 0 && (skew > 600000 || skew < -600000))
+	if (dh && client_clock_skew(dh, &skew, &servers) == 0 && (skew > 600000 || skew < -600000))
 		snprintf(buf, n, "this machine's clock is wrong: it reads %s, %+.0f s off the median of %u "
 		         "servers' clocks, and the root is valid until %s; set the clock right (NTP)",
 		         now, (double)skew / 1000, servers, until);
@@ -120,10 +120,10 @@ static void first_got(void *arg, const struct dhash_get_result *g)
 }
 
 /* The root from wherever this mount reads: its local store, else the ring. */
-static int get_from(dhash_local_t *dh, struct fs_local *local, const struct cfs_id *key,
+static int get_from(client_t *dh, struct fs_local *local, const struct cfs_id *key,
                     dhash_get_cb cb, void *arg)
 {
-	return local ? fs__local_get(local, key, cb, arg) : dhash_local_get_root(dh, key, cb, arg);
+	return local ? fs__local_get(local, key, cb, arg) : client_get_root(dh, key, cb, arg);
 }
 
 int fs__source_open(cfsfuse_t *fs)
@@ -132,7 +132,7 @@ int fs__source_open(cfsfuse_t *fs)
 		return 0;
 	if (fs->o.from_dir)
 		return fs__local_open(fs->loop, fs->o.from_dir, &fs->local);
-	return dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &fs->dh);
+	return client_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &fs->dh);
 }
 
 /* The first root, from the ring (tried again while it may be on its way)
@@ -146,7 +146,7 @@ int fs__root_initial(cfsfuse_t *fs)
 {
 	char dir[4000];
 	struct cfs_id key;
-	dhash_local_t *dh = NULL;
+	client_t *dh = NULL;
 	struct fs_local *local = NULL;
 	int r;
 
@@ -162,7 +162,7 @@ int fs__root_initial(cfsfuse_t *fs)
 	if (fs->o.from_dir)
 		r = fs__local_open(fs->loop, fs->o.from_dir, &local);
 	else
-		r = dhash_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh);
+		r = client_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh);
 	if (r < 0)
 		return r;
 	for (uint32_t attempt = 0;; attempt++) {
@@ -185,7 +185,7 @@ int fs__root_initial(cfsfuse_t *fs)
 		dh = NULL;
 	}
 	if (dh || local) {
-		dhash_local_free(dh);
+		client_free(dh);
 		fs__local_free(local);
 		cfs_loop_run(fs->loop); /* until the client or store has closed */
 	}
@@ -195,7 +195,7 @@ int fs__root_initial(cfsfuse_t *fs)
 		          r == -ENOENT ? "the store holds no root for this volume" : root_error(r));
 		return r;
 	}
-	const struct dhash_target *t = fs->o.target;
+	const struct client_target *t = fs->o.target;
 	if (t->nboot == 0 && r == -ECONNREFUSED && access(t->sock, F_OK) != 0) {
 		(void)log_error_errno(-ENOENT, "no cfsd control socket at %s: start cfsd, or give "
 		                      "--bootstrap HOST:PORT (or $CFS_BOOTSTRAP)", t->sock);
@@ -206,7 +206,7 @@ int fs__root_initial(cfsfuse_t *fs)
 	if (t->nboot > 0 && r == -EHOSTUNREACH) {
 		char name[256];
 		return log_error_errno(r, "cannot reach %s: no bootstrap address answered",
-		                       dhash_target_name(t, name, sizeof(name)));
+		                       client_target_name(t, name, sizeof(name)));
 	}
 	if (r < 0) {
 		log_error("cannot %s volume %s: %s", fs->doing ? fs->doing : "mount", fs->volname,

@@ -34,6 +34,7 @@
 
 #include "cfsd/cfsctl.h"
 #include "cfsd/deny.h"
+#include "client/client.h"
 #include "dhash/dhash.h"
 
 #ifndef CFS_VERSION
@@ -207,9 +208,9 @@ int cfsctl_getopt(struct cfsctl *g, int argc, char **argv, const char *shortopts
 
 const char *cfsctl_sock(struct cfsctl *g)
 {
-	/* No --socket: --data's, else the one every tool finds (dhash/target.c). */
+	/* No --socket: --data's, else the one every tool finds (client/target.c). */
 	if (!g->sock[0]) {
-		if (!g->data_dir[0] && dhash_default_socket(g->sock, sizeof(g->sock)) < 0)
+		if (!g->data_dir[0] && client_default_socket(g->sock, sizeof(g->sock)) < 0)
 			bad_usage("the default socket path is too long");
 		if (g->data_dir[0] && cfsd_socket_path(g->data_dir, g->sock, sizeof(g->sock)) < 0)
 			bad_usage("--data path is too long");

@@ -4,7 +4,7 @@
  *
  * A daemon keeps its state in one data directory: a lock file that makes a
  * second daemon on the same directory refuse to start, the block store
- * (blocks/, LevelDB) and the UNIX control socket (DHASH_SOCKET_NAME, mode 0600, or
+ * (blocks/, LevelDB) and the UNIX control socket (CLIENT_SOCKET_NAME, mode 0600, or
  * 0660 for a --socket-group). Requests on the socket are framed
  * messages of common/cfs.h (CFS_MSG_CTL_*), answered one reply per request.
  *
@@ -45,7 +45,7 @@ int cfsd_portmap(uint16_t port, uint32_t lifetime_s, uint32_t wait_ms, char *ret
                  const char **ret_how);
 
 int cfsd_default_data_dir(char *buf, size_t n);
-/* DIR/cfsd.sock (DHASH_SOCKET_NAME: the one name every tool uses). */
+/* DIR/cfsd.sock (CLIENT_SOCKET_NAME: the one name every tool uses). */
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n);
 
 /* Called with the daemon's reply (status 0, reply set) or a failure (a

@@ -1,7 +1,7 @@
 /*
  * Default paths, and cfsctl's synchronous use of the control socket.
  *
- * The control protocol itself has one client, dhash_local (dhash/local.c):
+ * The control protocol itself has one client, client_call (client/daemon.c):
  * it frames, matches replies to requests by ID, times out and reports a
  * missing daemon. Here is only what a command-line tool adds on top: a
  * private event loop that runs until every request is answered, and a
@@ -13,22 +13,22 @@
 #include <string.h>
 
 #include "cfsd/cfsd.h"
-#include "dhash/dhash.h"
+#include "client/client.h"
 
 int cfsd_default_data_dir(char *buf, size_t n)
 {
-	return dhash_default_data_dir(buf, n);
+	return client_default_data_dir(buf, n);
 }
 
 int cfsd_socket_path(const char *data_dir, char *buf, size_t n)
 {
-	int len = snprintf(buf, n, "%s/%s", data_dir, DHASH_SOCKET_NAME);
+	int len = snprintf(buf, n, "%s/%s", data_dir, CLIENT_SOCKET_NAME);
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
 /* n requests over one connection, at most window unanswered. */
 struct run {
-	dhash_local_t *l;
+	client_t *l;
 	size_t n, issued, done;
 	unsigned window;
 	cfsd_pipe_build_fn build;
@@ -63,7 +63,7 @@ static void issue(struct run *p)
 		cfs_msg_init(p->m, CFS_MSG_PING);
 		p->build(p->arg, i, p->m);
 		p->slots[i] = (struct slot){ p, i };
-		int r = dhash_local_call(p->l, p->m, on_reply, &p->slots[i]);
+		int r = client_call(p->l, p->m, on_reply, &p->slots[i]);
 		if (r < 0) {
 			p->status = r;
 			return;
@@ -84,7 +84,7 @@ static int run(const char *sock, size_t n, unsigned window, uint32_t timeout_ms,
 	if (n == 0)
 		return 0;
 	uv_loop_init(&loop);
-	if ((r = dhash_local_new(&loop, sock, timeout_ms, &p.l)) < 0) {
+	if ((r = client_new(&loop, sock, timeout_ms, &p.l)) < 0) {
 		uv_loop_close(&loop);
 		return r;
 	}
@@ -93,7 +93,7 @@ static int run(const char *sock, size_t n, unsigned window, uint32_t timeout_ms,
 	issue(&p);
 	p.finished = p.done == p.issued;
 	(void)cfs_loop_run_until(&loop, &p.finished);
-	dhash_local_free(p.l);
+	client_free(p.l);
 	cfs_loop_run(&loop);
 	uv_loop_close(&loop);
 	free(p.slots);

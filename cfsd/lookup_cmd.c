@@ -14,6 +14,7 @@
 
 #include "cfsd/cfsctl.h"
 #include "chord/chord.h"
+#include "client/client.h"
 #include "dhash/dhash.h"
 
 struct batch {
@@ -63,7 +64,7 @@ int cfsctl_read_keys(char **args, int nargs, unsigned random_n, struct cfs_id **
 void cfsd_ctl_report(const char *sock, const char *what, int r)
 {
 	if (r == -EACCES)
-		(void)dhash_socket_denied(sock);
+		(void)client_socket_denied(sock);
 	else if (r == -ENOENT || r == -ECONNREFUSED)
 		fprintf(stderr, "cfsctl: no cfsd is running on %s\n", sock);
 	else if (r < 0)

@@ -38,10 +38,11 @@ struct conn {
 };
 static struct conn *conns;
 
-/* A control request answered later (lookup, get, put). */
+/* A control request answered later (lookup, get, put, have, refresh). */
 struct ctl_req {
 	struct conn *k;
 	uint64_t reqid;
+	uint8_t type;             /* have, refresh: the reply's */
 };
 
 static void conn_put(struct conn *k)
@@ -186,79 +187,17 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	k->pending++;
 }
 
-/* CTL_HAVE: one client operation per key, one reply with a bitmap once
- * all are answered. The first hard error answers for the batch. */
-struct ctl_batch;
-struct ctl_key {
-	struct ctl_batch *b;
-	uint32_t i;
-};
-struct ctl_batch {
-	struct ctl_req q;         /* first: ctl_req_end frees the batch */
-	uint8_t type;
-	struct cfs_fanin fan;     /* the haves out, and the first hard error */
-	uint32_t n;
-	uint8_t bits[CFS_MSG_MAX_KEYS / 8];
-	struct ctl_key keys[];
-};
-
-/* One have ended (or could not start); the last one answers. */
-static void ctl_batch_end(struct ctl_batch *b, int status)
-{
-	if (!cfs_fanin_end(&b->fan, status))
-		return;
-	if (!b->q.k->closed) {
-		cfs_msg_init(&R, (enum cfs_msg_type)b->type);
-		R.is_reply = true;
-		R.reqid = b->q.reqid;
-		R.status = b->fan.status;
-		if (!b->fan.status)
-			R.data = (struct cfs_bytes){ b->bits, (b->n + 7) / 8 };
-		(void)cfs_stream_write_msg(b->q.k->s, &R);
-	}
-	ctl_req_end(&b->q);
-}
-
-static void ctl_key_done(void *arg, int status, const struct cfs_id *key, uint32_t found,
-                         uint64_t lease)
-{
-	struct ctl_key *ck = arg;
-
-	if (status == 0 && found)
-		ck->b->bits[ck->i / 8] |= (uint8_t)(1u << (ck->i % 8));
-	/* A have that reached nobody is not an answer: the caller must not
-	 * take it for "absent". "Not there" is one. */
-	ctl_batch_end(ck->b, status == -ENOENT ? 0 : status);
-}
-
-static void ctl_keys(struct conn *k, const struct cfs_msg *req)
-{
-	struct ctl_batch *b = xcalloc(1, sizeof(*b) + req->n_keys * sizeof(b->keys[0]));
-
-	b->q.k = k;
-	b->q.reqid = req->reqid;
-	b->type = req->type;
-	b->n = req->n_keys;
-	cfs_fanin_add(&b->fan); /* held until every key is started */
-	k->pending++;
-	for (uint32_t i = 0; i < req->n_keys; i++) {
-		b->keys[i] = (struct ctl_key){ b, i };
-		cfs_fanin_add(&b->fan);
-		int r = dhash_have(E.client, &req->keys[i], ctl_key_done, &b->keys[i]);
-		if (r < 0)
-			ctl_batch_end(b, r);
-	}
-	ctl_batch_end(b, 0);
-}
-
-/* CTL_REFRESH: the whole batch at once, one REFRESH per server
- * (dhash_refresh_many), the publisher's pass over every block. */
-static void ctl_refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+/* CTL_HAVE and CTL_REFRESH: the whole batch at once on the daemon's DHash
+ * client, one reply with a bitmap. A have is dhash_have_many, a refresh
+ * dhash_refresh_many (one REFRESH per server, the publisher's pass over
+ * every block): the two a plain ring client runs too, so a program gets
+ * the same answer and the same error through the daemon or without it. */
+static void ctl_bits_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct ctl_req *q = arg;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&R, CFS_MSG_CTL_REFRESH);
+		cfs_msg_init(&R, (enum cfs_msg_type)q->type);
 		R.is_reply = true;
 		R.reqid = q->reqid;
 		R.status = status;
@@ -271,20 +210,24 @@ static void ctl_refresh_done(void *arg, int status, const uint8_t *bits, uint32_
 	ctl_req_end(q);
 }
 
-static void ctl_refresh(struct conn *k, const struct cfs_msg *req)
+static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 {
 	struct ctl_req *q = xcalloc(1, sizeof(*q));
 	int r;
 
 	q->k = k;
 	q->reqid = req->reqid;
-	if ((r = dhash_refresh_many(E.client, req->keys, req->n_keys, req->lease_until, ctl_refresh_done,
-	                            q)) < 0) {
-		ctl_reply_error(k->s, req, r);
-		free(q);
-		return;
-	}
+	q->type = req->type;
 	k->pending++;
+	if (req->type == CFS_MSG_CTL_HAVE)
+		r = dhash_have_many(E.client, req->keys, req->n_keys, ctl_bits_done, q);
+	else
+		r = dhash_refresh_many(E.client, req->keys, req->n_keys, req->lease_until,
+		                       ctl_bits_done, q);
+	if (r < 0) {
+		ctl_reply_error(k->s, req, r);
+		ctl_req_end(q);
+	}
 }
 
 /* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
@@ -584,10 +527,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
 	           req->type == CFS_MSG_CTL_LOCATE) {
 		ctl_block(k, req);
-	} else if (req->type == CFS_MSG_CTL_HAVE) {
+	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);
-	} else if (req->type == CFS_MSG_CTL_REFRESH) {
-		ctl_refresh(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
 		ctl_list(s, req);
 	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {

@@ -538,7 +538,8 @@ void cfs_node_id(struct cfs_id *ret, const struct cfs_addr *a, uint32_t vindex);
 /*
  * The UDP RPC transport: one socket per process, requests matched to
  * replies by request ID, a timeout per request that is reported to the
- * caller (who decides where to re-send: nothing is retransmitted here), and
+ * caller (who decides where to try again: a call that failed is never
+ * sent again here; within its timeout, a lost datagram of it is), and
  * STP window control (DHash++ 5.2): w grows by 1/w per reply and halves per
  * timeout, and at most 3w requests are in flight; the rest wait in order.
  * All callbacks run on the loop, never inside the call that started them.

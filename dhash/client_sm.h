@@ -288,6 +288,25 @@ bool dhash__probe_next(struct dhash__probe *pr, struct dhash__act *ret);
 /* Finished, and no HAVE or REFRESH still out. */
 bool dhash__probe_idle(const struct dhash__probe *pr);
 
+/* ---- have of many keys (have.c): the one rule for a batch's answer
+ * (dhash_have_many states it). Keys end in any order; the answer does
+ * not depend on the order. */
+
+struct dhash__haves {
+	uint32_t n, left;         /* keys, and keys not ended yet */
+	int err;                  /* the error of the lowest-numbered key that got no
+	                           * answer (0: every key answered so far) */
+	uint32_t err_at;
+	uint8_t *bits;            /* (n + 7) / 8 bytes: bit i, key i is present */
+};
+
+/* n >= 1 keys, none ended. */
+void dhash__haves_init(struct dhash__haves *h, uint32_t n);
+void dhash__haves_fini(struct dhash__haves *h);
+/* Key i's have ended: status 0 with found (present) or not (absent), or
+ * a negative errno (no answer). True once every key has ended. */
+bool dhash__haves_on_key(struct dhash__haves *h, uint32_t i, int status, uint32_t found);
+
 /* ---- refresh of many keys (refresh_sm.c) */
 
 enum dhash__rmany_state { DHASH_RMANY_LOOKUP, DHASH_RMANY_REFRESH, DHASH_RMANY_DONE };

@@ -13,7 +13,10 @@
  *    copies to the next k-1 distinct servers on its successor list.
  *  - A get looks the key up (k successors), fetches from the replica with
  *    the lowest predicted latency, on a timeout or a bad block tries the
- *    next, and returns only bytes that verify.
+ *    next, and returns only bytes that verify. The get is the one layer
+ *    that tries a block read again (the replicas in turn, a hedge, one
+ *    more lookup: get_sm.c): the transport below never sends a call that
+ *    failed again, and client/ above passes a failed get on as it is.
  *  - Every block carries a lease (wall-clock expiry); refresh extends it,
  *    a collector deletes expired blocks. There is no delete call on the
  *    ring; a server's operator may deny keys on that server alone
@@ -252,6 +255,15 @@ int dhash_refresh(dhash_client_t *d, const struct cfs_id *key, uint64_t lease_un
  * a refresh, lease is the least lease granted to any key found (0: none). */
 typedef void (*dhash_bits_cb)(void *arg, int status, const uint8_t *bits, uint32_t n,
                               uint64_t lease);
+/* dhash_have of n keys (1..CFS_MSG_MAX_KEYS) at once: the one answer to
+ * "have these keys", the daemon's (CTL_HAVE) and a plain client's. Status
+ * 0 once every key got an answer: bit i set when a majority of key i's
+ * servers hold it, clear when they said it is absent. When some key got
+ * no answer (nobody reached, its lookup failed, -ECANCELED), the batch
+ * fails with the error of the lowest-numbered such key and no bitmap: an
+ * unanswered key never reads as absent. lease is 0. */
+int dhash_have_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
+                    void *arg) CFS_WUR;
 /* dhash_refresh of n keys at once: each key looked up, then one REFRESH
  * per server naming all the keys it holds replicas of. Bit i: some replica
  * had key i. Fails (-ETIMEDOUT, a lookup's error) when some key reached
@@ -309,113 +321,5 @@ void dhash_cache_totals(const dhash_cache_t *c, uint64_t *blocks, uint64_t *byte
                         uint64_t *evicted);
 /* Bytes of its packs on disk (the bound holds these), and of those dead. */
 void dhash_cache_disk(const dhash_cache_t *c, uint64_t *disk, uint64_t *dead);
-
-/* ---- the client through the local daemon (cfsd's control socket) */
-
-/* The daemon's control socket is DATA/cfsd.sock, whoever runs it: the one
- * name every tool uses. The system daemon's data directory (the service's,
- * and root's default) is DHASH_SYSTEM_DIR; its socket is shared with the
- * members of the group cfs (cfsd --socket-group). */
-#define DHASH_SOCKET_NAME "cfsd.sock"
-#define DHASH_SYSTEM_DIR "/var/lib/cfs"
-#define DHASH_LOCAL_TIMEOUT_MS 30000
-
-typedef struct dhash_local dhash_local_t;
-
-/* The daemon's default data directory: $CFS_DATA_DIR, else /var/lib/cfs
- * for root, else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. */
-int dhash_default_data_dir(char *buf, size_t n) CFS_WUR;
-/* The socket a client tool talks to when told none: $CFS_DATA_DIR's when
- * set; else the user's own daemon's (the default data directory's) when
- * it answers; else the system daemon's (DHASH_SYSTEM_DIR) when it answers
- * or refuses this user (so the error can say why); else the user's own.
- * -ENAMETOOLONG if it does not fit. */
-int dhash_default_socket(char *buf, size_t n) CFS_WUR;
-/* Log that this user may not use the daemon socket at sock, naming the
- * group that may (the one owning its directory) and how to join it.
- * Returns -EACCES. */
-int dhash_socket_denied(const char *sock);
-
-
-/* A client of the daemon listening at sock; it connects on first use and
- * again after the connection ends. A request unanswered after timeout_ms
- * (0: DHASH_LOCAL_TIMEOUT_MS) fails with -ETIMEDOUT; when the daemon is
- * not there, requests fail with -ENOENT / -ECONNREFUSED. Callbacks run on
- * loop, never inside the call; free cancels what is pending (-ECANCELED). */
-int dhash_local_new(uv_loop_t *loop, const char *sock, uint32_t timeout_ms,
-                    dhash_local_t **ret) CFS_WUR;
-/* The same API with no daemon: a plain client of the ring (not a member)
- * that reaches it through any of the n bootstrap addresses, with its own
- * UDP socket and DHash client (default configuration). */
-int dhash_local_new_plain(uv_loop_t *loop, const struct cfs_addr *boot, size_t n,
-                          uint32_t timeout_ms, uint64_t cache_push_bytes_per_s,
-                          dhash_local_t **ret) CFS_WUR;
-/* Is it a plain ring client? */
-bool dhash_local_is_plain(const dhash_local_t *l);
-/* Its DHash client's counters (plain clients; NULL otherwise). */
-const struct dhash_client_stats *dhash_local_client_stats(const dhash_local_t *l);
-/* A plain client's gets that skipped their lookup (chord_lookups_remembered);
- * 0 through a daemon. */
-uint64_t dhash_local_lookups_remembered(const dhash_local_t *l);
-/* A plain client: write the ring members it met where its next run reads
- * them ($XDG_CACHE_HOME/cfs; dhash_local_free does it too). */
-void dhash_local_keep_contacts(dhash_local_t *l);
-void dhash_local_free(dhash_local_t *l);
-/* Requests started and not yet answered. */
-uint32_t dhash_local_pending(const dhash_local_t *l);
-/* As dhash_get: only bytes that verify under key are returned. */
-/* This machine's wall clock minus the median of the ring servers' heard
- * lately (a plain client hears their clocks; through cfsd: -ENODATA). */
-int dhash_local_clock_skew(dhash_local_t *l, int64_t *ret_skew_ms, uint32_t *ret_servers);
-int dhash_local_get(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
-/* As dhash_local_get, for a volume's root key: a plain client runs
- * dhash_get_root; through cfsd, whose round trips are known, a get. */
-int dhash_local_get_root(dhash_local_t *l, const struct cfs_id *key, dhash_get_cb cb,
-                         void *arg) CFS_WUR;
-int dhash_local_put(dhash_local_t *l, uint32_t kind, const uint8_t *p, size_t len,
-                    uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
-/* Which of keys (1..CFS_MSG_MAX_KEYS) their successors store. */
-int dhash_local_have(dhash_local_t *l, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
-                     void *arg) CFS_WUR;
-/* dhash_locate through the daemon (or the plain client's own). */
-int dhash_local_locate(dhash_local_t *l, const struct cfs_id *key, dhash_locate_cb cb,
-                       void *arg) CFS_WUR;
-/* Extend keys' leases on their replicas; bit i: some replica had key i. */
-int dhash_local_refresh(dhash_local_t *l, const struct cfs_id *keys, uint32_t n,
-                        uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
-/* Any control request (CFS_MSG_CTL_*, e.g. a status or a lookup), for
- * cfsctl. cb gets the daemon's reply (status: the reply's own, reply set),
- * or reply NULL and why none came: -ENOENT / -ECONNREFUSED (no daemon),
- * -ETIMEDOUT, -EPROTO (a malformed reply), -ECONNRESET, -ECANCELED. req is
- * encoded (and its borrowed bytes copied) before the call returns; its
- * reqid is set here. -EOPNOTSUPP on a plain client. */
-typedef void (*dhash_ctl_cb)(void *arg, int status, const struct cfs_msg *reply);
-int dhash_local_call(dhash_local_t *l, const struct cfs_msg *req, dhash_ctl_cb cb,
-                     void *arg) CFS_WUR;
-
-/* ---- how a client program reaches the ring */
-
-#define DHASH_BOOT_MAX 16
-struct dhash_target {
-	char sock[4096];          /* the local cfsd's control socket ... */
-	struct cfs_addr boot[DHASH_BOOT_MAX]; /* ... or, when nboot > 0, a plain
-	                           * ring client's bootstrap addresses */
-	size_t nboot;
-	uint64_t cache_push_bytes_per_s; /* a plain client's upload bound on cache
-	                           * pushes (dhash_config; 0: none) */
-};
-/* Add the addresses in list (separated by commas or blanks); from names
- * the source in the error logged (-EINVAL). */
-int dhash_target_add(struct dhash_target *t, const char *list, const char *from) CFS_WUR;
-/* Fill in what the command line left open (sock empty, nboot 0): the
- * default daemon socket when a cfsd answers there, else $CFS_BOOTSTRAP,
- * else the client configuration file's `bootstrap ADDR` lines
- * ($XDG_CONFIG_HOME/cfs/client.conf, /etc/cfs/client.conf), else the
- * default socket. Errors are logged. */
-int dhash_target_resolve(struct dhash_target *t) CFS_WUR;
-int dhash_target_open(uv_loop_t *loop, const struct dhash_target *t, uint32_t timeout_ms,
-                      dhash_local_t **ret) CFS_WUR;
-/* "cfsd at SOCKET" or "the ring through ADDR", for messages. */
-const char *dhash_target_name(const struct dhash_target *t, char *buf, size_t n);
 
 #endif

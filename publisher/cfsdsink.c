@@ -1,11 +1,12 @@
 /*
  * The DHT store ("cfsd", "cfsd:SOCKET", "ring:ADDR"): blocks go to the ring
- * through the local daemon or a plain ring client (dhash_local_*). A batch's "have" is one
- * CTL_REFRESH per CFS_MSG_MAX_KEYS keys (a block some replica holds is
- * renewed to the new root's lease), then one CTL_HAVE of the keys it found
- * (a block a majority of its servers holds needs no sending), its put one
- * CTL_PUT per block, all in flight at once; the daemon's DHash client does
- * lookups, stores and replication. Every answer names the lease the
+ * through the local daemon or a plain ring client (client/client.h). A
+ * batch's "have" is one CTL_REFRESH per CFS_MSG_MAX_KEYS keys (a block
+ * some replica holds is renewed to the new root's lease), then one
+ * CTL_HAVE of the keys it found (a block a majority of its servers holds
+ * needs no sending), its put one CTL_PUT per block, all in flight at once;
+ * the daemon's DHash client (or the plain client's own) does lookups,
+ * stores and replication. Every answer names the lease the
  * servers granted; the least of them bounds the root's valid-until.
  * Reads (the previous root, refresh and fsck walks) are asynchronous gets
  * like everything else; the publisher's walker driver waits for them.
@@ -15,13 +16,13 @@
 #include <string.h>
 
 #include "publisher/internal.h"
-#include "dhash/dhash.h"
+#include "client/client.h"
 
 struct cfsdsink {
 	uv_loop_t *loop;
 	char *sock;               /* "cfsd at PATH" or "the ring through ADDR" */
 	bool ring;                /* a plain ring client, no daemon */
-	dhash_local_t *l;
+	client_t *l;
 	uint64_t granted;         /* the least lease granted so far (UINT64_MAX: none) */
 	uint32_t put_failures;    /* blocks not stored (the first few logged) */
 	uint64_t have_unanswered; /* keys a have could not answer: sent instead */
@@ -184,7 +185,7 @@ static void renew_done(void *arg, int status, const uint8_t *bits, uint32_t n, u
 		free(h);
 		return;
 	}
-	if ((r = dhash_local_have(h->d->l, h->confirm, h->nconfirm, confirm_done, h)) < 0) {
+	if ((r = client_have(h->d->l, h->confirm, h->nconfirm, confirm_done, h)) < 0) {
 		batch_end(h->b, r);
 		free(h);
 	}
@@ -209,8 +210,8 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 		h->keys = keys + i;
 		h->n = m;
 		cfs_fanin_add(&b->fan);
-		int r = lease_until ? dhash_local_refresh(d->l, keys + i, m, lease_until, renew_done, h)
-		                    : dhash_local_have(d->l, keys + i, m, have_done, h);
+		int r = lease_until ? client_refresh(d->l, keys + i, m, lease_until, renew_done, h)
+		                    : client_have(d->l, keys + i, m, have_done, h);
 		if (r < 0) {
 			free(h);
 			batch_end(b, r);
@@ -236,8 +237,8 @@ static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t l
 	if (is_transient(status) && p->tries < PUT_RETRIES) {
 		p->tries++;
 		p->d->put_retries++;
-		if (dhash_local_put(p->d->l, DHASH_KIND_CHASH, p->blk->p, p->blk->len, p->lease_until,
-		                    put_done, p) == 0)
+		if (client_put(p->d->l, DHASH_KIND_CHASH, p->blk->p, p->blk->len, p->lease_until,
+		               put_done, p) == 0)
 			return;
 	}
 
@@ -269,8 +270,8 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
 		p->blk = &blocks[i];
 		p->lease_until = lease_until;
 		cfs_fanin_add(&b->fan);
-		int r = dhash_local_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
-		                        put_done, p);
+		int r = client_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
+		                   put_done, p);
 		if (r < 0) {
 			blocks[i].status = r; /* the block's failure, not the batch's */
 			free(p);
@@ -295,7 +296,7 @@ static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, 
 
 	q->done = done;
 	q->arg = arg;
-	int r = dhash_local_put(d->l, DHASH_KIND_ROOT, p, len, lease_until, root_done, q);
+	int r = client_put(d->l, DHASH_KIND_ROOT, p, len, lease_until, root_done, q);
 	if (r < 0) {
 		/* Only a block that is not a root fails here: a bug. */
 		log_error_errno(r, "the signed root does not make a root block");
@@ -343,7 +344,7 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 		q->b = b;
 		q->n = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
 		cfs_fanin_add(&b->fan);
-		int r = dhash_local_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
+		int r = client_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
 		if (r < 0) {
 			free(q);
 			batch_end(b, r);
@@ -376,7 +377,7 @@ static int sk_get(void *sink, const struct cfs_id *key, pub_get_fn done, void *a
 	int r;
 
 	*q = (struct get_req){ d, done, arg };
-	if ((r = dhash_local_get(d->l, key, get_done, q)) < 0)
+	if ((r = client_get(d->l, key, get_done, q)) < 0)
 		free(q);
 	return r;
 }
@@ -384,7 +385,7 @@ static int sk_get(void *sink, const struct cfs_id *key, pub_get_fn done, void *a
 static int sk_locate(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
 {
 	struct cfsdsink *d = sink;
-	return dhash_local_locate(d->l, key, cb, arg);
+	return client_locate(d->l, key, cb, arg);
 }
 
 static int sk_restore(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
@@ -396,7 +397,7 @@ static int sk_restore(void *sink, uint32_t kind, const uint8_t *p, size_t len, u
 
 	q->done = done;
 	q->arg = arg;
-	if ((r = dhash_local_put(d->l, kind, p, len, lease_until, root_done, q)) < 0)
+	if ((r = client_put(d->l, kind, p, len, lease_until, root_done, q)) < 0)
 		free(q);
 	return r;
 }
@@ -415,7 +416,7 @@ static void sk_free(void *sink)
 		log_info("transient failures: %llu blocks sent because the ring could not say whether it "
 		         "held them, %llu puts sent again", (unsigned long long)d->have_unanswered,
 		         (unsigned long long)d->put_retries);
-	dhash_local_free(d->l);
+	client_free(d->l);
 	free(d->sock);
 	free(d);
 }
@@ -432,21 +433,21 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.free = sk_free,
 };
 
-int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink *ret)
+int pub__cfsdsink_open(uv_loop_t *loop, struct client_target *t, struct pub_sink *ret)
 {
 	struct cfsdsink *d = xcalloc(1, sizeof(*d));
 	char name[4200];
 	int r;
 
-	if ((r = dhash_target_resolve(t)) < 0) {
+	if ((r = client_target_resolve(t)) < 0) {
 		free(d);
 		return r;
 	}
 	d->loop = loop;
 	d->granted = UINT64_MAX;
-	d->sock = xstrdup(dhash_target_name(t, name, sizeof(name)));
+	d->sock = xstrdup(client_target_name(t, name, sizeof(name)));
 	d->ring = t->nboot > 0;
-	if ((r = dhash_target_open(loop, t, 0, &d->l)) < 0) {
+	if ((r = client_target_open(loop, t, 0, &d->l)) < 0) {
 		free(d->sock);
 		free(d);
 		return r;

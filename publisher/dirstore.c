@@ -468,14 +468,14 @@ static int dirstore_open(struct dirstore *d)
  * HOST of a ring: list whose syntax is right (HOST:PORT, the port a
  * number) and which is not an IP literal is looked up here first, so that
  * the message names the lookup's failure; the syntax errors are left to
- * dhash_target_add. Returns -EADDRNOTAVAIL (logged) for a name that does
+ * client_target_add. Returns -EADDRNOTAVAIL (logged) for a name that does
  * not resolve. */
 static int check_host_names(const char *spec, const char *list)
 {
 	char buf[1024], *save = NULL;
 
 	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
-		return 0; /* too long: dhash_target_add says so */
+		return 0; /* too long: client_target_add says so */
 	for (char *w = strtok_r(buf, ", \t\n", &save); w; w = strtok_r(NULL, ", \t\n", &save)) {
 		char *colon = strrchr(w, ':'), *end;
 		struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res = NULL;
@@ -506,7 +506,7 @@ static int sink_open(uv_loop_t *loop, const char *spec, bool create, struct pub_
 	struct stat st;
 	int r;
 
-	static struct dhash_target t; /* large; one sink per process */
+	static struct client_target t; /* large; one sink per process */
 	memset(&t, 0, sizeof(t));
 	if (strcmp(spec, "cfsd") == 0)
 		return pub__cfsdsink_open(loop, &t, ret);
@@ -520,7 +520,7 @@ static int sink_open(uv_loop_t *loop, const char *spec, bool create, struct pub_
 		if ((r = check_host_names(spec, spec + 5)) < 0)
 			return r;
 		snprintf(from, sizeof(from), "store '%.1000s'", spec);
-		if (dhash_target_add(&t, spec + 5, from) < 0)
+		if (client_target_add(&t, spec + 5, from) < 0)
 			return -EINVAL;
 		return pub__cfsdsink_open(loop, &t, ret);
 	}
@@ -585,7 +585,7 @@ void pub_sink_close(struct pub_sink *s)
 
 int pub_store_of_data_dir(char *buf, size_t n, const char *dir)
 {
-	int r = snprintf(buf, n, "cfsd:%s/%s", dir, DHASH_SOCKET_NAME);
+	int r = snprintf(buf, n, "cfsd:%s/%s", dir, CLIENT_SOCKET_NAME);
 
 	return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
 }

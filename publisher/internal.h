@@ -2,12 +2,13 @@
 #ifndef CFS_PUBLISHER_INTERNAL_H
 #define CFS_PUBLISHER_INTERNAL_H
 
+#include "client/client.h"
 #include "dhash/dhash.h"
 #include "publisher/publisher.h"
 
 /* The DHT store: the local daemon, or a plain ring client (t is resolved
- * with dhash_target_resolve first: an empty t means the default rule). */
-int pub__cfsdsink_open(uv_loop_t *loop, struct dhash_target *t, struct pub_sink *ret) CFS_WUR;
+ * with client_target_resolve first: an empty t means the default rule). */
+int pub__cfsdsink_open(uv_loop_t *loop, struct client_target *t, struct pub_sink *ret) CFS_WUR;
 
 /* ---- walks (blocks.c): the volume walker driven synchronously over a
  * sink's asynchronous gets. The loop runs (cfs_loop_run_until) while

@@ -13,7 +13,7 @@ without its docs fails here:
     table in those sources (cfsctl's commands have tables of their own);
   - cfsd's config keys are the option table its config reader walks, less
     the options it refuses there; the client config keys are the words
-    dhash/target.c's config reader compares a line with.
+    client/target.c's config reader compares a line with.
 For each program: every long option is in --help and is an entry (a .TP
 tag) of its man page; every option that --help lists, and that the man
 page's entries and SYNOPSIS name, exists; a default stated by both --help
@@ -145,12 +145,12 @@ def cfsd_config_keys():
 
 
 def client_config_keys():
-    """The words dhash/target.c's read_config() takes a line to start with."""
-    src = strip_c_comments(read("dhash/target.c"))
+    """The words client/target.c's read_config() takes a line to start with."""
+    src = strip_c_comments(read("client/target.c"))
     body = function_body(src, "read_config") or ""
     keys = set(re.findall(r'str(?:n?cmp|ncasecmp)\s*\(\s*\w+\s*,\s*"([\w-]+)"', body))
     if not keys:
-        problem("client.conf", "config", "no setting found in dhash/target.c's read_config()")
+        problem("client.conf", "config", "no setting found in client/target.c's read_config()")
     return keys
 
 

@@ -6,9 +6,12 @@
 #   sfsro-format/ includes only common/
 #   chord/        includes only common/
 #   dhash/        includes only chord/, sfsro-format/ (to check roots), blockstore/, common/
-#   publisher/    includes only sfsro-format/, dhash/, chord/, blockstore/ (dir:), common/
-#   cfs-fuse/     includes only dhash/, sfsro-format/, chord/, blockstore/ (dir:), common/
-#   cfsd/         includes only dhash/, sfsro-format/ (pins walk volumes), chord/, common/
+#   client/       includes only dhash/, chord/, common/ (how a program reaches the
+#                 ring: the local cfsd's control socket, or a plain ring client)
+#   publisher/    includes only client/, sfsro-format/, dhash/, chord/, blockstore/ (dir:), common/
+#   cfs-fuse/     includes only client/, dhash/, sfsro-format/, chord/, blockstore/ (dir:), common/
+#   cfsd/         includes only client/ (cfsctl's control requests), dhash/, sfsro-format/
+#                 (pins walk volumes), chord/, common/
 # A module includes only another's public header; leveldb/c.h only in
 # blockstore/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
 # files (common/msg.c, and sfsro-format/ for blocks), ISA-L only in
@@ -23,13 +26,15 @@ declare -A allowed=(
 	[sfsro-format]="common"
 	[chord]="common"
 	[dhash]="chord sfsro-format blockstore common"
-	[publisher]="sfsro-format dhash chord blockstore common"
-	[cfs-fuse]="dhash sfsro-format chord blockstore common"
-	[cfsd]="dhash sfsro-format chord common"
+	[client]="dhash chord common"
+	[publisher]="client sfsro-format dhash chord blockstore common"
+	[cfs-fuse]="client dhash sfsro-format chord blockstore common"
+	[cfsd]="client dhash sfsro-format chord common"
 )
 declare -A public=(
 	[common]="common/cfs.h" [blockstore]="blockstore/blockstore.h" [sfsro-format]="sfsro-format/sfsro.h" [chord]="chord/chord.h"
-	[dhash]="dhash/dhash.h" [publisher]="publisher/publisher.h" [cfs-fuse]="cfs-fuse/cfsfuse.h"
+	[dhash]="dhash/dhash.h" [client]="client/client.h" [publisher]="publisher/publisher.h"
+	[cfs-fuse]="cfs-fuse/cfsfuse.h"
 	[cfsd]="cfsd/cfsd.h"
 )
 for mod in "${!allowed[@]}"; do
@@ -50,7 +55,7 @@ done
 check_only() { # HEADER ALLOWED-PATH-REGEX
 	local hits
 	hits=$(grep -l "#include <$1>" common/*.[ch] blockstore/*.[ch] chord/*.[ch] dhash/*.[ch] sfsro-format/*.[ch] \
-		publisher/*.[ch] cfs-fuse/*.[ch] cfsd/*.[ch] 2>/dev/null | grep -v -E "$2")
+		client/*.[ch] publisher/*.[ch] cfs-fuse/*.[ch] cfsd/*.[ch] 2>/dev/null | grep -v -E "$2")
 	if [ -n "$hits" ]; then echo "lint: <$1> outside its module: $hits"; bad=1; fi
 }
 check_only leveldb/c.h '^blockstore/'
@@ -59,7 +64,7 @@ check_only msgpack.h '^(common/msg\.c|sfsro-format/)'
 check_only isa-l/erasure_code.h '^sfsro-format/coded\.c'
 # Module-internal symbols (prefix__) stay inside their module.
 declare -A prefix_dir=([bstore]=blockstore [chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
-	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common)
+	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common [client]=client)
 for p in "${!prefix_dir[@]}"; do
 	hits=$(grep -l -E "\b${p}__[a-z]" */*.[ch] 2>/dev/null | grep -v "^${prefix_dir[$p]}/" || true)
 	[ -z "$hits" ] || { echo "lint: ${p}__ symbols used outside ${prefix_dir[$p]}/: $hits"; bad=1; }
@@ -67,12 +72,12 @@ done
 # A loop runs only through common/loop.c (cfs_loop_run_until, cfs_loop_run,
 # cfs_loop_poll), which asserts on a run from inside a loop callback: no
 # nested uv_run anywhere.
-hits=$(grep -n 'uv_run(' common/*.c blockstore/*.c chord/*.c dhash/*.c sfsro-format/*.c publisher/*.c \
-	cfs-fuse/*.c cfsd/*.c 2>/dev/null | grep -v -E '^common/loop\.c:' || true)
+hits=$(grep -n 'uv_run(' common/*.c blockstore/*.c chord/*.c dhash/*.c sfsro-format/*.c client/*.c \
+	publisher/*.c cfs-fuse/*.c cfsd/*.c 2>/dev/null | grep -v -E '^common/loop\.c:' || true)
 [ -z "$hits" ] || { echo "lint: uv_run outside common/loop.c (use cfs_loop_*):"; echo "$hits"; bad=1; }
 # A function over 60 lines in the protocol and file-system code says why
 # in a paragraph above it (STYLE: "a paragraph above a non-obvious function").
-tools/long-functions.sh chord/*.c dhash/*.c cfs-fuse/*.c || bad=1
+tools/long-functions.sh chord/*.c dhash/*.c client/*.c cfs-fuse/*.c || bad=1
 
 # Exported names: every global symbol an archive defines carries its
 # module's prefix (single underscore: the public API; double: shared
@@ -81,7 +86,7 @@ tools/long-functions.sh chord/*.c dhash/*.c cfs-fuse/*.c || bad=1
 # $B (default build) and are brought up to date first.
 B=${B:-build}
 declare -A lib_prefix=(
-	[libchord.a]='chord_' [libdhash.a]='dhash_' [libsfsro.a]='sfsro_'
+	[libchord.a]='chord_' [libdhash.a]='dhash_' [libsfsro.a]='sfsro_' [libclient.a]='client_'
 	[libcfs_common.a]='cfs_' [libcfsd.a]='cfsd_' [libcfsfuse.a]='cfsfuse_|fs__'
 	[libpublisher.a]='pub_' [libblockstore.a]='bstore_'
 )

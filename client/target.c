@@ -5,7 +5,7 @@
  *
  *   1. a socket named on the command line (--cfsd, --data);
  *   2. bootstrap addresses named on the command line (--bootstrap);
- *   3. the default daemon socket (dhash_default_socket: the user's own
+ *   3. the default daemon socket (client_default_socket: the user's own
  *      daemon's, else the system daemon's), when a cfsd accepts
  *      connections there;
  *   4. $CFS_BOOTSTRAP (addresses separated by commas or spaces);
@@ -15,7 +15,9 @@
  *   6. the default daemon socket anyway (the error then says no cfsd runs).
  *
  * A socket this user may not use (the system daemon's, outside the group
- * cfs) fails the resolution at once with a message that says so.
+ * cfs) fails the resolution at once with a message that says so. The
+ * target resolved, client_target_open (client.c) opens the backend it
+ * names.
  */
 #include <grp.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dhash/internal.h"
+#include "client/internal.h"
 
 /* Does a daemon accept connections on the UNIX socket at path? 0 if so,
  * else connect's errno: -ENOENT (none), -ECONNREFUSED (a stale socket),
@@ -47,34 +49,47 @@ static int socket_probe(const char *path)
 	return r;
 }
 
+int client_default_data_dir(char *buf, size_t n)
+{
+	const char *env = getenv("CFS_DATA_DIR");
+	int r;
+
+	if (env && *env)
+		return snprintf(buf, n, "%s", env) < (int)n ? 0 : -ENAMETOOLONG;
+	r = cfs_user_dir(buf, n, CLIENT_SYSTEM_DIR, "XDG_DATA_HOME", ".local/share");
+	if (r == -ENOENT)
+		r = snprintf(buf, n, "/tmp/cfs-%u", (unsigned)geteuid()) < (int)n ? 0 : -ENAMETOOLONG;
+	return r;
+}
+
 static bool socket_answers(const char *path)
 {
 	return socket_probe(path) == 0;
 }
 
-int dhash_default_socket(char *buf, size_t n)
+int client_default_socket(char *buf, size_t n)
 {
 	char dir[4000];
 	const char *env = getenv("CFS_DATA_DIR");
-	int r = dhash_default_data_dir(dir, sizeof(dir));
+	int r = client_default_data_dir(dir, sizeof(dir));
 	int len;
 
 	if (r < 0)
 		return r;
-	len = snprintf(buf, n, "%s/%s", dir, DHASH_SOCKET_NAME);
+	len = snprintf(buf, n, "%s/%s", dir, CLIENT_SOCKET_NAME);
 	if (len < 0 || (size_t)len >= n)
 		return -ENAMETOOLONG;
 	if ((env && *env) || socket_answers(buf))
 		return 0;
 	/* No daemon of the user's own: the system one, if it is there. */
-	char sys[sizeof(DHASH_SYSTEM_DIR "/" DHASH_SOCKET_NAME)] = DHASH_SYSTEM_DIR "/" DHASH_SOCKET_NAME;
+	char sys[sizeof(CLIENT_SYSTEM_DIR "/" CLIENT_SOCKET_NAME)] = CLIENT_SYSTEM_DIR "/" CLIENT_SOCKET_NAME;
 	r = socket_probe(sys);
 	if ((r == 0 || r == -EACCES) && strlen(sys) < n)
 		memcpy(buf, sys, sizeof(sys));
 	return 0;
 }
 
-int dhash_socket_denied(const char *sock)
+int client_socket_denied(const char *sock)
 {
 	char dir[4096], *slash;
 	const char *name = "cfs";
@@ -94,16 +109,16 @@ int dhash_socket_denied(const char *sock)
 	return -EACCES;
 }
 
-int dhash_target_add(struct dhash_target *t, const char *list, const char *from)
+int client_target_add(struct client_target *t, const char *list, const char *from)
 {
 	char buf[1024], *save = NULL;
 
 	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
 		return log_error_errno(-EINVAL, "%s: the address list is too long", from);
 	for (char *w = strtok_r(buf, ", \t\n", &save); w; w = strtok_r(NULL, ", \t\n", &save)) {
-		if (t->nboot == DHASH_BOOT_MAX)
+		if (t->nboot == CLIENT_BOOT_MAX)
 			return log_error_errno(-EINVAL, "%s: more than %d bootstrap addresses", from,
-			                       DHASH_BOOT_MAX);
+			                       CLIENT_BOOT_MAX);
 		int r = cfs_addr_parse(&t->boot[t->nboot], w);
 		if (r == -EADDRNOTAVAIL) /* the name's lookup failed: said already */
 			return log_error_errno(-EINVAL, "%s: no address for '%s'", from, w);
@@ -116,7 +131,7 @@ int dhash_target_add(struct dhash_target *t, const char *list, const char *from)
 }
 
 /* "bootstrap ADDR" lines of the first configuration file that exists. */
-static int read_config(struct dhash_target *t)
+static int read_config(struct client_target *t)
 {
 	char dir[4000], path[4096], line[1024];
 	const char *paths[2];
@@ -141,7 +156,7 @@ static int read_config(struct dhash_target *t)
 			if (strncmp(p, "bootstrap", 9) != 0 || !strchr(" \t", p[9]))
 				r = log_error_errno(-EINVAL, "%s: unknown setting (only `bootstrap ADDR`)", where);
 			else
-				r = dhash_target_add(t, p + 10, where);
+				r = client_target_add(t, p + 10, where);
 		}
 		fclose(f);
 		return r;
@@ -149,7 +164,7 @@ static int read_config(struct dhash_target *t)
 	return 0;
 }
 
-int dhash_target_resolve(struct dhash_target *t)
+int client_target_resolve(struct client_target *t)
 {
 	const char *env;
 	int r, probe;
@@ -157,13 +172,13 @@ int dhash_target_resolve(struct dhash_target *t)
 	if (t->nboot > 0)
 		return 0;
 	if (t->sock[0])
-		return socket_probe(t->sock) == -EACCES ? dhash_socket_denied(t->sock) : 0;
-	if ((r = dhash_default_socket(t->sock, sizeof(t->sock))) < 0)
+		return socket_probe(t->sock) == -EACCES ? client_socket_denied(t->sock) : 0;
+	if ((r = client_default_socket(t->sock, sizeof(t->sock))) < 0)
 		return log_error_errno(r, "the default cfsd socket path is too long");
 	if ((probe = socket_probe(t->sock)) == 0)
 		return 0;
 	if ((env = getenv("CFS_BOOTSTRAP")) && *env) {
-		if ((r = dhash_target_add(t, env, "$CFS_BOOTSTRAP")) < 0)
+		if ((r = client_target_add(t, env, "$CFS_BOOTSTRAP")) < 0)
 			return r;
 	} else if ((r = read_config(t)) < 0) {
 		return r;
@@ -171,20 +186,11 @@ int dhash_target_resolve(struct dhash_target *t)
 	if (t->nboot > 0)
 		t->sock[0] = '\0';
 	else if (probe == -EACCES)
-		return dhash_socket_denied(t->sock);
+		return client_socket_denied(t->sock);
 	return 0;
 }
 
-int dhash_target_open(uv_loop_t *loop, const struct dhash_target *t, uint32_t timeout_ms,
-                      dhash_local_t **ret)
-{
-	if (t->nboot > 0)
-		return dhash_local_new_plain(loop, t->boot, t->nboot, timeout_ms,
-		                             t->cache_push_bytes_per_s, ret);
-	return dhash_local_new(loop, t->sock, timeout_ms, ret);
-}
-
-const char *dhash_target_name(const struct dhash_target *t, char *buf, size_t n)
+const char *client_target_name(const struct client_target *t, char *buf, size_t n)
 {
 	char a[CFS_ADDR_STRLEN];
 

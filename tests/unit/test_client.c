@@ -1,4 +1,4 @@
-/* dhash_local_call: any control request through the one control-socket
+/* client_call: any control request through the one control-socket
  * client, against a fake daemon on the same loop. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dhash/dhash.h"
+#include "client/client.h"
 
 static uv_loop_t loop;
 static char dir[64], path[128];
@@ -94,30 +94,30 @@ static void run_until(struct got *g, int n)
 		uv_run(&loop, UV_RUN_ONCE);
 }
 
-static int call(dhash_local_t *l, enum cfs_msg_type type, uint32_t flags, struct got *g)
+static int call(client_t *l, enum cfs_msg_type type, uint32_t flags, struct got *g)
 {
 	struct cfs_msg *m = xmalloc(sizeof(*m));
 	cfs_msg_init(m, type);
 	m->flags = flags;
-	int r = dhash_local_call(l, m, on_reply, g);
+	int r = client_call(l, m, on_reply, g);
 	memset(m, 0xa5, sizeof(*m)); /* the request was copied */
 	free(m);
 	return r;
 }
 
-TestSuite(dhash_local, .init = setup, .fini = teardown);
+TestSuite(client, .init = setup, .fini = teardown);
 
-Test(dhash_local, call_gets_the_reply)
+Test(client, call_gets_the_reply)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g[20] = { 0 };
 
-	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
 	for (int i = 0; i < 20; i++) {
 		cr_assert(call(l, CFS_MSG_CTL_STATUS, (uint32_t)i, &g[i]) == 0);
 		cr_assert_eq(g[i].calls, 0, "never called back inside the call");
 	}
-	cr_assert_eq(dhash_local_pending(l), 20);
+	cr_assert_eq(client_pending(l), 20);
 	for (int i = 0; i < 20; i++) {
 		char want[32];
 		run_until(&g[i], 1);
@@ -127,29 +127,29 @@ Test(dhash_local, call_gets_the_reply)
 		cr_assert(g[i].had_reply);
 		cr_assert_str_eq(g[i].text, want, "reply %d matched to its request", i);
 	}
-	cr_assert_eq(dhash_local_pending(l), 0);
-	dhash_local_free(l);
+	cr_assert_eq(client_pending(l), 0);
+	client_free(l);
 }
 
-Test(dhash_local, error_status_comes_with_the_reply)
+Test(client, error_status_comes_with_the_reply)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g = { 0 };
 
-	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
 	cr_assert(call(l, CFS_MSG_CTL_KEYS, 0, &g) == 0);
 	run_until(&g, 1);
 	cr_assert_eq(g.status, -ENOENT);
 	cr_assert(g.had_reply, "the daemon's own refusal carries its reply");
-	dhash_local_free(l);
+	client_free(l);
 }
 
-Test(dhash_local, wrong_type_is_a_protocol_error)
+Test(client, wrong_type_is_a_protocol_error)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g = { 0 }, after = { 0 };
 
-	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
 	cr_assert(call(l, CFS_MSG_CTL_PINS, 0, &g) == 0);
 	run_until(&g, 1);
 	cr_assert_eq(g.status, -EPROTO);
@@ -159,47 +159,47 @@ Test(dhash_local, wrong_type_is_a_protocol_error)
 	run_until(&after, 1);
 	cr_assert_eq(after.status, 0);
 	cr_assert_str_eq(after.text, "report 7");
-	dhash_local_free(l);
+	client_free(l);
 }
 
-Test(dhash_local, unanswered_request_times_out)
+Test(client, unanswered_request_times_out)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g = { 0 };
 	uint64_t t0 = cfs_now_ms();
 
-	cr_assert(dhash_local_new(&loop, path, 300, &l) == 0);
+	cr_assert(client_new(&loop, path, 300, &l) == 0);
 	cr_assert(call(l, CFS_MSG_CTL_LOOKUP, 0, &g) == 0);
 	run_until(&g, 1);
 	cr_assert_eq(g.status, -ETIMEDOUT);
 	cr_assert(!g.had_reply);
 	cr_assert_geq(cfs_now_ms() - t0, 300);
-	dhash_local_free(l);
+	client_free(l);
 }
 
-Test(dhash_local, no_daemon_gives_the_socket_errno)
+Test(client, no_daemon_gives_the_socket_errno)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g = { 0 };
 	char none[200];
 
 	snprintf(none, sizeof(none), "%s/none.sock", dir);
-	cr_assert(dhash_local_new(&loop, none, 2000, &l) == 0);
+	cr_assert(client_new(&loop, none, 2000, &l) == 0);
 	cr_assert(call(l, CFS_MSG_CTL_STATUS, 0, &g) == 0);
 	run_until(&g, 1);
 	cr_assert_eq(g.status, -ENOENT, "a raw caller sees ENOENT, got %d", g.status);
 	cr_assert_eq(served, 0);
-	dhash_local_free(l);
+	client_free(l);
 }
 
-Test(dhash_local, free_cancels_pending_calls)
+Test(client, free_cancels_pending_calls)
 {
-	dhash_local_t *l;
+	client_t *l;
 	struct got g = { 0 };
 
-	cr_assert(dhash_local_new(&loop, path, 2000, &l) == 0);
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
 	cr_assert(call(l, CFS_MSG_CTL_LOOKUP, 0, &g) == 0);
-	dhash_local_free(l);
+	client_free(l);
 	cr_assert_eq(g.calls, 1);
 	cr_assert_eq(g.status, -ECANCELED);
 	cr_assert(!g.had_reply);

@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dhash/dhash.h"
+#include "client/client.h"
 
 static char dir[64];
 
@@ -48,85 +48,85 @@ static void write_conf(const char *text)
 	fclose(f);
 }
 
-TestSuite(dhash_target, .init = setup, .fini = teardown);
+TestSuite(client_target, .init = setup, .fini = teardown);
 
-Test(dhash_target, add_parses_lists_and_refuses_bad_ones)
+Test(client_target, add_parses_lists_and_refuses_bad_ones)
 {
-	static struct dhash_target t;
+	static struct client_target t;
 	char a[CFS_ADDR_STRLEN];
 
-	cr_assert_eq(dhash_target_add(&t, "127.0.0.1:1,[::1]:2  10.0.0.1:3", "test"), 0);
+	cr_assert_eq(client_target_add(&t, "127.0.0.1:1,[::1]:2  10.0.0.1:3", "test"), 0);
 	cr_assert_eq(t.nboot, 3);
 	cr_assert_str_eq(cfs_addr_str(&t.boot[1], a), "[::1]:2");
 	cr_assert_str_eq(cfs_addr_str(&t.boot[2], a), "10.0.0.1:3");
-	cr_assert_eq(dhash_target_add(&t, "127.0.0.1", "test"), -EINVAL);
-	cr_assert_eq(dhash_target_add(&t, "host.example:5", "test"), -EINVAL);
+	cr_assert_eq(client_target_add(&t, "127.0.0.1", "test"), -EINVAL);
+	cr_assert_eq(client_target_add(&t, "host.example:5", "test"), -EINVAL);
 	memset(&t, 0, sizeof(t));
-	for (int i = 0; i < DHASH_BOOT_MAX; i++)
-		cr_assert_eq(dhash_target_add(&t, "127.0.0.1:9", "test"), 0);
-	cr_assert_eq(dhash_target_add(&t, "127.0.0.1:9", "test"), -EINVAL);
+	for (int i = 0; i < CLIENT_BOOT_MAX; i++)
+		cr_assert_eq(client_target_add(&t, "127.0.0.1:9", "test"), 0);
+	cr_assert_eq(client_target_add(&t, "127.0.0.1:9", "test"), -EINVAL);
 }
 
-Test(dhash_target, the_command_line_wins)
+Test(client_target, the_command_line_wins)
 {
-	static struct dhash_target t;
+	static struct client_target t;
 
 	setenv("CFS_BOOTSTRAP", "127.0.0.1:7", 1);
 	snprintf(t.sock, sizeof(t.sock), "/x/cfsd.sock");
-	cr_assert_eq(dhash_target_resolve(&t), 0);
+	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_str_eq(t.sock, "/x/cfsd.sock");
 	cr_assert_eq(t.nboot, 0);
 }
 
-Test(dhash_target, no_daemon_and_nothing_given_means_the_default_socket)
+Test(client_target, no_daemon_and_nothing_given_means_the_default_socket)
 {
-	static struct dhash_target t;
+	static struct client_target t;
 	char want[256];
 
-	cr_assert_eq(dhash_target_resolve(&t), 0);
-	snprintf(want, sizeof(want), "%s/data/%s", dir, DHASH_SOCKET_NAME);
+	cr_assert_eq(client_target_resolve(&t), 0);
+	snprintf(want, sizeof(want), "%s/data/%s", dir, CLIENT_SOCKET_NAME);
 	cr_assert_str_eq(t.sock, want);
 	cr_assert_eq(t.nboot, 0);
 }
 
-Test(dhash_target, the_environment_then_the_config_file)
+Test(client_target, the_environment_then_the_config_file)
 {
-	static struct dhash_target t;
+	static struct client_target t;
 
 	write_conf("# a comment\n\nbootstrap 127.0.0.1:5, 127.0.0.1:6\nbootstrap [::1]:7\n");
 	setenv("CFS_BOOTSTRAP", "127.0.0.1:4", 1);
-	cr_assert_eq(dhash_target_resolve(&t), 0);
+	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_eq(t.nboot, 1, "$CFS_BOOTSTRAP comes before the file");
 	cr_assert_str_eq(t.sock, "");
 
 	memset(&t, 0, sizeof(t));
 	unsetenv("CFS_BOOTSTRAP");
-	cr_assert_eq(dhash_target_resolve(&t), 0);
+	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_eq(t.nboot, 3);
 	cr_assert_eq(cfs_addr_port(&t.boot[2]), 7);
 
 	memset(&t, 0, sizeof(t));
 	write_conf("bootstrapp 127.0.0.1:5\n");
-	cr_assert_eq(dhash_target_resolve(&t), -EINVAL);
+	cr_assert_eq(client_target_resolve(&t), -EINVAL);
 }
 
-Test(dhash_target, a_running_daemon_comes_before_the_environment)
+Test(client_target, a_running_daemon_comes_before_the_environment)
 {
-	static struct dhash_target t;
+	static struct client_target t;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/data/%s", dir, DHASH_SOCKET_NAME);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/data/%s", dir, CLIENT_SOCKET_NAME);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(fd, 4), 0);
 	setenv("CFS_BOOTSTRAP", "127.0.0.1:4", 1);
-	cr_assert_eq(dhash_target_resolve(&t), 0);
+	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_str_eq(t.sock, sa.sun_path);
 	cr_assert_eq(t.nboot, 0);
 	close(fd);
 
 	/* A socket file nobody listens on any more does not count. */
 	memset(&t, 0, sizeof(t));
-	cr_assert_eq(dhash_target_resolve(&t), 0);
+	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_eq(t.nboot, 1);
 }

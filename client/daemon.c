@@ -1,0 +1,251 @@
+/*
+ * The backend through the local daemon: each request is a control
+ * message (CFS_MSG_CTL_*) on cfsd's UNIX socket, answered by the daemon's
+ * own DHash client (cfsd/serve.c). client_call's requests (cfsctl's
+ * status, lookups, pins ...) travel the same way, encoded by the caller,
+ * so this is the control protocol's one client.
+ *
+ * The socket is connected on first use. Requests made while it is being
+ * set up wait in the table and are written once it is; when the
+ * connection fails or ends, every request in the table fails with that
+ * error and the next request connects again. Nothing is sent twice: a
+ * request whose connection ended is the caller's to make again.
+ *
+ * What the daemon returns is checked as what crossed a socket: a reply
+ * of the wrong type or that does not decode ends the connection
+ * (-EPROTO), a get's bytes are verified again under the key.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/internal.h"
+
+struct client__daemon {
+	char *sock;
+	cfs_stream_t *s;
+	bool connecting;
+	struct cfs_msg msg;       /* a request being written, or a reply decoded */
+};
+
+/* No daemon at the socket. A typed request gets -ECONNREFUSED, not the
+ * socket's errno: ENOENT would read as "no replica has the block" to
+ * whoever asked for one (so the errno is logged here). A raw request's
+ * caller speaks the control protocol and gets the errno itself. */
+static void fail_connect(client_t *c, int status)
+{
+	struct client__req *q;
+	uint32_t pos = 0;
+	bool typed = false;
+
+	while ((q = client__req_next(c, &pos)))
+		typed |= !q->raw;
+	if (typed && status == -EACCES)
+		client_socket_denied(c->daemon->sock);
+	else if (typed) /* the caller reports it, with what to do instead */
+		log_debug("client: cannot connect to cfsd at %s: %s", c->daemon->sock,
+		          strerror(-status));
+	client__fail_all(c, status, -ECONNREFUSED);
+}
+
+static int req_send(client_t *c, struct client__req *q)
+{
+	struct client__daemon *d = c->daemon;
+	struct cfs_msg *m = &d->msg;
+
+	q->sent = true;
+	if (q->raw)
+		return cfs_stream_write(d->s, q->data, q->len);
+	cfs_msg_init(m, (enum cfs_msg_type)q->type);
+	m->reqid = q->id;
+	switch (q->type) {
+	case CFS_MSG_CTL_GET:
+	case CFS_MSG_CTL_LOCATE:
+		m->key = q->key;
+		break;
+	case CFS_MSG_CTL_PUT:
+		m->kind = q->kind;
+		m->lease_until = q->lease_until;
+		m->data = (struct cfs_bytes){ q->data, q->len };
+		break;
+	default:
+		m->keys = (const struct cfs_id *)q->data;
+		m->n_keys = q->n_keys;
+		m->lease_until = q->lease_until;
+		break;
+	}
+	return cfs_stream_write_msg(d->s, m);
+}
+
+static void drop_stream(client_t *c, int status)
+{
+	struct client__daemon *d = c->daemon;
+
+	if (d->s)
+		cfs_stream_close(d->s);
+	d->s = NULL;
+	d->connecting = false;
+	client__fail_all(c, status, status);
+}
+
+/* The daemon's reply m to q, in the form the caller asked for. */
+static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
+{
+	if (q->raw) {
+		client__answer_raw(c, q, m);
+		return;
+	}
+	if (m->status < 0) {
+		client__fail(c, q, m->status);
+		return;
+	}
+	switch (q->type) {
+	case CFS_MSG_CTL_GET: {
+		struct dhash_get_result r = { .latency_us = cfs_now_us() - q->started_us };
+		uint64_t seq;
+		/* The daemon checked the bytes; a client checks again what
+		 * crossed a socket, and the check is cheap beside the fetch. */
+		if (dhash_verify(m->kind, &q->key, m->data.p, m->data.len, &seq) < 0) {
+			client__fail(c, q, -EBADMSG);
+			return;
+		}
+		r.kind = m->kind;
+		r.data = m->data.p;
+		r.len = m->data.len;
+		client__answer_get(c, q, &r);
+		return;
+	}
+	case CFS_MSG_CTL_PUT:
+		client__answer_put(c, q, 0, m->lease_until);
+		return;
+	case CFS_MSG_CTL_LOCATE: {
+		struct dhash_locate_result r = { 0 };
+		if (m->data.len != m->n_nodes) {
+			client__fail(c, q, -EPROTO);
+			return;
+		}
+		for (uint32_t i = 0; i < m->n_nodes; i++) {
+			r.nodes[i] = m->nodes[i];
+			r.state[i] = (int8_t)m->data.p[i];
+			r.good += r.state[i] == DHASH_COPY_GOOD;
+			r.n++;
+		}
+		client__answer_locate(c, q, &r);
+		return;
+	}
+	default:
+		if (m->data.len < (q->n_keys + 7) / 8)
+			client__fail(c, q, -EPROTO);
+		else
+			client__answer_bits(c, q, 0, m->data.p, m->lease_until);
+		return;
+	}
+}
+
+static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
+{
+	client_t *c = arg;
+	struct client__daemon *d = c->daemon;
+	const char *why = "a request, not a reply";
+	struct client__req *q;
+
+	if (cfs_msg_decode(f, len, &d->msg, &why) < 0 || !d->msg.is_reply) {
+		log_error("client: malformed reply from cfsd (%s); reconnecting", why);
+		drop_stream(c, -EPROTO);
+		return;
+	}
+	if (!(q = client__req_find(c, d->msg.reqid)))
+		return; /* it timed out already */
+	if (d->msg.type != q->type) {
+		log_error("client: cfsd answered a request with the wrong type; reconnecting");
+		drop_stream(c, -EPROTO);
+		return;
+	}
+	answer(c, q, &d->msg);
+}
+
+static void on_end(void *arg, cfs_stream_t *s, int status)
+{
+	drop_stream(arg, status < 0 ? status : -ECONNRESET);
+}
+
+/* The connect began in daemon_start holds the handle until here. */
+static void on_connect(void *arg, int status, cfs_stream_t *s)
+{
+	client_t *c = arg;
+	struct client__daemon *d = c->daemon;
+	struct client__req *q;
+	uint32_t pos = 0;
+
+	d->connecting = false;
+	if (c->closing) {
+		if (status == 0)
+			cfs_stream_close(s);
+	} else if (status < 0) {
+		fail_connect(c, status);
+	} else {
+		d->s = s;
+		cfs_stream_start(s, on_frame, on_end, c);
+		while (d->s && (q = client__req_next(c, &pos)))
+			if (!q->sent && req_send(c, q) < 0)
+				drop_stream(c, -EIO);
+	}
+	client__release(c);
+}
+
+/* Write q now, or connect first (q waits in the table). */
+static void daemon_start(client_t *c, struct client__req *q)
+{
+	struct client__daemon *d = c->daemon;
+	int r;
+
+	if (d->s) {
+		if ((r = req_send(c, q)) < 0) {
+			/* The stream is unusable: everything on it fails, later. */
+			uint32_t pos = 0;
+			cfs_stream_close(d->s);
+			d->s = NULL;
+			while ((q = client__req_next(c, &pos)))
+				client__fail_soon(c, q, r);
+		}
+		return;
+	}
+	if (d->connecting)
+		return;
+	if ((r = cfs_stream_connect(c->loop, d->sock, on_connect, c)) < 0) {
+		client__fail_soon(c, q, r);
+		return;
+	}
+	d->connecting = true;
+	client__hold(c);
+}
+
+static void daemon_close(client_t *c)
+{
+	struct client__daemon *d = c->daemon;
+
+	if (d && d->s)
+		cfs_stream_close(d->s);
+	if (d)
+		d->s = NULL;
+}
+
+static void daemon_release(client_t *c)
+{
+	if (c->daemon)
+		free(c->daemon->sock);
+	free(c->daemon);
+}
+
+const struct client__backend client__daemon_backend = {
+	.start = daemon_start,
+	.close = daemon_close,
+	.release = daemon_release,
+	.raw_calls = true,
+};
+
+int client__daemon_open(client_t *c, const char *sock)
+{
+	c->daemon = xcalloc(1, sizeof(*c->daemon));
+	c->daemon->sock = xstrdup(sock);
+	return 0;
+}

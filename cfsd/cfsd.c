@@ -39,6 +39,7 @@
 #include "dhash/dhash.h"
 
 struct daemon {
+	cfsd_serve_t *serve;      /* the control socket's requests (serve.c) */
 	bool quota_given;         /* --quota-mb was set; else a tenth of the capacity */
 	bool lease_given;         /* --lease-days was set; else at most --max-lease-days */
 	uv_loop_t *loop;
@@ -85,7 +86,6 @@ struct daemon {
 	const char *metrics_addr; /* --metrics IP:PORT, NULL: no endpoint */
 };
 
-static struct daemon D;
 static void notify(const char *state);
 
 static const char usage_text[] =
@@ -326,28 +326,28 @@ static const struct cfs_stat status_tail[] = {
  * with a full successor list, the stored blocks are below the capacity
  * and the data directory's disk is not full. */
 #define HEALTH_DISK_MIN (64ull << 20)
-static void health_report(struct cfs_sbuf *b)
+static void health_report(struct daemon *d, struct cfs_sbuf *b)
 {
 	struct cfs_sbuf why = { 0 };
 	uint64_t used, cap;
 	struct statvfs fs;
 
-	for (uint32_t i = 0; i < chord_vnode_count(D.chord); i++) {
-		if (!chord_vnode_joined(D.chord, i))
+	for (uint32_t i = 0; i < chord_vnode_count(d->chord); i++) {
+		if (!chord_vnode_joined(d->chord, i))
 			cfs_sb_printf(&why, "%svirtual server %u has not joined the ring", why.len ? "; " : "", i);
-		else if (!chord_vnode_succs_full(D.chord, i))
+		else if (!chord_vnode_succs_full(d->chord, i))
 			cfs_sb_printf(&why, "%svirtual server %u's successor list is short", why.len ? "; " : "", i);
 	}
-	if (chord_is_client(D.chord))
+	if (chord_is_client(d->chord))
 		cfs_sb_printf(&why, "%sclient-only: members cannot reach this server", why.len ? "; " : "");
-	dhash_server_usage(D.dhash, &used, &cap);
+	dhash_server_usage(d->dhash, &used, &cap);
 	if (cap && used + (1u << 20) > cap) /* within a MiB of it: puts are refused */
 		cfs_sb_printf(&why, "%sthe store is full (%.1f of %.1f MiB)", why.len ? "; " : "",
 		              (double)used / (1 << 20), (double)cap / (1 << 20));
-	if (statvfs(D.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < HEALTH_DISK_MIN)
+	if (statvfs(d->data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < HEALTH_DISK_MIN)
 		cfs_sb_printf(&why, "%sthe disk of %s has less than %llu MiB free", why.len ? "; " : "",
-		              D.data_dir, (unsigned long long)(HEALTH_DISK_MIN >> 20));
-	uint32_t nv = chord_vnode_count(D.chord);
+		              d->data_dir, (unsigned long long)(HEALTH_DISK_MIN >> 20));
+	uint32_t nv = chord_vnode_count(d->chord);
 	if (why.len)
 		cfs_sb_printf(b, "unhealthy: %s\n", why.p);
 	else if (cap)
@@ -361,28 +361,28 @@ static void health_report(struct cfs_sbuf *b)
 
 /* The text report's first three lines: health, the ring as this daemon
  * sees it, and its store: what an operator looks for first. */
-static void status_summary(struct cfs_sbuf *b)
+static void status_summary(struct daemon *d, struct cfs_sbuf *b)
 {
 	const struct cfs_node *list[CHORD_SUCC_MAX];
-	uint32_t nv = chord_vnode_count(D.chord), fewest = UINT32_MAX;
+	uint32_t nv = chord_vnode_count(d->chord), fewest = UINT32_MAX;
 	uint64_t used, cap, debt_last, debt_round;
 	char h1[CFS_HUMAN_LEN], h2[CFS_HUMAN_LEN];
 
 	cfs_sb_printf(b, "%-11s ", "health");
-	health_report(b);
+	health_report(d, b);
 	bool full = true;
 	for (uint32_t i = 0; i < nv; i++) {
-		uint32_t n = chord_vnode_succs(D.chord, i, list);
+		uint32_t n = chord_vnode_succs(d->chord, i, list);
 		if (n < fewest)
 			fewest = n;
-		full &= chord_vnode_succs_full(D.chord, i);
+		full &= chord_vnode_succs_full(d->chord, i);
 	}
 	cfs_sb_printf(b, "%-11s about %.0f virtual servers (estimated from the successor lists); "
-	              "successor lists %s, the shortest %u of %u\n", "ring size", chord_estimate_n(D.chord),
-	              !full ? "short" : fewest < D.cc.nsucc ? "full (the whole ring)" : "full",
-	              nv ? fewest : 0, D.cc.nsucc);
-	dhash_server_usage(D.dhash, &used, &cap);
-	dhash_server_debt(D.dhash, &debt_last, &debt_round);
+	              "successor lists %s, the shortest %u of %u\n", "ring size", chord_estimate_n(d->chord),
+	              !full ? "short" : fewest < d->cc.nsucc ? "full (the whole ring)" : "full",
+	              nv ? fewest : 0, d->cc.nsucc);
+	dhash_server_usage(d->dhash, &used, &cap);
+	dhash_server_debt(d->dhash, &debt_last, &debt_round);
 	if (cap)
 		cfs_sb_printf(b, "%-11s %s of %s (%.0f %%)", "stored", cfs_human_bytes(h1, (double)used),
 		              cfs_human_bytes(h2, (double)cap), 100.0 * (double)used / (double)cap);
@@ -392,68 +392,72 @@ static void status_summary(struct cfs_sbuf *b)
 	              (unsigned long long)debt_last, (unsigned long long)debt_round);
 }
 
-static void status_report(struct cfs_sbuf *b, uint32_t flags)
+static void status_report(void *arg, struct cfs_sbuf *b, uint32_t flags)
 {
+	struct daemon *d = arg;
 	struct status_snap *s;
 	char a[CFS_ADDR_STRLEN];
 	bool first = true, json = flags & CFS_STATUS_F_JSON;
 
 	if (flags & CFS_STATUS_F_HEALTH) {
-		health_report(b);
+		health_report(d, b);
 		return;
 	}
 	s = xcalloc(1, sizeof(*s)); /* two histograms: not on the stack */
 
-	cfs_transport_get_stats(D.tr, &s->st);
+	cfs_transport_get_stats(d->tr, &s->st);
 	s->version = CFS_VERSION;
 	s->pid = (uint32_t)getpid();
-	s->address = cfs_addr_str(&D.addr, a);
-	s->port = cfs_addr_port(&D.addr);
-	s->data_dir = D.data_dir;
-	s->uptime_s = (cfs_now_us() - D.started_us) / 1000000u;
+	s->address = cfs_addr_str(&d->addr, a);
+	s->port = cfs_addr_port(&d->addr);
+	s->data_dir = d->data_dir;
+	s->uptime_s = (cfs_now_us() - d->started_us) / 1000000u;
 	s->rtt_p50 = cfs_hist_quantile(&s->st.rtt_us, 0.5);
 	s->rtt_p90 = cfs_hist_quantile(&s->st.rtt_us, 0.9);
 	s->rtt_p99 = cfs_hist_quantile(&s->st.rtt_us, 0.99);
-	s->cs = *dhash_client_stats(D.client);
+	s->cs = *dhash_client_stats(d->client);
 	s->get_p50 = cfs_hist_quantile(&s->cs.get_us, 0.5);
 	s->get_p99 = cfs_hist_quantile(&s->cs.get_us, 0.99);
-	s->ctl_requests = cfsd_serve_requests(false);
-	s->ctl_malformed = cfsd_serve_requests(true);
+	s->ctl_requests = cfsd_serve_requests(d->serve, false);
+	s->ctl_malformed = cfsd_serve_requests(d->serve, true);
 	if (json) {
 		cfs_sb_printf(b, "{");
 		cfs_stat_render(b, true, status_head, CFS_ARRAY_SIZE(status_head), s, &first);
-		cfsd_metrics_status(D.metrics, b, true);
+		cfsd_metrics_status(d->metrics, b, true);
 		cfs_sb_printf(b, ",\"ring\":");
-		chord_status(D.chord, b, true);
+		chord_status(d->chord, b, true);
 		cfs_sb_printf(b, ",\"dhash\":");
-		dhash_server_status(D.dhash, b, true);
+		dhash_server_status(d->dhash, b, true);
 		cfs_stat_render(b, true, status_tail, CFS_ARRAY_SIZE(status_tail), s, &first);
 		cfs_sb_printf(b, "}\n");
 	} else {
-		status_summary(b);
+		status_summary(d, b);
 		cfs_stat_render(b, false, status_head, CFS_ARRAY_SIZE(status_head), s, NULL);
-		cfsd_metrics_status(D.metrics, b, false); /* rates and neighbours: what people look for first */
+		cfsd_metrics_status(d->metrics, b, false); /* rates and neighbours: what people look for first */
 		cfs_stat_render(b, false, status_tail, CFS_ARRAY_SIZE(status_tail), s, NULL);
-		dhash_server_status(D.dhash, b, false);
-		chord_status(D.chord, b, false);
+		dhash_server_status(d->dhash, b, false);
+		chord_status(d->chord, b, false);
 	}
 	free(s);
 }
 
-static void status_json(struct cfs_sbuf *b)
+static void status_json(void *arg, struct cfs_sbuf *b)
 {
-	status_report(b, CFS_STATUS_F_JSON);
+	struct daemon *d = arg;
+
+	status_report(d, b, CFS_STATUS_F_JSON);
 }
 
 /* ------------------------------------------------------------ UDP requests */
 
 static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
-	if (chord_handle_request(D.chord, req, from))
+	struct daemon *d = arg;
+	if (chord_handle_request(d->chord, req, from))
 		return;
-	if (dhash_handle_request(D.dhash, req, from))
+	if (dhash_handle_request(d->dhash, req, from))
 		return;
-	(void)cfs_transport_reply_error(D.tr, from, -EOPNOTSUPP);
+	(void)cfs_transport_reply_error(d->tr, from, -EOPNOTSUPP);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -462,71 +466,78 @@ static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_re
  * every key's successor. */
 static bool ring_joined(void *arg)
 {
-	return D.nboot == 0 || chord_vnode_joined(D.chord, 0) || chord_is_client(D.chord);
+	struct daemon *d = arg;
+	return d->nboot == 0 || chord_vnode_joined(d->chord, 0) || chord_is_client(d->chord);
 }
 
 static void stop_rest(void *arg)
 {
-	cfsd_serve_close_all();
+	struct daemon *d = arg;
+
+	cfsd_serve_close_all(d->serve);
 	/* Its operations come back cancelled while the client closes. */
-	cfsd_pinner_free(D.pinner);
-	dhash_client_free(D.client);
-	dhash_server_free(D.dhash);
-	cfsd_denylist_free(D.deny);
-	chord_free(D.chord);
-	cfs_transport_close(D.tr);
+	cfsd_pinner_free(d->pinner);
+	dhash_client_free(d->client);
+	dhash_server_free(d->dhash);
+	cfsd_denylist_free(d->deny);
+	chord_free(d->chord);
+	cfs_transport_close(d->tr);
 	log_info("left the ring");
 }
 
-static void shut_down(void)
+static void shut_down(struct daemon *d)
 {
-	D.stopping = true;
+	d->stopping = true;
 	notify("STOPPING=1");
-	cfsd_metrics_close(D.metrics);
-	cfs_listener_close(D.ctl);
-	D.ctl = NULL;
-	uv_close((uv_handle_t *)&D.sigterm, NULL);
-	uv_close((uv_handle_t *)&D.sigint, NULL);
-	uv_close((uv_handle_t *)&D.sighup, NULL);
-	uv_close((uv_handle_t *)&D.fatal_timer, NULL);
-	uv_close((uv_handle_t *)&D.peers_timer, NULL);
-	uv_close((uv_handle_t *)&D.ready_timer, NULL);
-	if (D.portmap_on)
-		uv_close((uv_handle_t *)&D.portmap_timer, NULL);
-	if (D.peers_loaded)
-		(void)cfsd_peers_save(D.chord, D.data_dir); /* the tables before we leave them */
-	chord_leave(D.chord, stop_rest, NULL);
+	cfsd_metrics_close(d->metrics);
+	cfs_listener_close(d->ctl);
+	d->ctl = NULL;
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
+	uv_close((uv_handle_t *)&d->fatal_timer, NULL);
+	uv_close((uv_handle_t *)&d->peers_timer, NULL);
+	uv_close((uv_handle_t *)&d->ready_timer, NULL);
+	if (d->portmap_on)
+		uv_close((uv_handle_t *)&d->portmap_timer, NULL);
+	if (d->peers_loaded)
+		(void)cfsd_peers_save(d->chord, d->data_dir); /* the tables before we leave them */
+	chord_leave(d->chord, stop_rest, d);
 }
 
 static void on_signal(uv_signal_t *h, int sig)
 {
-	if (D.stopping) {
+	struct daemon *d = h->data;
+	if (d->stopping) {
 		log_warn("%s again: stopping without waiting for the neighbours",
 		         sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		_exit(1);
 	}
 	log_info("%s: telling the ring neighbours, then shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	shut_down();
+	shut_down(d);
 }
 
 static void peers_tick(uv_timer_t *t)
 {
-	(void)cfsd_peers_save(D.chord, D.data_dir);
+	struct daemon *d = t->data;
+	(void)cfsd_peers_save(d->chord, d->data_dir);
 }
 
 static void fatal_tick(uv_timer_t *t)
 {
-	if (!D.stopping)
-		shut_down();
+	struct daemon *d = t->data;
+	if (!d->stopping)
+		shut_down(d);
 }
 
 /* cfsctl leave: as SIGTERM, once the answer had time to reach cfsctl. */
-static void leave_soon(void)
+static void leave_soon(void *arg)
 {
-	if (D.stopping)
+	struct daemon *d = arg;
+	if (d->stopping)
 		return;
 	log_info("cfsctl leave: telling the ring neighbours, then shutting down");
-	uv_timer_start(&D.fatal_timer, fatal_tick, 200, 0);
+	uv_timer_start(&d->fatal_timer, fatal_tick, 200, 0);
 }
 
 /* The ring cannot be joined (every index of our IP is taken, PROTOCOL.md "Node IDs";
@@ -534,19 +545,20 @@ static void leave_soon(void)
  * servers than asked. Called from inside chord, so the stop waits a turn. */
 static void on_ring_fatal(void *arg, int status)
 {
+	struct daemon *d = arg;
 	log_error("cannot join the ring: %s; shutting down", strerror(-status));
-	D.exit_status = 1;
-	uv_timer_start(&D.fatal_timer, fatal_tick, 0, 0);
+	d->exit_status = 1;
+	uv_timer_start(&d->fatal_timer, fatal_tick, 0, 0);
 }
 
 /* Take DIR/cfsd.lock for the life of the process (flock: released by the
  * kernel however the process ends, so a crash never leaves it stuck). */
-static int lock_data_dir(void)
+static int lock_data_dir(struct daemon *d)
 {
 	char path[600], pid[32];
 	int fd, r;
 
-	snprintf(path, sizeof(path), "%s/%s", D.data_dir, CFSD_LOCK_NAME);
+	snprintf(path, sizeof(path), "%s/%s", d->data_dir, CFSD_LOCK_NAME);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return log_error_errno(-errno, "cannot open %s", path);
@@ -557,7 +569,7 @@ static int lock_data_dir(void)
 		pid[strcspn(pid, "\n")] = 0;
 		close(fd);
 		if (r == -EWOULDBLOCK) {
-			log_error("data directory %s is in use by another cfsd%s%s%s", D.data_dir,
+			log_error("data directory %s is in use by another cfsd%s%s%s", d->data_dir,
 			          *pid ? " (pid " : "", pid, *pid ? ")" : "");
 			return -EBUSY;
 		}
@@ -568,7 +580,7 @@ static int lock_data_dir(void)
 		if (write(fd, pid, (size_t)n) != n)
 			log_warn("cannot record the pid in %s", path);
 	}
-	D.lock_fd = fd;
+	d->lock_fd = fd;
 	return 0;
 }
 
@@ -626,6 +638,7 @@ static const struct option opts[] = {
 #define SHORT_OPTS ":p:b:a:B:d:s:c:l:hV"
 
 struct settings {
+	struct daemon *d;         /* where the settings go */
 	unsigned long port;
 	const char *bind_host, *sock, *config;
 	enum cfs_log_level level;
@@ -661,6 +674,7 @@ static unsigned long parse_num(const char *opt, const char *v, unsigned long lo,
 /* Apply one option (from the command line or the config file). */
 static void apply(struct settings *st, int c, const char *val)
 {
+	struct daemon *d = st->d;
 	struct cfs_addr tmp;
 
 	switch (c) {
@@ -673,66 +687,66 @@ static void apply(struct settings *st, int c, const char *val)
 	case 'a':
 		if (cfs_addr_from_ip(&tmp, val, 1) < 0)
 			bad_usage("--addr wants an IP address, not '%s'", val);
-		D.advertise = val;
+		d->advertise = val;
 		break;
 	case 'B':
-		if (D.nboot >= CFS_ARRAY_SIZE(D.boot))
-			bad_usage("at most %zu --bootstrap servers", CFS_ARRAY_SIZE(D.boot));
-		if (cfs_addr_parse(&D.boot[D.nboot], val) < 0)
+		if (d->nboot >= CFS_ARRAY_SIZE(d->boot))
+			bad_usage("at most %zu --bootstrap servers", CFS_ARRAY_SIZE(d->boot));
+		if (cfs_addr_parse(&d->boot[d->nboot], val) < 0)
 			bad_usage("--bootstrap wants HOST:PORT, not '%s'", val);
-		D.nboot++;
+		d->nboot++;
 		break;
-	case 'v': D.cc.vnodes = (uint32_t)parse_num("--vnodes", val, 1, CHORD_VNODES_MAX); break;
-	case 'r': D.cc.nsucc = (uint32_t)parse_num("--successors", val, 1, CHORD_SUCC_MAX); break;
-	case 1001: D.cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
-	case 1002: D.cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
+	case 'v': d->cc.vnodes = (uint32_t)parse_num("--vnodes", val, 1, CHORD_VNODES_MAX); break;
+	case 'r': d->cc.nsucc = (uint32_t)parse_num("--successors", val, 1, CHORD_SUCC_MAX); break;
+	case 1001: d->cc.stabilize_ms = (uint32_t)parse_num("--stabilize-ms", val, 10, 600000); break;
+	case 1002: d->cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
 	case OPT_LEARNED:
-		D.cc.learned_max = (uint32_t)parse_num("--learned-nodes", val, 0, CHORD_LEARNED_MAX);
+		d->cc.learned_max = (uint32_t)parse_num("--learned-nodes", val, 0, CHORD_LEARNED_MAX);
 		break;
-	case 'k': D.dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
+	case 'k': d->dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: {
 		uint64_t secs;
 		if (cfs_parse_days(val, &secs) < 0)
 			bad_usage("--lease-days wants a number of days above 0, at most 3650 (0.5: twelve hours), not '%s'", val);
-		D.dc.lease_s = secs;
-		D.lease_given = true;
+		d->dc.lease_s = secs;
+		d->lease_given = true;
 		break;
 	}
 	case 1040: {
 		uint64_t secs;
 		if (cfs_parse_days(val, &secs) < 0)
 			bad_usage("--max-lease-days wants a number of days above 0, at most 3650, not '%s'", val);
-		D.dc.max_lease_s = secs;
+		d->dc.max_lease_s = secs;
 		break;
 	}
 	case 1010:
 		if (!strcmp(val, "auto"))
-			D.map_port = true;
+			d->map_port = true;
 		else if (!strcmp(val, "off"))
-			D.map_port = false;
+			d->map_port = false;
 		else
 			bad_usage("--map-port wants auto or off, not '%s'", val);
 		break;
 	case 1009:
 		if (!strcmp(val, "client"))
-			D.cc.unreachable_client = true;
+			d->cc.unreachable_client = true;
 		else if (!strcmp(val, "member"))
-			D.cc.unreachable_client = false;
+			d->cc.unreachable_client = false;
 		else
 			bad_usage("--unreachable wants client or member, not '%s'", val);
 		break;
 	case 1006: {
 		uint32_t ms = (uint32_t)parse_num("--ring-check-ms", val, 0, 86400000);
-		D.cc.merge_ms = ms ? ms : CHORD_MERGE_OFF;
+		d->cc.merge_ms = ms ? ms : CHORD_MERGE_OFF;
 		break;
 	}
-	case 1004: D.dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
-	case 1013: D.dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
+	case 1004: d->dc.expire_ms = (uint32_t)parse_num("--expire-ms", val, 100, 86400000); break;
+	case 1013: d->dc.sync_ms = (uint32_t)parse_num("--sync-ms", val, 0, 86400000); break;
 	case 1060: {
 		uint64_t secs = 0;
 		if (strcmp(val, "0") != 0 && cfs_parse_days(val, &secs) < 0)
 			bad_usage("--scrub-days wants a number of days, at most 3650 (0: no scrub), not '%s'", val);
-		D.dc.scrub_ms = secs * 1000;
+		d->dc.scrub_ms = secs * 1000;
 		break;
 	}
 	case 1061: {
@@ -740,7 +754,7 @@ static void apply(struct settings *st, int c, const char *val)
 		double mb = strtod(val, &end);
 		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
 			bad_usage("--scrub-mb-per-s wants a rate in MB/s (0: from --scrub-days), not '%s'", val);
-		D.dc.scrub_bytes_per_s = (uint64_t)(mb * 1e6);
+		d->dc.scrub_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
 	case 1062: {
@@ -748,7 +762,7 @@ static void apply(struct settings *st, int c, const char *val)
 		double mb = strtod(val, &end);
 		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
 			bad_usage("--compact-mb-per-s wants a rate in MB/s (0: no compaction), not '%s'", val);
-		D.dc.compact_bytes_per_s = (uint64_t)(mb * 1e6);
+		d->dc.compact_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
 	case OPT_UPLOAD: {
@@ -756,7 +770,7 @@ static void apply(struct settings *st, int c, const char *val)
 		double mb = strtod(val, &end);
 		if (!*val || *end || !(mb >= 0.0) || mb > 1e6 || (mb > 0 && mb < 0.1))
 			bad_usage("--max-upload-mb-per-s wants a rate in MB/s, at least 0.1 (0: no cap), not '%s'", val);
-		D.upload_bytes_per_s = (uint64_t)(mb * 1e6);
+		d->upload_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
 	case OPT_PUSH_RATE: {
@@ -764,11 +778,11 @@ static void apply(struct settings *st, int c, const char *val)
 		double mb = strtod(val, &end);
 		if (!*val || *end || !(mb >= 0.0) || mb > 1e6)
 			bad_usage("--cache-push-mb-per-s wants a rate in MB/s (0: no bound), not '%s'", val);
-		D.dc.cache_push_bytes_per_s = (uint64_t)(mb * 1e6);
+		d->dc.cache_push_bytes_per_s = (uint64_t)(mb * 1e6);
 		break;
 	}
-	case 1063: D.dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
-	case 1050: D.pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
+	case 1063: d->dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
+	case 1050: d->pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
 	case 1014: {
 		char *end;
 		unsigned long ms = strtoul(val, &end, 10);
@@ -776,27 +790,27 @@ static void apply(struct settings *st, int c, const char *val)
 			ms = DHASH_HEDGE_AUTO;
 		else if (!*val || *end || ms > 60000)
 			bad_usage("--hedge-ms wants auto or a delay in ms from 0 to 60000, not '%s'", val);
-		D.dc.hedge_ms = (uint32_t)ms;
+		d->dc.hedge_ms = (uint32_t)ms;
 		break;
 	}
 	case OPT_LOOKUP_MODE:
-		if (chord_mode_parse(val, &D.dc.lookup_mode) < 0)
+		if (chord_mode_parse(val, &d->dc.lookup_mode) < 0)
 			bad_usage("--lookup-mode wants iterative or recursive[,greedy|,cost|,nonlinear][,pN]"
 			          "[,pred], not '%s'", val);
 		break;
-	case 1015: D.dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
-	case 1017: D.dc.capacity_bytes = (uint64_t)parse_num("--capacity-mb", val, 0, 1ul << 30) << 20; break;
+	case 1015: d->dc.cache_bytes = (uint64_t)parse_num("--cache-mb", val, 0, 1ul << 20) << 20; break;
+	case 1017: d->dc.capacity_bytes = (uint64_t)parse_num("--capacity-mb", val, 0, 1ul << 30) << 20; break;
 	case 1018:
-		D.dc.quota_bytes = (uint64_t)parse_num("--quota-mb", val, 0, 1ul << 30) << 20;
-		D.quota_given = true;
+		d->dc.quota_bytes = (uint64_t)parse_num("--quota-mb", val, 0, 1ul << 30) << 20;
+		d->quota_given = true;
 		break;
 	case 1016:
 		if (!strcmp(val, "path"))
-			D.dc.cache_push = DHASH_PUSH_PATH;
+			d->dc.cache_push = DHASH_PUSH_PATH;
 		else if (!strcmp(val, "last"))
-			D.dc.cache_push = DHASH_PUSH_LAST;
+			d->dc.cache_push = DHASH_PUSH_LAST;
 		else if (!strcmp(val, "none"))
-			D.dc.cache_push = DHASH_PUSH_NONE;
+			d->dc.cache_push = DHASH_PUSH_NONE;
 		else
 			bad_usage("--cache-push wants path, last or none, not '%s'", val);
 		break;
@@ -808,27 +822,27 @@ static void apply(struct settings *st, int c, const char *val)
 		cfs_wall_set_offset_s(off);
 		break;
 	}
-	case 1008: D.dc.max_skew_s = (uint32_t)parse_num("--max-clock-skew-s", val, 1, 31536000); break;
-	case 1005: D.dc.corrupt_fetches = flag_value("test-corrupt-fetches", val); break;
-	case 1019: D.dc.ring_order = flag_value("test-ring-order", val); break;
-	case OPT_FIRST: D.first = flag_value("first", val); break;
-	case OPT_SOCKET_GROUP: D.sock_group = val; break;
+	case 1008: d->dc.max_skew_s = (uint32_t)parse_num("--max-clock-skew-s", val, 1, 31536000); break;
+	case 1005: d->dc.corrupt_fetches = flag_value("test-corrupt-fetches", val); break;
+	case 1019: d->dc.ring_order = flag_value("test-ring-order", val); break;
+	case OPT_FIRST: d->first = flag_value("first", val); break;
+	case OPT_SOCKET_GROUP: d->sock_group = val; break;
 	case 1020: {
 		/* The config file and the command line may both name one. */
 		struct cfs_wan w;
 		char err[512];
 		if (cfs_wan_parse(val, &w, err, sizeof(err)) < 0)
 			bad_usage("--netmodel: %s", err);
-		cfs_wan_free(&D.wan);
-		D.wan = w;
-		D.has_wan = true;
+		cfs_wan_free(&d->wan);
+		d->wan = w;
+		d->has_wan = true;
 		break;
 	}
-	case OPT_METRICS: D.metrics_addr = val; break;
+	case OPT_METRICS: d->metrics_addr = val; break;
 	case 'd':
-		if (strlen(val) >= sizeof(D.data_dir) - 32)
+		if (strlen(val) >= sizeof(d->data_dir) - 32)
 			bad_usage("--data path is too long");
-		strcpy(D.data_dir, val);
+		strcpy(d->data_dir, val);
 		break;
 	case 's': st->sock = val; break;
 	case 'c': st->config = val; break;
@@ -841,23 +855,23 @@ static void apply(struct settings *st, int c, const char *val)
 
 /*
  * --netmodel: every datagram this daemon sends passes the wide-area model
- * as sent from D.addr, the address peers know us by and send to, so each
+ * as sent from d->addr, the address peers know us by and send to, so each
  * daemon's view of a pair is the one its peer has (an unspecified bind
  * address such as :: would name no place).
  */
-static void install_netmodel(void)
+static void install_netmodel(struct daemon *d)
 {
 	char desc[512];
 	struct cfs_netmodel m;
 
-	if (!D.has_wan)
+	if (!d->has_wan)
 		return;
-	cfs_wan_node_init(&D.wan_node, &D.wan, &D.addr, D.wan.seed);
-	m = cfs_wan_ops(&D.wan_node);
-	cfs_transport_set_model(D.tr, &m);
-	cfs_wan_describe(&D.wan, desc, sizeof(desc));
+	cfs_wan_node_init(&d->wan_node, &d->wan, &d->addr, d->wan.seed);
+	m = cfs_wan_ops(&d->wan_node);
+	cfs_transport_set_model(d->tr, &m);
+	cfs_wan_describe(&d->wan, desc, sizeof(desc));
 	log_warn("evaluation only: every datagram sent is delayed or dropped by a network model: %s%s",
-	         desc, cfs_wan_is_slow(&D.wan, &D.addr) ? "; this server is one of the slow" : "");
+	         desc, cfs_wan_is_slow(&d->wan, &d->addr) ? "; this server is one of the slow" : "");
 }
 
 /* One line of a config file, trimmed in place: 1 with ret_name and
@@ -888,9 +902,10 @@ static int config_line(char *p, char **ret_name, char **ret_val)
 
 /* "name = value" lines; the values are kept for the life of the process.
  * Flags (--first) take true or false. What is not log-level is kept in
- * D.config_rest, for SIGHUP to tell what changed. */
+ * d->config_rest, for SIGHUP to tell what changed. */
 static void read_config(struct settings *st, const char *path)
 {
+	struct daemon *d = st->d;
 	FILE *f = fopen(path, "re");
 	struct cfs_sbuf rest = { 0 };
 	char line[1024], *name, *val;
@@ -915,7 +930,7 @@ static void read_config(struct settings *st, const char *path)
 		apply(st, o->val, xstrdup(val));
 	}
 	fclose(f);
-	D.config_rest = rest.p ? rest.p : xstrdup("");
+	d->config_rest = rest.p ? rest.p : xstrdup("");
 }
 
 /* ------------------------------------------------------------ service */
@@ -960,44 +975,48 @@ static bool ip_is_private4(const struct cfs_addr *a)
  * IDs hash it). */
 static void portmap_renew(uv_timer_t *t)
 {
+	struct daemon *d = t->data;
 	char pub[64];
 	const char *how = "";
 
-	if (cfsd_portmap(D.port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how) < 0)
+	if (cfsd_portmap(d->port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how) < 0)
 		log_warn("the port mapping on the router could not be renewed; members may lose this server");
-	else if (strcmp(pub, D.advertise))
+	else if (strcmp(pub, d->advertise))
 		log_warn("the router's public address is now %s, not %s: restart cfsd to take it", pub,
-		         D.advertise);
+		         d->advertise);
 }
 
 static void try_portmap(const struct settings *st)
 {
+	struct daemon *d = st->d;
 	static char pub[64];
 	const char *how = "";
 	struct cfs_addr a;
 
-	if (!D.map_port || D.advertise || !st->bind_host || cfs_addr_from_ip(&a, st->bind_host, 1) < 0 ||
+	if (!d->map_port || d->advertise || !st->bind_host || cfs_addr_from_ip(&a, st->bind_host, 1) < 0 ||
 	    !ip_is_private4(&a))
 		return;
-	int r = cfsd_portmap(D.port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how);
+	int r = cfsd_portmap(d->port, PORTMAP_LIFETIME_S, PORTMAP_WAIT_MS, pub, sizeof(pub), &how);
 	if (r == -ENETUNREACH)
 		return; /* no default gateway: no router to ask */
 	if (r < 0) {
 		log_info("no port mapping on the router (NAT-PMP, UPnP-IGD): %s", strerror(-r));
 		return;
 	}
-	log_info("the router forwards UDP port %u (%s): members reach this server at %s:%u", D.port, how, pub,
-	         D.port);
-	D.advertise = pub;
-	uv_timer_init(D.loop, &D.portmap_timer);
-	uv_timer_start(&D.portmap_timer, portmap_renew, PORTMAP_LIFETIME_S * 500ull, PORTMAP_LIFETIME_S * 500ull);
-	D.portmap_on = true;
+	log_info("the router forwards UDP port %u (%s): members reach this server at %s:%u", d->port, how, pub,
+	         d->port);
+	d->advertise = pub;
+	uv_timer_init(d->loop, &d->portmap_timer);
+	d->portmap_timer.data = d;
+	uv_timer_start(&d->portmap_timer, portmap_renew, PORTMAP_LIFETIME_S * 500ull, PORTMAP_LIFETIME_S * 500ull);
+	d->portmap_on = true;
 }
 
 static const char *advertised(const struct settings *st)
 {
-	if (D.advertise)
-		return D.advertise;
+	struct daemon *d = st->d;
+	if (d->advertise)
+		return d->advertise;
 	if (st->bind_host && strcmp(st->bind_host, "::") && strcmp(st->bind_host, "0.0.0.0"))
 		return st->bind_host;
 	return "127.0.0.1";
@@ -1005,6 +1024,7 @@ static const char *advertised(const struct settings *st)
 
 static void check_addresses(const struct settings *st)
 {
+	struct daemon *d = st->d;
 	const char *adv = advertised(st), *bind = st->bind_host ? st->bind_host : "::";
 	struct cfs_addr a;
 	bool every = !strcmp(bind, "::") || !strcmp(bind, "0.0.0.0");
@@ -1018,7 +1038,7 @@ static void check_addresses(const struct settings *st)
 		          "(--bind) for a ring on this machine only", bind, adv);
 		exit(2);
 	}
-	if (!D.first && D.nboot == 0 && !ip_is_loopback(&a)) {
+	if (!d->first && d->nboot == 0 && !ip_is_loopback(&a)) {
 		log_error("no ring to join: set \"bootstrap = HOST:PORT\" in the config file "
 		          "(--bootstrap) to join one through a member, or \"first = true\" (--first) "
 		          "to start a new ring at %s", adv);
@@ -1029,17 +1049,18 @@ static void check_addresses(const struct settings *st)
 /* READY=1 once every virtual server has joined the ring. */
 static void ready_tick(uv_timer_t *t)
 {
+	struct daemon *d = t->data;
 	char ready[CFS_ADDR_STRLEN + 64], a[CFS_ADDR_STRLEN];
 
-	for (uint32_t i = 0; i < chord_vnode_count(D.chord); i++)
-		if (!chord_vnode_joined(D.chord, i))
+	for (uint32_t i = 0; i < chord_vnode_count(d->chord); i++)
+		if (!chord_vnode_joined(d->chord, i))
 			return;
 	uv_timer_stop(t);
-	if (D.ready_sent)
+	if (d->ready_sent)
 		return;
-	D.ready_sent = true;
+	d->ready_sent = true;
 	snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %s, a member of the ring",
-	         cfs_addr_str(&D.addr, a));
+	         cfs_addr_str(&d->addr, a));
 	notify(ready);
 }
 
@@ -1069,18 +1090,18 @@ static void notify(const char *state)
 
 /* --socket-group: members of the group reach the daemon (mode 0660). The
  * listener made the socket 0600; its group changes first, then its mode. */
-static int share_socket(void)
+static int share_socket(struct daemon *d)
 {
 	struct group *g;
 
-	if (!D.sock_group)
+	if (!d->sock_group)
 		return 0;
-	if (!(g = getgrnam(D.sock_group)))
+	if (!(g = getgrnam(d->sock_group)))
 		return log_error_errno(-ENOENT, "--socket-group %s: no such group (make install "
-		                       "creates cfs)", D.sock_group);
-	if (chown(D.sock_path, (uid_t)-1, g->gr_gid) < 0 || chmod(D.sock_path, 0660) < 0)
+		                       "creates cfs)", d->sock_group);
+	if (chown(d->sock_path, (uid_t)-1, g->gr_gid) < 0 || chmod(d->sock_path, 0660) < 0)
 		return log_error_errno(-errno, "cannot give the control socket %s to the group %s",
-		                       D.sock_path, D.sock_group);
+		                       d->sock_path, d->sock_group);
 	return 0;
 }
 
@@ -1090,49 +1111,51 @@ static int share_socket(void)
  * daemon would need more care than a reload deserves. Nothing here exits. */
 static void on_sighup(uv_signal_t *h, int sig)
 {
+	struct daemon *d = h->data;
 	struct cfs_sbuf rest = { 0 };
 	char line[1024], *name, *val, level[16] = "";
 	enum cfs_log_level l;
 	unsigned lineno = 0;
 	FILE *f;
 
-	if (!D.config) {
+	if (!d->config) {
 		log_info("SIGHUP: no config file (--config) to reload; nothing changed");
 		return;
 	}
-	if (!(f = fopen(D.config, "re"))) {
-		log_warn_errno(-errno, "SIGHUP: cannot read %s; nothing changed", D.config);
+	if (!(f = fopen(d->config, "re"))) {
+		log_warn_errno(-errno, "SIGHUP: cannot read %s; nothing changed", d->config);
 		return;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		int r = config_line(line, &name, &val);
 		lineno++;
 		if (r < 0)
-			log_warn("SIGHUP: %s:%u: expected 'name = value'; line ignored", D.config, lineno);
+			log_warn("SIGHUP: %s:%u: expected 'name = value'; line ignored", d->config, lineno);
 		else if (r > 0 && !strcmp(name, "log-level"))
 			snprintf(level, sizeof(level), "%s", val);
 		else if (r > 0)
 			cfs_sb_printf(&rest, "%s=%s\n", name, val);
 	}
 	fclose(f);
-	if (D.level_given)
+	if (d->level_given)
 		log_info("SIGHUP: log level stays %s (given on the command line)", level_name());
 	else if (level[0] && cfs_log_parse_level(level, &l) < 0)
 		log_warn("SIGHUP: %s: log-level wants error, warn, info or debug, not '%s'; "
-		         "it stays %s", D.config, level, level_name());
+		         "it stays %s", d->config, level, level_name());
 	else {
 		cfs_log_set_level(level[0] ? l : CFS_LOG_INFO);
-		log_info("SIGHUP: reloaded %s: log level %s", D.config, level_name());
+		log_info("SIGHUP: reloaded %s: log level %s", d->config, level_name());
 	}
-	if (strcmp(rest.p ? rest.p : "", D.config_rest ? D.config_rest : ""))
+	if (strcmp(rest.p ? rest.p : "", d->config_rest ? d->config_rest : ""))
 		log_warn("SIGHUP: settings other than log-level changed in %s: they take effect "
-		         "when cfsd restarts", D.config);
+		         "when cfsd restarts", d->config);
 	free(rest.p);
 }
 
 int main(int argc, char **argv)
 {
-	struct settings st = { .port = CFSD_DEFAULT_PORT, .level = CFS_LOG_INFO };
+	struct daemon *d = xcalloc(1, sizeof(*d));
+	struct settings st = { .d = d, .port = CFSD_DEFAULT_PORT, .level = CFS_LOG_INFO };
 	struct cfs_transport_config tc;
 	struct cfs_addr self;
 	char a[CFS_ADDR_STRLEN];
@@ -1140,12 +1163,12 @@ int main(int argc, char **argv)
 	int c, r;
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
-	chord_config_default(&D.cc);
-	D.cc.reach_ms = CHORD_REACH_MS; /* a daemon checks that members can reach it */
-	D.cc.unreachable_client = true;
-	D.map_port = true;
-	D.map_port = true;
-	dhash_config_default(&D.dc);
+	chord_config_default(&d->cc);
+	d->cc.reach_ms = CHORD_REACH_MS; /* a daemon checks that members can reach it */
+	d->cc.unreachable_client = true;
+	d->map_port = true;
+	d->map_port = true;
+	dhash_config_default(&d->dc);
 	opterr = 0;
 	/* First pass: only --config, --help and --version, and argument errors. */
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
@@ -1165,168 +1188,174 @@ int main(int argc, char **argv)
 	optind = 0;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, opts, NULL)) != -1) {
 		apply(&st, c, optarg);
-		D.level_given |= c == 'l';
+		d->level_given |= c == 'l';
 	}
-	D.level_given |= getenv("CFS_LOG_LEVEL") && *getenv("CFS_LOG_LEVEL");
-	D.config = st.config;
+	d->level_given |= getenv("CFS_LOG_LEVEL") && *getenv("CFS_LOG_LEVEL");
+	d->config = st.config;
 	cfs_log_init(argv[0], st.level);
 	if (cfs_crypto_init() < 0)
 		return 1;
-	if (!D.quota_given)
-		D.dc.quota_bytes = D.dc.capacity_bytes / 10;
-	if (D.dc.replicas > D.cc.nsucc)
+	if (!d->quota_given)
+		d->dc.quota_bytes = d->dc.capacity_bytes / 10;
+	if (d->dc.replicas > d->cc.nsucc)
 		bad_usage("--replicas %u exceeds --successors %u: the successor list must "
-		          "name every replica", D.dc.replicas, D.cc.nsucc);
-	if (D.dc.lease_s > D.dc.max_lease_s && !D.lease_given)
-		D.dc.lease_s = D.dc.max_lease_s;
-	if (D.dc.lease_s > D.dc.max_lease_s)
+		          "name every replica", d->dc.replicas, d->cc.nsucc);
+	if (d->dc.lease_s > d->dc.max_lease_s && !d->lease_given)
+		d->dc.lease_s = d->dc.max_lease_s;
+	if (d->dc.lease_s > d->dc.max_lease_s)
 		bad_usage("--lease-days exceeds --max-lease-days (%.4g days): this server would "
-		          "grant less than its own default", (double)D.dc.max_lease_s / 86400);
+		          "grant less than its own default", (double)d->dc.max_lease_s / 86400);
 	check_addresses(&st);
 
-	if (!D.data_dir[0] && cfsd_default_data_dir(D.data_dir, sizeof(D.data_dir) - 32) < 0)
+	if (!d->data_dir[0] && cfsd_default_data_dir(d->data_dir, sizeof(d->data_dir) - 32) < 0)
 		bad_usage("the default data directory path is too long; use --data");
 	if (check) {
 		printf("cfsd: the settings are valid: port %lu, bind %s, address %s, %s, data %s\n",
 		       st.port, st.bind_host ? st.bind_host : "::", advertised(&st),
-		       D.nboot ? "joining a ring" : "starting a new ring", D.data_dir);
+		       d->nboot ? "joining a ring" : "starting a new ring", d->data_dir);
 		return 0;
 	}
-	if ((r = cfs_mkdir_p(D.data_dir, 0700)) < 0) {
-		log_error_errno(r, "cannot create data directory %s", D.data_dir);
+	if ((r = cfs_mkdir_p(d->data_dir, 0700)) < 0) {
+		log_error_errno(r, "cannot create data directory %s", d->data_dir);
 		return 1;
 	}
-	if (lock_data_dir() < 0)
+	if (lock_data_dir(d) < 0)
 		return 1;
 	if (st.sock)
-		snprintf(D.sock_path, sizeof(D.sock_path), "%s", st.sock);
+		snprintf(d->sock_path, sizeof(d->sock_path), "%s", st.sock);
 	else
-		cfsd_socket_path(D.data_dir, D.sock_path, sizeof(D.sock_path));
+		cfsd_socket_path(d->data_dir, d->sock_path, sizeof(d->sock_path));
 
-	D.loop = uv_default_loop();
-	D.started_us = cfs_now_us();
+	d->loop = uv_default_loop();
+	d->started_us = cfs_now_us();
 	cfs_transport_config_default(&tc);
 	tc.host = st.bind_host;
 	tc.port = (uint16_t)st.port;
-	tc.upload_bytes_per_s = D.upload_bytes_per_s;
-	if ((r = cfs_transport_new(D.loop, &tc, on_request, NULL, &D.tr)) < 0) {
+	tc.upload_bytes_per_s = d->upload_bytes_per_s;
+	if ((r = cfs_transport_new(d->loop, &tc, on_request, d, &d->tr)) < 0) {
 		if (r == UV_EADDRINUSE)
 			log_error("UDP port %lu is in use by another process; choose one with --port", st.port);
 		else
 			log_error("cannot serve on UDP port %lu: %s", st.port, uv_strerror(r));
 		return 1;
 	}
-	cfs_transport_local_addr(D.tr, &D.addr);
-	D.port = cfs_addr_port(&D.addr);
+	cfs_transport_local_addr(d->tr, &d->addr);
+	d->port = cfs_addr_port(&d->addr);
 	try_portmap(&st);
 	/* The address hashed into our IDs is the one peers reach us at. */
-	D.advertise = advertised(&st);
-	if (cfs_addr_from_ip(&self, D.advertise, cfs_addr_port(&D.addr)) < 0)
+	d->advertise = advertised(&st);
+	if (cfs_addr_from_ip(&self, d->advertise, cfs_addr_port(&d->addr)) < 0)
 		return 1;
-	D.addr = self;
-	install_netmodel();
-	D.cc.on_fatal = on_ring_fatal;
+	d->addr = self;
+	install_netmodel(d);
+	d->cc.on_fatal = on_ring_fatal;
+	d->cc.fatal_arg = d;
 	/* A new ring is founded at once with no join target; with remembered
 	 * peers, only once none of them answers. */
-	D.cc.first = D.first || D.nboot == 0;
-	if ((r = chord_new(D.loop, D.tr, &self, &D.cc, &D.chord)) < 0)
+	d->cc.first = d->first || d->nboot == 0;
+	if ((r = chord_new(d->loop, d->tr, &self, &d->cc, &d->chord)) < 0)
 		return 1;
 	char blocks[600];
 	static char cache[600];
-	snprintf(blocks, sizeof(blocks), "%s/blocks", D.data_dir);
-	snprintf(cache, sizeof(cache), "%s/cache", D.data_dir);
-	D.dc.cache_dir = cache;
-	if ((r = dhash_server_new(D.loop, D.chord, blocks, &D.dc, &D.dhash)) < 0 ||
-	    (r = dhash_client_new(D.chord, &D.dc, &D.client)) < 0) {
+	snprintf(blocks, sizeof(blocks), "%s/blocks", d->data_dir);
+	snprintf(cache, sizeof(cache), "%s/cache", d->data_dir);
+	d->dc.cache_dir = cache;
+	if ((r = dhash_server_new(d->loop, d->chord, blocks, &d->dc, &d->dhash)) < 0 ||
+	    (r = dhash_client_new(d->chord, &d->dc, &d->client)) < 0) {
 		log_error_errno(r, "cannot open the block store %s", blocks);
-		dhash_server_free(D.dhash);
-		chord_free(D.chord);
-		cfs_transport_close(D.tr);
-		cfs_loop_run(D.loop);
+		dhash_server_free(d->dhash);
+		chord_free(d->chord);
+		cfs_transport_close(d->tr);
+		cfs_loop_run(d->loop);
 		return 1;
 	}
 	/* Pins renew well before a lease ends: a quarter of it, at most an
 	 * hour, so a missed round or two costs nothing. */
 	struct cfsd_pin_config pc = {
-		.round_ms = D.pin_ms ? D.pin_ms
-		            : (uint32_t)(D.dc.lease_s * 250 < CFSD_PIN_ROUND_MAX_MS
-		                         ? D.dc.lease_s * 250 : CFSD_PIN_ROUND_MAX_MS),
-		.lease_s = D.dc.lease_s,
-		.store_bytes = D.dc.capacity_bytes ? D.dc.capacity_bytes : UINT64_MAX / 2,
+		.round_ms = d->pin_ms ? d->pin_ms
+		            : (uint32_t)(d->dc.lease_s * 250 < CFSD_PIN_ROUND_MAX_MS
+		                         ? d->dc.lease_s * 250 : CFSD_PIN_ROUND_MAX_MS),
+		.lease_s = d->dc.lease_s,
+		.store_bytes = d->dc.capacity_bytes ? d->dc.capacity_bytes : UINT64_MAX / 2,
 		.ring_ready = ring_joined,
+		.ring_ready_arg = d,
 	};
 	if (pc.round_ms < 100)
 		pc.round_ms = 100;
 	/* The denylist before any request is served: the server refuses its
 	 * keys from the first STORE on. */
 	char deny_path[600];
-	snprintf(deny_path, sizeof(deny_path), "%s/%s", D.data_dir, CFSD_DENY_FILE);
-	D.deny = cfsd_denylist_new(deny_path, CFSD_DENY_MAX);
-	bool deny_ok = cfsd_denylist_load(D.deny) == 0;
-	if (deny_ok && cfsd_denylist_keys(D.deny)) {
+	snprintf(deny_path, sizeof(deny_path), "%s/%s", d->data_dir, CFSD_DENY_FILE);
+	d->deny = cfsd_denylist_new(deny_path, CFSD_DENY_MAX);
+	bool deny_ok = cfsd_denylist_load(d->deny) == 0;
+	if (deny_ok && cfsd_denylist_keys(d->deny)) {
 		uint32_t n;
-		struct cfs_id *keys = cfsd_denylist_all_keys(D.deny, &n);
-		uint32_t deleted = dhash_server_deny(D.dhash, keys, n);
+		struct cfs_id *keys = cfsd_denylist_all_keys(d->deny, &n);
+		uint32_t deleted = dhash_server_deny(d->dhash, keys, n);
 		free(keys);
 		log_info("denylist: %u keys denied (%s)%s", n, deny_path,
 		         deleted ? "; copies found here deleted" : "");
 	}
-	if (deny_ok && cfsd_pinner_new(D.loop, D.client, D.data_dir, &pc, &D.pinner) == 0)
-		cfsd_serve_init(&(struct cfsd_serve_env){ .chord = D.chord, .dhash = D.dhash,
-		                                          .client = D.client, .pinner = D.pinner,
-		                                          .deny = D.deny, .status = status_report,
-		                                          .leave = leave_soon });
-	if (!D.pinner ||
-	    cfs_listener_new(D.loop, D.sock_path, 0600, cfsd_serve_accept, NULL, &D.ctl) < 0 ||
-	    share_socket() < 0) {
-		cfs_listener_close(D.ctl);
-		cfsd_pinner_free(D.pinner);
-		dhash_client_free(D.client);
-		dhash_server_free(D.dhash);
-		cfsd_denylist_free(D.deny);
-		chord_free(D.chord);
-		cfs_transport_close(D.tr);
-		cfs_loop_run(D.loop);
+	if (deny_ok && cfsd_pinner_new(d->loop, d->client, d->data_dir, &pc, &d->pinner) == 0)
+		d->serve = cfsd_serve_new(&(struct cfsd_serve_env){
+			.chord = d->chord, .dhash = d->dhash, .client = d->client, .pinner = d->pinner,
+			.deny = d->deny, .status = status_report, .leave = leave_soon, .arg = d });
+	if (!d->pinner ||
+	    cfs_listener_new(d->loop, d->sock_path, 0600, cfsd_serve_accept, d->serve, &d->ctl) < 0 ||
+	    share_socket(d) < 0) {
+		cfs_listener_close(d->ctl);
+		cfsd_pinner_free(d->pinner);
+		dhash_client_free(d->client);
+		dhash_server_free(d->dhash);
+		cfsd_denylist_free(d->deny);
+		chord_free(d->chord);
+		cfs_transport_close(d->tr);
+		cfs_loop_run(d->loop);
 		return 1;
 	}
-	uv_signal_init(D.loop, &D.sigterm);
-	uv_signal_init(D.loop, &D.sigint);
-	uv_signal_start(&D.sigterm, on_signal, SIGTERM);
-	uv_signal_start(&D.sigint, on_signal, SIGINT);
-	uv_signal_init(D.loop, &D.sighup);
-	uv_signal_start(&D.sighup, on_sighup, SIGHUP);
-	uv_timer_init(D.loop, &D.fatal_timer);
-	uv_timer_init(D.loop, &D.peers_timer);
-	uv_timer_init(D.loop, &D.ready_timer);
+	uv_signal_init(d->loop, &d->sigterm);
+	uv_signal_init(d->loop, &d->sigint);
+	uv_signal_init(d->loop, &d->sighup);
+	uv_timer_init(d->loop, &d->fatal_timer);
+	uv_timer_init(d->loop, &d->peers_timer);
+	uv_timer_init(d->loop, &d->ready_timer);
+	d->sigterm.data = d->sigint.data = d->sighup.data = d;
+	d->fatal_timer.data = d->peers_timer.data = d->ready_timer.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_signal_start(&d->sighup, on_sighup, SIGHUP);
 	signal(SIGPIPE, SIG_IGN);
 
-	D.metrics = cfsd_metrics_new(D.loop, D.tr, D.chord, status_json);
-	if (D.metrics_addr && cfsd_metrics_listen(D.metrics, D.metrics_addr) < 0) {
-		D.exit_status = 1;
-		shut_down();
+	d->metrics = cfsd_metrics_new(d->loop, d->tr, d->chord, status_json, d);
+	if (d->metrics_addr && cfsd_metrics_listen(d->metrics, d->metrics_addr) < 0) {
+		d->exit_status = 1;
+		shut_down(d);
 	} else {
-		int remembered = cfsd_peers_load(D.chord, D.data_dir);
-		bool joining = D.nboot > 0 || remembered > 0;
-		D.peers_loaded = true; /* from now on the file is ours to rewrite */
-		uv_timer_start(&D.peers_timer, peers_tick, 5000, 5000);
-		chord_start(D.chord, D.boot, D.nboot);
+		int remembered = cfsd_peers_load(d->chord, d->data_dir);
+		bool joining = d->nboot > 0 || remembered > 0;
+		d->peers_loaded = true; /* from now on the file is ours to rewrite */
+		uv_timer_start(&d->peers_timer, peers_tick, 5000, 5000);
+		chord_start(d->chord, d->boot, d->nboot);
 		log_info("serving on %s with %u virtual server%s, %s; data %s, control %s",
-		         cfs_addr_str(&D.addr, a), D.cc.vnodes, D.cc.vnodes == 1 ? "" : "s",
-		         joining ? "joining a ring" : "starting a new ring", D.data_dir, D.sock_path);
+		         cfs_addr_str(&d->addr, a), d->cc.vnodes, d->cc.vnodes == 1 ? "" : "s",
+		         joining ? "joining a ring" : "starting a new ring", d->data_dir, d->sock_path);
 		/* Ready once every virtual server has joined (at once for a new
 		 * ring): a unit ordered after cfsd then finds a member. Until
 		 * then systemd shows that it is joining. */
 		char joining_st[CFS_ADDR_STRLEN + 64];
 		snprintf(joining_st, sizeof(joining_st), "STATUS=serving on %s, joining a ring",
-		         cfs_addr_str(&D.addr, a));
+		         cfs_addr_str(&d->addr, a));
 		notify(joining_st);
-		uv_timer_start(&D.ready_timer, ready_tick, 0, 100);
+		uv_timer_start(&d->ready_timer, ready_tick, 0, 100);
 	}
-	cfs_loop_run(D.loop);
-	uv_loop_close(D.loop);
-	close(D.lock_fd);
-	cfs_wan_free(&D.wan);
-	free(D.config_rest);
+	cfs_loop_run(d->loop);
+	uv_loop_close(d->loop);
+	close(d->lock_fd);
+	cfs_wan_free(&d->wan);
+	free(d->config_rest);
+	cfsd_serve_free(d->serve);
 	log_info("stopped");
-	return D.exit_status;
+	int status = d->exit_status;
+	free(d);
+	return status;
 }

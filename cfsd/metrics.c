@@ -60,6 +60,7 @@ struct cfsd_metrics {
 	cfs_transport_t *tr;
 	chord_t *chord;
 	cfsd_status_json_fn status;
+	void *status_arg;
 	uv_timer_t tick;
 	uint64_t ticks;
 	struct sample s[CFSD_RATE_WINDOW_S + 1];
@@ -669,7 +670,7 @@ static void answer(struct client *cl)
 	}
 	struct cfs_sbuf json = { 0 }, out = { 0 };
 	m->scrapes++;
-	m->status(&json);
+	m->status(m->status_arg, &json);
 	if (cfsd_metrics_from_json(json.p, &out) < 0) {
 		static const char ie[] = "the status report did not parse\n";
 		log_warn("metrics: the status report did not parse");
@@ -806,7 +807,7 @@ int cfsd_metrics_listen(cfsd_metrics_t *m, const char *addr_port)
 /* ------------------------------------------------------------ lifetime */
 
 cfsd_metrics_t *cfsd_metrics_new(uv_loop_t *loop, cfs_transport_t *t, chord_t *c,
-                                 cfsd_status_json_fn status)
+                                 cfsd_status_json_fn status, void *status_arg)
 {
 	cfsd_metrics_t *m = xcalloc(1, sizeof(*m));
 
@@ -814,6 +815,7 @@ cfsd_metrics_t *cfsd_metrics_new(uv_loop_t *loop, cfs_transport_t *t, chord_t *c
 	m->tr = t;
 	m->chord = c;
 	m->status = status;
+	m->status_arg = status_arg;
 	uv_timer_init(loop, &m->tick);
 	m->tick.data = m;
 	m->pending++;

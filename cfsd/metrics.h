@@ -40,11 +40,11 @@
 typedef struct cfsd_metrics cfsd_metrics_t;
 
 /* The daemon's full status as JSON (what `cfsctl status --json` prints). */
-typedef void (*cfsd_status_json_fn)(struct cfs_sbuf *b);
+typedef void (*cfsd_status_json_fn)(void *arg, struct cfs_sbuf *b);
 
 /* Start sampling t and probing c's neighbours on loop. */
 cfsd_metrics_t *cfsd_metrics_new(uv_loop_t *loop, cfs_transport_t *t, chord_t *c,
-                                 cfsd_status_json_fn status);
+                                 cfsd_status_json_fn status, void *status_arg);
 /* Serve /metrics on "IP:PORT" (IPv6 as [IP]:PORT). A negative errno
  * (logged) when the address is bad or cannot be bound. */
 int cfsd_metrics_listen(cfsd_metrics_t *m, const char *addr_port);

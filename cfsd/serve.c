@@ -12,31 +12,46 @@
 
 #include "cfsd/serve.h"
 
-static struct cfsd_serve_env E;
-static struct cfs_msg R; /* a reply; large: not on the stack */
-static uint64_t ctl_requests, ctl_malformed;
-static bool closing;     /* cfsd_serve_close_all: the daemon's pieces are going */
+struct conn;
 
-void cfsd_serve_init(const struct cfsd_serve_env *env)
+struct cfsd_serve {
+	struct cfsd_serve_env env;
+	struct cfs_msg reply;     /* a reply; large: not on the stack */
+	uint64_t requests, malformed;
+	bool closing;             /* cfsd_serve_close_all: the daemon's pieces are going */
+	struct conn *conns;
+};
+
+cfsd_serve_t *cfsd_serve_new(const struct cfsd_serve_env *env)
 {
-	E = *env;
+	cfsd_serve_t *sv = xcalloc(1, sizeof(*sv));
+
+	sv->env = *env;
+	return sv;
 }
 
-uint64_t cfsd_serve_requests(bool malformed)
+void cfsd_serve_free(cfsd_serve_t *sv)
 {
-	return malformed ? ctl_malformed : ctl_requests;
+	if (!sv)
+		return;
+	cfsd_serve_close_all(sv);
+	free(sv);
 }
 
+uint64_t cfsd_serve_requests(const cfsd_serve_t *sv, bool malformed)
+{
+	return malformed ? sv->malformed : sv->requests;
+}
 
 /* One control connection; it outlives its stream while lookups it asked
  * for are still running. */
 struct conn {
+	cfsd_serve_t *sv;
 	cfs_stream_t *s;
 	unsigned pending;
 	bool closed;
 	struct conn *next, **pprev;
 };
-static struct conn *conns;
 
 /* A control request answered later (lookup, get, put, have, refresh). */
 struct ctl_req {
@@ -63,18 +78,20 @@ static void conn_close(struct conn *k)
 	conn_put(k);
 }
 
-static void ctl_reply_error_id(cfs_stream_t *s, enum cfs_msg_type type, uint64_t reqid, int status)
+static void ctl_reply_error_id(struct conn *k, enum cfs_msg_type type, uint64_t reqid, int status)
 {
-	cfs_msg_init(&R, type);
-	R.is_reply = true;
-	R.reqid = reqid;
-	R.status = status;
-	(void)cfs_stream_write_msg(s, &R);
+	cfsd_serve_t *sv = k->sv;
+
+	cfs_msg_init(&sv->reply, type);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = reqid;
+	sv->reply.status = status;
+	(void)cfs_stream_write_msg(k->s, &sv->reply);
 }
 
-static void ctl_reply_error(cfs_stream_t *s, const struct cfs_msg *req, int status)
+static void ctl_reply_error(struct conn *k, const struct cfs_msg *req, int status)
 {
-	ctl_reply_error_id(s, (enum cfs_msg_type)req->type, req->reqid, status);
+	ctl_reply_error_id(k, (enum cfs_msg_type)req->type, req->reqid, status);
 }
 
 static void ctl_req_end(struct ctl_req *q)
@@ -87,19 +104,20 @@ static void ctl_req_end(struct ctl_req *q)
 static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 	struct conn *k = q->k;
 
 	if (!k->closed) {
-		cfs_msg_init(&R, CFS_MSG_CTL_LOOKUP);
-		R.is_reply = true;
-		R.reqid = q->reqid;
-		R.status = r->status;
-		R.hops = r->hops;
-		R.count = r->rpcs;
-		R.timeouts = r->timeouts;
-		R.n_nodes = r->n;
-		memcpy(R.nodes, r->succ, r->n * sizeof(r->succ[0]));
-		(void)cfs_stream_write_msg(k->s, &R);
+		cfs_msg_init(&sv->reply, CFS_MSG_CTL_LOOKUP);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = q->reqid;
+		sv->reply.status = r->status;
+		sv->reply.hops = r->hops;
+		sv->reply.count = r->rpcs;
+		sv->reply.timeouts = r->timeouts;
+		sv->reply.n_nodes = r->n;
+		memcpy(sv->reply.nodes, r->succ, r->n * sizeof(r->succ[0]));
+		(void)cfs_stream_write_msg(k->s, &sv->reply);
 	}
 	ctl_req_end(q);
 }
@@ -109,21 +127,22 @@ static void ctl_lookup_done(void *arg, const struct chord_lookup_result *r)
 static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 	uint8_t states[CFS_MSG_MAX_NODES];
 
 	if (!q->k->closed) {
-		cfs_msg_init(&R, CFS_MSG_CTL_LOCATE);
-		R.is_reply = true;
-		R.reqid = q->reqid;
-		R.status = r->status;
+		cfs_msg_init(&sv->reply, CFS_MSG_CTL_LOCATE);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = q->reqid;
+		sv->reply.status = r->status;
 		if (r->status == 0) {
 			for (uint32_t i = 0; i < r->n; i++)
 				states[i] = (uint8_t)r->state[i];
-			R.n_nodes = r->n;
-			memcpy(R.nodes, r->nodes, r->n * sizeof(r->nodes[0]));
-			R.data = (struct cfs_bytes){ states, r->n };
+			sv->reply.n_nodes = r->n;
+			memcpy(sv->reply.nodes, r->nodes, r->n * sizeof(r->nodes[0]));
+			sv->reply.data = (struct cfs_bytes){ states, r->n };
 		}
-		(void)cfs_stream_write_msg(q->k->s, &R);
+		(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 	}
 	ctl_req_end(q);
 }
@@ -132,17 +151,18 @@ static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
 static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&R, CFS_MSG_CTL_GET);
-		R.is_reply = true;
-		R.reqid = q->reqid;
-		R.status = r->status;
+		cfs_msg_init(&sv->reply, CFS_MSG_CTL_GET);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = q->reqid;
+		sv->reply.status = r->status;
 		if (r->status == 0) {
-			R.kind = r->kind;
-			R.data = (struct cfs_bytes){ r->data, r->len };
+			sv->reply.kind = r->kind;
+			sv->reply.data = (struct cfs_bytes){ r->data, r->len };
 		}
-		(void)cfs_stream_write_msg(q->k->s, &R);
+		(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 	}
 	ctl_req_end(q);
 }
@@ -150,37 +170,39 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&R, CFS_MSG_CTL_PUT);
-		R.is_reply = true;
-		R.reqid = q->reqid;
-		R.status = status;
+		cfs_msg_init(&sv->reply, CFS_MSG_CTL_PUT);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = q->reqid;
+		sv->reply.status = status;
 		if (status == 0) {
-			R.key = *key;
-			R.lease_until = lease;
+			sv->reply.key = *key;
+			sv->reply.lease_until = lease;
 		}
-		(void)cfs_stream_write_msg(q->k->s, &R);
+		(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 	}
 	ctl_req_end(q);
 }
 
 static void ctl_block(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	struct ctl_req *q = xcalloc(1, sizeof(*q));
 	int r;
 
 	q->k = k;
 	q->reqid = req->reqid;
 	if (req->type == CFS_MSG_CTL_GET)
-		r = dhash_get(E.client, &req->key, ctl_get_done, q);
+		r = dhash_get(sv->env.client, &req->key, ctl_get_done, q);
 	else if (req->type == CFS_MSG_CTL_LOCATE)
-		r = dhash_locate(E.client, &req->key, ctl_locate_done, q);
+		r = dhash_locate(sv->env.client, &req->key, ctl_locate_done, q);
 	else
-		r = dhash_put(E.client, req->kind, req->data.p, req->data.len, req->lease_until,
+		r = dhash_put(sv->env.client, req->kind, req->data.p, req->data.len, req->lease_until,
 		              ctl_put_done, q);
 	if (r < 0) {
-		ctl_reply_error(k->s, req, r);
+		ctl_reply_error(k, req, r);
 		free(q);
 		return;
 	}
@@ -195,23 +217,25 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 static void ctl_bits_done(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&R, (enum cfs_msg_type)q->type);
-		R.is_reply = true;
-		R.reqid = q->reqid;
-		R.status = status;
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = q->reqid;
+		sv->reply.status = status;
 		if (status == 0) {
-			R.data = (struct cfs_bytes){ bits, (n + 7) / 8 };
-			R.lease_until = lease;
+			sv->reply.data = (struct cfs_bytes){ bits, (n + 7) / 8 };
+			sv->reply.lease_until = lease;
 		}
-		(void)cfs_stream_write_msg(q->k->s, &R);
+		(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 	}
 	ctl_req_end(q);
 }
 
 static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	struct ctl_req *q = xcalloc(1, sizeof(*q));
 	int r;
 
@@ -220,59 +244,61 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 	q->type = req->type;
 	k->pending++;
 	if (req->type == CFS_MSG_CTL_HAVE)
-		r = dhash_have_many(E.client, req->keys, req->n_keys, ctl_bits_done, q);
+		r = dhash_have_many(sv->env.client, req->keys, req->n_keys, ctl_bits_done, q);
 	else
-		r = dhash_refresh_many(E.client, req->keys, req->n_keys, req->lease_until,
+		r = dhash_refresh_many(sv->env.client, req->keys, req->n_keys, req->lease_until,
 		                       ctl_bits_done, q);
 	if (r < 0) {
-		ctl_reply_error(k->s, req, r);
+		ctl_reply_error(k, req, r);
 		ctl_req_end(q);
 	}
 }
 
 /* CTL_KEYS: one page of the stored keys (cfsctl keys asks page after page). */
-static void ctl_list(cfs_stream_t *s, const struct cfs_msg *req)
+static void ctl_list(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	struct cfs_id *keys = xmalloc(CFS_MSG_MAX_KEYS * sizeof(*keys));
 	bool more;
-	uint32_t n = dhash_server_keys(E.dhash, (req->flags & CFS_KEYS_F_AFTER) ? &req->key : NULL,
+	uint32_t n = dhash_server_keys(sv->env.dhash, (req->flags & CFS_KEYS_F_AFTER) ? &req->key : NULL,
 	                               keys, CFS_MSG_MAX_KEYS, &more);
 	int r;
 
-	cfs_msg_init(&R, CFS_MSG_CTL_KEYS);
-	R.is_reply = true;
-	R.reqid = req->reqid;
-	R.flags = more ? CFS_KEYS_F_MORE : 0;
-	R.keys = keys;
-	R.n_keys = n;
-	if ((r = cfs_stream_write_msg(s, &R)) < 0)
+	cfs_msg_init(&sv->reply, CFS_MSG_CTL_KEYS);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = req->reqid;
+	sv->reply.flags = more ? CFS_KEYS_F_MORE : 0;
+	sv->reply.keys = keys;
+	sv->reply.n_keys = n;
+	if ((r = cfs_stream_write_msg(k->s, &sv->reply)) < 0)
 		log_warn_errno(r, "control: cannot send a page of keys");
 	free(keys);
 }
 
 /* CTL_PIN / CTL_UNPIN / CTL_PINS: the pinner (cfsd/pin.c) answers at once. */
-static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
+static void ctl_pin(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	struct cfs_pubkey pk;
 	struct cfs_sbuf b = { 0 };
 	int r = 0;
 
 	memcpy(pk.b, req->key.b, sizeof(pk.b));
 	if (req->type == CFS_MSG_CTL_PIN)
-		r = cfsd_pinner_add(E.pinner, &pk);
+		r = cfsd_pinner_add(sv->env.pinner, &pk);
 	else if (req->type == CFS_MSG_CTL_UNPIN)
-		r = cfsd_pinner_remove(E.pinner, &pk);
+		r = cfsd_pinner_remove(sv->env.pinner, &pk);
 	else
-		cfsd_pinner_report(E.pinner, &b, req->flags & CFS_STATUS_F_JSON);
+		cfsd_pinner_report(sv->env.pinner, &b, req->flags & CFS_STATUS_F_JSON);
 	if (r < 0) {
-		ctl_reply_error(s, req, r);
+		ctl_reply_error(k, req, r);
 		return;
 	}
-	cfs_msg_init(&R, (enum cfs_msg_type)req->type);
-	R.is_reply = true;
-	R.reqid = req->reqid;
-	R.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
-	if ((r = cfs_stream_write_msg(s, &R)) < 0)
+	cfs_msg_init(&sv->reply, (enum cfs_msg_type)req->type);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = req->reqid;
+	sv->reply.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
+	if ((r = cfs_stream_write_msg(k->s, &sv->reply)) < 0)
 		log_warn_errno(r, "control: cannot answer %s", cfs_msg_type_name(req->type));
 	free(b.p);
 }
@@ -281,24 +307,26 @@ static void ctl_pin(cfs_stream_t *s, const struct cfs_msg *req)
  * held block to its holders-to-be first (dhash_server_drain). */
 static void ctl_leave_answer(struct conn *k, uint64_t reqid, uint32_t flags, const char *text)
 {
+	cfsd_serve_t *sv = k->sv;
 	if (k->closed)
 		return;
-	cfs_msg_init(&R, CFS_MSG_CTL_LEAVE);
-	R.is_reply = true;
-	R.reqid = reqid;
-	R.flags = flags;
-	R.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
-	(void)cfs_stream_write_msg(k->s, &R);
+	cfs_msg_init(&sv->reply, CFS_MSG_CTL_LEAVE);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = reqid;
+	sv->reply.flags = flags;
+	sv->reply.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
+	(void)cfs_stream_write_msg(k->s, &sv->reply);
 }
 
 static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 {
 	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
 	char text[300], cut[100] = "";
 
 	if (d->status < 0) { /* the daemon is closing: it leaves anyway */
 		if (!q->k->closed)
-			ctl_reply_error_id(q->k->s, CFS_MSG_CTL_LEAVE, q->reqid, d->status);
+			ctl_reply_error_id(q->k, CFS_MSG_CTL_LEAVE, q->reqid, d->status);
 		ctl_req_end(q);
 		return;
 	}
@@ -311,24 +339,25 @@ static void ctl_drained(void *arg, const struct dhash_drain_result *d)
 	         (unsigned long long)d->failed, cut);
 	ctl_leave_answer(q->k, q->reqid, d->failed || d->cut_short ? CFS_CTL_LEAVE_F_INCOMPLETE : 0, text);
 	ctl_req_end(q);
-	E.leave();
+	sv->env.leave(sv->env.arg);
 }
 
 static void ctl_leave(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	int r;
 
 	if (!(req->flags & CFS_CTL_LEAVE_F_DRAIN)) {
 		ctl_leave_answer(k, req->reqid, 0, "leaving the ring\n");
-		E.leave();
+		sv->env.leave(sv->env.arg);
 		return;
 	}
 	struct ctl_req *q = xcalloc(1, sizeof(*q));
 	q->k = k;
 	q->reqid = req->reqid;
 	k->pending++;
-	if ((r = dhash_server_drain(E.dhash, ctl_drained, q)) < 0) {
-		ctl_reply_error(k->s, req, r);
+	if ((r = dhash_server_drain(sv->env.dhash, ctl_drained, q)) < 0) {
+		ctl_reply_error(k, req, r);
 		ctl_req_end(q);
 	}
 }
@@ -349,34 +378,35 @@ struct deny_req {
 static void deny_answer(struct conn *k, uint64_t reqid, int status, uint32_t flags,
                         const struct cfs_sbuf *b)
 {
+	cfsd_serve_t *sv = k->sv;
 	int r;
 
 	if (k->closed)
 		return;
-	cfs_msg_init(&R, CFS_MSG_CTL_DENY);
-	R.is_reply = true;
-	R.reqid = reqid;
-	R.status = status;
+	cfs_msg_init(&sv->reply, CFS_MSG_CTL_DENY);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = reqid;
+	sv->reply.status = status;
 	if (status == 0) {
-		R.flags = flags;
-		R.data = (struct cfs_bytes){ (const uint8_t *)b->p, b->len };
+		sv->reply.flags = flags;
+		sv->reply.data = (struct cfs_bytes){ (const uint8_t *)b->p, b->len };
 	}
-	if ((r = cfs_stream_write_msg(k->s, &R)) < 0)
+	if ((r = cfs_stream_write_msg(k->s, &sv->reply)) < 0)
 		log_warn_errno(r, "control: cannot answer ctl_deny");
 }
 
 /* Add the keys to the list and deny them in the server: 0, -ENOSPC, -EIO. */
-static int deny_keys(const struct cfs_id *keys, uint32_t n, const struct cfs_pubkey *volume,
+static int deny_keys(cfsd_serve_t *sv, const struct cfs_id *keys, uint32_t n, const struct cfs_pubkey *volume,
                      uint32_t *ret_new, uint32_t *ret_deleted)
 {
-	int r = cfsd_denylist_add(E.deny, keys, n, volume, ret_new);
+	int r = cfsd_denylist_add(sv->env.deny, keys, n, volume, ret_new);
 
 	if (r == -ENOSPC)
 		log_warn("denylist: %u more keys do not fit (%u entries of at most %u); nothing denied",
-		         n, cfsd_denylist_entries(E.deny), cfsd_denylist_max(E.deny));
+		         n, cfsd_denylist_entries(sv->env.deny), cfsd_denylist_max(sv->env.deny));
 	if (r < 0)
 		return r;
-	*ret_deleted = dhash_server_deny(E.dhash, keys, n);
+	*ret_deleted = dhash_server_deny(sv->env.dhash, keys, n);
 	return 0;
 }
 
@@ -385,6 +415,7 @@ static void deny_walked(void *arg, int status, const struct sfsro_root *root,
 {
 	struct deny_req *q = arg;
 	struct conn *k = q->k;
+	cfsd_serve_t *sv = k->sv;
 	struct cfs_sbuf b = { 0 };
 	uint32_t fresh = 0, deleted = 0;
 	int r;
@@ -392,7 +423,7 @@ static void deny_walked(void *arg, int status, const struct sfsro_root *root,
 	k->pending--;
 	/* The daemon is stopping: its list and server may be gone already
 	 * (the client's gets end after them). */
-	if (status == -ECANCELED || closing) {
+	if (status == -ECANCELED || sv->closing) {
 		conn_put(k);
 		free(q);
 		return;
@@ -403,7 +434,7 @@ static void deny_walked(void *arg, int status, const struct sfsro_root *root,
 		keys = &rk;
 		n = 1;
 	}
-	r = deny_keys(keys, n, &q->pk, &fresh, &deleted);
+	r = deny_keys(sv, keys, n, &q->pk, &fresh, &deleted);
 	if (r < 0) {
 		deny_answer(k, q->reqid, r, 0, NULL);
 	} else if (status == 0) {
@@ -434,6 +465,7 @@ static void deny_walked(void *arg, int status, const struct sfsro_root *root,
 
 static void ctl_deny(struct conn *k, const struct cfs_msg *req)
 {
+	cfsd_serve_t *sv = k->sv;
 	struct cfs_sbuf b = { 0 };
 	bool volume = req->flags & CFS_DENY_F_VOLUME;
 	char name[CFS_NAME_LEN + 1], hex[65];
@@ -447,15 +479,15 @@ static void ctl_deny(struct conn *k, const struct cfs_msg *req)
 	else
 		cfs_id_hex(&req->key, hex);
 	if (req->flags & CFS_DENY_F_LIST) {
-		cfsd_denylist_report(E.deny, &b);
+		cfsd_denylist_report(sv->env.deny, &b);
 	} else if (req->flags & CFS_DENY_F_REMOVE) {
 		struct cfs_id *freed;
 		uint32_t nfreed;
-		r = cfsd_denylist_remove(E.deny, volume ? NULL : &req->key, volume ? &pk : NULL,
+		r = cfsd_denylist_remove(sv->env.deny, volume ? NULL : &req->key, volume ? &pk : NULL,
 		                         &freed, &nfreed);
 		if (r == 0) {
 			for (uint32_t i = 0; i < nfreed; i++)
-				dhash_server_allow(E.dhash, &freed[i]);
+				dhash_server_allow(sv->env.dhash, &freed[i]);
 			free(freed);
 			cfs_sb_printf(&b, "%s lifted: %u key%s no longer denied (their blocks come back "
 			              "by replication)\n", volume ? name : hex, nfreed, nfreed == 1 ? "" : "s");
@@ -468,11 +500,11 @@ static void ctl_deny(struct conn *k, const struct cfs_msg *req)
 		q->pk = pk;
 		memcpy(q->name, name, sizeof(name));
 		k->pending++;
-		if ((r = cfsd_deny_walk(E.client, &pk, deny_walked, q)) < 0)
+		if ((r = cfsd_deny_walk(sv->env.client, &pk, deny_walked, q)) < 0)
 			deny_walked(q, r, NULL, NULL, 0); /* cannot start: the root key alone, now */
 		return;
 	} else {
-		r = deny_keys(&req->key, 1, NULL, &fresh, &deleted);
+		r = deny_keys(k->sv, &req->key, 1, NULL, &fresh, &deleted);
 		if (r == 0) {
 			cfs_sb_printf(&b, "%s denied%s; %u cop%s deleted here\n", hex,
 			              fresh ? "" : " (it was denied already)", deleted,
@@ -487,26 +519,27 @@ static void ctl_deny(struct conn *k, const struct cfs_msg *req)
 static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 {
 	struct conn *k = arg;
+	cfsd_serve_t *sv = k->sv;
 	struct cfs_msg *req = xmalloc(sizeof(*req));
 	const char *why = "";
 	int r = cfs_msg_decode(f, len, req, &why);
 
 	if (r < 0 || req->is_reply) {
-		ctl_malformed++;
+		sv->malformed++;
 		log_debug("control: dropping a malformed request (%s)", r < 0 ? why : "a reply");
 		conn_close(k);
 		free(req);
 		return;
 	}
-	ctl_requests++;
+	sv->requests++;
 	if (req->type == CFS_MSG_CTL_STATUS) {
 		struct cfs_sbuf b = { 0 };
-		E.status(&b, req->flags);
-		cfs_msg_init(&R, CFS_MSG_CTL_STATUS);
-		R.is_reply = true;
-		R.reqid = req->reqid;
-		R.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
-		if ((r = cfs_stream_write_msg(s, &R)) < 0)
+		sv->env.status(sv->env.arg, &b, req->flags);
+		cfs_msg_init(&sv->reply, CFS_MSG_CTL_STATUS);
+		sv->reply.is_reply = true;
+		sv->reply.reqid = req->reqid;
+		sv->reply.data = (struct cfs_bytes){ (const uint8_t *)b.p, b.len };
+		if ((r = cfs_stream_write_msg(s, &sv->reply)) < 0)
 			log_warn_errno(r, "control: cannot send status");
 		free(b.p);
 	} else if (req->type == CFS_MSG_CTL_LOOKUP) {
@@ -516,10 +549,10 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		q->k = k;
 		q->reqid = req->reqid;
 		if (!chord_mode_ok(o.mode)) {
-			ctl_reply_error(s, req, -EINVAL);
+			ctl_reply_error(k, req, -EINVAL);
 			free(q);
-		} else if ((r = chord_lookup(E.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {
-			ctl_reply_error(s, req, r);
+		} else if ((r = chord_lookup(sv->env.chord, &req->key, &o, ctl_lookup_done, q)) < 0) {
+			ctl_reply_error(k, req, r);
 			free(q);
 		} else {
 			k->pending++;
@@ -530,15 +563,15 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
-		ctl_list(s, req);
+		ctl_list(k, req);
 	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
-		ctl_pin(s, req);
+		ctl_pin(k, req);
 	} else if (req->type == CFS_MSG_CTL_LEAVE) {
 		ctl_leave(k, req);
 	} else if (req->type == CFS_MSG_CTL_DENY) {
 		ctl_deny(k, req);
 	} else {
-		ctl_reply_error(s, req, -EOPNOTSUPP);
+		ctl_reply_error(k, req, -EOPNOTSUPP);
 	}
 	free(req);
 }
@@ -550,20 +583,22 @@ static void ctl_end(void *arg, cfs_stream_t *s, int status)
 
 void cfsd_serve_accept(void *arg, cfs_stream_t *s)
 {
+	cfsd_serve_t *sv = arg;
 	struct conn *k = xcalloc(1, sizeof(*k));
 
+	k->sv = sv;
 	k->s = s;
-	k->next = conns;
-	if (conns)
-		conns->pprev = &k->next;
-	k->pprev = &conns;
-	conns = k;
+	k->next = sv->conns;
+	if (sv->conns)
+		sv->conns->pprev = &k->next;
+	k->pprev = &sv->conns;
+	sv->conns = k;
 	cfs_stream_start(s, ctl_frame, ctl_end, k);
 }
 
-void cfsd_serve_close_all(void)
+void cfsd_serve_close_all(cfsd_serve_t *sv)
 {
-	closing = true;
-	while (conns)
-		conn_close(conns);
+	sv->closing = true;
+	while (sv->conns)
+		conn_close(sv->conns);
 }

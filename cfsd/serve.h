@@ -15,16 +15,21 @@ struct cfsd_serve_env {
 	dhash_client_t *client;
 	cfsd_pinner_t *pinner;
 	cfsd_denylist_t *deny;    /* cfsctl deny: handed to dhash at start and on each change */
-	void (*status)(struct cfs_sbuf *b, uint32_t flags); /* CTL_STATUS's report (CFS_STATUS_F_*) */
-	void (*leave)(void);      /* CTL_LEAVE: leave the ring and exit, once the answer is out */
+	void (*status)(void *arg, struct cfs_sbuf *b, uint32_t flags); /* CTL_STATUS's report (CFS_STATUS_F_*) */
+	void (*leave)(void *arg); /* CTL_LEAVE: leave the ring and exit, once the answer is out */
+	void *arg;                /* for status and leave */
 };
 
-void cfsd_serve_init(const struct cfsd_serve_env *env);
-/* The listener's callback: serve a new connection. */
+typedef struct cfsd_serve cfsd_serve_t;
+
+cfsd_serve_t *cfsd_serve_new(const struct cfsd_serve_env *env);
+/* Closes every connection first. */
+void cfsd_serve_free(cfsd_serve_t *sv);
+/* The listener's callback (arg: the server): serve a new connection. */
 void cfsd_serve_accept(void *arg, cfs_stream_t *s);
 /* Close every connection (shutdown); their running requests end quietly. */
-void cfsd_serve_close_all(void);
+void cfsd_serve_close_all(cfsd_serve_t *sv);
 /* Requests served, or (malformed) dropped as malformed. */
-uint64_t cfsd_serve_requests(bool malformed);
+uint64_t cfsd_serve_requests(const cfsd_serve_t *sv, bool malformed);
 
 #endif

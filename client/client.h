@@ -46,10 +46,12 @@
 
 /* ---- where the ring is (target.c) */
 
-/* The daemon's default data directory: $CFS_DATA_DIR, else /var/lib/cfs
+/* The daemon's default data directory: $CFS_DATA_DIR (or its short form
+ * $CFS_DATA), else /var/lib/cfs
  * for root, else $XDG_DATA_HOME/cfs or ~/.local/share/cfs. */
 int client_default_data_dir(char *buf, size_t n) CFS_WUR;
-/* The socket a client tool talks to when told none: $CFS_DATA_DIR's when
+/* The socket a client tool talks to when told none: $CFS_DATA_DIR's (or
+ * $CFS_DATA's) when
  * set; else the user's own daemon's (the default data directory's) when
  * it answers; else the system daemon's (CLIENT_SYSTEM_DIR) when it answers
  * or refuses this user (so the error can say why); else the user's own.

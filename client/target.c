@@ -49,9 +49,21 @@ static int socket_probe(const char *path)
 	return r;
 }
 
-int client_default_data_dir(char *buf, size_t n)
+/* The data directory the environment names: $CFS_DATA_DIR, else its
+ * short form $CFS_DATA; NULL when neither is set. */
+static const char *data_env(void)
 {
 	const char *env = getenv("CFS_DATA_DIR");
+
+	if (env && *env)
+		return env;
+	env = getenv("CFS_DATA");
+	return env && *env ? env : NULL;
+}
+
+int client_default_data_dir(char *buf, size_t n)
+{
+	const char *env = data_env();
 	int r;
 
 	if (env && *env)
@@ -70,7 +82,7 @@ static bool socket_answers(const char *path)
 int client_default_socket(char *buf, size_t n)
 {
 	char dir[4000];
-	const char *env = getenv("CFS_DATA_DIR");
+	const char *env = data_env();
 	int r = client_default_data_dir(dir, sizeof(dir));
 	int len;
 

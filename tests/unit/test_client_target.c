@@ -130,3 +130,22 @@ Test(client_target, a_running_daemon_comes_before_the_environment)
 	cr_assert_eq(client_target_resolve(&t), 0);
 	cr_assert_eq(t.nboot, 1);
 }
+
+/* $CFS_DATA is the short form of $CFS_DATA_DIR; the long one wins. */
+Test(client_target, cfs_data_names_the_data_directory)
+{
+	char got[256], want[128];
+
+	snprintf(want, sizeof(want), "%s/short", dir);
+	unsetenv("CFS_DATA_DIR");
+	setenv("CFS_DATA", want, 1);
+	cr_assert_eq(client_default_data_dir(got, sizeof(got)), 0);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(client_default_socket(got, sizeof(got)), 0);
+	strcat(want, "/" CLIENT_SOCKET_NAME);
+	cr_assert_str_eq(got, want);
+	setenv("CFS_DATA_DIR", "/tmp/long-wins", 1);
+	cr_assert_eq(client_default_data_dir(got, sizeof(got)), 0);
+	cr_assert_str_eq(got, "/tmp/long-wins");
+	unsetenv("CFS_DATA");
+}

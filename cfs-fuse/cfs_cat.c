@@ -131,12 +131,13 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
  * (-d, -w, -h, -V); the rest are long only. */
 static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse_t *fs)
 {
-	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM };
+	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM, O_EXPIRED };
 	static const struct option opts[] = {
 		{ "cfsd", required_argument, NULL, O_CFSD },
 		{ "data", required_argument, NULL, 'd' },
 		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
 		{ "from", required_argument, NULL, O_FROM },
+		{ "expired", required_argument, NULL, O_EXPIRED },
 		{ "window", required_argument, NULL, 'w' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -168,6 +169,13 @@ static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfs
 				cfs_usage_error(USAGE, "--from wants dir:PATH, not '%s'", optarg);
 			fs->o.from_dir = optarg + 4;
 			break;
+		case O_EXPIRED: {
+			int v = cfsfuse_expired_arg(optarg);
+			if (v < 0)
+				cfs_usage_error(USAGE, "--expired wants allow or refuse, not '%s'", optarg);
+			fs->o.allow_expired = v;
+			break;
+		}
 		case 'w':
 			window = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || window < 1 || window > 4096)
@@ -189,6 +197,8 @@ static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfs
 			     "                        default: the local cfsd when one runs, else\n"
 			     "                        $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
 			     "      --from dir:PATH   read from the dir: store at PATH (no ring)\n"
+			     "      --expired WHAT    a root past its valid-until: refuse (default), or\n"
+			     "                        allow: read it anyway, with a warning naming its date\n"
 			     "  -w, --window N        blocks in flight, 1..4096 (default 24, as cfs-mount)\n"
 			     "  -V, --version         show the version\n"
 			     "  -h, --help            show this help");

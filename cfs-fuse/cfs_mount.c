@@ -70,6 +70,8 @@ static const char usage_text[] =
 	"                        as in every CFS tool)\n"
 	"      --nonempty        mount over a directory that is not empty (its\n"
 	"                        contents are hidden while mounted; refused without)\n"
+	"      --expired WHAT    a root past its valid-until: refuse (default), or\n"
+	"                        allow: read it anyway, with a warning naming its date\n"
 	"  -V, --version         show the version\n"
 	"  -h, --help            show this help\n"
 	"\n"
@@ -82,7 +84,7 @@ static const char usage_text[] =
 
 enum { O_CFSD = 256, O_DATA, O_CACHE, O_PREFETCH, O_PREFETCH_INIT, O_UPDATE, O_TIMEOUT,
        O_RETRIES, O_MAX_FETCHES, O_STATE, O_BOOTSTRAP, O_DISK_CACHE, O_CACHE_DIR, O_FROM,
-       O_PUSH_RATE, O_DEBUG, O_NONEMPTY };
+       O_PUSH_RATE, O_DEBUG, O_NONEMPTY, O_EXPIRED };
 static const struct option opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "cfsd", required_argument, NULL, O_CFSD },
@@ -102,6 +104,7 @@ static const struct option opts[] = {
 	{ "cache-push-mb-per-s", required_argument, NULL, O_PUSH_RATE },
 	{ "debug", no_argument, NULL, O_DEBUG },
 	{ "nonempty", no_argument, NULL, O_NONEMPTY },
+	{ "expired", required_argument, NULL, O_EXPIRED },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -176,6 +179,13 @@ static void apply(int c, const char *name, const char *val)
 		copy_path(A.from, sizeof(A.from), val + 4, "--from");
 		break;
 	case O_NONEMPTY: A.nonempty = true; break;
+	case O_EXPIRED: {
+		int v = cfsfuse_expired_arg(val);
+		if (v < 0)
+			bad_usage("--expired wants allow or refuse, not '%s'", val);
+		o->allow_expired = v;
+		break;
+	}
 	case 'V': printf("cfs-mount %s\n", CFS_VERSION); exit(0);
 	case 'h': fputs(usage_text, stdout); exit(0);
 	default: bad_usage("option '%s' is not for -o", name);

@@ -47,7 +47,10 @@ struct cfsfuse_options {
 	bool debug;               /* libfuse's request log */
 	const char *from_dir;     /* read the dir: store at this path, not the ring
 	                           * (target unused; no disk cache) */
+	bool allow_expired;       /* read a root past its valid-until (a warning says so) */
 };
+/* "allow" or "refuse" (the default) for --expired: 1, 0, or -1. */
+int cfsfuse_expired_arg(const char *val);
 void cfsfuse_options_default(struct cfsfuse_options *o);
 
 struct cfsfuse_stats {

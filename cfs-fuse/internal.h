@@ -180,6 +180,7 @@ typedef struct cfsfuse {
 	struct sfsro_root root;   /* the mounted version */
 	uint64_t max_seq;         /* highest sequence ever accepted */
 	uint64_t expired_until;   /* the last root refused as expired: its valid-until (0: none) */
+	uint64_t expired_warned_seq; /* an expired root read anyway (allow_expired): warned once */
 	struct fuse_session *se;
 	struct fuse_buf buf;
 	uv_poll_t poll;

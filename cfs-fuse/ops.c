@@ -791,6 +791,11 @@ static dhash_cache_t *open_disk_cache(cfsfuse_t *fs)
 	return c;
 }
 
+int cfsfuse_expired_arg(const char *val)
+{
+	return !strcmp(val, "allow") ? 1 : !strcmp(val, "refuse") ? 0 : -1;
+}
+
 void cfsfuse_options_default(struct cfsfuse_options *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -54,13 +54,25 @@ int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro
 	struct sfsro_step s;
 	int r;
 
-	sfsro_walker_root(w, &fs->vol, fs->max_seq, cfs_wall_s(), ret);
+	/* now 0: no expiry, when the reader chose to read an archive */
+	sfsro_walker_root(w, &fs->vol, fs->max_seq, fs->o.allow_expired ? 0 : cfs_wall_s(), ret);
 	if ((r = sfsro_walker_step(w, &s)) == SFSRO_WALK_NEED) {
 		int st = g->status == 0 && g->kind != DHASH_KIND_ROOT ? -EBADMSG : g->status;
 		(void)sfsro_walker_feed(w, &s.key, st, g->data, g->len, 0);
 		r = sfsro_walker_step(w, &s);
 	}
 	sfsro_walker_free(w);
+	if (r == 0 && fs->o.allow_expired && ret->valid_until < cfs_wall_s() &&
+	    ret->seq != fs->expired_warned_seq) {
+		char until[32];
+		time_t u = (time_t)ret->valid_until;
+		struct tm tm;
+		strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime_r(&u, &tm));
+		log_warn("volume %s: root sequence %lu expired at %s; read anyway (--expired allow): "
+		         "nobody is refreshing it, and it may be gone from the ring when its blocks' "
+		         "leases end", fs->volname, (unsigned long)ret->seq, until);
+		fs->expired_warned_seq = ret->seq;
+	}
 	if (r == -EKEYEXPIRED && g->status == 0) {
 		struct sfsro_root rr;
 		if (sfsro_root_decode(g->data, g->len, &rr) == 0)
@@ -89,7 +101,8 @@ static const char *expired_text(cfsfuse_t *fs, client_t *dh, char *buf, size_t n
 		         now, (double)skew / 1000, servers, until);
 	else
 		snprintf(buf, n, "the root expired at %s and this machine's clock reads %s: the publisher "
-		         "has not refreshed it (or this clock is wrong)", until, now);
+		         "has not refreshed it (or this clock is wrong); --expired allow reads it anyway",
+		         until, now);
 	return buf;
 }
 
@@ -192,7 +205,8 @@ int fs__root_initial(cfsfuse_t *fs)
 	if (fs->o.from_dir && r < 0) {
 		log_error("cannot %s volume %s from the store %s: %s", fs->doing ? fs->doing : "mount",
 		          fs->volname, fs->o.from_dir,
-		          r == -ENOENT ? "the store holds no root for this volume" : root_error(r));
+		          r == -ENOENT ? "the store holds no root for this volume"
+		          : r == -EKEYEXPIRED ? eb : root_error(r));
 		return r;
 	}
 	const struct client_target *t = fs->o.target;

@@ -388,6 +388,9 @@ void chord__maint_stop(chord_t *c);
 void chord__maint_refresh_fingers(chord_t *c);
 /* Run v's stabilisation soon (its successor changed). */
 void chord__maint_kick(struct vnode *v);
+/* The next address to join through: a bootstrap address, then a
+ * remembered peer, in turn (only when there is one: nboot + npeers > 0). */
+const struct cfs_addr *chord__join_target(const chord_t *c);
 void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
 /* A LEAVE from sender that passed its cookie check: drop it and offer

@@ -646,7 +646,16 @@ int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct ch
 int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg)
 {
+	bool joined = false;
+
 	if (c->client)
 		return chord__client_lookup(c, key, o, cb, arg);
+	for (uint32_t i = 0; i < c->nv && !joined; i++)
+		joined = c->v[i].joined;
+	/* Still joining: our tables know nothing of the ring yet (an empty
+	 * successor list would name us alone), so ask it through the
+	 * address we join through. */
+	if (!joined && !c->founded && c->nboot + c->npeers > 0)
+		return chord__lookup_start(c, &c->v[0], chord__join_target(c), key, o, cb, arg);
 	return chord__lookup_start(c, &c->v[0], NULL, key, o, cb, arg);
 }

@@ -141,7 +141,6 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 
 /* ------------------------------------------------------------ join */
 
-static const struct cfs_addr *join_target(const chord_t *c);
 
 /* A join attempt through the next join target failed. Only the first virtual
  * server speaks for the process: V of them retrying one address is one
@@ -154,7 +153,7 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 	if (v == &c->v[0] && log_allowed(&boot_limit, &held))
 		log_warn("%s %s is unreachable (%s; attempt %u); retrying%s",
 		         c->boot_next % (c->nboot + c->npeers) < c->nboot ? "bootstrap" : "remembered peer",
-		         cfs_addr_str(join_target(c), a),
+		         cfs_addr_str(chord__join_target(c), a),
 		         r->status == -EHOSTUNREACH ? "no usable answer through it"
 		         : r->status < 0           ? strerror(-r->status)
 		                                   : "no successor in its answer",
@@ -248,7 +247,7 @@ static void found_ring(chord_t *c)
 }
 
 /* The join targets: the bootstrap addresses, then the remembered peers. */
-static const struct cfs_addr *join_target(const chord_t *c)
+const struct cfs_addr *chord__join_target(const chord_t *c)
 {
 	size_t n = c->nboot + c->npeers, i = c->boot_next % n;
 
@@ -283,7 +282,7 @@ static void join(struct vnode *v)
 	}
 	v->join_attempts++;
 	v->join_busy = true;
-	if (chord__lookup_start(c, v, join_target(c), &v->self.id, &o, join_done, v) < 0) {
+	if (chord__lookup_start(c, v, chord__join_target(c), &v->self.id, &o, join_done, v) < 0) {
 		v->join_busy = false;
 		c->boot_next++;
 	}

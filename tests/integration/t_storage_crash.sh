@@ -39,7 +39,7 @@ port=$(free_port)
 start_cfsd p "$port" --replicas 1 --sync-ms 0 --cache-mb 0
 : >"$TEST_DIR/p.keys"
 for ((r = 1; r <= ROUNDS; r++)); do
-	want=4000
+	want=40000 # far more than the kill lets through, however late the poll sees the count
 	before=$(dstat p "['stores']")
 	"$CFSCTL" --data "$TEST_DIR/p" put --random "$want" --size "$SIZE" --seed $((100 + r)) \
 		>"$TEST_DIR/p.put$r" 2>&1 &

@@ -48,27 +48,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dhash/internal.h"
+#include "dhash/sync_sm.h"
 
-#define PART_BITS 6
-#define PARTS (1u << PART_BITS)
-#define LEAF_KEYS 64     /* a differing part with at most this many keys here is listed */
-#define DEPTH_MAX 3
-#define PAGE_KEYS 1024
+#define PARTS DHASH_SYNC_PARTS
+#define LEAF_KEYS DHASH_SYNC_LEAF_KEYS
+#define PAGE_KEYS DHASH_SYNC_PAGE_KEYS
 #define TRANSFERS 8      /* pushes and fetches in flight per session */
 #define SESSIONS 4       /* sessions at once per server */
 #define BACKLOG 4096     /* transfers queued before comparing stops for a while */
 #define SYNC_TIMEOUT_MS 3000
 #define SCAN_CHUNK 1024
-#define REFUSED_ROUNDS 30        /* a peer's denial is believed this many rounds, ... */
-#define REFUSED_CAP_MS (24ull * 3600 * 1000) /* ... doubling up to a day, ... */
-#define REFUSED_MAX 65536        /* ... for at most this many (key, peer) pairs */
-
-struct range {
-	struct cfs_id lo, hi; /* (lo, hi] */
-	uint32_t depth;
-	bool differs;         /* a part whose digests differ: compare its roots */
-};
+#define REFUSED_ROUNDS 30        /* a peer's denial is first believed this many rounds (sync_sm.c) */
 
 enum xfer_op { X_PUSH, X_FETCH, X_ROOT /* fetch the peer's root to compare sequences */ };
 
@@ -89,9 +79,9 @@ struct sync_session {
 	dhash_server_t *s;        /* NULL once the server is gone */
 	struct sync_session *next;
 	struct cfs_node peer;
-	struct range *ranges;     /* ranges still to compare (a stack) */
+	struct dhash__sync_range *ranges; /* ranges still to compare (a stack) */
 	size_t nranges, cranges;
-	struct range cur;         /* the range whose keys are being listed */
+	struct dhash__sync_range cur; /* the range whose keys are being listed */
 	struct cfs_id *remote;
 	size_t nremote, cremote;
 	struct xfer *xq;
@@ -114,28 +104,9 @@ static void pump(struct sync_session *se);
 
 /* ------------------------------------------------------------ ranges */
 
-/* The end of part i of (lo, hi] in PARTS parts. */
-static void part_end(const struct range *r, uint32_t i, struct cfs_id *ret)
-{
-	struct cfs_id width, step;
-
-	if (i + 1 == PARTS) {
-		*ret = r->hi;
-		return;
-	}
-	cfs_id_sub(&width, &r->hi, &r->lo);
-	if (cfs_id_is_zero(&width)) /* the whole circle */
-		cfs_id_add_pow2(&step, &(struct cfs_id){ { 0 } }, CFS_ID_BITS - PART_BITS);
-	else
-		cfs_id_shr(&step, &width, PART_BITS);
-	*ret = r->lo;
-	for (uint32_t k = 0; k <= i; k++)
-		cfs_id_add(ret, ret, &step);
-}
-
 /* Every stored key in (lo, hi], in circle order from lo, with kinds and
  * sequence numbers (malloc'd; keyset_free). */
-static void scan_all(dhash_server_t *s, const struct range *r, struct keyset *ks)
+static void scan_all(dhash_server_t *s, const struct dhash__sync_range *r, struct keyset *ks)
 {
 	struct cfs_id from = r->lo;
 	size_t cap = 0;
@@ -171,7 +142,7 @@ static void keyset_free(struct keyset *ks)
 /* One digest per part of r (zero for an empty part). A root's sequence
  * number follows its key, so that replicas holding different versions of
  * a root differ; a part without roots hashes as it always did. */
-static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[PARTS])
+static void digests(dhash_server_t *s, const struct dhash__sync_range *r, struct cfs_id out[PARTS])
 {
 	size_t j = 0;
 	struct keyset ks;
@@ -179,7 +150,7 @@ static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[
 	scan_all(s, r, &ks);
 	for (uint32_t i = 0; i < PARTS; i++) {
 		struct cfs_id end;
-		part_end(r, i, &end);
+		dhash__sync_part_end(r, i, &end);
 		size_t start = j;
 		/* keys run in circle order from lo: part i takes those up to its end */
 		bool empty = i + 1 < PARTS && cfs_id_eq(&end, &r->lo);
@@ -224,7 +195,7 @@ void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, con
 	if (req->has_from) /* its pushes follow: authenticate it now, not then */
 		(void)chord_member_check(s->chord, &(struct cfs_node){ .id = req->from_id, .addr = from->addr,
 		                                                       .vindex = req->from_vindex });
-	digests(s, &(struct range){ req->key, req->hi, 0, false }, out);
+	digests(s, &(struct dhash__sync_range){ req->key, req->hi, 0, false }, out);
 	s->sync.served_digests++;
 	cfs_msg_init(&s->reply, CFS_MSG_SYNC_DIGEST);
 	s->reply.keys = out;
@@ -358,7 +329,7 @@ static bool call_back(struct sync_session *se, int status)
 	return true;
 }
 
-static void push_range(struct sync_session *se, const struct range *r)
+static void push_range(struct sync_session *se, const struct dhash__sync_range *r)
 {
 	if (se->nranges == se->cranges) {
 		se->cranges = se->cranges ? 2 * se->cranges : 16;
@@ -409,54 +380,19 @@ static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
 /* --- transfers */
 
 /* The peer's operator denies the key (DHASH_DENIED): remember it. */
-struct refused_key {
-	struct cfs_id key, peer;
-};
-struct refused_val {
-	uint64_t until_ms;        /* loop time: not pushed before */
-	uint64_t interval_ms;     /* the last wait; the next refusal doubles it */
-};
-
-/* cfs_htab_filter: keep an entry while its backoff may still matter. */
-static bool refused_live(void *ctx, const void *key, void *val)
-{
-	const struct refused_val *v = val;
-
-	return v->until_ms + v->interval_ms > *(uint64_t *)ctx;
-}
-
 static void refused_note(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
 {
-	struct refused_key rk = { *key, *peer };
-	uint64_t now = uv_now(s->loop), first = (uint64_t)REFUSED_ROUNDS * s->cfg.sync_ms;
-	struct refused_val *v;
-	bool added;
-
 	if (!s->sync_refused_init) {
-		cfs_htab_init(&s->sync_refused, sizeof(rk), sizeof(struct refused_val));
+		dhash__sync_refused_init(&s->sync_refused);
 		s->sync_refused_init = true;
 	}
-	if (cfs_htab_count(&s->sync_refused) >= REFUSED_MAX &&
-	    cfs_htab_filter(&s->sync_refused, refused_live, &now) == 0)
-		cfs_htab_clear(&s->sync_refused); /* all live: start again, pushes cost a round */
-	v = cfs_htab_put(&s->sync_refused, &rk, &added);
-	if (added || v->until_ms + v->interval_ms <= now)
-		v->interval_ms = first;
-	else if (v->interval_ms < REFUSED_CAP_MS / 2)
-		v->interval_ms *= 2;
-	else
-		v->interval_ms = REFUSED_CAP_MS;
-	v->until_ms = now + v->interval_ms;
+	dhash__sync_refuse(&s->sync_refused, key, peer, uv_now(s->loop),
+	                   (uint64_t)REFUSED_ROUNDS * s->cfg.sync_ms);
 }
 
 static bool refused_by(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
 {
-	struct refused_key rk = { *key, *peer };
-	struct refused_val *v;
-
-	if (!s->sync_refused_init || !(v = cfs_htab_get(&s->sync_refused, &rk)))
-		return false;
-	return v->until_ms > uv_now(s->loop);
+	return s->sync_refused_init && dhash__sync_is_refused(&s->sync_refused, key, peer, uv_now(s->loop));
 }
 
 void dhash__sync_free(dhash_server_t *s)
@@ -496,10 +432,11 @@ static void compare_root(struct sync_session *se, const struct cfs_id *key, cons
 {
 	dhash_server_t *s = se->s;
 	char hex[9], a[CFS_ADDR_STRLEN];
+	int newer = dhash__sync_root_cmp(mine->kind, mine->seq, (uint8_t)reply->kind, seq);
 
-	if (mine->kind != DHASH_KIND_ROOT || reply->kind != DHASH_KIND_ROOT || seq == mine->seq)
+	if (newer == 0)
 		return;
-	if (seq < mine->seq) {
+	if (newer < 0) {
 		add_xfer(se, key, X_PUSH); /* the peer accepts a higher sequence (handle_store) */
 		s->sync.roots_pushed++;
 		log_info("sync: %s holds root %s at sequence %lu, ours is %lu: sending ours",
@@ -625,16 +562,16 @@ static void digest_back(void *arg, int status, const struct cfs_msg *reply,
 	if (!call_back(se, status))
 		return;
 	se->comparing = false;
-	struct range r = se->cur;
+	struct dhash__sync_range r = se->cur;
 	if (status == 0 && reply->n_keys == PARTS) {
 		struct cfs_id mine[PARTS];
 		digests(se->s, &r, mine);
 		struct cfs_id start = r.lo;
 		for (uint32_t i = 0; i < PARTS; i++) {
 			struct cfs_id end;
-			part_end(&r, i, &end);
+			dhash__sync_part_end(&r, i, &end);
 			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
-				push_range(se, &(struct range){ start, end, r.depth + 1, true }), se->n_diff++;
+				push_range(se, &(struct dhash__sync_range){ start, end, r.depth + 1, true }), se->n_diff++;
 			start = end;
 		}
 	} else {
@@ -769,9 +706,7 @@ static void compare_next(struct sync_session *se)
 	}
 	for (uint32_t i = 0; i < n && !roots; i++)
 		roots = kinds[i] == DHASH_KIND_ROOT;
-	/* A small range is listed at once, unless it holds a root not yet
-	 * compared by digest: the listing alone cannot tell root versions apart. */
-	if ((n > LEAF_KEYS || (roots && !se->cur.differs)) && se->cur.depth < DEPTH_MAX) {
+	if (dhash__sync_splits(&se->cur, n, roots)) {
 		cfs_msg_init(&se->msg, CFS_MSG_SYNC_DIGEST);
 		se->msg.key = se->cur.lo;
 		se->msg.hi = se->cur.hi;
@@ -816,7 +751,7 @@ static void session_start(dhash_server_t *s, const struct sync_job *j)
 	se->lo0 = j->lo;
 	se->hi0 = j->hi;
 	se->name = j->name;
-	push_range(se, &(struct range){ j->lo, j->hi, 0, false });
+	push_range(se, &(struct dhash__sync_range){ j->lo, j->hi, 0, false });
 	pump(se);
 }
 

@@ -44,38 +44,26 @@
  * flight, and a session ends at its first timeout (the peer is likely
  * gone): the transport's congestion window is shared with ring
  * maintenance, which a flood of calls to a dead server would starve.
+ *
+ * One session is sync_sm.c's machine, which does no I/O: it decides what
+ * to compare, list, push and fetch. This file keeps the rounds, the
+ * sessions at once and each session's window of transfers, reads the
+ * store for the machine, makes the calls and stores what comes back.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "dhash/internal.h"
+#include "dhash/sync_sm.h"
 
-#define PART_BITS 6
-#define PARTS (1u << PART_BITS)
-#define LEAF_KEYS 64     /* a differing part with at most this many keys here is listed */
-#define DEPTH_MAX 3
-#define PAGE_KEYS 1024
 #define TRANSFERS 8      /* pushes and fetches in flight per session */
 #define SESSIONS 4       /* sessions at once per server */
-#define BACKLOG 4096     /* transfers queued before comparing stops for a while */
 #define SYNC_TIMEOUT_MS 3000
 #define SCAN_CHUNK 1024
-#define REFUSED_ROUNDS 30        /* a peer's denial is believed this many rounds, ... */
-#define REFUSED_CAP_MS (24ull * 3600 * 1000) /* ... doubling up to a day, ... */
-#define REFUSED_MAX 65536        /* ... for at most this many (key, peer) pairs */
+#define REFUSED_ROUNDS 30        /* a peer's denial is first believed this many rounds (sync_sm.c) */
 
-struct range {
-	struct cfs_id lo, hi; /* (lo, hi] */
-	uint32_t depth;
-	bool differs;         /* a part whose digests differ: compare its roots */
-};
-
-enum xfer_op { X_PUSH, X_FETCH, X_ROOT /* fetch the peer's root to compare sequences */ };
-
-struct xfer {
-	struct cfs_id key;
-	uint8_t op;
-};
+#define PARTS DHASH_SYNC_PARTS
+#define PAGE_KEYS DHASH_SYNC_PAGE_KEYS
+#define LEAF_KEYS DHASH_SYNC_LEAF_KEYS
 
 /* Keys with their kinds and sequence numbers (scan_all). */
 struct keyset {
@@ -85,57 +73,34 @@ struct keyset {
 	size_t n;
 };
 
+/* One session: sync_sm.c's machine, and what carrying it out needs. */
 struct sync_session {
 	dhash_server_t *s;        /* NULL once the server is gone */
 	struct sync_session *next;
 	struct cfs_node peer;
-	struct range *ranges;     /* ranges still to compare (a stack) */
-	size_t nranges, cranges;
-	struct range cur;         /* the range whose keys are being listed */
-	struct cfs_id *remote;
-	size_t nremote, cremote;
-	struct xfer *xq;
-	size_t nxq, cxq, xnext;
+	struct dhash__sync_sm sm;
 	uint32_t calls;           /* RPCs in flight (at most one compare, TRANSFERS transfers) */
-	bool comparing, abandoned;
+	uint32_t xfers;           /* transfers in flight: the window */
+	bool finished;            /* the machine said FINISH */
 	bool drain;               /* a drain's: push what the peer lacks, fetch nothing */
 	struct cfs_id lo0, hi0;   /* the session's range, for its log line */
 	struct cfs_id name;       /* the virtual server its requests name */
-	uint32_t n_dig, n_diff, n_list, n_listed, n_push, n_fetch;
 	struct cfs_msg msg;
 };
 
 struct xcall {
 	struct sync_session *se;
 	struct cfs_id key;
+	enum dhash__sync_act_type op;
 };
 
-static void pump(struct sync_session *se);
+static void run(struct sync_session *se);
 
 /* ------------------------------------------------------------ ranges */
 
-/* The end of part i of (lo, hi] in PARTS parts. */
-static void part_end(const struct range *r, uint32_t i, struct cfs_id *ret)
-{
-	struct cfs_id width, step;
-
-	if (i + 1 == PARTS) {
-		*ret = r->hi;
-		return;
-	}
-	cfs_id_sub(&width, &r->hi, &r->lo);
-	if (cfs_id_is_zero(&width)) /* the whole circle */
-		cfs_id_add_pow2(&step, &(struct cfs_id){ { 0 } }, CFS_ID_BITS - PART_BITS);
-	else
-		cfs_id_shr(&step, &width, PART_BITS);
-	*ret = r->lo;
-	for (uint32_t k = 0; k <= i; k++)
-		cfs_id_add(ret, ret, &step);
-}
-
 /* Every stored key in (lo, hi], in circle order from lo, with kinds and
  * sequence numbers (malloc'd; keyset_free). */
-static void scan_all(dhash_server_t *s, const struct range *r, struct keyset *ks)
+static void scan_all(dhash_server_t *s, const struct dhash__sync_range *r, struct keyset *ks)
 {
 	struct cfs_id from = r->lo;
 	size_t cap = 0;
@@ -171,7 +136,7 @@ static void keyset_free(struct keyset *ks)
 /* One digest per part of r (zero for an empty part). A root's sequence
  * number follows its key, so that replicas holding different versions of
  * a root differ; a part without roots hashes as it always did. */
-static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[PARTS])
+static void digests(dhash_server_t *s, const struct dhash__sync_range *r, struct cfs_id out[PARTS])
 {
 	size_t j = 0;
 	struct keyset ks;
@@ -179,7 +144,7 @@ static void digests(dhash_server_t *s, const struct range *r, struct cfs_id out[
 	scan_all(s, r, &ks);
 	for (uint32_t i = 0; i < PARTS; i++) {
 		struct cfs_id end;
-		part_end(r, i, &end);
+		dhash__sync_part_end(r, i, &end);
 		size_t start = j;
 		/* keys run in circle order from lo: part i takes those up to its end */
 		bool empty = i + 1 < PARTS && cfs_id_eq(&end, &r->lo);
@@ -224,7 +189,7 @@ void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, con
 	if (req->has_from) /* its pushes follow: authenticate it now, not then */
 		(void)chord_member_check(s->chord, &(struct cfs_node){ .id = req->from_id, .addr = from->addr,
 		                                                       .vindex = req->from_vindex });
-	digests(s, &(struct range){ req->key, req->hi, 0, false }, out);
+	digests(s, &(struct dhash__sync_range){ req->key, req->hi, 0, false }, out);
 	s->sync.served_digests++;
 	cfs_msg_init(&s->reply, CFS_MSG_SYNC_DIGEST);
 	s->reply.keys = out;
@@ -294,56 +259,38 @@ static void next_session(dhash_server_t *s)
 static void session_log(const struct sync_session *se)
 {
 	char a[CFS_ADDR_STRLEN], l[9], h[9];
-	enum cfs_log_level lvl = se->n_push || se->n_fetch || se->abandoned ? CFS_LOG_INFO : CFS_LOG_DEBUG;
+	const struct dhash__sync_counts *n = &se->sm.n;
+	enum cfs_log_level lvl = n->pushed || n->fetched || n->cut_short ? CFS_LOG_INFO : CFS_LOG_DEBUG;
 
 	cfs_log(lvl, "sync: (%s, %s] with %s: %u digests (%u parts differ), %u listings (%u keys), "
 	        "%u pushed, %u fetched%s", cfs_id_short(&se->lo0, l), cfs_id_short(&se->hi0, h),
-	        cfs_addr_str(&se->peer.addr, a), se->n_dig, se->n_diff, se->n_list, se->n_listed,
-	        se->n_push, se->n_fetch, se->abandoned ? "; cut short by a failed call" : "");
+	        cfs_addr_str(&se->peer.addr, a), n->digests, n->parts_differ, n->listings, n->listed,
+	        n->pushed, n->fetched, n->cut_short ? "; cut short by a failed call" : "");
 }
 
+/* The one place a session is freed: once it finished or was cancelled,
+ * with no call in flight. A drain counts it cut short, and the pushes
+ * it queued and never sent as failed. */
 static void session_free(struct sync_session *se)
 {
 	dhash_server_t *s = se->s;
 
-	if (se->s) {
-		struct sync_session **p = &se->s->sessions;
+	if (s) {
+		struct sync_session **p = &s->sessions;
 		while (*p && *p != se)
 			p = &(*p)->next;
 		if (*p)
 			*p = se->next;
+		if (se->drain) {
+			s->drain_cut += se->sm.n.cut_short;
+			s->drain_dropped += se->sm.n.dropped;
+		}
 	}
 	session_log(se);
-	free(se->ranges);
-	free(se->remote);
-	free(se->xq);
+	dhash__sync_sm_fini(&se->sm);
 	free(se);
 	if (s)
 		next_session(s);
-}
-
-/* The session will not compare all of its range (a call failed, or the
- * store could not be read): a drain counts it cut short, once. */
-static void cut_short(struct sync_session *se)
-{
-	if (se->abandoned)
-		return;
-	se->abandoned = true;
-	if (se->drain && se->s)
-		se->s->drain_cut++;
-}
-
-/* A timeout: the peer is likely gone; end the session once calls return.
- * A drain counts the pushes it had queued and not sent as failed. */
-static void abandon(struct sync_session *se)
-{
-	cut_short(se);
-	if (se->drain && se->s)
-		for (size_t i = se->xnext; i < se->nxq; i++)
-			se->s->drain_dropped += se->xq[i].op == X_PUSH;
-	se->nranges = 0;
-	se->xnext = se->nxq = 0;
-	se->nremote = 0;
 }
 
 /* A call came back: false when the session is over (and freed). */
@@ -356,28 +303,6 @@ static bool call_back(struct sync_session *se, int status)
 		return false;
 	}
 	return true;
-}
-
-static void push_range(struct sync_session *se, const struct range *r)
-{
-	if (se->nranges == se->cranges) {
-		se->cranges = se->cranges ? 2 * se->cranges : 16;
-		se->ranges = xrealloc(se->ranges, se->cranges * sizeof(*se->ranges));
-	}
-	se->ranges[se->nranges++] = *r;
-}
-
-static void add_xfer(struct sync_session *se, const struct cfs_id *key, enum xfer_op op)
-{
-	if (se->nxq == se->cxq) {
-		se->cxq = se->cxq ? 2 * se->cxq : 64;
-		se->xq = xrealloc(se->xq, se->cxq * sizeof(*se->xq));
-	}
-	if (se->drain && op == X_FETCH)
-		return; /* leaving: what the peer has that we lack stays with it */
-	se->xq[se->nxq++] = (struct xfer){ *key, (uint8_t)op };
-	if (se->s && op != X_ROOT)
-		se->s->sync.debt_round++; /* a root compared is no missing copy */
 }
 
 /* Every request of a session names its virtual server (the range's hi
@@ -408,57 +333,6 @@ static int call(struct sync_session *se, cfs_reply_cb cb, void *arg)
 
 /* --- transfers */
 
-/* The peer's operator denies the key (DHASH_DENIED): remember it. */
-struct refused_key {
-	struct cfs_id key, peer;
-};
-struct refused_val {
-	uint64_t until_ms;        /* loop time: not pushed before */
-	uint64_t interval_ms;     /* the last wait; the next refusal doubles it */
-};
-
-/* cfs_htab_filter: keep an entry while its backoff may still matter. */
-static bool refused_live(void *ctx, const void *key, void *val)
-{
-	const struct refused_val *v = val;
-
-	return v->until_ms + v->interval_ms > *(uint64_t *)ctx;
-}
-
-static void refused_note(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
-{
-	struct refused_key rk = { *key, *peer };
-	uint64_t now = uv_now(s->loop), first = (uint64_t)REFUSED_ROUNDS * s->cfg.sync_ms;
-	struct refused_val *v;
-	bool added;
-
-	if (!s->sync_refused_init) {
-		cfs_htab_init(&s->sync_refused, sizeof(rk), sizeof(struct refused_val));
-		s->sync_refused_init = true;
-	}
-	if (cfs_htab_count(&s->sync_refused) >= REFUSED_MAX &&
-	    cfs_htab_filter(&s->sync_refused, refused_live, &now) == 0)
-		cfs_htab_clear(&s->sync_refused); /* all live: start again, pushes cost a round */
-	v = cfs_htab_put(&s->sync_refused, &rk, &added);
-	if (added || v->until_ms + v->interval_ms <= now)
-		v->interval_ms = first;
-	else if (v->interval_ms < REFUSED_CAP_MS / 2)
-		v->interval_ms *= 2;
-	else
-		v->interval_ms = REFUSED_CAP_MS;
-	v->until_ms = now + v->interval_ms;
-}
-
-static bool refused_by(dhash_server_t *s, const struct cfs_id *key, const struct cfs_id *peer)
-{
-	struct refused_key rk = { *key, *peer };
-	struct refused_val *v;
-
-	if (!s->sync_refused_init || !(v = cfs_htab_get(&s->sync_refused, &rk)))
-		return false;
-	return v->until_ms > uv_now(s->loop);
-}
-
 void dhash__sync_free(dhash_server_t *s)
 {
 	if (s->sync_refused_init)
@@ -476,37 +350,43 @@ static void push_back(void *arg, int status, const struct cfs_msg *reply,
 	free(x);
 	if (!call_back(se, status))
 		return;
+	dhash_server_t *s = se->s;
+	se->xfers--;
 	if (status == DHASH_DENIED) {
-		se->s->sync.push_denied++;
-		refused_note(se->s, &key, &se->peer.id);
+		s->sync.push_denied++;
+		if (!s->sync_refused_init) {
+			dhash__sync_refused_init(&s->sync_refused);
+			s->sync_refused_init = true;
+		}
+		dhash__sync_refuse(&s->sync_refused, &key, &se->peer.id, uv_now(s->loop),
+		                   (uint64_t)REFUSED_ROUNDS * s->cfg.sync_ms);
 	} else if (status < 0) {
-		se->s->sync.push_failed++;
+		s->sync.push_failed++;
 	} else if (se->drain) {
-		se->s->drain_taken++;
+		s->drain_taken++;
 	}
-	if (status == -ETIMEDOUT)
-		abandon(se);
-	pump(se);
+	dhash__sync_sm_on_xfer(&se->sm, DHASH_SYNC_PUSH, true, status);
+	run(se);
 }
 
-/* A root both hold came back from the peer (verified, sequence seq):
- * keep the newer of the two on both sides. */
+/* A root both hold came back from the peer (verified, sequence seq): the
+ * machine says which of the two is newer; a newer one of the peer's
+ * replaces ours. */
 static void compare_root(struct sync_session *se, const struct cfs_id *key, const struct cfs_msg *reply,
                          uint64_t seq, const struct dhash_rec *mine)
 {
 	dhash_server_t *s = se->s;
 	char hex[9], a[CFS_ADDR_STRLEN];
+	int newer = dhash__sync_sm_on_root(&se->sm, key, mine->kind, mine->seq, (uint8_t)reply->kind, seq);
 
-	if (mine->kind != DHASH_KIND_ROOT || reply->kind != DHASH_KIND_ROOT || seq == mine->seq)
-		return;
-	if (seq < mine->seq) {
-		add_xfer(se, key, X_PUSH); /* the peer accepts a higher sequence (handle_store) */
-		s->sync.roots_pushed++;
+	if (newer < 0) {
 		log_info("sync: %s holds root %s at sequence %lu, ours is %lu: sending ours",
 		         cfs_addr_str(&se->peer.addr, a), cfs_id_short(key, hex), (unsigned long)seq,
 		         (unsigned long)mine->seq);
 		return;
 	}
+	if (newer == 0)
+		return;
 	struct dhash_rec rec = { .kind = DHASH_KIND_ROOT,
 	                         .lease_until = dhash__grant_lease(s, reply->lease_until, &se->peer.addr),
 	                         .seq = seq, .data = (uint8_t *)reply->data.p, .len = reply->data.len };
@@ -527,6 +407,7 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 	struct xcall *x = arg;
 	struct sync_session *se = x->se;
 	struct cfs_id key = x->key;
+	enum dhash__sync_act_type op = x->op;
 
 	free(x);
 	if (!call_back(se, status))
@@ -535,10 +416,9 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 	uint64_t seq;
 	struct dhash_rec mine;
 	int m;
+	se->xfers--;
 	if (status < 0) {
 		s->sync.fetch_failed++;
-		if (status == -ETIMEDOUT)
-			abandon(se);
 	} else if (dhash_verify(reply->kind, &key, reply->data.p, reply->data.len, &seq) < 0) {
 		s->sync.fetch_bad++;
 		char hex[9], a[CFS_ADDR_STRLEN];
@@ -563,26 +443,31 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 			s->sync.fetch_failed++;
 		}
 	}
-	pump(se);
+	dhash__sync_sm_on_xfer(&se->sm, op, true, status);
+	run(se);
 }
 
-static void start_xfer(struct sync_session *se, const struct xfer *t)
+/* Start one transfer the machine asked for; one that cannot start ends
+ * at once (a key gone here since the comparison, a bad copy dropped, an
+ * expired lease: left to the collectors, not spread). */
+static void start_xfer(struct sync_session *se, const struct dhash__sync_act *t)
 {
 	dhash_server_t *s = se->s;
 	struct xcall *x = xcalloc(1, sizeof(*x));
 	struct dhash_rec rec;
 
-	x->se = se;
-	x->key = t->key;
-	if (t->op == X_PUSH) {
+	*x = (struct xcall){ se, t->key, t->type };
+	if (t->type == DHASH_SYNC_PUSH) {
 		if (dhash_server_is_denied(s, &t->key) ||
 		    dhash__scrub_read(s, &t->key, &rec, SCRUB_BY_PUSH) < 0) {
-			free(x); /* gone since the comparison, or a bad copy dropped here */
+			free(x);
+			dhash__sync_sm_on_xfer(&se->sm, t->type, false, 0);
 			return;
 		}
 		if (rec.lease_until <= dhash__wall_now()) {
-			free(rec.data); /* expired: left to the collectors, not spread */
+			free(rec.data);
 			free(x);
+			dhash__sync_sm_on_xfer(&se->sm, t->type, false, 0);
 			return;
 		}
 		cfs_msg_init(&se->msg, CFS_MSG_STORE);
@@ -591,31 +476,29 @@ static void start_xfer(struct sync_session *se, const struct xfer *t)
 		se->msg.lease_until = rec.lease_until;
 		se->msg.data = (struct cfs_bytes){ rec.data, rec.len };
 		if (call(se, push_back, x) == 0) {
-			se->n_push++;
+			se->xfers++;
 			s->sync.pushed++;
 			s->sync.pushed_bytes += rec.len;
 		} else {
 			s->sync.push_failed++;
 			free(x);
+			dhash__sync_sm_on_xfer(&se->sm, t->type, false, 0);
 		}
 		free(rec.data);
 		return;
 	}
 	cfs_msg_init(&se->msg, CFS_MSG_FETCH);
 	se->msg.key = t->key;
-	if (t->op == X_FETCH)
-		se->n_fetch++;
-	else
-		s->sync.roots_checked++;
-	if (call(se, fetch_back, x) < 0) {
+	if (call(se, fetch_back, x) == 0) {
+		se->xfers++;
+	} else {
 		s->sync.fetch_failed++;
 		free(x);
+		dhash__sync_sm_on_xfer(&se->sm, t->type, false, 0);
 	}
 }
 
 /* --- comparing */
-
-static void compare_next(struct sync_session *se);
 
 static void digest_back(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
@@ -624,81 +507,15 @@ static void digest_back(void *arg, int status, const struct cfs_msg *reply,
 
 	if (!call_back(se, status))
 		return;
-	se->comparing = false;
-	struct range r = se->cur;
 	if (status == 0 && reply->n_keys == PARTS) {
 		struct cfs_id mine[PARTS];
-		digests(se->s, &r, mine);
-		struct cfs_id start = r.lo;
-		for (uint32_t i = 0; i < PARTS; i++) {
-			struct cfs_id end;
-			part_end(&r, i, &end);
-			if (!cfs_id_eq(&mine[i], &reply->keys[i]) && !cfs_id_eq(&start, &end))
-				push_range(se, &(struct range){ start, end, r.depth + 1, true }), se->n_diff++;
-			start = end;
-		}
+		digests(se->s, &se->sm.cur, mine);
+		dhash__sync_sm_on_digest(&se->sm, 0, reply->keys, reply->n_keys, mine);
 	} else {
-		abandon(se); /* the peer is gone or confused: next round */
+		dhash__sync_sm_on_digest(&se->sm, status < 0 ? status : -EPROTO, NULL, 0, NULL);
 	}
-	pump(se);
+	run(se);
 }
-
-static int id_cmp(const void *a, const void *b)
-{
-	return cfs_id_cmp(a, b);
-}
-
-static const struct cfs_id *sort_keys; /* ix_cmp's keys: qsort has no argument */
-
-static int ix_cmp(const void *a, const void *b)
-{
-	return cfs_id_cmp(&sort_keys[*(const size_t *)a], &sort_keys[*(const size_t *)b]);
-}
-
-/* The listing of se->cur is complete: queue what differs. */
-static void diff_listing(struct sync_session *se)
-{
-	size_t i = 0, j = 0;
-	struct keyset ks;
-
-	/* In key order, as the peer's list will be (a range that wraps the
-	 * circle is scanned in circle order); indices, so kinds keep their keys. */
-	scan_all(se->s, &se->cur, &ks);
-	size_t nl = ks.n, *ix = xmalloc((nl ? nl : 1) * sizeof(*ix));
-	for (size_t k = 0; k < nl; k++)
-		ix[k] = k;
-	sort_keys = ks.keys;
-	if (nl) /* qsort must not see NULL, even for nothing */
-		qsort(ix, nl, sizeof(*ix), ix_cmp);
-	if (se->nremote)
-		qsort(se->remote, se->nremote, sizeof(*se->remote), id_cmp);
-	while (i < nl || j < se->nremote) {
-		const struct cfs_id *mk = i < nl ? &ks.keys[ix[i]] : NULL;
-		int c = i == nl ? 1 : j == se->nremote ? -1 : cfs_id_cmp(mk, &se->remote[j]);
-		if (c < 0) {
-			if (refused_by(se->s, mk, &se->peer.id))
-				se->s->sync.push_denied_skipped++;
-			else
-				add_xfer(se, mk, X_PUSH);
-			i++;
-		} else if (c > 0) {
-			if (dhash_server_is_denied(se->s, &se->remote[j]))
-				se->s->sync.denied_skipped++;
-			else
-				add_xfer(se, &se->remote[j], X_FETCH);
-			j++;
-		} else {
-			if (se->cur.differs && ks.kinds[ix[i]] == DHASH_KIND_ROOT)
-				add_xfer(se, mk, X_ROOT);
-			i++, j++;
-		}
-	}
-	free(ix);
-	keyset_free(&ks);
-	se->nremote = 0;
-}
-
-static void list_page(struct sync_session *se, const struct cfs_id *from);
 
 static void keys_back(void *arg, int status, const struct cfs_msg *reply,
                       const struct cfs_rpc_result *res)
@@ -707,99 +524,85 @@ static void keys_back(void *arg, int status, const struct cfs_msg *reply,
 
 	if (!call_back(se, status))
 		return;
-	se->comparing = false;
-	if (status < 0) {
-		abandon(se);
-		pump(se);
-		return;
-	}
-	se->s->sync.listed_keys += reply->n_keys;
-	se->n_listed += reply->n_keys;
-	for (uint32_t i = 0; i < reply->n_keys; i++) {
-		if (!cfs_id_in_oc(&reply->keys[i], &se->cur.lo, &se->cur.hi))
-			continue; /* not asked for: ignored */
-		if (se->nremote == se->cremote) {
-			se->cremote = se->cremote ? 2 * se->cremote : 256;
-			se->remote = xrealloc(se->remote, se->cremote * sizeof(*se->remote));
-		}
-		se->remote[se->nremote++] = reply->keys[i];
-	}
-	const struct cfs_id *last = reply->n_keys ? &reply->keys[reply->n_keys - 1] : NULL;
-	if ((reply->flags & 1u) && last && cfs_id_in_oc(last, &se->cur.lo, &se->cur.hi) &&
-	    !cfs_id_eq(last, &se->cur.hi)) {
-		list_page(se, last);
-		if (!se->comparing) /* the call could not be made */
-			pump(se);
-		return;
-	}
-	diff_listing(se);
-	pump(se);
+	if (status < 0)
+		dhash__sync_sm_on_keys(&se->sm, status, NULL, 0, false);
+	else
+		dhash__sync_sm_on_keys(&se->sm, 0, reply->keys, reply->n_keys, reply->flags & 1u);
+	run(se);
 }
 
-static void list_page(struct sync_session *se, const struct cfs_id *from)
+/* SCAN: how many keys we hold in r (up to LEAF_KEYS + 1), and whether a
+ * root is among them. */
+static void scan_range(struct sync_session *se, const struct dhash__sync_range *r)
 {
-	cfs_msg_init(&se->msg, CFS_MSG_SYNC_KEYS);
-	se->msg.key = *from;
-	se->msg.hi = se->cur.hi;
-	se->msg.count = PAGE_KEYS;
-	if (call(se, keys_back, se) < 0) {
-		cut_short(se);
-		se->nranges = 0;
-		se->nremote = 0;
-		return;
-	}
-	se->comparing = true;
-	se->s->sync.listings++;
-	se->n_list++;
-}
-
-static void compare_next(struct sync_session *se)
-{
-	dhash_server_t *s = se->s;
-
-	se->cur = se->ranges[--se->nranges];
 	struct cfs_id probe[LEAF_KEYS + 1];
 	uint8_t kinds[LEAF_KEYS + 1];
 	uint32_t n = 0;
 	bool roots = false;
-	if (dhash_store_scan_info(s->store, &se->cur.lo, &se->cur.hi, probe, kinds, NULL, LEAF_KEYS + 1,
-	                          &n) < 0) {
-		cut_short(se); /* this part goes uncompared */
-		return;
-	}
-	for (uint32_t i = 0; i < n && !roots; i++)
+	int st = dhash_store_scan_info(se->s->store, &r->lo, &r->hi, probe, kinds, NULL, LEAF_KEYS + 1, &n);
+
+	for (uint32_t i = 0; st >= 0 && i < n && !roots; i++)
 		roots = kinds[i] == DHASH_KIND_ROOT;
-	/* A small range is listed at once, unless it holds a root not yet
-	 * compared by digest: the listing alone cannot tell root versions apart. */
-	if ((n > LEAF_KEYS || (roots && !se->cur.differs)) && se->cur.depth < DEPTH_MAX) {
-		cfs_msg_init(&se->msg, CFS_MSG_SYNC_DIGEST);
-		se->msg.key = se->cur.lo;
-		se->msg.hi = se->cur.hi;
-		se->msg.nsucc = PARTS;
-		if (call(se, digest_back, se) < 0) {
-			cut_short(se);
-			se->nranges = 0;
-			return;
-		}
-		se->comparing = true;
-		s->sync.digests++;
-		se->n_dig++;
-		return;
-	}
-	se->nremote = 0;
-	list_page(se, &se->cur.lo);
+	dhash__sync_sm_on_scan(&se->sm, st < 0 ? st : 0, n, roots);
 }
 
-/* Keep transfers and comparisons going; free the session when all is done. */
-static void pump(struct sync_session *se)
+/* LOCAL: our keys of r, set by the machine against the peer's listing. */
+static void diff_local(struct sync_session *se, const struct dhash__sync_range *r)
 {
-	while (se->xnext < se->nxq && se->calls < TRANSFERS + (se->comparing ? 1u : 0u))
-		start_xfer(se, &se->xq[se->xnext++]);
-	if (se->xnext == se->nxq)
-		se->xnext = se->nxq = 0;
-	while (!se->comparing && se->nranges > 0 && se->nxq - se->xnext < BACKLOG)
-		compare_next(se);
-	if (se->calls == 0 && se->nranges == 0 && se->xnext == se->nxq)
+	dhash_server_t *s = se->s;
+	struct keyset ks;
+	struct dhash__sync_view v = { .deny = s->deny_init ? &s->deny : NULL,
+	                              .refused = s->sync_refused_init ? &s->sync_refused : NULL,
+	                              .now_ms = uv_now(s->loop) };
+
+	scan_all(s, r, &ks);
+	dhash__sync_sm_on_local(&se->sm, ks.keys, ks.kinds, ks.n, &v);
+	keyset_free(&ks);
+}
+
+/* Carry out the machine's actions: transfers while the window has room,
+ * then the comparison's steps; free the session once it finished and
+ * nothing is in flight. */
+static void run(struct sync_session *se)
+{
+	struct dhash__sync_act a;
+
+	for (;;) {
+		while (se->xfers < TRANSFERS && dhash__sync_sm_take_xfer(&se->sm, &a))
+			start_xfer(se, &a);
+		if (!dhash__sync_sm_next(&se->sm, &a))
+			break;
+		switch (a.type) {
+		case DHASH_SYNC_SCAN:
+			scan_range(se, &a.range);
+			break;
+		case DHASH_SYNC_DIGEST:
+			cfs_msg_init(&se->msg, CFS_MSG_SYNC_DIGEST);
+			se->msg.key = a.range.lo;
+			se->msg.hi = a.range.hi;
+			se->msg.nsucc = PARTS;
+			if (call(se, digest_back, se) < 0)
+				dhash__sync_sm_on_unsent(&se->sm);
+			break;
+		case DHASH_SYNC_KEYS:
+			cfs_msg_init(&se->msg, CFS_MSG_SYNC_KEYS);
+			se->msg.key = a.key;
+			se->msg.hi = a.range.hi;
+			se->msg.count = PAGE_KEYS;
+			if (call(se, keys_back, se) < 0)
+				dhash__sync_sm_on_unsent(&se->sm);
+			break;
+		case DHASH_SYNC_LOCAL:
+			diff_local(se, &a.range);
+			break;
+		case DHASH_SYNC_FINISH:
+			se->finished = true;
+			break;
+		default:
+			break;
+		}
+	}
+	if (se->finished && se->calls == 0)
 		session_free(se);
 }
 
@@ -816,8 +619,8 @@ static void session_start(dhash_server_t *s, const struct sync_job *j)
 	se->lo0 = j->lo;
 	se->hi0 = j->hi;
 	se->name = j->name;
-	push_range(se, &(struct range){ j->lo, j->hi, 0, false });
-	pump(se);
+	dhash__sync_sm_init(&se->sm, &j->peer.id, &j->lo, &j->hi, j->drain, &s->sync);
+	run(se);
 }
 
 /* ------------------------------------------------------------ rounds */
@@ -1085,8 +888,6 @@ void dhash__sync_stop(dhash_server_t *s)
 		struct sync_session *se = s->sessions;
 		s->sessions = se->next;
 		se->s = NULL;
-		se->nranges = 0;
-		se->xnext = se->nxq = 0;
 		if (se->calls == 0)
 			session_free(se);
 	}

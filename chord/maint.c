@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "chord/internal.h"
+#include "chord/maint_sm.h"
 
 #define JOIN_RETRY_MS 250
 
@@ -81,30 +81,6 @@ static void on_ignore(void *arg, int status, const struct cfs_msg *reply,
 	free(arg);
 }
 
-/* A missed probe of node `to`: after fail_probes in a row it is dead. */
-static void probe_missed(chord_t *c, struct tnode *t, int status)
-{
-	char s[9];
-
-	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
-	    ++t->misses >= c->cfg.fail_probes) {
-		log_debug("node %s failed (%s)", cfs_id_short(&t->n.id, s), strerror(-status));
-		char why[96];
-		snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), t->misses,
-		         t->misses == 1 ? "" : "s");
-		log_lost(&t->n, "successor", why);
-		chord__table_remove(c, &t->n.id, cfs_now_us());
-	}
-}
-
-static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
-{
-	for (uint32_t i = 0; i < v->nsuccs; i++)
-		if (cfs_id_eq(&v->succ[i].n.id, id))
-			return &v->succ[i];
-	return NULL;
-}
-
 /* Could n, a node at our IP but another port, really be another process
  * here? When our IP is an address of this host, a process holding that
  * port keeps us from binding it: a free port is a claim anyone may put in
@@ -137,6 +113,11 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 			out[m++] = in[i];
 	}
 	return m;
+}
+
+static enum auth_state mt_auth(void *ctx, const struct cfs_node *n, uint64_t now)
+{
+	return chord__auth_check(ctx, n, now);
 }
 
 /* ------------------------------------------------------------ join */
@@ -223,7 +204,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 		(void)chord__auth_check(c, &list[i], now);
 	if (st != AUTH_OK)
 		return; /* pending: the next attempt finds it authenticated */
-	chord__table_set_succs(v, &list[0], list + 1, n - 1, now);
+	chord__table_set_succs(v, &list[0], list + 1, n - 1, mt_auth, c, now);
 	v->succ_unsure = false;
 	/* Our own virtual servers need no lookup to be known: each joined one
 	 * takes its place in the others' lists now, not rounds later. */
@@ -303,43 +284,87 @@ static void notify_succ(struct vnode *v, const struct cfs_node *s)
 }
 
 static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res);
+static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res);
+
+/* Send a GET_PRED or PING that the machine asked for; 0 when it is on
+ * its way. */
+static int mt_call(struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to, cfs_reply_cb cb)
+{
+	chord_t *c = v->c;
+	struct vcall *k = vcall_new(v, to);
+
+	chord__msg_init(c, v, type, to);
+	if (chord_call(c, to, &c->msg, c->cfg.probe_timeout_ms, cb, k) < 0) {
+		free(k);
+		return -1;
+	}
+	return 0;
+}
+
+/* Carry out the machine's actions in order, then free its queue. */
+static void mt_run(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+	chord_t *c = v->c;
+	struct chord__mt_act a;
+	char s[9], a_s[CFS_ADDR_STRLEN], why[96];
+
+	while (chord__mt_pop(sm, &a)) {
+		switch (a.type) {
+		case CHORD__MTA_ASK_SUCC:
+			if (mt_call(v, CFS_MSG_GET_PRED, &a.to, stab_reply) < 0)
+				chord__mtsm_unsent(sm, a.type);
+			break;
+		case CHORD__MTA_NOTIFY:
+			notify_succ(v, chord__vn_succ(v));
+			break;
+		case CHORD__MTA_PROBE_PRED:
+			if (mt_call(v, CFS_MSG_PING, &a.to, pred_reply) < 0)
+				chord__mtsm_unsent(sm, a.type);
+			break;
+		case CHORD__MTA_DROP:
+			log_debug("node %s failed (%s)", cfs_id_short(&a.to.id, s), strerror(-a.status));
+			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-a.status), a.n,
+			         a.n == 1 ? "" : "s");
+			log_lost(&a.to, "successor", why);
+			chord__table_remove(c, &a.to.id, now);
+			break;
+		case CHORD__MTA_PRED_LOST:
+			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-a.status), a.n,
+			         a.n == 1 ? "" : "s");
+			log_lost(&a.to, "predecessor", why);
+			chord__auth_mark_dead(c, &a.to.id, now);
+			break;
+		case CHORD__MTA_OFFER:
+			chord__table_offer(c, &a.to, now);
+			break;
+		case CHORD__MTA_CONSIDER:
+			chord__table_consider(c, &a.to, now);
+			break;
+		case CHORD__MTA_JOINED:
+			log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s",
+			         v->index, cfs_id_short(&v->self.id, s), a.n, a.n == 1 ? "" : "s",
+			         cfs_id_short(&a.to.id, (char[9]){ 0 }), cfs_addr_str(&a.to.addr, a_s));
+			break;
+		}
+	}
+	cfs_actq_free(&sm->q);
+}
+
+static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
 	struct vcall *k = arg;
 	struct vnode *v = k->v;
-	chord_t *c = v->c;
-	struct tnode *t;
-
-	if (status == -ECANCELED || c->freeing) {
-		free(k);
-		return;
-	}
-	v->stab_busy = false;
-	t = find_succ(v, &k->to.id);
-	if (status < 0) {
-		if (t)
-			probe_missed(c, t, status);
-		free(k);
-		return;
-	}
-	if (!t || t != &v->succ[0]) {
-		free(k); /* the list changed meanwhile; next round */
-		return;
-	}
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
-	struct cfs_node first = t->n;
-	first.coord = reply->coord;
-	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes, now);
-	/* Its list wraps back to us only if it names us its predecessor too:
-	 * a node that took us for its successor by mistake names us first. */
-	v->wraps &= reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id);
-	if (reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id))
-		v->succ_unsure = false; /* no one between us and our successor */
-	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
-	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
-		chord__table_offer(c, &reply->pred, now);
-	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
-		notify_succ(v, chord__vn_succ(v));
+
+	if (status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_succ_reply(&sm, &k->to, status, status < 0 ? NULL : reply, now);
+		mt_run(&sm, now);
+	}
 	free(k);
 }
 
@@ -348,83 +373,27 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 {
 	struct vcall *k = arg;
 	struct vnode *v = k->v;
-	chord_t *c = v->c;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
+	uint64_t now = cfs_now_us();
 
-	if (status == -ECANCELED || c->freeing) {
-		free(k);
-		return;
-	}
-	v->pred_probe_busy = false;
-	if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &k->to.id)) {
-		if (status == 0) {
-			v->pred_heard_us = cfs_now_us();
-			v->pred.misses = 0;
-		} else if (++v->pred.misses >= c->cfg.fail_probes || status == -ESRCH) {
-			char why[96];
-			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), v->pred.misses,
-			         v->pred.misses == 1 ? "" : "s");
-			log_lost(&v->pred.n, "predecessor", why);
-			v->pred.valid = false;
-			chord__auth_mark_dead(c, &k->to.id, cfs_now_us());
-		}
+	if (status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_pred_reply(&sm, &k->to, status, now);
+		mt_run(&sm, now);
 	}
 	free(k);
 }
 
 static void stabilize(struct vnode *v)
 {
-	chord_t *c = v->c;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
 
 	if (!v->joined) {
 		join(v);
 		return;
 	}
-	/* The first round after a join (which the tables may complete, not
-	 * join_done) says so, once: join_attempts counts only for this line. */
-	if (v->join_attempts) {
-		char s[9], a[CFS_ADDR_STRLEN];
-		log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s", v->index,
-		         cfs_id_short(&v->self.id, s), v->join_attempts, v->join_attempts == 1 ? "" : "s",
-		         cfs_id_short(&chord__vn_succ(v)->id, (char[9]){ 0 }),
-		         cfs_addr_str(&chord__vn_succ(v)->addr, a));
-		v->join_attempts = 0;
-	}
-	if (v->nsuccs > 0 && !v->stab_busy) {
-		struct vcall *k = vcall_new(v, &v->succ[0].n);
-		chord__msg_init(c, v, CFS_MSG_GET_PRED, &v->succ[0].n);
-		if (chord__local(c, &v->succ[0].n.id)) {
-			/* A local successor: read its tables directly. */
-			struct vnode *u = chord__local(c, &v->succ[0].n.id);
-			struct cfs_node first = u->self;
-			struct cfs_node list[CHORD_SUCC_MAX];
-			for (uint32_t i = 0; i < u->nsuccs; i++)
-				list[i] = u->succ[i].n;
-			chord__table_set_succs(v, &first, list, u->nsuccs, now);
-			v->wraps &= u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id);
-			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
-				chord__table_offer(c, &u->pred.n, now);
-			chord__table_consider(c, &v->self, now); /* notify u */
-			if (u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id))
-				v->succ_unsure = false;
-			free(k);
-		} else if (chord_call(c, &v->succ[0].n, &c->msg, c->cfg.probe_timeout_ms, stab_reply, k) < 0) {
-			free(k);
-		} else {
-			v->stab_busy = true;
-		}
-	}
-	/* A predecessor that has been silent for a while is probed. */
-	uint64_t quiet = 2ull * c->cfg.stabilize_ms * 1000;
-	if (v->pred.valid && !v->pred_probe_busy && !chord__local(c, &v->pred.n.id) &&
-	    now - v->pred_heard_us > quiet) {
-		struct vcall *k = vcall_new(v, &v->pred.n);
-		chord__msg_init(c, v, CFS_MSG_PING, &v->pred.n);
-		if (chord_call(c, &v->pred.n, &c->msg, c->cfg.probe_timeout_ms, pred_reply, k) < 0)
-			free(k);
-		else
-			v->pred_probe_busy = true;
-	}
+	chord__mtsm_tick(&sm, now);
+	mt_run(&sm, now);
 }
 
 static void stab_tick(uv_timer_t *t)

@@ -1,0 +1,152 @@
+/*
+ * The maintenance round's decisions (maint_sm.h): no socket, no timer, no
+ * clock. maint.c carries the actions out.
+ */
+#include "chord/maint_sm.h"
+
+static struct chord__mt_act *emit(struct chord__mtsm *sm, enum chord__mt_act_type type,
+                                  const struct cfs_node *to)
+{
+	struct chord__mt_act *a = cfs_actq_push(&sm->q, sizeof(*a));
+
+	a->type = type;
+	if (to)
+		a->to = *to;
+	return a;
+}
+
+static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < v->nsuccs; i++)
+		if (cfs_id_eq(&v->succ[i].n.id, id))
+			return &v->succ[i];
+	return NULL;
+}
+
+/* A missed probe of successor t: after fail_probes in a row it is dead,
+ * and so at once is a node that says it is gone or refuses us (Chord
+ * 4.3: the first live entry of the list takes over). */
+static void succ_missed(struct chord__mtsm *sm, struct tnode *t, int status)
+{
+	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
+	    ++t->misses >= sm->v->c->cfg.fail_probes) {
+		struct chord__mt_act *a = emit(sm, CHORD__MTA_DROP, &t->n);
+		a->status = status;
+		a->n = t->misses;
+	}
+}
+
+/*
+ * Chord Fig. 7, stabilize(): the successor s named its predecessor p and
+ * its own list. Adopt [s] + its list (CFS 4.1: the successor list); a p
+ * between us and s is a closer successor, offered to the tables; a p that
+ * is us confirms the list (nothing between us and s: succ_unsure ends) and
+ * needs no notify, any other p does. Its list wraps back to us only if s
+ * names us its predecessor too: a node that took us for its successor by
+ * mistake names us first.
+ */
+static void stab_apply(struct chord__mtsm *sm, const struct cfs_node *first, bool has_pred,
+                       const struct cfs_node *pred, const struct cfs_node *list, uint32_t n,
+                       uint64_t now)
+{
+	struct vnode *v = sm->v;
+	bool pred_is_us = has_pred && cfs_id_eq(&pred->id, &v->self.id);
+
+	chord__table_set_succs(v, first, list, n, sm->auth, sm->ctx, now);
+	v->wraps &= pred_is_us;
+	if (pred_is_us)
+		v->succ_unsure = false;
+	if (has_pred && !pred_is_us && cfs_id_in_oo(&pred->id, &v->self.id, &first->id))
+		emit(sm, CHORD__MTA_OFFER, pred);
+}
+
+void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status,
+                            const struct cfs_msg *reply, uint64_t now)
+{
+	struct vnode *v = sm->v;
+	struct tnode *t;
+
+	v->stab_busy = false;
+	t = find_succ(v, &to->id);
+	if (status < 0) {
+		if (t)
+			succ_missed(sm, t, status);
+		return;
+	}
+	if (!t || t != &v->succ[0])
+		return; /* the list changed meanwhile; next round */
+	struct cfs_node first = t->n;
+	first.coord = reply->coord;
+	stab_apply(sm, &first, reply->has_pred, &reply->pred, reply->nodes, reply->n_nodes, now);
+	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
+		emit(sm, CHORD__MTA_NOTIFY, NULL); /* Chord Fig. 7, notify() */
+}
+
+/* A successor that is one of our own virtual servers: its tables are read
+ * here, and telling it about us is offering ourselves to the tables. */
+static void stab_local(struct chord__mtsm *sm, const struct vnode *u, uint64_t now)
+{
+	struct cfs_node list[CHORD_SUCC_MAX];
+
+	for (uint32_t i = 0; i < u->nsuccs; i++)
+		list[i] = u->succ[i].n;
+	stab_apply(sm, &u->self, u->pred.valid, &u->pred.n, list, u->nsuccs, now);
+	emit(sm, CHORD__MTA_CONSIDER, &sm->v->self);
+}
+
+/* CFS 4.4 (failure detection): a predecessor silent for two rounds is
+ * probed; fail_probes misses in a row and it is gone (Chord Fig. 7,
+ * check_predecessor()). */
+void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now)
+{
+	struct vnode *v = sm->v;
+
+	v->pred_probe_busy = false;
+	if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &to->id))
+		return;
+	if (status == 0) {
+		v->pred_heard_us = now;
+		v->pred.misses = 0;
+	} else if (++v->pred.misses >= v->c->cfg.fail_probes || status == -ESRCH) {
+		struct chord__mt_act *a = emit(sm, CHORD__MTA_PRED_LOST, &v->pred.n);
+		a->status = status;
+		a->n = v->pred.misses;
+		v->pred.valid = false;
+	}
+}
+
+void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+	chord_t *c = v->c;
+
+	/* The first round after a join (which the tables may complete, not
+	 * the join's answer) says so, once: join_attempts counts only for it. */
+	if (v->join_attempts) {
+		emit(sm, CHORD__MTA_JOINED, chord__vn_succ(v))->n = v->join_attempts;
+		v->join_attempts = 0;
+	}
+	if (v->nsuccs > 0 && !v->stab_busy) {
+		const struct vnode *u = chord__local(c, &v->succ[0].n.id);
+		if (u) {
+			stab_local(sm, u, now);
+		} else {
+			emit(sm, CHORD__MTA_ASK_SUCC, &v->succ[0].n);
+			v->stab_busy = true;
+		}
+	}
+	uint64_t quiet = 2ull * c->cfg.stabilize_ms * 1000;
+	if (v->pred.valid && !v->pred_probe_busy && !chord__local(c, &v->pred.n.id) &&
+	    now - v->pred_heard_us > quiet) {
+		emit(sm, CHORD__MTA_PROBE_PRED, &v->pred.n);
+		v->pred_probe_busy = true;
+	}
+}
+
+void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type)
+{
+	if (type == CHORD__MTA_ASK_SUCC)
+		sm->v->stab_busy = false;
+	else if (type == CHORD__MTA_PROBE_PRED)
+		sm->v->pred_probe_busy = false;
+}

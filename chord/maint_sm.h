@@ -1,0 +1,70 @@
+/*
+ * A virtual server's maintenance round as a state machine without I/O
+ * (Chord; CFS section 4): stabilize / notify, predecessor probes. Events
+ * go in (the round's tick, a GET_PRED reply or failure from the
+ * successor, a predecessor probe's result); actions come out on the
+ * machine's queue (ask the successor, notify it, probe the predecessor,
+ * drop a node, offer one to the tables). maint.c is
+ * the libuv driver that carries them out.
+ *
+ * The round's state is the virtual server's own (struct vnode: its busy
+ * flags, miss counts, successor list): the machine reads and writes it and
+ * calls table.c's functions that do no I/O (chord__table_set_succs); what
+ * reaches other virtual servers or the network (offering a node, dropping
+ * one, a message) is an action. A machine lives for one event and what its
+ * actions cause: the driver builds it on the stack, feeds the event,
+ * carries the actions out in order and frees the queue.
+ */
+#ifndef CFS_CHORD_MAINT_SM_H
+#define CFS_CHORD_MAINT_SM_H
+
+#include "chord/internal.h"
+
+enum chord__mt_act_type {
+	CHORD__MTA_ASK_SUCC,   /* GET_PRED to `to`, the successor: its predecessor and list */
+	CHORD__MTA_NOTIFY,     /* NOTIFY our successor as the tables name it when carried out
+	                        * (an OFFER queued before may have changed it) */
+	CHORD__MTA_PROBE_PRED, /* PING `to`, the predecessor */
+	CHORD__MTA_DROP,       /* `to` missed `n` probes (last: status): out of every table */
+	CHORD__MTA_PRED_LOST,  /* the predecessor `to` missed `n` probes: mark it dead */
+	CHORD__MTA_OFFER,      /* offer `to` to the tables (authenticated first) */
+	CHORD__MTA_CONSIDER,   /* `to`, authenticated, into every table */
+	CHORD__MTA_JOINED,     /* the first round after a join, which took `n` attempts and
+	                        * found successor `to`: say so */
+};
+
+struct chord__mt_act {
+	enum chord__mt_act_type type;
+	struct cfs_node to;
+	int status;
+	uint32_t n;
+};
+
+struct chord__mtsm {
+	struct vnode *v;          /* read and written; v->c is read only */
+	/* The node beyond v's own tables: CFS 4.4 verdicts (chord__auth_check
+	 * in the driver, scripted in a test), ctx passed back. */
+	chord__auth_fn auth;
+	void *ctx;
+	struct cfs_actq q;        /* struct chord__mt_act; the driver frees it */
+};
+
+/* Take the oldest action; false when none is left. */
+static inline bool chord__mt_pop(struct chord__mtsm *sm, struct chord__mt_act *ret)
+{
+	return cfs_actq_pop(&sm->q, ret, sizeof(*ret));
+}
+
+/* The round's tick at now (v joined): ask the successor, probe a quiet
+ * predecessor. */
+void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now);
+/* The successor `to` answered GET_PRED (status 0, reply) or did not
+ * (status < 0, reply NULL). Not for a cancelled call. */
+void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status,
+                            const struct cfs_msg *reply, uint64_t now);
+/* The predecessor probe of `to` ended with status. Not for a cancelled call. */
+void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now);
+/* The action of this type could not be sent: nothing is in flight. */
+void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type);
+
+#endif

@@ -1,0 +1,292 @@
+/* The maintenance round's machine (chord/maint_sm.c) driven by scripted
+ * events: no socket, no timer, a fake clock and scripted authentication
+ * verdicts. ring[] holds real nodes sorted by ID, so ring[i] precedes
+ * ring[i + 1] on the circle. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chord/maint_sm.h"
+
+#define RING 64
+#define STAB_MS 1000
+
+static struct cfs_node ring[RING];
+static chord_t *C;
+static struct chord__mtsm SM;
+static struct cfs_msg reply;
+static const uint64_t T0 = 1000ull * 1000000;
+/* The verdict every node gets, unless it is one of ours. */
+static enum auth_state verdict = AUTH_OK;
+
+static int by_id(const void *a, const void *b)
+{
+	return cfs_id_cmp(&((const struct cfs_node *)a)->id, &((const struct cfs_node *)b)->id);
+}
+
+static enum auth_state fake_auth(void *ctx, const struct cfs_node *n, uint64_t now)
+{
+	return chord__local(ctx, &n->id) ? AUTH_OK : verdict;
+}
+
+/* Virtual server vi at ring[self] with successors ring[first .. first + nsuccs). */
+static struct vnode *vn(uint32_t vi, int self, int first, uint32_t nsuccs)
+{
+	struct vnode *v = &C->v[vi];
+
+	v->c = C;
+	v->index = vi;
+	v->self = ring[self];
+	v->joined = true;
+	v->nsuccs = nsuccs;
+	for (uint32_t i = 0; i < nsuccs; i++)
+		v->succ[i] = (struct tnode){ .n = ring[first + (int)i], .valid = true };
+	return v;
+}
+
+static void setup(void)
+{
+	for (int i = 0; i < RING; i++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "10.8.0.%d", i + 1);
+		cr_assert_eq(cfs_addr_from_ip(&ring[i].addr, ip, 4000), 0);
+		cfs_node_id(&ring[i].id, &ring[i].addr, 0);
+	}
+	qsort(ring, RING, sizeof(ring[0]), by_id);
+	C = calloc(1, sizeof(*C));
+	C->cfg.nsucc = 8;
+	C->cfg.fail_probes = 3;
+	C->cfg.stabilize_ms = STAB_MS;
+	C->cfg.pns = 4;
+	C->v = calloc(2, sizeof(*C->v));
+	C->nv = 1;
+	verdict = AUTH_OK;
+}
+
+static void teardown(void)
+{
+	cfs_actq_free(&SM.q);
+	free(C->v);
+	free(C);
+}
+
+/* A fresh machine for v: the driver builds one per event. */
+static struct chord__mtsm *sm_for(struct vnode *v)
+{
+	cfs_actq_free(&SM.q);
+	SM = (struct chord__mtsm){ .v = v, .auth = fake_auth, .ctx = C };
+	return &SM;
+}
+
+/* The next action must be of this type (and to ring[to], unless to < 0). */
+static struct chord__mt_act expect(enum chord__mt_act_type type, int to)
+{
+	struct chord__mt_act a;
+
+	cr_assert(chord__mt_pop(&SM, &a), "no action left, wanted type %d", type);
+	cr_assert_eq(a.type, type, "action type %d, wanted %d", a.type, type);
+	if (to >= 0)
+		cr_assert(cfs_id_eq(&a.to.id, &ring[to].id), "action to the wrong node");
+	return a;
+}
+
+static void expect_none(void)
+{
+	struct chord__mt_act a;
+
+	cr_assert(!chord__mt_pop(&SM, &a), "unexpected action of type %d", a.type);
+}
+
+/* GET_PRED's answer: predecessor ring[pred] (none when < 0), successors
+ * ring[from .. from + n). */
+static const struct cfs_msg *answer(int pred, int from, uint32_t n)
+{
+	memset(&reply, 0, sizeof(reply));
+	reply.type = CFS_MSG_GET_PRED;
+	reply.has_pred = pred >= 0;
+	if (pred >= 0)
+		reply.pred = ring[pred];
+	for (uint32_t i = 0; i < n; i++)
+		reply.nodes[reply.n_nodes++] = ring[from + (int)i];
+	return &reply;
+}
+
+/* The successor asked and its answer taken: what the driver does. */
+static void round_trip(struct vnode *v, const struct cfs_msg *m, uint64_t now)
+{
+	chord__mtsm_tick(sm_for(v), now);
+	struct chord__mt_act a = expect(CHORD__MTA_ASK_SUCC, -1);
+	cr_assert(v->stab_busy);
+	chord__mtsm_succ_reply(sm_for(v), &a.to, m ? 0 : -ETIMEDOUT, m, now);
+	cr_assert(!v->stab_busy);
+}
+
+TestSuite(chord_maint_sm, .init = setup, .fini = teardown);
+
+Test(chord_maint_sm, pred_between_us_and_successor_is_offered)
+{
+	struct vnode *v = vn(0, 10, 12, 3);
+
+	round_trip(v, answer(11, 13, 4), T0);
+	expect(CHORD__MTA_OFFER, 11);
+	expect(CHORD__MTA_NOTIFY, -1);
+	expect_none();
+	cr_assert_eq(v->nsuccs, 5, "adopted [12] + 13..16");
+	cr_assert(cfs_id_eq(&v->succ[0].n.id, &ring[12].id));
+	cr_assert(cfs_id_eq(&v->succ[4].n.id, &ring[16].id));
+}
+
+Test(chord_maint_sm, successor_naming_us_needs_no_notify)
+{
+	struct vnode *v = vn(0, 10, 11, 3);
+
+	v->succ_unsure = true;
+	round_trip(v, answer(10, 13, 3), T0);
+	expect_none();
+	cr_assert(!v->succ_unsure, "nothing between us and the successor");
+}
+
+Test(chord_maint_sm, successor_naming_another_is_notified)
+{
+	struct vnode *v = vn(0, 10, 11, 3);
+
+	v->succ_unsure = true;
+	round_trip(v, answer(5, 13, 3), T0);
+	expect(CHORD__MTA_NOTIFY, -1);
+	expect_none();
+	cr_assert(v->succ_unsure, "a node outside (us, successor) confirms nothing");
+
+	round_trip(v, answer(-1, 13, 3), T0);
+	expect(CHORD__MTA_NOTIFY, -1);
+	expect_none();
+}
+
+Test(chord_maint_sm, list_stops_at_first_unauthenticated)
+{
+	struct vnode *v = vn(0, 10, 11, 1);
+
+	verdict = AUTH_PENDING;
+	round_trip(v, answer(10, 12, 4), T0);
+	cr_assert_eq(v->nsuccs, 1, "the successor alone: its list is being checked");
+	verdict = AUTH_OK;
+	round_trip(v, answer(10, 12, 4), T0);
+	cr_assert_eq(v->nsuccs, 5);
+	cr_assert(v->list_changed);
+}
+
+Test(chord_maint_sm, silent_successor_dropped_after_fail_probes)
+{
+	struct vnode *v = vn(0, 10, 11, 3);
+
+	for (uint32_t i = 1; i < C->cfg.fail_probes; i++) {
+		round_trip(v, NULL, T0 + i);
+		expect_none();
+		cr_assert_eq(v->succ[0].misses, i);
+	}
+	round_trip(v, NULL, T0 + 9);
+	struct chord__mt_act a = expect(CHORD__MTA_DROP, 11);
+	cr_assert_eq(a.n, C->cfg.fail_probes);
+	cr_assert_eq(a.status, -ETIMEDOUT);
+	expect_none();
+
+	/* The driver drops it from the tables; the next round asks the next. */
+	memmove(&v->succ[0], &v->succ[1], 2 * sizeof(v->succ[0]));
+	v->nsuccs = 2;
+	chord__mtsm_tick(sm_for(v), T0 + 10);
+	expect(CHORD__MTA_ASK_SUCC, 12);
+	expect_none();
+}
+
+Test(chord_maint_sm, refusing_successor_dropped_at_once)
+{
+	struct vnode *v = vn(0, 10, 11, 3);
+
+	chord__mtsm_tick(sm_for(v), T0);
+	expect(CHORD__MTA_ASK_SUCC, 11);
+	chord__mtsm_succ_reply(sm_for(v), &ring[11], -ESRCH, NULL, T0);
+	cr_assert_eq(expect(CHORD__MTA_DROP, 11).status, -ESRCH);
+}
+
+Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
+{
+	struct vnode *v = vn(0, 10, 11, 3);
+
+	chord__mtsm_tick(sm_for(v), T0);
+	expect(CHORD__MTA_ASK_SUCC, 11);
+	chord__mtsm_tick(sm_for(v), T0 + 1);
+	expect_none();
+	/* Meanwhile ring[11] left the list: its answer changes nothing. */
+	v->succ[0] = v->succ[1];
+	v->succ[1] = v->succ[2];
+	v->nsuccs = 2;
+	chord__mtsm_succ_reply(sm_for(v), &ring[11], 0, answer(10, 12, 3), T0 + 2);
+	expect_none();
+	cr_assert_eq(v->nsuccs, 2);
+	cr_assert(!v->stab_busy);
+
+	/* A question that could not be sent is not in flight. */
+	chord__mtsm_tick(sm_for(v), T0 + 3);
+	expect(CHORD__MTA_ASK_SUCC, 12);
+	chord__mtsm_unsent(&SM, CHORD__MTA_ASK_SUCC);
+	cr_assert(!v->stab_busy);
+}
+
+Test(chord_maint_sm, local_successor_read_directly)
+{
+	C->nv = 2;
+	struct vnode *v = vn(0, 10, 12, 1), *u = vn(1, 12, 13, 2);
+
+	u->pred = (struct tnode){ .n = ring[11], .valid = true };
+	chord__mtsm_tick(sm_for(v), T0);
+	expect(CHORD__MTA_OFFER, 11);
+	expect(CHORD__MTA_CONSIDER, 10); /* ourselves, to u: its notify */
+	expect_none();
+	cr_assert_eq(v->nsuccs, 3);
+	cr_assert(!v->stab_busy);
+}
+
+Test(chord_maint_sm, quiet_predecessor_probed_and_lost)
+{
+	struct vnode *v = vn(0, 10, 11, 0);
+	uint64_t quiet = 2ull * STAB_MS * 1000;
+
+	v->pred = (struct tnode){ .n = ring[9], .valid = true };
+	v->pred_heard_us = T0;
+	chord__mtsm_tick(sm_for(v), T0 + quiet);
+	expect_none();
+	chord__mtsm_tick(sm_for(v), T0 + quiet + 1);
+	expect(CHORD__MTA_PROBE_PRED, 9);
+	cr_assert(v->pred_probe_busy);
+	chord__mtsm_tick(sm_for(v), T0 + quiet + 2);
+	expect_none();
+
+	/* It answers: heard now, misses cleared. */
+	v->pred.misses = 2;
+	chord__mtsm_pred_reply(sm_for(v), &ring[9], 0, T0 + quiet + 3);
+	expect_none();
+	cr_assert_eq(v->pred_heard_us, T0 + quiet + 3);
+	cr_assert_eq(v->pred.misses, 0);
+
+	uint64_t t = T0 + 2 * quiet + 4;
+	for (uint32_t i = 1; i <= C->cfg.fail_probes; i++) {
+		chord__mtsm_tick(sm_for(v), t + i);
+		expect(CHORD__MTA_PROBE_PRED, 9);
+		chord__mtsm_pred_reply(sm_for(v), &ring[9], -ETIMEDOUT, t + i);
+		if (i < C->cfg.fail_probes)
+			expect_none();
+	}
+	cr_assert_eq(expect(CHORD__MTA_PRED_LOST, 9).n, C->cfg.fail_probes);
+	cr_assert(!v->pred.valid);
+}
+
+Test(chord_maint_sm, first_round_after_join_said_once)
+{
+	struct vnode *v = vn(0, 10, 11, 1);
+
+	v->join_attempts = 2;
+	chord__mtsm_tick(sm_for(v), T0);
+	cr_assert_eq(expect(CHORD__MTA_JOINED, 11).n, 2);
+	expect(CHORD__MTA_ASK_SUCC, 11);
+	cr_assert_eq(v->join_attempts, 0);
+}

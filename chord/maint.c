@@ -66,6 +66,11 @@ struct vcall {
 	struct cfs_node to;
 };
 
+struct fixcall {
+	struct vnode *v;
+	int k;
+};
+
 static struct vcall *vcall_new(struct vnode *v, const struct cfs_node *to)
 {
 	struct vcall *k = xcalloc(1, sizeof(*k));
@@ -285,6 +290,7 @@ static void notify_succ(struct vnode *v, const struct cfs_node *s)
 
 static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res);
+static void fix_done(void *arg, const struct chord_lookup_result *r);
 static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res);
 
@@ -315,14 +321,14 @@ static void mt_run(struct chord__mtsm *sm, uint64_t now)
 		switch (a.type) {
 		case CHORD__MTA_ASK_SUCC:
 			if (mt_call(v, CFS_MSG_GET_PRED, &a.to, stab_reply) < 0)
-				chord__mtsm_unsent(sm, a.type);
+				chord__mtsm_unsent(sm, a.type, now);
 			break;
 		case CHORD__MTA_NOTIFY:
 			notify_succ(v, chord__vn_succ(v));
 			break;
 		case CHORD__MTA_PROBE_PRED:
 			if (mt_call(v, CFS_MSG_PING, &a.to, pred_reply) < 0)
-				chord__mtsm_unsent(sm, a.type);
+				chord__mtsm_unsent(sm, a.type, now);
 			break;
 		case CHORD__MTA_DROP:
 			log_debug("node %s failed (%s)", cfs_id_short(&a.to.id, s), strerror(-a.status));
@@ -342,6 +348,21 @@ static void mt_run(struct chord__mtsm *sm, uint64_t now)
 			break;
 		case CHORD__MTA_CONSIDER:
 			chord__table_consider(c, &a.to, now);
+			break;
+		case CHORD__MTA_LOOKUP_FINGER: {
+			struct fixcall *f = xcalloc(1, sizeof(*f));
+			struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+			                               .nsucc = c->cfg.pns };
+			f->v = v;
+			f->k = a.k;
+			if (chord__lookup_start(c, v, NULL, &a.key, &o, fix_done, f) < 0) {
+				free(f);
+				chord__mtsm_unsent(sm, a.type, now);
+			}
+			break;
+		}
+		case CHORD__MTA_ARM_FIX:
+			uv_timer_start(&v->fix_timer, fix_tick, a.jitter ? chord__jitter_ms(c, a.ms) : a.ms, 0);
 			break;
 		case CHORD__MTA_JOINED:
 			log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s",
@@ -437,129 +458,31 @@ void chord__maint_kick(struct vnode *v)
 
 /* ------------------------------------------------------------ fingers */
 
-static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
-{
-	cfs_id_add_pow2(s, &v->self.id, FINGER_BASE + (unsigned)k);
-	if (k + 1 < NFINGERS)
-		cfs_id_add_pow2(e, &v->self.id, FINGER_BASE + (unsigned)k + 1);
-	else
-		*e = v->self.id;
-}
-
-/* PNS(x): of the candidates inside finger k's range, the one with the
- * lowest predicted latency; the first candidate if none is inside. */
-static void finger_choose(struct vnode *v, int k, const struct cfs_node *cand, uint32_t n)
-{
-	chord_t *c = v->c;
-	struct cfs_id s, e;
-	int best = -1;
-	uint64_t best_rtt = UINT64_MAX;
-
-	if (n == 0)
-		return;
-	finger_bounds(v, k, &s, &e);
-	for (uint32_t i = 0; i < n && i < c->cfg.pns; i++) {
-		if (!cfs_id_in_co(&cand[i].id, &s, &e))
-			break;
-		if (cfs_id_eq(&cand[i].id, &v->self.id))
-			continue;
-		uint64_t p = chord_predict_rtt_us(c, &cand[i].coord);
-		if (p < best_rtt) {
-			best_rtt = p;
-			best = (int)i;
-		}
-	}
-	if (best < 0) {
-		if (cfs_id_eq(&cand[0].id, &v->self.id))
-			return;
-		best = 0;
-	}
-	if (chord__auth_check(c, &cand[best], cfs_now_us()) == AUTH_OK) {
-		struct tnode *f = &v->finger[k];
-		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
-			*f = (struct tnode){ .n = cand[best], .valid = true };
-	}
-}
-
-static void next_finger(struct vnode *v)
-{
-	if (--v->next_finger < 0) {
-		v->next_finger = NFINGERS - 1;
-		v->fingers_done = true;
-	}
-}
-
-struct fixcall {
-	struct vnode *v;
-	int k;
-};
-
 static void fix_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct fixcall *f = arg;
 	struct vnode *v = f->v;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
+	uint64_t now = cfs_now_us();
 
-	if (r->status == -ECANCELED || v->c->freeing) {
-		free(f);
-		return;
+	if (r->status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_finger_answer(&sm, f->k, r->status, r->succ, r->n, now);
+		mt_run(&sm, now);
 	}
-	v->fix_busy = false;
-	if (r->status == 0)
-		finger_choose(v, f->k, r->succ, r->n);
 	free(f);
-}
-
-/* Refresh fingers until one needs a lookup (or all are done). */
-static void fix_fingers(struct vnode *v)
-{
-	chord_t *c = v->c;
-
-	for (int guard = 0; guard < NFINGERS && !v->fix_busy; guard++) {
-		int k = v->next_finger;
-		struct cfs_id s, e;
-		finger_bounds(v, k, &s, &e);
-		const struct cfs_id *last = v->nsuccs ? &v->succ[v->nsuccs - 1].n.id : &v->self.id;
-		if (v->nsuccs == 0 || cfs_id_in_oc(&s, &v->self.id, last)) {
-			/* Covered by the successor list: no RPC needed, and
-			 * every lower finger is covered too. */
-			struct cfs_node cand[CHORD_SUCC_MAX];
-			uint32_t n = 0;
-			for (uint32_t i = 0; i < v->nsuccs; i++)
-				if (cfs_id_in_co(&v->succ[i].n.id, &s, &v->self.id) || n)
-					cand[n++] = v->succ[i].n;
-			finger_choose(v, k, cand, n);
-			for (int j = k - 1; j >= 0; j--)
-				v->finger[j].valid = false;
-			v->next_finger = 0;
-			next_finger(v);
-			return;
-		}
-		struct fixcall *f = xcalloc(1, sizeof(*f));
-		struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
-		                               .nsucc = c->cfg.pns };
-		f->v = v;
-		f->k = k;
-		next_finger(v);
-		v->fix_busy = true;
-		if (chord__lookup_start(c, v, NULL, &s, &o, fix_done, f) < 0) {
-			v->fix_busy = false;
-			free(f);
-		}
-	}
 }
 
 static void fix_tick(uv_timer_t *t)
 {
 	struct vnode *v = container_of(t, struct vnode, fix_timer);
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
+	uint64_t now = cfs_now_us();
 
 	if (c->frozen || c->leaving || c->freeing)
 		return;
-	if (v->joined)
-		fix_fingers(v);
-	/* The first pass after joining runs back to back. */
-	uv_timer_start(&v->fix_timer, fix_tick,
-	               v->fingers_done ? chord__jitter_ms(c, c->cfg.fix_fingers_ms) : 5, 0);
+	chord__mtsm_fix_tick(&sm, now);
+	mt_run(&sm, now);
 }
 
 void chord__maint_start(chord_t *c)

@@ -143,10 +143,134 @@ void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
 	}
 }
 
-void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type)
+/* ------------------------------------------------------------ fingers */
+
+static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
 {
-	if (type == CHORD__MTA_ASK_SUCC)
+	cfs_id_add_pow2(s, &v->self.id, FINGER_BASE + (unsigned)k);
+	if (k + 1 < NFINGERS)
+		cfs_id_add_pow2(e, &v->self.id, FINGER_BASE + (unsigned)k + 1);
+	else
+		*e = v->self.id;
+}
+
+/* DHash++ 4.3, PNS(x): of the first x candidates inside finger k's range,
+ * the one with the lowest predicted latency; the first candidate if none
+ * is inside. Taken once authenticated. */
+static void finger_choose(struct chord__mtsm *sm, int k, const struct cfs_node *cand, uint32_t n,
+                          uint64_t now)
+{
+	struct vnode *v = sm->v;
+	struct cfs_id s, e;
+	int best = -1;
+	uint64_t best_rtt = UINT64_MAX;
+
+	if (n == 0)
+		return;
+	finger_bounds(v, k, &s, &e);
+	for (uint32_t i = 0; i < n && i < v->c->cfg.pns; i++) {
+		if (!cfs_id_in_co(&cand[i].id, &s, &e))
+			break;
+		if (cfs_id_eq(&cand[i].id, &v->self.id))
+			continue;
+		uint64_t p = chord_predict_rtt_us(v->c, &cand[i].coord);
+		if (p < best_rtt) {
+			best_rtt = p;
+			best = (int)i;
+		}
+	}
+	if (best < 0) {
+		if (cfs_id_eq(&cand[0].id, &v->self.id))
+			return;
+		best = 0;
+	}
+	if (sm->auth(sm->ctx, &cand[best], now) == AUTH_OK) {
+		struct tnode *f = &v->finger[k];
+		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
+			*f = (struct tnode){ .n = cand[best], .valid = true };
+	}
+}
+
+static void next_finger(struct vnode *v)
+{
+	if (--v->next_finger < 0) {
+		v->next_finger = NFINGERS - 1;
+		v->fingers_done = true;
+	}
+}
+
+/* Chord Fig. 6, fix_fingers(), from the highest finger down: refresh
+ * fingers until one needs a lookup (or all are done). A finger whose
+ * start the successor list covers needs no lookup, nor does any finger
+ * below it. */
+static void fix_fingers(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+
+	for (; sm->guard < NFINGERS && !v->fix_busy; sm->guard++) {
+		int k = v->next_finger;
+		struct cfs_id s, e;
+		finger_bounds(v, k, &s, &e);
+		const struct cfs_id *last = v->nsuccs ? &v->succ[v->nsuccs - 1].n.id : &v->self.id;
+		if (v->nsuccs == 0 || cfs_id_in_oc(&s, &v->self.id, last)) {
+			struct cfs_node cand[CHORD_SUCC_MAX];
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < v->nsuccs; i++)
+				if (cfs_id_in_co(&v->succ[i].n.id, &s, &v->self.id) || n)
+					cand[n++] = v->succ[i].n;
+			finger_choose(sm, k, cand, n, now);
+			for (int j = k - 1; j >= 0; j--)
+				v->finger[j].valid = false;
+			v->next_finger = 0;
+			next_finger(v);
+			return;
+		}
+		struct chord__mt_act *a = emit(sm, CHORD__MTA_LOOKUP_FINGER, NULL);
+		a->k = k;
+		a->key = s;
+		next_finger(v);
+		v->fix_busy = true;
+	}
+}
+
+/* The first pass after joining runs back to back. */
+static void arm_fix(struct chord__mtsm *sm)
+{
+	struct chord__mt_act *a = emit(sm, CHORD__MTA_ARM_FIX, NULL);
+
+	a->jitter = sm->v->fingers_done;
+	a->ms = sm->v->fingers_done ? sm->v->c->cfg.fix_fingers_ms : 5;
+}
+
+void chord__mtsm_fix_tick(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+
+	sm->guard = 0;
+	if (v->joined)
+		fix_fingers(sm, now);
+	arm_fix(sm);
+}
+
+void chord__mtsm_finger_answer(struct chord__mtsm *sm, int k, int status, const struct cfs_node *succ,
+                               uint32_t n, uint64_t now)
+{
+	sm->v->fix_busy = false;
+	if (status == 0)
+		finger_choose(sm, k, succ, n, now);
+}
+
+void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type, uint64_t now)
+{
+	if (type == CHORD__MTA_ASK_SUCC) {
 		sm->v->stab_busy = false;
-	else if (type == CHORD__MTA_PROBE_PRED)
+	} else if (type == CHORD__MTA_PROBE_PRED) {
 		sm->v->pred_probe_busy = false;
+	} else if (type == CHORD__MTA_LOOKUP_FINGER) {
+		/* The tick goes on, and arms again: the first pass may have
+		 * ended meanwhile. */
+		sm->v->fix_busy = false;
+		fix_fingers(sm, now);
+		arm_fix(sm);
+	}
 }

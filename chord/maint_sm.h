@@ -1,10 +1,12 @@
 /*
  * A virtual server's maintenance round as a state machine without I/O
- * (Chord; CFS section 4): stabilize / notify, predecessor probes. Events
- * go in (the round's tick, a GET_PRED reply or failure from the
- * successor, a predecessor probe's result); actions come out on the
- * machine's queue (ask the successor, notify it, probe the predecessor,
- * drop a node, offer one to the tables). maint.c is
+ * (Chord; CFS section 4): stabilize / notify, predecessor probes,
+ * fix-fingers with proximity neighbour selection (DHash++ 4.3). Events go
+ * in (the stabilization and finger ticks, a GET_PRED reply or failure
+ * from the successor, a predecessor probe's result, a finger lookup's
+ * result); actions come out on the machine's queue (ask the successor,
+ * notify it, probe the predecessor, look up a finger's start, drop a node,
+ * offer one to the tables, arm the next finger tick). maint.c is
  * the libuv driver that carries them out.
  *
  * The round's state is the virtual server's own (struct vnode: its busy
@@ -31,6 +33,8 @@ enum chord__mt_act_type {
 	CHORD__MTA_CONSIDER,   /* `to`, authenticated, into every table */
 	CHORD__MTA_JOINED,     /* the first round after a join, which took `n` attempts and
 	                        * found successor `to`: say so */
+	CHORD__MTA_LOOKUP_FINGER, /* look up `key`, finger `k`'s start (pns successors) */
+	CHORD__MTA_ARM_FIX,    /* the next finger tick in `ms` (jittered when `jitter`) */
 };
 
 struct chord__mt_act {
@@ -38,6 +42,10 @@ struct chord__mt_act {
 	struct cfs_node to;
 	int status;
 	uint32_t n;
+	struct cfs_id key;
+	int k;
+	uint32_t ms;
+	bool jitter;
 };
 
 struct chord__mtsm {
@@ -47,6 +55,7 @@ struct chord__mtsm {
 	chord__auth_fn auth;
 	void *ctx;
 	struct cfs_actq q;        /* struct chord__mt_act; the driver frees it */
+	int guard;                /* fingers tried in this finger tick */
 };
 
 /* Take the oldest action; false when none is left. */
@@ -64,7 +73,15 @@ void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
                             const struct cfs_msg *reply, uint64_t now);
 /* The predecessor probe of `to` ended with status. Not for a cancelled call. */
 void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now);
-/* The action of this type could not be sent: nothing is in flight. */
-void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type);
+/* The finger tick at now: refresh fingers until one needs a lookup, then
+ * arm the next tick. */
+void chord__mtsm_fix_tick(struct chord__mtsm *sm, uint64_t now);
+/* Finger k's lookup ended: status, and the successors of its start. Not
+ * for a cancelled lookup. */
+void chord__mtsm_finger_answer(struct chord__mtsm *sm, int k, int status, const struct cfs_node *succ,
+                               uint32_t n, uint64_t now);
+/* The action of this type could not be sent: nothing is in flight (a
+ * finger lookup: the tick goes on to the next finger). */
+void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type, uint64_t now);
 
 #endif

@@ -228,7 +228,7 @@ Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
 	/* A question that could not be sent is not in flight. */
 	chord__mtsm_tick(sm_for(v), T0 + 3);
 	expect(CHORD__MTA_ASK_SUCC, 12);
-	chord__mtsm_unsent(&SM, CHORD__MTA_ASK_SUCC);
+	chord__mtsm_unsent(&SM, CHORD__MTA_ASK_SUCC, T0 + 3);
 	cr_assert(!v->stab_busy);
 }
 
@@ -289,4 +289,105 @@ Test(chord_maint_sm, first_round_after_join_said_once)
 	cr_assert_eq(expect(CHORD__MTA_JOINED, 11).n, 2);
 	expect(CHORD__MTA_ASK_SUCC, 11);
 	cr_assert_eq(v->join_attempts, 0);
+}
+
+/* The first ring node at or after finger k's start, seen from ring[self]. */
+static int finger_first(int self, int k)
+{
+	struct cfs_id s;
+
+	cfs_id_add_pow2(&s, &ring[self].id, FINGER_BASE + (unsigned)k);
+	for (int d = 1; d < RING; d++) {
+		int i = (self + d) % RING;
+		if (cfs_id_in_co(&ring[i].id, &s, &ring[self].id))
+			return i;
+	}
+	cr_assert_fail("no node in finger %d's range", k);
+	return -1;
+}
+
+Test(chord_maint_sm, finger_answer_in_range_taken_nearest_first)
+{
+	struct vnode *v = vn(0, 10, 11, 1);
+	int k = NFINGERS - 1, j = finger_first(10, k);
+	struct cfs_node cand[2] = { ring[j], ring[(j + 1) % RING] };
+
+	v->next_finger = k;
+	chord__mtsm_fix_tick(sm_for(v), T0);
+	struct chord__mt_act a = expect(CHORD__MTA_LOOKUP_FINGER, -1);
+	cr_assert_eq(a.k, k);
+	struct cfs_id s;
+	cfs_id_add_pow2(&s, &v->self.id, FINGER_BASE + (unsigned)k);
+	cr_assert(cfs_id_eq(&a.key, &s), "looks up the finger's start");
+	a = expect(CHORD__MTA_ARM_FIX, -1);
+	cr_assert(!a.jitter && a.ms == 5, "the first pass runs back to back");
+	expect_none();
+	cr_assert(v->fix_busy);
+	cr_assert_eq(v->next_finger, k - 1);
+
+	/* PNS: the second candidate is predicted nearer (our coordinate is
+	 * the origin), so it is taken, once authenticated. */
+	cand[0].coord.v[0] = 100;
+	verdict = AUTH_PENDING;
+	chord__mtsm_finger_answer(sm_for(v), k, 0, cand, 2, T0 + 1);
+	cr_assert(!v->fix_busy);
+	cr_assert(!v->finger[k].valid, "not yet authenticated");
+	verdict = AUTH_OK;
+	chord__mtsm_finger_answer(sm_for(v), k, 0, cand, 2, T0 + 2);
+	expect_none();
+	cr_assert(v->finger[k].valid);
+	cr_assert(cfs_id_eq(&v->finger[k].n.id, &cand[1].id));
+
+	/* A failed lookup changes nothing. */
+	chord__mtsm_finger_answer(sm_for(v), k, -ETIMEDOUT, NULL, 0, T0 + 3);
+	cr_assert(cfs_id_eq(&v->finger[k].n.id, &cand[1].id));
+}
+
+Test(chord_maint_sm, finger_answer_outside_range_takes_first)
+{
+	struct vnode *v = vn(0, 10, 11, 1);
+	int k = NFINGERS - 1, j = finger_first(10, k);
+	struct cfs_node cand[2] = { ring[(j + RING - 1) % RING], ring[j] };
+
+	cand[1].coord.v[0] = 0;
+	cand[0].coord.v[0] = 100;
+	chord__mtsm_finger_answer(sm_for(v), k, 0, cand, 2, T0);
+	cr_assert(v->finger[k].valid);
+	cr_assert(cfs_id_eq(&v->finger[k].n.id, &cand[0].id), "no candidate inside: the first");
+}
+
+Test(chord_maint_sm, fingers_covered_by_successors_need_no_lookup)
+{
+	struct vnode *v = vn(0, 10, 11, 0);
+
+	v->next_finger = NFINGERS - 1;
+	v->finger[3] = (struct tnode){ .n = ring[20], .valid = true };
+	chord__mtsm_fix_tick(sm_for(v), T0);
+	struct chord__mt_act a = expect(CHORD__MTA_ARM_FIX, -1);
+	expect_none();
+	cr_assert(v->fingers_done);
+	cr_assert(a.jitter);
+	cr_assert(!v->finger[3].valid, "every lower finger is covered too");
+
+	/* Not joined: no finger work, the tick is armed all the same. */
+	v->joined = false;
+	chord__mtsm_fix_tick(sm_for(v), T0);
+	expect(CHORD__MTA_ARM_FIX, -1);
+	expect_none();
+}
+
+Test(chord_maint_sm, unsent_finger_lookup_moves_on)
+{
+	struct vnode *v = vn(0, 10, 11, 1);
+	int k = NFINGERS - 1;
+
+	v->next_finger = k;
+	chord__mtsm_fix_tick(sm_for(v), T0);
+	expect(CHORD__MTA_LOOKUP_FINGER, -1);
+	expect(CHORD__MTA_ARM_FIX, -1);
+	chord__mtsm_unsent(&SM, CHORD__MTA_LOOKUP_FINGER, T0);
+	cr_assert_eq(expect(CHORD__MTA_LOOKUP_FINGER, -1).k, k - 1);
+	expect(CHORD__MTA_ARM_FIX, -1);
+	expect_none();
+	cr_assert(v->fix_busy);
 }

@@ -11,8 +11,6 @@
 
 #include "chord/maint_sm.h"
 
-#define JOIN_RETRY_MS 250
-
 /*
  * Operator log lines: joins, lost neighbours and an unreachable
  * bootstrap at info/warn level. Under churn or a long outage they could
@@ -132,7 +130,7 @@ static const struct cfs_addr *join_target(const chord_t *c);
 /* A join attempt through the next join target failed. Only the first virtual
  * server speaks for the process: V of them retrying one address is one
  * problem. */
-static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
+static void log_unreachable(chord_t *c, struct vnode *v, int status)
 {
 	uint32_t held;
 	char a[CFS_ADDR_STRLEN];
@@ -141,39 +139,23 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 		log_warn("%s %s is unreachable (%s; attempt %u); retrying%s",
 		         c->boot_next % (c->nboot + c->npeers) < c->nboot ? "bootstrap" : "remembered peer",
 		         cfs_addr_str(join_target(c), a),
-		         r->status == -EHOSTUNREACH ? "no usable answer through it"
-		         : r->status < 0           ? strerror(-r->status)
+		         status == -EHOSTUNREACH ? "no usable answer through it"
+		         : status < 0           ? strerror(-status)
 		                                   : "no successor in its answer",
 		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
 }
 
 /*
- * A join lookup of our own ID came back. In order: a failure moves on to
- * the next join target; our ID alive at another address of our IP means
- * another process holds this index (take a free one and join again); no
- * virtual server joins before every index is checked; then the answer,
- * the key's successor list, becomes ours once its head is authenticated,
- * and our own virtual servers take their places in it at once.
+ * The index check of a join lookup's answer (PROTOCOL.md "Node IDs"):
+ * true when it holds the answer back. Our own ID alive at another address
+ * of our IP means another process holds this index: take a free one and
+ * join again. No virtual server joins before every index is checked.
  */
-static void join_done(void *arg, const struct chord_lookup_result *r)
+static bool index_held(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
 {
-	struct vnode *v = arg;
-	chord_t *c = v->c;
-	char s[9];
-
-	v->join_busy = false;
-	if (r->status == -ECANCELED || c->freeing)
-		return;
-	if (r->status < 0 || r->n == 0) {
-		log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-r->status));
-		log_unreachable(c, v, r);
-		c->boot_next++;
-		return; /* the stabilize timer retries */
-	}
-	/* PROTOCOL.md "Node IDs": our own ID alive at another address means another
-	 * process on our IP holds this index; take a free one and join again. */
 	struct cfs_node here[CFS_MSG_MAX_NODES + CHORD_PATH_MAX];
 	uint32_t nhere = credible(c, r->succ, r->n, here);
+
 	nhere += credible(c, r->path, r->npath, here + nhere);
 	c->index_taken |= chord__index_others(&c->addr, here, nhere);
 	if (chord__index_taken(&v->self, here, nhere)) {
@@ -184,41 +166,17 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 			if (c->cfg.on_fatal)
 				c->cfg.on_fatal(c->cfg.fatal_arg, -ENOSPC);
 		}
-		return;
+		return true;
 	}
 	if (!v->index_ok) {
 		v->index_ok = true;
 		if (!chord__index_all_ok(c))
-			return; /* index.c: nobody joins before every index is checked */
+			return true; /* index.c: nobody joins before every index is checked */
 		for (uint32_t i = 0; i < c->nv; i++)
 			if (&c->v[i] != v)
 				chord__maint_kick(&c->v[i]);
 	}
-	/* The answer is the key's successor list, contiguous: adopt it as
-	 * ours once its head is authenticated (all of it is being checked). */
-	struct cfs_node list[CFS_MSG_MAX_NODES];
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < r->n; i++)
-		if (!cfs_id_eq(&r->succ[i].id, &v->self.id))
-			list[n++] = r->succ[i];
-	if (n == 0)
-		return;
-	uint64_t now = cfs_now_us();
-	enum auth_state st = chord__auth_check(c, &list[0], now);
-	for (uint32_t i = 1; i < n; i++)
-		(void)chord__auth_check(c, &list[i], now);
-	if (st != AUTH_OK)
-		return; /* pending: the next attempt finds it authenticated */
-	chord__table_set_succs(v, &list[0], list + 1, n - 1, mt_auth, c, now);
-	v->succ_unsure = false;
-	/* Our own virtual servers need no lookup to be known: each joined one
-	 * takes its place in the others' lists now, not rounds later. */
-	for (uint32_t i = 0; i < c->nv; i++)
-		if (c->v[i].joined)
-			chord__table_consider(c, &c->v[i].self, now);
-	chord__maint_kick(v);
-	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
-	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
+	return false;
 }
 
 /* A ring of our own: the virtual servers of this process are all in it,
@@ -241,40 +199,6 @@ static const struct cfs_addr *join_target(const chord_t *c)
 	return i < c->nboot ? &c->boot[i] : &c->peers[i - c->nboot];
 }
 
-/*
- * Join through the next target. With none, found a ring. With cfg.first,
- * found one too once every target was tried and none answered (a founder
- * restarted while the others are down); the ring check keeps trying them,
- * and merges the rings when they come back.
- */
-static void join(struct vnode *v)
-{
-	chord_t *c = v->c;
-	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
-	                               .nsucc = c->cfg.nsucc };
-	size_t n = c->nboot + c->npeers;
-
-	if (v->join_busy || c->index_full)
-		return;
-	if (n == 0 || c->founded) {
-		found_ring(c);
-		return;
-	}
-	if (c->cfg.first && v == &c->v[0] && v->join_attempts >= n) {
-		log_info("no bootstrap address or remembered peer answered (%zu tried): starting a new "
-		         "ring; the ring check keeps looking for them", n);
-		c->founded = true;
-		found_ring(c);
-		return;
-	}
-	v->join_attempts++;
-	v->join_busy = true;
-	if (chord__lookup_start(c, v, join_target(c), &v->self.id, &o, join_done, v) < 0) {
-		v->join_busy = false;
-		c->boot_next++;
-	}
-}
-
 /* ------------------------------------------------------------ stabilize */
 
 static void notify_succ(struct vnode *v, const struct cfs_node *s)
@@ -291,6 +215,7 @@ static void notify_succ(struct vnode *v, const struct cfs_node *s)
 static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res);
 static void fix_done(void *arg, const struct chord_lookup_result *r);
+static void join_done(void *arg, const struct chord_lookup_result *r);
 static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res);
 
@@ -309,7 +234,14 @@ static int mt_call(struct vnode *v, enum cfs_msg_type type, const struct cfs_nod
 	return 0;
 }
 
-/* Carry out the machine's actions in order, then free its queue. */
+/*
+ * Carry out the machine's actions in order, then free its queue. The
+ * order matters: a NOTIFY goes to the successor the tables name once the
+ * OFFERs queued before it are done, and a message that cannot be sent is
+ * reported back (chord__mtsm_unsent) before the next action, so that a
+ * finger tick goes on to the next finger and re-arms last. One switch,
+ * one case per action: the driver's whole vocabulary in one place.
+ */
 static void mt_run(struct chord__mtsm *sm, uint64_t now)
 {
 	struct vnode *v = sm->v;
@@ -364,6 +296,37 @@ static void mt_run(struct chord__mtsm *sm, uint64_t now)
 		case CHORD__MTA_ARM_FIX:
 			uv_timer_start(&v->fix_timer, fix_tick, a.jitter ? chord__jitter_ms(c, a.ms) : a.ms, 0);
 			break;
+		case CHORD__MTA_ARM_STAB:
+			uv_timer_start(&v->stab_timer, stab_tick, a.jitter ? chord__jitter_ms(c, a.ms) : a.ms, 0);
+			break;
+		case CHORD__MTA_LOOKUP_JOIN: {
+			struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+			                               .nsucc = c->cfg.nsucc };
+			if (chord__lookup_start(c, v, join_target(c), &v->self.id, &o, join_done, v) < 0)
+				chord__mtsm_unsent(sm, a.type, now);
+			break;
+		}
+		case CHORD__MTA_JOIN_FAILED:
+			log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-a.status));
+			log_unreachable(c, v, a.status);
+			c->boot_next++;
+			break;
+		case CHORD__MTA_NEXT_TARGET:
+			c->boot_next++;
+			break;
+		case CHORD__MTA_FOUND_RING:
+			if (a.founded) {
+				log_info("no bootstrap address or remembered peer answered (%u tried): starting "
+				         "a new ring; the ring check keeps looking for them", a.n);
+				c->founded = true;
+			}
+			found_ring(c);
+			break;
+		case CHORD__MTA_ADOPTED:
+			chord__maint_kick(v);
+			log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
+			          cfs_id_short(&a.to.id, (char[9]){ 0 }));
+			break;
 		case CHORD__MTA_JOINED:
 			log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s",
 			         v->index, cfs_id_short(&v->self.id, s), a.n, a.n == 1 ? "" : "s",
@@ -404,34 +367,32 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 	free(k);
 }
 
-static void stabilize(struct vnode *v)
+/* A join lookup of our own ID came back; the index check first. */
+static void join_done(void *arg, const struct chord_lookup_result *r)
 {
-	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
+	struct vnode *v = arg;
+	chord_t *c = v->c;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = c };
 	uint64_t now = cfs_now_us();
+	int status = c->freeing ? -ECANCELED : r->status;
+	bool held = status >= 0 && r->n > 0 && index_held(c, v, r);
 
-	if (!v->joined) {
-		join(v);
-		return;
-	}
-	chord__mtsm_tick(&sm, now);
+	chord__mtsm_join_answer(&sm, status, r->succ, r->n, held, now);
 	mt_run(&sm, now);
 }
 
 static void stab_tick(uv_timer_t *t)
 {
 	struct vnode *v = container_of(t, struct vnode, stab_timer);
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
+	uint64_t now = cfs_now_us();
 
 	if (c->frozen || c->leaving || c->freeing)
 		return;
 	v->stab_ms = uv_now(c->loop);
-	stabilize(v);
-	/* While the list is still changing, come back sooner: news travels
-	 * backwards round by round, one predecessor at a time. */
-	uint32_t period = v->list_changed ? c->cfg.stabilize_ms / 4 : c->cfg.stabilize_ms;
-	v->list_changed = false;
-	uv_timer_start(&v->stab_timer, stab_tick,
-	               v->joined ? chord__jitter_ms(c, period) : JOIN_RETRY_MS, 0);
+	chord__mtsm_tick(&sm, now);
+	mt_run(&sm, now);
 }
 
 /*

@@ -4,6 +4,8 @@
  */
 #include "chord/maint_sm.h"
 
+#define JOIN_RETRY_MS 250
+
 static struct chord__mt_act *emit(struct chord__mtsm *sm, enum chord__mt_act_type type,
                                   const struct cfs_node *to)
 {
@@ -115,7 +117,85 @@ void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
 	}
 }
 
-void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
+/* ------------------------------------------------------------ join */
+
+/*
+ * Chord 4.4, join(n'): look up our own ID through the next join target.
+ * With none, found a ring. With cfg.first, found one too once every
+ * target was tried and none answered (a founder restarted while the
+ * others are down); the ring check keeps trying them, and merges the
+ * rings when they come back.
+ */
+static void join(struct chord__mtsm *sm)
+{
+	struct vnode *v = sm->v;
+	const chord_t *c = v->c;
+	size_t n = c->nboot + c->npeers;
+
+	if (v->join_busy || c->index_full)
+		return;
+	if (n == 0 || c->founded) {
+		emit(sm, CHORD__MTA_FOUND_RING, NULL);
+		v->joined = true;
+		return;
+	}
+	if (c->cfg.first && v->index == 0 && v->join_attempts >= n) {
+		struct chord__mt_act *a = emit(sm, CHORD__MTA_FOUND_RING, NULL);
+		a->founded = true;
+		a->n = (uint32_t)n;
+		v->joined = true;
+		return;
+	}
+	v->join_attempts++;
+	v->join_busy = true;
+	emit(sm, CHORD__MTA_LOOKUP_JOIN, NULL);
+}
+
+/*
+ * Our join lookup came back. A failure moves on to the next join target.
+ * Otherwise the answer, the key's successor list (CFS 4.1), contiguous,
+ * becomes ours once its head is authenticated (CFS 4.4: all of it is
+ * being checked; a pending head waits for the next attempt), and our own
+ * virtual servers take their places in it at once, not rounds later.
+ */
+void chord__mtsm_join_answer(struct chord__mtsm *sm, int status, const struct cfs_node *succ,
+                             uint32_t n, bool held, uint64_t now)
+{
+	struct vnode *v = sm->v;
+	const chord_t *c = v->c;
+	struct cfs_node list[CFS_MSG_MAX_NODES];
+	uint32_t m = 0;
+
+	v->join_busy = false;
+	if (status == -ECANCELED)
+		return;
+	if (status < 0 || n == 0) {
+		emit(sm, CHORD__MTA_JOIN_FAILED, NULL)->status = status;
+		return; /* the stabilization tick retries */
+	}
+	if (held)
+		return;
+	for (uint32_t i = 0; i < n && m < CFS_MSG_MAX_NODES; i++)
+		if (!cfs_id_eq(&succ[i].id, &v->self.id))
+			list[m++] = succ[i];
+	if (m == 0)
+		return;
+	enum auth_state st = sm->auth(sm->ctx, &list[0], now);
+	for (uint32_t i = 1; i < m; i++)
+		(void)sm->auth(sm->ctx, &list[i], now);
+	if (st != AUTH_OK)
+		return; /* pending: the next attempt finds it authenticated */
+	chord__table_set_succs(v, &list[0], list + 1, m - 1, sm->auth, sm->ctx, now);
+	v->succ_unsure = false;
+	for (uint32_t i = 0; i < c->nv; i++)
+		if (c->v[i].joined)
+			emit(sm, CHORD__MTA_CONSIDER, &c->v[i].self);
+	emit(sm, CHORD__MTA_ADOPTED, &succ[0]);
+}
+
+/* ------------------------------------------------------------ stabilize */
+
+static void stabilize(struct chord__mtsm *sm, uint64_t now)
 {
 	struct vnode *v = sm->v;
 	chord_t *c = v->c;
@@ -141,6 +221,23 @@ void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
 		emit(sm, CHORD__MTA_PROBE_PRED, &v->pred.n);
 		v->pred_probe_busy = true;
 	}
+}
+
+void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+
+	if (!v->joined)
+		join(sm);
+	else
+		stabilize(sm, now);
+	/* While the list is still changing, come back sooner: news travels
+	 * backwards round by round, one predecessor at a time. */
+	uint32_t period = v->list_changed ? v->c->cfg.stabilize_ms / 4 : v->c->cfg.stabilize_ms;
+	v->list_changed = false;
+	struct chord__mt_act *a = emit(sm, CHORD__MTA_ARM_STAB, NULL);
+	a->jitter = v->joined;
+	a->ms = v->joined ? period : JOIN_RETRY_MS;
 }
 
 /* ------------------------------------------------------------ fingers */
@@ -266,6 +363,9 @@ void chord__mtsm_unsent(struct chord__mtsm *sm, enum chord__mt_act_type type, ui
 		sm->v->stab_busy = false;
 	} else if (type == CHORD__MTA_PROBE_PRED) {
 		sm->v->pred_probe_busy = false;
+	} else if (type == CHORD__MTA_LOOKUP_JOIN) {
+		sm->v->join_busy = false;
+		emit(sm, CHORD__MTA_NEXT_TARGET, NULL);
 	} else if (type == CHORD__MTA_LOOKUP_FINGER) {
 		/* The tick goes on, and arms again: the first pass may have
 		 * ended meanwhile. */

@@ -1,12 +1,13 @@
 /*
  * A virtual server's maintenance round as a state machine without I/O
- * (Chord; CFS section 4): stabilize / notify, predecessor probes,
+ * (Chord; CFS section 4): joining, stabilize / notify, predecessor probes,
  * fix-fingers with proximity neighbour selection (DHash++ 4.3). Events go
  * in (the stabilization and finger ticks, a GET_PRED reply or failure
  * from the successor, a predecessor probe's result, a finger lookup's
- * result); actions come out on the machine's queue (ask the successor,
- * notify it, probe the predecessor, look up a finger's start, drop a node,
- * offer one to the tables, arm the next finger tick). maint.c is
+ * result, a join lookup's result); actions come out on the machine's
+ * queue (ask the successor, notify it, probe the predecessor, look up a
+ * finger's start or our own ID, drop a node, offer one to the tables,
+ * found a ring, arm the next tick). maint.c is
  * the libuv driver that carries them out.
  *
  * The round's state is the virtual server's own (struct vnode: its busy
@@ -35,6 +36,16 @@ enum chord__mt_act_type {
 	                        * found successor `to`: say so */
 	CHORD__MTA_LOOKUP_FINGER, /* look up `key`, finger `k`'s start (pns successors) */
 	CHORD__MTA_ARM_FIX,    /* the next finger tick in `ms` (jittered when `jitter`) */
+	CHORD__MTA_ARM_STAB,   /* the next stabilization tick, likewise */
+	CHORD__MTA_LOOKUP_JOIN, /* look up our own ID (nsucc successors) through the next
+	                        * join target */
+	CHORD__MTA_JOIN_FAILED, /* the join lookup failed (status; 0: no successor in its
+	                        * answer): say so, move on to the next join target */
+	CHORD__MTA_NEXT_TARGET, /* move on to the next join target */
+	CHORD__MTA_FOUND_RING, /* a ring of our own: every virtual server of the process
+	                        * joined; `founded`: cfg.first, after `n` targets tried */
+	CHORD__MTA_ADOPTED,    /* the join's answer is our successor list (`to` its first
+	                        * node): run the next round soon */
 };
 
 struct chord__mt_act {
@@ -46,6 +57,7 @@ struct chord__mt_act {
 	int k;
 	uint32_t ms;
 	bool jitter;
+	bool founded;
 };
 
 struct chord__mtsm {
@@ -64,8 +76,8 @@ static inline bool chord__mt_pop(struct chord__mtsm *sm, struct chord__mt_act *r
 	return cfs_actq_pop(&sm->q, ret, sizeof(*ret));
 }
 
-/* The round's tick at now (v joined): ask the successor, probe a quiet
- * predecessor. */
+/* The stabilization tick at now: join (v not joined yet), or ask the
+ * successor and probe a quiet predecessor; then arm the next tick. */
 void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now);
 /* The successor `to` answered GET_PRED (status 0, reply) or did not
  * (status < 0, reply NULL). Not for a cancelled call. */
@@ -73,6 +85,11 @@ void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
                             const struct cfs_msg *reply, uint64_t now);
 /* The predecessor probe of `to` ended with status. Not for a cancelled call. */
 void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now);
+/* Our join lookup ended: status (-ECANCELED: cancelled), the successors
+ * of our own ID; held: the driver's index check (index.c) keeps the
+ * answer back. */
+void chord__mtsm_join_answer(struct chord__mtsm *sm, int status, const struct cfs_node *succ,
+                             uint32_t n, bool held, uint64_t now);
 /* The finger tick at now: refresh fingers until one needs a lookup, then
  * arm the next tick. */
 void chord__mtsm_fix_tick(struct chord__mtsm *sm, uint64_t now);

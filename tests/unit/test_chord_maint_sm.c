@@ -117,6 +117,7 @@ static void round_trip(struct vnode *v, const struct cfs_msg *m, uint64_t now)
 {
 	chord__mtsm_tick(sm_for(v), now);
 	struct chord__mt_act a = expect(CHORD__MTA_ASK_SUCC, -1);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	cr_assert(v->stab_busy);
 	chord__mtsm_succ_reply(sm_for(v), &a.to, m ? 0 : -ETIMEDOUT, m, now);
 	cr_assert(!v->stab_busy);
@@ -195,6 +196,7 @@ Test(chord_maint_sm, silent_successor_dropped_after_fail_probes)
 	v->nsuccs = 2;
 	chord__mtsm_tick(sm_for(v), T0 + 10);
 	expect(CHORD__MTA_ASK_SUCC, 12);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	expect_none();
 }
 
@@ -204,6 +206,7 @@ Test(chord_maint_sm, refusing_successor_dropped_at_once)
 
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_ASK_SUCC, 11);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	chord__mtsm_succ_reply(sm_for(v), &ring[11], -ESRCH, NULL, T0);
 	cr_assert_eq(expect(CHORD__MTA_DROP, 11).status, -ESRCH);
 }
@@ -214,7 +217,9 @@ Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
 
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_ASK_SUCC, 11);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	chord__mtsm_tick(sm_for(v), T0 + 1);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	expect_none();
 	/* Meanwhile ring[11] left the list: its answer changes nothing. */
 	v->succ[0] = v->succ[1];
@@ -228,6 +233,7 @@ Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
 	/* A question that could not be sent is not in flight. */
 	chord__mtsm_tick(sm_for(v), T0 + 3);
 	expect(CHORD__MTA_ASK_SUCC, 12);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	chord__mtsm_unsent(&SM, CHORD__MTA_ASK_SUCC, T0 + 3);
 	cr_assert(!v->stab_busy);
 }
@@ -241,6 +247,7 @@ Test(chord_maint_sm, local_successor_read_directly)
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_OFFER, 11);
 	expect(CHORD__MTA_CONSIDER, 10); /* ourselves, to u: its notify */
+	expect(CHORD__MTA_ARM_STAB, -1);
 	expect_none();
 	cr_assert_eq(v->nsuccs, 3);
 	cr_assert(!v->stab_busy);
@@ -254,11 +261,14 @@ Test(chord_maint_sm, quiet_predecessor_probed_and_lost)
 	v->pred = (struct tnode){ .n = ring[9], .valid = true };
 	v->pred_heard_us = T0;
 	chord__mtsm_tick(sm_for(v), T0 + quiet);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	expect_none();
 	chord__mtsm_tick(sm_for(v), T0 + quiet + 1);
 	expect(CHORD__MTA_PROBE_PRED, 9);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	cr_assert(v->pred_probe_busy);
 	chord__mtsm_tick(sm_for(v), T0 + quiet + 2);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	expect_none();
 
 	/* It answers: heard now, misses cleared. */
@@ -272,6 +282,7 @@ Test(chord_maint_sm, quiet_predecessor_probed_and_lost)
 	for (uint32_t i = 1; i <= C->cfg.fail_probes; i++) {
 		chord__mtsm_tick(sm_for(v), t + i);
 		expect(CHORD__MTA_PROBE_PRED, 9);
+		expect(CHORD__MTA_ARM_STAB, -1);
 		chord__mtsm_pred_reply(sm_for(v), &ring[9], -ETIMEDOUT, t + i);
 		if (i < C->cfg.fail_probes)
 			expect_none();
@@ -288,6 +299,7 @@ Test(chord_maint_sm, first_round_after_join_said_once)
 	chord__mtsm_tick(sm_for(v), T0);
 	cr_assert_eq(expect(CHORD__MTA_JOINED, 11).n, 2);
 	expect(CHORD__MTA_ASK_SUCC, 11);
+	expect(CHORD__MTA_ARM_STAB, -1);
 	cr_assert_eq(v->join_attempts, 0);
 }
 
@@ -390,4 +402,139 @@ Test(chord_maint_sm, unsent_finger_lookup_moves_on)
 	expect(CHORD__MTA_ARM_FIX, -1);
 	expect_none();
 	cr_assert(v->fix_busy);
+}
+
+/* A virtual server that has not joined yet, with one join target. */
+static struct vnode *joining(void)
+{
+	struct vnode *v = vn(0, 10, 11, 0);
+
+	v->joined = false;
+	C->nboot = 1;
+	return v;
+}
+
+Test(chord_maint_sm, join_answer_adopted_once_its_head_is_authenticated)
+{
+	struct vnode *v = joining();
+	struct cfs_node succ[4] = { ring[11], ring[12], ring[13], ring[14] };
+
+	chord__mtsm_tick(sm_for(v), T0);
+	expect(CHORD__MTA_LOOKUP_JOIN, -1);
+	struct chord__mt_act a = expect(CHORD__MTA_ARM_STAB, -1);
+	cr_assert(!a.jitter && a.ms == 250, "a joining server retries soon");
+	expect_none();
+	cr_assert(v->join_busy);
+	chord__mtsm_tick(sm_for(v), T0 + 1);
+	expect(CHORD__MTA_ARM_STAB, -1);
+	expect_none(); /* one join lookup at a time */
+
+	/* The head's check is pending: nothing adopted, the next attempt
+	 * finds it authenticated. */
+	verdict = AUTH_PENDING;
+	chord__mtsm_join_answer(sm_for(v), 0, succ, 4, false, T0 + 2);
+	expect_none();
+	cr_assert(!v->join_busy);
+	cr_assert(!v->joined);
+	cr_assert_eq(v->nsuccs, 0);
+
+	chord__mtsm_tick(sm_for(v), T0 + 3);
+	expect(CHORD__MTA_LOOKUP_JOIN, -1);
+	expect(CHORD__MTA_ARM_STAB, -1);
+	verdict = AUTH_OK;
+	v->succ_unsure = true;
+	chord__mtsm_join_answer(sm_for(v), 0, succ, 4, false, T0 + 4);
+	expect(CHORD__MTA_CONSIDER, 10); /* our own joined servers take their places */
+	expect(CHORD__MTA_ADOPTED, 11);
+	expect_none();
+	cr_assert(v->joined);
+	cr_assert(!v->succ_unsure);
+	cr_assert_eq(v->nsuccs, 4);
+
+	/* The next round says so, then stabilizes. */
+	chord__mtsm_tick(sm_for(v), T0 + 5);
+	cr_assert_eq(expect(CHORD__MTA_JOINED, 11).n, 2);
+	expect(CHORD__MTA_ASK_SUCC, 11);
+	a = expect(CHORD__MTA_ARM_STAB, -1);
+	cr_assert(a.jitter);
+	cr_assert_eq(a.ms, STAB_MS / 4, "the list just changed: come back sooner");
+}
+
+Test(chord_maint_sm, join_answer_naming_us_skips_us)
+{
+	struct vnode *v = joining();
+	struct cfs_node succ[3] = { ring[10], ring[11], ring[12] };
+
+	v->join_busy = true;
+	chord__mtsm_join_answer(sm_for(v), 0, succ, 3, false, T0);
+	expect(CHORD__MTA_CONSIDER, 10);
+	expect(CHORD__MTA_ADOPTED, 10);
+	cr_assert_eq(v->nsuccs, 2);
+	cr_assert(cfs_id_eq(&v->succ[0].n.id, &ring[11].id));
+
+	/* An answer naming only us, or one the index check holds, is not taken. */
+	struct vnode *w = vn(1, 20, 21, 0);
+	C->nv = 2;
+	w->joined = false;
+	chord__mtsm_join_answer(sm_for(w), 0, &ring[20], 1, false, T0);
+	expect_none();
+	chord__mtsm_join_answer(sm_for(w), 0, &ring[21], 1, true, T0);
+	expect_none();
+	cr_assert_eq(w->nsuccs, 0);
+}
+
+Test(chord_maint_sm, failed_join_moves_to_next_target)
+{
+	struct vnode *v = joining();
+
+	chord__mtsm_tick(sm_for(v), T0);
+	expect(CHORD__MTA_LOOKUP_JOIN, -1);
+	expect(CHORD__MTA_ARM_STAB, -1);
+	chord__mtsm_join_answer(sm_for(v), -ETIMEDOUT, NULL, 0, false, T0 + 1);
+	cr_assert_eq(expect(CHORD__MTA_JOIN_FAILED, -1).status, -ETIMEDOUT);
+	expect_none();
+	chord__mtsm_join_answer(sm_for(v), 0, NULL, 0, false, T0 + 1);
+	cr_assert_eq(expect(CHORD__MTA_JOIN_FAILED, -1).status, 0, "no successor in its answer");
+
+	/* A lookup that cannot start moves on too, quietly. */
+	chord__mtsm_tick(sm_for(v), T0 + 2);
+	expect(CHORD__MTA_LOOKUP_JOIN, -1);
+	expect(CHORD__MTA_ARM_STAB, -1);
+	chord__mtsm_unsent(&SM, CHORD__MTA_LOOKUP_JOIN, T0 + 2);
+	expect(CHORD__MTA_NEXT_TARGET, -1);
+	cr_assert(!v->join_busy);
+
+	/* Cancelled: nothing but the lookup's end. */
+	v->join_busy = true;
+	chord__mtsm_join_answer(sm_for(v), -ECANCELED, NULL, 0, false, T0 + 3);
+	expect_none();
+	cr_assert(!v->join_busy);
+}
+
+Test(chord_maint_sm, no_join_target_or_first_founds_a_ring)
+{
+	struct vnode *v = joining();
+
+	C->nboot = 0;
+	chord__mtsm_tick(sm_for(v), T0);
+	cr_assert(!expect(CHORD__MTA_FOUND_RING, -1).founded);
+	cr_assert(expect(CHORD__MTA_ARM_STAB, -1).jitter);
+	cr_assert(v->joined);
+
+	/* cfg.first: once every target was tried without an answer. */
+	v->joined = false;
+	C->nboot = 2;
+	C->cfg.first = true;
+	for (int i = 0; i < 2; i++) {
+		chord__mtsm_tick(sm_for(v), T0 + 1);
+		expect(CHORD__MTA_LOOKUP_JOIN, -1);
+		expect(CHORD__MTA_ARM_STAB, -1);
+		chord__mtsm_join_answer(sm_for(v), -ETIMEDOUT, NULL, 0, false, T0 + 2);
+		expect(CHORD__MTA_JOIN_FAILED, -1);
+	}
+	chord__mtsm_tick(sm_for(v), T0 + 3);
+	struct chord__mt_act a = expect(CHORD__MTA_FOUND_RING, -1);
+	cr_assert(a.founded);
+	cr_assert_eq(a.n, 2);
+	cr_assert(v->joined);
 }

@@ -1,8 +1,10 @@
 /*
- * Ring maintenance (Chord; CFS section 4): joining, stabilize / notify on
- * jittered timers, failure detection by consecutive missed probes, finger
- * refresh with proximity neighbour selection (DHash++ 4.3), alerts and
- * graceful leave.
+ * Ring maintenance (Chord; CFS section 4): the driver of each virtual
+ * server's maintenance machine (maint_sm.c: joining, stabilize / notify,
+ * failure detection by consecutive missed probes, finger refresh with
+ * proximity neighbour selection), which sends its messages, starts its
+ * lookups, arms its jittered timers and feeds the answers back; then
+ * alerts, graceful leave and the maintenance messages' handlers.
  */
 #include <stdlib.h>
 #include <string.h>

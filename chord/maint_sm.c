@@ -26,8 +26,8 @@ static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
 }
 
 /* A missed probe of successor t: after fail_probes in a row it is dead,
- * and so at once is a node that says it is gone or refuses us (Chord
- * 4.3: the first live entry of the list takes over). */
+ * and so at once is a node that says it is gone or refuses us; the next
+ * entry of the successor list takes over. */
 static void succ_missed(struct chord__mtsm *sm, struct tnode *t, int status)
 {
 	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
@@ -96,9 +96,8 @@ static void stab_local(struct chord__mtsm *sm, const struct vnode *u, uint64_t n
 	emit(sm, CHORD__MTA_CONSIDER, &sm->v->self);
 }
 
-/* CFS 4.4 (failure detection): a predecessor silent for two rounds is
- * probed; fail_probes misses in a row and it is gone (Chord Fig. 7,
- * check_predecessor()). */
+/* A predecessor silent for two rounds is probed; fail_probes misses in a
+ * row and it is gone (Chord's check_predecessor()). */
 void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now)
 {
 	struct vnode *v = sm->v;
@@ -120,7 +119,7 @@ void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
 /* ------------------------------------------------------------ join */
 
 /*
- * Chord 4.4, join(n'): look up our own ID through the next join target.
+ * Chord Fig. 7, join(n'): look up our own ID through the next join target.
  * With none, found a ring. With cfg.first, found one too once every
  * target was tried and none answered (a founder restarted while the
  * others are down); the ring check keeps trying them, and merges the
@@ -296,7 +295,7 @@ static void next_finger(struct vnode *v)
 	}
 }
 
-/* Chord Fig. 6, fix_fingers(), from the highest finger down: refresh
+/* Chord Fig. 7, fix_fingers(), from the highest finger down: refresh
  * fingers until one needs a lookup (or all are done). A finger whose
  * start the successor list covers needs no lookup, nor does any finger
  * below it. */

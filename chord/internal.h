@@ -358,9 +358,14 @@ void chord__table_offer(chord_t *c, const struct cfs_node *n, uint64_t now);
 void chord__table_remove(chord_t *c, const struct cfs_id *id, uint64_t now);
 /* A finger that failed to answer: forget it (fix-fingers refills it). */
 void chord__table_drop_finger(chord_t *c, const struct cfs_id *id);
-/* Rebuild v's successor list as [first] + list (a successor's own list). */
+/* A node's CFS 4.4 verdict, a check started if none is cached
+ * (chord__auth_check behind a context, so that a test can script it). */
+typedef enum auth_state (*chord__auth_fn)(void *ctx, const struct cfs_node *n, uint64_t now);
+/* Rebuild v's successor list as [first] + list (a successor's own list),
+ * each newcomer judged by auth(auth_ctx, ...). */
 void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
-                            const struct cfs_node *list, uint32_t n, uint64_t now);
+                            const struct cfs_node *list, uint32_t n, chord__auth_fn auth,
+                            void *auth_ctx, uint64_t now);
 /* The measured RTT to id if any table has it, else 0. */
 void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us);
 bool chord__table_contains(const chord_t *c, const struct cfs_id *id);

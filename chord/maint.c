@@ -1,17 +1,17 @@
 /*
- * Ring maintenance (Chord; CFS section 4): joining, stabilize / notify on
- * jittered timers, failure detection by consecutive missed probes, finger
- * refresh with proximity neighbour selection (DHash++ 4.3), alerts and
- * graceful leave.
+ * Ring maintenance (Chord; CFS section 4): the driver of each virtual
+ * server's maintenance machine (maint_sm.c: joining, stabilize / notify,
+ * failure detection by consecutive missed probes, finger refresh with
+ * proximity neighbour selection), which sends its messages, starts its
+ * lookups, arms its jittered timers and feeds the answers back; then
+ * alerts, graceful leave and the maintenance messages' handlers.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "chord/internal.h"
-
-#define JOIN_RETRY_MS 250
+#include "chord/maint_sm.h"
 
 /*
  * Operator log lines: joins, lost neighbours and an unreachable
@@ -66,6 +66,11 @@ struct vcall {
 	struct cfs_node to;
 };
 
+struct fixcall {
+	struct vnode *v;
+	int k;
+};
+
 static struct vcall *vcall_new(struct vnode *v, const struct cfs_node *to)
 {
 	struct vcall *k = xcalloc(1, sizeof(*k));
@@ -79,30 +84,6 @@ static void on_ignore(void *arg, int status, const struct cfs_msg *reply,
                       const struct cfs_rpc_result *res)
 {
 	free(arg);
-}
-
-/* A missed probe of node `to`: after fail_probes in a row it is dead. */
-static void probe_missed(chord_t *c, struct tnode *t, int status)
-{
-	char s[9];
-
-	if (status == -ESRCH || status == -EPERM || status == -ESHUTDOWN ||
-	    ++t->misses >= c->cfg.fail_probes) {
-		log_debug("node %s failed (%s)", cfs_id_short(&t->n.id, s), strerror(-status));
-		char why[96];
-		snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), t->misses,
-		         t->misses == 1 ? "" : "s");
-		log_lost(&t->n, "successor", why);
-		chord__table_remove(c, &t->n.id, cfs_now_us());
-	}
-}
-
-static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
-{
-	for (uint32_t i = 0; i < v->nsuccs; i++)
-		if (cfs_id_eq(&v->succ[i].n.id, id))
-			return &v->succ[i];
-	return NULL;
 }
 
 /* Could n, a node at our IP but another port, really be another process
@@ -139,13 +120,18 @@ static uint32_t credible(const chord_t *c, const struct cfs_node *in, uint32_t n
 	return m;
 }
 
+static enum auth_state mt_auth(void *ctx, const struct cfs_node *n, uint64_t now)
+{
+	return chord__auth_check(ctx, n, now);
+}
+
 /* ------------------------------------------------------------ join */
 
 
 /* A join attempt through the next join target failed. Only the first virtual
  * server speaks for the process: V of them retrying one address is one
  * problem. */
-static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
+static void log_unreachable(chord_t *c, struct vnode *v, int status)
 {
 	uint32_t held;
 	char a[CFS_ADDR_STRLEN];
@@ -154,39 +140,23 @@ static void log_unreachable(chord_t *c, struct vnode *v, const struct chord_look
 		log_warn("%s %s is unreachable (%s; attempt %u); retrying%s",
 		         c->boot_next % (c->nboot + c->npeers) < c->nboot ? "bootstrap" : "remembered peer",
 		         cfs_addr_str(chord__join_target(c), a),
-		         r->status == -EHOSTUNREACH ? "no usable answer through it"
-		         : r->status < 0           ? strerror(-r->status)
+		         status == -EHOSTUNREACH ? "no usable answer through it"
+		         : status < 0           ? strerror(-status)
 		                                   : "no successor in its answer",
 		         v->join_attempts, held ? " (earlier attempts not logged)" : "");
 }
 
 /*
- * A join lookup of our own ID came back. In order: a failure moves on to
- * the next join target; our ID alive at another address of our IP means
- * another process holds this index (take a free one and join again); no
- * virtual server joins before every index is checked; then the answer,
- * the key's successor list, becomes ours once its head is authenticated,
- * and our own virtual servers take their places in it at once.
+ * The index check of a join lookup's answer (PROTOCOL.md "Node IDs"):
+ * true when it holds the answer back. Our own ID alive at another address
+ * of our IP means another process holds this index: take a free one and
+ * join again. No virtual server joins before every index is checked.
  */
-static void join_done(void *arg, const struct chord_lookup_result *r)
+static bool index_held(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
 {
-	struct vnode *v = arg;
-	chord_t *c = v->c;
-	char s[9];
-
-	v->join_busy = false;
-	if (r->status == -ECANCELED || c->freeing)
-		return;
-	if (r->status < 0 || r->n == 0) {
-		log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-r->status));
-		log_unreachable(c, v, r);
-		c->boot_next++;
-		return; /* the stabilize timer retries */
-	}
-	/* PROTOCOL.md "Node IDs": our own ID alive at another address means another
-	 * process on our IP holds this index; take a free one and join again. */
 	struct cfs_node here[CFS_MSG_MAX_NODES + CHORD_PATH_MAX];
 	uint32_t nhere = credible(c, r->succ, r->n, here);
+
 	nhere += credible(c, r->path, r->npath, here + nhere);
 	c->index_taken |= chord__index_others(&c->addr, here, nhere);
 	if (chord__index_taken(&v->self, here, nhere)) {
@@ -197,41 +167,17 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 			if (c->cfg.on_fatal)
 				c->cfg.on_fatal(c->cfg.fatal_arg, -ENOSPC);
 		}
-		return;
+		return true;
 	}
 	if (!v->index_ok) {
 		v->index_ok = true;
 		if (!chord__index_all_ok(c))
-			return; /* index.c: nobody joins before every index is checked */
+			return true; /* index.c: nobody joins before every index is checked */
 		for (uint32_t i = 0; i < c->nv; i++)
 			if (&c->v[i] != v)
 				chord__maint_kick(&c->v[i]);
 	}
-	/* The answer is the key's successor list, contiguous: adopt it as
-	 * ours once its head is authenticated (all of it is being checked). */
-	struct cfs_node list[CFS_MSG_MAX_NODES];
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < r->n; i++)
-		if (!cfs_id_eq(&r->succ[i].id, &v->self.id))
-			list[n++] = r->succ[i];
-	if (n == 0)
-		return;
-	uint64_t now = cfs_now_us();
-	enum auth_state st = chord__auth_check(c, &list[0], now);
-	for (uint32_t i = 1; i < n; i++)
-		(void)chord__auth_check(c, &list[i], now);
-	if (st != AUTH_OK)
-		return; /* pending: the next attempt finds it authenticated */
-	chord__table_set_succs(v, &list[0], list + 1, n - 1, now);
-	v->succ_unsure = false;
-	/* Our own virtual servers need no lookup to be known: each joined one
-	 * takes its place in the others' lists now, not rounds later. */
-	for (uint32_t i = 0; i < c->nv; i++)
-		if (c->v[i].joined)
-			chord__table_consider(c, &c->v[i].self, now);
-	chord__maint_kick(v);
-	log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
-	          cfs_id_short(&r->succ[0].id, (char[9]){ 0 }));
+	return false;
 }
 
 /* A ring of our own: the virtual servers of this process are all in it,
@@ -254,40 +200,6 @@ const struct cfs_addr *chord__join_target(const chord_t *c)
 	return i < c->nboot ? &c->boot[i] : &c->peers[i - c->nboot];
 }
 
-/*
- * Join through the next target. With none, found a ring. With cfg.first,
- * found one too once every target was tried and none answered (a founder
- * restarted while the others are down); the ring check keeps trying them,
- * and merges the rings when they come back.
- */
-static void join(struct vnode *v)
-{
-	chord_t *c = v->c;
-	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
-	                               .nsucc = c->cfg.nsucc };
-	size_t n = c->nboot + c->npeers;
-
-	if (v->join_busy || c->index_full)
-		return;
-	if (n == 0 || c->founded) {
-		found_ring(c);
-		return;
-	}
-	if (c->cfg.first && v == &c->v[0] && v->join_attempts >= n) {
-		log_info("no bootstrap address or remembered peer answered (%zu tried): starting a new "
-		         "ring; the ring check keeps looking for them", n);
-		c->founded = true;
-		found_ring(c);
-		return;
-	}
-	v->join_attempts++;
-	v->join_busy = true;
-	if (chord__lookup_start(c, v, chord__join_target(c), &v->self.id, &o, join_done, v) < 0) {
-		v->join_busy = false;
-		c->boot_next++;
-	}
-}
-
 /* ------------------------------------------------------------ stabilize */
 
 static void notify_succ(struct vnode *v, const struct cfs_node *s)
@@ -302,43 +214,142 @@ static void notify_succ(struct vnode *v, const struct cfs_node *s)
 }
 
 static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res);
+static void fix_done(void *arg, const struct chord_lookup_result *r);
+static void join_done(void *arg, const struct chord_lookup_result *r);
+static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
+                       const struct cfs_rpc_result *res);
+
+/* Send a GET_PRED or PING that the machine asked for; 0 when it is on
+ * its way. */
+static int mt_call(struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to, cfs_reply_cb cb)
+{
+	chord_t *c = v->c;
+	struct vcall *k = vcall_new(v, to);
+
+	chord__msg_init(c, v, type, to);
+	if (chord_call(c, to, &c->msg, c->cfg.probe_timeout_ms, cb, k) < 0) {
+		free(k);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Carry out the machine's actions in order, then free its queue. The
+ * order matters: a NOTIFY goes to the successor the tables name once the
+ * OFFERs queued before it are done, and a message that cannot be sent is
+ * reported back (chord__mtsm_unsent) before the next action, so that a
+ * finger tick goes on to the next finger and re-arms last. One switch,
+ * one case per action: the driver's whole vocabulary in one place.
+ */
+static void mt_run(struct chord__mtsm *sm, uint64_t now)
+{
+	struct vnode *v = sm->v;
+	chord_t *c = v->c;
+	struct chord__mt_act a;
+	char s[9], a_s[CFS_ADDR_STRLEN], why[96];
+
+	while (chord__mt_pop(sm, &a)) {
+		switch (a.type) {
+		case CHORD__MTA_ASK_SUCC:
+			if (mt_call(v, CFS_MSG_GET_PRED, &a.to, stab_reply) < 0)
+				chord__mtsm_unsent(sm, a.type, now);
+			break;
+		case CHORD__MTA_NOTIFY:
+			notify_succ(v, chord__vn_succ(v));
+			break;
+		case CHORD__MTA_PROBE_PRED:
+			if (mt_call(v, CFS_MSG_PING, &a.to, pred_reply) < 0)
+				chord__mtsm_unsent(sm, a.type, now);
+			break;
+		case CHORD__MTA_DROP:
+			log_debug("node %s failed (%s)", cfs_id_short(&a.to.id, s), strerror(-a.status));
+			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-a.status), a.n,
+			         a.n == 1 ? "" : "s");
+			log_lost(&a.to, "successor", why);
+			chord__table_remove(c, &a.to.id, now);
+			break;
+		case CHORD__MTA_PRED_LOST:
+			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-a.status), a.n,
+			         a.n == 1 ? "" : "s");
+			log_lost(&a.to, "predecessor", why);
+			chord__auth_mark_dead(c, &a.to.id, now);
+			break;
+		case CHORD__MTA_OFFER:
+			chord__table_offer(c, &a.to, now);
+			break;
+		case CHORD__MTA_CONSIDER:
+			chord__table_consider(c, &a.to, now);
+			break;
+		case CHORD__MTA_LOOKUP_FINGER: {
+			struct fixcall *f = xcalloc(1, sizeof(*f));
+			struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+			                               .nsucc = c->cfg.pns };
+			f->v = v;
+			f->k = a.k;
+			if (chord__lookup_start(c, v, NULL, &a.key, &o, fix_done, f) < 0) {
+				free(f);
+				chord__mtsm_unsent(sm, a.type, now);
+			}
+			break;
+		}
+		case CHORD__MTA_ARM_FIX:
+			uv_timer_start(&v->fix_timer, fix_tick, a.jitter ? chord__jitter_ms(c, a.ms) : a.ms, 0);
+			break;
+		case CHORD__MTA_ARM_STAB:
+			uv_timer_start(&v->stab_timer, stab_tick, a.jitter ? chord__jitter_ms(c, a.ms) : a.ms, 0);
+			break;
+		case CHORD__MTA_LOOKUP_JOIN: {
+			struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
+			                               .nsucc = c->cfg.nsucc };
+			if (chord__lookup_start(c, v, chord__join_target(c), &v->self.id, &o, join_done, v) < 0)
+				chord__mtsm_unsent(sm, a.type, now);
+			break;
+		}
+		case CHORD__MTA_JOIN_FAILED:
+			log_debug("vnode %u: join attempt failed: %s", v->index, strerror(-a.status));
+			log_unreachable(c, v, a.status);
+			c->boot_next++;
+			break;
+		case CHORD__MTA_NEXT_TARGET:
+			c->boot_next++;
+			break;
+		case CHORD__MTA_FOUND_RING:
+			if (a.founded) {
+				log_info("no bootstrap address or remembered peer answered (%u tried): starting "
+				         "a new ring; the ring check keeps looking for them", a.n);
+				c->founded = true;
+			}
+			found_ring(c);
+			break;
+		case CHORD__MTA_ADOPTED:
+			chord__maint_kick(v);
+			log_debug("vnode %u (%s): joined, successor %s", v->index, cfs_id_short(&v->self.id, s),
+			          cfs_id_short(&a.to.id, (char[9]){ 0 }));
+			break;
+		case CHORD__MTA_JOINED:
+			log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s",
+			         v->index, cfs_id_short(&v->self.id, s), a.n, a.n == 1 ? "" : "s",
+			         cfs_id_short(&a.to.id, (char[9]){ 0 }), cfs_addr_str(&a.to.addr, a_s));
+			break;
+		}
+	}
+	cfs_actq_free(&sm->q);
+}
+
+static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
 	struct vcall *k = arg;
 	struct vnode *v = k->v;
-	chord_t *c = v->c;
-	struct tnode *t;
-
-	if (status == -ECANCELED || c->freeing) {
-		free(k);
-		return;
-	}
-	v->stab_busy = false;
-	t = find_succ(v, &k->to.id);
-	if (status < 0) {
-		if (t)
-			probe_missed(c, t, status);
-		free(k);
-		return;
-	}
-	if (!t || t != &v->succ[0]) {
-		free(k); /* the list changed meanwhile; next round */
-		return;
-	}
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
-	struct cfs_node first = t->n;
-	first.coord = reply->coord;
-	chord__table_set_succs(v, &first, reply->nodes, reply->n_nodes, now);
-	/* Its list wraps back to us only if it names us its predecessor too:
-	 * a node that took us for its successor by mistake names us first. */
-	v->wraps &= reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id);
-	if (reply->has_pred && cfs_id_eq(&reply->pred.id, &v->self.id))
-		v->succ_unsure = false; /* no one between us and our successor */
-	if (reply->has_pred && !cfs_id_eq(&reply->pred.id, &v->self.id) &&
-	    cfs_id_in_oo(&reply->pred.id, &v->self.id, &first.id))
-		chord__table_offer(c, &reply->pred, now);
-	if (!reply->has_pred || !cfs_id_eq(&reply->pred.id, &v->self.id))
-		notify_succ(v, chord__vn_succ(v));
+
+	if (status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_succ_reply(&sm, &k->to, status, status < 0 ? NULL : reply, now);
+		mt_run(&sm, now);
+	}
 	free(k);
 }
 
@@ -347,100 +358,42 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 {
 	struct vcall *k = arg;
 	struct vnode *v = k->v;
-	chord_t *c = v->c;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
+	uint64_t now = cfs_now_us();
 
-	if (status == -ECANCELED || c->freeing) {
-		free(k);
-		return;
-	}
-	v->pred_probe_busy = false;
-	if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &k->to.id)) {
-		if (status == 0) {
-			v->pred_heard_us = cfs_now_us();
-			v->pred.misses = 0;
-		} else if (++v->pred.misses >= c->cfg.fail_probes || status == -ESRCH) {
-			char why[96];
-			snprintf(why, sizeof(why), "%s after %u probe%s", strerror(-status), v->pred.misses,
-			         v->pred.misses == 1 ? "" : "s");
-			log_lost(&v->pred.n, "predecessor", why);
-			v->pred.valid = false;
-			chord__auth_mark_dead(c, &k->to.id, cfs_now_us());
-		}
+	if (status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_pred_reply(&sm, &k->to, status, now);
+		mt_run(&sm, now);
 	}
 	free(k);
 }
 
-static void stabilize(struct vnode *v)
+/* A join lookup of our own ID came back; the index check first. */
+static void join_done(void *arg, const struct chord_lookup_result *r)
 {
+	struct vnode *v = arg;
 	chord_t *c = v->c;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = c };
 	uint64_t now = cfs_now_us();
+	int status = c->freeing ? -ECANCELED : r->status;
+	bool held = status >= 0 && r->n > 0 && index_held(c, v, r);
 
-	if (!v->joined) {
-		join(v);
-		return;
-	}
-	/* The first round after a join (which the tables may complete, not
-	 * join_done) says so, once: join_attempts counts only for this line. */
-	if (v->join_attempts) {
-		char s[9], a[CFS_ADDR_STRLEN];
-		log_info("vnode %u (%s): joined the ring after %u attempt%s; successor %s at %s", v->index,
-		         cfs_id_short(&v->self.id, s), v->join_attempts, v->join_attempts == 1 ? "" : "s",
-		         cfs_id_short(&chord__vn_succ(v)->id, (char[9]){ 0 }),
-		         cfs_addr_str(&chord__vn_succ(v)->addr, a));
-		v->join_attempts = 0;
-	}
-	if (v->nsuccs > 0 && !v->stab_busy) {
-		struct vcall *k = vcall_new(v, &v->succ[0].n);
-		chord__msg_init(c, v, CFS_MSG_GET_PRED, &v->succ[0].n);
-		if (chord__local(c, &v->succ[0].n.id)) {
-			/* A local successor: read its tables directly. */
-			struct vnode *u = chord__local(c, &v->succ[0].n.id);
-			struct cfs_node first = u->self;
-			struct cfs_node list[CHORD_SUCC_MAX];
-			for (uint32_t i = 0; i < u->nsuccs; i++)
-				list[i] = u->succ[i].n;
-			chord__table_set_succs(v, &first, list, u->nsuccs, now);
-			v->wraps &= u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id);
-			if (u->pred.valid && cfs_id_in_oo(&u->pred.n.id, &v->self.id, &u->self.id))
-				chord__table_offer(c, &u->pred.n, now);
-			chord__table_consider(c, &v->self, now); /* notify u */
-			if (u->pred.valid && cfs_id_eq(&u->pred.n.id, &v->self.id))
-				v->succ_unsure = false;
-			free(k);
-		} else if (chord_call(c, &v->succ[0].n, &c->msg, c->cfg.probe_timeout_ms, stab_reply, k) < 0) {
-			free(k);
-		} else {
-			v->stab_busy = true;
-		}
-	}
-	/* A predecessor that has been silent for a while is probed. */
-	uint64_t quiet = 2ull * c->cfg.stabilize_ms * 1000;
-	if (v->pred.valid && !v->pred_probe_busy && !chord__local(c, &v->pred.n.id) &&
-	    now - v->pred_heard_us > quiet) {
-		struct vcall *k = vcall_new(v, &v->pred.n);
-		chord__msg_init(c, v, CFS_MSG_PING, &v->pred.n);
-		if (chord_call(c, &v->pred.n, &c->msg, c->cfg.probe_timeout_ms, pred_reply, k) < 0)
-			free(k);
-		else
-			v->pred_probe_busy = true;
-	}
+	chord__mtsm_join_answer(&sm, status, r->succ, r->n, held, now);
+	mt_run(&sm, now);
 }
 
 static void stab_tick(uv_timer_t *t)
 {
 	struct vnode *v = container_of(t, struct vnode, stab_timer);
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
+	uint64_t now = cfs_now_us();
 
 	if (c->frozen || c->leaving || c->freeing)
 		return;
 	v->stab_ms = uv_now(c->loop);
-	stabilize(v);
-	/* While the list is still changing, come back sooner: news travels
-	 * backwards round by round, one predecessor at a time. */
-	uint32_t period = v->list_changed ? c->cfg.stabilize_ms / 4 : c->cfg.stabilize_ms;
-	v->list_changed = false;
-	uv_timer_start(&v->stab_timer, stab_tick,
-	               v->joined ? chord__jitter_ms(c, period) : JOIN_RETRY_MS, 0);
+	chord__mtsm_tick(&sm, now);
+	mt_run(&sm, now);
 }
 
 /*
@@ -467,129 +420,31 @@ void chord__maint_kick(struct vnode *v)
 
 /* ------------------------------------------------------------ fingers */
 
-static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
-{
-	cfs_id_add_pow2(s, &v->self.id, FINGER_BASE + (unsigned)k);
-	if (k + 1 < NFINGERS)
-		cfs_id_add_pow2(e, &v->self.id, FINGER_BASE + (unsigned)k + 1);
-	else
-		*e = v->self.id;
-}
-
-/* PNS(x): of the candidates inside finger k's range, the one with the
- * lowest predicted latency; the first candidate if none is inside. */
-static void finger_choose(struct vnode *v, int k, const struct cfs_node *cand, uint32_t n)
-{
-	chord_t *c = v->c;
-	struct cfs_id s, e;
-	int best = -1;
-	uint64_t best_rtt = UINT64_MAX;
-
-	if (n == 0)
-		return;
-	finger_bounds(v, k, &s, &e);
-	for (uint32_t i = 0; i < n && i < c->cfg.pns; i++) {
-		if (!cfs_id_in_co(&cand[i].id, &s, &e))
-			break;
-		if (cfs_id_eq(&cand[i].id, &v->self.id))
-			continue;
-		uint64_t p = chord_predict_rtt_us(c, &cand[i].coord);
-		if (p < best_rtt) {
-			best_rtt = p;
-			best = (int)i;
-		}
-	}
-	if (best < 0) {
-		if (cfs_id_eq(&cand[0].id, &v->self.id))
-			return;
-		best = 0;
-	}
-	if (chord__auth_check(c, &cand[best], cfs_now_us()) == AUTH_OK) {
-		struct tnode *f = &v->finger[k];
-		if (!f->valid || !cfs_id_eq(&f->n.id, &cand[best].id))
-			*f = (struct tnode){ .n = cand[best], .valid = true };
-	}
-}
-
-static void next_finger(struct vnode *v)
-{
-	if (--v->next_finger < 0) {
-		v->next_finger = NFINGERS - 1;
-		v->fingers_done = true;
-	}
-}
-
-struct fixcall {
-	struct vnode *v;
-	int k;
-};
-
 static void fix_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct fixcall *f = arg;
 	struct vnode *v = f->v;
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
+	uint64_t now = cfs_now_us();
 
-	if (r->status == -ECANCELED || v->c->freeing) {
-		free(f);
-		return;
+	if (r->status != -ECANCELED && !v->c->freeing) {
+		chord__mtsm_finger_answer(&sm, f->k, r->status, r->succ, r->n, now);
+		mt_run(&sm, now);
 	}
-	v->fix_busy = false;
-	if (r->status == 0)
-		finger_choose(v, f->k, r->succ, r->n);
 	free(f);
-}
-
-/* Refresh fingers until one needs a lookup (or all are done). */
-static void fix_fingers(struct vnode *v)
-{
-	chord_t *c = v->c;
-
-	for (int guard = 0; guard < NFINGERS && !v->fix_busy; guard++) {
-		int k = v->next_finger;
-		struct cfs_id s, e;
-		finger_bounds(v, k, &s, &e);
-		const struct cfs_id *last = v->nsuccs ? &v->succ[v->nsuccs - 1].n.id : &v->self.id;
-		if (v->nsuccs == 0 || cfs_id_in_oc(&s, &v->self.id, last)) {
-			/* Covered by the successor list: no RPC needed, and
-			 * every lower finger is covered too. */
-			struct cfs_node cand[CHORD_SUCC_MAX];
-			uint32_t n = 0;
-			for (uint32_t i = 0; i < v->nsuccs; i++)
-				if (cfs_id_in_co(&v->succ[i].n.id, &s, &v->self.id) || n)
-					cand[n++] = v->succ[i].n;
-			finger_choose(v, k, cand, n);
-			for (int j = k - 1; j >= 0; j--)
-				v->finger[j].valid = false;
-			v->next_finger = 0;
-			next_finger(v);
-			return;
-		}
-		struct fixcall *f = xcalloc(1, sizeof(*f));
-		struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY),
-		                               .nsucc = c->cfg.pns };
-		f->v = v;
-		f->k = k;
-		next_finger(v);
-		v->fix_busy = true;
-		if (chord__lookup_start(c, v, NULL, &s, &o, fix_done, f) < 0) {
-			v->fix_busy = false;
-			free(f);
-		}
-	}
 }
 
 static void fix_tick(uv_timer_t *t)
 {
 	struct vnode *v = container_of(t, struct vnode, fix_timer);
+	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
+	uint64_t now = cfs_now_us();
 
 	if (c->frozen || c->leaving || c->freeing)
 		return;
-	if (v->joined)
-		fix_fingers(v);
-	/* The first pass after joining runs back to back. */
-	uv_timer_start(&v->fix_timer, fix_tick,
-	               v->fingers_done ? chord__jitter_ms(c, c->cfg.fix_fingers_ms) : 5, 0);
+	chord__mtsm_fix_tick(&sm, now);
+	mt_run(&sm, now);
 }
 
 void chord__maint_start(chord_t *c)

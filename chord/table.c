@@ -179,7 +179,8 @@ static bool list_has_all(const chord_t *c, const struct vnode *v)
 }
 
 void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
-                            const struct cfs_node *list, uint32_t n, uint64_t now)
+                            const struct cfs_node *list, uint32_t n, chord__auth_fn auth,
+                            void *auth_ctx, uint64_t now)
 {
 	chord_t *c = v->c;
 	struct tnode old[CHORD_SUCC_MAX], *nw = v->succ;
@@ -202,7 +203,7 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 		/* Authenticate every newcomer now (answers arrive by the next
 		 * round), but keep the list gap-free: it ends at the first
 		 * node not yet authenticated. */
-		enum auth_state st = chord__auth_check(c, x, now);
+		enum auth_state st = auth(auth_ctx, x, now);
 		if (st == AUTH_FAILED || st == AUTH_DEAD) {
 			skipped = true; /* the list may still wrap; we cannot say so */
 			continue;

@@ -850,8 +850,8 @@ uint64_t cfs__links_due(const cfs_transport_t *t)
 {
 	uint64_t due = t->in_sweep_us ? t->in_sweep_us : UINT64_MAX;
 
-	if (t->links_heap.n && link_due_key(t->links_heap.v[0]) < due)
-		due = link_due_key(t->links_heap.v[0]);
+	if (cfs__heap_min(&t->links_heap) < due)
+		due = cfs__heap_min(&t->links_heap);
 	return due;
 }
 
@@ -951,7 +951,7 @@ void cfs__links_free(cfs_transport_t *t)
 	cfs__links_close(t);
 	cfs_htab_free(&t->ins);
 	cfs_htab_free(&t->links);
-	free(t->links_heap.v);
+	cfs__heap_free(&t->links_heap);
 	free(t->vslots);
 	cfs_htab_free(&t->done_map);
 	free(t->done_ring);

@@ -82,65 +82,6 @@ static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
 static __thread struct cfs_msg smsg; /* the answer to a hello */
 
-/* ------------------------------------------------------------ heap */
-
-static void heap_swap(struct heap *h, size_t a, size_t b)
-{
-	void *t = h->v[a];
-	h->v[a] = h->v[b];
-	h->v[b] = t;
-	h->set_idx(h->v[a], a);
-	h->set_idx(h->v[b], b);
-}
-
-static void heap_up(struct heap *h, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (h->key(h->v[p]) <= h->key(h->v[i]))
-			break;
-		heap_swap(h, i, p);
-		i = p;
-	}
-}
-
-static void heap_down(struct heap *h, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < h->n && h->key(h->v[l]) < h->key(h->v[m]))
-			m = l;
-		if (r < h->n && h->key(h->v[r]) < h->key(h->v[m]))
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(h, i, m);
-		i = m;
-	}
-}
-
-void cfs__heap_push(struct heap *h, void *p)
-{
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->v = xrealloc(h->v, h->cap * sizeof(*h->v));
-	}
-	h->v[h->n] = p;
-	h->set_idx(p, h->n);
-	heap_up(h, h->n++);
-}
-
-void cfs__heap_remove(struct heap *h, size_t i)
-{
-	h->set_idx(h->v[i], SIZE_MAX);
-	if (i != --h->n) {
-		h->v[i] = h->v[h->n];
-		h->set_idx(h->v[i], i);
-		heap_down(h, i);
-		heap_up(h, i);
-	}
-}
-
 static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
 static uint64_t rexmit_key(const void *p) { return ((const struct call *)p)->rexmit_us; }
 static void rexmit_set_idx(void *p, size_t i) { ((struct call *)p)->rx_idx = i; }
@@ -179,14 +120,14 @@ void cfs__arm_timer(cfs_transport_t *t)
 
 	if (t->closing)
 		return;
-	if (t->calls_heap.n && t->grace_polls == 0) /* else on_check re-arms */
-		due = call_key(t->calls_heap.v[0]);
-	if (t->delay_heap.n && delayed_key(t->delay_heap.v[0]) < due)
-		due = delayed_key(t->delay_heap.v[0]);
+	if (t->grace_polls == 0) /* else on_check re-arms */
+		due = cfs__heap_min(&t->calls_heap);
+	if ((l = cfs__heap_min(&t->delay_heap)) < due)
+		due = l;
 	if ((l = cfs__links_due(t)) < due)
 		due = l;
-	if (t->rexmit_heap.n && rexmit_key(t->rexmit_heap.v[0]) < due)
-		due = rexmit_key(t->rexmit_heap.v[0]);
+	if ((l = cfs__heap_min(&t->rexmit_heap)) < due)
+		due = l;
 	if (due == t->timer_due_us)
 		return;
 	t->timer_due_us = due;
@@ -1185,9 +1126,9 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	cfs_udp_close(&t->sock);
 	cfs__links_free(t);
-	free(t->calls_heap.v);
-	free(t->delay_heap.v);
-	free(t->rexmit_heap.v);
+	cfs__heap_free(&t->calls_heap);
+	cfs__heap_free(&t->delay_heap);
+	cfs__heap_free(&t->rexmit_heap);
 	cfs_htab_free(&t->calls);
 	cfs_htab_free(&t->peers);
 	cfs__ver_free(t);

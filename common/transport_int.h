@@ -8,6 +8,7 @@
 #define CFS_COMMON_TRANSPORT_INT_H
 
 #include "common/cfs.h"
+#include "common/heap.h"
 #include "common/udp.h"
 #include "common/upcap.h"
 #include "common/xfer.h"
@@ -68,16 +69,6 @@ struct delayed {
 	size_t len;
 	uint8_t data[];
 };
-
-struct heap {
-	void **v;
-	size_t n, cap;
-	uint64_t (*key)(const void *);
-	void (*set_idx)(void *, size_t);
-};
-
-void cfs__heap_push(struct heap *h, void *p);
-void cfs__heap_remove(struct heap *h, size_t i);
 
 /* One peer we exchange pieces with: its window and its transfers. */
 struct link {

@@ -1203,30 +1203,6 @@ void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m)
 		t->model = *m;
 }
 
-/* ------------------------------------------------------------ simple model */
-
-static bool simple_on_send(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us)
-{
-	struct cfs_netmodel_simple *s = ctx;
-	if (s->loss > 0 && cfs_rng_double(&s->rng) < s->loss)
-		return true;
-	*ret_delay_us = s->delay_us;
-	return false;
-}
-
-void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
-                              uint64_t delay_us, uint64_t seed)
-{
-	s->loss = loss;
-	s->delay_us = delay_us;
-	cfs_rng_seed(&s->rng, seed);
-}
-
-struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s)
-{
-	return (struct cfs_netmodel){ .on_send = simple_on_send, .ctx = s };
-}
-
 uv_loop_t *cfs_transport_loop(const cfs_transport_t *t)
 {
 	return t->loop;

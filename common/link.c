@@ -503,7 +503,7 @@ int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t 
 	if (len <= CFS_DGRAM_SAFE) {
 		if (low_priority && !is_reply && len < CFS_DGRAM_SAFE) {
 			uint8_t b[CFS_DGRAM_SAFE];
-			b[0] = 0x42; /* 'B': the request and its answer in the background class */
+			b[0] = XFER_BACKGROUND_PREFIX; /* the request and its answer */
 			memcpy(b + 1, p, len);
 			cfs__transmit(t, dst, b, len + 1);
 			return 0;
@@ -804,22 +804,23 @@ void cfs__flush_acks(cfs_transport_t *t)
 	t->nack_due = 0;
 }
 
-void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len)
+void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, enum xfer_kind kind,
+                   const uint8_t *p, size_t len)
 {
 	uint8_t tok[XFER_TOKEN_BYTES];
 	uint64_t reqid;
 
-	switch (p[0]) {
-	case XFER_PIECE:
+	switch (kind) {
+	case XFER_KIND_PIECE:
 		on_piece(t, from, p, len);
 		return;
-	case XFER_ACK:
+	case XFER_KIND_ACK:
 		on_ack(t, from, p, len);
 		return;
-	case XFER_VALIDATE:
+	case XFER_KIND_VALIDATE:
 		on_validate(t, from, p, len);
 		return;
-	case XFER_RETRY:
+	case XFER_KIND_RETRY:
 		if (cfs_xfer_retry_decode(p, len, &reqid, tok) == 0) {
 			cfs__on_retry(t, from, reqid, tok);
 			return;

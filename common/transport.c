@@ -958,8 +958,6 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 }
 
-#define LOW_PRIORITY_PREFIX 0x42 /* 'B': a whole request in the background class */
-
 static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, size_t len,
                      bool trunc)
 {
@@ -976,12 +974,13 @@ static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, s
 		          cfs_addr_str(from, a));
 		return;
 	}
-	if ((p[0] & 0xf0) == 0x90) /* a msgpack fixarray: a whole message */
+	enum xfer_kind kind = cfs_xfer_kind(p, len);
+	if (kind == XFER_KIND_MESSAGE)
 		cfs__on_message(t, from, p, len, false);
-	else if (p[0] == LOW_PRIORITY_PREFIX && len > 1 && (p[1] & 0xf0) == 0x90)
+	else if (kind == XFER_KIND_MESSAGE_BG)
 		cfs__on_message(t, from, p + 1, len - 1, true);
 	else
-		cfs__on_frame(t, from, p, len);
+		cfs__on_frame(t, from, kind, p, len);
 }
 
 /* Read until the socket is empty (bounded), then send the acks the batch

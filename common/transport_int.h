@@ -222,7 +222,8 @@ bool cfs__answer_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len
 /* Answer a request of in_len bytes with a token to echo (budget allowing). */
 void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid, size_t in_len);
 /* Datagrams that are not whole messages. */
-void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len);
+void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, enum xfer_kind kind,
+                   const uint8_t *p, size_t len);
 /* Bytes from an address: its budget grows. */
 void cfs__note_in(cfs_transport_t *t, const struct cfs_addr *from, size_t len);
 /* After a read batch: send the acks it owes. */

@@ -466,12 +466,11 @@ done:
 	if (t->up_blocked)
 		for (unsigned j = 0; j < l->nout; j++) {
 			struct xfer_out *x = l->out[j];
-			struct call *c;
 			if (!cfs_xfer_out_waits_on_us(x, l->owed_since_us, now))
 				continue;
 			x->last_ack_us = now;
-			if (!(x->flags & XF_REPLY) && (c = cfs__call_find(t, x->reqid)))
-				cfs__call_touch(t, c);
+			if (!(x->flags & XF_REPLY))
+				cfs__call_touch(t, x->reqid);
 		}
 	link_rearm(t, l, pace);
 	cfs__arm_timer(t);
@@ -613,10 +612,8 @@ static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_
 		if (r.progress && !(x->flags & XF_REPLY)) {
 			/* our random request ID came back: the address is proven,
 			 * and the call is alive while its request moves */
-			struct call *c = cfs__call_find(t, x->reqid);
 			cfs__validated(t, from);
-			if (c)
-				cfs__call_touch(t, c);
+			cfs__call_touch(t, x->reqid);
 		}
 		if (r.complete)
 			drop_out(t, l, j);
@@ -701,8 +698,7 @@ static struct xfer_in *in_start(cfs_transport_t *t, const struct cfs_addr *from,
 	struct link *l;
 
 	if (p->flags & XF_REPLY) {
-		struct call *c = cfs__call_find(t, p->reqid);
-		if (!c || !cfs_addr_eq(&c->dst, from))
+		if (!cfs__call_awaits(t, from, p->reqid))
 			return NULL;
 		/* it echoed our random request ID: it has our request, so the
 		 * address is its own (our acks to it need no budget) */
@@ -772,9 +768,7 @@ static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	if (r == 1)
 		t->st.pieces_dup++;
 	if (r == 0 && (p.flags & XF_REPLY)) { /* only news keeps a call alive */
-		struct call *c = cfs__call_find(t, p.reqid);
-		if (c)
-			cfs__call_touch(t, c);
+		cfs__call_touch(t, p.reqid);
 	}
 	if (!cfs_xfer_in_complete(x)) {
 		if (!was_pending)

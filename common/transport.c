@@ -1,61 +1,19 @@
 /*
- * The UDP RPC transport.
+ * The UDP RPC transport (common/cfs.h): the messages, the socket and the
+ * timers around the calls' machine.
  *
- * One socket per process. A call is a struct in a hash table keyed by its
- * request ID, and (once sent) in a min-heap keyed by its deadline; a single
- * uv timer is armed for the earliest deadline of either heap (calls, and
- * datagrams held back by the network model). A call ends exactly once: by
- * a matching reply (same ID, type and source address), by its timeout, or
- * by close (-ECANCELED). A short request is sent again a few times within
- * its timeout (below); a call that times out is the caller's to
- * try elsewhere, as DHash++ 5.2.3 prescribes.
+ * The calls themselves — the table keyed by request ID, the STP window,
+ * RTOs and estimates, resends, late replies — are common/rpc.c, which
+ * does no I/O: this file starts calls and feeds it replies, progress and
+ * the time, and carries out the actions it queues (send a request, show
+ * a token, forget a call's pieces, run a caller's callback). Messages are
+ * decoded and encoded here; requests go to the owner's callback, replies
+ * to the machine. Below, common/link.c moves messages too long for one
+ * datagram as pieces and bounds what goes to unproven addresses.
  *
- * Window control is STP (DHash++ 5.2.1): w grows by 1/w per reply and
- * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
- * order and are sent as earlier ones end. Timeouts follow eq. (2):
- * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
- * smoothed RTT when it has none), alpha the running mean of |rtt - v|,
- * but never less than timeout_min_ms (below).
- *
- * Eq. (2) models the network, and on a loaded machine the round
- * trip is mostly the time the peer's loop takes to get to the request (a
- * daemon in a LevelDB sync, sixteen daemons on two cores). Publishing a
- * 205 MB tree into a 16-daemon loopback ring timed out 248 calls (FIND_NEXT,
- * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
- * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
- * Linux: 200 ms), and replies that come after their timeout are counted
- * (late_replies) and taught to the estimator (late_reply()). With the
- * floor alone the same publish timed out 687 calls answered 0.2-1.3 s
- * late: a daemon's requests wait behind the replica pushes queued in its
- * 8 MiB socket buffer, and how long depends on the peer. So each
- * destination also has its own estimate (RFC 6298: SRTT + 4·RTTVAR, from
- * the calls with a computed RTO, late ones included), and a call's RTO is
- * the larger of that and eq. (2).
- *
- * A timeout is a congestion signal only the first time a destination goes
- * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
- * forgotten first) until anything answers from it: further timeouts to it
- * do not halve w again, and calls to it are sent at once outside the
- * window; its calls already out give their slots back, and those queued
- * are sent outside the window when their turn comes.
- * Otherwise, after a mass failure, probes to the dead (each held to its
- * full timeout) filled the 3w slots of a window that every one of their
- * timeouts had halved, and a get to a live replica waited seconds behind
- * them in the queue.
- *
- * Background calls (node authentication, whose targets anyone can name)
- * are always sent outside the window and neither grow nor halve it: a
- * flood of offered nodes at dead addresses once queued thousands of AUTH
- * calls ahead of client work and halved w at every timeout.
- *
- * No datagram is longer than CFS_DGRAM_SAFE. A request or reply
- * that encodes longer travels as pieces, acknowledged and resent one by
- * one under a per-peer window in bytes (common/link.c, common/xfer.c);
- * the call's deadline moves on with every sign of progress (an ack of its
- * request's pieces, a piece of its reply). A reply that would send an
- * address that never proved itself more than three times what it sent
- * us is withheld, and the asker given a token to prove it with; the call
- * sends the token and asks again (retries, at most two).
+ * One uv timer is armed for the earliest of the calls' deadlines, the
+ * resends, the links' timers and the datagrams the network model holds.
+ * An overdue call expires only after a grace of socket polls (below).
  */
 #include "common/transport_int.h"
 
@@ -67,9 +25,6 @@
 #include <unistd.h>
 
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
-#define SILENT_MAX 64
-#define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
-#define PEERS_MAX 4096 /* destinations with a round-trip estimate */
 
 /*
  * Scratch space shared by every transport on the thread: a message is
@@ -82,33 +37,8 @@ static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
 static __thread struct cfs_msg smsg; /* the answer to a hello */
 
-static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
-static uint64_t rexmit_key(const void *p) { return ((const struct call *)p)->rexmit_us; }
-static void rexmit_set_idx(void *p, size_t i) { ((struct call *)p)->rx_idx = i; }
-static void call_set_idx(void *p, size_t i) { ((struct call *)p)->heap_idx = i; }
 static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
 static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
-
-/* ------------------------------------------------------------ call table */
-
-static void table_add(cfs_transport_t *t, struct call *c)
-{
-	*(struct call **)cfs_htab_put(&t->calls, &c->reqid, NULL) = c;
-}
-
-static struct call *table_find(const cfs_transport_t *t, uint64_t id)
-{
-	struct call **c = cfs_htab_get(&t->calls, &id);
-	return c ? *c : NULL;
-}
-
-static struct call *table_take(cfs_transport_t *t, uint64_t id)
-{
-	struct call *c = NULL;
-
-	cfs_htab_del(&t->calls, &id, &c);
-	return c;
-}
 
 /* ------------------------------------------------------------ timer */
 
@@ -121,12 +51,12 @@ void cfs__arm_timer(cfs_transport_t *t)
 	if (t->closing)
 		return;
 	if (t->grace_polls == 0) /* else on_check re-arms */
-		due = cfs__heap_min(&t->calls_heap);
+		due = cfs__rpc_call_due(&t->rpc);
 	if ((l = cfs__heap_min(&t->delay_heap)) < due)
 		due = l;
 	if ((l = cfs__links_due(t)) < due)
 		due = l;
-	if ((l = cfs__heap_min(&t->rexmit_heap)) < due)
+	if ((l = cfs__rpc_resend_due(&t->rpc)) < due)
 		due = l;
 	if (due == t->timer_due_us)
 		return;
@@ -272,257 +202,69 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 	send_now(t, dst, p, len);
 }
 
-uint64_t cfs_stp_rto_us(uint64_t predicted_us, double alpha_us)
-{
-	return predicted_us + (uint64_t)(6.0 * alpha_us) + 15000u;
-}
+/* ------------------------------------------------------------ calls */
 
-static int silent_find(const cfs_transport_t *t, const struct cfs_addr *a)
+/*
+ * Carry out what the calls' machine (common/rpc.c) asked for, in order.
+ * A caller's callback may start calls, answer requests or close the
+ * transport: what it queues is carried out here after it returns (the
+ * guard), never inside it, except that a close finishes every call at
+ * once (force). While closing, only the callers are told.
+ */
+static void rpc_drain(cfs_transport_t *t, uint64_t now, bool force)
 {
-	for (uint32_t i = 0; i < t->nsilent; i++)
-		if (cfs_addr_eq(&t->silent[i], a))
-			return (int)i;
-	return -1;
-}
+	struct cfs__rpc_act a;
 
-/* A timeout to a: true when a was not silent already (it is now). */
-static bool silent_note(cfs_transport_t *t, const struct cfs_addr *a)
-{
-	if (silent_find(t, a) >= 0)
-		return false;
-	if (!t->silent)
-		t->silent = xcalloc(SILENT_MAX, sizeof(t->silent[0]));
-	if (t->nsilent < SILENT_MAX) {
-		t->silent[t->nsilent++] = *a;
-	} else {
-		t->silent[t->silent_next] = *a;
-		t->silent_next = (t->silent_next + 1) % SILENT_MAX;
-	}
-	return true;
-}
-
-static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
-{
-	int i = t->nsilent ? silent_find(t, a) : -1;
-
-	if (i < 0)
+	if (t->rpc_draining && !force)
 		return;
-	t->silent[i] = t->silent[--t->nsilent];
-	if (t->silent_next >= t->nsilent)
-		t->silent_next = 0;
-}
-
-void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a)
-{
-	memset(k, 0, sizeof(*k));
-	k->family = a->sa.sa_family;
-	if (a->sa.sa_family == AF_INET6) {
-		memcpy(k->ip, &a->in6.sin6_addr, 16);
-		k->port = a->in6.sin6_port;
-	} else {
-		memcpy(k->ip, &a->in4.sin_addr, 4);
-		k->port = a->in4.sin_port;
+	bool outer = t->rpc_draining;
+	t->rpc_draining = true;
+	while (cfs__rpc_poll(&t->rpc, &a)) {
+		struct call *c = a.call;
+		if (a.type == CFS__RPC_DONE) {
+			struct cfs_rpc_result res = { .rtt_us = a.rtt_us, .from = &c->dst };
+			c->cb(c->arg, a.status, a.reply, &res);
+			cfs__call_free(c);
+		} else if (t->closing) {
+			continue;
+		} else if (a.type == CFS__RPC_SEND) {
+			if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
+			                  c->low_priority) < 0)
+				t->st.send_errors++;
+			if (a.arm_resend)
+				cfs__rpc_sent(&t->rpc, c, cfs__proven(t, &c->dst), now);
+		} else if (a.type == CFS__RPC_VALIDATE) {
+			uint8_t v[XFER_VALIDATE_LEN];
+			cfs__transmit(t, &c->dst, v, cfs_xfer_validate_encode(v, a.token));
+		} else if (a.type == CFS__RPC_ENDED && c->pkt_len > CFS_DGRAM_SAFE) {
+			cfs__cancel_send(t, &c->dst, c->reqid); /* its request's pieces are moot now */
+		}
 	}
-}
-
-static const struct peer_est *peer_find(const cfs_transport_t *t, const struct cfs_addr *a)
-{
-	struct peer_key k;
-
-	cfs__peer_key(&k, a);
-	return cfs_htab_get(&t->peers, &k);
+	t->rpc_draining = outer;
 }
 
 uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
 {
-	const struct peer_est *pe = peer_find(t, a);
-
-	return pe && pe->srtt_us > 0 ? (uint64_t)pe->srtt_us : 0;
+	return cfs__rpc_peer_srtt(&t->rpc, a);
 }
 
-/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
- * is bounded: when full it is emptied and learnt again. */
-static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t rtt)
+bool cfs__call_awaits(const cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid)
 {
-	struct peer_key k;
-	bool added;
-
-	cfs__peer_key(&k, a);
-	if (!cfs_htab_get(&t->peers, &k) && cfs_htab_count(&t->peers) >= PEERS_MAX)
-		cfs_htab_clear(&t->peers);
-	struct peer_est *pe = cfs_htab_put(&t->peers, &k, &added);
-	if (added) {
-		pe->srtt_us = (double)rtt;
-		pe->rttvar_us = (double)rtt / 2;
-		return;
-	}
-	pe->rttvar_us += (fabs(pe->srtt_us - (double)rtt) - pe->rttvar_us) / 4;
-	pe->srtt_us += ((double)rtt - pe->srtt_us) / 8;
+	return cfs__rpc_awaits(&t->rpc, from, reqid);
 }
 
-static unsigned window_limit(const cfs_transport_t *t)
+void cfs__call_touch(cfs_transport_t *t, uint64_t reqid)
 {
-	return (unsigned)(3.0 * t->st.window);
+	cfs__rpc_touch(&t->rpc, reqid, cfs_now_us());
 }
 
-/*
- * Without this a lost datagram costs a call its whole timeout (200 ms
- * at least, 750 ms for a lookup hop) before the caller tried elsewhere;
- * at 3 % loss on a real link reads crawled. A whole request (pieces have
- * their own recovery) with no answer after the peer's round trip plus
- * four deviations (RFC 6298's RTO without its floor; at least 20 ms) is
- * sent again, the interval doubling, at most three times and only within
- * its timeout, and only to a destination that has answered us before (a
- * request naming someone else as its origin, a LOOKUP_FWD's, must not
- * make us send four copies of a LOOKUP_DONE to an address that never
- * asked). The peer answers a copy as it did the first: requests are
- * idempotent (chord acknowledges a copy of a LOOKUP_FWD without forwarding
- * it again), one whose answer is still going out in pieces is not answered
- * twice, and a retransmitted call teaches no round trip (Karn).
- */
-#define REXMIT_MAX 3
-#define REXMIT_MIN_US 20000
-
-static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
-{
-	const struct peer_est *pe = peer_find(t, &c->dst);
-	uint64_t ri;
-
-	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX ||
-	    !cfs__proven(t, &c->dst))
-		return;
-	if (pe)
-		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
-	else
-		ri = t->have_srtt ? (uint64_t)(2 * t->st.srtt_us) : 100000;
-	if (ri < REXMIT_MIN_US)
-		ri = REXMIT_MIN_US;
-	ri <<= c->rexmits;
-	if (now + ri >= c->deadline_us)
-		return;
-	c->rexmit_us = now + ri;
-	cfs__heap_push(&t->rexmit_heap, c);
-}
-
-static void rexmit_due(cfs_transport_t *t, uint64_t now)
-{
-	while (t->rexmit_heap.n && !t->closing) {
-		struct call *c = t->rexmit_heap.v[0];
-		if (c->rexmit_us > now)
-			break;
-		cfs__heap_remove(&t->rexmit_heap, 0);
-		c->rexmits++;
-		t->st.retransmits++;
-		if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
-			t->st.send_errors++;
-		rexmit_schedule(t, c, now);
-	}
-}
-
-static void call_send(cfs_transport_t *t, struct call *c)
-{
-	uint64_t now = cfs_now_us(), rto;
-
-	if (c->fixed_timeout_ms) {
-		rto = (uint64_t)c->fixed_timeout_ms * 1000u;
-	} else {
-		if (!c->predicted_us && t->have_srtt)
-			c->predicted_us = (uint64_t)t->st.srtt_us;
-		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
-		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
-		const struct peer_est *pe = peer_find(t, &c->dst);
-		if (pe && pe->srtt_us + 4 * pe->rttvar_us > (double)rto)
-			rto = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
-		if (rto < (uint64_t)t->cfg.timeout_min_ms * 1000u)
-			rto = (uint64_t)t->cfg.timeout_min_ms * 1000u;
-		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
-			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
-	}
-	c->sent_us = now;
-	c->rto_us = rto;
-	c->deadline_us = now + rto;
-	cfs__heap_push(&t->calls_heap, c);
-	if (!c->outside)
-		t->st.inflight++;
-	/* pkt is kept: a retry (address validation) sends it again */
-	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
-		t->st.send_errors++;
-	rexmit_schedule(t, c, now);
-}
-
-struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid)
-{
-	struct call *c = table_find(t, reqid);
-	return c && c->heap_idx != SIZE_MAX ? c : NULL;
-}
-
-/* A peer answered our call with a token instead (it has not seen us
- * prove our address): show the token, then ask again. Twice at most. */
 void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
                   const uint8_t token[static XFER_TOKEN_BYTES])
 {
-	struct call *c = cfs__call_find(t, reqid);
-	uint8_t v[XFER_VALIDATE_LEN];
+	uint64_t now = cfs_now_us();
 
-	t->st.retries_in++;
-	if (!c || !cfs_addr_eq(&c->dst, from) || c->retries >= 2)
-		return;
-	c->retries++;
-	cfs__transmit(t, from, v, cfs_xfer_validate_encode(v, token));
-	cfs__call_touch(t, c);
-	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
-		t->st.send_errors++;
-}
-
-/* However long its pieces keep coming, a call ends within this. */
-#define CALL_LIFE_MAX_US (60ull * 1000000)
-
-void cfs__call_touch(cfs_transport_t *t, struct call *c)
-{
-	uint64_t d = cfs_now_us() + c->rto_us;
-
-	if (d > c->sent_us + CALL_LIFE_MAX_US)
-		d = c->sent_us + CALL_LIFE_MAX_US;
-	if (c->heap_idx == SIZE_MAX || d <= c->deadline_us)
-		return;
-	cfs__heap_remove(&t->calls_heap, c->heap_idx);
-	c->deadline_us = d;
-	cfs__heap_push(&t->calls_heap, c);
-}
-
-/* Send waiting calls while the window has room. A call to an address
- * that went silent while the call waited leaves the queue at once, outside
- * the window, as it would have gone had it been made now. */
-static void pump(cfs_transport_t *t)
-{
-	while (t->q_head && !t->closing) {
-		struct call *c = t->q_head;
-		if (t->nsilent && silent_find(t, &c->dst) >= 0)
-			c->outside = true;
-		else if (t->st.inflight >= window_limit(t))
-			break;
-		t->q_head = c->qnext;
-		if (!t->q_head)
-			t->q_tail = NULL;
-		t->st.queued--;
-		call_send(t, c);
-	}
-	cfs__arm_timer(t);
-}
-
-/* a has just gone silent: its calls in flight give their window slots
- * back, so that calls to live peers are not held behind them until their
- * timeouts (with many calls out to a peer that froze, a get to a live
- * replica once waited seconds in the queue). */
-static void silent_release(cfs_transport_t *t, const struct cfs_addr *a)
-{
-	for (size_t i = 0; i < t->calls_heap.n; i++) {
-		struct call *c = t->calls_heap.v[i];
-		if (!c->outside && cfs_addr_eq(&c->dst, a)) {
-			c->outside = true;
-			t->st.inflight--;
-		}
-	}
+	cfs__rpc_retry(&t->rpc, from, reqid, token, now);
+	rpc_drain(t, now, false);
 }
 
 int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
@@ -531,6 +273,7 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	struct call *c;
 	size_t len;
 	int r;
+	uint64_t now = cfs_now_us();
 
 	if (t->closing)
 		return -ECANCELED;
@@ -539,13 +282,13 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	 * count; drawn again on the (unlikely) collision with one in flight */
 	do
 		randombytes_buf(&req->reqid, sizeof(req->reqid));
-	while (table_find(t, req->reqid));
+	while (cfs__rpc_has(&t->rpc, req->reqid));
 	req->is_reply = false;
 	req->status = 0;
 	if (t->coord)
 		req->coord = *t->coord;
 	bool probe;
-	req->version = cfs__ver_for(t, dst, cfs_now_us(), &probe);
+	req->version = cfs__ver_for(t, dst, now, &probe);
 	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
 	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
 		return r;
@@ -559,8 +302,6 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 	c->type = req->type;
 	c->has_to = req->has_to;
 	c->to_id = req->to_id;
-	c->heap_idx = SIZE_MAX;
-	c->rx_idx = SIZE_MAX;
 	c->pkt = xmemdup(sbuf, len);
 	c->pkt_len = len;
 	if (opts) {
@@ -569,20 +310,9 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 		c->background = opts->background;
 		c->low_priority = opts->low_priority;
 	}
-	table_add(t, c);
-	t->st.calls++;
-	c->outside = c->background || (t->nsilent && silent_find(t, dst) >= 0);
-	if (c->outside || (t->st.inflight < window_limit(t) && !t->q_head)) {
-		call_send(t, c);
-		cfs__arm_timer(t);
-	} else {
-		if (t->q_tail)
-			t->q_tail->qnext = c;
-		else
-			t->q_head = c;
-		t->q_tail = c;
-		t->st.queued++;
-	}
+	cfs__rpc_start(&t->rpc, c, now);
+	rpc_drain(t, now, false);
+	cfs__arm_timer(t);
 	return 0;
 }
 
@@ -671,42 +401,6 @@ int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to,
 	return r;
 }
 
-/* ------------------------------------------------------------ ending calls */
-
-static void call_finish(cfs_transport_t *t, struct call *c, int status,
-                        const struct cfs_msg *reply, uint64_t rtt_us)
-{
-	struct cfs_rpc_result res = { .rtt_us = rtt_us, .from = &c->dst };
-
-	if (c->rx_idx != SIZE_MAX)
-		cfs__heap_remove(&t->rexmit_heap, c->rx_idx);
-	if (c->heap_idx != SIZE_MAX) {
-		cfs__heap_remove(&t->calls_heap, c->heap_idx);
-		if (!c->outside)
-			t->st.inflight--;
-		if (c->pkt_len > CFS_DGRAM_SAFE) /* its request's pieces are moot now */
-			cfs__cancel_send(t, &c->dst, c->reqid);
-	}
-	c->cb(c->arg, status, reply, &res);
-	free(c->pkt);
-	free(c);
-}
-
-/* Remember a call that timed out (window_before: w before its timeout
- * halved it, 0 if it did not), overwriting the oldest. */
-static void late_note(cfs_transport_t *t, const struct call *c, double window_before)
-{
-	if (!t->late)
-		t->late = xcalloc(LATE_MAX, sizeof(t->late[0]));
-	t->late[t->late_next] = (struct timed_out){
-		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
-		.predicted_us = c->predicted_us, .dst = c->dst,
-		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
-		.fixed = c->fixed_timeout_ms != 0, .resent = c->rexmits || c->retries,
-	};
-	t->late_next = (t->late_next + 1) % LATE_MAX;
-}
-
 /*
  * A call is not declared lost the moment its deadline passes: the loop may
  * have been busy or the process descheduled, with the reply (or, when peers
@@ -728,26 +422,17 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
 
 static void expire_overdue(cfs_transport_t *t)
 {
-	unsigned done = 0;
+	uint64_t now = cfs_now_us();
 
-	while (t->calls_heap.n && done < TIMER_BATCH && !t->closing) {
-		struct call *c = t->calls_heap.v[0];
-		if (c->deadline_us > t->grace_before_us)
+	for (unsigned done = 0; done < TIMER_BATCH && !t->closing; done++) {
+		if (!cfs__rpc_expire(&t->rpc, t->grace_before_us))
 			break;
-		double before = t->st.window;
-		table_take(t, c->reqid);
-		t->st.timeouts++;
-		if (!c->background && silent_note(t, &c->dst)) {
-			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
-			silent_release(t, &c->dst);
-		}
-		late_note(t, c, t->st.window < before ? before : 0);
-		call_finish(t, c, -ETIMEDOUT, NULL, 0);
-		done++;
+		rpc_drain(t, now, false);
 	}
 	if (t->closing)
 		return;
-	pump(t);
+	cfs__rpc_pump(&t->rpc, now);
+	rpc_drain(t, now, false);
 	cfs__arm_timer(t);
 }
 
@@ -791,7 +476,8 @@ static void on_timer(uv_timer_t *h)
 	}
 	if (t->closing)
 		return;
-	rexmit_due(t, now);
+	cfs__rpc_resend(&t->rpc, now);
+	rpc_drain(t, now, false);
 	if (t->closing)
 		return;
 	cfs__links_timer(t, now);
@@ -801,8 +487,7 @@ static void on_timer(uv_timer_t *h)
 		t->timer_due_us = 0;
 		uv_timer_start(&t->timer, on_timer, 0, 0);
 	}
-	if (t->grace_polls == 0 && t->calls_heap.n &&
-	    ((struct call *)t->calls_heap.v[0])->deadline_us <= now) {
+	if (t->grace_polls == 0 && cfs__rpc_call_due(&t->rpc) <= now) {
 		t->grace_before_us = now;
 		t->grace_polls = GRACE_POLLS;
 		t->grace_rx = t->st.bytes_in;
@@ -817,106 +502,28 @@ static void on_timer(uv_timer_t *h)
 
 /* ------------------------------------------------------------ receiving */
 
-/* One round trip measured (predicted_us: what the call was sent with). */
-static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
-{
-	double err = fabs((double)rtt - (double)predicted_us);
-
-	if (!t->have_srtt) {
-		t->st.srtt_us = (double)rtt;
-		t->st.rtt_err_us = predicted_us ? err : (double)rtt / 2;
-		t->have_srtt = true;
-	} else {
-		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
-		if (predicted_us)
-			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
-	}
-	cfs_hist_add(&t->st.rtt_us, rtt);
-}
-
-/*
- * A reply to a call that had already timed out: the timeout was spurious,
- * the destination alive and the RTO too tight for how busy it (or we) are.
- * A loaded machine sees hundreds of these per publish; were they dropped
- * unseen, so the estimator only ever learnt the round
- * trips short enough to beat the RTO and kept it tight. A late reply's
- * round trip is a true sample (request IDs are never reused) unless the
- * request was sent more than once (Karn), so it is fed to the estimator
- * like any other; the destination is no longer silent; and the
- * window its timeout halved is given back (the Eifel response, RFC 4015).
- * The caller was told -ETIMEDOUT already and is not told again.
- */
-static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
-{
-	const struct cfs_msg *m = &rmsg;
-	struct timed_out *l = NULL;
-
-	for (uint32_t i = 0; t->late && i < LATE_MAX && !l; i++)
-		if (t->late[i].reqid && t->late[i].reqid == m->reqid)
-			l = &t->late[i];
-	if (!l || l->type != m->type || !cfs_addr_eq(&l->dst, from) ||
-	    (l->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &l->to_id))))
-		return false;
-	uint64_t now = cfs_now_us();
-	uint64_t rtt = now - l->sent_us;
-	t->st.late_replies++;
-	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
-	                                                                    : t->st.late_by_us_max;
-	if (!l->resent) { /* Karn, as in handle_reply */
-		rtt_sample(t, rtt, l->predicted_us);
-		if (!l->fixed)
-			peer_sample(t, from, rtt);
-	}
-	silent_clear(t, from);
-	if (l->window_before > t->st.window)
-		t->st.window = l->window_before;
-	log_debug("late %s reply from %s: %llu ms after the call, %llu ms after its timeout",
-	          cfs_msg_type_name(m->type), cfs_addr_str(from, (char[CFS_ADDR_STRLEN]){ 0 }),
-	          (unsigned long long)(rtt / 1000), (unsigned long long)((now - l->deadline_us) / 1000));
-	l->reqid = 0;
-	return true;
-}
-
 static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 {
-	const struct cfs_msg *m = &rmsg;
-	struct call *c;
-	char a[CFS_ADDR_STRLEN];
+	uint64_t now = cfs_now_us();
+	int r = cfs__rpc_reply(&t->rpc, from, &rmsg, now);
 
-	/* A reply must match the call's ID, type and destination address and,
-	 * when the call was addressed to a node, name that node; anything else
-	 * is late (timed out already) or forged, and is dropped. */
-	c = table_find(t, m->reqid);
-	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
-	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
-		if (!c && cfs__ver_probe_answer(t, from, m->reqid)) {
-			cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
-			return; /* our hello's answer */
-		}
-		t->st.unmatched++;
-		if (!c && late_reply(t, from))
-			return;
-		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
+	if (r == -ENOENT) {
+		if (cfs__ver_probe_answer(t, from, rmsg.reqid))
+			cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms()); /* our hello's answer */
+		else
+			cfs__rpc_stray(&t->rpc, from, &rmsg, now);
 		return;
 	}
-	table_take(t, c->reqid);
+	if (r == 0)
+		return;
 	cfs__validated(t, from);
-	cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
-	uint64_t rtt = cfs_now_us() - c->sent_us;
-	if (!c->rexmits && !c->retries) { /* Karn: whose copy was answered is unknown */
-		rtt_sample(t, rtt, c->predicted_us);
-		if (!c->fixed_timeout_ms) /* a long request's wait is not its peer's round trip */
-			peer_sample(t, from, rtt);
-	}
-	t->st.replies++;
-	silent_clear(t, from);
-	if (!c->background)
-		t->st.window += 1.0 / t->st.window;
-	if (t->st.window > t->cfg.window_max)
-		t->st.window = t->cfg.window_max;
-	call_finish(t, c, m->status, m, rtt);
-	if (!t->closing)
-		pump(t);
+	cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms());
+	rpc_drain(t, now, false); /* the caller is told */
+	if (t->closing)
+		return;
+	cfs__rpc_pump(&t->rpc, now);
+	rpc_drain(t, now, false);
+	cfs__arm_timer(t);
 }
 
 void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
@@ -1088,17 +695,12 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	cfs__upcap_init(&t->up, t->cfg.upload_bytes_per_s);
 	t->on_request = on_request;
 	t->arg = arg;
-	t->st.window = t->cfg.window_init;
-	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
-	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
+	cfs__rpc_init(&t->rpc, &t->cfg, &t->st);
 	cfs__ver_init(t);
-	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
-	t->rexmit_heap = (struct heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
-		cfs_htab_free(&t->calls);
-		cfs_htab_free(&t->peers);
+		cfs__rpc_free(&t->rpc);
 		cfs__ver_free(t);
 		free(t);
 		return r;
@@ -1125,14 +727,9 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	cfs_udp_close(&t->sock);
 	cfs__links_free(t);
-	cfs__heap_free(&t->calls_heap);
 	cfs__heap_free(&t->delay_heap);
-	cfs__heap_free(&t->rexmit_heap);
-	cfs_htab_free(&t->calls);
-	cfs_htab_free(&t->peers);
+	cfs__rpc_free(&t->rpc);
 	cfs__ver_free(t);
-	free(t->silent);
-	free(t->late);
 	free(t);
 }
 
@@ -1145,18 +742,8 @@ void cfs_transport_close(cfs_transport_t *t)
 	uv_timer_stop(&t->timer);
 	/* Cancel every call, sent or waiting; callbacks may not start new ones
 	 * (cfs_transport_call refuses while closing). */
-	size_t n = cfs_htab_count(&t->calls), pos = 0;
-	struct call **all = xmalloc((n ? n : 1) * sizeof(*all));
-	void *v;
-	for (size_t i = 0; cfs_htab_next(&t->calls, &pos, NULL, &v); i++)
-		all[i] = *(struct call **)v;
-	cfs_htab_clear(&t->calls);
-	for (size_t i = 0; i < n; i++) {
-		t->st.cancelled++;
-		call_finish(t, all[i], -ECANCELED, NULL, 0);
-	}
-	free(all);
-	t->q_head = t->q_tail = NULL;
+	cfs__rpc_cancel_all(&t->rpc);
+	rpc_drain(t, cfs_now_us(), true);
 	while (t->delay_heap.n) {
 		struct delayed *d = t->delay_heap.v[0];
 		cfs__heap_remove(&t->delay_heap, 0);

@@ -9,57 +9,15 @@
 
 #include "common/cfs.h"
 #include "common/heap.h"
+#include "common/rpc.h"
 #include "common/udp.h"
 #include "common/upcap.h"
 #include "common/xfer.h"
-
-/* A destination, as the key of its estimates and link. */
-struct peer_key {
-	uint8_t ip[16];
-	uint16_t port, family;
-};
 
 /* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
  * deviation, from the replies to calls with a computed RTO. */
 struct peer_est {
 	double srtt_us, rttvar_us;
-};
-
-struct call {
-	uint64_t reqid;
-	uint64_t deadline_us, sent_us, predicted_us, rto_us;
-	struct cfs_addr dst;
-	cfs_reply_cb cb;
-	void *arg;
-	uint32_t fixed_timeout_ms;
-	uint8_t type;
-	bool outside;        /* to a silent destination: not in the window */
-	bool background;     /* cfs_call_opts.background: never moves the window */
-	bool low_priority;   /* cfs_call_opts.low_priority: background class */
-	uint8_t retries;     /* address validations asked of us so far */
-	uint8_t rexmits;     /* times its (whole) request was sent again */
-	uint64_t rexmit_us;  /* when it is next sent again */
-	size_t rx_idx;       /* in rexmit_heap; SIZE_MAX: not there */
-	size_t heap_idx;     /* SIZE_MAX: not yet sent */
-	struct call *qnext;  /* wait queue */
-	uint8_t *pkt;        /* the encoded request, kept to resend after a retry */
-	size_t pkt_len;
-	bool has_to;         /* addressed to a node: its reply must name it */
-	struct cfs_id to_id;
-};
-
-/* A call that timed out, kept (in a ring of LATE_MAX) so that a reply
- * arriving after its timeout is known for what it is. */
-struct timed_out {
-	uint64_t reqid;           /* 0: an empty slot */
-	uint64_t sent_us, deadline_us, predicted_us;
-	struct cfs_addr dst;
-	uint8_t type;
-	bool has_to;
-	struct cfs_id to_id;
-	double window_before;     /* w before this timeout halved it; 0: it did not */
-	bool fixed;               /* sent with a fixed timeout */
-	bool resent;              /* sent more than once: its round trip is unknown */
 };
 
 struct delayed {
@@ -120,9 +78,9 @@ struct cfs_transport {
 	cfs_request_cb on_request;
 	void *arg;
 
-	struct cfs_htab calls;  /* reqid -> struct call * */
-	struct call *q_head, *q_tail;
-	struct heap calls_heap, delay_heap, links_heap, rexmit_heap;
+	struct cfs__rpc rpc;    /* the calls (common/rpc.c) */
+	bool rpc_draining;      /* its actions are being carried out */
+	struct heap delay_heap, links_heap;
 	uint64_t timer_due_us; /* UINT64_MAX: idle */
 
 	bool has_model;
@@ -131,19 +89,7 @@ struct cfs_transport {
 	const struct cfs_coord *coord; /* stamped on everything sent */
 
 	struct cfs_transport_stats st;
-	bool have_srtt;
 
-	/* destinations whose last call timed out with no answer since;
-	 * silent_next is the slot reused when the table is full */
-	struct cfs_addr *silent; /* SILENT_MAX entries, allocated at the first timeout */
-	uint32_t nsilent, silent_next;
-
-	/* the last LATE_MAX calls that timed out (late_next: the slot next
-	 * overwritten), allocated at the first timeout */
-	struct timed_out *late;
-	uint32_t late_next;
-
-	struct cfs_htab peers; /* struct peer_key -> struct peer_est */
 	struct cfs_htab vers;  /* struct peer_key -> struct peer_ver (version.c) */
 
 	/* pieces (common/link.c) */
@@ -183,7 +129,6 @@ void cfs__ver_probe(cfs_transport_t *t, const struct cfs_addr *dst);
 bool cfs__ver_probe_answer(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid);
 
 /* transport.c */
-void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
 void cfs__arm_timer(cfs_transport_t *t);
 /* Send one datagram (through the network model when there is one). */
 void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
@@ -201,9 +146,10 @@ void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const u
 /* A whole message arrived (from a datagram or a completed reassembly). */
 void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
                     bool low_priority);
-struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid);
-/* Progress on c's request or reply: its deadline moves to now + its RTO. */
-void cfs__call_touch(cfs_transport_t *t, struct call *c);
+/* Is call reqid to from in flight (its reply awaited)? */
+bool cfs__call_awaits(const cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid);
+/* Progress on call reqid's request or reply: its deadline moves on. */
+void cfs__call_touch(cfs_transport_t *t, uint64_t reqid);
 /* Pieces could not all be sent: call cfs__on_writable when they can. */
 void cfs__want_writable(cfs_transport_t *t);
 /* An answered call's address is proven (it echoed our random reqid). */

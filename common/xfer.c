@@ -41,6 +41,19 @@ enum xfer_kind cfs_xfer_kind(const uint8_t *p, size_t len)
 	}
 }
 
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->sa.sa_family;
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(k->ip, &a->in6.sin6_addr, 16);
+		k->port = a->in6.sin6_port;
+	} else {
+		memcpy(k->ip, &a->in4.sin_addr, 4);
+		k->port = a->in4.sin_port;
+	}
+}
+
 /* ------------------------------------------------------------ frames */
 
 int cfs_xfer_piece_decode(const uint8_t *p, size_t len, struct xfer_piece *ret, const char **why)

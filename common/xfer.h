@@ -44,6 +44,14 @@ enum xfer_kind {
 /* The kind of a datagram of len bytes (its frame is not decoded here). */
 enum xfer_kind cfs_xfer_kind(const uint8_t *p, size_t len);
 
+/* A peer's address as the key of a table (links, estimates, versions):
+ * every byte set, so that keys compare with memcmp and hash as bytes. */
+struct peer_key {
+	uint8_t ip[16];
+	uint16_t port, family;
+};
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
+
 #define XF_REPLY      0x01 /* piece and ack: of a reply (else of a request) */
 #define XF_BACKGROUND 0x02 /* piece: background class */
 #define XF_COMPLETE   0x02 /* ack: every piece is held */

@@ -22,7 +22,7 @@
  * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
  * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
  * Linux: 200 ms), and replies that come after their timeout are counted
- * (late_replies) and taught to the estimator (late_reply()). With the
+ * (late_replies) and taught to the estimator (late_reply). With the
  * floor alone the same publish timed out 687 calls answered 0.2-1.3 s
  * late: a daemon's requests wait behind the replica pushes queued in its
  * 8 MiB socket buffer, and how long depends on the peer. So each

@@ -1,30 +1,38 @@
 /*
- * The UDP RPC transport (common/cfs.h): the messages, the socket and the
- * timers around the calls' machine.
+ * The UDP RPC transport (common/cfs.h): a thin libuv driver around two
+ * machines that do no I/O.
  *
- * The calls themselves — the table keyed by request ID, the STP window,
- * RTOs and estimates, resends, late replies — are common/rpc.c, which
- * does no I/O: this file starts calls and feeds it replies, progress and
- * the time, and carries out the actions it queues (send a request, show
- * a token, forget a call's pieces, run a caller's callback). Messages are
- * decoded and encoded here; requests go to the owner's callback, replies
- * to the machine. Below, common/link.c moves messages too long for one
- * datagram as pieces and bounds what goes to unproven addresses.
+ *   common/rpc.c   the calls: the table keyed by request ID, the STP
+ *                  window, RTOs and estimates, resends, late replies
+ *   common/link.c  the links: per peer, messages as pieces, their windows
+ *                  and reassembly; address validation
  *
- * One uv timer is armed for the earliest of the calls' deadlines, the
- * resends, the links' timers and the datagrams the network model holds.
- * An overdue call expires only after a grace of socket polls (below).
+ * This file alone touches the socket (common/udp.c, from a uv_poll_t),
+ * the timers and the clock. It decodes datagrams and hands them to the
+ * links (frames) or to the calls and the owner's callback (messages), and
+ * moves what each machine yields to where it goes: the calls' sends and
+ * tokens to the links, the links' reassembled messages, tokens asked of
+ * us and progress on calls back up, the links' datagrams to the socket,
+ * and a call's end to its caller. Neither machine calls the other, nor
+ * this file.
+ *
+ * One event loop timer serves every deadline: the calls', their resends,
+ * the links' timers and the datagrams the network model holds. An
+ * overdue call expires only after a grace of socket polls (below).
  */
 #include "common/transport_int.h"
 
-#include <arpa/inet.h>
-#include <math.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
+/* Room for a full window of datagrams: with the default 208 KiB the kernel
+ * drops a burst long before the windows are full. */
+#define SOCKET_BUF (8 << 20)
+#define BACKLOG_MAX (8u << 20) /* bytes of whole datagrams held for a full socket */
+#define VSLOTS 4096 /* the default of cfg.validation_slots */
 
 /*
  * Scratch space shared by every transport on the thread: a message is
@@ -37,40 +45,14 @@ static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
 static __thread struct cfs_msg smsg; /* the answer to a hello */
 
-static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
-static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
-
-/* ------------------------------------------------------------ timer */
-
-static void on_timer(uv_timer_t *h);
-
-void cfs__arm_timer(cfs_transport_t *t)
-{
-	uint64_t due = UINT64_MAX, l;
-
-	if (t->closing)
-		return;
-	if (t->grace_polls == 0) /* else on_check re-arms */
-		due = cfs__rpc_call_due(&t->rpc);
-	if ((l = cfs__heap_min(&t->delay_heap)) < due)
-		due = l;
-	if ((l = cfs__links_due(t)) < due)
-		due = l;
-	if ((l = cfs__rpc_resend_due(&t->rpc)) < due)
-		due = l;
-	if (due == t->timer_due_us)
-		return;
-	t->timer_due_us = due;
-	if (due == UINT64_MAX) {
-		uv_timer_stop(&t->timer);
-		return;
-	}
-	uint64_t now = cfs_now_us();
-	uint64_t ms = due > now ? (due - now + 999) / 1000 : 0;
-	uv_timer_start(&t->timer, on_timer, ms, 0);
-}
-
-/* ------------------------------------------------------------ sending */
+/* A datagram the network model holds back. */
+struct delayed {
+	uint64_t due_us;
+	size_t heap_idx;
+	struct cfs_addr dst;
+	size_t len;
+	uint8_t data[];
+};
 
 /* A whole datagram the full socket refused, sent when it can take more. */
 struct backlog {
@@ -79,9 +61,30 @@ struct backlog {
 	size_t len;
 	uint8_t data[];
 };
-#define BACKLOG_MAX (8u << 20)
 
-static void poll_update(cfs_transport_t *t);
+static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
+static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
+
+static void on_timer(uv_timer_t *h);
+static void on_poll(uv_poll_t *h, int status, int events);
+static void on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
+                       size_t len, bool low_priority, uint64_t now);
+
+/* ------------------------------------------------------------ socket */
+
+static void poll_update(cfs_transport_t *t)
+{
+	int want = UV_READABLE;
+
+	if (t->closing)
+		return;
+	if (t->bl_head || t->sock_blocked)
+		want |= UV_WRITABLE;
+	if (want != t->poll_events) {
+		t->poll_events = want;
+		uv_poll_start(&t->poll, want, on_poll);
+	}
+}
 
 static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
@@ -139,47 +142,10 @@ static bool flush_backlog(cfs_transport_t *t)
 	return true;
 }
 
-/* ------------------------------------------------------------ upload cap */
-
-/* The bucket is common/upcap.c; the transport counts its waits, and
- * link_service keeps the transfers it holds alive. */
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
-                  struct cfs__up_debit *ret_debit)
-{
-	if (cfs__upcap_take(&t->up, b, bg, now, wait_us, ret_debit))
-		return true;
-	t->st.upload_held++;
-	t->up_blocked = true;
-	return false;
-}
-
-void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d)
-{
-	cfs__upcap_give_back(&t->up, d);
-}
-
-void cfs__up_charge(cfs_transport_t *t, size_t len)
-{
-	cfs__upcap_charge(&t->up, len, cfs_now_us());
-}
-
-/* Every whole datagram leaves through here: the network model's one hook
- * (pieces too, when a model is installed: common/link.c, which has
- * charged them to the upload cap already). */
-static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
-
-void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
-{
-	cfs__up_charge(t, len);
-	transmit(t, dst, p, len);
-}
-
-void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
-{
-	transmit(t, dst, p, len);
-}
-
-static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
+/* Every datagram leaves through here: the network model's one hook
+ * (each piece meets it alone), then the socket. */
+static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len,
+                     uint64_t now)
 {
 	uint64_t delay = 0;
 
@@ -190,215 +156,196 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 		}
 		if (delay > 0) {
 			struct delayed *d = xmalloc(sizeof(*d) + len);
-			d->due_us = cfs_now_us() + delay;
+			d->due_us = now + delay;
 			d->dst = *dst;
 			d->len = len;
 			memcpy(d->data, p, len);
 			cfs__heap_push(&t->delay_heap, d);
-			cfs__arm_timer(t);
 			return;
 		}
 	}
 	send_now(t, dst, p, len);
 }
 
-/* ------------------------------------------------------------ calls */
+/* A batch of pieces in one sendmsg (GSO); the number the socket took.
+ * *ret_failed: a send error lost them all (they count as sent). */
+static unsigned send_pieces(cfs_transport_t *t, const struct cfs__tx *tx, bool *ret_failed,
+                            uint64_t now)
+{
+	*ret_failed = false;
+	if (t->has_model) { /* evaluation: each piece meets the model alone */
+		size_t o = 0;
+		for (unsigned i = 0; i < tx->npieces; i++) {
+			transmit(t, &tx->dst, tx->p + o, tx->lens[i], now);
+			o += tx->lens[i];
+		}
+		return tx->npieces;
+	}
+	ssize_t r = cfs_udp_send(&t->sock, &tx->dst, tx->p, tx->len, tx->npieces > 1 ? CFS_DGRAM_SAFE : 0);
+	if (r == -EAGAIN)
+		return 0;
+	if (r < 0) {
+		t->st.send_errors++;
+		*ret_failed = true;
+		return tx->npieces;
+	}
+	unsigned segs = (size_t)r == tx->len ? tx->npieces : (unsigned)((size_t)r / CFS_DGRAM_SAFE);
+	t->st.bytes_out += (uint64_t)r;
+	t->st.datagrams_out += segs;
+	if (segs > 1)
+		t->st.gso_sends++;
+	return segs;
+}
 
-/*
- * Carry out what the calls' machine (common/rpc.c) asked for, in order.
- * A caller's callback may start calls, answer requests or close the
- * transport: what it queues is carried out here after it returns (the
- * guard), never inside it, except that a close finishes every call at
- * once (force). While closing, only the callers are told.
- */
-static void rpc_drain(cfs_transport_t *t, uint64_t now, bool force)
+/* ------------------------------------------------------------ the machines */
+
+/* Transmit what the links hand out; a batch the socket did not take all
+ * of waits for it to drain. */
+static void flush_links(cfs_transport_t *t, uint64_t now)
+{
+	struct cfs__tx tx;
+	bool failed;
+
+	while (!t->closing && cfs__links_poll_transmit(&t->links, now, &tx)) {
+		if (!tx.npieces) {
+			transmit(t, &tx.dst, tx.p, tx.len, now);
+			continue;
+		}
+		unsigned sent = send_pieces(t, &tx, &failed, now);
+		cfs__links_transmitted(&t->links, sent, failed, now);
+		if (sent < tx.npieces) {
+			t->sock_blocked = true;
+			poll_update(t);
+		}
+	}
+}
+
+/* One action of the calls. While closing, only the callers are told. */
+static void rpc_act(cfs_transport_t *t, const struct cfs__rpc_act *a, uint64_t now)
+{
+	struct call *c = a->call;
+
+	switch (a->type) {
+	case CFS__RPC_DONE: {
+		struct cfs_rpc_result res = { .rtt_us = a->rtt_us, .from = &c->dst };
+		c->cb(c->arg, a->status, a->reply, &res);
+		cfs__call_free(c);
+		if (a->reply && !t->closing) /* a reply: the window has room again */
+			cfs__rpc_pump(&t->rpc, now);
+		return;
+	}
+	case CFS__RPC_SEND:
+		if (t->closing)
+			return;
+		if (cfs__links_send(&t->links, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
+		                    c->low_priority, now) < 0)
+			t->st.send_errors++;
+		if (a->arm_resend)
+			cfs__rpc_sent(&t->rpc, c, cfs__links_proven(&t->links, &c->dst, now), now);
+		return;
+	case CFS__RPC_VALIDATE:
+		if (!t->closing)
+			cfs__links_validate(&t->links, &c->dst, a->token, now);
+		return;
+	case CFS__RPC_ENDED:
+		if (!t->closing)
+			cfs__links_call_end(&t->links, &c->dst, c->reqid);
+		return;
+	}
+}
+
+/* Carry out the calls' actions now, even inside the drive: a reply's
+ * caller is told while the bytes its message borrows are alive. */
+static void rpc_run(cfs_transport_t *t, uint64_t now)
 {
 	struct cfs__rpc_act a;
 
-	if (t->rpc_draining && !force)
+	while (cfs__rpc_poll(&t->rpc, &a))
+		rpc_act(t, &a, now);
+}
+
+/* One event of the links. */
+static void link_event(cfs_transport_t *t, struct cfs__link_event *e, uint64_t now)
+{
+	if (t->closing) {
+		free(e->msg);
 		return;
-	bool outer = t->rpc_draining;
-	t->rpc_draining = true;
-	while (cfs__rpc_poll(&t->rpc, &a)) {
-		struct call *c = a.call;
-		if (a.type == CFS__RPC_DONE) {
-			struct cfs_rpc_result res = { .rtt_us = a.rtt_us, .from = &c->dst };
-			c->cb(c->arg, a.status, a.reply, &res);
-			cfs__call_free(c);
-		} else if (t->closing) {
-			continue;
-		} else if (a.type == CFS__RPC_SEND) {
-			if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
-			                  c->low_priority) < 0)
-				t->st.send_errors++;
-			if (a.arm_resend)
-				cfs__rpc_sent(&t->rpc, c, cfs__proven(t, &c->dst), now);
-		} else if (a.type == CFS__RPC_VALIDATE) {
-			uint8_t v[XFER_VALIDATE_LEN];
-			cfs__transmit(t, &c->dst, v, cfs_xfer_validate_encode(v, a.token));
-		} else if (a.type == CFS__RPC_ENDED && c->pkt_len > CFS_DGRAM_SAFE) {
-			cfs__cancel_send(t, &c->dst, c->reqid); /* its request's pieces are moot now */
-		}
 	}
-	t->rpc_draining = outer;
+	switch (e->type) {
+	case CFS__LINK_MESSAGE:
+		on_message(t, &e->from, e->msg, e->len, e->low_priority, now);
+		free(e->msg);
+		return;
+	case CFS__LINK_RETRY:
+		cfs__rpc_retry(&t->rpc, &e->from, e->reqid, e->token, now);
+		return;
+	case CFS__LINK_ALIVE:
+		cfs__rpc_touch(&t->rpc, e->reqid, now);
+		return;
+	}
 }
 
-uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
+/*
+ * Move everything the machines yield until both are quiet: the links'
+ * datagrams first, then the calls' actions, then the links' events. A
+ * callback run from here that starts calls or answers returns to this
+ * loop, which carries out what it queued; it never runs inside another
+ * (driving).
+ */
+static void drive(cfs_transport_t *t, uint64_t now)
 {
-	return cfs__rpc_peer_srtt(&t->rpc, a);
+	struct cfs__rpc_act a;
+	struct cfs__link_event e;
+
+	if (t->driving)
+		return;
+	t->driving = true;
+	for (;;) {
+		flush_links(t, now);
+		if (cfs__rpc_poll(&t->rpc, &a))
+			rpc_act(t, &a, now);
+		else if (cfs__links_poll_event(&t->links, &e))
+			link_event(t, &e, now);
+		else
+			break;
+	}
+	t->driving = false;
 }
 
-bool cfs__call_awaits(const cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid)
-{
-	return cfs__rpc_awaits(&t->rpc, from, reqid);
-}
+/* ------------------------------------------------------------ timers */
 
-void cfs__call_touch(cfs_transport_t *t, uint64_t reqid)
+static void arm_timer(cfs_transport_t *t)
 {
-	cfs__rpc_touch(&t->rpc, reqid, cfs_now_us());
-}
+	uint64_t due = UINT64_MAX, l;
 
-void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
-                  const uint8_t token[static XFER_TOKEN_BYTES])
-{
+	if (t->closing || t->driving)
+		return;
+	if (t->grace_polls == 0) /* else on_check re-arms */
+		due = cfs__rpc_call_due(&t->rpc);
+	if ((l = cfs__heap_min(&t->delay_heap)) < due)
+		due = l;
+	if ((l = cfs__links_deadline(&t->links)) < due)
+		due = l;
+	if ((l = cfs__rpc_resend_due(&t->rpc)) < due)
+		due = l;
+	if (due == t->timer_due_us)
+		return;
+	t->timer_due_us = due;
+	if (due == UINT64_MAX) {
+		uv_timer_stop(&t->timer);
+		return;
+	}
 	uint64_t now = cfs_now_us();
-
-	cfs__rpc_retry(&t->rpc, from, reqid, token, now);
-	rpc_drain(t, now, false);
+	uint64_t ms = due > now ? (due - now + 999) / 1000 : 0;
+	uv_timer_start(&t->timer, on_timer, ms, 0);
 }
 
-int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
-                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg)
+/* The end of every entry point from outside: carry out what it queued,
+ * then set the timer. */
+static void drive_and_arm(cfs_transport_t *t, uint64_t now)
 {
-	struct call *c;
-	size_t len;
-	int r;
-	uint64_t now = cfs_now_us();
-
-	if (t->closing)
-		return -ECANCELED;
-	/* Sit and Morris 2002 §5 (and DNS's random query IDs): every call's
-	 * ID is drawn afresh, so that a forged reply must guess 64 bits, not
-	 * count; drawn again on the (unlikely) collision with one in flight */
-	do
-		randombytes_buf(&req->reqid, sizeof(req->reqid));
-	while (cfs__rpc_has(&t->rpc, req->reqid));
-	req->is_reply = false;
-	req->status = 0;
-	if (t->coord)
-		req->coord = *t->coord;
-	bool probe;
-	req->version = cfs__ver_for(t, dst, now, &probe);
-	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
-	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
-		return r;
-	if (probe)
-		cfs__ver_probe(t, dst);
-	c = xcalloc(1, sizeof(*c));
-	c->reqid = req->reqid;
-	c->dst = *dst;
-	c->cb = cb;
-	c->arg = arg;
-	c->type = req->type;
-	c->has_to = req->has_to;
-	c->to_id = req->to_id;
-	c->pkt = xmemdup(sbuf, len);
-	c->pkt_len = len;
-	if (opts) {
-		c->fixed_timeout_ms = opts->timeout_ms;
-		c->predicted_us = opts->predicted_rtt_us;
-		c->background = opts->background;
-		c->low_priority = opts->low_priority;
-	}
-	cfs__rpc_start(&t->rpc, c, now);
-	rpc_drain(t, now, false);
-	cfs__arm_timer(t);
-	return 0;
-}
-
-static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *m)
-{
-	size_t len;
-	int r;
-
-	m->type = to->type;
-	m->reqid = to->reqid;
-	m->is_reply = true;
-	if (to->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &to->to_id))) {
-		/* the node the request was addressed to answers (handle_reply) */
-		m->from_vindex = m->has_from ? m->from_vindex : 0;
-		m->has_from = true;
-		m->from_id = to->to_id;
-	}
-	if (t->coord)
-		m->coord = *t->coord;
-	m->version = to->version ? to->version : CFS_PROTO_VERSION_MIN;
-	m->clock_ms = m->version >= 5 ? cfs_wall_ms() : 0;
-	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
-		return r;
-	t->st.replies_out++;
-	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
-	 * not proven it is the asker's gets at most 3x what it sent us, and
-	 * no answer in pieces; anything else waits for its token (it asks
-	 * again) */
-	if (cfs__proven(t, &to->addr))
-		return cfs__send_msg(t, &to->addr, sbuf, len, to->reqid, true, to->low_priority);
-	/* pieces (and their resends) go only to a proven address */
-	if (len > CFS_DGRAM_SAFE || !cfs__answer_take(t, &to->addr, len, to->in_len)) {
-		cfs__send_retry(t, &to->addr, to->reqid, to->in_len);
-		return 0;
-	}
-	cfs__transmit(t, &to->addr, sbuf, len);
-	return 0;
-}
-
-int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
-{
-	if (t->closing)
-		return -ECANCELED;
-	reply->status = 0;
-	return send_reply(t, to, reply);
-}
-
-int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m)
-{
-	uint8_t buf[CFS_DGRAM_SAFE];
-	size_t len;
-	int fd, r;
-
-	if (t->closing)
-		return -ECANCELED;
-	m->version = CFS_PROTO_VERSION;
-	m->clock_ms = cfs_wall_ms();
-	m->is_reply = false;
-	randombytes_buf(&m->reqid, sizeof(m->reqid));
-	if (t->coord)
-		m->coord = *t->coord;
-	if ((r = cfs_msg_encode(m, buf, sizeof(buf), &len)) < 0)
-		return r;
-	if ((fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-		return -errno;
-	r = sendto(fd, buf, len, 0, &dst->sa, cfs_addr_len(dst)) < 0 ? -errno : 0;
-	close(fd);
-	if (r == 0)
-		t->st.bytes_out += len;
-	return r;
-}
-
-int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)
-{
-	struct cfs_msg *m = xmalloc(sizeof(*m));
-	int r;
-
-	if (t->closing || status >= 0 || status < -4095) {
-		free(m);
-		return t->closing ? -ECANCELED : -EINVAL;
-	}
-	cfs_msg_init(m, (enum cfs_msg_type)to->type);
-	m->status = status;
-	r = send_reply(t, to, m);
-	free(m);
-	return r;
+	drive(t, now);
+	arm_timer(t);
 }
 
 /*
@@ -420,6 +367,8 @@ int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to,
  */
 #define GRACE_DRAIN_MAX 64
 
+/* Expire the overdue calls, each caller told before the next expires;
+ * then waiting calls take the slots they freed. */
 static void expire_overdue(cfs_transport_t *t)
 {
 	uint64_t now = cfs_now_us();
@@ -427,13 +376,12 @@ static void expire_overdue(cfs_transport_t *t)
 	for (unsigned done = 0; done < TIMER_BATCH && !t->closing; done++) {
 		if (!cfs__rpc_expire(&t->rpc, t->grace_before_us))
 			break;
-		rpc_drain(t, now, false);
+		drive(t, now);
 	}
 	if (t->closing)
 		return;
 	cfs__rpc_pump(&t->rpc, now);
-	rpc_drain(t, now, false);
-	cfs__arm_timer(t);
+	drive_and_arm(t, now);
 }
 
 static void on_check(uv_check_t *h)
@@ -477,10 +425,9 @@ static void on_timer(uv_timer_t *h)
 	if (t->closing)
 		return;
 	cfs__rpc_resend(&t->rpc, now);
-	rpc_drain(t, now, false);
-	if (t->closing)
-		return;
-	cfs__links_timer(t, now);
+	drive(t, now);
+	cfs__links_timeout(&t->links, now);
+	drive(t, now);
 	if (t->closing)
 		return;
 	if (done == TIMER_BATCH) { /* more may be due: come back after I/O */
@@ -494,17 +441,55 @@ static void on_timer(uv_timer_t *h)
 		t->grace_drains = 0;
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
+		if (done < TIMER_BATCH) /* the other deadlines; on_check sees to the calls' */
+			arm_timer(t);
 		return;
 	}
 	if (done < TIMER_BATCH)
-		cfs__arm_timer(t);
+		arm_timer(t);
 }
 
-/* ------------------------------------------------------------ receiving */
+/* ------------------------------------------------------------ messages */
 
-static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
+static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *m,
+                      uint64_t now)
 {
-	uint64_t now = cfs_now_us();
+	size_t len;
+	int r;
+
+	m->type = to->type;
+	m->reqid = to->reqid;
+	m->is_reply = true;
+	if (to->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &to->to_id))) {
+		/* the node the request was addressed to answers (cfs__rpc_reply) */
+		m->from_vindex = m->has_from ? m->from_vindex : 0;
+		m->has_from = true;
+		m->from_id = to->to_id;
+	}
+	if (t->coord)
+		m->coord = *t->coord;
+	m->version = to->version ? to->version : CFS_PROTO_VERSION_MIN;
+	m->clock_ms = m->version >= 5 ? cfs_wall_ms() : 0;
+	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
+		return r;
+	t->st.replies_out++;
+	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
+	 * not proven it is the asker's gets at most 3x what it sent us, and
+	 * no answer in pieces; anything else waits for its token (it asks
+	 * again) */
+	if (cfs__links_proven(&t->links, &to->addr, now))
+		return cfs__links_send(&t->links, &to->addr, sbuf, len, to->reqid, true, to->low_priority,
+		                       now);
+	/* pieces (and their resends) go only to a proven address */
+	if (len > CFS_DGRAM_SAFE || !cfs__links_answer_take(&t->links, &to->addr, len, to->in_len, now))
+		cfs__links_send_retry(&t->links, &to->addr, to->reqid, to->in_len, now);
+	else
+		cfs__links_send_raw(&t->links, &to->addr, sbuf, len, now);
+	return 0;
+}
+
+static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from, uint64_t now)
+{
 	int r = cfs__rpc_reply(&t->rpc, from, &rmsg, now);
 
 	if (r == -ENOENT) {
@@ -514,20 +499,16 @@ static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
 			cfs__rpc_stray(&t->rpc, from, &rmsg, now);
 		return;
 	}
-	if (r == 0)
-		return;
-	cfs__validated(t, from);
-	cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms());
-	rpc_drain(t, now, false); /* the caller is told */
-	if (t->closing)
-		return;
-	cfs__rpc_pump(&t->rpc, now);
-	rpc_drain(t, now, false);
-	cfs__arm_timer(t);
+	if (r == 1) { /* it echoed our random request ID: the address is its own */
+		cfs__links_validated(&t->links, from, now);
+		cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms());
+		rpc_run(t, now); /* its caller is told */
+	}
 }
 
-void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
-                    bool low_priority)
+/* A whole message from a datagram or the links. */
+static void on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
+                       size_t len, bool low_priority, uint64_t now)
 {
 	const char *why = "";
 	char a[CFS_ADDR_STRLEN];
@@ -540,7 +521,7 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 		return;
 	}
 	if (rmsg.is_reply) {
-		handle_reply(t, from);
+		handle_reply(t, from, now);
 		return;
 	}
 	if (rmsg.type == CFS_MSG_HELLO) { /* which version we speak: answered here */
@@ -548,10 +529,10 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 		                           .in_len = len, .version = rmsg.version };
 		cfs_msg_init(&smsg, CFS_MSG_HELLO);
 		t->st.hellos_in++;
-		(void)send_reply(t, &rt, &smsg);
+		(void)send_reply(t, &rt, &smsg, now);
 		return;
 	}
-	if (cfs__answering(t, from, rmsg.reqid)) {
+	if (cfs__links_answering(&t->links, from, rmsg.reqid)) {
 		t->st.dup_requests++;
 		return;
 	}
@@ -565,16 +546,115 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 }
 
+int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
+                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg)
+{
+	uint64_t now = cfs_now_us();
+	bool probe;
+	size_t len;
+	int r;
+
+	if (t->closing)
+		return -ECANCELED;
+	/* Sit and Morris 2002 §5 (and DNS's random query IDs): every call's
+	 * ID is drawn afresh, so that a forged reply must guess 64 bits, not
+	 * count; drawn again on the (unlikely) collision with one in flight */
+	do
+		randombytes_buf(&req->reqid, sizeof(req->reqid));
+	while (cfs__rpc_has(&t->rpc, req->reqid));
+	req->is_reply = false;
+	req->status = 0;
+	if (t->coord)
+		req->coord = *t->coord;
+	req->version = cfs__ver_for(t, dst, now, &probe);
+	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
+	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
+		return r;
+	if (probe)
+		cfs__ver_probe(t, dst, now);
+	struct call *c = xcalloc(1, sizeof(*c));
+	*c = (struct call){ .reqid = req->reqid, .dst = *dst, .cb = cb, .arg = arg, .type = req->type,
+	                    .has_to = req->has_to, .to_id = req->to_id,
+	                    .pkt = xmemdup(sbuf, len), .pkt_len = len };
+	if (opts) {
+		c->fixed_timeout_ms = opts->timeout_ms;
+		c->predicted_us = opts->predicted_rtt_us;
+		c->background = opts->background;
+		c->low_priority = opts->low_priority;
+	}
+	cfs__rpc_start(&t->rpc, c, now);
+	drive_and_arm(t, now);
+	return 0;
+}
+
+int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
+{
+	uint64_t now = cfs_now_us();
+
+	if (t->closing)
+		return -ECANCELED;
+	reply->status = 0;
+	int r = send_reply(t, to, reply, now);
+	drive_and_arm(t, now);
+	return r;
+}
+
+int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)
+{
+	struct cfs_msg *m = xmalloc(sizeof(*m));
+	uint64_t now = cfs_now_us();
+	int r;
+
+	if (t->closing || status >= 0 || status < -4095) {
+		free(m);
+		return t->closing ? -ECANCELED : -EINVAL;
+	}
+	cfs_msg_init(m, (enum cfs_msg_type)to->type);
+	m->status = status;
+	r = send_reply(t, to, m, now);
+	free(m);
+	drive_and_arm(t, now);
+	return r;
+}
+
+int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m)
+{
+	uint8_t buf[CFS_DGRAM_SAFE];
+	size_t len;
+	int fd, r;
+
+	if (t->closing)
+		return -ECANCELED;
+	m->version = CFS_PROTO_VERSION;
+	m->clock_ms = cfs_wall_ms();
+	m->is_reply = false;
+	randombytes_buf(&m->reqid, sizeof(m->reqid));
+	if (t->coord)
+		m->coord = *t->coord;
+	if ((r = cfs_msg_encode(m, buf, sizeof(buf), &len)) < 0)
+		return r;
+	if ((fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	r = sendto(fd, buf, len, 0, &dst->sa, cfs_addr_len(dst)) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		t->st.bytes_out += len;
+	return r;
+}
+
+/* ------------------------------------------------------------ receiving */
+
 static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, size_t len,
                      bool trunc)
 {
 	cfs_transport_t *t = arg;
+	uint64_t now = cfs_now_us();
 	char a[CFS_ADDR_STRLEN];
 
 	if (t->closing)
 		return;
 	t->st.bytes_in += len;
-	cfs__note_in(t, from, len);
+	cfs__links_note_in(&t->links, from, len, now);
 	if (trunc || len == 0 || len > CFS_DGRAM_SAFE) {
 		t->st.malformed++;
 		log_debug("dropped a %s datagram from %s", trunc || len ? "too large" : "empty",
@@ -583,11 +663,14 @@ static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, s
 	}
 	enum xfer_kind kind = cfs_xfer_kind(p, len);
 	if (kind == XFER_KIND_MESSAGE)
-		cfs__on_message(t, from, p, len, false);
+		on_message(t, from, p, len, false, now);
 	else if (kind == XFER_KIND_MESSAGE_BG)
-		cfs__on_message(t, from, p + 1, len - 1, true);
+		on_message(t, from, p + 1, len - 1, true, now);
+	else if (kind == XFER_KIND_MALFORMED)
+		t->st.malformed++;
 	else
-		cfs__on_frame(t, from, kind, p, len);
+		cfs__links_datagram(&t->links, from, kind, p, len, now);
+	drive(t, now);
 }
 
 /* Read until the socket is empty (bounded), then send the acks the batch
@@ -605,7 +688,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	if (events & UV_WRITABLE) {
 		if (flush_backlog(t)) {
 			t->sock_blocked = false;
-			cfs__on_writable(t);
+			cfs__links_writable(&t->links);
+			drive(t, cfs_now_us());
 		}
 		poll_update(t);
 	}
@@ -613,40 +697,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		int r = cfs_udp_drain(&t->sock, 32, on_dgram, t);
 		if (r < 0 && r != -EAGAIN)
 			log_debug("udp receive error: %s", strerror(-r));
-		if (!t->closing)
-			cfs__flush_acks(t);
+		if (!t->closing) {
+			uint64_t now = cfs_now_us();
+			cfs__links_flush_acks(&t->links, now);
+			drive(t, now);
+		}
 	}
-	if (!t->closing)
-		cfs__arm_timer(t);
-}
-
-static void poll_update(cfs_transport_t *t)
-{
-	int want = UV_READABLE;
-
-	if (t->closing)
-		return;
-	if (t->bl_head || t->sock_blocked)
-		want |= UV_WRITABLE;
-	if (want != t->poll_events) {
-		t->poll_events = want;
-		uv_poll_start(&t->poll, want, on_poll);
-	}
-}
-
-void cfs__want_writable(cfs_transport_t *t)
-{
-	t->sock_blocked = true;
-	poll_update(t);
+	arm_timer(t);
 }
 
 /* ------------------------------------------------------------ lifetime */
-
-/* Room for a full window of datagrams: with the default 208 KiB the kernel
- * drops a burst long before the windows are full. */
-#define SOCKET_BUF (8 << 20)
-
-static void on_handle_closed(uv_handle_t *h);
 
 static void config_defaults(struct cfs_transport_config *c)
 {
@@ -692,20 +752,17 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->loop = loop;
 	t->cfg = *c;
 	config_defaults(&t->cfg);
-	cfs__upcap_init(&t->up, t->cfg.upload_bytes_per_s);
 	t->on_request = on_request;
 	t->arg = arg;
-	cfs__rpc_init(&t->rpc, &t->cfg, &t->st);
-	cfs__ver_init(t);
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
-		cfs__rpc_free(&t->rpc);
-		cfs__ver_free(t);
 		free(t);
 		return r;
 	}
-	cfs__links_init(t);
+	cfs__rpc_init(&t->rpc, &t->cfg, &t->st);
+	cfs__links_init(&t->links, &t->cfg, &t->st);
+	cfs__ver_init(t);
 	uv_poll_init(loop, &t->poll, t->sock.fd);
 	uv_timer_init(loop, &t->timer);
 	uv_idle_init(loop, &t->idle);
@@ -726,7 +783,7 @@ static void on_handle_closed(uv_handle_t *h)
 	if (--t->handles_open > 0)
 		return;
 	cfs_udp_close(&t->sock);
-	cfs__links_free(t);
+	cfs__links_free(&t->links);
 	cfs__heap_free(&t->delay_heap);
 	cfs__rpc_free(&t->rpc);
 	cfs__ver_free(t);
@@ -740,10 +797,11 @@ void cfs_transport_close(cfs_transport_t *t)
 	t->closing = true;
 	uv_poll_stop(&t->poll);
 	uv_timer_stop(&t->timer);
-	/* Cancel every call, sent or waiting; callbacks may not start new ones
+	/* Cancel every call, sent or waiting, and tell every caller now, even
+	 * from inside a callback; callbacks may not start new calls
 	 * (cfs_transport_call refuses while closing). */
 	cfs__rpc_cancel_all(&t->rpc);
-	rpc_drain(t, cfs_now_us(), true);
+	rpc_run(t, 0);
 	while (t->delay_heap.n) {
 		struct delayed *d = t->delay_heap.v[0];
 		cfs__heap_remove(&t->delay_heap, 0);
@@ -755,15 +813,13 @@ void cfs_transport_close(cfs_transport_t *t)
 		free(b);
 	}
 	t->bl_tail = NULL;
-	cfs__links_close(t);
-	t->poll.data = t;
-	t->timer.data = t;
-	t->idle.data = t;
-	t->check.data = t;
-	uv_close((uv_handle_t *)&t->poll, on_handle_closed);
-	uv_close((uv_handle_t *)&t->timer, on_handle_closed);
-	uv_close((uv_handle_t *)&t->idle, on_handle_closed);
-	uv_close((uv_handle_t *)&t->check, on_handle_closed);
+	cfs__links_close(&t->links);
+	uv_handle_t *hs[] = { (uv_handle_t *)&t->poll, (uv_handle_t *)&t->timer,
+	                      (uv_handle_t *)&t->idle, (uv_handle_t *)&t->check };
+	for (size_t i = 0; i < CFS_ARRAY_SIZE(hs); i++) {
+		hs[i]->data = t;
+		uv_close(hs[i], on_handle_closed);
+	}
 }
 
 int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
@@ -774,7 +830,12 @@ int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret)
 {
 	*ret = t->st;
-	cfs__links_stats(t, ret);
+	cfs__links_stats(&t->links, ret);
+}
+
+uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	return cfs__rpc_peer_srtt(&t->rpc, a);
 }
 
 void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord)

@@ -7,7 +7,8 @@
  * a unit test can script a lost piece, a reordered ack or a peer that
  * stops.
  *
- * Internal to common/: common/transport.c drives it; tests include it.
+ * Internal to common/: the links (common/link.c) use it, the transport
+ * classifies datagrams with it; tests include it.
  * The wire layout is in docs/PROTOCOL.md ("Datagrams and pieces").
  */
 #ifndef CFS_COMMON_XFER_H

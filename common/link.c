@@ -1,19 +1,27 @@
 /*
- * Links: what the transport keeps per peer to move messages longer than
- * one safe datagram, and the proof of address that bounds what
- * it sends to strangers.
+ * Links (common/link.h): what the transport keeps per peer to move
+ * messages longer than one safe datagram, and the proof of address that
+ * bounds what it sends to strangers. No I/O: datagrams, sends and the
+ * time come in; datagrams to transmit, events and a deadline go out.
  *
  * A link holds the peer's congestion window (struct xfer_cc) and its
  * outgoing transfers. Pieces leave foreground first, then background,
  * each transfer lost pieces first; as many as the window, the pacing, the
  * process-wide bound on bytes in flight and (for answers to an address
- * not yet proven) the 3x budget allow, in one sendmsg per transfer (UDP
- * GSO where the kernel has it). Incoming pieces are reassembled per
- * (peer, request ID, direction), bounded per peer and in total, dropped
- * when stale; pieces of a reply are taken only for a call to that peer.
- * Acks leave at the end of every read batch, and a completed message is
- * acked again if its sender shows it did not hear (recently completed
- * ones are remembered).
+ * not yet proven) the 3x budget allow, in batches of up to LINK_BATCH
+ * for one sendmsg (UDP GSO where the kernel has it). Incoming pieces are
+ * reassembled per (peer, request ID, direction), bounded per peer and in
+ * total, dropped when stale; pieces of a reply are taken only for a
+ * request we sent whose call has not ended. Acks leave at the end of
+ * every read batch, and a completed message is acked again if its sender
+ * shows it did not hear (recently completed ones are remembered).
+ *
+ * Serving a link hands its pieces out a batch at a time: the driver
+ * sends each batch and says how many pieces the socket took before the
+ * next is built, so that pieces the socket refused are taken out of the
+ * window and the upload cap again, as if they had never been built, and
+ * the link waits for the socket (cfs__links_writable). A service that
+ * starts while the socket is full only sets the link's timer.
  *
  * Address validation follows QUIC (RFC 9000 8.1): bytes sent to an
  * address in answer are at most three times the bytes received from it
@@ -24,7 +32,7 @@
  * an entry, which costs its owner one more token round trip and never
  * lets anyone past the 3x bound (bytes in and out are forgotten together).
  */
-#include "common/transport_int.h"
+#include "common/link.h"
 
 #include <sodium.h>
 #include <stdlib.h>
@@ -33,7 +41,6 @@
 #define LINKS_MAX 4096
 #define DONE_MAX 4096         /* completed reassemblies remembered for re-acks */
 #define REASM_COUNT_MAX 2048  /* requests being reassembled, every peer */
-#define GSO_SEGS 64           /* pieces per sendmsg */
 #define OUT_MAX (64u << 20)   /* bytes held by outgoing transfers, every peer */
 /* Answers held for one peer: a reader with a deep window needs a few MiB;
  * a peer that asks for more than it acknowledges gets no more answers in
@@ -46,6 +53,37 @@
 #define SILENT_MIN_US 1000000ull
 #define VALID_US (600ull * 1000000) /* an address stays proven this long */
 #define TOKEN_EPOCH_S 60
+
+/* One peer we exchange pieces with: its window and its transfers. */
+struct link {
+	struct cfs_addr addr;
+	struct xfer_cc cc;
+	struct xfer_out **out;   /* outgoing transfers, oldest first */
+	unsigned nout, cap_out;
+	unsigned nin;            /* messages being reassembled from it */
+	size_t in_bytes;
+	uint64_t due_us;         /* its next timer (UINT64_MAX: none) */
+	size_t heap_idx;         /* in links_heap; SIZE_MAX: not there */
+	uint64_t last_used_us;
+	size_t reply_bytes;      /* held by answers to it (at most OUT_PEER_BYTES) */
+	unsigned nreply;         /* ... in so many transfers (at most OUT_PEER_COUNT) */
+	uint64_t acked_us;       /* its last ack of anything, 0 never */
+	/* it owes an ack since then: its last ack, when pieces were still
+	 * in flight after it, or the first piece sent after that (0: it
+	 * owes none) */
+	uint64_t owed_since_us;
+	bool ready;              /* in the ready list */
+	struct link *ready_next;
+};
+
+/* What we know of an address's proof of ownership (anti-amplification). */
+struct vslot {
+	struct peer_key key;
+	bool used;
+	uint64_t valid_until_us;  /* validated until then */
+	uint64_t in, out;         /* bytes from and to it while not validated */
+	uint64_t last_us;         /* last heard from */
+};
 
 struct in_key {
 	struct peer_key peer;
@@ -65,22 +103,30 @@ struct done_in {
 	uint32_t largest_pn;
 };
 
-static __thread uint8_t gbuf[GSO_SEGS * CFS_DGRAM_SAFE];
+/* After a batch: serve the same transfer again, the next one, or stop. */
+enum { SVC_SAME, SVC_NEXT, SVC_STOP };
+
+static __thread uint8_t gbuf[LINK_BATCH * CFS_DGRAM_SAFE];
 
 static uint64_t link_due_key(const void *p) { return ((const struct link *)p)->due_us; }
 static void link_set_idx(void *p, size_t i) { ((struct link *)p)->heap_idx = i; }
 
-int cfs__links_init(cfs_transport_t *t)
+void cfs__links_init(struct cfs__links *lk, const struct cfs_transport_config *cfg,
+                     struct cfs_transport_stats *st)
 {
-	cfs_htab_init(&t->links, sizeof(struct peer_key), sizeof(struct link *));
-	cfs_htab_init(&t->ins, sizeof(struct in_key), sizeof(struct xfer_in *));
-	t->links_heap = (struct heap){ .key = link_due_key, .set_idx = link_set_idx };
-	t->vslots = xcalloc(t->cfg.validation_slots, sizeof(t->vslots[0]));
-	cfs_htab_init(&t->done_map, sizeof(struct in_key), sizeof(struct done_in));
-	t->done_ring = xcalloc(DONE_MAX, sizeof(t->done_ring[0]));
-	randombytes_buf(t->token_key, sizeof(t->token_key));
-	randombytes_buf(t->vslot_key, sizeof(t->vslot_key));
-	return 0;
+	memset(lk, 0, sizeof(*lk));
+	lk->cfg = *cfg;
+	lk->st = st;
+	cfs__upcap_init(&lk->up, cfg->upload_bytes_per_s);
+	cfs_htab_init(&lk->links, sizeof(struct peer_key), sizeof(struct link *));
+	cfs_htab_init(&lk->ins, sizeof(struct in_key), sizeof(struct xfer_in *));
+	cfs_htab_init(&lk->awaited, sizeof(struct in_key), 0);
+	lk->links_heap = (struct heap){ .key = link_due_key, .set_idx = link_set_idx };
+	lk->vslots = xcalloc(cfg->validation_slots, sizeof(lk->vslots[0]));
+	cfs_htab_init(&lk->done_map, sizeof(struct in_key), sizeof(struct done_in));
+	lk->done_ring = xcalloc(DONE_MAX, sizeof(lk->done_ring[0]));
+	randombytes_buf(lk->token_key, sizeof(lk->token_key));
+	randombytes_buf(lk->vslot_key, sizeof(lk->vslot_key));
 }
 
 static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid, bool reply)
@@ -91,26 +137,61 @@ static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid
 	k->reply = reply;
 }
 
+static struct cfs__link_event *event_push(struct cfs__links *lk, enum cfs__link_event_type type,
+                                          const struct cfs_addr *from, uint64_t reqid)
+{
+	struct cfs__link_event *e = cfs_actq_push(&lk->events, sizeof(*e));
+	e->type = (uint8_t)type;
+	if (from)
+		e->from = *from;
+	e->reqid = reqid;
+	return e;
+}
+
+bool cfs__links_poll_event(struct cfs__links *lk, struct cfs__link_event *ret)
+{
+	return cfs_actq_pop(&lk->events, ret, sizeof(*ret));
+}
+
+/* A whole datagram to transmit, counted against the upload cap (whole
+ * datagrams are sent regardless; pieces make up for them). */
+static void whole_push(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
+                       size_t len, uint64_t now)
+{
+	struct link_dgram *d = cfs_actq_push(&lk->whole, sizeof(*d));
+
+	cfs__upcap_charge(&lk->up, len, now);
+	d->dst = *dst;
+	d->len = len;
+	memcpy(d->data, p, len);
+}
+
+void cfs__links_send_raw(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
+                         size_t len, uint64_t now)
+{
+	whole_push(lk, dst, p, len, now);
+}
+
 /* A reassembly completed: remembered (the oldest of DONE_MAX forgotten)
  * so that its sender, if it missed our last ack, hears it again. */
-static void done_note(cfs_transport_t *t, const struct in_key *k, const struct xfer_in *x)
+static void done_note(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x)
 {
-	struct in_key *slot = &t->done_ring[t->done_next];
+	struct in_key *slot = &lk->done_ring[lk->done_next];
 	bool added;
 
-	cfs_htab_del(&t->done_map, slot, NULL); /* an all-zero slot names nothing */
+	cfs_htab_del(&lk->done_map, slot, NULL); /* an all-zero slot names nothing */
 	*slot = *k;
-	t->done_next = (t->done_next + 1) % DONE_MAX;
-	struct done_in *d = cfs_htab_put(&t->done_map, k, &added);
+	lk->done_next = (lk->done_next + 1) % DONE_MAX;
+	struct done_in *d = cfs_htab_put(&lk->done_map, k, &added);
 	d->npieces = x->npieces;
 	d->largest_pn = x->largest_pn;
 }
 
 /* ------------------------------------------------------------ validation */
 
-static bool vslot_valid(const struct vslot *v)
+static bool vslot_valid(const struct vslot *v, uint64_t now)
 {
-	return v->valid_until_us > cfs_now_us();
+	return v->valid_until_us > now;
 }
 
 /*
@@ -120,17 +201,17 @@ static bool vslot_valid(const struct vslot *v)
  * flood of strangers cannot make a proven peer ask for tokens again, nor
  * lift the bound for a stranger (no slot is no budget).
  */
-static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool create,
-                              bool proven)
+static struct vslot *vslot_of(struct cfs__links *lk, const struct cfs_addr *a, bool create,
+                              bool proven, uint64_t now)
 {
 	struct peer_key k;
 	uint8_t h[8];
 
 	cfs__peer_key(&k, a);
-	crypto_shorthash(h, (const uint8_t *)&k, sizeof(k), t->vslot_key);
+	crypto_shorthash(h, (const uint8_t *)&k, sizeof(k), lk->vslot_key);
 	uint64_t x = cfs_get_be64(h);
-	struct vslot *s1 = &t->vslots[x % t->cfg.validation_slots],
-	            *s2 = &t->vslots[(x >> 32) % t->cfg.validation_slots];
+	struct vslot *s1 = &lk->vslots[x % lk->cfg.validation_slots],
+	            *s2 = &lk->vslots[(x >> 32) % lk->cfg.validation_slots];
 	if (s1->used && memcmp(&s1->key, &k, sizeof(k)) == 0)
 		return s1;
 	if (s2->used && memcmp(&s2->key, &k, sizeof(k)) == 0)
@@ -140,9 +221,9 @@ static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool
 	struct vslot *v = NULL;
 	if (!s1->used || !s2->used)
 		v = !s1->used ? s1 : s2;
-	else if (!vslot_valid(s1) && (vslot_valid(s2) || s1->last_us <= s2->last_us))
+	else if (!vslot_valid(s1, now) && (vslot_valid(s2, now) || s1->last_us <= s2->last_us))
 		v = s1;
-	else if (!vslot_valid(s2))
+	else if (!vslot_valid(s2, now))
 		v = s2;
 	else if (proven) /* both proven: the one expiring first gives way */
 		v = s1->valid_until_us <= s2->valid_until_us ? s1 : s2;
@@ -154,29 +235,30 @@ static struct vslot *vslot_of(cfs_transport_t *t, const struct cfs_addr *a, bool
 	return v;
 }
 
-void cfs__note_in(cfs_transport_t *t, const struct cfs_addr *from, size_t len)
+void cfs__links_note_in(struct cfs__links *lk, const struct cfs_addr *from, size_t len,
+                        uint64_t now)
 {
-	struct vslot *v = vslot_of(t, from, true, false);
+	struct vslot *v = vslot_of(lk, from, true, false, now);
 
 	if (!v)
 		return;
-	v->last_us = cfs_now_us();
-	if (!vslot_valid(v))
+	v->last_us = now;
+	if (!vslot_valid(v, now))
 		v->in += len;
 }
 
-void cfs__validated(cfs_transport_t *t, const struct cfs_addr *a)
+void cfs__links_validated(struct cfs__links *lk, const struct cfs_addr *a, uint64_t now)
 {
-	struct vslot *v = vslot_of(t, a, true, true);
+	struct vslot *v = vslot_of(lk, a, true, true, now);
 
-	v->valid_until_us = cfs_now_us() + VALID_US;
+	v->valid_until_us = now + VALID_US;
 	v->in = v->out = 0;
 }
 
-bool cfs__proven(cfs_transport_t *t, const struct cfs_addr *a)
+bool cfs__links_proven(struct cfs__links *lk, const struct cfs_addr *a, uint64_t now)
 {
-	struct vslot *v = vslot_of(t, a, false, false);
-	return v && vslot_valid(v);
+	struct vslot *v = vslot_of(lk, a, false, false, now);
+	return v && vslot_valid(v, now);
 }
 
 /*
@@ -186,11 +268,12 @@ bool cfs__proven(cfs_transport_t *t, const struct cfs_addr *a)
  * running account: it may have 3x what it just sent, no more, so that a
  * peer who lost the draw still gets small answers and its token.
  */
-bool cfs__answer_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len, size_t in_len)
+bool cfs__links_answer_take(struct cfs__links *lk, const struct cfs_addr *dst, size_t len,
+                            size_t in_len, uint64_t now)
 {
-	struct vslot *v = vslot_of(t, dst, false, false);
+	struct vslot *v = vslot_of(lk, dst, false, false, now);
 
-	if (v && vslot_valid(v))
+	if (v && vslot_valid(v, now))
 		return true;
 	if (!v)
 		return len <= 3 * (uint64_t)in_len;
@@ -200,52 +283,61 @@ bool cfs__answer_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len
 	return true;
 }
 
-static bool budget_take(cfs_transport_t *t, const struct cfs_addr *dst, size_t len)
+static bool budget_take(struct cfs__links *lk, const struct cfs_addr *dst, size_t len, uint64_t now)
 {
-	return cfs__answer_take(t, dst, len, 0);
+	return cfs__links_answer_take(lk, dst, len, 0, now);
 }
 
-static void token_for(cfs_transport_t *t, const struct cfs_addr *a, uint64_t epoch,
+static void token_for(struct cfs__links *lk, const struct cfs_addr *a, uint64_t epoch,
                       uint8_t out[static XFER_TOKEN_BYTES])
 {
-	cfs_xfer_token(out, t->token_key, a, epoch);
+	cfs_xfer_token(out, lk->token_key, a, epoch);
 }
 
-void cfs__send_retry(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid, size_t in_len)
+void cfs__links_send_retry(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t reqid,
+                           size_t in_len, uint64_t now)
 {
 	uint8_t tok[XFER_TOKEN_BYTES], b[XFER_RETRY_LEN];
 
-	if (!cfs__answer_take(t, dst, XFER_RETRY_LEN, in_len))
+	if (!cfs__links_answer_take(lk, dst, XFER_RETRY_LEN, in_len, now))
 		return;
-	token_for(t, dst, cfs_now_us() / 1000000 / TOKEN_EPOCH_S, tok);
+	token_for(lk, dst, now / 1000000 / TOKEN_EPOCH_S, tok);
 	size_t n = cfs_xfer_retry_encode(b, reqid, tok);
 	/* the request comes again, perhaps in pieces: take them afresh */
 	struct in_key k;
 	in_key_of(&k, dst, reqid, false);
-	cfs_htab_del(&t->done_map, &k, NULL);
-	t->st.retries_sent++;
-	cfs__transmit(t, dst, b, n);
+	cfs_htab_del(&lk->done_map, &k, NULL);
+	lk->st->retries_sent++;
+	whole_push(lk, dst, b, n, now);
 }
 
-static void on_validate(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
-                        size_t len)
+void cfs__links_validate(struct cfs__links *lk, const struct cfs_addr *dst,
+                         const uint8_t token[static XFER_TOKEN_BYTES], uint64_t now)
+{
+	uint8_t v[XFER_VALIDATE_LEN];
+
+	whole_push(lk, dst, v, cfs_xfer_validate_encode(v, token), now);
+}
+
+static void on_validate(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p,
+                        size_t len, uint64_t now)
 {
 	uint8_t got[XFER_TOKEN_BYTES], want[XFER_TOKEN_BYTES];
-	uint64_t epoch = cfs_now_us() / 1000000 / TOKEN_EPOCH_S;
+	uint64_t epoch = now / 1000000 / TOKEN_EPOCH_S;
 
 	if (cfs_xfer_validate_decode(p, len, got) < 0) {
-		t->st.malformed++;
+		lk->st->malformed++;
 		return;
 	}
 	for (uint64_t back = 0; back < 2 && back <= epoch; back++) { /* this epoch or the last */
-		token_for(t, from, epoch - back, want);
+		token_for(lk, from, epoch - back, want);
 		if (sodium_memcmp(got, want, sizeof(got)) == 0) {
-			cfs__validated(t, from);
-			t->st.validated++;
+			cfs__links_validated(lk, from, now);
+			lk->st->validated++;
 			return;
 		}
 	}
-	t->st.bad_tokens++;
+	lk->st->bad_tokens++;
 }
 
 /* ------------------------------------------------------------ links */
@@ -257,53 +349,53 @@ static bool link_idle(const struct link *l)
 
 static bool keep_busy(void *ctx, const void *key, void *val)
 {
+	const struct cfs__links *lk = ctx;
 	struct link *l = *(struct link **)val;
 
-	(void)ctx;
 	(void)key;
-	if (!link_idle(l) || l->heap_idx != SIZE_MAX)
+	if (!link_idle(l) || l->heap_idx != SIZE_MAX || l->ready || lk->svc.l == l)
 		return true;
 	free(l->out);
 	free(l);
 	return false;
 }
 
-static struct link *link_get(cfs_transport_t *t, const struct cfs_addr *a, bool create)
+static struct link *link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create)
 {
 	struct peer_key k;
 	bool added;
 
 	cfs__peer_key(&k, a);
-	struct link **lp = cfs_htab_get(&t->links, &k);
+	struct link **lp = cfs_htab_get(&lk->links, &k);
 	if (lp || !create)
 		return lp ? *lp : NULL;
-	if (cfs_htab_count(&t->links) >= LINKS_MAX)
-		cfs_htab_filter(&t->links, keep_busy, NULL);
-	if (cfs_htab_count(&t->links) >= LINKS_MAX)
+	if (cfs_htab_count(&lk->links) >= LINKS_MAX)
+		cfs_htab_filter(&lk->links, keep_busy, lk);
+	if (cfs_htab_count(&lk->links) >= LINKS_MAX)
 		return NULL;
 	struct link *l = xcalloc(1, sizeof(*l));
 	l->addr = *a;
 	l->heap_idx = SIZE_MAX;
 	l->due_us = UINT64_MAX;
-	cfs_xfer_cc_init(&l->cc, t->cfg.ledbat_target_ms * 1000u);
-	*(struct link **)cfs_htab_put(&t->links, &k, &added) = l;
+	cfs_xfer_cc_init(&l->cc, lk->cfg.ledbat_target_ms * 1000u);
+	*(struct link **)cfs_htab_put(&lk->links, &k, &added) = l;
 	return l;
 }
 
 /* After a window operation: the process-wide count follows the link's. */
-static void inflight_sync(cfs_transport_t *t, const struct link *l, uint32_t before)
+static void inflight_sync(struct cfs__links *lk, const struct link *l, uint32_t before)
 {
-	t->xfer_inflight = t->xfer_inflight + l->cc.in_flight - before;
+	lk->xfer_inflight = lk->xfer_inflight + l->cc.in_flight - before;
 }
 
-static void drop_out(cfs_transport_t *t, struct link *l, unsigned j)
+static void drop_out(struct cfs__links *lk, struct link *l, unsigned j)
 {
 	struct xfer_out *x = l->out[j];
 	uint32_t before = l->cc.in_flight;
 
 	cfs_xfer_cc_forget(&l->cc, cfs_xfer_out_counted(x), cfs_xfer_out_bg(x));
-	inflight_sync(t, l, before);
-	t->out_bytes -= x->len;
+	inflight_sync(lk, l, before);
+	lk->out_bytes -= x->len;
 	if (x->flags & XF_REPLY) {
 		l->reply_bytes -= x->len;
 		l->nreply--;
@@ -313,7 +405,7 @@ static void drop_out(cfs_transport_t *t, struct link *l, unsigned j)
 	l->nout--;
 }
 
-static void link_rearm(cfs_transport_t *t, struct link *l, uint64_t pace_due)
+static void link_rearm(struct cfs__links *lk, struct link *l, uint64_t pace_due)
 {
 	uint64_t due = pace_due ? pace_due : UINT64_MAX;
 
@@ -323,230 +415,97 @@ static void link_rearm(cfs_transport_t *t, struct link *l, uint64_t pace_due)
 			due = d;
 	}
 	if (l->heap_idx != SIZE_MAX)
-		cfs__heap_remove(&t->links_heap, l->heap_idx);
+		cfs__heap_remove(&lk->links_heap, l->heap_idx);
 	l->due_us = due;
 	if (due != UINT64_MAX)
-		cfs__heap_push(&t->links_heap, l);
+		cfs__heap_push(&lk->links_heap, l);
 }
 
-/* Hand k encoded pieces (off bytes) to the socket; the number it took.
- * *ret_failed: a send error lost them all (they count as sent, and are
- * resent as lost ones are). */
-static unsigned send_pieces(cfs_transport_t *t, struct link *l, size_t off, unsigned k,
-                            const size_t *lens, bool *ret_failed)
+/* l is to be served (what it may send goes, its timer is set) at the
+ * next cfs__links_poll_transmit, in the order asked. */
+static void link_ready(struct cfs__links *lk, struct link *l)
 {
-	*ret_failed = false;
-	if (t->has_model) { /* evaluation: each piece meets the model alone */
-		size_t o = 0;
-		for (unsigned i = 0; i < k; i++) {
-			cfs__transmit_piece(t, &l->addr, gbuf + o, lens[i]);
-			o += lens[i];
-		}
-		return k;
+	if (l->ready)
+		return;
+	l->ready = true;
+	l->ready_next = NULL;
+	if (lk->ready_tail)
+		lk->ready_tail->ready_next = l;
+	else
+		lk->ready_head = l;
+	lk->ready_tail = l;
+}
+
+/* Every link with transfers is to be served (the socket drained, or the
+ * process bound has room again). */
+static void serve_all(struct cfs__links *lk)
+{
+	lk->bound_waiting = false;
+	lk->all_active = true;
+	lk->all_pos = 0;
+}
+
+void cfs__links_writable(struct cfs__links *lk)
+{
+	lk->sock_blocked = false;
+	serve_all(lk);
+}
+
+int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p, size_t len,
+                    uint64_t reqid, bool is_reply, bool low_priority, uint64_t now)
+{
+	if (!is_reply) { /* its reply's pieces are taken until the call ends */
+		struct in_key k;
+		in_key_of(&k, dst, reqid, true);
+		cfs_htab_put(&lk->awaited, &k, NULL);
 	}
-	ssize_t r = cfs_udp_send(&t->sock, &l->addr, gbuf, off, k > 1 ? CFS_DGRAM_SAFE : 0);
-	if (r == -EAGAIN)
-		return 0;
-	if (r < 0) { /* counted as sent: the pieces are lost and resent */
-		t->st.send_errors++;
-		*ret_failed = true;
-		return k;
-	}
-	unsigned segs = (size_t)r == off ? k : (unsigned)((size_t)r / CFS_DGRAM_SAFE);
-	t->st.bytes_out += (uint64_t)r;
-	t->st.datagrams_out += segs;
-	if (segs > 1)
-		t->st.gso_sends++;
-	return segs;
-}
-
-/*
- * Send what may go of one transfer now, in batches of up to GSO_SEGS
- * pieces. The window and the upload cap are charged as pieces are
- * encoded; pieces the socket then refuses are taken out of both again and
- * wait for it to drain (a send error gives the cap's bytes back too; the
- * pieces count as sent, and lost). Returns 0
- * when x has nothing more to send, -1 when something held it back (the
- * link's window or pacing, the process bound, the socket), -2 when only
- * x is held (by its answer's 3x budget: the link's other transfers may go).
- * Pieces of an answer the socket refused stay charged to the budget.
- */
-static int pump_one(cfs_transport_t *t, struct link *l, struct xfer_out *x, uint64_t now,
-                    uint64_t *pace_due)
-{
-	uint16_t idx[GSO_SEGS];
-	size_t lens[GSO_SEGS];
-	struct cfs__up_debit debit[GSO_SEGS]; /* what each piece took of the upload cap */
-	bool bg = cfs_xfer_out_bg(x), answer = x->flags & XF_REPLY;
-
-	for (;;) {
-		unsigned n = cfs_xfer_out_peek(x, idx, GSO_SEGS), k = 0;
-		size_t off = 0;
-		bool held = false;
-		uint32_t before = l->cc.in_flight;
-		if (n == 0)
-			return 0;
-		while (k < n) {
-			uint32_t b = cfs_xfer_out_piece_len(x, idx[k]);
-			uint64_t wait;
-			if (t->xfer_inflight + (l->cc.in_flight - before) + b > t->cfg.xfer_inflight_max &&
-			    l->cc.in_flight > 0) {
-				t->bound_waiting = true;
-				break;
-			}
-			if (!cfs_xfer_cc_can_send(&l->cc, b, bg, now, &wait)) {
-				if (wait)
-					*pace_due = now + wait;
-				break;
-			}
-			if (!cfs__up_take(t, b, bg, now, &wait, &debit[k])) {
-				*pace_due = now + wait;
-				break;
-			}
-			if (answer && !budget_take(t, &l->addr, b)) {
-				cfs__up_give_back(t, &debit[k]);
-				t->st.budget_held++;
-				held = true;
-				break;
-			}
-			lens[k] = cfs_xfer_piece_encode(gbuf + off, x->flags, x->reqid, x->msg, x->len,
-			                            x->next_pn + k, idx[k]);
-			off += lens[k];
-			cfs_xfer_cc_sent(&l->cc, b, bg, now);
-			k++;
-		}
-		inflight_sync(t, l, before);
-		if (k == 0)
-			return held ? -2 : -1;
-		bool failed;
-		unsigned sent = send_pieces(t, l, off, k, lens, &failed);
-		/* what did not leave the host gives its upload cap bytes back */
-		for (unsigned i = failed ? 0 : sent; i < k; i++)
-			cfs__up_give_back(t, &debit[i]);
-		for (unsigned i = 0; i < sent; i++) {
-			if (x->slot[idx[i]].state == XP_LOST)
-				t->st.pieces_resent++;
-			cfs_xfer_out_sent(x, idx[i], now);
-		}
-		t->st.pieces_out += sent;
-		if (sent && !l->owed_since_us)
-			l->owed_since_us = now;
-		if (sent < k) {
-			uint32_t unsent = 0, b2 = l->cc.in_flight;
-			for (unsigned i = sent; i < k; i++)
-				unsent += (uint32_t)lens[i];
-			cfs_xfer_cc_forget(&l->cc, unsent, bg);
-			inflight_sync(t, l, b2);
-			cfs__want_writable(t);
-			return -1;
-		}
-		if (k < n)
-			return held ? -2 : -1;
-	}
-}
-
-/* Send what l may send now, foreground before background; then set its
- * timer. */
-static void link_service(cfs_transport_t *t, struct link *l)
-{
-	uint64_t now = cfs_now_us(), pace = 0;
-
-	t->up_blocked = false;
-	for (int pass = 0; pass < 2 && !t->sock_blocked; pass++)
-		for (unsigned j = 0; j < l->nout; j++)
-			if (cfs_xfer_out_bg(l->out[j]) == (pass == 1) &&
-			    pump_one(t, l, l->out[j], now, &pace) == -1)
-				goto done;
-done:
-	/* Held by our own upload cap, not by the peer: the link's transfers
-	 * that wait for it alone are not stalled, and their calls are alive
-	 * (up to their longest life). One with pieces in flight, or whose
-	 * peer has stopped acknowledging, waits on the peer: its stall clock
-	 * runs, so a dead peer's transfers go after XFER_STALL_US as ever. */
-	if (t->up_blocked)
-		for (unsigned j = 0; j < l->nout; j++) {
-			struct xfer_out *x = l->out[j];
-			struct call *c;
-			if (!cfs_xfer_out_waits_on_us(x, l->owed_since_us, now))
-				continue;
-			x->last_ack_us = now;
-			if (!(x->flags & XF_REPLY) && (c = cfs__call_find(t, x->reqid)))
-				cfs__call_touch(t, c);
-		}
-	link_rearm(t, l, pace);
-	cfs__arm_timer(t);
-}
-
-/* Every link with something to send (the socket drained, or the process
- * bound has room again). */
-static void service_all(cfs_transport_t *t)
-{
-	size_t pos = 0;
-	void *v;
-
-	t->bound_waiting = false;
-	while (!t->sock_blocked && cfs_htab_next(&t->links, &pos, NULL, &v)) {
-		struct link *l = *(struct link **)v;
-		if (l->nout)
-			link_service(t, l);
-	}
-}
-
-void cfs__on_writable(cfs_transport_t *t)
-{
-	service_all(t);
-}
-
-int cfs__send_msg(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len,
-                 uint64_t reqid, bool is_reply, bool low_priority)
-{
 	if (len <= CFS_DGRAM_SAFE) {
 		if (low_priority && !is_reply && len < CFS_DGRAM_SAFE) {
 			uint8_t b[CFS_DGRAM_SAFE];
-			b[0] = 0x42; /* 'B': the request and its answer in the background class */
+			b[0] = XFER_BACKGROUND_PREFIX; /* the request and its answer */
 			memcpy(b + 1, p, len);
-			cfs__transmit(t, dst, b, len + 1);
+			whole_push(lk, dst, b, len + 1, now);
 			return 0;
 		}
-		if (is_reply && !budget_take(t, dst, len))
-			return 0; /* send_reply asked for a token when it had to */
-		cfs__transmit(t, dst, p, len);
+		if (is_reply && !budget_take(lk, dst, len, now))
+			return 0; /* the driver asked for a token when it had to */
+		whole_push(lk, dst, p, len, now);
 		return 0;
 	}
 	if (len > CFS_MSG_MAX)
 		return -EMSGSIZE;
-	struct link *l = t->out_bytes + len <= OUT_MAX ? link_get(t, dst, true) : NULL;
+	struct link *l = lk->out_bytes + len <= OUT_MAX ? link_get(lk, dst, true) : NULL;
 	if (!l)
 		return -ENOBUFS;
 	uint8_t flags = (uint8_t)((is_reply ? XF_REPLY : 0) | (low_priority ? XF_BACKGROUND : 0));
 	for (unsigned j = 0; j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && (l->out[j]->flags & XF_REPLY) == (flags & XF_REPLY)) {
-			drop_out(t, l, j); /* sent again (after a token): this copy replaces it */
+			drop_out(lk, l, j); /* sent again (after a token): this copy replaces it */
 			break;
 		}
 	if (is_reply && (l->reply_bytes + len > OUT_PEER_BYTES || l->nreply >= OUT_PEER_COUNT)) {
-		t->st.answers_refused++;
+		lk->st->answers_refused++;
 		return -ENOBUFS;
 	}
 	if (l->nout == l->cap_out) {
 		l->cap_out = l->cap_out ? 2 * l->cap_out : 8;
 		l->out = xrealloc(l->out, l->cap_out * sizeof(l->out[0]));
 	}
-	l->out[l->nout++] = cfs_xfer_out_new(reqid, flags, xmemdup(p, len), len, cfs_now_us());
-	l->last_used_us = cfs_now_us();
-	t->out_bytes += len;
+	l->out[l->nout++] = cfs_xfer_out_new(reqid, flags, xmemdup(p, len), len, now);
+	l->last_used_us = now;
+	lk->out_bytes += len;
 	if (is_reply) {
 		l->reply_bytes += len;
 		l->nreply++;
 	}
-	t->st.xfers_out++;
-	link_service(t, l);
+	lk->st->xfers_out++;
+	link_ready(lk, l);
 	return 0;
 }
 
-bool cfs__answering(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid)
+bool cfs__links_answering(struct cfs__links *lk, const struct cfs_addr *from, uint64_t reqid)
 {
-	struct link *l = t->links.n ? link_get(t, from, false) : NULL;
+	struct link *l = lk->links.n ? link_get(lk, from, false) : NULL;
 
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && (l->out[j]->flags & XF_REPLY))
@@ -554,311 +513,190 @@ bool cfs__answering(cfs_transport_t *t, const struct cfs_addr *from, uint64_t re
 	return false;
 }
 
-void cfs__cancel_send(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t reqid)
+void cfs__links_call_end(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t reqid)
 {
-	struct link *l = link_get(t, dst, false);
+	struct in_key k;
 
+	in_key_of(&k, dst, reqid, true);
+	cfs_htab_del(&lk->awaited, &k, NULL);
+	struct link *l = lk->links.n ? link_get(lk, dst, false) : NULL;
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && !(l->out[j]->flags & XF_REPLY)) {
-			drop_out(t, l, j);
-			link_service(t, l);
+			drop_out(lk, l, j);
+			link_ready(lk, l);
 			return;
 		}
 }
 
-/* ------------------------------------------------------------ receiving */
+/* ------------------------------------------------------------ serving a link */
 
-/* Acks count against an unproven sender's 3x budget too: a piece can be
- * shorter than the ack it draws. piece_len: the piece it answers (a sender
- * with no account may have 3x that). */
-static void send_ack(cfs_transport_t *t, const struct cfs_addr *to, const struct xfer_ack *a,
-                     size_t piece_len)
+/*
+ * Build the next batch of transfer x (up to LINK_BATCH pieces) into tx.
+ * The window, the process bound and the upload cap are charged as pieces
+ * are encoded (cfs__links_transmitted takes back what the socket then
+ * refuses). 1: a batch is in tx; 0: x has nothing more to send; -1:
+ * something held the link back (its window or pacing, the process bound,
+ * the upload cap); -2: only x is held (by its answer's 3x budget: the
+ * link's other transfers may go).
+ */
+static int batch_build(struct cfs__links *lk, struct link *l, struct xfer_out *x, uint64_t now,
+                       struct cfs__tx *tx)
 {
-	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
-	size_t n = cfs_xfer_ack_encode(b, a);
+	struct link_svc *s = &lk->svc;
+	bool bg = cfs_xfer_out_bg(x), answer = x->flags & XF_REPLY;
+	unsigned n = cfs_xfer_out_peek(x, s->idx, LINK_BATCH), k = 0;
+	uint32_t before = l->cc.in_flight;
+	size_t off = 0;
+	bool held = false;
 
-	if (!cfs__answer_take(t, to, n, piece_len)) {
-		t->st.budget_held++;
-		return;
-	}
-	t->st.acks_out++;
-	cfs__transmit(t, to, b, n);
-}
-
-static void on_ack(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len)
-{
-	struct xfer_ack a;
-	struct xfer_ack_result r;
-	const char *why;
-	struct link *l;
-
-	if (cfs_xfer_ack_decode(p, len, &a, &why) < 0) {
-		t->st.malformed++;
-		return;
-	}
-	t->st.acks_in++;
-	if (!(l = link_get(t, from, false)))
-		return;
-	l->acked_us = cfs_now_us();
-	/* it answers: what it owes now is what is still in flight after this */
-	l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
-	for (unsigned j = 0; j < l->nout; j++) {
-		struct xfer_out *x = l->out[j];
-		if (x->reqid != a.reqid || (x->flags & XF_REPLY) != (a.flags & XF_REPLY))
-			continue;
-		uint32_t before = l->cc.in_flight;
-		cfs_xfer_out_on_ack(x, &a, cfs_now_us(), &l->cc, &r);
-		inflight_sync(t, l, before);
-		l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
-		if (r.progress && !(x->flags & XF_REPLY)) {
-			/* our random request ID came back: the address is proven,
-			 * and the call is alive while its request moves */
-			struct call *c = cfs__call_find(t, x->reqid);
-			cfs__validated(t, from);
-			if (c)
-				cfs__call_touch(t, c);
+	if (n == 0)
+		return 0;
+	while (k < n) {
+		uint32_t b = cfs_xfer_out_piece_len(x, s->idx[k]);
+		uint64_t wait;
+		if (lk->xfer_inflight + (l->cc.in_flight - before) + b > lk->cfg.xfer_inflight_max &&
+		    l->cc.in_flight > 0) {
+			lk->bound_waiting = true;
+			break;
 		}
-		if (r.complete)
-			drop_out(t, l, j);
-		link_service(t, l);
-		break;
+		if (!cfs_xfer_cc_can_send(&l->cc, b, bg, now, &wait)) {
+			if (wait)
+				s->pace = now + wait;
+			break;
+		}
+		if (!cfs__upcap_take(&lk->up, b, bg, now, &wait, &s->debit[k])) {
+			lk->st->upload_held++;
+			lk->up_blocked = true;
+			s->pace = now + wait;
+			break;
+		}
+		if (answer && !budget_take(lk, &l->addr, b, now)) {
+			cfs__upcap_give_back(&lk->up, &s->debit[k]);
+			lk->st->budget_held++;
+			held = true;
+			break;
+		}
+		s->lens[k] = cfs_xfer_piece_encode(gbuf + off, x->flags, x->reqid, x->msg, x->len,
+		                                   x->next_pn + k, s->idx[k]);
+		off += s->lens[k];
+		cfs_xfer_cc_sent(&l->cc, b, bg, now);
+		k++;
 	}
-	if (t->bound_waiting && t->xfer_inflight < t->cfg.xfer_inflight_max / 2)
-		service_all(t);
+	inflight_sync(lk, l, before);
+	if (k == 0)
+		return held ? -2 : -1;
+	s->x = x;
+	s->n = n;
+	s->k = k;
+	s->held = held;
+	*tx = (struct cfs__tx){ .dst = l->addr, .p = gbuf, .len = off, .npieces = k, .lens = s->lens };
+	return 1;
 }
 
-static void ack_due_add(cfs_transport_t *t, const struct in_key *k, const struct cfs_addr *from,
-                        size_t piece_len)
+void cfs__links_transmitted(struct cfs__links *lk, unsigned sent, bool failed, uint64_t now)
 {
-	if (t->nack_due == t->cap_ack_due) {
-		t->cap_ack_due = t->cap_ack_due ? 2 * t->cap_ack_due : 64;
-		t->ack_due = xrealloc(t->ack_due, t->cap_ack_due * sizeof(t->ack_due[0]));
-	}
-	t->ack_due[t->nack_due++] = (struct ack_due){ .key = *k, .from = *from,
-	                                                    .piece_len = (uint32_t)piece_len };
-}
+	struct link_svc *s = &lk->svc;
+	struct link *l = s->l;
+	struct xfer_out *x = s->x;
+	bool bg = cfs_xfer_out_bg(x);
 
-/* x (under k) no longer counts against the reassembly bounds. A reply's
- * reassembly counts apart: our own calls bound it, and strangers' pieces
- * must not crowd it out. */
-static void in_uncount(cfs_transport_t *t, const struct in_key *k, const struct xfer_in *x)
-{
-	if (k->reply) {
-		t->in_reply_bytes -= x->len;
+	/* what did not leave the host gives its upload cap bytes back */
+	for (unsigned i = failed ? 0 : sent; i < s->k; i++)
+		cfs__upcap_give_back(&lk->up, &s->debit[i]);
+	for (unsigned i = 0; i < sent; i++) {
+		if (x->slot[s->idx[i]].state == XP_LOST)
+			lk->st->pieces_resent++;
+		cfs_xfer_out_sent(x, s->idx[i], now);
+	}
+	lk->st->pieces_out += sent;
+	if (sent && !l->owed_since_us)
+		l->owed_since_us = now;
+	if (sent < s->k) { /* the socket is full: the rest waits for it */
+		uint32_t unsent = 0, b2 = l->cc.in_flight;
+		for (unsigned i = sent; i < s->k; i++)
+			unsent += (uint32_t)s->lens[i];
+		cfs_xfer_cc_forget(&l->cc, unsent, bg);
+		inflight_sync(lk, l, b2);
+		lk->sock_blocked = true;
+		s->next = SVC_STOP;
 		return;
 	}
-	struct link **lp = cfs_htab_get(&t->links, &k->peer);
-	if (lp) {
-		(*lp)->nin--;
-		(*lp)->in_bytes -= x->len;
-	}
-	t->in_bytes -= x->len;
-	t->nin_requests--;
+	s->next = s->k < s->n ? (s->held ? SVC_NEXT : SVC_STOP) : SVC_SAME;
 }
 
-static void in_forget(cfs_transport_t *t, const struct in_key *k, struct xfer_in *x)
+/* The end of a link's service. Held by our own upload cap, not by the
+ * peer: the link's transfers that wait for it alone are not stalled, and
+ * their calls are alive (up to their longest life). One with pieces in
+ * flight, or whose peer has stopped acknowledging, waits on the peer: its
+ * stall clock runs, so a dead peer's transfers go after XFER_STALL_US as
+ * ever. Then the link's timer is set. */
+static void service_end(struct cfs__links *lk, struct link *l, uint64_t now)
 {
-	in_uncount(t, k, x);
-	cfs_htab_del(&t->ins, k, NULL);
-}
-
-/* Drop the request reassembly that has made the least progress (the
- * stalest of those), to make room: a stranger's lone pieces claiming
- * long messages give way to transfers that are arriving. False when
- * there is none. */
-static bool evict_one(cfs_transport_t *t)
-{
-	size_t pos = 0;
-	const void *key;
-	void *val;
-	struct xfer_in *best = NULL;
-	struct in_key bk;
-
-	while (cfs_htab_next(&t->ins, &pos, &key, &val)) {
-		const struct in_key *k = key;
-		struct xfer_in *x = *(struct xfer_in **)val;
-		if (k->reply)
-			continue;
-		if (!best || x->nheld < best->nheld ||
-		    (x->nheld == best->nheld && x->last_rx_us < best->last_rx_us)) {
-			best = x;
-			bk = *k;
+	if (lk->up_blocked)
+		for (unsigned j = 0; j < l->nout; j++) {
+			struct xfer_out *x = l->out[j];
+			if (!cfs_xfer_out_waits_on_us(x, l->owed_since_us, now))
+				continue;
+			x->last_ack_us = now;
+			if (!(x->flags & XF_REPLY))
+				event_push(lk, CFS__LINK_ALIVE, &l->addr, x->reqid);
 		}
-	}
-	if (!best)
+	link_rearm(lk, l, lk->svc.pace);
+	lk->svc.l = NULL;
+}
+
+/* The next batch of the link being served, foreground transfers before
+ * background ones; false when its service has ended. */
+static bool service_step(struct cfs__links *lk, uint64_t now, struct cfs__tx *tx)
+{
+	struct link_svc *s = &lk->svc;
+	struct link *l = s->l;
+
+	if (s->next == SVC_STOP) {
+		service_end(lk, l, now);
 		return false;
-	in_forget(t, &bk, best);
-	cfs_xfer_in_free(best);
-	t->st.reasm_evicted++;
-	return true;
-}
-
-/* A new reassembly, if the bounds allow it and (for a reply) a call to
- * that peer waits for it. */
-static struct xfer_in *in_start(cfs_transport_t *t, const struct cfs_addr *from,
-                                const struct in_key *k, const struct xfer_piece *p)
-{
-	struct link *l;
-
-	if (p->flags & XF_REPLY) {
-		struct call *c = cfs__call_find(t, p->reqid);
-		if (!c || !cfs_addr_eq(&c->dst, from))
-			return NULL;
-		/* it echoed our random request ID: it has our request, so the
-		 * address is its own (our acks to it need no budget) */
-		cfs__validated(t, from);
-		if (t->in_reply_bytes + p->msg_len > t->cfg.reasm_total_max)
-			return NULL;
-		t->in_reply_bytes += p->msg_len;
-	} else {
-		while ((t->in_bytes + p->msg_len > t->cfg.reasm_total_max ||
-		        t->nin_requests >= REASM_COUNT_MAX) && evict_one(t))
-			;
-		if (!(l = link_get(t, from, true)) && evict_one(t))
-			l = link_get(t, from, true);
-		if (!l || l->in_bytes + p->msg_len > t->cfg.reasm_peer_max ||
-		    t->in_bytes + p->msg_len > t->cfg.reasm_total_max)
-			return NULL;
-		l->nin++;
-		l->in_bytes += p->msg_len;
-		t->in_bytes += p->msg_len;
-		t->nin_requests++;
 	}
-	struct xfer_in *x = cfs_xfer_in_new(p, cfs_now_us());
-	*(struct xfer_in **)cfs_htab_put(&t->ins, k, NULL) = x;
-	if (!t->in_sweep_us)
-		t->in_sweep_us = cfs_now_us() + (uint64_t)t->cfg.reasm_idle_ms * 500;
-	return x;
-}
-
-static void on_piece(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *b, size_t len)
-{
-	struct xfer_piece p;
-	struct xfer_ack a;
-	struct in_key k;
-	const char *why;
-	uint64_t now = cfs_now_us();
-
-	if (cfs_xfer_piece_decode(b, len, &p, &why) < 0) {
-		t->st.malformed++;
-		return;
-	}
-	t->st.pieces_in++;
-	in_key_of(&k, from, p.reqid, p.flags & XF_REPLY);
-	struct xfer_in **xp = cfs_htab_get(&t->ins, &k), *x;
-	if (!xp) {
-		struct done_in *d = cfs_htab_get(&t->done_map, &k);
-		if (d) { /* our final ack was lost: say it again */
-			t->st.pieces_dup++;
-			a = (struct xfer_ack){ .flags = (uint8_t)(k.reply | XF_COMPLETE), .reqid = p.reqid,
-			                       .largest_pn = p.pn > d->largest_pn ? p.pn : d->largest_pn,
-			                       .first_missing = d->npieces };
-			send_ack(t, from, &a, len);
-			return;
-		}
-		if (!(x = in_start(t, from, &k, &p))) {
-			t->st.reasm_dropped++;
-			return;
-		}
-	} else {
-		x = *xp;
-	}
-	bool was_pending = x->ack_pending;
-	int r = cfs_xfer_in_piece(x, &p, now);
-	if (r < 0) {
-		t->st.malformed++;
-		return;
-	}
-	if (r == 1)
-		t->st.pieces_dup++;
-	if (r == 0 && (p.flags & XF_REPLY)) { /* only news keeps a call alive */
-		struct call *c = cfs__call_find(t, p.reqid);
-		if (c)
-			cfs__call_touch(t, c);
-	}
-	if (!cfs_xfer_in_complete(x)) {
-		if (!was_pending)
-			ack_due_add(t, &k, from, len);
-		return;
-	}
-	cfs_xfer_in_ack(x, now, &a);
-	send_ack(t, from, &a, len);
-	done_note(t, &k, x);
-	in_forget(t, &k, x);
-	t->st.xfers_in++;
-	cfs__on_message(t, from, x->buf, x->len, p.flags & XF_BACKGROUND);
-	cfs_xfer_in_free(x);
-}
-
-void cfs__flush_acks(cfs_transport_t *t)
-{
-	struct xfer_ack a;
-
-	for (unsigned i = 0; i < t->nack_due && !t->closing; i++) {
-		struct xfer_in **xp = cfs_htab_get(&t->ins, &t->ack_due[i].key);
-		if (!xp || !(*xp)->ack_pending)
+	if (s->next == SVC_NEXT)
+		s->j++;
+	s->next = SVC_SAME;
+	while (s->pass < 2 && !lk->sock_blocked) {
+		if (s->j >= l->nout) {
+			s->pass++;
+			s->j = 0;
 			continue;
-		cfs_xfer_in_ack(*xp, cfs_now_us(), &a);
-		send_ack(t, &t->ack_due[i].from, &a, t->ack_due[i].piece_len);
+		}
+		struct xfer_out *x = l->out[s->j];
+		if (cfs_xfer_out_bg(x) != (s->pass == 1)) {
+			s->j++;
+			continue;
+		}
+		int r = batch_build(lk, l, x, now, tx);
+		if (r == 1)
+			return true;
+		if (r == -1)
+			break;
+		s->j++;
 	}
-	t->nack_due = 0;
+	service_end(lk, l, now);
+	return false;
 }
 
-void cfs__on_frame(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len)
+static void service_start(struct cfs__links *lk, struct link *l)
 {
-	uint8_t tok[XFER_TOKEN_BYTES];
-	uint64_t reqid;
-
-	switch (p[0]) {
-	case XFER_PIECE:
-		on_piece(t, from, p, len);
-		return;
-	case XFER_ACK:
-		on_ack(t, from, p, len);
-		return;
-	case XFER_VALIDATE:
-		on_validate(t, from, p, len);
-		return;
-	case XFER_RETRY:
-		if (cfs_xfer_retry_decode(p, len, &reqid, tok) == 0) {
-			cfs__on_retry(t, from, reqid, tok);
-			return;
-		}
-		break;
-	default:
-		break;
-	}
-	t->st.malformed++;
+	lk->svc.l = l;
+	lk->svc.pass = 0;
+	lk->svc.j = 0;
+	lk->svc.next = SVC_SAME;
+	lk->svc.pace = 0;
+	lk->up_blocked = false;
 }
 
 /* ------------------------------------------------------------ timers */
 
-static bool keep_fresh(void *ctx, const void *key, void *val)
-{
-	cfs_transport_t *t = ctx;
-	struct xfer_in *x = *(struct xfer_in **)val;
-
-	if (x->last_rx_us + (uint64_t)t->cfg.reasm_idle_ms * 1000 > cfs_now_us())
-		return true;
-	in_uncount(t, key, x);
-	t->st.reasm_expired++;
-	cfs_xfer_in_free(x);
-	return false;
-}
-
-uint64_t cfs__links_due(const cfs_transport_t *t)
-{
-	uint64_t due = t->in_sweep_us ? t->in_sweep_us : UINT64_MAX;
-
-	if (t->links_heap.n && link_due_key(t->links_heap.v[0]) < due)
-		due = link_due_key(t->links_heap.v[0]);
-	return due;
-}
-
 /* A peer that has acknowledged nothing for SILENT_PTOS probe timeouts
  * since its oldest answer began loses every answer queued for it: a
  * reader that stopped reading (or never meant to) holds no memory here. */
-static void drop_silent(cfs_transport_t *t, struct link *l, uint64_t now)
+static void drop_silent(struct cfs__links *lk, struct link *l, uint64_t now)
 {
 	uint64_t oldest = UINT64_MAX, wait = SILENT_PTOS * cfs_xfer_cc_pto_us(&l->cc);
 
@@ -874,43 +712,413 @@ static void drop_silent(cfs_transport_t *t, struct link *l, uint64_t now)
 		return;
 	for (unsigned j = 0; j < l->nout;)
 		if (l->out[j]->flags & XF_REPLY) {
-			t->st.answers_dropped_silent++;
-			drop_out(t, l, j);
+			lk->st->answers_dropped_silent++;
+			drop_out(lk, l, j);
 		} else {
 			j++;
 		}
 }
 
-void cfs__links_timer(cfs_transport_t *t, uint64_t now)
+/* l's timer is due: silent peers, losses and probe timeouts, transfers
+ * abandoned. Its service follows. */
+static void link_expire(struct cfs__links *lk, struct link *l, uint64_t now)
 {
 	struct xfer_ack_result r;
 
-	while (t->links_heap.n && !t->closing) {
-		struct link *l = t->links_heap.v[0];
-		if (l->due_us > now)
-			break;
-		cfs__heap_remove(&t->links_heap, 0);
-		l->due_us = UINT64_MAX;
-		drop_silent(t, l, now);
-		for (unsigned j = 0; j < l->nout;) {
-			uint32_t before = l->cc.in_flight;
-			int rc = cfs_xfer_out_on_timer(l->out[j], now, &l->cc, &r);
-			inflight_sync(t, l, before);
-			if (rc == -ETIMEDOUT) {
-				t->st.xfers_abandoned++;
-				drop_out(t, l, j);
-				continue;
-			}
-			j++;
+	l->due_us = UINT64_MAX;
+	drop_silent(lk, l, now);
+	for (unsigned j = 0; j < l->nout;) {
+		uint32_t before = l->cc.in_flight;
+		int rc = cfs_xfer_out_on_timer(l->out[j], now, &l->cc, &r);
+		inflight_sync(lk, l, before);
+		if (rc == -ETIMEDOUT) {
+			lk->st->xfers_abandoned++;
+			drop_out(lk, l, j);
+			continue;
 		}
-		link_service(t, l);
+		j++;
 	}
-	if (t->in_sweep_us && now >= t->in_sweep_us) {
-		cfs_htab_filter(&t->ins, keep_fresh, t);
-		t->in_sweep_us = cfs_htab_count(&t->ins) ? now + (uint64_t)t->cfg.reasm_idle_ms * 500 : 0;
+}
+
+static void in_uncount(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x);
+
+struct sweep {
+	struct cfs__links *lk;
+	uint64_t now;
+};
+
+static bool keep_fresh(void *ctx, const void *key, void *val)
+{
+	const struct sweep *sw = ctx;
+	struct xfer_in *x = *(struct xfer_in **)val;
+
+	if (x->last_rx_us + (uint64_t)sw->lk->cfg.reasm_idle_ms * 1000 > sw->now)
+		return true;
+	in_uncount(sw->lk, key, x);
+	sw->lk->st->reasm_expired++;
+	cfs_xfer_in_free(x);
+	return false;
+}
+
+static void sweep_stale(struct cfs__links *lk, uint64_t now)
+{
+	if (!lk->in_sweep_us || now < lk->in_sweep_us)
+		return;
+	cfs_htab_filter(&lk->ins, keep_fresh, &(struct sweep){ .lk = lk, .now = now });
+	lk->in_sweep_us = cfs_htab_count(&lk->ins) ? now + (uint64_t)lk->cfg.reasm_idle_ms * 500 : 0;
+}
+
+void cfs__links_timeout(struct cfs__links *lk, uint64_t now)
+{
+	lk->timer_pending = true;
+	lk->timer_now = now;
+}
+
+uint64_t cfs__links_deadline(const struct cfs__links *lk)
+{
+	uint64_t due = lk->in_sweep_us ? lk->in_sweep_us : UINT64_MAX;
+
+	if (cfs__heap_min(&lk->links_heap) < due)
+		due = cfs__heap_min(&lk->links_heap);
+	return due;
+}
+
+/* ------------------------------------------------------------ output */
+
+/*
+ * The next link to serve, in the order the work was asked for: links made
+ * ready by sends, acks and cancels; then a timeout's due links one at a
+ * time (each expired, then served), its stale reassemblies, and a look at
+ * the process bound; then, when the socket drained or the bound has room
+ * again, every link with transfers. NULL when there is none.
+ */
+static struct link *next_link(struct cfs__links *lk)
+{
+	struct link *l;
+	void *v;
+
+	for (;;) {
+		if ((l = lk->ready_head)) {
+			lk->ready_head = l->ready_next;
+			if (!lk->ready_head)
+				lk->ready_tail = NULL;
+			l->ready = false;
+			return l;
+		}
+		if (lk->timer_pending) {
+			if (cfs__heap_min(&lk->links_heap) <= lk->timer_now) {
+				l = lk->links_heap.v[0];
+				cfs__heap_remove(&lk->links_heap, 0);
+				link_expire(lk, l, lk->timer_now);
+				return l;
+			}
+			lk->timer_pending = false;
+			sweep_stale(lk, lk->timer_now);
+			lk->check_bound = true;
+			continue;
+		}
+		if (lk->check_bound) {
+			lk->check_bound = false;
+			if (lk->bound_waiting && lk->xfer_inflight < lk->cfg.xfer_inflight_max / 2)
+				serve_all(lk);
+			continue;
+		}
+		while (lk->all_active && !lk->sock_blocked && cfs_htab_next(&lk->links, &lk->all_pos, NULL, &v))
+			if ((*(struct link **)v)->nout)
+				return *(struct link **)v;
+		lk->all_active = false;
+		return NULL;
 	}
-	if (t->bound_waiting && t->xfer_inflight < t->cfg.xfer_inflight_max / 2)
-		service_all(t);
+}
+
+bool cfs__links_poll_transmit(struct cfs__links *lk, uint64_t now, struct cfs__tx *ret)
+{
+	struct link *l;
+
+	if (cfs_actq_pop(&lk->whole, &lk->tx, sizeof(lk->tx))) {
+		*ret = (struct cfs__tx){ .dst = lk->tx.dst, .p = lk->tx.data, .len = lk->tx.len };
+		return true;
+	}
+	for (;;) {
+		if (lk->svc.l && service_step(lk, now, ret))
+			return true;
+		if (!(l = next_link(lk)))
+			return false;
+		service_start(lk, l);
+	}
+}
+
+/* ------------------------------------------------------------ receiving */
+
+/* Acks count against an unproven sender's 3x budget too: a piece can be
+ * shorter than the ack it draws. piece_len: the piece it answers (a sender
+ * with no account may have 3x that). */
+static void send_ack(struct cfs__links *lk, const struct cfs_addr *to, const struct xfer_ack *a,
+                     size_t piece_len, uint64_t now)
+{
+	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
+	size_t n = cfs_xfer_ack_encode(b, a);
+
+	if (!cfs__links_answer_take(lk, to, n, piece_len, now)) {
+		lk->st->budget_held++;
+		return;
+	}
+	lk->st->acks_out++;
+	whole_push(lk, to, b, n, now);
+}
+
+static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p, size_t len,
+                   uint64_t now)
+{
+	struct xfer_ack a;
+	struct xfer_ack_result r;
+	const char *why;
+	struct link *l;
+
+	if (cfs_xfer_ack_decode(p, len, &a, &why) < 0) {
+		lk->st->malformed++;
+		return;
+	}
+	lk->st->acks_in++;
+	if (!(l = link_get(lk, from, false)))
+		return;
+	l->acked_us = now;
+	/* it answers: what it owes now is what is still in flight after this */
+	l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
+	for (unsigned j = 0; j < l->nout; j++) {
+		struct xfer_out *x = l->out[j];
+		if (x->reqid != a.reqid || (x->flags & XF_REPLY) != (a.flags & XF_REPLY))
+			continue;
+		uint32_t before = l->cc.in_flight;
+		cfs_xfer_out_on_ack(x, &a, now, &l->cc, &r);
+		inflight_sync(lk, l, before);
+		l->owed_since_us = l->cc.in_flight ? l->acked_us : 0;
+		if (r.progress && !(x->flags & XF_REPLY)) {
+			/* our random request ID came back: the address is proven,
+			 * and the call is alive while its request moves */
+			cfs__links_validated(lk, from, now);
+			event_push(lk, CFS__LINK_ALIVE, from, x->reqid);
+		}
+		if (r.complete)
+			drop_out(lk, l, j);
+		link_ready(lk, l);
+		break;
+	}
+	lk->check_bound = true;
+}
+
+static void ack_due_add(struct cfs__links *lk, const struct in_key *k, const struct cfs_addr *from,
+                        size_t piece_len)
+{
+	if (lk->nack_due == lk->cap_ack_due) {
+		lk->cap_ack_due = lk->cap_ack_due ? 2 * lk->cap_ack_due : 64;
+		lk->ack_due = xrealloc(lk->ack_due, lk->cap_ack_due * sizeof(lk->ack_due[0]));
+	}
+	lk->ack_due[lk->nack_due++] = (struct ack_due){ .key = *k, .from = *from,
+	                                                .piece_len = (uint32_t)piece_len };
+}
+
+/* x (under k) no longer counts against the reassembly bounds. A reply's
+ * reassembly counts apart: our own calls bound it, and strangers' pieces
+ * must not crowd it out. */
+static void in_uncount(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x)
+{
+	if (k->reply) {
+		lk->in_reply_bytes -= x->len;
+		return;
+	}
+	struct link **lp = cfs_htab_get(&lk->links, &k->peer);
+	if (lp) {
+		(*lp)->nin--;
+		(*lp)->in_bytes -= x->len;
+	}
+	lk->in_bytes -= x->len;
+	lk->nin_requests--;
+}
+
+static void in_forget(struct cfs__links *lk, const struct in_key *k, struct xfer_in *x)
+{
+	in_uncount(lk, k, x);
+	cfs_htab_del(&lk->ins, k, NULL);
+}
+
+/* Drop the request reassembly that has made the least progress (the
+ * stalest of those), to make room: a stranger's lone pieces claiming
+ * long messages give way to transfers that are arriving. False when
+ * there is none. */
+static bool evict_one(struct cfs__links *lk)
+{
+	size_t pos = 0;
+	const void *key;
+	void *val;
+	struct xfer_in *best = NULL;
+	struct in_key bk;
+
+	while (cfs_htab_next(&lk->ins, &pos, &key, &val)) {
+		const struct in_key *k = key;
+		struct xfer_in *x = *(struct xfer_in **)val;
+		if (k->reply)
+			continue;
+		if (!best || x->nheld < best->nheld ||
+		    (x->nheld == best->nheld && x->last_rx_us < best->last_rx_us)) {
+			best = x;
+			bk = *k;
+		}
+	}
+	if (!best)
+		return false;
+	in_forget(lk, &bk, best);
+	cfs_xfer_in_free(best);
+	lk->st->reasm_evicted++;
+	return true;
+}
+
+/* A new reassembly, if the bounds allow it and (for a reply) our request
+ * to that peer awaits it. */
+static struct xfer_in *in_start(struct cfs__links *lk, const struct cfs_addr *from,
+                                const struct in_key *k, const struct xfer_piece *p, uint64_t now)
+{
+	struct link *l;
+
+	if (p->flags & XF_REPLY) {
+		if (!cfs_htab_get(&lk->awaited, k))
+			return NULL;
+		/* it echoed our random request ID: it has our request, so the
+		 * address is its own (our acks to it need no budget) */
+		cfs__links_validated(lk, from, now);
+		if (lk->in_reply_bytes + p->msg_len > lk->cfg.reasm_total_max)
+			return NULL;
+		lk->in_reply_bytes += p->msg_len;
+	} else {
+		while ((lk->in_bytes + p->msg_len > lk->cfg.reasm_total_max ||
+		        lk->nin_requests >= REASM_COUNT_MAX) && evict_one(lk))
+			;
+		if (!(l = link_get(lk, from, true)) && evict_one(lk))
+			l = link_get(lk, from, true);
+		if (!l || l->in_bytes + p->msg_len > lk->cfg.reasm_peer_max ||
+		    lk->in_bytes + p->msg_len > lk->cfg.reasm_total_max)
+			return NULL;
+		l->nin++;
+		l->in_bytes += p->msg_len;
+		lk->in_bytes += p->msg_len;
+		lk->nin_requests++;
+	}
+	struct xfer_in *x = cfs_xfer_in_new(p, now);
+	*(struct xfer_in **)cfs_htab_put(&lk->ins, k, NULL) = x;
+	if (!lk->in_sweep_us)
+		lk->in_sweep_us = now + (uint64_t)lk->cfg.reasm_idle_ms * 500;
+	return x;
+}
+
+/* The reassembly of a piece that is not a duplicate of a completed
+ * message (whose sender then hears our final ack again), or NULL. */
+static struct xfer_in *in_find(struct cfs__links *lk, const struct cfs_addr *from,
+                               const struct in_key *k, const struct xfer_piece *p, size_t len,
+                               uint64_t now)
+{
+	struct xfer_in **xp = cfs_htab_get(&lk->ins, k), *x;
+
+	if (xp)
+		return *xp;
+	struct done_in *d = cfs_htab_get(&lk->done_map, k);
+	if (d) { /* our final ack was lost: say it again */
+		lk->st->pieces_dup++;
+		struct xfer_ack a = { .flags = (uint8_t)(k->reply | XF_COMPLETE), .reqid = p->reqid,
+		                      .largest_pn = p->pn > d->largest_pn ? p->pn : d->largest_pn,
+		                      .first_missing = d->npieces };
+		send_ack(lk, from, &a, len, now);
+		return NULL;
+	}
+	if (!(x = in_start(lk, from, k, p, now)))
+		lk->st->reasm_dropped++;
+	return x;
+}
+
+static void on_piece(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *b,
+                     size_t len, uint64_t now)
+{
+	struct xfer_piece p;
+	struct xfer_ack a;
+	struct in_key k;
+	const char *why;
+	struct xfer_in *x;
+
+	if (cfs_xfer_piece_decode(b, len, &p, &why) < 0) {
+		lk->st->malformed++;
+		return;
+	}
+	lk->st->pieces_in++;
+	in_key_of(&k, from, p.reqid, p.flags & XF_REPLY);
+	if (!(x = in_find(lk, from, &k, &p, len, now)))
+		return;
+	bool was_pending = x->ack_pending;
+	int r = cfs_xfer_in_piece(x, &p, now);
+	if (r < 0) {
+		lk->st->malformed++;
+		return;
+	}
+	if (r == 1)
+		lk->st->pieces_dup++;
+	if (r == 0 && (p.flags & XF_REPLY)) /* only news keeps a call alive */
+		event_push(lk, CFS__LINK_ALIVE, from, p.reqid);
+	if (!cfs_xfer_in_complete(x)) {
+		if (!was_pending)
+			ack_due_add(lk, &k, from, len);
+		return;
+	}
+	cfs_xfer_in_ack(x, now, &a);
+	send_ack(lk, from, &a, len, now);
+	done_note(lk, &k, x);
+	in_forget(lk, &k, x);
+	lk->st->xfers_in++;
+	struct cfs__link_event *e = event_push(lk, CFS__LINK_MESSAGE, from, p.reqid);
+	e->low_priority = p.flags & XF_BACKGROUND;
+	e->msg = x->buf;
+	e->len = x->len;
+	x->buf = NULL; /* the event's now */
+	cfs_xfer_in_free(x);
+}
+
+void cfs__links_flush_acks(struct cfs__links *lk, uint64_t now)
+{
+	struct xfer_ack a;
+
+	for (unsigned i = 0; i < lk->nack_due; i++) {
+		struct xfer_in **xp = cfs_htab_get(&lk->ins, &lk->ack_due[i].key);
+		if (!xp || !(*xp)->ack_pending)
+			continue;
+		cfs_xfer_in_ack(*xp, now, &a);
+		send_ack(lk, &lk->ack_due[i].from, &a, lk->ack_due[i].piece_len, now);
+	}
+	lk->nack_due = 0;
+}
+
+void cfs__links_datagram(struct cfs__links *lk, const struct cfs_addr *from, enum xfer_kind kind,
+                         const uint8_t *p, size_t len, uint64_t now)
+{
+	uint8_t tok[XFER_TOKEN_BYTES];
+	uint64_t reqid;
+
+	switch (kind) {
+	case XFER_KIND_PIECE:
+		on_piece(lk, from, p, len, now);
+		return;
+	case XFER_KIND_ACK:
+		on_ack(lk, from, p, len, now);
+		return;
+	case XFER_KIND_VALIDATE:
+		on_validate(lk, from, p, len, now);
+		return;
+	case XFER_KIND_RETRY:
+		if (cfs_xfer_retry_decode(p, len, &reqid, tok) == 0) {
+			memcpy(event_push(lk, CFS__LINK_RETRY, from, reqid)->token, tok, sizeof(tok));
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	lk->st->malformed++;
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -936,35 +1144,48 @@ static bool drop_link(void *ctx, const void *key, void *val)
 	return false;
 }
 
-void cfs__links_close(cfs_transport_t *t)
+void cfs__links_close(struct cfs__links *lk)
 {
-	cfs_htab_filter(&t->ins, drop_in, NULL);
-	t->links_heap.n = 0;
-	cfs_htab_filter(&t->links, drop_link, NULL);
-	t->in_bytes = t->in_reply_bytes = t->out_bytes = t->xfer_inflight = 0;
-	t->nin_requests = 0;
-	t->nack_due = 0;
+	struct cfs__link_event e;
+
+	cfs_htab_filter(&lk->ins, drop_in, NULL);
+	lk->links_heap.n = 0;
+	cfs_htab_filter(&lk->links, drop_link, NULL);
+	cfs_htab_clear(&lk->awaited);
+	lk->in_bytes = lk->in_reply_bytes = lk->out_bytes = lk->xfer_inflight = 0;
+	lk->nin_requests = 0;
+	lk->nack_due = 0;
+	lk->ready_head = lk->ready_tail = NULL;
+	lk->svc.l = NULL;
+	lk->timer_pending = lk->check_bound = lk->all_active = false;
+	while (cfs_actq_pop(&lk->whole, &lk->tx, sizeof(lk->tx)))
+		;
+	while (cfs__links_poll_event(lk, &e))
+		free(e.msg);
 }
 
-void cfs__links_free(cfs_transport_t *t)
+void cfs__links_free(struct cfs__links *lk)
 {
-	cfs__links_close(t);
-	cfs_htab_free(&t->ins);
-	cfs_htab_free(&t->links);
-	free(t->links_heap.v);
-	free(t->vslots);
-	cfs_htab_free(&t->done_map);
-	free(t->done_ring);
-	free(t->ack_due);
+	cfs__links_close(lk);
+	cfs_htab_free(&lk->ins);
+	cfs_htab_free(&lk->links);
+	cfs_htab_free(&lk->awaited);
+	cfs__heap_free(&lk->links_heap);
+	free(lk->vslots);
+	cfs_htab_free(&lk->done_map);
+	free(lk->done_ring);
+	free(lk->ack_due);
+	cfs_actq_free(&lk->whole);
+	cfs_actq_free(&lk->events);
 }
 
-void cfs__links_stats(const cfs_transport_t *t, struct cfs_transport_stats *st)
+void cfs__links_stats(const struct cfs__links *lk, struct cfs_transport_stats *st)
 {
 	size_t pos = 0;
 	void *v;
 
 	st->cwnd_bytes = 0;
-	st->links = (uint32_t)cfs_htab_count(&t->links);
-	while (cfs_htab_next(&t->links, &pos, NULL, &v))
+	st->links = (uint32_t)cfs_htab_count(&lk->links);
+	while (cfs_htab_next(&lk->links, &pos, NULL, &v))
 		st->cwnd_bytes += (*(struct link **)v)->cc.cwnd;
 }

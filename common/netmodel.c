@@ -1,5 +1,6 @@
 /*
- * The wide-area network model, for evaluation only (DESIGN §7).
+ * The network models, for evaluation only (DESIGN §7): a simple one (loss
+ * and a fixed delay) and the wide-area one.
  *
  * Nothing here is shared between nodes: where an address sits is a pure
  * function of hash(seed, IP, port), so cfsd processes started separately
@@ -221,6 +222,30 @@ uint32_t cfs_wan_row(const struct cfs_wan *w, const struct cfs_addr *a)
 }
 
 /* ------------------------------------------------------------ sending */
+
+/* The simple model (cfs_netmodel_simple): loss and one delay for every
+ * datagram, whoever it goes to. */
+static bool simple_on_send(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us)
+{
+	struct cfs_netmodel_simple *s = ctx;
+	if (s->loss > 0 && cfs_rng_double(&s->rng) < s->loss)
+		return true;
+	*ret_delay_us = s->delay_us;
+	return false;
+}
+
+void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
+                              uint64_t delay_us, uint64_t seed)
+{
+	s->loss = loss;
+	s->delay_us = delay_us;
+	cfs_rng_seed(&s->rng, seed);
+}
+
+struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s)
+{
+	return (struct cfs_netmodel){ .on_send = simple_on_send, .ctx = s };
+}
 
 /*
  * A slow sender's extra delay, drawn afresh for every datagram. OpenDHT's

@@ -1,75 +1,38 @@
 /*
- * The UDP RPC transport.
+ * The UDP RPC transport (common/cfs.h): a thin libuv driver around two
+ * machines that do no I/O.
  *
- * One socket per process. A call is a struct in a hash table keyed by its
- * request ID, and (once sent) in a min-heap keyed by its deadline; a single
- * uv timer is armed for the earliest deadline of either heap (calls, and
- * datagrams held back by the network model). A call ends exactly once: by
- * a matching reply (same ID, type and source address), by its timeout, or
- * by close (-ECANCELED). A short request is sent again a few times within
- * its timeout (below); a call that times out is the caller's to
- * try elsewhere, as DHash++ 5.2.3 prescribes.
+ *   common/rpc.c   the calls: the table keyed by request ID, the STP
+ *                  window, RTOs and estimates, resends, late replies
+ *   common/link.c  the links: per peer, messages as pieces, their windows
+ *                  and reassembly; address validation
  *
- * Window control is STP (DHash++ 5.2.1): w grows by 1/w per reply and
- * halves per timeout; 3w calls may be in flight, the rest wait in FIFO
- * order and are sent as earlier ones end. Timeouts follow eq. (2):
- * RTO = v + 6·alpha + 15 ms, v the caller's latency prediction (or the
- * smoothed RTT when it has none), alpha the running mean of |rtt - v|,
- * but never less than timeout_min_ms (below).
+ * This file alone touches the socket (common/udp.c, from a uv_poll_t),
+ * the timers and the clock. It decodes datagrams and hands them to the
+ * links (frames) or to the calls and the owner's callback (messages), and
+ * moves what each machine yields to where it goes: the calls' sends and
+ * tokens to the links, the links' reassembled messages, tokens asked of
+ * us and progress on calls back up, the links' datagrams to the socket,
+ * and a call's end to its caller. Neither machine calls the other, nor
+ * this file.
  *
- * Eq. (2) models the network, and on a loaded machine the round
- * trip is mostly the time the peer's loop takes to get to the request (a
- * daemon in a LevelDB sync, sixteen daemons on two cores). Publishing a
- * 205 MB tree into a 16-daemon loopback ring timed out 248 calls (FIND_NEXT,
- * HAVE, REFRESH) with RTOs of 40-100 ms, and every one was answered, 56-146
- * ms after it was sent. So the RTO has a floor, as TCP's has (RFC 6298 2.4;
- * Linux: 200 ms), and replies that come after their timeout are counted
- * (late_replies) and taught to the estimator (late_reply()). With the
- * floor alone the same publish timed out 687 calls answered 0.2-1.3 s
- * late: a daemon's requests wait behind the replica pushes queued in its
- * 8 MiB socket buffer, and how long depends on the peer. So each
- * destination also has its own estimate (RFC 6298: SRTT + 4·RTTVAR, from
- * the calls with a computed RTO, late ones included), and a call's RTO is
- * the larger of that and eq. (2).
- *
- * A timeout is a congestion signal only the first time a destination goes
- * quiet. Its address is then noted as silent (up to SILENT_MAX, the oldest
- * forgotten first) until anything answers from it: further timeouts to it
- * do not halve w again, and calls to it are sent at once outside the
- * window; its calls already out give their slots back, and those queued
- * are sent outside the window when their turn comes.
- * Otherwise, after a mass failure, probes to the dead (each held to its
- * full timeout) filled the 3w slots of a window that every one of their
- * timeouts had halved, and a get to a live replica waited seconds behind
- * them in the queue.
- *
- * Background calls (node authentication, whose targets anyone can name)
- * are always sent outside the window and neither grow nor halve it: a
- * flood of offered nodes at dead addresses once queued thousands of AUTH
- * calls ahead of client work and halved w at every timeout.
- *
- * No datagram is longer than CFS_DGRAM_SAFE. A request or reply
- * that encodes longer travels as pieces, acknowledged and resent one by
- * one under a per-peer window in bytes (common/link.c, common/xfer.c);
- * the call's deadline moves on with every sign of progress (an ack of its
- * request's pieces, a piece of its reply). A reply that would send an
- * address that never proved itself more than three times what it sent
- * us is withheld, and the asker given a token to prove it with; the call
- * sends the token and asks again (retries, at most two).
+ * One event loop timer serves every deadline: the calls', their resends,
+ * the links' timers and the datagrams the network model holds. An
+ * overdue call expires only after a grace of socket polls (below).
  */
 #include "common/transport_int.h"
 
-#include <arpa/inet.h>
-#include <math.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define TIMER_BATCH 4096 /* expirations handled per wake-up */
-#define SILENT_MAX 64
-#define LATE_MAX 1024 /* timed-out calls remembered for their late replies */
-#define PEERS_MAX 4096 /* destinations with a round-trip estimate */
+/* Room for a full window of datagrams: with the default 208 KiB the kernel
+ * drops a burst long before the windows are full. */
+#define SOCKET_BUF (8 << 20)
+#define BACKLOG_MAX (8u << 20) /* bytes of whole datagrams held for a full socket */
+#define VSLOTS 4096 /* the default of cfg.validation_slots */
 
 /*
  * Scratch space shared by every transport on the thread: a message is
@@ -82,124 +45,14 @@ static __thread uint8_t sbuf[CFS_MSG_MAX];
 static __thread struct cfs_msg rmsg;
 static __thread struct cfs_msg smsg; /* the answer to a hello */
 
-/* ------------------------------------------------------------ heap */
-
-static void heap_swap(struct heap *h, size_t a, size_t b)
-{
-	void *t = h->v[a];
-	h->v[a] = h->v[b];
-	h->v[b] = t;
-	h->set_idx(h->v[a], a);
-	h->set_idx(h->v[b], b);
-}
-
-static void heap_up(struct heap *h, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (h->key(h->v[p]) <= h->key(h->v[i]))
-			break;
-		heap_swap(h, i, p);
-		i = p;
-	}
-}
-
-static void heap_down(struct heap *h, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < h->n && h->key(h->v[l]) < h->key(h->v[m]))
-			m = l;
-		if (r < h->n && h->key(h->v[r]) < h->key(h->v[m]))
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(h, i, m);
-		i = m;
-	}
-}
-
-void cfs__heap_push(struct heap *h, void *p)
-{
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 64;
-		h->v = xrealloc(h->v, h->cap * sizeof(*h->v));
-	}
-	h->v[h->n] = p;
-	h->set_idx(p, h->n);
-	heap_up(h, h->n++);
-}
-
-void cfs__heap_remove(struct heap *h, size_t i)
-{
-	h->set_idx(h->v[i], SIZE_MAX);
-	if (i != --h->n) {
-		h->v[i] = h->v[h->n];
-		h->set_idx(h->v[i], i);
-		heap_down(h, i);
-		heap_up(h, i);
-	}
-}
-
-static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
-static uint64_t rexmit_key(const void *p) { return ((const struct call *)p)->rexmit_us; }
-static void rexmit_set_idx(void *p, size_t i) { ((struct call *)p)->rx_idx = i; }
-static void call_set_idx(void *p, size_t i) { ((struct call *)p)->heap_idx = i; }
-static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
-static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
-
-/* ------------------------------------------------------------ call table */
-
-static void table_add(cfs_transport_t *t, struct call *c)
-{
-	*(struct call **)cfs_htab_put(&t->calls, &c->reqid, NULL) = c;
-}
-
-static struct call *table_find(const cfs_transport_t *t, uint64_t id)
-{
-	struct call **c = cfs_htab_get(&t->calls, &id);
-	return c ? *c : NULL;
-}
-
-static struct call *table_take(cfs_transport_t *t, uint64_t id)
-{
-	struct call *c = NULL;
-
-	cfs_htab_del(&t->calls, &id, &c);
-	return c;
-}
-
-/* ------------------------------------------------------------ timer */
-
-static void on_timer(uv_timer_t *h);
-
-void cfs__arm_timer(cfs_transport_t *t)
-{
-	uint64_t due = UINT64_MAX, l;
-
-	if (t->closing)
-		return;
-	if (t->calls_heap.n && t->grace_polls == 0) /* else on_check re-arms */
-		due = call_key(t->calls_heap.v[0]);
-	if (t->delay_heap.n && delayed_key(t->delay_heap.v[0]) < due)
-		due = delayed_key(t->delay_heap.v[0]);
-	if ((l = cfs__links_due(t)) < due)
-		due = l;
-	if (t->rexmit_heap.n && rexmit_key(t->rexmit_heap.v[0]) < due)
-		due = rexmit_key(t->rexmit_heap.v[0]);
-	if (due == t->timer_due_us)
-		return;
-	t->timer_due_us = due;
-	if (due == UINT64_MAX) {
-		uv_timer_stop(&t->timer);
-		return;
-	}
-	uint64_t now = cfs_now_us();
-	uint64_t ms = due > now ? (due - now + 999) / 1000 : 0;
-	uv_timer_start(&t->timer, on_timer, ms, 0);
-}
-
-/* ------------------------------------------------------------ sending */
+/* A datagram the network model holds back. */
+struct delayed {
+	uint64_t due_us;
+	size_t heap_idx;
+	struct cfs_addr dst;
+	size_t len;
+	uint8_t data[];
+};
 
 /* A whole datagram the full socket refused, sent when it can take more. */
 struct backlog {
@@ -208,9 +61,30 @@ struct backlog {
 	size_t len;
 	uint8_t data[];
 };
-#define BACKLOG_MAX (8u << 20)
 
-static void poll_update(cfs_transport_t *t);
+static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
+static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
+
+static void on_timer(uv_timer_t *h);
+static void on_poll(uv_poll_t *h, int status, int events);
+static void on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
+                       size_t len, bool low_priority, uint64_t now);
+
+/* ------------------------------------------------------------ socket */
+
+static void poll_update(cfs_transport_t *t)
+{
+	int want = UV_READABLE;
+
+	if (t->closing)
+		return;
+	if (t->bl_head || t->sock_blocked)
+		want |= UV_WRITABLE;
+	if (want != t->poll_events) {
+		t->poll_events = want;
+		uv_poll_start(&t->poll, want, on_poll);
+	}
+}
 
 static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
@@ -268,47 +142,10 @@ static bool flush_backlog(cfs_transport_t *t)
 	return true;
 }
 
-/* ------------------------------------------------------------ upload cap */
-
-/* The bucket is common/upcap.c; the transport counts its waits, and
- * link_service keeps the transfers it holds alive. */
-bool cfs__up_take(cfs_transport_t *t, uint32_t b, bool bg, uint64_t now, uint64_t *wait_us,
-                  struct cfs__up_debit *ret_debit)
-{
-	if (cfs__upcap_take(&t->up, b, bg, now, wait_us, ret_debit))
-		return true;
-	t->st.upload_held++;
-	t->up_blocked = true;
-	return false;
-}
-
-void cfs__up_give_back(cfs_transport_t *t, const struct cfs__up_debit *d)
-{
-	cfs__upcap_give_back(&t->up, d);
-}
-
-void cfs__up_charge(cfs_transport_t *t, size_t len)
-{
-	cfs__upcap_charge(&t->up, len, cfs_now_us());
-}
-
-/* Every whole datagram leaves through here: the network model's one hook
- * (pieces too, when a model is installed: common/link.c, which has
- * charged them to the upload cap already). */
-static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len);
-
-void cfs__transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
-{
-	cfs__up_charge(t, len);
-	transmit(t, dst, p, len);
-}
-
-void cfs__transmit_piece(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
-{
-	transmit(t, dst, p, len);
-}
-
-static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
+/* Every datagram leaves through here: the network model's one hook
+ * (each piece meets it alone), then the socket. */
+static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len,
+                     uint64_t now)
 {
 	uint64_t delay = 0;
 
@@ -319,451 +156,196 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 		}
 		if (delay > 0) {
 			struct delayed *d = xmalloc(sizeof(*d) + len);
-			d->due_us = cfs_now_us() + delay;
+			d->due_us = now + delay;
 			d->dst = *dst;
 			d->len = len;
 			memcpy(d->data, p, len);
 			cfs__heap_push(&t->delay_heap, d);
-			cfs__arm_timer(t);
 			return;
 		}
 	}
 	send_now(t, dst, p, len);
 }
 
-uint64_t cfs_stp_rto_us(uint64_t predicted_us, double alpha_us)
+/* A batch of pieces in one sendmsg (GSO); the number the socket took.
+ * *ret_failed: a send error lost them all (they count as sent). */
+static unsigned send_pieces(cfs_transport_t *t, const struct cfs__tx *tx, bool *ret_failed,
+                            uint64_t now)
 {
-	return predicted_us + (uint64_t)(6.0 * alpha_us) + 15000u;
-}
-
-static int silent_find(const cfs_transport_t *t, const struct cfs_addr *a)
-{
-	for (uint32_t i = 0; i < t->nsilent; i++)
-		if (cfs_addr_eq(&t->silent[i], a))
-			return (int)i;
-	return -1;
-}
-
-/* A timeout to a: true when a was not silent already (it is now). */
-static bool silent_note(cfs_transport_t *t, const struct cfs_addr *a)
-{
-	if (silent_find(t, a) >= 0)
-		return false;
-	if (!t->silent)
-		t->silent = xcalloc(SILENT_MAX, sizeof(t->silent[0]));
-	if (t->nsilent < SILENT_MAX) {
-		t->silent[t->nsilent++] = *a;
-	} else {
-		t->silent[t->silent_next] = *a;
-		t->silent_next = (t->silent_next + 1) % SILENT_MAX;
+	*ret_failed = false;
+	if (t->has_model) { /* evaluation: each piece meets the model alone */
+		size_t o = 0;
+		for (unsigned i = 0; i < tx->npieces; i++) {
+			transmit(t, &tx->dst, tx->p + o, tx->lens[i], now);
+			o += tx->lens[i];
+		}
+		return tx->npieces;
 	}
-	return true;
-}
-
-static void silent_clear(cfs_transport_t *t, const struct cfs_addr *a)
-{
-	int i = t->nsilent ? silent_find(t, a) : -1;
-
-	if (i < 0)
-		return;
-	t->silent[i] = t->silent[--t->nsilent];
-	if (t->silent_next >= t->nsilent)
-		t->silent_next = 0;
-}
-
-void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a)
-{
-	memset(k, 0, sizeof(*k));
-	k->family = a->sa.sa_family;
-	if (a->sa.sa_family == AF_INET6) {
-		memcpy(k->ip, &a->in6.sin6_addr, 16);
-		k->port = a->in6.sin6_port;
-	} else {
-		memcpy(k->ip, &a->in4.sin_addr, 4);
-		k->port = a->in4.sin_port;
-	}
-}
-
-static const struct peer_est *peer_find(const cfs_transport_t *t, const struct cfs_addr *a)
-{
-	struct peer_key k;
-
-	cfs__peer_key(&k, a);
-	return cfs_htab_get(&t->peers, &k);
-}
-
-uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
-{
-	const struct peer_est *pe = peer_find(t, a);
-
-	return pe && pe->srtt_us > 0 ? (uint64_t)pe->srtt_us : 0;
-}
-
-/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
- * is bounded: when full it is emptied and learnt again. */
-static void peer_sample(cfs_transport_t *t, const struct cfs_addr *a, uint64_t rtt)
-{
-	struct peer_key k;
-	bool added;
-
-	cfs__peer_key(&k, a);
-	if (!cfs_htab_get(&t->peers, &k) && cfs_htab_count(&t->peers) >= PEERS_MAX)
-		cfs_htab_clear(&t->peers);
-	struct peer_est *pe = cfs_htab_put(&t->peers, &k, &added);
-	if (added) {
-		pe->srtt_us = (double)rtt;
-		pe->rttvar_us = (double)rtt / 2;
-		return;
-	}
-	pe->rttvar_us += (fabs(pe->srtt_us - (double)rtt) - pe->rttvar_us) / 4;
-	pe->srtt_us += ((double)rtt - pe->srtt_us) / 8;
-}
-
-static unsigned window_limit(const cfs_transport_t *t)
-{
-	return (unsigned)(3.0 * t->st.window);
-}
-
-/*
- * Without this a lost datagram costs a call its whole timeout (200 ms
- * at least, 750 ms for a lookup hop) before the caller tried elsewhere;
- * at 3 % loss on a real link reads crawled. A whole request (pieces have
- * their own recovery) with no answer after the peer's round trip plus
- * four deviations (RFC 6298's RTO without its floor; at least 20 ms) is
- * sent again, the interval doubling, at most three times and only within
- * its timeout, and only to a destination that has answered us before (a
- * request naming someone else as its origin, a LOOKUP_FWD's, must not
- * make us send four copies of a LOOKUP_DONE to an address that never
- * asked). The peer answers a copy as it did the first: requests are
- * idempotent (chord acknowledges a copy of a LOOKUP_FWD without forwarding
- * it again), one whose answer is still going out in pieces is not answered
- * twice, and a retransmitted call teaches no round trip (Karn).
- */
-#define REXMIT_MAX 3
-#define REXMIT_MIN_US 20000
-
-static void rexmit_schedule(cfs_transport_t *t, struct call *c, uint64_t now)
-{
-	const struct peer_est *pe = peer_find(t, &c->dst);
-	uint64_t ri;
-
-	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX ||
-	    !cfs__proven(t, &c->dst))
-		return;
-	if (pe)
-		ri = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
-	else
-		ri = t->have_srtt ? (uint64_t)(2 * t->st.srtt_us) : 100000;
-	if (ri < REXMIT_MIN_US)
-		ri = REXMIT_MIN_US;
-	ri <<= c->rexmits;
-	if (now + ri >= c->deadline_us)
-		return;
-	c->rexmit_us = now + ri;
-	cfs__heap_push(&t->rexmit_heap, c);
-}
-
-static void rexmit_due(cfs_transport_t *t, uint64_t now)
-{
-	while (t->rexmit_heap.n && !t->closing) {
-		struct call *c = t->rexmit_heap.v[0];
-		if (c->rexmit_us > now)
-			break;
-		cfs__heap_remove(&t->rexmit_heap, 0);
-		c->rexmits++;
-		t->st.retransmits++;
-		if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
-			t->st.send_errors++;
-		rexmit_schedule(t, c, now);
-	}
-}
-
-static void call_send(cfs_transport_t *t, struct call *c)
-{
-	uint64_t now = cfs_now_us(), rto;
-
-	if (c->fixed_timeout_ms) {
-		rto = (uint64_t)c->fixed_timeout_ms * 1000u;
-	} else {
-		if (!c->predicted_us && t->have_srtt)
-			c->predicted_us = (uint64_t)t->st.srtt_us;
-		rto = c->predicted_us ? cfs_stp_rto_us(c->predicted_us, t->st.rtt_err_us)
-		                      : (uint64_t)t->cfg.timeout_ms * 1000u;
-		const struct peer_est *pe = peer_find(t, &c->dst);
-		if (pe && pe->srtt_us + 4 * pe->rttvar_us > (double)rto)
-			rto = (uint64_t)(pe->srtt_us + 4 * pe->rttvar_us);
-		if (rto < (uint64_t)t->cfg.timeout_min_ms * 1000u)
-			rto = (uint64_t)t->cfg.timeout_min_ms * 1000u;
-		if (rto > (uint64_t)t->cfg.timeout_max_ms * 1000u)
-			rto = (uint64_t)t->cfg.timeout_max_ms * 1000u;
-	}
-	c->sent_us = now;
-	c->rto_us = rto;
-	c->deadline_us = now + rto;
-	cfs__heap_push(&t->calls_heap, c);
-	if (!c->outside)
-		t->st.inflight++;
-	/* pkt is kept: a retry (address validation) sends it again */
-	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
+	ssize_t r = cfs_udp_send(&t->sock, &tx->dst, tx->p, tx->len, tx->npieces > 1 ? CFS_DGRAM_SAFE : 0);
+	if (r == -EAGAIN)
+		return 0;
+	if (r < 0) {
 		t->st.send_errors++;
-	rexmit_schedule(t, c, now);
-}
-
-struct call *cfs__call_find(const cfs_transport_t *t, uint64_t reqid)
-{
-	struct call *c = table_find(t, reqid);
-	return c && c->heap_idx != SIZE_MAX ? c : NULL;
-}
-
-/* A peer answered our call with a token instead (it has not seen us
- * prove our address): show the token, then ask again. Twice at most. */
-void cfs__on_retry(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid,
-                  const uint8_t token[static XFER_TOKEN_BYTES])
-{
-	struct call *c = cfs__call_find(t, reqid);
-	uint8_t v[XFER_VALIDATE_LEN];
-
-	t->st.retries_in++;
-	if (!c || !cfs_addr_eq(&c->dst, from) || c->retries >= 2)
-		return;
-	c->retries++;
-	cfs__transmit(t, from, v, cfs_xfer_validate_encode(v, token));
-	cfs__call_touch(t, c);
-	if (cfs__send_msg(t, &c->dst, c->pkt, c->pkt_len, c->reqid, false, c->low_priority) < 0)
-		t->st.send_errors++;
-}
-
-/* However long its pieces keep coming, a call ends within this. */
-#define CALL_LIFE_MAX_US (60ull * 1000000)
-
-void cfs__call_touch(cfs_transport_t *t, struct call *c)
-{
-	uint64_t d = cfs_now_us() + c->rto_us;
-
-	if (d > c->sent_us + CALL_LIFE_MAX_US)
-		d = c->sent_us + CALL_LIFE_MAX_US;
-	if (c->heap_idx == SIZE_MAX || d <= c->deadline_us)
-		return;
-	cfs__heap_remove(&t->calls_heap, c->heap_idx);
-	c->deadline_us = d;
-	cfs__heap_push(&t->calls_heap, c);
-}
-
-/* Send waiting calls while the window has room. A call to an address
- * that went silent while the call waited leaves the queue at once, outside
- * the window, as it would have gone had it been made now. */
-static void pump(cfs_transport_t *t)
-{
-	while (t->q_head && !t->closing) {
-		struct call *c = t->q_head;
-		if (t->nsilent && silent_find(t, &c->dst) >= 0)
-			c->outside = true;
-		else if (t->st.inflight >= window_limit(t))
-			break;
-		t->q_head = c->qnext;
-		if (!t->q_head)
-			t->q_tail = NULL;
-		t->st.queued--;
-		call_send(t, c);
+		*ret_failed = true;
+		return tx->npieces;
 	}
-	cfs__arm_timer(t);
+	unsigned segs = (size_t)r == tx->len ? tx->npieces : (unsigned)((size_t)r / CFS_DGRAM_SAFE);
+	t->st.bytes_out += (uint64_t)r;
+	t->st.datagrams_out += segs;
+	if (segs > 1)
+		t->st.gso_sends++;
+	return segs;
 }
 
-/* a has just gone silent: its calls in flight give their window slots
- * back, so that calls to live peers are not held behind them until their
- * timeouts (with many calls out to a peer that froze, a get to a live
- * replica once waited seconds in the queue). */
-static void silent_release(cfs_transport_t *t, const struct cfs_addr *a)
+/* ------------------------------------------------------------ the machines */
+
+/* Transmit what the links hand out; a batch the socket did not take all
+ * of waits for it to drain. */
+static void flush_links(cfs_transport_t *t, uint64_t now)
 {
-	for (size_t i = 0; i < t->calls_heap.n; i++) {
-		struct call *c = t->calls_heap.v[i];
-		if (!c->outside && cfs_addr_eq(&c->dst, a)) {
-			c->outside = true;
-			t->st.inflight--;
+	struct cfs__tx tx;
+	bool failed;
+
+	while (!t->closing && cfs__links_poll_transmit(&t->links, now, &tx)) {
+		if (!tx.npieces) {
+			transmit(t, &tx.dst, tx.p, tx.len, now);
+			continue;
+		}
+		unsigned sent = send_pieces(t, &tx, &failed, now);
+		cfs__links_transmitted(&t->links, sent, failed, now);
+		if (sent < tx.npieces) {
+			t->sock_blocked = true;
+			poll_update(t);
 		}
 	}
 }
 
-int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
-                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg)
+/* One action of the calls. While closing, only the callers are told. */
+static void rpc_act(cfs_transport_t *t, const struct cfs__rpc_act *a, uint64_t now)
 {
-	struct call *c;
-	size_t len;
-	int r;
+	struct call *c = a->call;
 
-	if (t->closing)
-		return -ECANCELED;
-	/* Sit and Morris 2002 §5 (and DNS's random query IDs): every call's
-	 * ID is drawn afresh, so that a forged reply must guess 64 bits, not
-	 * count; drawn again on the (unlikely) collision with one in flight */
-	do
-		randombytes_buf(&req->reqid, sizeof(req->reqid));
-	while (table_find(t, req->reqid));
-	req->is_reply = false;
-	req->status = 0;
-	if (t->coord)
-		req->coord = *t->coord;
-	bool probe;
-	req->version = cfs__ver_for(t, dst, cfs_now_us(), &probe);
-	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
-	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
-		return r;
-	if (probe)
-		cfs__ver_probe(t, dst);
-	c = xcalloc(1, sizeof(*c));
-	c->reqid = req->reqid;
-	c->dst = *dst;
-	c->cb = cb;
-	c->arg = arg;
-	c->type = req->type;
-	c->has_to = req->has_to;
-	c->to_id = req->to_id;
-	c->heap_idx = SIZE_MAX;
-	c->rx_idx = SIZE_MAX;
-	c->pkt = xmemdup(sbuf, len);
-	c->pkt_len = len;
-	if (opts) {
-		c->fixed_timeout_ms = opts->timeout_ms;
-		c->predicted_us = opts->predicted_rtt_us;
-		c->background = opts->background;
-		c->low_priority = opts->low_priority;
+	switch (a->type) {
+	case CFS__RPC_DONE: {
+		struct cfs_rpc_result res = { .rtt_us = a->rtt_us, .from = &c->dst };
+		c->cb(c->arg, a->status, a->reply, &res);
+		cfs__call_free(c);
+		if (a->reply && !t->closing) /* a reply: the window has room again */
+			cfs__rpc_pump(&t->rpc, now);
+		return;
 	}
-	table_add(t, c);
-	t->st.calls++;
-	c->outside = c->background || (t->nsilent && silent_find(t, dst) >= 0);
-	if (c->outside || (t->st.inflight < window_limit(t) && !t->q_head)) {
-		call_send(t, c);
-		cfs__arm_timer(t);
-	} else {
-		if (t->q_tail)
-			t->q_tail->qnext = c;
+	case CFS__RPC_SEND:
+		if (t->closing)
+			return;
+		if (cfs__links_send(&t->links, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
+		                    c->low_priority, now) < 0)
+			t->st.send_errors++;
+		if (a->arm_resend)
+			cfs__rpc_sent(&t->rpc, c, cfs__links_proven(&t->links, &c->dst, now), now);
+		return;
+	case CFS__RPC_VALIDATE:
+		if (!t->closing)
+			cfs__links_validate(&t->links, &c->dst, a->token, now);
+		return;
+	case CFS__RPC_ENDED:
+		if (!t->closing)
+			cfs__links_call_end(&t->links, &c->dst, c->reqid);
+		return;
+	}
+}
+
+/* Carry out the calls' actions now, even inside the drive: a reply's
+ * caller is told while the bytes its message borrows are alive. */
+static void rpc_run(cfs_transport_t *t, uint64_t now)
+{
+	struct cfs__rpc_act a;
+
+	while (cfs__rpc_poll(&t->rpc, &a))
+		rpc_act(t, &a, now);
+}
+
+/* One event of the links. */
+static void link_event(cfs_transport_t *t, struct cfs__link_event *e, uint64_t now)
+{
+	if (t->closing) {
+		free(e->msg);
+		return;
+	}
+	switch (e->type) {
+	case CFS__LINK_MESSAGE:
+		on_message(t, &e->from, e->msg, e->len, e->low_priority, now);
+		free(e->msg);
+		return;
+	case CFS__LINK_RETRY:
+		cfs__rpc_retry(&t->rpc, &e->from, e->reqid, e->token, now);
+		return;
+	case CFS__LINK_ALIVE:
+		cfs__rpc_touch(&t->rpc, e->reqid, now);
+		return;
+	}
+}
+
+/*
+ * Move everything the machines yield until both are quiet: the links'
+ * datagrams first, then the calls' actions, then the links' events. A
+ * callback run from here that starts calls or answers returns to this
+ * loop, which carries out what it queued; it never runs inside another
+ * (driving).
+ */
+static void drive(cfs_transport_t *t, uint64_t now)
+{
+	struct cfs__rpc_act a;
+	struct cfs__link_event e;
+
+	if (t->driving)
+		return;
+	t->driving = true;
+	for (;;) {
+		flush_links(t, now);
+		if (cfs__rpc_poll(&t->rpc, &a))
+			rpc_act(t, &a, now);
+		else if (cfs__links_poll_event(&t->links, &e))
+			link_event(t, &e, now);
 		else
-			t->q_head = c;
-		t->q_tail = c;
-		t->st.queued++;
+			break;
 	}
-	return 0;
+	t->driving = false;
 }
 
-static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *m)
-{
-	size_t len;
-	int r;
+/* ------------------------------------------------------------ timers */
 
-	m->type = to->type;
-	m->reqid = to->reqid;
-	m->is_reply = true;
-	if (to->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &to->to_id))) {
-		/* the node the request was addressed to answers (handle_reply) */
-		m->from_vindex = m->has_from ? m->from_vindex : 0;
-		m->has_from = true;
-		m->from_id = to->to_id;
+static void arm_timer(cfs_transport_t *t)
+{
+	uint64_t due = UINT64_MAX, l;
+
+	if (t->closing || t->driving)
+		return;
+	if (t->grace_polls == 0) /* else on_check re-arms */
+		due = cfs__rpc_call_due(&t->rpc);
+	if ((l = cfs__heap_min(&t->delay_heap)) < due)
+		due = l;
+	if ((l = cfs__links_deadline(&t->links)) < due)
+		due = l;
+	if ((l = cfs__rpc_resend_due(&t->rpc)) < due)
+		due = l;
+	if (due == t->timer_due_us)
+		return;
+	t->timer_due_us = due;
+	if (due == UINT64_MAX) {
+		uv_timer_stop(&t->timer);
+		return;
 	}
-	if (t->coord)
-		m->coord = *t->coord;
-	m->version = to->version ? to->version : CFS_PROTO_VERSION_MIN;
-	m->clock_ms = m->version >= 5 ? cfs_wall_ms() : 0;
-	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
-		return r;
-	t->st.replies_out++;
-	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
-	 * not proven it is the asker's gets at most 3x what it sent us, and
-	 * no answer in pieces; anything else waits for its token (it asks
-	 * again) */
-	if (cfs__proven(t, &to->addr))
-		return cfs__send_msg(t, &to->addr, sbuf, len, to->reqid, true, to->low_priority);
-	/* pieces (and their resends) go only to a proven address */
-	if (len > CFS_DGRAM_SAFE || !cfs__answer_take(t, &to->addr, len, to->in_len)) {
-		cfs__send_retry(t, &to->addr, to->reqid, to->in_len);
-		return 0;
-	}
-	cfs__transmit(t, &to->addr, sbuf, len);
-	return 0;
+	uint64_t now = cfs_now_us();
+	uint64_t ms = due > now ? (due - now + 999) / 1000 : 0;
+	uv_timer_start(&t->timer, on_timer, ms, 0);
 }
 
-int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
+/* The end of every entry point from outside: carry out what it queued,
+ * then set the timer. */
+static void drive_and_arm(cfs_transport_t *t, uint64_t now)
 {
-	if (t->closing)
-		return -ECANCELED;
-	reply->status = 0;
-	return send_reply(t, to, reply);
-}
-
-int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m)
-{
-	uint8_t buf[CFS_DGRAM_SAFE];
-	size_t len;
-	int fd, r;
-
-	if (t->closing)
-		return -ECANCELED;
-	m->version = CFS_PROTO_VERSION;
-	m->clock_ms = cfs_wall_ms();
-	m->is_reply = false;
-	randombytes_buf(&m->reqid, sizeof(m->reqid));
-	if (t->coord)
-		m->coord = *t->coord;
-	if ((r = cfs_msg_encode(m, buf, sizeof(buf), &len)) < 0)
-		return r;
-	if ((fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-		return -errno;
-	r = sendto(fd, buf, len, 0, &dst->sa, cfs_addr_len(dst)) < 0 ? -errno : 0;
-	close(fd);
-	if (r == 0)
-		t->st.bytes_out += len;
-	return r;
-}
-
-int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)
-{
-	struct cfs_msg *m = xmalloc(sizeof(*m));
-	int r;
-
-	if (t->closing || status >= 0 || status < -4095) {
-		free(m);
-		return t->closing ? -ECANCELED : -EINVAL;
-	}
-	cfs_msg_init(m, (enum cfs_msg_type)to->type);
-	m->status = status;
-	r = send_reply(t, to, m);
-	free(m);
-	return r;
-}
-
-/* ------------------------------------------------------------ ending calls */
-
-static void call_finish(cfs_transport_t *t, struct call *c, int status,
-                        const struct cfs_msg *reply, uint64_t rtt_us)
-{
-	struct cfs_rpc_result res = { .rtt_us = rtt_us, .from = &c->dst };
-
-	if (c->rx_idx != SIZE_MAX)
-		cfs__heap_remove(&t->rexmit_heap, c->rx_idx);
-	if (c->heap_idx != SIZE_MAX) {
-		cfs__heap_remove(&t->calls_heap, c->heap_idx);
-		if (!c->outside)
-			t->st.inflight--;
-		if (c->pkt_len > CFS_DGRAM_SAFE) /* its request's pieces are moot now */
-			cfs__cancel_send(t, &c->dst, c->reqid);
-	}
-	c->cb(c->arg, status, reply, &res);
-	free(c->pkt);
-	free(c);
-}
-
-/* Remember a call that timed out (window_before: w before its timeout
- * halved it, 0 if it did not), overwriting the oldest. */
-static void late_note(cfs_transport_t *t, const struct call *c, double window_before)
-{
-	if (!t->late)
-		t->late = xcalloc(LATE_MAX, sizeof(t->late[0]));
-	t->late[t->late_next] = (struct timed_out){
-		.reqid = c->reqid, .sent_us = c->sent_us, .deadline_us = c->deadline_us,
-		.predicted_us = c->predicted_us, .dst = c->dst,
-		.type = c->type, .has_to = c->has_to, .to_id = c->to_id, .window_before = window_before,
-		.fixed = c->fixed_timeout_ms != 0, .resent = c->rexmits || c->retries,
-	};
-	t->late_next = (t->late_next + 1) % LATE_MAX;
+	drive(t, now);
+	arm_timer(t);
 }
 
 /*
@@ -785,29 +367,21 @@ static void late_note(cfs_transport_t *t, const struct call *c, double window_be
  */
 #define GRACE_DRAIN_MAX 64
 
+/* Expire the overdue calls, each caller told before the next expires;
+ * then waiting calls take the slots they freed. */
 static void expire_overdue(cfs_transport_t *t)
 {
-	unsigned done = 0;
+	uint64_t now = cfs_now_us();
 
-	while (t->calls_heap.n && done < TIMER_BATCH && !t->closing) {
-		struct call *c = t->calls_heap.v[0];
-		if (c->deadline_us > t->grace_before_us)
+	for (unsigned done = 0; done < TIMER_BATCH && !t->closing; done++) {
+		if (!cfs__rpc_expire(&t->rpc, t->grace_before_us))
 			break;
-		double before = t->st.window;
-		table_take(t, c->reqid);
-		t->st.timeouts++;
-		if (!c->background && silent_note(t, &c->dst)) {
-			t->st.window = t->st.window / 2 < 1.0 ? 1.0 : t->st.window / 2;
-			silent_release(t, &c->dst);
-		}
-		late_note(t, c, t->st.window < before ? before : 0);
-		call_finish(t, c, -ETIMEDOUT, NULL, 0);
-		done++;
+		drive(t, now);
 	}
 	if (t->closing)
 		return;
-	pump(t);
-	cfs__arm_timer(t);
+	cfs__rpc_pump(&t->rpc, now);
+	drive_and_arm(t, now);
 }
 
 static void on_check(uv_check_t *h)
@@ -850,136 +424,91 @@ static void on_timer(uv_timer_t *h)
 	}
 	if (t->closing)
 		return;
-	rexmit_due(t, now);
-	if (t->closing)
-		return;
-	cfs__links_timer(t, now);
+	cfs__rpc_resend(&t->rpc, now);
+	drive(t, now);
+	cfs__links_timeout(&t->links, now);
+	drive(t, now);
 	if (t->closing)
 		return;
 	if (done == TIMER_BATCH) { /* more may be due: come back after I/O */
 		t->timer_due_us = 0;
 		uv_timer_start(&t->timer, on_timer, 0, 0);
 	}
-	if (t->grace_polls == 0 && t->calls_heap.n &&
-	    ((struct call *)t->calls_heap.v[0])->deadline_us <= now) {
+	if (t->grace_polls == 0 && cfs__rpc_call_due(&t->rpc) <= now) {
 		t->grace_before_us = now;
 		t->grace_polls = GRACE_POLLS;
 		t->grace_rx = t->st.bytes_in;
 		t->grace_drains = 0;
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
+		if (done < TIMER_BATCH) /* the other deadlines; on_check sees to the calls' */
+			arm_timer(t);
 		return;
 	}
 	if (done < TIMER_BATCH)
-		cfs__arm_timer(t);
+		arm_timer(t);
 }
 
-/* ------------------------------------------------------------ receiving */
+/* ------------------------------------------------------------ messages */
 
-/* One round trip measured (predicted_us: what the call was sent with). */
-static void rtt_sample(cfs_transport_t *t, uint64_t rtt, uint64_t predicted_us)
+static int send_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *m,
+                      uint64_t now)
 {
-	double err = fabs((double)rtt - (double)predicted_us);
+	size_t len;
+	int r;
 
-	if (!t->have_srtt) {
-		t->st.srtt_us = (double)rtt;
-		t->st.rtt_err_us = predicted_us ? err : (double)rtt / 2;
-		t->have_srtt = true;
-	} else {
-		t->st.srtt_us += ((double)rtt - t->st.srtt_us) / 8;
-		if (predicted_us)
-			t->st.rtt_err_us += (err - t->st.rtt_err_us) / 10;
+	m->type = to->type;
+	m->reqid = to->reqid;
+	m->is_reply = true;
+	if (to->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &to->to_id))) {
+		/* the node the request was addressed to answers (cfs__rpc_reply) */
+		m->from_vindex = m->has_from ? m->from_vindex : 0;
+		m->has_from = true;
+		m->from_id = to->to_id;
 	}
-	cfs_hist_add(&t->st.rtt_us, rtt);
+	if (t->coord)
+		m->coord = *t->coord;
+	m->version = to->version ? to->version : CFS_PROTO_VERSION_MIN;
+	m->clock_ms = m->version >= 5 ? cfs_wall_ms() : 0;
+	if ((r = cfs_msg_encode(m, sbuf, sizeof(sbuf), &len)) < 0)
+		return r;
+	t->st.replies_out++;
+	/* QUIC's anti-amplification rule (RFC 9000 8.1): an address that has
+	 * not proven it is the asker's gets at most 3x what it sent us, and
+	 * no answer in pieces; anything else waits for its token (it asks
+	 * again) */
+	if (cfs__links_proven(&t->links, &to->addr, now))
+		return cfs__links_send(&t->links, &to->addr, sbuf, len, to->reqid, true, to->low_priority,
+		                       now);
+	/* pieces (and their resends) go only to a proven address */
+	if (len > CFS_DGRAM_SAFE || !cfs__links_answer_take(&t->links, &to->addr, len, to->in_len, now))
+		cfs__links_send_retry(&t->links, &to->addr, to->reqid, to->in_len, now);
+	else
+		cfs__links_send_raw(&t->links, &to->addr, sbuf, len, now);
+	return 0;
 }
 
-/*
- * A reply to a call that had already timed out: the timeout was spurious,
- * the destination alive and the RTO too tight for how busy it (or we) are.
- * A loaded machine sees hundreds of these per publish; were they dropped
- * unseen, so the estimator only ever learnt the round
- * trips short enough to beat the RTO and kept it tight. A late reply's
- * round trip is a true sample (request IDs are never reused) unless the
- * request was sent more than once (Karn), so it is fed to the estimator
- * like any other; the destination is no longer silent; and the
- * window its timeout halved is given back (the Eifel response, RFC 4015).
- * The caller was told -ETIMEDOUT already and is not told again.
- */
-static bool late_reply(cfs_transport_t *t, const struct cfs_addr *from)
+static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from, uint64_t now)
 {
-	const struct cfs_msg *m = &rmsg;
-	struct timed_out *l = NULL;
+	int r = cfs__rpc_reply(&t->rpc, from, &rmsg, now);
 
-	for (uint32_t i = 0; t->late && i < LATE_MAX && !l; i++)
-		if (t->late[i].reqid && t->late[i].reqid == m->reqid)
-			l = &t->late[i];
-	if (!l || l->type != m->type || !cfs_addr_eq(&l->dst, from) ||
-	    (l->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &l->to_id))))
-		return false;
-	uint64_t now = cfs_now_us();
-	uint64_t rtt = now - l->sent_us;
-	t->st.late_replies++;
-	t->st.late_by_us_max = now - l->deadline_us > t->st.late_by_us_max ? now - l->deadline_us
-	                                                                    : t->st.late_by_us_max;
-	if (!l->resent) { /* Karn, as in handle_reply */
-		rtt_sample(t, rtt, l->predicted_us);
-		if (!l->fixed)
-			peer_sample(t, from, rtt);
-	}
-	silent_clear(t, from);
-	if (l->window_before > t->st.window)
-		t->st.window = l->window_before;
-	log_debug("late %s reply from %s: %llu ms after the call, %llu ms after its timeout",
-	          cfs_msg_type_name(m->type), cfs_addr_str(from, (char[CFS_ADDR_STRLEN]){ 0 }),
-	          (unsigned long long)(rtt / 1000), (unsigned long long)((now - l->deadline_us) / 1000));
-	l->reqid = 0;
-	return true;
-}
-
-static void handle_reply(cfs_transport_t *t, const struct cfs_addr *from)
-{
-	const struct cfs_msg *m = &rmsg;
-	struct call *c;
-	char a[CFS_ADDR_STRLEN];
-
-	/* A reply must match the call's ID, type and destination address and,
-	 * when the call was addressed to a node, name that node; anything else
-	 * is late (timed out already) or forged, and is dropped. */
-	c = table_find(t, m->reqid);
-	if (!c || c->heap_idx == SIZE_MAX || c->type != m->type || !cfs_addr_eq(&c->dst, from) ||
-	    (c->has_to && (!m->has_from || !cfs_id_eq(&m->from_id, &c->to_id)))) {
-		if (!c && cfs__ver_probe_answer(t, from, m->reqid)) {
-			cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
-			return; /* our hello's answer */
-		}
-		t->st.unmatched++;
-		if (!c && late_reply(t, from))
-			return;
-		log_debug("unmatched %s reply from %s", cfs_msg_type_name(m->type), cfs_addr_str(from, a));
+	if (r == -ENOENT) {
+		if (cfs__ver_probe_answer(t, from, rmsg.reqid))
+			cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms()); /* our hello's answer */
+		else
+			cfs__rpc_stray(&t->rpc, from, &rmsg, now);
 		return;
 	}
-	table_take(t, c->reqid);
-	cfs__validated(t, from);
-	cfs__ver_heard(t, from, m, cfs_now_us(), cfs_wall_ms());
-	uint64_t rtt = cfs_now_us() - c->sent_us;
-	if (!c->rexmits && !c->retries) { /* Karn: whose copy was answered is unknown */
-		rtt_sample(t, rtt, c->predicted_us);
-		if (!c->fixed_timeout_ms) /* a long request's wait is not its peer's round trip */
-			peer_sample(t, from, rtt);
+	if (r == 1) { /* it echoed our random request ID: the address is its own */
+		cfs__links_validated(&t->links, from, now);
+		cfs__ver_heard(t, from, &rmsg, now, cfs_wall_ms());
+		rpc_run(t, now); /* its caller is told */
 	}
-	t->st.replies++;
-	silent_clear(t, from);
-	if (!c->background)
-		t->st.window += 1.0 / t->st.window;
-	if (t->st.window > t->cfg.window_max)
-		t->st.window = t->cfg.window_max;
-	call_finish(t, c, m->status, m, rtt);
-	if (!t->closing)
-		pump(t);
 }
 
-void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p, size_t len,
-                    bool low_priority)
+/* A whole message from a datagram or the links. */
+static void on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
+                       size_t len, bool low_priority, uint64_t now)
 {
 	const char *why = "";
 	char a[CFS_ADDR_STRLEN];
@@ -992,7 +521,7 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 		return;
 	}
 	if (rmsg.is_reply) {
-		handle_reply(t, from);
+		handle_reply(t, from, now);
 		return;
 	}
 	if (rmsg.type == CFS_MSG_HELLO) { /* which version we speak: answered here */
@@ -1000,10 +529,10 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 		                           .in_len = len, .version = rmsg.version };
 		cfs_msg_init(&smsg, CFS_MSG_HELLO);
 		t->st.hellos_in++;
-		(void)send_reply(t, &rt, &smsg);
+		(void)send_reply(t, &rt, &smsg, now);
 		return;
 	}
-	if (cfs__answering(t, from, rmsg.reqid)) {
+	if (cfs__links_answering(&t->links, from, rmsg.reqid)) {
 		t->st.dup_requests++;
 		return;
 	}
@@ -1017,30 +546,131 @@ void cfs__on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint
 	}
 }
 
-#define LOW_PRIORITY_PREFIX 0x42 /* 'B': a whole request in the background class */
+int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *req,
+                       const struct cfs_call_opts *opts, cfs_reply_cb cb, void *arg)
+{
+	uint64_t now = cfs_now_us();
+	bool probe;
+	size_t len;
+	int r;
+
+	if (t->closing)
+		return -ECANCELED;
+	/* Sit and Morris 2002 §5 (and DNS's random query IDs): every call's
+	 * ID is drawn afresh, so that a forged reply must guess 64 bits, not
+	 * count; drawn again on the (unlikely) collision with one in flight */
+	do
+		randombytes_buf(&req->reqid, sizeof(req->reqid));
+	while (cfs__rpc_has(&t->rpc, req->reqid));
+	req->is_reply = false;
+	req->status = 0;
+	if (t->coord)
+		req->coord = *t->coord;
+	req->version = cfs__ver_for(t, dst, now, &probe);
+	req->clock_ms = req->version >= 5 ? cfs_wall_ms() : 0;
+	if ((r = cfs_msg_encode(req, sbuf, sizeof(sbuf), &len)) < 0)
+		return r;
+	if (probe)
+		cfs__ver_probe(t, dst, now);
+	struct call *c = xcalloc(1, sizeof(*c));
+	*c = (struct call){ .reqid = req->reqid, .dst = *dst, .cb = cb, .arg = arg, .type = req->type,
+	                    .has_to = req->has_to, .to_id = req->to_id,
+	                    .pkt = xmemdup(sbuf, len), .pkt_len = len };
+	if (opts) {
+		c->fixed_timeout_ms = opts->timeout_ms;
+		c->predicted_us = opts->predicted_rtt_us;
+		c->background = opts->background;
+		c->low_priority = opts->low_priority;
+	}
+	cfs__rpc_start(&t->rpc, c, now);
+	drive_and_arm(t, now);
+	return 0;
+}
+
+int cfs_transport_reply(cfs_transport_t *t, const struct cfs_reply_to *to, struct cfs_msg *reply)
+{
+	uint64_t now = cfs_now_us();
+
+	if (t->closing)
+		return -ECANCELED;
+	reply->status = 0;
+	int r = send_reply(t, to, reply, now);
+	drive_and_arm(t, now);
+	return r;
+}
+
+int cfs_transport_reply_error(cfs_transport_t *t, const struct cfs_reply_to *to, int status)
+{
+	struct cfs_msg *m = xmalloc(sizeof(*m));
+	uint64_t now = cfs_now_us();
+	int r;
+
+	if (t->closing || status >= 0 || status < -4095) {
+		free(m);
+		return t->closing ? -ECANCELED : -EINVAL;
+	}
+	cfs_msg_init(m, (enum cfs_msg_type)to->type);
+	m->status = status;
+	r = send_reply(t, to, m, now);
+	free(m);
+	drive_and_arm(t, now);
+	return r;
+}
+
+int cfs_transport_send_fresh(cfs_transport_t *t, const struct cfs_addr *dst, struct cfs_msg *m)
+{
+	uint8_t buf[CFS_DGRAM_SAFE];
+	size_t len;
+	int fd, r;
+
+	if (t->closing)
+		return -ECANCELED;
+	m->version = CFS_PROTO_VERSION;
+	m->clock_ms = cfs_wall_ms();
+	m->is_reply = false;
+	randombytes_buf(&m->reqid, sizeof(m->reqid));
+	if (t->coord)
+		m->coord = *t->coord;
+	if ((r = cfs_msg_encode(m, buf, sizeof(buf), &len)) < 0)
+		return r;
+	if ((fd = socket(dst->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	r = sendto(fd, buf, len, 0, &dst->sa, cfs_addr_len(dst)) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		t->st.bytes_out += len;
+	return r;
+}
+
+/* ------------------------------------------------------------ receiving */
 
 static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, size_t len,
                      bool trunc)
 {
 	cfs_transport_t *t = arg;
+	uint64_t now = cfs_now_us();
 	char a[CFS_ADDR_STRLEN];
 
 	if (t->closing)
 		return;
 	t->st.bytes_in += len;
-	cfs__note_in(t, from, len);
+	cfs__links_note_in(&t->links, from, len, now);
 	if (trunc || len == 0 || len > CFS_DGRAM_SAFE) {
 		t->st.malformed++;
 		log_debug("dropped a %s datagram from %s", trunc || len ? "too large" : "empty",
 		          cfs_addr_str(from, a));
 		return;
 	}
-	if ((p[0] & 0xf0) == 0x90) /* a msgpack fixarray: a whole message */
-		cfs__on_message(t, from, p, len, false);
-	else if (p[0] == LOW_PRIORITY_PREFIX && len > 1 && (p[1] & 0xf0) == 0x90)
-		cfs__on_message(t, from, p + 1, len - 1, true);
+	enum xfer_kind kind = cfs_xfer_kind(p, len);
+	if (kind == XFER_KIND_MESSAGE)
+		on_message(t, from, p, len, false, now);
+	else if (kind == XFER_KIND_MESSAGE_BG)
+		on_message(t, from, p + 1, len - 1, true, now);
+	else if (kind == XFER_KIND_MALFORMED)
+		t->st.malformed++;
 	else
-		cfs__on_frame(t, from, p, len);
+		cfs__links_datagram(&t->links, from, kind, p, len, now);
+	drive(t, now);
 }
 
 /* Read until the socket is empty (bounded), then send the acks the batch
@@ -1058,7 +688,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	if (events & UV_WRITABLE) {
 		if (flush_backlog(t)) {
 			t->sock_blocked = false;
-			cfs__on_writable(t);
+			cfs__links_writable(&t->links);
+			drive(t, cfs_now_us());
 		}
 		poll_update(t);
 	}
@@ -1066,40 +697,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		int r = cfs_udp_drain(&t->sock, 32, on_dgram, t);
 		if (r < 0 && r != -EAGAIN)
 			log_debug("udp receive error: %s", strerror(-r));
-		if (!t->closing)
-			cfs__flush_acks(t);
+		if (!t->closing) {
+			uint64_t now = cfs_now_us();
+			cfs__links_flush_acks(&t->links, now);
+			drive(t, now);
+		}
 	}
-	if (!t->closing)
-		cfs__arm_timer(t);
-}
-
-static void poll_update(cfs_transport_t *t)
-{
-	int want = UV_READABLE;
-
-	if (t->closing)
-		return;
-	if (t->bl_head || t->sock_blocked)
-		want |= UV_WRITABLE;
-	if (want != t->poll_events) {
-		t->poll_events = want;
-		uv_poll_start(&t->poll, want, on_poll);
-	}
-}
-
-void cfs__want_writable(cfs_transport_t *t)
-{
-	t->sock_blocked = true;
-	poll_update(t);
+	arm_timer(t);
 }
 
 /* ------------------------------------------------------------ lifetime */
-
-/* Room for a full window of datagrams: with the default 208 KiB the kernel
- * drops a burst long before the windows are full. */
-#define SOCKET_BUF (8 << 20)
-
-static void on_handle_closed(uv_handle_t *h);
 
 static void config_defaults(struct cfs_transport_config *c)
 {
@@ -1145,25 +752,17 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	t->loop = loop;
 	t->cfg = *c;
 	config_defaults(&t->cfg);
-	cfs__upcap_init(&t->up, t->cfg.upload_bytes_per_s);
 	t->on_request = on_request;
 	t->arg = arg;
-	t->st.window = t->cfg.window_init;
-	cfs_htab_init(&t->calls, sizeof(uint64_t), sizeof(struct call *));
-	cfs_htab_init(&t->peers, sizeof(struct peer_key), sizeof(struct peer_est));
-	cfs__ver_init(t);
-	t->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
-	t->rexmit_heap = (struct heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
 	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
-		cfs_htab_free(&t->calls);
-		cfs_htab_free(&t->peers);
-		cfs__ver_free(t);
 		free(t);
 		return r;
 	}
-	cfs__links_init(t);
+	cfs__rpc_init(&t->rpc, &t->cfg, &t->st);
+	cfs__links_init(&t->links, &t->cfg, &t->st);
+	cfs__ver_init(t);
 	uv_poll_init(loop, &t->poll, t->sock.fd);
 	uv_timer_init(loop, &t->timer);
 	uv_idle_init(loop, &t->idle);
@@ -1184,15 +783,10 @@ static void on_handle_closed(uv_handle_t *h)
 	if (--t->handles_open > 0)
 		return;
 	cfs_udp_close(&t->sock);
-	cfs__links_free(t);
-	free(t->calls_heap.v);
-	free(t->delay_heap.v);
-	free(t->rexmit_heap.v);
-	cfs_htab_free(&t->calls);
-	cfs_htab_free(&t->peers);
+	cfs__links_free(&t->links);
+	cfs__heap_free(&t->delay_heap);
+	cfs__rpc_free(&t->rpc);
 	cfs__ver_free(t);
-	free(t->silent);
-	free(t->late);
 	free(t);
 }
 
@@ -1203,20 +797,11 @@ void cfs_transport_close(cfs_transport_t *t)
 	t->closing = true;
 	uv_poll_stop(&t->poll);
 	uv_timer_stop(&t->timer);
-	/* Cancel every call, sent or waiting; callbacks may not start new ones
+	/* Cancel every call, sent or waiting, and tell every caller now, even
+	 * from inside a callback; callbacks may not start new calls
 	 * (cfs_transport_call refuses while closing). */
-	size_t n = cfs_htab_count(&t->calls), pos = 0;
-	struct call **all = xmalloc((n ? n : 1) * sizeof(*all));
-	void *v;
-	for (size_t i = 0; cfs_htab_next(&t->calls, &pos, NULL, &v); i++)
-		all[i] = *(struct call **)v;
-	cfs_htab_clear(&t->calls);
-	for (size_t i = 0; i < n; i++) {
-		t->st.cancelled++;
-		call_finish(t, all[i], -ECANCELED, NULL, 0);
-	}
-	free(all);
-	t->q_head = t->q_tail = NULL;
+	cfs__rpc_cancel_all(&t->rpc);
+	rpc_run(t, 0);
 	while (t->delay_heap.n) {
 		struct delayed *d = t->delay_heap.v[0];
 		cfs__heap_remove(&t->delay_heap, 0);
@@ -1228,15 +813,13 @@ void cfs_transport_close(cfs_transport_t *t)
 		free(b);
 	}
 	t->bl_tail = NULL;
-	cfs__links_close(t);
-	t->poll.data = t;
-	t->timer.data = t;
-	t->idle.data = t;
-	t->check.data = t;
-	uv_close((uv_handle_t *)&t->poll, on_handle_closed);
-	uv_close((uv_handle_t *)&t->timer, on_handle_closed);
-	uv_close((uv_handle_t *)&t->idle, on_handle_closed);
-	uv_close((uv_handle_t *)&t->check, on_handle_closed);
+	cfs__links_close(&t->links);
+	uv_handle_t *hs[] = { (uv_handle_t *)&t->poll, (uv_handle_t *)&t->timer,
+	                      (uv_handle_t *)&t->idle, (uv_handle_t *)&t->check };
+	for (size_t i = 0; i < CFS_ARRAY_SIZE(hs); i++) {
+		hs[i]->data = t;
+		uv_close(hs[i], on_handle_closed);
+	}
 }
 
 int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
@@ -1247,7 +830,12 @@ int cfs_transport_local_addr(cfs_transport_t *t, struct cfs_addr *ret)
 void cfs_transport_get_stats(cfs_transport_t *t, struct cfs_transport_stats *ret)
 {
 	*ret = t->st;
-	cfs__links_stats(t, ret);
+	cfs__links_stats(&t->links, ret);
+}
+
+uint64_t cfs_transport_peer_srtt_us(const cfs_transport_t *t, const struct cfs_addr *a)
+{
+	return cfs__rpc_peer_srtt(&t->rpc, a);
 }
 
 void cfs_transport_set_coord(cfs_transport_t *t, const struct cfs_coord *coord)
@@ -1260,30 +848,6 @@ void cfs_transport_set_model(cfs_transport_t *t, const struct cfs_netmodel *m)
 	t->has_model = m && m->on_send;
 	if (t->has_model)
 		t->model = *m;
-}
-
-/* ------------------------------------------------------------ simple model */
-
-static bool simple_on_send(void *ctx, const struct cfs_addr *to, size_t len, uint64_t *ret_delay_us)
-{
-	struct cfs_netmodel_simple *s = ctx;
-	if (s->loss > 0 && cfs_rng_double(&s->rng) < s->loss)
-		return true;
-	*ret_delay_us = s->delay_us;
-	return false;
-}
-
-void cfs_netmodel_simple_init(struct cfs_netmodel_simple *s, double loss,
-                              uint64_t delay_us, uint64_t seed)
-{
-	s->loss = loss;
-	s->delay_us = delay_us;
-	cfs_rng_seed(&s->rng, seed);
-}
-
-struct cfs_netmodel cfs_netmodel_simple_ops(struct cfs_netmodel_simple *s)
-{
-	return (struct cfs_netmodel){ .on_send = simple_on_send, .ctx = s };
 }
 
 uv_loop_t *cfs_transport_loop(const cfs_transport_t *t)

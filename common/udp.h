@@ -99,8 +99,7 @@ typedef void (*cfs_udp_dgram_cb)(void *arg, const struct cfs_addr *from, const u
 int cfs_udp_drain(struct cfs_udp *u, unsigned max_calls, cfs_udp_dgram_cb cb, void *arg);
 
 /* The one place a kernel socket address becomes a cfs_addr: AF_INET and
- * AF_INET6 copied, v4-mapped IPv6 turned into AF_INET (transport.c's
- * normalize_addr is the same thing). */
+ * AF_INET6 copied, v4-mapped IPv6 turned into AF_INET. */
 void cfs_udp_addr_normalize(struct cfs_addr *ret, const struct sockaddr *sa);
 
 #endif

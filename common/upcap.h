@@ -1,8 +1,8 @@
 /*
  * common/upcap.h — the upload cap's token bucket
  * (cfs_transport_config.upload_bytes_per_s), without a clock: every entry
- * takes the time, so a unit test scripts it. common/transport.c keeps one
- * per transport; common/link.c asks it before each piece. Internal to
+ * takes the time, so a unit test scripts it. The links (common/link.c)
+ * keep one per transport and ask it before each piece. Internal to
  * common/; tests include it.
  */
 #ifndef CFS_COMMON_UPCAP_H

@@ -102,7 +102,7 @@ uint8_t cfs__ver_for(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t no
 }
 
 /* Send dst a hello at the newer version (one datagram, not a call). */
-void cfs__ver_probe(cfs_transport_t *t, const struct cfs_addr *dst)
+void cfs__ver_probe(cfs_transport_t *t, const struct cfs_addr *dst, uint64_t now_us)
 {
 	struct cfs_msg m;
 	uint8_t buf[256];
@@ -119,7 +119,7 @@ void cfs__ver_probe(cfs_transport_t *t, const struct cfs_addr *dst)
 	struct peer_ver *pv = ver_get(t, dst, true);
 	pv->probe_reqid = m.reqid;
 	t->st.version_probes++;
-	cfs__transmit(t, dst, buf, len);
+	cfs__links_send_raw(&t->links, dst, buf, len, now_us);
 }
 
 bool cfs__ver_probe_answer(cfs_transport_t *t, const struct cfs_addr *from, uint64_t reqid)

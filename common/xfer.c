@@ -1,7 +1,7 @@
 /*
- * Messages as pieces: frames, one transfer's sending and
- * receiving state machines, and the per-peer congestion controller. See
- * common/xfer.h for the rules; docs/PROTOCOL.md for the wire.
+ * Datagram kinds, and messages as pieces: frames, one transfer's sending
+ * and receiving state machines, and the per-peer congestion controller.
+ * See common/xfer.h for the rules; docs/PROTOCOL.md for the wire.
  *
  * Why pieces at all: a block sent as one UDP datagram leaves a 1,500-byte
  * link as up to 42 IP fragments, and losing any of them loses the block
@@ -16,6 +16,43 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------ datagram kinds */
+
+enum xfer_kind cfs_xfer_kind(const uint8_t *p, size_t len)
+{
+	if (len == 0)
+		return XFER_KIND_MALFORMED;
+	if ((p[0] & 0xf0) == 0x90) /* a msgpack fixarray: a whole message */
+		return XFER_KIND_MESSAGE;
+	switch (p[0]) {
+	case XFER_BACKGROUND_PREFIX:
+		return len > 1 && (p[1] & 0xf0) == 0x90 ? XFER_KIND_MESSAGE_BG : XFER_KIND_MALFORMED;
+	case XFER_PIECE:
+		return XFER_KIND_PIECE;
+	case XFER_ACK:
+		return XFER_KIND_ACK;
+	case XFER_RETRY:
+		return XFER_KIND_RETRY;
+	case XFER_VALIDATE:
+		return XFER_KIND_VALIDATE;
+	default:
+		return XFER_KIND_MALFORMED;
+	}
+}
+
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = a->sa.sa_family;
+	if (a->sa.sa_family == AF_INET6) {
+		memcpy(k->ip, &a->in6.sin6_addr, 16);
+		k->port = a->in6.sin6_port;
+	} else {
+		memcpy(k->ip, &a->in4.sin_addr, 4);
+		k->port = a->in4.sin_port;
+	}
+}
 
 /* ------------------------------------------------------------ frames */
 

@@ -1,25 +1,57 @@
 /*
- * common/xfer.h — messages larger than one safe datagram: the
- * frames that carry them (pieces, acknowledgements, address validation),
- * the sending and receiving state machines of one transfer, and the
- * per-peer congestion controller. No sockets and no clock here: every
- * function takes the time and returns what to do, so a unit test can
- * script a lost piece, a reordered ack or a peer that stops.
+ * common/xfer.h — the kinds of datagram, and messages larger than one
+ * safe datagram: the frames that carry them (pieces, acknowledgements,
+ * address validation), the sending and receiving state machines of one
+ * transfer, and the per-peer congestion controller. No sockets and no
+ * clock here: every function takes the time and returns what to do, so
+ * a unit test can script a lost piece, a reordered ack or a peer that
+ * stops.
  *
- * Internal to common/: common/transport.c drives it; tests include it.
- * The wire layout is in docs/PROTOCOL.md ("Pieces").
+ * Internal to common/: the links (common/link.c) use it, the transport
+ * classifies datagrams with it; tests include it.
+ * The wire layout is in docs/PROTOCOL.md ("Datagrams and pieces").
  */
 #ifndef CFS_COMMON_XFER_H
 #define CFS_COMMON_XFER_H
 
 #include "common/cfs.h"
 
-/* Frame kinds: a datagram's first byte. Whole messages start with a
- * msgpack fixarray byte (0x90-0x9f), which none of these is. */
+/* ------------------------------------------------------------ datagram kinds */
+
+/*
+ * Every datagram the transport sends or takes, by its first byte: a
+ * whole message starts with a msgpack fixarray byte (0x90-0x9f); a whole
+ * request in the background class with XFER_BACKGROUND_PREFIX, then the
+ * message (its answer comes back in the background class too); the
+ * frames below with their own bytes, none of them a fixarray byte or the
+ * prefix.
+ */
+#define XFER_BACKGROUND_PREFIX 0x42 /* 'B' */
 #define XFER_PIECE    0x50 /* 'P' */
 #define XFER_ACK      0x41 /* 'A' */
 #define XFER_RETRY    0x59 /* 'Y': prove your address with this token */
 #define XFER_VALIDATE 0x56 /* 'V': the token, proving the address */
+
+enum xfer_kind {
+	XFER_KIND_MALFORMED,  /* empty, or a first byte of no kind */
+	XFER_KIND_MESSAGE,    /* a whole message */
+	XFER_KIND_MESSAGE_BG, /* XFER_BACKGROUND_PREFIX and a whole message */
+	XFER_KIND_PIECE,
+	XFER_KIND_ACK,
+	XFER_KIND_RETRY,
+	XFER_KIND_VALIDATE,
+};
+
+/* The kind of a datagram of len bytes (its frame is not decoded here). */
+enum xfer_kind cfs_xfer_kind(const uint8_t *p, size_t len);
+
+/* A peer's address as the key of a table (links, estimates, versions):
+ * every byte set, so that keys compare with memcmp and hash as bytes. */
+struct peer_key {
+	uint8_t ip[16];
+	uint16_t port, family;
+};
+void cfs__peer_key(struct peer_key *k, const struct cfs_addr *a);
 
 #define XF_REPLY      0x01 /* piece and ack: of a reply (else of a request) */
 #define XF_BACKGROUND 0x02 /* piece: background class */

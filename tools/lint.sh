@@ -15,7 +15,9 @@
 # A module includes only another's public header; leveldb/c.h only in
 # blockstore/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
 # files (common/msg.c, and sfsro-format/ for blocks), ISA-L only in
-# sfsro-format/coded.c. Every symbol a
+# sfsro-format/coded.c. The transport's machines (common/link.c, rpc.c,
+# xfer.c, heap.c, upcap.c) include no libuv or socket header and call no
+# socket or clock. Every symbol a
 # module's archive exports carries the module's prefix (nm, below).
 set -u
 cd "$(dirname "$0")/.."
@@ -62,6 +64,18 @@ check_only leveldb/c.h '^blockstore/'
 check_only fuse_lowlevel.h '^cfs-fuse/'
 check_only msgpack.h '^(common/msg\.c|sfsro-format/)'
 check_only isa-l/erasure_code.h '^sfsro-format/coded\.c'
+# The transport's machines do no I/O (docs/INTERNALS.md, "The transport's
+# layers"): the links, the calls, the frames, the heap and the upload cap
+# include no libuv and no socket header, call no socket, timer or clock,
+# and do not reach back into the driver (common/transport.c, which alone
+# has udp.c and the loop).
+sans_io=(common/link.[ch] common/rpc.[ch] common/xfer.[ch] common/heap.[ch] common/upcap.[ch])
+hits=$(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](uv\.h|uv/|sys/socket\.h|netinet/|arpa/|netdb\.h|common/udp\.h|common/transport_int\.h)' \
+	"${sans_io[@]}" 2>/dev/null)
+[ -z "$hits" ] || { echo "lint: I/O or driver headers in the transport's machines:"; echo "$hits"; bad=1; }
+hits=$(grep -n -E '\b(uv_[a-z_]+|cfs_udp_[a-z_]+|cfs_now_us|cfs_wall_ms|cfs__ver_[a-z_]+|socket|bind|connect|send|sendto|sendmsg|sendmmsg|recv|recvfrom|recvmsg|recvmmsg|clock_gettime|gettimeofday|time)\(' \
+	"${sans_io[@]}" 2>/dev/null)
+[ -z "$hits" ] || { echo "lint: I/O, the clock or the driver called from the transport's machines:"; echo "$hits"; bad=1; }
 # Module-internal symbols (prefix__) stay inside their module.
 declare -A prefix_dir=([bstore]=blockstore [chord]=chord [dhash]=dhash [sfsro]=sfsro-format [cfsd]=cfsd
 	[cfsfuse]=cfs-fuse [pub]=publisher [cfs]=common [client]=client)

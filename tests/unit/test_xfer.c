@@ -185,6 +185,31 @@ static void assert_delivered(struct sim *s)
 	cr_assert_eq(s->cc.in_flight, 0, "window still counts %u bytes", s->cc.in_flight);
 }
 
+/* Every datagram is told apart by its first byte: a whole message, one
+ * in the background class, each frame; anything else is malformed. */
+Test(xfer, datagram_kinds)
+{
+	uint8_t b[4] = { 0x93, 0, 0, 0 };
+
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_MESSAGE);
+	cr_assert_eq(cfs_xfer_kind(b, 0), XFER_KIND_MALFORMED);
+	b[0] = XFER_BACKGROUND_PREFIX;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_MALFORMED, "a prefix before no message");
+	b[1] = 0x9a;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_MESSAGE_BG);
+	cr_assert_eq(cfs_xfer_kind(b, 1), XFER_KIND_MALFORMED);
+	b[0] = XFER_PIECE;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_PIECE);
+	b[0] = XFER_ACK;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_ACK);
+	b[0] = XFER_RETRY;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_RETRY);
+	b[0] = XFER_VALIDATE;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_VALIDATE);
+	b[0] = 0x80; /* a msgpack fixmap: no envelope starts so */
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_MALFORMED);
+}
+
 Test(xfer, frames_round_trip)
 {
 	uint8_t msg[3000], b[CFS_DGRAM_SAFE];

@@ -470,18 +470,24 @@ static bool ring_joined(void *arg)
 	return d->nboot == 0 || chord_vnode_joined(d->chord, 0) || chord_is_client(d->chord);
 }
 
-static void stop_rest(void *arg)
+/* The daemon's pieces, top first: their operations come back cancelled
+ * while the client closes. */
+static void free_pieces(struct daemon *d)
 {
-	struct daemon *d = arg;
-
-	cfsd_serve_close_all(d->serve);
-	/* Its operations come back cancelled while the client closes. */
 	cfsd_pinner_free(d->pinner);
 	dhash_client_free(d->client);
 	dhash_server_free(d->dhash);
 	cfsd_denylist_free(d->deny);
 	chord_free(d->chord);
 	cfs_transport_close(d->tr);
+}
+
+static void stop_rest(void *arg)
+{
+	struct daemon *d = arg;
+
+	cfsd_serve_close_all(d->serve);
+	free_pieces(d);
 	log_info("left the ring");
 }
 
@@ -1304,12 +1310,7 @@ int main(int argc, char **argv)
 	    cfs_listener_new(d->loop, d->sock_path, 0600, cfsd_serve_accept, d->serve, &d->ctl) < 0 ||
 	    share_socket(d) < 0) {
 		cfs_listener_close(d->ctl);
-		cfsd_pinner_free(d->pinner);
-		dhash_client_free(d->client);
-		dhash_server_free(d->dhash);
-		cfsd_denylist_free(d->deny);
-		chord_free(d->chord);
-		cfs_transport_close(d->tr);
+		free_pieces(d);
 		cfs_loop_run(d->loop);
 		return 1;
 	}

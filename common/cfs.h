@@ -468,6 +468,13 @@ void cfs_name_encode(char out[static CFS_NAME_LEN + 1], const uint8_t in[static 
  * canonical form: wrong length, a character outside a-z2-7, padding,
  * uppercase, nonzero trailing bits. */
 int cfs_name_decode(uint8_t out[static 32], const char *s, const char **ret_why) CFS_WUR;
+/* Decode a volume as readers name it: NAME, NAME@latest or NAME@SEQ,
+ * then, where ret_path is given, an optional /path (*ret_path points at
+ * its '/', or at the empty string). *ret_seq: the version asked for, 0 for
+ * the newest. -EINVAL with *ret_why otherwise (a path where ret_path is
+ * NULL, @0, a number with a leading zero or over 19 digits). */
+int cfs_volume_spec_parse(const char *s, uint8_t out[static 32], uint64_t *ret_seq,
+                          const char **ret_path, const char **ret_why) CFS_WUR;
 
 /* ------------------------------------------------------------ mounts */
 

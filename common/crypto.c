@@ -136,3 +136,48 @@ bad:
 		*ret_why = why;
 	return -EINVAL;
 }
+
+int cfs_volume_spec_parse(const char *s, uint8_t out[static 32], uint64_t *ret_seq,
+                          const char **ret_path, const char **ret_why)
+{
+	char name[CFS_NAME_LEN + 1];
+	size_t n = strcspn(s, "@/");
+	const char *rest = s + n, *why;
+	uint64_t seq = 0;
+
+	if (n != CFS_NAME_LEN) {
+		why = "a volume name is exactly 52 base32 characters (then @SEQ or /path, if any)";
+		goto bad;
+	}
+	memcpy(name, s, n);
+	name[n] = 0;
+	if (cfs_name_decode(out, name, ret_why) < 0)
+		return -EINVAL;
+	if (*rest == '@') {
+		const char *num = ++rest;
+		size_t digits = strspn(num, "0123456789");
+		if (!strncmp(num, "latest", 6) && (num[6] == 0 || num[6] == '/')) {
+			rest = num + 6;
+		} else if (digits == 0 || digits > 19 || (num[digits] && num[digits] != '/') ||
+		           num[0] == '0') {
+			why = "a version is @latest or @SEQ, a sequence number from 1";
+			goto bad;
+		} else {
+			for (size_t i = 0; i < digits; i++)
+				seq = seq * 10 + (uint64_t)(num[i] - '0');
+			rest = num + digits;
+		}
+	}
+	if (*rest && !ret_path) {
+		why = "no path may follow the volume here";
+		goto bad;
+	}
+	*ret_seq = seq;
+	if (ret_path)
+		*ret_path = rest;
+	return 0;
+bad:
+	if (ret_why)
+		*ret_why = why;
+	return -EINVAL;
+}

@@ -51,6 +51,11 @@ int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *
 			return -EKEYREJECTED;
 		sfsro_root_key(&root.pk, ret);
 		return 0;
+	case DHASH_KIND_VERSION:
+		if (sfsro_root_decode(p, len, &root) < 0)
+			return -EKEYREJECTED;
+		sfsro_root_version_key(&root.pk, root.seq, ret);
+		return 0;
 	default:
 		return -EINVAL;
 	}
@@ -70,6 +75,14 @@ int dhash_verify(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size
 		if (sfsro_root_decode(p, len, &root) < 0)
 			return -EKEYREJECTED;
 		sfsro_root_key(&root.pk, &want);
+		if (!cfs_id_eq(&want, key))
+			return -EBADMSG;
+		*ret_seq = root.seq;
+		return 0;
+	case DHASH_KIND_VERSION:
+		if (sfsro_root_decode(p, len, &root) < 0)
+			return -EKEYREJECTED;
+		sfsro_root_version_key(&root.pk, root.seq, &want);
 		if (!cfs_id_eq(&want, key))
 			return -EBADMSG;
 		*ret_seq = root.seq;

@@ -31,7 +31,10 @@
 
 #include "chord/chord.h"
 
-enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2 };
+/* CHASH: keyed by its hash. ROOT: a volume's newest signed root, replaced
+ * by higher sequences. VERSION: one signed root kept under its version key
+ * (sfsro_root_version_key), never replaced. */
+enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2, DHASH_KIND_VERSION = 3 };
 
 /* STORE flags. */
 #define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */

@@ -19,6 +19,7 @@
 #define TAG_INDIR "cfs.indir"
 #define TAG_DATA "cfs.data"
 #define ROOT_KEY_DOMAIN "cfs.root-key.v1"
+#define VERSION_KEY_DOMAIN "cfs.root-version.v1"
 #define ROOT_SIG_DOMAIN "cfs.root-sig.v1"
 #define KEYS_MAX (SFSRO_BLOCK_SIZE_MAX / CFS_ID_BYTES)
 
@@ -28,6 +29,20 @@ void sfsro_root_key(const struct cfs_pubkey *pk, struct cfs_id *ret)
 	cfs_hasher_init(&h);
 	cfs_hasher_update(&h, ROOT_KEY_DOMAIN, sizeof(ROOT_KEY_DOMAIN) - 1);
 	cfs_hasher_update(&h, pk->b, sizeof(pk->b));
+	cfs_hasher_final(&h, ret);
+}
+
+void sfsro_root_version_key(const struct cfs_pubkey *pk, uint64_t seq, struct cfs_id *ret)
+{
+	struct cfs_hasher h;
+	uint8_t be[8];
+
+	for (int i = 0; i < 8; i++)
+		be[i] = (uint8_t)(seq >> (56 - 8 * i));
+	cfs_hasher_init(&h);
+	cfs_hasher_update(&h, VERSION_KEY_DOMAIN, sizeof(VERSION_KEY_DOMAIN) - 1);
+	cfs_hasher_update(&h, pk->b, sizeof(pk->b));
+	cfs_hasher_update(&h, be, sizeof(be));
 	cfs_hasher_final(&h, ret);
 }
 

@@ -109,6 +109,7 @@ struct sfsro_walker {
 	struct {
 		struct cfs_pubkey pk;
 		uint64_t min_seq, now;
+		uint64_t version;     /* > 0: this version, from its version key */
 		struct sfsro_root *ret;
 	} root;
 	struct lookup lk;

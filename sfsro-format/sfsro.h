@@ -85,6 +85,10 @@ struct sfsro_dir {
 
 /* The DHT key of pk's root: H("cfs.root-key.v1" ‖ pk). */
 void sfsro_root_key(const struct cfs_pubkey *pk, struct cfs_id *ret);
+/* The DHT key of version seq of pk's volume, where the same signed root is
+ * kept for as long as its lease lasts: H("cfs.root-version.v1" ‖ pk ‖
+ * seq as 8 bytes big-endian). */
+void sfsro_root_version_key(const struct cfs_pubkey *pk, uint64_t seq, struct cfs_id *ret);
 /* 0 if key is the BLAKE2b-256 of the bytes as given, else -EBADMSG. */
 int sfsro_verify_hash(const struct cfs_id *key, const uint8_t *p, size_t len) CFS_WUR;
 /* The order of names in a directory: bytewise, a prefix first. */
@@ -215,6 +219,12 @@ void sfsro_walker_free(sfsro_walker_t *w);
 /* Fetch pk's signed root and accept it (sfsro_root_check's rules). */
 void sfsro_walker_root(sfsro_walker_t *w, const struct cfs_pubkey *pk, uint64_t min_seq,
                        uint64_t now, struct sfsro_root *ret);
+/* Fetch version seq of pk's volume from its version key (seq > 0; 0 is
+ * sfsro_walker_root with no bound): signed by pk and numbered seq, else
+ * -EBADMSG. A version asked for by number is the reader's explicit
+ * choice, so neither the rollback bound nor expiry applies to it. */
+void sfsro_walker_root_version(sfsro_walker_t *w, const struct cfs_pubkey *pk, uint64_t seq,
+                               struct sfsro_root *ret);
 /* Find name in the directory whose top block is dir_key. */
 void sfsro_walker_lookup(sfsro_walker_t *w, const struct cfs_id *dir_key, const uint8_t *name,
                          size_t len, struct sfsro_node *ret);
@@ -267,6 +277,9 @@ struct sfsro_source {
 /* Fetch, verify and accept pk's root (sfsro_root_check's rules). */
 int sfsro_walk_root(const struct sfsro_source *src, const struct cfs_pubkey *pk,
                     uint64_t min_seq, uint64_t now, struct sfsro_root *ret) CFS_WUR;
+/* Fetch version seq of pk's volume (sfsro_walker_root_version's rules). */
+int sfsro_walk_root_version(const struct sfsro_source *src, const struct cfs_pubkey *pk,
+                            uint64_t seq, struct sfsro_root *ret) CFS_WUR;
 /* The node for "/" of root. */
 void sfsro_walk_rootnode(const struct sfsro_root *root, struct sfsro_node *ret);
 /* Find name in the directory whose top block is dir_key. */

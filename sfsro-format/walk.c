@@ -43,6 +43,15 @@ int sfsro_walk_root(const struct sfsro_source *src, const struct cfs_pubkey *pk,
 	return drive(src, w, NULL, NULL);
 }
 
+int sfsro_walk_root_version(const struct sfsro_source *src, const struct cfs_pubkey *pk,
+                            uint64_t seq, struct sfsro_root *ret)
+{
+	sfsro_walker_t *w = sfsro_walker_new();
+
+	sfsro_walker_root_version(w, pk, seq, ret);
+	return drive(src, w, NULL, NULL);
+}
+
 void sfsro_walk_rootnode(const struct sfsro_root *root, struct sfsro_node *ret)
 {
 	memset(&ret->e, 0, sizeof(ret->e));

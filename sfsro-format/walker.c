@@ -122,7 +122,10 @@ static void root_fed(sfsro_walker_t *w, const uint8_t *p, size_t len)
 {
 	int r = sfsro_root_decode(p, len, w->root.ret);
 
-	if (r == 0) /* CFS 5.5: the root is accepted only signed by the volume's key, and fresh */
+	if (r == 0 && w->root.version) /* asked for by number: that one, of that volume */
+		r = sfsro_root_check(w->root.ret, &w->root.pk, 0, 0) < 0 ? -EKEYREJECTED
+		    : w->root.ret->seq != w->root.version ? -EBADMSG : 0;
+	else if (r == 0) /* CFS 5.5: the root is accepted only signed by the volume's key, and fresh */
 		r = sfsro_root_check(w->root.ret, &w->root.pk, w->root.min_seq, w->root.now);
 	if (r < 0)
 		sfsro__w_fail(w, r);
@@ -247,7 +250,21 @@ void sfsro_walker_root(sfsro_walker_t *w, const struct cfs_pubkey *pk, uint64_t 
 	w->root.min_seq = min_seq;
 	w->root.now = now;
 	w->root.ret = ret;
+	w->root.version = 0;
 	sfsro_root_key(pk, &key);
+	sfsro__w_want_set(&w->one, &key, SFSRO_B_ROOT, 0);
+}
+
+void sfsro_walker_root_version(sfsro_walker_t *w, const struct cfs_pubkey *pk, uint64_t seq,
+                               struct sfsro_root *ret)
+{
+	struct cfs_id key;
+
+	sfsro_walker_root(w, pk, 0, 0, ret);
+	if (!seq)
+		return;
+	w->root.version = seq;
+	sfsro_root_version_key(pk, seq, &key);
 	sfsro__w_want_set(&w->one, &key, SFSRO_B_ROOT, 0);
 }
 

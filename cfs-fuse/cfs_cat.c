@@ -211,7 +211,7 @@ static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfs
 	}
 	if (argc - optind != 2)
 		cfs_usage_error(USAGE, "give a VOLUME and a PATH");
-	if (cfs_name_decode(fs->vol.b, argv[optind], &why) < 0)
+	if (cfs_volume_spec_parse(argv[optind], fs->vol.b, &fs->o.version, NULL, &why) < 0)
 		cfs_usage_error(USAGE, "'%s' is not a volume name: %s", argv[optind], why);
 	if (fs->o.from_dir && (tgt->sock[0] || tgt->nboot))
 		cfs_usage_error(USAGE, "--from reads a local store: no --cfsd, --data or --bootstrap");

@@ -28,8 +28,9 @@ static const char usage_text[] =
 	"usage: cfs-mount [options] VOLUME [MOUNTPOINT]\n"
 	"\n"
 	"Mount VOLUME (a publisher's volume name) read-only. Every block is checked\n"
-	"against the volume's signed root. Unmount with fusermount3 -u MOUNTPOINT\n"
-	"(umount as root) or by sending SIGTERM.\n"
+	"against the volume's signed root. VOLUME@SEQ mounts that version, fixed;\n"
+	"VOLUME or VOLUME@latest the newest, followed as it changes. Unmount with\n"
+	"fusermount3 -u MOUNTPOINT (umount as root) or by sending SIGTERM.\n"
 	"\n"
 	"  -f, --foreground      stay in the foreground (logs on stderr; in the\n"
 	"                        background the log goes to syslog)\n"
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind < 1 || argc - optind > 2)
 		bad_usage("give a VOLUME and at most one MOUNTPOINT");
-	if (cfs_name_decode(vol.b, argv[optind], &why) < 0)
+	if (cfs_volume_spec_parse(argv[optind], vol.b, &o->version, NULL, &why) < 0)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
 	if (o->prefetch_init > o->prefetch_max && o->prefetch_max)
 		bad_usage("--prefetch-init %u is above --prefetch %u", o->prefetch_init, o->prefetch_max);

@@ -48,6 +48,7 @@ struct cfsfuse_options {
 	const char *from_dir;     /* read the dir: store at this path, not the ring
 	                           * (target unused; no disk cache) */
 	bool allow_expired;       /* read a root past its valid-until (a warning says so) */
+	uint64_t version;         /* 0: the newest, followed; else this version (VOLUME@SEQ), fixed */
 };
 /* "allow" or "refuse" (the default) for --expired: 1, 0, or -1. */
 int cfsfuse_expired_arg(const char *val);

@@ -8,7 +8,7 @@
  * from the loop (an idle handle), never inside the call that asked, and
  * only with bytes that verify under their key — a content-hash block by
  * its hash, a signed root (stored under its root key) by its signature.
- * The kind the store recorded is tried first, the other one next, so a
+ * The kind the store recorded is tried first, the others next, so a
  * store that recorded no kind reads the same. A block that does not
  * verify is -EBADMSG with one log line: the disk rotted, and the mount
  * says EIO for what needs it, as for a block no replica can give.
@@ -45,11 +45,15 @@ struct fs_local {
 static int verify(const struct cfs_id *key, uint8_t recorded, const uint8_t *p, size_t len,
                   uint32_t *ret_kind)
 {
-	uint32_t first = recorded == DHASH_KIND_ROOT ? DHASH_KIND_ROOT : DHASH_KIND_CHASH;
-	uint32_t kinds[2] = { first, first == DHASH_KIND_ROOT ? DHASH_KIND_CHASH : DHASH_KIND_ROOT };
+	uint32_t kinds[3] = { DHASH_KIND_CHASH, DHASH_KIND_ROOT, DHASH_KIND_VERSION };
 	uint64_t seq;
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
+		if (kinds[i] == recorded) {
+			kinds[i] = kinds[0];
+			kinds[0] = recorded;
+		}
+	for (int i = 0; i < 3; i++)
 		if (dhash_verify(kinds[i], key, p, len, &seq) == 0) {
 			*ret_kind = kinds[i];
 			return 0;

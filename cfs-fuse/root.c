@@ -10,6 +10,10 @@
  * and on every later check — so a replaying server cannot make a reader go
  * back to an older version.
  *
+ * A version asked for by number (VOLUME@SEQ, o.version) is fetched from
+ * its version key, must carry that number, is never replaced and leaves
+ * the recorded sequence alone: going back was the reader's explicit choice.
+ *
  * Invalidations run on their own thread: fuse_lowlevel_notify_inval_entry
  * may wait for kernel locks held by requests that this process has not yet
  * answered, and the loop thread must stay free to answer them.
@@ -54,15 +58,20 @@ int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro
 	struct sfsro_step s;
 	int r;
 
+	uint32_t kind = fs->o.version ? DHASH_KIND_VERSION : DHASH_KIND_ROOT;
+
 	/* now 0: no expiry, when the reader chose to read an archive */
-	sfsro_walker_root(w, &fs->vol, fs->max_seq, fs->o.allow_expired ? 0 : cfs_wall_s(), ret);
+	if (fs->o.version)
+		sfsro_walker_root_version(w, &fs->vol, fs->o.version, ret);
+	else
+		sfsro_walker_root(w, &fs->vol, fs->max_seq, fs->o.allow_expired ? 0 : cfs_wall_s(), ret);
 	if ((r = sfsro_walker_step(w, &s)) == SFSRO_WALK_NEED) {
-		int st = g->status == 0 && g->kind != DHASH_KIND_ROOT ? -EBADMSG : g->status;
+		int st = g->status == 0 && g->kind != kind ? -EBADMSG : g->status;
 		(void)sfsro_walker_feed(w, &s.key, st, g->data, g->len, 0);
 		r = sfsro_walker_step(w, &s);
 	}
 	sfsro_walker_free(w);
-	if (r == 0 && fs->o.allow_expired && ret->valid_until < cfs_wall_s() &&
+	if (r == 0 && fs->o.allow_expired && !fs->o.version && ret->valid_until < cfs_wall_s() &&
 	    ret->seq != fs->expired_warned_seq) {
 		char until[32];
 		time_t u = (time_t)ret->valid_until;
@@ -132,11 +141,23 @@ static void first_got(void *arg, const struct dhash_get_result *g)
 	f->status = fs__root_check(f->fs, g, &f->fs->root);
 }
 
-/* The root from wherever this mount reads: its local store, else the ring. */
-static int get_from(client_t *dh, struct fs_local *local, const struct cfs_id *key,
+/* The root from wherever this mount reads: its local store, else the ring
+ * (the newest root from every replica; a version, immutable, from any). */
+static int get_from(client_t *dh, struct fs_local *local, const struct cfs_id *key, bool version,
                     dhash_get_cb cb, void *arg)
 {
-	return local ? fs__local_get(local, key, cb, arg) : client_get_root(dh, key, cb, arg);
+	if (local)
+		return fs__local_get(local, key, cb, arg);
+	return version ? client_get(dh, key, cb, arg) : client_get_root(dh, key, cb, arg);
+}
+
+/* The key this mount's root is stored under. */
+static void root_key(const cfsfuse_t *fs, struct cfs_id *key)
+{
+	if (fs->o.version)
+		sfsro_root_version_key(&fs->vol, fs->o.version, key);
+	else
+		sfsro_root_key(&fs->vol, key);
 }
 
 int fs__source_open(cfsfuse_t *fs)
@@ -171,7 +192,7 @@ int fs__root_initial(cfsfuse_t *fs)
 	snprintf(fs->seq_path, sizeof(fs->seq_path), "%s/%s.seq", dir, fs->volname);
 	fs->max_seq = load_seq(fs->seq_path);
 
-	sfsro_root_key(&fs->vol, &key);
+	root_key(fs, &key);
 	if (fs->o.from_dir)
 		r = fs__local_open(fs->loop, fs->o.from_dir, &local);
 	else
@@ -180,7 +201,7 @@ int fs__root_initial(cfsfuse_t *fs)
 		return r;
 	for (uint32_t attempt = 0;; attempt++) {
 		struct first f = { fs, false, 0 };
-		if ((r = get_from(dh, local, &key, first_got, &f)) == 0 &&
+		if ((r = get_from(dh, local, &key, fs->o.version != 0, first_got, &f)) == 0 &&
 		    (r = cfs_loop_run_until(fs->loop, &f.done)) == 0)
 			r = f.status;
 		/* A stale root: the replicas that hold the newest may be back, or
@@ -222,12 +243,16 @@ int fs__root_initial(cfsfuse_t *fs)
 		return log_error_errno(r, "cannot reach %s: no bootstrap address answered",
 		                       client_target_name(t, name, sizeof(name)));
 	}
-	if (r < 0) {
+	if (r < 0 && r == -ENOENT && fs->o.version)
+		log_error("cannot %s volume %s@%lu: no server has that version (never published, or "
+		          "its lease ended and nobody pins it; cfsctl history lists what is left)",
+		          fs->doing ? fs->doing : "mount", fs->volname, (unsigned long)fs->o.version);
+	else if (r < 0)
 		log_error("cannot %s volume %s: %s", fs->doing ? fs->doing : "mount", fs->volname,
 		          r == -EKEYEXPIRED ? eb : root_error(r));
+	if (r < 0)
 		return r;
-	}
-	if (fs->root.seq > fs->max_seq) {
+	if (!fs->o.version && fs->root.seq > fs->max_seq) {
 		fs->max_seq = fs->root.seq;
 		(void)store_seq(fs->seq_path, fs->max_seq);
 	}
@@ -434,8 +459,8 @@ static int update_start(cfsfuse_t *fs)
 		return -ESHUTDOWN;
 	if (!fs__updq_begin(&fs->upd))
 		return 0;
-	sfsro_root_key(&fs->vol, &key);
-	if ((r = get_from(fs->dh, fs->local, &key, update_got, fs)) < 0) {
+	root_key(fs, &key);
+	if ((r = get_from(fs->dh, fs->local, &key, fs->o.version != 0, update_got, fs)) < 0) {
 		fs->upd.checking = false;
 		fs->upd.ncur = 0;
 	}
@@ -464,7 +489,7 @@ void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req)
 
 void fs__root_start_updates(cfsfuse_t *fs)
 {
-	if (fs->o.update_s)
+	if (fs->o.update_s && !fs->o.version) /* a version asked for by number never changes */
 		uv_timer_start(&fs->update_timer, on_update, (uint64_t)fs->o.update_s * 1000,
 		               (uint64_t)fs->o.update_s * 1000);
 }

@@ -227,6 +227,32 @@ int cfs_parse_days(const char *s, uint64_t *ret_s) CFS_WUR;
 #define log_error_errno(r, ...) cfs_log_errno(CFS_LOG_ERROR, (r), __VA_ARGS__)
 #define log_warn_errno(r, ...)  cfs_log_errno(CFS_LOG_WARN, (r), __VA_ARGS__)
 
+/* ------------------------------------------------------------ progress */
+
+/*
+ * The progress bar of the tools that move a tree (cfs-publish, cfs-get),
+ * drawn on stderr: files and bytes done of the totals, a percentage (of
+ * bytes; of files for a tree of empty files), the rate since the mark and
+ * an ETA from it. The caller owns the counters and sets the mark
+ * (rate_us, rate_bytes) when the transfer proper starts.
+ */
+struct cfs_progress {
+	bool on;                  /* draw at all: stderr is a terminal, no --quiet */
+	uint64_t total_files, total_bytes;
+	uint64_t done_files, done_bytes;
+	uint64_t rate_us, rate_bytes; /* the rate is measured from here (0: not yet) */
+	uint64_t drawn_us;        /* the last draw (0: never) */
+};
+/* Bytes in decimal units, as the transfer tools' summary lines give them
+ * ("12.3 MB"; cfs_human_bytes above is binary, for status reports). */
+const char *cfs_decimal_bytes(uint64_t n, char buf[static 16]);
+/* The bar's text at now_us into buf (n bytes); returns its length. */
+size_t cfs_progress_line(const struct cfs_progress *p, uint64_t now_us, char *buf, size_t n);
+/* Redraw the bar when on, at most every 100 ms. */
+void cfs_progress_draw(struct cfs_progress *p, uint64_t now_us);
+/* Erase the bar (if one was drawn), for the summary line that follows. */
+void cfs_progress_clear(struct cfs_progress *p);
+
 /* ------------------------------------------------------------ time, rng */
 
 /* Monotonic clock, never goes back; for timeouts and RTTs. */

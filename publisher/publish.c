@@ -59,15 +59,13 @@ struct pub {
 	 * what the store has answered for. A data block's payload is done when
 	 * its batch is answered (stored, or found present); a file when the
 	 * batch with its inode is. pend_* wait for the next batch. */
-	uint64_t total_files, total_bytes;
-	uint64_t done_files, done_bytes;
+	struct cfs_progress bar;   /* the rate is from the first answer on */
 	uint64_t pend_files, pend_bytes;
-	uint64_t rate_us, rate_bytes; /* the first answer: the rate is from there */
 	uv_signal_t *sigint;       /* Ctrl-C: stop before the root (pub_publish) */
 	bool interrupted;
 	bool root_phase;           /* the root is being signed and stored */
 	uint64_t lease_until;      /* of every block: the root's valid-until asked for */
-	uint64_t start_us, drawn_us;
+	uint64_t start_us;
 	int status;
 	bool done;
 	bool woke;                 /* a batch was answered */
@@ -96,54 +94,18 @@ static int wait_batch(struct pub *p)
 	return cfs_loop_run_until(p->loop, &p->woke);
 }
 
-/* bytes in decimal units, as the summary lines give them ("12.3 MB") */
-static const char *human(uint64_t n, char buf[static 16])
-{
-	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB" };
-	double v = (double)n;
-	unsigned u = 0;
-
-	while (v >= 1000 && u < CFS_ARRAY_SIZE(unit) - 1)
-		v /= 1000, u++;
-	snprintf(buf, 16, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-	return buf;
-}
-
-/* The bar: files and bytes the store has taken of the totals, the
- * percentage (of bytes; of files for a tree of empty files), the rate the
- * store takes them (from its first answer on: the root's read and the
- * tree's walk before it are no part of it) and the ETA from that rate. Reading runs ahead of
- * storing by the batches in flight, so the read bytes would promise an
- * ETA too early (13 s for a 60 s publish). final: erase it, for the
- * summary line that follows. */
+/* The bar (common/progress.c): files and bytes the store has taken of
+ * the totals, the rate the store takes them from its first answer on (the
+ * root's read and the tree's walk before it are no part of it). Reading
+ * runs ahead of storing by the batches in flight, so the read bytes would
+ * promise an ETA too early (13 s for a 60 s publish). final: erase it,
+ * for the summary line that follows. */
 static void draw_progress(struct pub *p, bool final)
 {
-	uint64_t now = cfs_now_us();
-	char a[16], b[16], rate[16], eta[32] = "--:--";
-
-	if (!p->opt->progress || (!final && now - p->drawn_us < 100000))
-		return;
-	p->drawn_us = now;
-	if (final) {
-		fputs("\r\033[K", stderr);
-		return;
-	}
-	double secs = p->rate_us ? (double)(now - p->rate_us) / 1e6 : 0;
-	double bps = secs > 0.2 ? (double)(p->done_bytes - p->rate_bytes) / secs : 0;
-	uint64_t files = p->done_files < p->total_files ? p->done_files : p->total_files;
-	uint64_t bytes = p->done_bytes < p->total_bytes ? p->done_bytes : p->total_bytes;
-	double pct = p->total_bytes ? 100.0 * (double)bytes / (double)p->total_bytes
-	           : p->total_files ? 100.0 * (double)files / (double)p->total_files : 0;
-	if (bps > 0) {
-		unsigned long left = (unsigned long)((double)(p->total_bytes - bytes) / bps + 0.5);
-		if (left >= 3600)
-			snprintf(eta, sizeof(eta), "%lu:%02lu:%02lu", left / 3600, left / 60 % 60, left % 60);
-		else
-			snprintf(eta, sizeof(eta), "%lu:%02lu", left / 60, left % 60);
-	}
-	fprintf(stderr, "\r%3.0f%%  %lu/%lu files  %s/%s  %s/s  ETA %s\033[K", pct,
-	        (unsigned long)files, (unsigned long)p->total_files, human(bytes, a),
-	        human(p->total_bytes, b), human((uint64_t)bps, rate), eta);
+	if (final)
+		cfs_progress_clear(&p->bar);
+	else
+		cfs_progress_draw(&p->bar, cfs_now_us());
 }
 
 static void batch_free(struct batch *b)
@@ -177,12 +139,12 @@ static void batch_end(struct batch *b, int r)
 		p->st->bytes_sent += b->send[i].len;
 	}
 	if (r == 0) {
-		if (!p->rate_us) { /* the root's read and the tree's walk are behind */
-			p->rate_us = cfs_now_us();
-			p->rate_bytes = p->done_bytes;
+		if (!p->bar.rate_us) { /* the root's read and the tree's walk are behind */
+			p->bar.rate_us = cfs_now_us();
+			p->bar.rate_bytes = p->bar.done_bytes;
 		}
-		p->done_files += b->files;
-		p->done_bytes += b->content;
+		p->bar.done_files += b->files;
+		p->bar.done_bytes += b->content;
 	}
 	if (r == 0 && p->st->blocks_failed >= PUB_FAILED_MAX)
 		r = p->put_error;
@@ -261,7 +223,7 @@ static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, s
 	if (p->error || cfs_idmap_get(&p->stored, key, NULL)) {
 		free(bytes); /* the same block twice: stored once */
 		if (!p->error)
-			p->done_bytes += content;
+			p->bar.done_bytes += content;
 		return p->error;
 	}
 	cfs_idmap_put(&p->stored, key, 0);
@@ -692,6 +654,7 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->sink = sink;
 	p->opt = opt;
 	p->st = st;
+	p->bar.on = opt->progress;
 	p->chunk = xmalloc(SFSRO_BLOCK_SIZE_MAX);
 	p->start_us = cfs_now_us();
 	p->lease_until = cfs_wall_s() + opt->valid_s;
@@ -744,15 +707,15 @@ static void catch_sigint(struct pub *p)
 static void report_interrupted(struct pub *p)
 {
 	char a[16], b[16];
-	uint64_t files = p->done_files < p->total_files ? p->done_files : p->total_files;
-	uint64_t bytes = p->done_bytes < p->total_bytes ? p->done_bytes : p->total_bytes;
+	uint64_t files = p->bar.done_files < p->bar.total_files ? p->bar.done_files : p->bar.total_files;
+	uint64_t bytes = p->bar.done_bytes < p->bar.total_bytes ? p->bar.done_bytes : p->bar.total_bytes;
 
 	draw_progress(p, true);
 	log_error("interrupted: left undone: %lu of %lu files (%s of %s) not published; the root "
 	          "was not updated: the volume stays as it was (the %lu blocks stored are kept: "
 	          "publishing again sends only the rest)",
-	          (unsigned long)(p->total_files - files), (unsigned long)p->total_files,
-	          human(p->total_bytes - bytes, a), human(p->total_bytes, b),
+	          (unsigned long)(p->bar.total_files - files), (unsigned long)p->bar.total_files,
+	          cfs_decimal_bytes(p->bar.total_bytes - bytes, a), cfs_decimal_bytes(p->bar.total_bytes, b),
 	          (unsigned long)p->st->blocks_sent);
 }
 
@@ -801,7 +764,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	}
 	int c = dup(fd); /* the totals, for the bar and for an interrupt's report */
 	if (c >= 0)
-		count_tree(c, &p->total_files, &p->total_bytes);
+		count_tree(c, &p->bar.total_files, &p->bar.total_bytes);
 	lseek(fd, 0, SEEK_SET);
 	if (p->interrupted) { /* during the root's read */
 		close(fd);

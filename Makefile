@@ -121,7 +121,7 @@ $(B)/%.o: %.c $(B)/config.mk
 # ---------------------------------------------------------------- programs
 # Each program: its objects, then its libraries; one link recipe for all.
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
-            $(B)/bin/cfs-cat
+            $(B)/bin/cfs-cat $(B)/bin/cfs-get
 # The test harness: a ring in one process, hostile volumes and members,
 # a look inside the storage engine's stores, the wide-area delay line.
 HARNESS  := $(addprefix $(B)/bin/,cfs-ring cfs-testbed cfs-hostile-vol cfs-hostile cfs-storetool \
@@ -135,6 +135,7 @@ $(B)/bin/cfs-publish:     $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(RING_L
 $(B)/bin/cfs-fsck:        $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(RING_LIBS)
 $(B)/bin/cfs-mount:       $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-cat:         $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(RING_LIBS)
+$(B)/bin/cfs-get:         $(call obj,cfs-fuse/cfs_get.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-testbed:     $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(RING_LIBS)
 $(B)/bin/cfs-ring:        $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-hostile:     $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
@@ -150,7 +151,7 @@ $(B)/bench/code-bench:    $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIB
 # The storage engine needs LevelDB; cfsd maps its port; the mounts need FUSE.
 $(PROGRAMS) $(B)/bin/cfs-testbed $(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
-$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat $(B)/bin/cfs-get: LINK_LIBS += $(FUSE_LIBS)
 $(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
 
 $(PROGRAMS) $(HARNESS) $(BENCHES) $(UNIT_BIN):
@@ -375,7 +376,7 @@ install-mount: $(MOUNT_HELPER)
 	install -d $(DESTDIR)$(MOUNT_HELPER_DIR) $(DESTDIR)$(MANDIR)/man1
 	sed 's|@BINDIR@|$(BINDIR)|' cfs-fuse/mount.cfs.in >$(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
 	chmod 0755 $(DESTDIR)$(MOUNT_HELPER_DIR)/mount.cfs
-	install -m 0644 docs/man/cfs-mount.1 docs/man/cfs-cat.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/cfs-mount.1 docs/man/cfs-cat.1 docs/man/cfs-get.1 $(DESTDIR)$(MANDIR)/man1/
 
 # ---------------------------------------------------------------- hygiene
 # Layering in miniature: lower folders never include upper ones, and the

@@ -304,6 +304,28 @@ void fs__dirpf_close(struct fs_dirpf *pf);
 /* After the block cache is freed. Accepts NULL. */
 void fs__dirpf_free(struct fs_dirpf *pf);
 
+/* getplan.c: cfs-get's rules, no I/O but the read of a local file. */
+#include <sys/stat.h>
+/* Can name be created in a directory: not empty, ".", "..", no '/' or NUL. */
+bool fs__get_name_is_safe(const uint8_t *name, size_t len);
+enum { FS_GET_COPY, FS_GET_SKIP, FS_GET_CHECK };
+/* What to do for file entry e when lstat found st at its place (NULL:
+ * nothing): COPY, SKIP (a regular file of its size and mtime), or, with
+ * check, CHECK (the same, to be confirmed by its content key). */
+int fs__get_decide(const struct stat *st, const struct sfsro_entry *e, bool check);
+#define FS_GET_TEMP_LEN 64
+/* The temporary name of the n-th file process pid writes. */
+void fs__get_temp_name(char buf[static FS_GET_TEMP_LEN], long pid, uint64_t n);
+/* Is name one fs__get_temp_name makes (a leftover of an interrupted run)? */
+bool fs__get_is_temp_name(const char *name);
+/* Where a single file or link named name goes for DEST dest: dest/name
+ * when dest is a directory or ends in '/', else dest itself; -EINVAL for
+ * an empty dest, -ENAMETOOLONG when it does not fit n. */
+int fs__get_dest_path(const char *dest, bool dest_is_dir, const char *name, char *buf, size_t n);
+/* The inode key the local file fd would have if published with like's
+ * size, mode, mtime and block size; -ESTALE if it is shorter than size. */
+int fs__get_local_key(int fd, const struct sfsro_inode *like, struct cfs_id *ret) CFS_WUR;
+
 /* logsink.c: from now on, everything written to stderr (this program's
  * log lines and libfuse's) goes to syslog, with the priority its level
  * names. For a mount in the background, whose stderr is /dev/null. */

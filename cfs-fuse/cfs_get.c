@@ -899,6 +899,10 @@ static int cmp_files(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The steps in order, each waiting for the last on the loop: the root
+ * (fs__root_initial), the path, the listing, the directories, the
+ * copies, the directories' attributes, the summary. Kept in one place so
+ * the order (attributes only after the last write) reads top to bottom. */
 int main(int argc, char **argv)
 {
 	static struct client_target tgt;

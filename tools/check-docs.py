@@ -315,7 +315,7 @@ def refused_bound(binary, opt, operands):
 # The man page of a program is docs/man/NAME.SECTION; the operands that
 # get a program past its argument count to the value check of an option.
 OPERANDS = {"cfs-mount": ["a" * 52, "/nonexistent"], "cfs-publish": ["/nonexistent"],
-            "cfs-fsck": ["a" * 52], "cfs-cat": ["a" * 52, "/x"]}
+            "cfs-fsck": ["a" * 52], "cfs-cat": ["a" * 52, "/x"], "cfs-get": ["a" * 52, "/nonexistent"]}
 
 
 def man_path(name):

@@ -42,18 +42,18 @@ grep -q "no cfsd is running" "$TEST_DIR/err" || fail "status without a daemon: $
 ok "help and a missing daemon are reported"
 
 # every program says its version; a short option means one thing in all
-for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
+for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat cfs-get; do
 	expect_exit 0 "$CFS_BIN/$p" --version
 	grep -qE "^$p [0-9]+\.[0-9]+" "$TEST_DIR/out" || fail "$p --version: $(cat "$TEST_DIR/out")"
 done
 # The help is read whole before grep looks at it: grep -q would stop at the
 # first match, and a help longer than a pipe write would then die of
 # SIGPIPE, a failure under pipefail.
-for p in cfsd cfsctl cfs-mount cfs-publish cfs-fsck cfs-cat; do # -d is --data, in every tool
+for p in cfsd cfsctl cfs-mount cfs-publish cfs-fsck cfs-cat cfs-get; do # -d is --data, in every tool
 	help=$("$CFS_BIN/$p" --help 2>&1)
 	grep -qE -- "-d, --data" <<<"$help" || fail "$p: -d is not --data"
 done
-for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat; do
+for p in cfsd cfsctl cfs-publish cfs-fsck cfs-mount cfs-cat cfs-get; do
 	help=$("$CFS_BIN/$p" --help 2>&1)
 	grep -qE -- "-d, --debug|-f, --from|-v, --vnodes" <<<"$help" &&
 		fail "$p: a short option with another meaning"

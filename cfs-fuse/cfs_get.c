@@ -106,7 +106,7 @@ struct get {
 	uint32_t active, reads;
 	uint64_t job_seq, temp_seq;
 	bool pumping, again, finished;
-	uint64_t copied, skipped, failed, dirs_made, bytes_copied;
+	uint64_t copied, skipped, failed, dirs_made, dirs_failed, bytes_copied;
 	struct cfs_progress bar;
 	uint64_t start_us;
 };
@@ -119,13 +119,17 @@ static char *path_of(const struct get *g, const struct gdir *d, const char *name
 	return p;
 }
 
-/* One line per failure: what, where, why. */
+/* One line per failure: what, where, why; counted with the files and
+ * links (name given) or with the directories (name NULL). */
 static void fail_at(struct get *g, const struct gdir *d, const char *name, const char *what, int r)
 {
 	char *p = path_of(g, d, name);
 	log_error("%s: %s%s%s", p, what ? what : "", what ? ": " : "", strerror(-r));
 	free(p);
-	g->failed++;
+	if (name)
+		g->failed++;
+	else
+		g->dirs_failed++;
 }
 
 /* ------------------------------------------------------------ phase 1: list */
@@ -187,8 +191,10 @@ static bool entry_add(void *arg, const struct sfsro_entry *e, uint64_t index)
 	char name[SFSRO_NAME_MAX + 1];
 
 	if (!fs__get_name_is_safe(e->name.p, e->name.len)) {
-		log_error("%s%s%.*s: refused: not a name that can be created in a directory", g->dest,
-		          d->rel[0] ? "/" : "", (int)strlen(d->rel), d->rel);
+		char *p = path_of(g, d, NULL);
+		log_error("%s: entry '%.*s' refused: not a name that can be created in a directory", p,
+		          (int)e->name.len, (const char *)e->name.p);
+		free(p);
 		g->failed++;
 		return true;
 	}
@@ -540,6 +546,7 @@ static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, s
 		if (status == 0) {
 			g->bar.done_bytes += n;
 			g->bytes_copied += n;
+			cfs_progress_draw(&g->bar, cfs_now_us());
 		}
 	}
 	if (status < 0 && !j->status)
@@ -964,9 +971,10 @@ int main(int argc, char **argv)
 
 	cfs_progress_clear(&g.bar);
 	double secs = (double)(cfs_now_us() - g.start_us) / 1e6;
-	log_info("%lu copied, %lu skipped, %lu failed of %lu files and links, %lu directories; %s in "
-	         "%.1f s (%.1f MB/s)", (unsigned long)g.copied, (unsigned long)g.skipped,
+	log_info("%lu copied, %lu skipped, %lu failed of %lu files and links; %lu directories, %lu "
+	         "failed; %s in %.1f s (%.1f MB/s)", (unsigned long)g.copied, (unsigned long)g.skipped,
 	         (unsigned long)g.failed, (unsigned long)g.nfiles, (unsigned long)g.dirs_made,
-	         cfs_decimal_bytes(g.bytes_copied, b1), secs, secs > 0 ? (double)g.bytes_copied / 1e6 / secs : 0);
-	return g.failed || !g.finished ? 1 : 0;
+	         (unsigned long)g.dirs_failed, cfs_decimal_bytes(g.bytes_copied, b1), secs,
+	         secs > 0 ? (double)g.bytes_copied / 1e6 / secs : 0);
+	return g.failed || g.dirs_failed || !g.finished ? 1 : 0;
 }

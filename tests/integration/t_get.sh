@@ -10,6 +10,8 @@
 #   - killed with SIGKILL half-way through, it leaves no partial file
 #     under a real name, and the next run copies the rest, skips what was
 #     done, and leaves no temporary file;
+#   - a link planted in DEST where the volume has a directory is not
+#     followed: that directory fails with one line, the rest is copied;
 #   - VOLUME@1 after a second publish gives the first version's tree;
 #   - a malformed volume name exits 2, a missing path 1, each with one line.
 . "$(dirname "$0")/lib.sh"
@@ -111,6 +113,19 @@ echo "# killed with $done_before of 600 files in place, $temps temporary file(s)
 	fail "resumed with $done_before done: $(cat "$TEST_DIR/get.err")"
 diff -r "$src/many" "$TEST_DIR/many" || fail "the resumed copy differs (or holds a temporary file)"
 ok "killed half-way: every file under its name whole; the rerun copied $((600 - done_before)) and skipped $done_before"
+
+# ---- a link planted in DEST where the volume has a directory
+mkdir -p "$TEST_DIR/outside" "$TEST_DIR/planted"
+ln -s "$TEST_DIR/outside" "$TEST_DIR/planted/private"
+expect_exit 1 "$GET" --cfsd "$sock" "$vol" "$TEST_DIR/planted"
+[ -z "$(ls -A "$TEST_DIR/outside")" ] || fail "cfs-get wrote through a link planted in DEST"
+[ -L "$TEST_DIR/planted/private" ] || fail "the planted link was replaced"
+[ "$(grep -c 'error:' "$TEST_DIR/err")" -eq 1 ] && grep -q "planted/private: cannot make the directory" "$TEST_DIR/err" ||
+	fail "a planted link: $(cat "$TEST_DIR/err")"
+grep -q "1 failed of $nfiles files and links; [0-9]* directories, 1 failed" "$TEST_DIR/err" ||
+	fail "a planted link's summary: $(tail -1 "$TEST_DIR/err")"
+cmp "$src/six-mb" "$TEST_DIR/planted/six-mb" || fail "the rest was not copied beside the planted link"
+ok "a link planted where a directory goes is not followed: one line, exit 1, the rest copied"
 
 # ---- bad input
 expect_exit 2 "$GET" --cfsd "$sock" not-a-volume "$TEST_DIR/x"

@@ -68,6 +68,14 @@ ok "the whole volume copied out equals its source (contents, modes, mtimes, link
 [ "$(summary "$TEST_DIR/get.err")" = "0 $nfiles 0" ] || fail "second run: $(cat "$TEST_DIR/get.err")"
 ok "a second run skips all $nfiles"
 
+"$GET" --cfsd "$sock" --progress "$vol/tree" "$TEST_DIR/bar" 2>"$TEST_DIR/get.err" || fail "cfs-get --progress"
+grep -q "files .* ETA " "$TEST_DIR/get.err" || fail "--progress drew no bar: $(cat "$TEST_DIR/get.err")"
+"$GET" --cfsd "$sock" --quiet "$vol/tree" "$TEST_DIR/quiet" 2>"$TEST_DIR/get.err" || fail "cfs-get --quiet"
+[ ! -s "$TEST_DIR/get.err" ] || fail "--quiet printed: $(cat "$TEST_DIR/get.err")"
+"$GET" --cfsd "$sock" "$vol/tree" "$TEST_DIR/nobar" 2>"$TEST_DIR/get.err" || fail "cfs-get"
+[ "$(wc -l <"$TEST_DIR/get.err")" -eq 1 ] || fail "a bar or more than the summary off a terminal: $(cat "$TEST_DIR/get.err")"
+ok "--progress draws the bar off a terminal, --quiet prints nothing, neither: the summary alone"
+
 # ---- --check: a change that keeps size and mtime
 f=$TEST_DIR/copy/six-mb
 printf 'X' | dd of="$f" bs=1 seek=4000000 conv=notrunc status=none

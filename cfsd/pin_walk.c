@@ -221,9 +221,13 @@ static void version_start(struct cfsd_pin_walk *w, uint64_t seq, const uint8_t *
 		return;
 	cfs_idmap_put(&w->tree.seen, &a.key, 0);
 	w->st.blocks++;
-	if (newest && !w->store.has(w->store.ctx, &a.key) &&
-	    w->store.put(w->store.ctx, &a.key, DHASH_KIND_VERSION, newest, newest_len) < 0)
-		w->st.errors++; /* the newest root's bytes are its version block too */
+	if (newest && !w->store.has(w->store.ctx, &a.key)) {
+		/* The newest root's bytes are its version block too. */
+		if (w->store.put(w->store.ctx, &a.key, DHASH_KIND_VERSION, newest, newest_len) == 0)
+			w->st.fetched++;
+		else
+			w->st.errors++;
+	}
 	if (!w->store.has(w->store.ctx, &a.key)) {
 		a.type = CFSD_PIN_A_FETCH;
 		ready(w, &a);
@@ -312,7 +316,8 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	w->st.root_expired = use->valid_until < w->now;
 	push(w, &use->root_dir, CFSD_PIN_B_DIR, 0);
 	w->state = CFSD_PIN_S_TREE;
-	for (uint32_t i = 0; i < w->versions && use->seq > i; i++)
+	/* More than the newest: the versions' keys too, the newest's first. */
+	for (uint32_t i = 0; w->versions > 1 && i < w->versions && use->seq > i; i++)
 		version_start(w, use->seq - i, i == 0 ? up : NULL, ulen);
 	free(up);
 }

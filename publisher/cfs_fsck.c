@@ -36,7 +36,7 @@ static const char help_text[] =
 	USAGE "\n\n"
 	"Verify every block of VOLUME from its signed root; report what is missing\n"
 	"or corrupt by path and key. --list prints every entry with its attributes\n"
-	"and content hash.\n\n"
+	"and content hash. VOLUME@SEQ checks that version.\n\n"
 	"      --from STORE  cfsd (the ring through the local daemon; the default),\n"
 	"                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH (an\n"
 	"                    existing store: it is never created)\n"
@@ -66,25 +66,30 @@ static bool store_unreachable(int r)
 /* The advice after a store that did not answer: this program's option. */
 static void advise_store(const char *store, int r)
 {
+	if (pub_sink_said_unreachable())
+		return; /* its one line said what to do */
 	log_error("no check was made of the volume: '%s' did not answer (%s); give another store "
 	          "with --from (cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR", store,
 	          strerror(-r));
 }
 
-static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
                          bool repair, const char *store)
 {
 	struct pub_replica_stats rs;
-	int r = pub_replicas(loop, sink, pk, repair, stdout, &rs);
+	int r = pub_replicas(loop, sink, pk, seq, repair, stdout, &rs);
 
 	pub_sink_close(sink);
 	cfs_loop_run(loop); /* the sink closes */
 	if (r == -EOPNOTSUPP)
 		return EXIT_UNCHECKED; /* pub_replicas said why */
 	if (r < 0 && r != -EBADMSG) {
-		log_error_errno(r, "the replicas could not be checked");
+		if (pub_sink_said_unreachable())
+			return EXIT_UNCHECKED;
 		if (store_unreachable(r))
 			advise_store(store, r);
+		else
+			log_error_errno(r, "the replicas could not be checked");
 		return EXIT_UNCHECKED;
 	}
 	fprintf(stderr, "cfs-fsck: %s: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
@@ -114,6 +119,7 @@ int main(int argc, char **argv)
 	bool list = false, replicas = false, repair = false, quiet = false, from_given = false;
 	char data_store[4200] = "";
 	struct cfs_pubkey pk;
+	uint64_t seq = 0;
 	struct pub_sink sink;
 	struct pub_fsck_stats st;
 	int c, r;
@@ -139,7 +145,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		bad_usage("give exactly one VOLUME");
-	if (cfs_name_decode(pk.b, argv[optind], &why) < 0)
+	if (cfs_volume_spec_parse(argv[optind], pk.b, &seq, NULL, &why) < 0)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
 	if (list && replicas)
 		bad_usage("--list and --replicas do not go together");
@@ -153,13 +159,15 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return EXIT_UNCHECKED;
 	uv_loop_t *loop = uv_default_loop();
+	pub_sink_set_advice("no check was made of the volume; give another store with --from "
+	                    "(cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR");
 	if ((r = pub_sink_open_existing(loop, store, &sink)) < 0) {
 		log_error("no check was made of the volume: the store '%s' cannot be used", store);
 		return EXIT_UNCHECKED;
 	}
 	if (replicas)
-		return replicas_main(loop, &sink, &pk, repair, store);
-	r = pub_fsck(loop, &sink, &pk, stdout, stderr, list, &st);
+		return replicas_main(loop, &sink, &pk, seq, repair, store);
+	r = pub_fsck(loop, &sink, &pk, seq, stdout, stderr, list, &st);
 	pub_sink_close(&sink);
 	cfs_loop_run(loop); /* the sink closes */
 	if (r < 0 && st.files + st.dirs == 0) { /* stopped at the root: nothing was checked */

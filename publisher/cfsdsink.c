@@ -97,19 +97,31 @@ struct have_req {
 	uint32_t at[CFS_MSG_MAX_KEYS], nconfirm;
 };
 
-/* The daemon (or the ring) cannot be reached: say so, once. The advice
- * (which option names another store) is the program's: cfs-publish takes
- * --to, cfs-fsck --from. d->sock reads "cfsd at PATH" or "the ring
- * through ADDR". */
+/* The daemon (or the ring) cannot be reached: say so, once, on one line
+ * that ends with the program's advice (which option names another store:
+ * cfs-publish takes --to, cfs-fsck --from). d->sock reads "cfsd at PATH"
+ * or "the ring through ADDR". */
+static const char *unreachable_advice;
+static bool unreachable_said;
+
+void pub_sink_set_advice(const char *advice)
+{
+	unreachable_advice = advice;
+}
+
+bool pub_sink_said_unreachable(void)
+{
+	return unreachable_said;
+}
+
 static void hint_unreachable(struct cfsdsink *d, int status)
 {
-	static bool said;
-
-	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !said) {
-		said = true;
-		log_error("cannot reach %s: %s", d->sock,
+	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !unreachable_said) {
+		unreachable_said = true;
+		log_error("cannot reach %s: %s%s%s", d->sock,
 		          d->ring ? "no ring node answered there"
-		                  : "no cfsd is running there, or it does not answer");
+		                  : "no cfsd is running there, or it does not answer",
+		          unreachable_advice ? "; " : "", unreachable_advice ? unreachable_advice : "");
 	}
 }
 
@@ -305,6 +317,22 @@ static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, 
 	}
 }
 
+static void sk_put_version(void *sink, const uint8_t *p, size_t len, uint64_t lease_until,
+                           pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct put_req *q = xcalloc(1, sizeof(*q));
+
+	q->done = done;
+	q->arg = arg;
+	int r = client_put(d->l, DHASH_KIND_VERSION, p, len, lease_until, root_done, q);
+	if (r < 0) {
+		log_error_errno(r, "the signed root does not make a version block");
+		free(q);
+		abort();
+	}
+}
+
 struct refresh_req {
 	struct cfsdsink *d;
 	struct batch *b;
@@ -425,6 +453,7 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.have = sk_have,
 	.put = sk_put,
 	.put_root = sk_put_root,
+	.put_version = sk_put_version,
 	.refresh = sk_refresh,
 	.lease_granted = sk_lease_granted,
 	.locate = sk_locate,

@@ -53,7 +53,8 @@ struct pub {
 	struct batch *cur;         /* being filled */
 	unsigned in_flight;        /* batches the sink has not answered */
 	int error;                 /* the first batch that failed */
-	int put_error;             /* the first block the store did not take */
+	int put_error;             /* the first block the store did not take: why */
+	struct cfs_id put_failed;  /* and which */
 	uint8_t *chunk;            /* one block of file content */
 	/* Progress: the totals from a walk of the tree first, and
 	 * what the store has answered for. A data block's payload is done when
@@ -128,10 +129,9 @@ static void batch_end(struct batch *b, int r)
 	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
 			p->st->blocks_failed++;
-			if (!p->put_error) {
-				char h[65];
-				p->put_error = log_error_errno(b->send[i].status, "storing block %s failed",
-				                               cfs_id_hex(&b->send[i].key, h));
+			if (!p->put_error) { /* named in the one line at the end */
+				p->put_error = b->send[i].status;
+				p->put_failed = b->send[i].key;
 			}
 			continue;
 		}
@@ -550,7 +550,7 @@ static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t current
 static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 {
 	struct sfsro_root old;
-	int r = pub__read_root(p->loop, p->sink, pk, &old);
+	int r = pub__read_root(p->loop, p->sink, pk, 0, &old);
 
 	*ret = 0;
 	if (r == -ENOENT)
@@ -576,7 +576,7 @@ static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
 	for (int attempt = 0; attempt < 5; attempt++) {
 		if (attempt)
 			usleep(200000u * attempt);
-		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, &got)) < 0)
+		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, 0, &got)) < 0)
 			continue;
 		if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
 		    got.issued == mine->issued && got.valid_until == mine->valid_until)
@@ -615,6 +615,19 @@ static uint64_t bounded_valid_until(struct pub *p, uint64_t asked)
 	return granted;
 }
 
+/* The root under its version key too. A store that cannot keep it (a
+ * server older than version roots) leaves the publish whole: only reading
+ * this version by number after a newer one is lost. */
+static void put_version(struct pub *p, const uint8_t *buf, size_t len, uint64_t seq)
+{
+	int r;
+
+	p->sink->ops->put_version(p->sink->impl, buf, len, p->lease_until, on_done, p);
+	if ((r = wait_sink(p)) < 0)
+		log_warn_errno(r, "version %lu could not be kept under its own key (it stays readable "
+		               "while it is the newest)", (unsigned long)seq);
+}
+
 static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct cfs_seckey *sk)
 {
 	uint8_t *buf = xmalloc(1024);
@@ -638,6 +651,8 @@ static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct c
 			                : "storing the signed root failed");
 		else
 			r = check_stored_root(p, root);
+		if (r == 0)
+			put_version(p, buf, len, root->seq);
 	}
 	free(buf);
 	p->st->seq = root->seq;
@@ -780,11 +795,13 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	if (p->interrupted)
 		r = -EINTR;
 	if (p->st->blocks_failed) {
-		log_error("%lu of %lu blocks sent could not be stored%s: %s; the root was not signed",
+		char h[65];
+		log_error("%lu of %lu blocks sent could not be stored%s (the first, %.16s: %s); nothing "
+		          "was published: the root was not signed, the previous one (if any) stands",
 		          (unsigned long)p->st->blocks_failed,
 		          (unsigned long)(p->st->blocks_failed + p->st->blocks_sent),
 		          p->st->blocks_failed >= PUB_FAILED_MAX ? " (stopped there)" : "",
-		          dhash_strerror(p->put_error));
+		          cfs_id_hex(&p->put_failed, h), dhash_strerror(p->put_error));
 		r = r < 0 ? r : p->put_error;
 	}
 	if (r < 0)
@@ -850,7 +867,7 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 	rf->p = p;
 	rf->lease_until = p->lease_until;
 	/* an expired root may be refreshed: that is what refresh is for */
-	if ((r = pub__read_root(loop, sink, pk, &root)) < 0) {
+	if ((r = pub__read_root(loop, sink, pk, 0, &root)) < 0) {
 		log_error_errno(r, "cannot read the volume's current root");
 		goto out;
 	}

@@ -111,12 +111,19 @@ struct get {
 	uint64_t start_us;
 };
 
+/* DEST/rel/name for a message: control bytes as \xHH, so that a name
+ * with a newline still makes one line per failure. */
 static char *path_of(const struct get *g, const struct gdir *d, const char *name)
 {
 	size_t n = strlen(g->dest) + strlen(d->rel) + (name ? strlen(name) : 0) + 3;
-	char *p = xmalloc(n);
+	char *p = xmalloc(n), *q = xmalloc(4 * n), *o = q;
+
 	snprintf(p, n, "%s%s%s%s%s", g->dest, d->rel[0] ? "/" : "", d->rel, name ? "/" : "", name ? name : "");
-	return p;
+	for (const unsigned char *c = (const unsigned char *)p; *c; c++)
+		o += *c < 0x20 || *c == 0x7f ? sprintf(o, "\\x%02x", *c) : sprintf(o, "%c", *c);
+	*o = 0;
+	free(p);
+	return q;
 }
 
 /* One line per failure: what, where, why; counted with the files and

@@ -27,7 +27,7 @@ D=$TEST_DIR/root
 B=$(realpath --relative-to="$ROOT" "$CFS_BIN/..")
 make -s -C "$ROOT" B="$B" install DESTDIR="$D" >"$TEST_DIR/install.log" 2>&1 ||
 	{ cat "$TEST_DIR/install.log"; fail "make install DESTDIR"; }
-for f in usr/local/bin/cfsd usr/local/bin/cfsctl usr/local/bin/cfs-cat \
+for f in usr/local/bin/cfsd usr/local/bin/cfsctl usr/local/bin/cfs-cat usr/local/bin/cfs-get \
          usr/local/lib/systemd/system/cfsd.service usr/lib/sysusers.d/cfs.conf \
          etc/cfs/cfsd.conf usr/local/share/man/man8/cfsd.8 usr/local/share/man/man5/cfsd.conf.5; do
 	[ -e "$D/$f" ] || fail "make install did not install $f"
@@ -43,7 +43,7 @@ for m in "$D"/usr/local/share/man/man[158]/*; do
 	grep -q "SEE ALSO" "$TEST_DIR/man.out" || fail "man -l $m rendered no SEE ALSO"
 	pages=$((pages + 1))
 done
-for p in man1/cfs-publish.1 man1/cfs-fsck.1 man1/cfs-mount.1 man1/cfs-cat.1 man5/cfsd.conf.5 \
+for p in man1/cfs-publish.1 man1/cfs-fsck.1 man1/cfs-mount.1 man1/cfs-cat.1 man1/cfs-get.1 man5/cfsd.conf.5 \
          man5/cfs-client.conf.5 man8/cfsd.8 man8/cfsctl.8; do
 	[ -e "$D/usr/local/share/man/$p" ] || fail "no page $p installed"
 done

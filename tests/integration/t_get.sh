@@ -157,7 +157,10 @@ python3 "$LISTING" "$TEST_DIR/v1" >"$TEST_DIR/v1.list"
 diff "$TEST_DIR/src.list" "$TEST_DIR/v1.list" >/dev/null || fail "VOLUME@1 is not the first version's tree"
 "$GET" --cfsd "$sock" "$vol" "$TEST_DIR/v2" 2>/dev/null || fail "cfs-get of the newest version"
 diff -r --no-dereference "$src" "$TEST_DIR/v2" || fail "the newest version differs from the source"
-ok "VOLUME@1 after a second publish is the first version's tree; VOLUME the second's"
+"$GET" --cfsd "$sock" "$vol@1/many/f0007" "$TEST_DIR/f0007" 2>/dev/null || fail "cfs-get VOLUME@1/PATH"
+cmp -s "$TEST_DIR/f0007" "$TEST_DIR/many/f0007" || fail "VOLUME@1/many/f0007 differs"
+expect_exit 1 "$GET" --cfsd "$sock" "$vol/many/f0007" "$TEST_DIR/gone"
+ok "VOLUME@1 after a second publish is the first version's tree (and @1/PATH a file only it has); VOLUME the second's"
 
 # ---- figures: the same bytes through cfs-cat and cfs-get
 t0=$(date +%s.%N)

@@ -17,9 +17,9 @@ Q           := $(if $(filter 1,$(V)),,@)
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev \
-              libnetfilter-queue-dev libisal-dev
+              libnetfilter-queue-dev libisal-dev libmicrohttpd-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool \
-              miniupnpd nftables python3-prometheus-client curl
+              miniupnpd nftables python3-prometheus-client curl chromium
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
@@ -42,7 +42,7 @@ endif
 $(B)/config.mk: Makefile $(ENSURE)
 	$(Q)$(ENSURE) $(BUILD_PKGS)
 	$(Q)mkdir -p $(B)
-	$(Q){ for m in UV:libuv SODIUM:libsodium MSGPACK:msgpack FUSE:fuse3; do \
+	$(Q){ for m in UV:libuv SODIUM:libsodium MSGPACK:msgpack FUSE:fuse3 MHD:libmicrohttpd; do \
 	    echo "$${m%%:*}_CFLAGS := $$(pkg-config --cflags $${m#*:})"; \
 	    echo "$${m%%:*}_LIBS := $$(pkg-config --libs $${m#*:})"; \
 	  done; echo "LEVELDB_LIBS := $$(pkg-config --libs leveldb 2>/dev/null || echo -lleveldb)"; \
@@ -54,7 +54,7 @@ SAN     ?=
 WARN    := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
            -Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter
 CFLAGS_ALL = -std=gnu11 $(OPT) -g $(WARN) $(SAN) -I. -MMD -MP \
-           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(EXTRA_CFLAGS)
+           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(MHD_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = $(SAN) $(EXTRA_LDFLAGS)
 CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lisal -lm
 
@@ -121,7 +121,7 @@ $(B)/%.o: %.c $(B)/config.mk
 # ---------------------------------------------------------------- programs
 # Each program: its objects, then its libraries; one link recipe for all.
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
-            $(B)/bin/cfs-cat
+            $(B)/bin/cfs-cat $(B)/bin/cfs-gateway
 # The test harness: a ring in one process, hostile volumes and members,
 # a look inside the storage engine's stores, the wide-area delay line.
 HARNESS  := $(addprefix $(B)/bin/,cfs-ring cfs-testbed cfs-hostile-vol cfs-hostile cfs-storetool \
@@ -135,6 +135,7 @@ $(B)/bin/cfs-publish:     $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(RING_L
 $(B)/bin/cfs-fsck:        $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(RING_LIBS)
 $(B)/bin/cfs-mount:       $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-cat:         $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(RING_LIBS)
+$(B)/bin/cfs-gateway:     $(call obj,cfs-fuse/cfs_gateway.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-testbed:     $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(RING_LIBS)
 $(B)/bin/cfs-ring:        $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
 $(B)/bin/cfs-hostile:     $(call obj,tests/harness/cfs_hostile.c) $(LIBCHORD) $(LIBCOMMON)
@@ -150,7 +151,8 @@ $(B)/bench/code-bench:    $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIB
 # The storage engine needs LevelDB; cfsd maps its port; the mounts need FUSE.
 $(PROGRAMS) $(B)/bin/cfs-testbed $(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
-$(B)/bin/cfs-mount $(B)/bin/cfs-cat: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat $(B)/bin/cfs-gateway: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-gateway: LINK_LIBS += $(MHD_LIBS)
 $(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
 
 $(PROGRAMS) $(HARNESS) $(BENCHES) $(UNIT_BIN):

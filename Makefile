@@ -244,7 +244,7 @@ coverage: | deps-test
 # decoders are in sfsro-format or common.
 FB           := build-fuzz
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FB)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_OTHER   := $(addprefix $(FB)/fuzz/fuzz_,churn delay chord_mode contacts denylist bstore)
+FUZZ_OTHER   := $(addprefix $(FB)/fuzz/fuzz_,churn delay chord_mode contacts denylist bstore gwhttp)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(B)/config.mk
@@ -258,6 +258,8 @@ $(FB)/fuzz/fuzz_chord_mode $(FB)/fuzz/fuzz_contacts: $(FB)/libchord.a $(FB)/libc
 $(FB)/fuzz/fuzz_denylist: $(FB)/libcfsd.a $(FB)/libcfs_common.a
 $(FB)/fuzz/fuzz_bstore: $(FB)/libblockstore.a $(FB)/libcfs_common.a
 $(FB)/fuzz/fuzz_bstore: FUZZ_LINK = $(LEVELDB_LIBS) -lpthread
+# cfs-gateway's decoders of URLs and headers: their one file, pure.
+$(FB)/fuzz/fuzz_gwhttp: cfs-fuse/gwhttp.c $(FB)/libcfs_common.a
 $(filter-out $(FUZZ_OTHER),$(FUZZ_TARGETS)): $(FB)/libsfsro.a $(FB)/libcfs_common.a
 
 $(FB)/fuzz/%: tests/fuzz/%.c

@@ -186,9 +186,9 @@ static uint32_t parse_args(int argc, char **argv, struct client_target *tgt, cfs
 			exit(0);
 		case 'h':
 			puts(USAGE "\n\n"
-			     "Write one file of VOLUME to stdout, verified, with N blocks in flight,\n"
-			     "through the local cfsd, as a plain ring client or from a dir: store on\n"
-			     "this machine; no FUSE, nothing is mounted.\n"
+			     "Write one file of VOLUME (VOLUME@SEQ: that version) to stdout, verified,\n"
+			     "with N blocks in flight, through the local cfsd, as a plain ring client\n"
+			     "or from a dir: store on this machine; no FUSE, nothing is mounted.\n"
 			     "\n"
 			     "      --cfsd SOCKET     the local cfsd's control socket\n"
 			     "  -d, --data DIR        ... or the data directory of that cfsd (default\n"

@@ -226,7 +226,8 @@ int fs__root_initial(cfsfuse_t *fs)
 	if (fs->o.from_dir && r < 0) {
 		log_error("cannot %s volume %s from the store %s: %s", fs->doing ? fs->doing : "mount",
 		          fs->volname, fs->o.from_dir,
-		          r == -ENOENT ? "the store holds no root for this volume"
+		          r == -ENOENT ? (fs->o.version ? "the store holds no such version of this volume"
+		                          : "the store holds no root for this volume")
 		          : r == -EKEYEXPIRED ? eb : root_error(r));
 		return r;
 	}

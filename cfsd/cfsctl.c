@@ -10,7 +10,9 @@
  *   cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]
  *          [--random N --size S [--seed X]] [FILE... | -]
  *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
- *   cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]
+ *   cfsctl [--data DIR | --socket PATH] pin [--versions N] VOLUME | unpin VOLUME
+ *   cfsctl [--data DIR | --socket PATH] pins [--json]
+ *   cfsctl [--data DIR | --socket PATH] history [--limit N|all] [--json] VOLUME
  *   cfsctl update VOLUME | MOUNTPOINT
  *   cfsctl [--data DIR | --socket PATH] leave [--drain]
  *   cfsctl [--data DIR | --socket PATH] deny [--remove] VOLUME|KEY | deny --list
@@ -34,6 +36,7 @@
 
 #include "cfsd/cfsctl.h"
 #include "cfsd/deny.h"
+#include "cfsd/pin.h"
 #include "client/client.h"
 #include "dhash/dhash.h"
 
@@ -53,7 +56,9 @@ static const char usage_text[] =
 	"              [--random N --size S [--seed X]] [FILE... | -]\n"
 	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
-	"       cfsctl [--data DIR | --socket PATH] pin VOLUME | unpin VOLUME | pins [--json]\n"
+	"       cfsctl [--data DIR | --socket PATH] pin [--versions N] VOLUME | unpin VOLUME\n"
+	"       cfsctl [--data DIR | --socket PATH] pins [--json]\n"
+	"       cfsctl [--data DIR | --socket PATH] history [--limit N|all] [--json] VOLUME\n"
 	"       cfsctl update VOLUME | MOUNTPOINT\n"
 	"       cfsctl [--data DIR | --socket PATH] leave [--drain]\n"
 	"       cfsctl [--data DIR | --socket PATH] deny [--remove] VOLUME|KEY | deny --list\n"
@@ -87,10 +92,15 @@ static const char usage_text[] =
 	"             ones: every round (cfsd --pin-ms) it renews the lease of every\n"
 	"             block the root reaches and puts back, from its own copy, blocks\n"
 	"             no replica holds; kept across restarts (DIR/pins)\n"
+	"             (--versions N: also the N-1 versions before the newest, each\n"
+	"             one's signed root and blocks; pinning again changes N)\n"
 	"  unpin      stop keeping a volume\n"
 	"  pins       list the pins: volume, root sequence seen, blocks, the last\n"
 	"             round's time and counts (renewed, re-stored, missing, errors)\n"
 	"             and when the next one starts\n"
+	"  history    the versions of a volume the ring still holds, newest first:\n"
+	"             sequence, when published, valid until, size and files (read\n"
+	"             from its directories); --limit N (default 20, or all)\n"
 	"  update     make every mount of VOLUME here (or the one at MOUNTPOINT) check\n"
 	"             for a newer version now, not at its next --update round; one\n"
 	"             line per mount: its version, and the one before if it moved\n"
@@ -119,6 +129,9 @@ static const char usage_text[] =
 	"      --check          get: report each key instead of printing bytes\n"
 	"      --output FILE    get: write the bytes to FILE\n"
 	"      --drain          leave: hand every held block on first\n"
+	"      --versions N     pin: keep the newest N versions, 1..1000 (default 1)\n"
+	"  -n, --limit N        history: list at most N versions (default 20; all: no\n"
+	"                       bound)\n"
 	"      --remove         deny: lift the denial of VOLUME or KEY (its blocks come\n"
 	"                       back only by the ring's replication)\n"
 	"      --list           deny: print the denied volumes and keys\n"
@@ -126,7 +139,7 @@ static const char usage_text[] =
 	"  -d, --data DIR       the daemon's data directory (default: your own cfsd's,\n"
 	"                       else the system daemon's, /var/lib/cfs)\n"
 	"  -s, --socket PATH    the daemon's control socket (default DIR/cfsd.sock)\n"
-	"  -j, --json           status, pins: one JSON object, for scripts\n"
+	"  -j, --json           status, pins, history: one JSON object, for scripts\n"
 	"      --count N        pings to send (default 3)\n"
 	"      --timeout MS     per-ping timeout (default 1000)\n"
 	"  -h, --help           show this help\n"
@@ -377,24 +390,41 @@ static void print_pin(void *arg, int status, const struct cfs_msg *reply)
 		fwrite(reply->data.p, 1, reply->data.len, stdout);
 }
 
-/* pin / unpin VOLUME, or pins: one request each. */
+static void versions_opt(void *arg, int c, const char *optarg)
+{
+	*(uint32_t *)arg = cfsctl_uint("--versions", optarg, CFSD_PIN_VERSIONS_MAX);
+}
+
+/* pin [--versions N] / unpin VOLUME, or pins: one request each. */
 static int cmd_pin(struct cfsctl *g, int argc, char **argv)
 {
+	static const struct option pin_opts[] = { { "versions", required_argument, NULL, 'n' },
+		                                  { 0 } };
 	const char *cmd = argv[0], *volume = NULL, *why;
-	bool is_pins = !strcmp(cmd, "pins");
-	uint32_t flags = 0;
+	bool is_pins = !strcmp(cmd, "pins"), is_pin = !strcmp(cmd, "pin");
+	uint32_t flags = 0, versions = 0;
 	struct cfs_msg *req;
-	int r;
+	int r, i;
 
-	int i = simple_args(g, argc, argv, is_pins, is_pins ? 0 : 1, &flags);
+	if (is_pin) {
+		i = cfsctl_getopt(g, argc, argv, "", pin_opts, versions_opt, &versions);
+		if (i + 1 != argc)
+			bad_usage("pin takes one VOLUME");
+	} else {
+		i = simple_args(g, argc, argv, is_pins, is_pins ? 0 : 1, &flags);
+	}
 	if (!is_pins)
 		volume = argv[i];
 	const char *sock = cfsctl_sock(g);
 	req = xmalloc(sizeof(*req));
 
-	cfs_msg_init(req, !strcmp(cmd, "pins") ? CFS_MSG_CTL_PINS
-	                  : !strcmp(cmd, "pin") ? CFS_MSG_CTL_PIN : CFS_MSG_CTL_UNPIN);
+	/* One version is the pin every daemon understands; more is a newer
+	 * request, sent only when asked for. */
+	cfs_msg_init(req, is_pins ? CFS_MSG_CTL_PINS
+	                  : is_pin ? (versions > 1 ? CFS_MSG_CTL_PIN_VERSIONS : CFS_MSG_CTL_PIN)
+	                           : CFS_MSG_CTL_UNPIN);
 	req->flags = flags;
+	req->count = versions;
 	if (volume && cfs_name_decode(req->key.b, volume, &why) < 0)
 		bad_usage("%s wants a volume name (52 base32 characters), not '%s': %s", cmd, volume, why);
 	r = cfsd_ctl_call(sock, req, 5000, print_pin, NULL);
@@ -409,8 +439,10 @@ static int cmd_pin(struct cfsctl *g, int argc, char **argv)
 		return 3;
 	}
 	cfsd_ctl_report(sock, cmd, r);
-	if (r == 0 && volume)
-		printf("%s %s\n", volume, !strcmp(cmd, "pin") ? "pinned" : "unpinned");
+	if (r == 0 && volume && versions > 1)
+		printf("%s pinned, with its newest %u versions\n", volume, versions);
+	else if (r == 0 && volume)
+		printf("%s %s\n", volume, is_pin ? "pinned" : "unpinned");
 	return r < 0 ? 1 : 0;
 }
 
@@ -735,6 +767,7 @@ static const struct {
 	{ "put", cfsctl_put_main },
 	{ "get", cfsctl_get_main },
 	{ "refresh", cfsctl_refresh_main },
+	{ "history", cfsctl_history_main },
 	{ "pin", cmd_pin },
 	{ "unpin", cmd_pin },
 	{ "pins", cmd_pin },

@@ -20,6 +20,7 @@ struct pin {
 	struct cfs_pubkey pk;
 	char name[CFS_NAME_LEN + 1];
 	uint64_t seq;                 /* the highest root sequence seen (persisted) */
+	uint32_t versions;            /* the newest this many versions are kept (persisted) */
 	struct cfsd_pin_walk *walk;   /* the round under way, or NULL */
 	uint32_t inflight;            /* its client operations out */
 	bool removed;                 /* unpinned: freed when inflight is 0 */
@@ -76,28 +77,32 @@ static int cache_put(void *ctx, const struct cfs_id *key, uint32_t kind, const u
 	return dhash_cache_put(ctx, key, (uint8_t)kind, p, len);
 }
 
-/* DATA/pins, one "VOLUME SEQUENCE" line per pin, replaced atomically: a
+/* DATA/pins, one "VOLUME SEQUENCE [VERSIONS]" line per pin (no VERSIONS:
+ * 1, as files written before versions were kept), replaced atomically: a
  * crash leaves the old list or the new one, never half of one. */
 static int save(cfsd_pinner_t *p)
 {
 	struct cfs_sbuf b = { 0 };
 	int r;
 
-	cfs_sb_printf(&b, "# cfsd pins: VOLUME HIGHEST-ROOT-SEQUENCE-SEEN (cfsctl pin / unpin)\n");
+	cfs_sb_printf(&b, "# cfsd pins: VOLUME HIGHEST-ROOT-SEQUENCE-SEEN VERSIONS-KEPT "
+	              "(cfsctl pin / unpin)\n");
 	for (struct pin *q = p->pins; q; q = q->next)
-		cfs_sb_printf(&b, "%s %lu\n", q->name, (unsigned long)q->seq);
+		cfs_sb_printf(&b, "%s %lu %u\n", q->name, (unsigned long)q->seq, q->versions);
 	r = cfs_write_file_atomic(p->path, b.p, b.len, 0600);
 	free(b.p);
 	return r < 0 ? log_error_errno(r, "cannot write %s", p->path) : 0;
 }
 
-static struct pin *pin_new(cfsd_pinner_t *p, const struct cfs_pubkey *pk, uint64_t seq)
+static struct pin *pin_new(cfsd_pinner_t *p, const struct cfs_pubkey *pk, uint64_t seq,
+                           uint32_t versions)
 {
 	struct pin *q = xcalloc(1, sizeof(*q)), **tail = &p->pins;
 
 	q->pk = *pk;
 	cfs_name_encode(q->name, pk->b);
 	q->seq = seq;
+	q->versions = versions;
 	q->next_ms = cfs_now_ms();
 	while (*tail)
 		tail = &(*tail)->next;
@@ -137,6 +142,7 @@ static bool ring_ready(cfsd_pinner_t *p)
 static void round_start(cfsd_pinner_t *p, struct pin *q)
 {
 	q->walk = cfsd_pin_walk_new(&q->pk, q->seq, cfs_wall_s(), &p->store);
+	cfsd_pin_walk_versions(q->walk, q->versions);
 	q->round_start_ms = cfs_now_ms();
 }
 
@@ -343,16 +349,19 @@ static int load_pins(cfsd_pinner_t *p)
 	while (fgets(line, sizeof(line), f)) {
 		char name[128];
 		unsigned long seq;
+		unsigned versions = 1;
 		struct cfs_pubkey pk;
 		const char *why;
 		lineno++;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%127s %lu", name, &seq) != 2 || cfs_name_decode(pk.b, name, &why) < 0) {
+		if (sscanf(line, "%127s %lu %u", name, &seq, &versions) < 2 ||
+		    cfs_name_decode(pk.b, name, &why) < 0 || versions < 1 ||
+		    versions > CFSD_PIN_VERSIONS_MAX) {
 			log_warn("%s:%u: not a pin, skipped", p->path, lineno);
 			continue;
 		}
-		(void)pin_new(p, &pk, seq);
+		(void)pin_new(p, &pk, seq, versions);
 	}
 	fclose(f);
 	return 0;
@@ -431,19 +440,36 @@ static struct pin *find(cfsd_pinner_t *p, const struct cfs_pubkey *pk)
 	return NULL;
 }
 
-int cfsd_pinner_add(cfsd_pinner_t *p, const struct cfs_pubkey *pk)
+int cfsd_pinner_add(cfsd_pinner_t *p, const struct cfs_pubkey *pk, uint32_t versions)
 {
-	struct pin *q;
+	struct pin *q = find(p, pk);
 
-	if (find(p, pk))
+	if (versions < 1 || versions > CFSD_PIN_VERSIONS_MAX)
+		return -EINVAL;
+	if (q && q->versions == versions)
 		return -EEXIST;
-	q = pin_new(p, pk, 0);
+	if (q) {
+		uint32_t was = q->versions;
+		q->versions = versions;
+		if (save(p) < 0) {
+			q->versions = was;
+			return -EIO;
+		}
+		log_info("pin %s: now keeping the newest %u version%s (was %u)", q->name, versions,
+		         versions == 1 ? "" : "s", was);
+		if (!q->walk) /* at the next round otherwise */
+			q->next_ms = cfs_now_ms();
+		arm(p);
+		return 0;
+	}
+	q = pin_new(p, pk, 0, versions);
 	if (save(p) < 0) {
 		pin_unlink(p, q);
 		pin_release(q);
 		return -EIO;
 	}
-	log_info("pin %s: pinned; a round starts now", q->name);
+	log_info("pin %s: pinned (the newest %u version%s); a round starts now", q->name, versions,
+	         versions == 1 ? "" : "s");
 	if (ring_ready(p)) {
 		round_start(p, q);
 		pump(p);
@@ -490,9 +516,9 @@ void cfsd_pinner_report(cfsd_pinner_t *p, struct cfs_sbuf *b, bool json)
 		const struct cfsd_pin_stats *l = &q->last;
 		long next_ms = q->walk ? 0 : (long)(q->next_ms > now ? q->next_ms - now : 0);
 		if (json) {
-			cfs_sb_printf(b, "%s{\"volume\":\"%s\",\"seq\":%lu,\"rounds\":%lu,\"running\":%s,"
-			              "\"next_in_ms\":%ld,\"last\":", q == p->pins ? "" : ",", q->name,
-			              (unsigned long)q->seq, (unsigned long)q->rounds,
+			cfs_sb_printf(b, "%s{\"volume\":\"%s\",\"seq\":%lu,\"versions\":%u,\"rounds\":%lu,"
+			              "\"running\":%s,\"next_in_ms\":%ld,\"last\":", q == p->pins ? "" : ",",
+			              q->name, (unsigned long)q->seq, q->versions, (unsigned long)q->rounds,
 			              q->walk ? "true" : "false", next_ms);
 			if (!q->has_last) {
 				cfs_sb_printf(b, "null}");
@@ -500,16 +526,21 @@ void cfsd_pinner_report(cfsd_pinner_t *p, struct cfs_sbuf *b, bool json)
 			}
 			cfs_sb_printf(b, "{\"ended\":%lu,\"ago_s\":%lu,\"ms\":%lu,\"seq\":%lu,"
 			              "\"valid_until\":%lu,\"expired\":%s,\"blocks\":%lu,\"renewed\":%lu,"
-			              "\"restored\":%lu,\"missing\":%lu,\"errors\":%lu,\"fetched\":%lu}}",
+			              "\"restored\":%lu,\"missing\":%lu,\"errors\":%lu,\"fetched\":%lu,"
+			              "\"versions_kept\":%u,\"versions_gone\":%u}}",
 			              (unsigned long)q->last_end_s, (unsigned long)(wall - q->last_end_s),
 			              (unsigned long)q->last_ms, (unsigned long)l->seq,
 			              (unsigned long)l->valid_until, l->root_expired ? "true" : "false",
 			              (unsigned long)l->blocks, (unsigned long)l->renewed,
 			              (unsigned long)l->restored, (unsigned long)l->missing,
-			              (unsigned long)l->errors, (unsigned long)l->fetched);
+			              (unsigned long)l->errors, (unsigned long)l->fetched, l->versions,
+			              l->versions_gone);
 			continue;
 		}
 		cfs_sb_printf(b, "%s root %lu", q->name, (unsigned long)q->seq);
+		if (q->versions > 1)
+			cfs_sb_printf(b, ", the newest %u versions (%u found last round)", q->versions,
+			              q->has_last ? q->last.versions : 0);
 		if (q->has_last)
 			cfs_sb_printf(b, ", %lu blocks; last round %lus ago in %lu ms: %lu renewed, "
 			              "%lu re-stored, %lu missing, %lu errors%s", (unsigned long)l->blocks,

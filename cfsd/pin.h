@@ -27,6 +27,7 @@
 #define CFSD_PIN_ROUND_MAX_MS 3600000u     /* --pin-ms default: an hour, ... */
 #define CFSD_PIN_RETRY_MS 30000u           /* ... or sooner: a round with errors */
 #define CFSD_PIN_WAIT_RING_MS 500u         /* rounds due before the ring is joined */
+#define CFSD_PIN_VERSIONS_MAX 1000u        /* cfsctl pin --versions N */
 #define CFSD_PINS_FILE "pins"
 #define CFSD_PINNED_DIR "pinned"
 
@@ -37,6 +38,7 @@ enum cfsd_pin_btype {
 	CFSD_PIN_B_ROOT = 1,                  /* the tree's kinds are sfsro's blockset's */
 	CFSD_PIN_B_DIR = SFSRO_B_DIR, CFSD_PIN_B_INODE = SFSRO_B_INODE,
 	CFSD_PIN_B_INDIRECT = SFSRO_B_INDIRECT, CFSD_PIN_B_DATA = SFSRO_B_DATA,
+	CFSD_PIN_B_VERSION = 16,              /* a signed root under its version key */
 };
 
 enum cfsd_pin_act {
@@ -86,6 +88,8 @@ struct cfsd_pin_stats {
 	uint64_t errors;       /* a fetch, refresh or put that failed otherwise, a bad block */
 	uint64_t fetched;      /* copied into the pinner's store this round */
 	bool root_expired;     /* the root's valid-until had passed */
+	uint32_t versions;     /* versions kept (the newest included) */
+	uint32_t versions_gone;/* of those asked for, versions no server and no copy had */
 };
 
 struct cfsd_pin_walk;
@@ -95,6 +99,11 @@ struct cfsd_pin_walk;
 struct cfsd_pin_walk *cfsd_pin_walk_new(const struct cfs_pubkey *pk, uint64_t min_seq, uint64_t now,
                                         const struct cfsd_pin_store *store);
 void cfsd_pin_walk_free(struct cfsd_pin_walk *w);
+/* Keep the newest n versions (default 1: the newest root and its tree
+ * alone). With n > 1, each version's root under its version key and every
+ * block its tree reaches (blocks the versions share are walked once).
+ * Before the first next(). */
+void cfsd_pin_walk_versions(struct cfsd_pin_walk *w, uint32_t n);
 /* The next action to start (its PUT data now belongs to the caller). */
 enum cfsd_pin_act cfsd_pin_walk_next(struct cfsd_pin_walk *w, struct cfsd_pin_action *ret);
 enum cfsd_pin_state cfsd_pin_walk_state(const struct cfsd_pin_walk *w);
@@ -130,9 +139,11 @@ int cfsd_pinner_new(uv_loop_t *loop, dhash_client_t *client, const char *data_di
 void cfsd_pinner_stop(cfsd_pinner_t *p);
 /* Free, once what is in flight has come back (NULL: nothing). */
 void cfsd_pinner_free(cfsd_pinner_t *p);
-/* Pin pk (persisted before it returns) and start a round: 0, -EEXIST when
- * pinned already, -EIO when DATA/pins cannot be written. */
-int cfsd_pinner_add(cfsd_pinner_t *p, const struct cfs_pubkey *pk) CFS_WUR;
+/* Pin pk, keeping its newest versions (1..CFSD_PIN_VERSIONS_MAX; persisted
+ * before it returns) and start a round: 0, -EEXIST when pinned already
+ * with as many versions (a different number replaces the old one), -EIO
+ * when DATA/pins cannot be written. */
+int cfsd_pinner_add(cfsd_pinner_t *p, const struct cfs_pubkey *pk, uint32_t versions) CFS_WUR;
 /* Unpin: 0 or -ENOENT. A round in flight stops starting operations. */
 int cfsd_pinner_remove(cfsd_pinner_t *p, const struct cfs_pubkey *pk) CFS_WUR;
 /* The pins and their last rounds, as text lines or one JSON object. */

@@ -20,6 +20,7 @@ struct cfsd_pin_walk {
 	struct cfs_pubkey pk;
 	struct cfs_id root_key;
 	uint64_t min_seq, now;
+	uint32_t versions;            /* the newest this many versions are kept */
 	struct cfsd_pin_store store;
 	bool root_started;
 	struct sfsro_blockset tree;   /* blocks to visit, every key met this round once */
@@ -39,7 +40,13 @@ struct cfsd_pin_walk *cfsd_pin_walk_new(const struct cfs_pubkey *pk, uint64_t mi
 	w->min_seq = min_seq;
 	w->now = now;
 	w->store = *store;
+	w->versions = 1;
 	return w;
+}
+
+void cfsd_pin_walk_versions(struct cfsd_pin_walk *w, uint32_t n)
+{
+	w->versions = n ? n : 1;
 }
 
 void cfsd_pin_walk_free(struct cfsd_pin_walk *w)
@@ -183,6 +190,62 @@ enum cfsd_pin_act cfsd_pin_walk_next(struct cfsd_pin_walk *w, struct cfsd_pin_ac
 	return ret->type = CFSD_PIN_A_DONE;
 }
 
+/* A version root: its tree is walked like the newest's, and its version
+ * key renewed (or put back from our copy). Our copy is the way to keep a
+ * version whose key no server holds any more; a version neither the ring
+ * nor we have is gone, which is not an error: leases end. */
+static void version_tree(struct cfsd_pin_walk *w, const uint8_t *p, size_t len, uint64_t seq)
+{
+	struct sfsro_root r;
+
+	if (sfsro_root_decode(p, len, &r) < 0 || sfsro_root_check(&r, &w->pk, 0, 0) < 0 ||
+	    r.seq != seq) {
+		w->st.errors++;
+		return;
+	}
+	w->st.versions++;
+	push(w, &r.root_dir, CFSD_PIN_B_DIR, 0);
+}
+
+static void version_start(struct cfsd_pin_walk *w, uint64_t seq, const uint8_t *newest,
+                          size_t newest_len)
+{
+	struct cfsd_pin_action a = { .btype = CFSD_PIN_B_VERSION, .height = 0,
+	                             .kind = DHASH_KIND_VERSION };
+	uint32_t kind = 0;
+	uint8_t *p = NULL;
+	size_t len;
+
+	sfsro_root_version_key(&w->pk, seq, &a.key);
+	if (cfs_idmap_get(&w->tree.seen, &a.key, NULL))
+		return;
+	cfs_idmap_put(&w->tree.seen, &a.key, 0);
+	w->st.blocks++;
+	if (newest && !w->store.has(w->store.ctx, &a.key)) {
+		/* The newest root's bytes are its version block too. */
+		if (w->store.put(w->store.ctx, &a.key, DHASH_KIND_VERSION, newest, newest_len) == 0)
+			w->st.fetched++;
+		else
+			w->st.errors++;
+	}
+	if (!w->store.has(w->store.ctx, &a.key)) {
+		a.type = CFSD_PIN_A_FETCH;
+		ready(w, &a);
+		return;
+	}
+	if (load(w, &a.key, &kind, &p, &len) < 0 || kind != DHASH_KIND_VERSION) {
+		free(p);
+		w->st.errors++;
+		a.type = CFSD_PIN_A_FETCH;
+		ready(w, &a);
+		return;
+	}
+	version_tree(w, p, len, seq);
+	free(p);
+	a.type = CFSD_PIN_A_REFRESH;
+	ready(w, &a);
+}
+
 /*
  * The root: take the newest verified root of the pinned key that we can
  * see, the ring's or our copy, and never one older than a root seen
@@ -194,8 +257,8 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 {
 	struct sfsro_root ring, held;
 	bool ring_ok = false, held_ok = false;
-	uint8_t *hp = NULL;
-	size_t hlen = 0;
+	uint8_t *hp = NULL, *up = NULL;
+	size_t hlen = 0, ulen = 0;
 	uint32_t hkind;
 
 	if (status == 0 && kind == DHASH_KIND_ROOT && sfsro_root_decode(p, len, &ring) == 0 &&
@@ -211,6 +274,8 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	const struct sfsro_root *use = NULL;
 	if (ring_ok && ring.seq >= w->min_seq && ring.seq >= held_seq) {
 		use = &ring;
+		up = xmemdup(p, len);
+		ulen = len;
 		if (!held_ok || ring.seq > held.seq) {
 			if (w->store.put(w->store.ctx, &w->root_key, DHASH_KIND_ROOT, p, len) == 0)
 				w->st.fetched++;
@@ -220,6 +285,8 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 		ready_key(w, CFSD_PIN_A_REFRESH, a);
 	} else if (held_ok && held.seq >= w->min_seq) {
 		use = &held;
+		up = xmemdup(hp, hlen);
+		ulen = hlen;
 		if (ring_ok) {
 			/* The ring serves an older version: put ours back. */
 			struct cfsd_pin_action put = *a;
@@ -238,8 +305,10 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 		w->st.errors++;
 	}
 	free(hp);
-	if (!use)
+	if (!use) {
+		free(up);
 		return;
+	}
 	cfs_idmap_put(&w->tree.seen, &w->root_key, 0); /* met, but not a tree block to visit */
 	w->st.blocks++;
 	w->st.seq = use->seq;
@@ -247,6 +316,10 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	w->st.root_expired = use->valid_until < w->now;
 	push(w, &use->root_dir, CFSD_PIN_B_DIR, 0);
 	w->state = CFSD_PIN_S_TREE;
+	/* More than the newest: the versions' keys too, the newest's first. */
+	for (uint32_t i = 0; w->versions > 1 && i < w->versions && use->seq > i; i++)
+		version_start(w, use->seq - i, i == 0 ? up : NULL, ulen);
+	free(up);
 }
 
 void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status,
@@ -255,6 +328,24 @@ void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action
 	w->inflight--;
 	if (a->btype == CFSD_PIN_B_ROOT) {
 		root_arrived(w, a, status, kind, p, len);
+		return;
+	}
+	if (a->btype == CFSD_PIN_B_VERSION) {
+		struct sfsro_root r;
+		if (status == -ENOENT) {
+			w->st.versions_gone++;
+			return;
+		}
+		if (status < 0 || kind != DHASH_KIND_VERSION || sfsro_root_decode(p, len, &r) < 0) {
+			w->st.errors++;
+			return;
+		}
+		if (w->store.put(w->store.ctx, &a->key, kind, p, len) == 0)
+			w->st.fetched++;
+		else
+			w->st.errors++;
+		version_tree(w, p, len, r.seq);
+		ready_key(w, CFSD_PIN_A_REFRESH, a);
 		return;
 	}
 	if (status < 0) {

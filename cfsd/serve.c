@@ -285,7 +285,9 @@ static void ctl_pin(struct conn *k, const struct cfs_msg *req)
 
 	memcpy(pk.b, req->key.b, sizeof(pk.b));
 	if (req->type == CFS_MSG_CTL_PIN)
-		r = cfsd_pinner_add(sv->env.pinner, &pk);
+		r = cfsd_pinner_add(sv->env.pinner, &pk, 1);
+	else if (req->type == CFS_MSG_CTL_PIN_VERSIONS)
+		r = cfsd_pinner_add(sv->env.pinner, &pk, req->count);
 	else if (req->type == CFS_MSG_CTL_UNPIN)
 		r = cfsd_pinner_remove(sv->env.pinner, &pk);
 	else
@@ -564,7 +566,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		ctl_keys(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
 		ctl_list(k, req);
-	} else if (req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) {
+	} else if ((req->type >= CFS_MSG_CTL_PIN && req->type <= CFS_MSG_CTL_PINS) ||
+	           req->type == CFS_MSG_CTL_PIN_VERSIONS) {
 		ctl_pin(k, req);
 	} else if (req->type == CFS_MSG_CTL_LEAVE) {
 		ctl_leave(k, req);

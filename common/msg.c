@@ -75,6 +75,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_LOCATE]  = { "ctl_locate",  { F_KEY }, { F_NODES, F_DATA } },
 	[CFS_MSG_CTL_DENY]    = { "ctl_deny",    { F_FLAGS, F_KEY }, { F_FLAGS, F_TEXT } },
 	[CFS_MSG_CTL_LEAVE]   = { "ctl_leave",   { F_FLAGS }, { F_FLAGS, F_TEXT } },
+	[CFS_MSG_CTL_PIN_VERSIONS] = { "ctl_pin_versions", { F_KEY, F_COUNT }, { F_END } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

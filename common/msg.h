@@ -94,6 +94,7 @@ enum cfs_msg_type {
 	                          * one, or list -> flags, text */
 	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> flags, text;
 	                          * then the daemon leaves the ring and exits */
+	CFS_MSG_CTL_PIN_VERSIONS,/* local: as CTL_PIN, keeping the newest count versions */
 	CFS_MSG_TYPE_END
 };
 

@@ -95,7 +95,7 @@ void pub__walk_fini(struct pub_walk *pw)
 	pw->w = NULL;
 }
 
-int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
                    struct sfsro_root *ret)
 {
 	struct pub_walk pw;
@@ -103,7 +103,10 @@ int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubk
 	int r;
 
 	pub__walk_init(&pw, loop, sink);
-	sfsro_walker_root(pw.w, pk, 0, 0, ret); /* any sequence, expired or not */
+	if (seq)
+		sfsro_walker_root_version(pw.w, pk, seq, ret);
+	else
+		sfsro_walker_root(pw.w, pk, 0, 0, ret); /* any sequence, expired or not */
 	r = pub__walk_next(&pw, &s);
 	pub__walk_fini(&pw);
 	return r;

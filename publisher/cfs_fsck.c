@@ -36,7 +36,7 @@ static const char help_text[] =
 	USAGE "\n\n"
 	"Verify every block of VOLUME from its signed root; report what is missing\n"
 	"or corrupt by path and key. --list prints every entry with its attributes\n"
-	"and content hash.\n\n"
+	"and content hash. VOLUME@SEQ checks that version.\n\n"
 	"      --from STORE  cfsd (the ring through the local daemon; the default),\n"
 	"                    cfsd:SOCKET, ring:HOST:PORT[,...], or dir:PATH (an\n"
 	"                    existing store: it is never created)\n"
@@ -71,11 +71,11 @@ static void advise_store(const char *store, int r)
 	          strerror(-r));
 }
 
-static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
                          bool repair, const char *store)
 {
 	struct pub_replica_stats rs;
-	int r = pub_replicas(loop, sink, pk, repair, stdout, &rs);
+	int r = pub_replicas(loop, sink, pk, seq, repair, stdout, &rs);
 
 	pub_sink_close(sink);
 	cfs_loop_run(loop); /* the sink closes */
@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 	bool list = false, replicas = false, repair = false, quiet = false, from_given = false;
 	char data_store[4200] = "";
 	struct cfs_pubkey pk;
+	uint64_t seq = 0;
 	struct pub_sink sink;
 	struct pub_fsck_stats st;
 	int c, r;
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		bad_usage("give exactly one VOLUME");
-	if (cfs_name_decode(pk.b, argv[optind], &why) < 0)
+	if (cfs_volume_spec_parse(argv[optind], pk.b, &seq, NULL, &why) < 0)
 		bad_usage("'%s' is not a volume name: %s", argv[optind], why);
 	if (list && replicas)
 		bad_usage("--list and --replicas do not go together");
@@ -158,8 +159,8 @@ int main(int argc, char **argv)
 		return EXIT_UNCHECKED;
 	}
 	if (replicas)
-		return replicas_main(loop, &sink, &pk, repair, store);
-	r = pub_fsck(loop, &sink, &pk, stdout, stderr, list, &st);
+		return replicas_main(loop, &sink, &pk, seq, repair, store);
+	r = pub_fsck(loop, &sink, &pk, seq, stdout, stderr, list, &st);
 	pub_sink_close(&sink);
 	cfs_loop_run(loop); /* the sink closes */
 	if (r < 0 && st.files + st.dirs == 0) { /* stopped at the root: nothing was checked */

@@ -305,6 +305,22 @@ static void sk_put_root(void *sink, const struct cfs_id *key, const uint8_t *p, 
 	}
 }
 
+static void sk_put_version(void *sink, const uint8_t *p, size_t len, uint64_t lease_until,
+                           pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct put_req *q = xcalloc(1, sizeof(*q));
+
+	q->done = done;
+	q->arg = arg;
+	int r = client_put(d->l, DHASH_KIND_VERSION, p, len, lease_until, root_done, q);
+	if (r < 0) {
+		log_error_errno(r, "the signed root does not make a version block");
+		free(q);
+		abort();
+	}
+}
+
 struct refresh_req {
 	struct cfsdsink *d;
 	struct batch *b;
@@ -425,6 +441,7 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.have = sk_have,
 	.put = sk_put,
 	.put_root = sk_put_root,
+	.put_version = sk_put_version,
 	.refresh = sk_refresh,
 	.lease_granted = sk_lease_granted,
 	.locate = sk_locate,

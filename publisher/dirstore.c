@@ -334,6 +334,28 @@ out:
 	complete_later(d, done, arg, r);
 }
 
+/* A version root: immutable under its version key, once it verifies. */
+static void ds_put_version(void *sink, const uint8_t *p, size_t len, uint64_t lease_until,
+                           pub_done_fn done, void *arg)
+{
+	struct dirstore *d = sink;
+	struct bstore_op op = { .type = BSTORE_PUT, .data = p };
+	uint64_t seq;
+	int r;
+
+	if ((r = dhash_block_key(DHASH_KIND_VERSION, p, len, &op.key)) == 0 &&
+	    (r = dhash_verify(DHASH_KIND_VERSION, &op.key, p, len, &seq)) == 0) {
+		op.meta.kind = DHASH_KIND_VERSION;
+		op.meta.seq = seq;
+		op.meta.len = (uint32_t)len;
+		op.meta.lease_until = lease_until ? lease_until : cfs_wall_s() + DHASH_LEASE_DEFAULT_S;
+		r = bstore_apply(d->bs, &op, 1);
+		if (r == 0)
+			r = op.status;
+	}
+	complete_later(d, done, arg, r);
+}
+
 /* The source side: blocks and roots by key. */
 static int ds_get(void *ctx, const struct cfs_id *key, uint8_t **ret, size_t *ret_len)
 {
@@ -413,6 +435,7 @@ static const struct pub_sink_ops dirstore_ops = {
 	.have = ds_have,
 	.put = ds_put,
 	.put_root = ds_put_root,
+	.put_version = ds_put_version,
 	.refresh = ds_refresh,
 	.lease_granted = ds_lease_granted,
 	.get = ds_get_later,

@@ -254,8 +254,8 @@ static void check_tree(struct fsck *k, const struct cfs_id *top)
 	}
 }
 
-int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
-             FILE *err, bool list, struct pub_fsck_stats *ret)
+int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
+             FILE *out, FILE *err, bool list, struct pub_fsck_stats *ret)
 {
 	struct fsck k = { .loop = loop, .sink = sink, .out = out, .err = err, .list = list, .st = ret };
 	struct sfsro_root root;
@@ -264,7 +264,7 @@ int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk
 
 	memset(ret, 0, sizeof(*ret));
 	/* seq 0 and time 0: fsck checks the signature, not freshness */
-	if ((r = pub__read_root(loop, sink, pk, &root)) < 0)
+	if ((r = pub__read_root(loop, sink, pk, seq, &root)) < 0)
 		return r; /* the caller says what it means: no check, or no volume */
 	k.buf = xmalloc(READ_CHUNK);
 	pub__walk_init(&k.reader, loop, sink);

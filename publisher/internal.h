@@ -35,7 +35,7 @@ void pub__walk_drain(struct pub_walk *pw);
 void pub__walk_fini(struct pub_walk *pw);
 
 /* Read and accept pk's root, whatever its sequence and expiry. */
-int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
+int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
                    struct sfsro_root *ret) CFS_WUR;
 /* Call fn once for every block under root_dir (the root directory block
  * included, the signed root not), reading and verifying the blocks that

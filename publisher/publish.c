@@ -588,7 +588,7 @@ static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t current
 static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
 {
 	struct sfsro_root old;
-	int r = pub__read_root(p->loop, p->sink, pk, &old);
+	int r = pub__read_root(p->loop, p->sink, pk, 0, &old);
 
 	*ret = 0;
 	if (r == -ENOENT)
@@ -614,7 +614,7 @@ static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
 	for (int attempt = 0; attempt < 5; attempt++) {
 		if (attempt)
 			usleep(200000u * attempt);
-		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, &got)) < 0)
+		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, 0, &got)) < 0)
 			continue;
 		if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
 		    got.issued == mine->issued && got.valid_until == mine->valid_until)
@@ -653,6 +653,19 @@ static uint64_t bounded_valid_until(struct pub *p, uint64_t asked)
 	return granted;
 }
 
+/* The root under its version key too. A store that cannot keep it (a
+ * server older than version roots) leaves the publish whole: only reading
+ * this version by number after a newer one is lost. */
+static void put_version(struct pub *p, const uint8_t *buf, size_t len, uint64_t seq)
+{
+	int r;
+
+	p->sink->ops->put_version(p->sink->impl, buf, len, p->lease_until, on_done, p);
+	if ((r = wait_sink(p)) < 0)
+		log_warn_errno(r, "version %lu could not be kept under its own key (it stays readable "
+		               "while it is the newest)", (unsigned long)seq);
+}
+
 static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct cfs_seckey *sk)
 {
 	uint8_t *buf = xmalloc(1024);
@@ -676,6 +689,8 @@ static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct c
 			                : "storing the signed root failed");
 		else
 			r = check_stored_root(p, root);
+		if (r == 0)
+			put_version(p, buf, len, root->seq);
 	}
 	free(buf);
 	p->st->seq = root->seq;
@@ -887,7 +902,7 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 	rf->p = p;
 	rf->lease_until = p->lease_until;
 	/* an expired root may be refreshed: that is what refresh is for */
-	if ((r = pub__read_root(loop, sink, pk, &root)) < 0) {
+	if ((r = pub__read_root(loop, sink, pk, 0, &root)) < 0) {
 		log_error_errno(r, "cannot read the volume's current root");
 		goto out;
 	}

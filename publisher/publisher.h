@@ -65,6 +65,11 @@ struct pub_sink_ops {
 	 * -ESTALE if the sink holds a higher sequence, or another error. */
 	void (*put_root)(void *sink, const struct cfs_id *key, const uint8_t *p, size_t len,
 	                 uint64_t lease_until, pub_done_fn done, void *arg);
+	/* Store a signed root under its version key (sfsro_root_version_key)
+	 * as well, leased like the blocks, so that this version stays
+	 * readable by number (VOLUME@SEQ) after a newer one replaces it. */
+	void (*put_version)(void *sink, const uint8_t *p, size_t len, uint64_t lease_until,
+	                    pub_done_fn done, void *arg);
 	/* Extend the leases of keys until lease_until (wall-clock seconds). */
 	void (*refresh)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
 	                pub_done_fn done, void *arg);
@@ -162,9 +167,10 @@ struct pub_replica_stats {
  * good copies and at least one is stored again (the key's successor keeps
  * it and pushes it to the others) and located once more. Returns 0 when
  * every block is on all k, -EBADMSG when some are not (after a repair:
- * when some still are not), -EOPNOTSUPP for a store that is not a ring. */
-int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, bool repair,
-                 FILE *out, struct pub_replica_stats *ret) CFS_WUR;
+ * when some still are not), -EOPNOTSUPP for a store that is not a ring.
+ * seq as for pub_fsck (a version's first key is its version key). */
+int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
+                 bool repair, FILE *out, struct pub_replica_stats *ret) CFS_WUR;
 
 struct pub_fsck_stats {
 	uint64_t files, dirs, symlinks, blocks, bytes;
@@ -180,9 +186,10 @@ struct pub_fsck_stats {
  * whole, -EBADMSG if anything is missing or corrupt, -ETIMEDOUT if nothing
  * is but some blocks could not be read (the store did not answer: not
  * checked), or, printing nothing, the error that stopped the walk at the
- * root (-ENOENT: the store has no root for the volume). */
-int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, FILE *out,
-             FILE *err, bool list, struct pub_fsck_stats *ret) CFS_WUR;
+ * root (-ENOENT: the store has no root for the volume). seq 0 checks the
+ * newest version, another the version of that number (VOLUME@SEQ). */
+int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
+             FILE *out, FILE *err, bool list, struct pub_fsck_stats *ret) CFS_WUR;
 
 /* ---- pushing a published volume into another store */
 

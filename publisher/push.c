@@ -207,7 +207,7 @@ static void on_push_done(void *arg, int status)
 static int dest_root(struct push *p, const struct sfsro_root *mine, bool *ret_same)
 {
 	struct sfsro_root got;
-	int r = pub__read_root(p->loop, p->to, &mine->pk, &got);
+	int r = pub__read_root(p->loop, p->to, &mine->pk, 0, &got);
 
 	*ret_same = false;
 	if (r == -ENOENT)
@@ -300,6 +300,14 @@ int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
 			goto out;
 		}
 		ret->root_sent = true;
+		p.done = false;
+		to->ops->put_version(to->impl, rp, rlen, root.valid_until, on_push_done, &p);
+		if ((r = cfs_loop_run_until(loop, &p.done)) == 0)
+			r = p.status;
+		if (r < 0)
+			log_warn_errno(r, "version %lu could not be kept under its own key (it stays "
+			               "readable while it is the newest)", (unsigned long)root.seq);
+		r = 0;
 	}
 	warn_short_leases(&p);
 out:

@@ -22,6 +22,7 @@ struct rep {
 	struct cfs_id *keys;
 	size_t n, cap, next, inflight;
 	uint8_t *good;            /* per key: 0 none, 1 some, 2 all k (or unknown: 3) */
+	uint32_t root_kind;       /* keys[0]'s: the newest root, or a version */
 	size_t *origin;           /* repair: the index each re-located key came from */
 	int error;
 	bool woke;                /* a locate was answered */
@@ -144,7 +145,7 @@ static int repair(struct rep *rp, uint64_t lease_until)
 			log_error_errno(r, "repair: cannot read a good copy of %s", cfs_id_hex(&rp->keys[i], h));
 			continue;
 		}
-		uint32_t kind = i == 0 ? DHASH_KIND_ROOT : DHASH_KIND_CHASH; /* keys[0]: the root */
+		uint32_t kind = i == 0 ? rp->root_kind : DHASH_KIND_CHASH; /* keys[0]: the root */
 		r = rp->sink->ops->restore(rp->sink->impl, kind, b, len, lease_until, restored, &w);
 		if (r == 0)
 			r = cfs_loop_run_until(rp->loop, &w.done);
@@ -185,8 +186,8 @@ static void count(struct rep *rp, size_t from, size_t to)
 	}
 }
 
-int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, bool do_repair,
-                 FILE *out, struct pub_replica_stats *ret)
+int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk, uint64_t seq,
+                 bool do_repair, FILE *out, struct pub_replica_stats *ret)
 {
 	struct rep rp = { .loop = loop, .sink = sink, .out = out, .st = ret };
 	struct sfsro_root root;
@@ -197,9 +198,13 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 	if (!sink->ops->locate)
 		return log_error_errno(-EOPNOTSUPP, "--replicas needs the ring (--from cfsd or ring:), "
 		                       "not a local store");
-	if ((r = pub__read_root(loop, sink, pk, &root)) < 0)
+	if ((r = pub__read_root(loop, sink, pk, seq, &root)) < 0)
 		return log_error_errno(r, "cannot read the volume's root");
-	sfsro_root_key(pk, &root_key);
+	rp.root_kind = seq ? DHASH_KIND_VERSION : DHASH_KIND_ROOT;
+	if (seq)
+		sfsro_root_version_key(pk, seq, &root_key);
+	else
+		sfsro_root_key(pk, &root_key);
 	collect(&rp, &root_key);
 	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, collect, &rp)) < 0)
 		goto out;

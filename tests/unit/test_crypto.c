@@ -124,3 +124,41 @@ Test(crypto, name_rejects_noncanonical)
 	cr_assert(cfs_name_decode(out, bad, &why) == -EINVAL);
 	cr_assert(strstr(why, "canonical"), "why: %s", why);
 }
+
+Test(crypto, volume_specs)
+{
+	uint8_t in[32], out[32];
+	char name[CFS_NAME_LEN + 1], s[200];
+	const char *why, *path;
+	uint64_t seq;
+
+	for (int i = 0; i < 32; i++)
+		in[i] = (uint8_t)(7 * i);
+	cfs_name_encode(name, in);
+	cr_assert(cfs_volume_spec_parse(name, out, &seq, NULL, &why) == 0 && seq == 0);
+	cr_assert(memcmp(in, out, 32) == 0);
+	snprintf(s, sizeof(s), "%s@latest", name);
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, NULL, &why) == 0 && seq == 0);
+	snprintf(s, sizeof(s), "%s@42", name);
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, NULL, &why) == 0 && seq == 42);
+	snprintf(s, sizeof(s), "%s@18446744073709551615", name); /* too many digits */
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, NULL, &why) == -EINVAL);
+	snprintf(s, sizeof(s), "%s@9999999999999999999/a/b", name);
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, &path, &why) == 0);
+	cr_assert(seq == 9999999999999999999ull && !strcmp(path, "/a/b"));
+	snprintf(s, sizeof(s), "%s/x", name);
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, &path, &why) == 0 && seq == 0 && !strcmp(path, "/x"));
+	cr_assert(cfs_volume_spec_parse(name, out, &seq, &path, &why) == 0 && !strcmp(path, ""));
+	snprintf(s, sizeof(s), "%s@latest/x", name);
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, &path, &why) == 0 && seq == 0 && !strcmp(path, "/x"));
+	/* refused, each with a reason */
+	const char *bad[] = { "@0", "@", "@01", "@-1", "@1x", "@latestx", "@ 1", "@1@2", "/x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(s, sizeof(s), "%s%s", name, bad[i]);
+		why = NULL;
+		cr_assert(cfs_volume_spec_parse(s, out, &seq, NULL, &why) == -EINVAL && why, "%s", bad[i]);
+	}
+	snprintf(s, sizeof(s), "%.51s@1", name); /* a short name */
+	cr_assert(cfs_volume_spec_parse(s, out, &seq, NULL, &why) == -EINVAL);
+	cr_assert(cfs_volume_spec_parse("", out, &seq, NULL, &why) == -EINVAL);
+}

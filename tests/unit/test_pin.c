@@ -66,6 +66,7 @@ static struct cfsd_pin_store store;
 static struct cfs_pubkey pk;
 static struct cfs_seckey sk;
 static struct cfs_id root_dir, root_key, big_data0, sub_top;
+static uint32_t run_versions = 1;
 static uint8_t buf[SFSRO_BLOCK_SIZE_MAX + 1024];
 
 static int emit(void *arg, const struct cfs_id *key, const uint8_t *p, size_t len)
@@ -136,6 +137,7 @@ static void setup(void)
 	};
 	cr_assert(sfsro_build_dir(top, 4, 1024, emit, NULL, &root_dir) == 0);
 	sign_root(1, UINT64_MAX);
+	run_versions = 1;
 }
 
 static void teardown(void)
@@ -200,6 +202,7 @@ static void answer(struct cfsd_pin_walk *w, struct cfsd_pin_action *a, struct sc
 static struct cfsd_pin_stats run(uint64_t min_seq, uint64_t now, struct script *s)
 {
 	struct cfsd_pin_walk *w = cfsd_pin_walk_new(&pk, min_seq, now, &store);
+	cfsd_pin_walk_versions(w, run_versions);
 	struct cfsd_pin_action pend[64];
 	size_t np = 0;
 
@@ -356,4 +359,99 @@ Test(pin, a_corrupt_copy_is_fetched_again)
 	cr_assert_eq(st.fetched, 1);
 	cr_assert_eq(st.renewed, total);
 	cr_assert(sfsro_verify_hash(&sub_top, b->p, b->len) == 0, "the copy was replaced");
+}
+
+/* ---- versions (cfsctl pin --versions N) */
+
+/* Version seq of the volume with top directory dir, under its version key
+ * (as cfs-publish stores it); newest: under the root key as well. */
+static struct cfs_id sign_version(uint64_t seq, const struct cfs_id *dir, bool newest)
+{
+	struct sfsro_root r = { .pk = pk, .seq = seq, .issued = 1, .valid_until = UINT64_MAX,
+	                        .root_dir = *dir, .dir_mode = 0755 };
+	struct cfs_id vkey;
+	size_t len;
+	cr_assert(sfsro_root_encode(&r, &sk, buf, sizeof(buf), &len) == 0);
+	sfsro_root_version_key(&pk, seq, &vkey);
+	add(ring, &vkey, DHASH_KIND_VERSION, buf, len);
+	if (newest)
+		add(ring, &root_key, DHASH_KIND_ROOT, buf, len);
+	return vkey;
+}
+
+/* A second tree sharing "sub" with the first: / { sub/, other (inline) }. */
+static struct cfs_id second_tree(size_t *ret_new_blocks)
+{
+	size_t before = ring->n;
+	struct cfs_id other, top;
+	struct sfsro_inode small = { .size = 6, .mode = 0644, .bsize = 1024,
+	                             .inline_data = { (const uint8_t *)"second", 6 } };
+	cr_assert(sfsro_build_file(&small, NULL, 0, emit, NULL, &other) == 0);
+	struct sfsro_entry top_e[2] = {
+		{ .name = { (const uint8_t *)"other", 5 }, .type = SFSRO_T_FILE, .size = 6, .mode = 0644, .key = other },
+		{ .name = { (const uint8_t *)"sub", 3 }, .type = SFSRO_T_DIR, .size = 200, .mode = 0755, .key = sub_top },
+	};
+	cr_assert(sfsro_build_dir(top_e, 2, 1024, emit, NULL, &top) == 0);
+	*ret_new_blocks = ring->n - before;
+	return top;
+}
+
+Test(pin, the_newest_n_versions_are_kept_and_shared_blocks_walked_once)
+{
+	struct script s = { .window = 32 };
+	size_t tree1 = ring->n - 1; /* the first tree's blocks, the root not counted */
+	size_t tree2_new;
+	struct cfs_id top2 = second_tree(&tree2_new);
+	struct cfs_id v1 = sign_version(1, &root_dir, false);
+	struct cfs_id v2 = sign_version(2, &top2, false);
+	struct cfs_id v3 = sign_version(3, &root_dir, true); /* a refresh: v1's tree again */
+
+	run_versions = 2;
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert_eq(st.seq, 3);
+	cr_assert_eq(st.versions, 2);
+	cr_assert_eq(st.versions_gone + st.missing + st.errors + st.restored, 0);
+	/* both trees once each, the root key and the two version keys */
+	cr_assert_eq(st.blocks, tree1 + tree2_new + 3, "%lu blocks, want %zu", st.blocks,
+	             tree1 + tree2_new + 3);
+	cr_assert_eq(st.renewed, st.blocks);
+	cr_assert_eq(ring->fetched[find(ring, &v1) - ring->b] + ring->refreshed[find(ring, &v1) - ring->b], 0,
+	             "version 1 is not kept");
+	cr_assert_eq(ring->refreshed[find(ring, &v2) - ring->b], 1);
+	cr_assert_eq(ring->refreshed[find(ring, &v3) - ring->b], 1);
+	cr_assert_eq(ring->fetched[find(ring, &v3) - ring->b], 0, "the newest root's bytes are v3's");
+	for (size_t i = 0; i < ring->n; i++)
+		cr_assert(ring->refreshed[i] <= 1, "block %zu refreshed %u times", i, ring->refreshed[i]);
+	cr_assert_eq(ring->refreshed[find(ring, &sub_top) - ring->b], 1, "shared by both trees: once");
+}
+
+Test(pin, versions_that_are_gone_are_counted_not_errors)
+{
+	struct script s = { .window = 32 };
+	sign_version(2, &root_dir, false);
+	sign_version(3, &root_dir, true);
+	run_versions = 6; /* 3, 2, 1 asked; 1 was never stored under its key */
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert_eq(st.versions, 2);
+	cr_assert_eq(st.versions_gone, 1);
+	cr_assert_eq(st.errors + st.missing, 0);
+}
+
+Test(pin, a_version_lost_from_the_ring_is_put_back_from_the_copy)
+{
+	struct script s = { .window = 32 };
+	size_t tree2_new;
+	struct cfs_id top2 = second_tree(&tree2_new);
+	struct cfs_id v2 = sign_version(2, &top2, false);
+	sign_version(3, &root_dir, true);
+	run_versions = 2;
+	(void)run(0, 100, &s);
+	find(ring, &v2)->gone = true;
+	s = (struct script){ .window = 4, .lifo = true };
+	struct cfsd_pin_stats st = run(3, 100, &s);
+	cr_assert_eq(st.restored, 1);
+	cr_assert_eq(st.versions, 2);
+	cr_assert(!find(ring, &v2)->gone, "version 2 is on the ring again");
+	struct sfsro_root r;
+	cr_assert(sfsro_root_decode(find(ring, &v2)->p, find(ring, &v2)->len, &r) == 0 && r.seq == 2);
 }

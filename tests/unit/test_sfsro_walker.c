@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dhash/dhash.h"
 #include "sfsro-format/sfsro.h"
 
 #define BS 1024 /* fanout 31: heights 0..3 within 30,000 blocks */
@@ -272,6 +273,64 @@ Test(sfsro_walker, root)
 	cr_assert_eq(root_walk(&pk, NULL, 0, -ENOENT, 0, 0, &got), -ENOENT);
 	buf[len - 3] ^= 1; /* the signature */
 	cr_assert_eq(root_walk(&pk, buf, len, 0, 0, 0, &got), -EBADMSG);
+}
+
+static int version_walk(const struct cfs_pubkey *pk, uint64_t seq, const uint8_t *p, size_t len,
+                        struct sfsro_root *ret)
+{
+	sfsro_walker_t *w = sfsro_walker_new();
+	struct sfsro_step s;
+	struct cfs_id key, newest;
+	int r;
+
+	sfsro_walker_root_version(w, pk, seq, ret);
+	cr_assert_eq(sfsro_walker_step(w, &s), SFSRO_WALK_NEED);
+	sfsro_root_version_key(pk, seq, &key);
+	sfsro_root_key(pk, &newest);
+	cr_assert(cfs_id_eq(&s.key, &key), "a version comes from its version key");
+	cr_assert(!cfs_id_eq(&key, &newest));
+	cr_assert_eq(sfsro_walker_feed(w, &key, 0, p, len, 0), 0);
+	r = sfsro_walker_step(w, &s);
+	sfsro_walker_free(w);
+	return r;
+}
+
+Test(sfsro_walker, a_version_by_number)
+{
+	struct cfs_pubkey pk, other;
+	struct cfs_seckey sk, osk;
+	struct sfsro_root root = { .seq = 5, .issued = 100, .valid_until = 1000, .dir_mode = 0755 }, got;
+	struct cfs_id k5, k6, k5o;
+	uint8_t buf[1024];
+	size_t len;
+	uint64_t seq;
+
+	keypair(&pk, &sk, 1);
+	keypair(&other, &osk, 2);
+	root.pk = pk;
+	cfs_hash(&root.root_dir, "x", 1);
+	cr_assert(sfsro_root_encode(&root, &sk, buf, sizeof(buf), &len) == 0);
+	/* explicit: neither expiry nor a rollback bound applies */
+	cr_assert_eq(version_walk(&pk, 5, buf, len, &got), SFSRO_WALK_DONE);
+	cr_assert_eq(got.seq, 5);
+	/* another number's bytes, another volume's, a broken signature */
+	cr_assert_eq(version_walk(&pk, 6, buf, len, &got), -EBADMSG);
+	cr_assert_eq(version_walk(&other, 5, buf, len, &got), -EKEYREJECTED);
+	/* keys: distinct per volume and per number; servers verify them */
+	sfsro_root_version_key(&pk, 5, &k5);
+	sfsro_root_version_key(&pk, 6, &k6);
+	sfsro_root_version_key(&other, 5, &k5o);
+	cr_assert(!cfs_id_eq(&k5, &k6) && !cfs_id_eq(&k5, &k5o));
+	cr_assert_eq(dhash_verify(DHASH_KIND_VERSION, &k5, buf, len, &seq), 0);
+	cr_assert_eq(seq, 5);
+	cr_assert_eq(dhash_verify(DHASH_KIND_VERSION, &k6, buf, len, &seq), -EBADMSG);
+	cr_assert(dhash_verify(DHASH_KIND_ROOT, &k5, buf, len, &seq) < 0, "not the newest's key");
+	struct cfs_id got_key;
+	cr_assert_eq(dhash_block_key(DHASH_KIND_VERSION, buf, len, &got_key), 0);
+	cr_assert(cfs_id_eq(&got_key, &k5));
+	buf[len - 3] ^= 1;
+	cr_assert_eq(version_walk(&pk, 5, buf, len, &got), -EBADMSG);
+	cr_assert(dhash_verify(DHASH_KIND_VERSION, &k5, buf, len, &seq) < 0);
 }
 
 /* ---- files of every height, read at every kind of offset */

@@ -1049,6 +1049,10 @@ static void usage_full(void)
 	exit(0);
 }
 
+/* The options, as cfs-cat's where they mean the same (the ring to use,
+ * --from, -w); the rest are the gateway's bounds. Short options only where
+ * their letter means the same in every tool (-d, -w, -h, -V). No
+ * arguments: the volumes are named by the URLs. */
 static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 {
 	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM, O_LISTEN, O_REMOTE, O_CONNS, O_TIMEOUT, O_CACHE,

@@ -1039,7 +1039,8 @@ static void usage_full(void)
 	     "      --from dir:PATH       read from the dir: store at PATH (no ring)\n"
 	     "      --max-connections N   connections at once, 1..65536 (default 256)\n"
 	     "      --timeout S           close a connection idle this long, 1..3600 s (default 30)\n"
-	     "  -w, --window N            reads in flight per response, 1..1024 blocks (default 16)\n"
+	     "  -w, --window N            reads in flight per response, 1..1024 blocks (default 24,\n"
+	     "                            as cfs-cat)\n"
 	     "      --cache-mb N          verified blocks kept in memory, 1..65536 MiB (default 64)\n"
 	     "      --max-age S           the newest version's max-age and recheck, 1..86400 s\n"
 	     "                            (default 60)\n"
@@ -1162,7 +1163,7 @@ int main(int argc, char **argv)
 {
 	static struct gw gw;
 	static struct args a = { .listen = "127.0.0.1:8080", .max_conns = 256, .timeout_s = 30,
-	                         .window = 16, .cache_mb = 64, .max_age_s = 60, .roots = 16 };
+	                         .window = 24, .cache_mb = 64, .max_age_s = 60, .roots = 16 };
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);
 	cfsfuse_options_default(&gw.o);

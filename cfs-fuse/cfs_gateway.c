@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "cfs-fuse/gateway.h"
@@ -62,7 +63,27 @@ struct gw {
 	uint32_t window;            /* reads in flight per response */
 	uint64_t max_age_s;         /* the newest root's max-age, and its recheck */
 	uint64_t held, max_held;    /* bytes of reads held by responses, and their bound */
+	struct gw_conn *conns;      /* every connection open */
+	uv_timer_t head_timer;      /* cuts connections slow to send a request head */
+	uint64_t head_ms;           /* --timeout */
 };
+
+/*
+ * A connection, for the rule libmicrohttpd lacks: its idle timeout is
+ * reset by every byte, so a client that sends a request head a byte a
+ * second would hold its connection for hours. Each request head must be
+ * whole within --timeout of the connection opening or of the previous
+ * answer ending; a connection that fails is shut down (shutdown(2), which
+ * libmicrohttpd sees as the client going: it still owns the descriptor).
+ */
+struct gw_conn {
+	struct gw_conn *next, **pprev;
+	int fd;
+	uint64_t since_ms;          /* waiting for a head since */
+	bool busy;                  /* a request's head is in: it is being answered */
+	bool cut;
+};
+static struct gw_conn *conn_of(struct MHD_Connection *conn);
 
 /* ------------------------------------------------------------ MHD driver */
 
@@ -937,6 +958,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct gw_req *rq = *con_cls;
 
 	if (!rq) {
+		struct gw_conn *c = conn_of(conn);
+		if (c)
+			c->busy = true;
 		rq = *con_cls = xcalloc(1, sizeof(*rq));
 		rq->gw = gw;
 		rq->conn = conn;
@@ -968,7 +992,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
 	struct gw_req *rq = *con_cls;
+	struct gw_conn *c = conn_of(conn);
 
+	if (c) { /* the next request's head is due within --timeout */
+		c->busy = false;
+		c->since_ms = uv_now(((struct gw *)cls)->loop);
+	}
 	if (!rq)
 		return;
 	if (rq->resp)
@@ -999,6 +1028,51 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = 0;
 	log_debug("http: %s", line);
+}
+
+/* ------------------------------------------------------------ connections */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+	struct gw *gw = cls;
+	struct gw_conn *c = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		c = *socket_context = xcalloc(1, sizeof(*c));
+		c->fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd;
+		c->since_ms = uv_now(gw->loop);
+		if ((c->next = gw->conns))
+			gw->conns->pprev = &c->next;
+		c->pprev = &gw->conns;
+		gw->conns = c;
+	} else if (c) {
+		if ((*c->pprev = c->next))
+			c->next->pprev = c->pprev;
+		free(c);
+		*socket_context = NULL;
+	}
+}
+
+static struct gw_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return i ? i->socket_context : NULL;
+}
+
+static void on_head_timer(uv_timer_t *t)
+{
+	struct gw *gw = t->data;
+	uint64_t now = uv_now(gw->loop);
+	bool any = false;
+
+	for (struct gw_conn *c = gw->conns; c; c = c->next)
+		if (!c->busy && !c->cut && now - c->since_ms > gw->head_ms) {
+			(void)shutdown(c->fd, SHUT_RDWR);
+			c->cut = any = true;
+		}
+	if (any)
+		mhd_run(gw);
 }
 
 /* ------------------------------------------------------------ main */
@@ -1038,7 +1112,8 @@ static void usage_full(void)
 	     "                            $CFS_BOOTSTRAP, else ~/.config/cfs/client.conf)\n"
 	     "      --from dir:PATH       read from the dir: store at PATH (no ring)\n"
 	     "      --max-connections N   connections at once, 1..65536 (default 256)\n"
-	     "      --timeout S           close a connection idle this long, 1..3600 s (default 30)\n"
+	     "      --timeout S           close a connection idle this long, or slower to send a\n"
+	     "                            request head, 1..3600 s (default 30)\n"
 	     "  -w, --window N            reads in flight per response, 1..1024 blocks (default 24,\n"
 	     "                            as cfs-cat)\n"
 	     "      --cache-mb N          verified blocks kept in memory, 1..65536 MiB (default 64)\n"
@@ -1153,6 +1228,7 @@ static struct MHD_Daemon *serve(struct gw *gw, const struct args *a)
 	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->max_conns,
 	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)a->timeout_s,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, gw,
+	                        MHD_OPTION_NOTIFY_CONNECTION, on_connection, gw,
 	                        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, gw,
 	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, gw,
 	                        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
@@ -1191,6 +1267,10 @@ int main(int argc, char **argv)
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(gw.mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	uv_poll_init(gw.loop, &gw.poll, info->epoll_fd);
 	uv_timer_init(gw.loop, &gw.timer);
+	uv_timer_init(gw.loop, &gw.head_timer);
+	gw.head_timer.data = &gw;
+	gw.head_ms = a.timeout_s * 1000;
+	uv_timer_start(&gw.head_timer, on_head_timer, 1000, 1000);
 	uv_signal_init(gw.loop, &gw.sigterm);
 	uv_signal_init(gw.loop, &gw.sigint);
 	gw.poll.data = gw.timer.data = gw.sigterm.data = gw.sigint.data = &gw;

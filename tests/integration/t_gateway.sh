@@ -1,6 +1,8 @@
 #!/bin/bash
 # cfs-gateway on a 4-daemon loopback ring, read with curl and a real
 # browser (headless Chromium):
+#   - bad arguments exit 2 with a reason; a --listen address that is not
+#     a loopback one is refused without --allow-remote;
 #   - whole files equal their sources; ranges at the start, middle and end
 #     equal dd of the source; HEAD gives Content-Length and no body; ETag
 #     with If-None-Match gives 304; a range past the end gives 416 with
@@ -8,7 +10,9 @@
 #     400, a volume nobody published 404;
 #   - VOLUME/path redirects (302) to VOLUME@SEQ/path, which is cached as
 #     immutable; VOLUME@latest answers directly with a short max-age; a
-#     directory without its slash redirects to the one with it;
+#     directory without its slash redirects to the one with it; after a
+#     new publish the redirect names the new version within --max-age,
+#     and the old version still reads as it was;
 #   - the JSON listing parses and names the directory's entries; the HTML
 #     listing, loaded in Chromium, shows them (DOM and a screenshot, kept
 #     as an artifact) and its links lead to the files;
@@ -17,7 +21,8 @@
 #     502 with none of its bytes; one whose last block is bad ends short
 #     (the connection closed), its bytes before the bad block exact;
 #   - 200 slow clients (request heads that never end, and readers of a
-#     big file at one byte a second) do not delay a normal curl (< 5 s).
+#     big file at one byte a second) do not delay a normal curl (< 5 s);
+#   - a request head sent a byte at a time is cut after --timeout.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +62,24 @@ code() {
 # header NAME: a header of the last answer ($TEST_DIR/hdr), without CR.
 header() { grep -i "^$1:" "$TEST_DIR/hdr" | head -1 | cut -d' ' -f2- | tr -d '\r'; }
 
+# ---- usage: a one-line reason and the usage, exit 2; a public address only when asked
+usage_refused() { # ARGS...: exit 2, a reason line and the usage
+	expect_exit 2 "$GW" "$@"
+	grep -q "^cfs-gateway: " "$TEST_DIR/err" && grep -q "usage: cfs-gateway" "$TEST_DIR/err" ||
+		fail "cfs-gateway $*: $(cat "$TEST_DIR/err")"
+}
+usage_refused --listen 0.0.0.0:8080
+grep -q -- "--allow-remote" "$TEST_DIR/err" || fail "the refusal of 0.0.0.0 does not name --allow-remote"
+usage_refused --listen "[::]:8080"
+usage_refused --listen nonsense
+usage_refused --window 0
+usage_refused --max-connections lots
+usage_refused --from /not/dir:form
+usage_refused --from dir:/x --bootstrap 127.0.0.1:9
+usage_refused extra-argument
+expect_exit 1 "$GW" --from "dir:$TEST_DIR/no-store-here"
+ok "bad arguments: exit 2 with a reason; a non-loopback --listen needs --allow-remote"
+
 # ---- the tree and the ring
 src=$TEST_DIR/src
 mkdir -p "$src/sub/deeper" "$src/docs"
@@ -76,7 +99,7 @@ vol=$(cat "$TEST_DIR/vol")
 	{ cat "$TEST_DIR/pub.err"; fail "publish to the ring"; }
 ok "published a tree with a 4 MiB file, small files and subdirectories to 4 daemons"
 
-start_gw gw --data "$TEST_DIR/node1"
+start_gw gw --data "$TEST_DIR/node1" --max-age 2
 L=$BASE/cfs/$vol@latest
 
 # ---- files
@@ -88,7 +111,7 @@ done
 	fail "a name with a space"
 code "$L/index.html" >/dev/null
 [ "$(header Content-Type)" = "text/html; charset=utf-8" ] || fail "index.html's type: $(header Content-Type)"
-[ "$(header Cache-Control)" = "public, max-age=60" ] || fail "@latest's Cache-Control: $(header Cache-Control)"
+[ "$(header Cache-Control)" = "public, max-age=2" ] || fail "@latest's Cache-Control: $(header Cache-Control)"
 code "$L/docs/style.css" >/dev/null
 [ "$(header Content-Type)" = "text/css; charset=utf-8" ] || fail "style.css's type: $(header Content-Type)"
 code "$L/big.bin" >/dev/null
@@ -163,6 +186,20 @@ curl -s -H 'Accept: application/json' "$L/sub/" | python3 -c 'import json,sys
 d=json.load(sys.stdin); assert [e["name"] for e in d["entries"]] == ["deeper","seventy.bin"], d' ||
 	fail "the JSON listing of /sub/ (Accept: application/json)"
 ok "JSON listings parse and name the entries (format=json and Accept)"
+
+# ---- a new version: the newest is fetched again after --max-age; old versions stay
+echo "version two" >"$src/docs/data.json"
+"$PUBLISH" --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$src" >/dev/null 2>"$TEST_DIR/pub.err" ||
+	{ cat "$TEST_DIR/pub.err"; fail "the second publish"; }
+seq2=$((seq + 1))
+newest() { code "$BASE/cfs/$vol/docs/data.json" >/dev/null; [ "$(header Location)" = "/cfs/$vol@$seq2/docs/data.json" ]; }
+wait_for 20 newest || fail "VOLUME/path still redirects to $(header Location) after a newer publish"
+[ "$(code "$BASE/cfs/$vol@$seq2/docs/data.json")" = 200 ] && [ "$(cat "$TEST_DIR/body")" = "version two" ] ||
+	fail "the new version: $(cat "$TEST_DIR/body")"
+[ "$(code "$BASE/cfs/$vol@$seq/docs/data.json")" = 200 ] && [ "$(cat "$TEST_DIR/body")" = '{"a": 1}' ] ||
+	fail "version $seq after the publish of $seq2: $(cat "$TEST_DIR/body")"
+[ "$(curl -s "$L/docs/data.json")" = "version two" ] || fail "@latest after the publish"
+ok "a newer publish: VOLUME/path redirects to @$seq2 within --max-age; @$seq still reads as it was"
 
 # ---- trustless endpoints
 code "$L/sub/deeper/leaf.txt" >/dev/null
@@ -259,3 +296,30 @@ grep -q "^open 200 of 200" "$TEST_DIR/slow.out" || fail "the slow clients were c
 echo "# 200 slow clients ($(cat "$TEST_DIR/slow.out")): a 70 KB and a 4 MiB read took ${secs}s; gateway RSS ${rss} kB"
 [ "$(echo "$secs < 5" | bc)" = 1 ] || fail "a normal read took ${secs}s beside 200 slow clients"
 ok "200 slow clients: a normal curl is served in ${secs}s (< 5 s), RSS ${rss} kB"
+
+# ---- a request head a byte a second is cut after --timeout
+kill -TERM "$GW_PID"
+wait "$GW_PID" || true
+start_gw gw-head --data "$TEST_DIR/node2" --timeout 2
+secs=$(python3 - "${BASE##*:}" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(0.5)
+t0 = time.time()
+head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100000
+for i in range(60):  # a byte every 0.5 s: never idle, never whole
+    try:
+        s.send(head[i:i + 1])
+        if s.recv(1) == b"":
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        break
+print("%.1f" % (time.time() - t0))
+PY
+)
+echo "# a head sent a byte every 0.5 s was cut after ${secs}s (--timeout 2)"
+[ "$(echo "$secs >= 1.5 && $secs < 6" | bc)" = 1 ] || fail "a slow request head was cut after ${secs}s, not about 2 s"
+[ "$(code "$BASE/cfs/$vol@$seq/sub/deeper/leaf.txt")" = 200 ] || fail "the gateway after cutting a slow head"
+ok "a request head sent a byte at a time is cut after ${secs}s (--timeout 2); the gateway serves on"

@@ -39,8 +39,10 @@
 
 /* Versioned URLs name bytes that never change: cached for 48 weeks. */
 #define IMMUTABLE "public, max-age=29030400, immutable"
-/* The most entries one listing shows (the rest: "truncated"). */
-#define LIST_MAX 100000
+/* Entries on one page of a listing (?from=N for the next ones): a
+ * listing is built whole before it is sent, so this bounds its memory
+ * (names of at most 255 bytes: a few MiB). */
+#define LIST_MAX 10000
 /* Append a string literal. */
 #define BUF_LIT(b, s) fs__gw_buf_add((b), (s), sizeof(s) - 1)
 
@@ -146,14 +148,15 @@ struct gw_req {
 	struct fs_gw_url url;
 	struct gw_vol *vol;
 	struct sfsro_entry ent;    /* what the path names (its name not kept) */
-	char etag[CFS_NAME_LEN + 16];
+	char etag[CFS_NAME_LEN + 40];
 	uint64_t first, last;      /* the bytes to send */
 	bool partial;
 	struct gw_stream *st;
 	struct fs_dir *dir;
 	struct gw_ent *ents;
 	size_t nents, cap;
-	bool truncated;
+	uint64_t from;             /* the first entry listed (?from=N) */
+	bool truncated;            /* more entries after this page */
 	unsigned code;
 	struct MHD_Response *resp;
 };
@@ -743,7 +746,10 @@ static void listing_json(struct gw_req *rq, struct fs_gw_buf *b)
 		fs__gw_buf_printf(b, ",\"type\":\"%s\",\"size\":%lu,\"mtime\":%ld}", type_name(e->type),
 		                  (unsigned long)e->size, (long)e->mtime_s);
 	}
-	fs__gw_buf_printf(b, "],\"truncated\":%s}\n", rq->truncated ? "true" : "false");
+	if (rq->truncated)
+		fs__gw_buf_printf(b, "],\"truncated\":true,\"next\":%lu}\n", (unsigned long)(rq->from + rq->nents));
+	else
+		BUF_LIT(b, "],\"truncated\":false}\n");
 }
 
 static void listing_html(struct gw_req *rq, struct fs_gw_buf *b)
@@ -777,7 +783,8 @@ static void listing_html(struct gw_req *rq, struct fs_gw_buf *b)
 		                  (unsigned long)e->size, when);
 	}
 	if (rq->truncated)
-		fs__gw_buf_printf(b, "<tr><td>(only the first %u entries)</td></tr>\n", LIST_MAX);
+		fs__gw_buf_printf(b, "<tr><td><a href=\"./?from=%lu\">more...</a></td></tr>\n",
+		                  (unsigned long)(rq->from + rq->nents));
 	BUF_LIT(b, "</table>\n</body></html>\n");
 }
 
@@ -828,7 +835,7 @@ static void dir_opened(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 		return req_error(rq, status);
 	}
 	rq->dir = h;
-	fs__dir_read(fs, h, 0, dir_add, dir_done, rq);
+	fs__dir_read(fs, h, rq->from, dir_add, dir_done, rq);
 }
 
 static void req_dir(struct gw_req *rq)
@@ -845,7 +852,8 @@ static void req_dir(struct gw_req *rq)
 		return;
 	}
 	cfs_name_encode(name, rq->ent.key.b);
-	snprintf(rq->etag, sizeof(rq->etag), "\"%s.%s\"", name, rq->json ? "json" : "html");
+	snprintf(rq->etag, sizeof(rq->etag), "\"%s.%s.%lu\"", name, rq->json ? "json" : "html",
+	         (unsigned long)rq->from);
 	if (req_not_modified(rq))
 		return;
 	fs__dir_open(rq->vol->fs, 0, &rq->ent.key, dir_opened, rq);
@@ -930,6 +938,14 @@ static void req_start(struct gw_req *rq, const char *url)
 	fmt = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "format");
 	accept = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	rq->json = fmt ? !strcmp(fmt, "json") : fs__gw_wants_json(accept);
+	const char *from = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "from");
+	if (from) {
+		char *end;
+		unsigned long long v = strtoull(from, &end, 10);
+		if (!*from || *end || v > UINT32_MAX)
+			return req_text(rq, 400, "?from= wants an entry number");
+		rq->from = v;
+	}
 	if (rq->url.kind == FS_GW_BLOCK) {
 		const struct fblk *b = fs__blk_peek(rq->gw->blocks, &rq->url.key);
 		if (b)

@@ -13,7 +13,8 @@
 #     directory without its slash redirects to the one with it; after a
 #     new publish the redirect names the new version within --max-age,
 #     and the old version still reads as it was;
-#   - the JSON listing parses and names the directory's entries; the HTML
+#   - the JSON listing parses and names the directory's entries, a long
+#     one in pages of 10,000 (?from=N); the HTML
 #     listing, loaded in Chromium, shows them (DOM and a screenshot, kept
 #     as an artifact) and its links lead to the files;
 #   - /cfs-block/KEY answers bytes that hash to KEY; /cfs-root/ the root;
@@ -255,6 +256,12 @@ vol2=$(cat "$TEST_DIR/other")
 k_one=$("$CFS_BIN/cfs-storetool" keys "$store" | awk '$2 > 20000 && $2 < 20100 { print $1 }')
 k_last=$("$CFS_BIN/cfs-storetool" keys "$store" | awk '$2 > 18928 && $2 < 19000 { print $1 }')
 [ ${#k_one} -eq 64 ] && [ ${#k_last} -eq 64 ] || fail "cannot tell the data blocks apart: $("$CFS_BIN/cfs-storetool" keys "$store")"
+# then a second version with a listing of more than one page (its
+# directory blocks published after the keys above were told apart)
+mkdir "$src2/many"
+for i in $(seq 1 10005); do echo "$i" >"$src2/many/f$i"; done
+"$PUBLISH" --key "$TEST_DIR/other.key" --to "dir:$store" --state-dir "$TEST_DIR/pst" "$src2" >/dev/null 2>&1 ||
+	fail "the second publish to dir:"
 "$CFS_BIN/cfs-storetool" flip "$store" "$k_one" >/dev/null || fail "flip"
 "$CFS_BIN/cfs-storetool" flip "$store" "$k_last" >/dev/null || fail "flip"
 start_gw gw-tampered --from "dir:$store"
@@ -271,6 +278,18 @@ got=$(stat -c %s "$TEST_DIR/three")
 cmp -s -n "$got" "$TEST_DIR/three" "$src2/three" || fail "the bytes before the bad block differ"
 grep -q "closing the connection at byte 131072" "$TEST_DIR/gw-tampered.log" || fail "no log line for the abort"
 ok "a bad first block: 502 and none of its bytes; a bad last block: the body stops at byte 131072, exact before it"
+
+curl -s "$G2/many/?format=json" >"$TEST_DIR/p1.json"
+curl -s "$G2/many/?format=json&from=10000" >"$TEST_DIR/p2.json"
+python3 -c 'import json,sys
+p1, p2 = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+names = [e["name"] for e in p1["entries"] + p2["entries"]]
+assert p1["truncated"] and p1["next"] == 10000 and len(p1["entries"]) == 10000, (p1["truncated"], len(p1["entries"]))
+assert not p2["truncated"] and len(names) == 10005 and len(set(names)) == 10005, len(names)
+assert set(names) == {"f%d" % i for i in range(1, 10006)}' "$TEST_DIR/p1.json" "$TEST_DIR/p2.json" ||
+	fail "a listing of 10,005 entries in pages"
+curl -s "$G2/many/" | grep -qF 'href="./?from=10000"' || fail "the HTML listing has no link to its next page"
+ok "a directory of 10,005 entries lists in two pages (10,000 and ?from=10000), every name once"
 
 # ---- slow clients do not stop the gateway
 kill -TERM "$GW_PID" # the tampered store's gateway: SIGTERM ends it, exit 0

@@ -43,8 +43,6 @@
  * listing is built whole before it is sent, so this bounds its memory
  * (names of at most 255 bytes: a few MiB). */
 #define LIST_MAX 10000
-/* Append a string literal. */
-#define BUF_LIT(b, s) fs__gw_buf_add((b), (s), sizeof(s) - 1)
 
 struct gw_vol;
 struct gw_req;
@@ -120,15 +118,6 @@ static void kick(struct gw *gw)
 	uv_timer_start(&gw->timer, on_timer, 0, 0);
 }
 
-/* A listed entry, copied out of its directory block. */
-struct gw_ent {
-	uint8_t *name;
-	size_t name_len;
-	uint8_t type;
-	uint64_t size;
-	int64_t mtime_s;
-};
-
 struct gw_stream;
 
 /*
@@ -153,7 +142,7 @@ struct gw_req {
 	bool partial;
 	struct gw_stream *st;
 	struct fs_dir *dir;
-	struct gw_ent *ents;
+	struct fs_gw_ent *ents;
 	size_t nents, cap;
 	uint64_t from;             /* the first entry listed (?from=N) */
 	bool truncated;            /* more entries after this page */
@@ -726,68 +715,6 @@ static void req_file(struct gw_req *rq)
 
 /* ------------------------------------------------------------ directories */
 
-static const char *type_name(uint8_t t)
-{
-	return t == SFSRO_T_DIR ? "dir" : t == SFSRO_T_SYMLINK ? "symlink" : "file";
-}
-
-static void listing_json(struct gw_req *rq, struct fs_gw_buf *b)
-{
-	fs__gw_buf_printf(b, "{\"volume\":\"%s\",\"seq\":%lu,\"path\":", vol_name(rq->vol),
-	                  (unsigned long)rq->vol->fs->root.seq);
-	fs__gw_buf_json(b, (const uint8_t *)rq->url.path, strlen(rq->url.path));
-	BUF_LIT(b, ",\"entries\":[");
-	for (size_t i = 0; i < rq->nents; i++) {
-		const struct gw_ent *e = &rq->ents[i];
-		if (i)
-			BUF_LIT(b, ",");
-		BUF_LIT(b, "{\"name\":");
-		fs__gw_buf_json(b, e->name, e->name_len);
-		fs__gw_buf_printf(b, ",\"type\":\"%s\",\"size\":%lu,\"mtime\":%ld}", type_name(e->type),
-		                  (unsigned long)e->size, (long)e->mtime_s);
-	}
-	if (rq->truncated)
-		fs__gw_buf_printf(b, "],\"truncated\":true,\"next\":%lu}\n", (unsigned long)(rq->from + rq->nents));
-	else
-		BUF_LIT(b, "],\"truncated\":false}\n");
-}
-
-static void listing_html(struct gw_req *rq, struct fs_gw_buf *b)
-{
-	const char *path = rq->url.path;
-	char when[32];
-
-	BUF_LIT(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
-	fs__gw_buf_html(b, (const uint8_t *)path, strlen(path));
-	fs__gw_buf_printf(b, "</title><style>body{font-family:sans-serif;margin:2em}td{padding:0 1em}"
-	                  "td.n{text-align:right}</style></head><body>\n<h1>");
-	fs__gw_buf_html(b, (const uint8_t *)path, strlen(path));
-	fs__gw_buf_printf(b, "</h1>\n<p>volume %s, version %lu</p>\n<table>\n"
-	                  "<tr><th>name</th><th>size</th><th>modified (UTC)</th></tr>\n",
-	                  vol_name(rq->vol), (unsigned long)rq->vol->fs->root.seq);
-	if (strcmp(path, "/"))
-		BUF_LIT(b, "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
-	for (size_t i = 0; i < rq->nents; i++) {
-		const struct gw_ent *e = &rq->ents[i];
-		bool dir = e->type == SFSRO_T_DIR;
-		time_t t = (time_t)e->mtime_s;
-		struct tm tm;
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", gmtime_r(&t, &tm));
-		BUF_LIT(b, "<tr><td><a href=\"./");
-		fs__gw_buf_pct(b, e->name, e->name_len);
-		if (dir)
-			BUF_LIT(b, "/");
-		BUF_LIT(b, "\">");
-		fs__gw_buf_html(b, e->name, e->name_len);
-		fs__gw_buf_printf(b, "%s</a></td><td class=\"n\">%lu</td><td>%s</td></tr>\n", dir ? "/" : "",
-		                  (unsigned long)e->size, when);
-	}
-	if (rq->truncated)
-		fs__gw_buf_printf(b, "<tr><td><a href=\"./?from=%lu\">more...</a></td></tr>\n",
-		                  (unsigned long)(rq->from + rq->nents));
-	BUF_LIT(b, "</table>\n</body></html>\n");
-}
-
 static void dir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 {
 	struct gw_req *rq = arg;
@@ -795,10 +722,13 @@ static void dir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 
 	if (status < 0)
 		return req_error(rq, status);
+	struct fs_gw_listing l = { .volume = vol_name(rq->vol), .seq = rq->vol->fs->root.seq,
+	                           .path = rq->url.path, .ents = rq->ents, .n = rq->nents,
+	                           .from = rq->from, .truncated = rq->truncated };
 	if (rq->json)
-		listing_json(rq, &b);
+		fs__gw_listing_json(&l, &b);
 	else
-		listing_html(rq, &b);
+		fs__gw_listing_html(&l, &b);
 	struct MHD_Response *r = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_FREE);
 	add_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rq->json ? "application/json" : "text/html; charset=utf-8");
 	add_header(r, MHD_HTTP_HEADER_ETAG, rq->etag);
@@ -820,7 +750,7 @@ static bool dir_add(void *arg, const struct sfsro_entry *e, uint64_t index)
 		rq->cap = rq->cap ? rq->cap * 2 : 64;
 		rq->ents = xrealloc(rq->ents, rq->cap * sizeof(*rq->ents));
 	}
-	rq->ents[rq->nents++] = (struct gw_ent){ .name = xmemdup(e->name.p, e->name.len),
+	rq->ents[rq->nents++] = (struct fs_gw_ent){ .name = xmemdup(e->name.p, e->name.len),
 	                                         .name_len = e->name.len, .type = e->type,
 	                                         .size = e->size, .mtime_s = e->mtime_s };
 	return true;

@@ -81,4 +81,29 @@ void fs__gw_buf_pct(struct fs_gw_buf *b, const uint8_t *p, size_t n);
  * characters escaped, each byte of invalid UTF-8 as \u00XX. */
 void fs__gw_buf_json(struct fs_gw_buf *b, const uint8_t *p, size_t n);
 
+
+/* A directory's page of entries, as the gateway lists it. */
+struct fs_gw_ent {
+	uint8_t *name;            /* raw bytes, not NUL-terminated */
+	size_t name_len;
+	uint8_t type;             /* SFSRO_T_FILE, SFSRO_T_DIR, SFSRO_T_SYMLINK */
+	uint64_t size;
+	int64_t mtime_s;
+};
+struct fs_gw_listing {
+	const char *volume;       /* its name */
+	uint64_t seq;
+	const char *path;         /* decoded, ending with '/' */
+	const struct fs_gw_ent *ents;
+	size_t n;
+	uint64_t from;            /* the index of ents[0] in the directory */
+	bool truncated;           /* entries follow ents[n - 1]: the next page is from + n */
+};
+/* {"volume", "seq", "path", "entries": [{"name", "type", "size",
+ * "mtime"}], "truncated", and "next" when truncated}. */
+void fs__gw_listing_json(const struct fs_gw_listing *l, struct fs_gw_buf *b);
+/* An HTML page: each name a relative link (directories with a trailing
+ * '/'), sizes, UTC times, "../" below the top, "more..." when truncated. */
+void fs__gw_listing_html(const struct fs_gw_listing *l, struct fs_gw_buf *b);
+
 #endif

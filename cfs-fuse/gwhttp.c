@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cfs-fuse/gateway.h"
+#include "sfsro-format/sfsro.h"
 
 /* ------------------------------------------------------------ URLs */
 
@@ -393,4 +395,71 @@ void fs__gw_buf_json(struct fs_gw_buf *b, const uint8_t *p, size_t n)
 		}
 	}
 	fs__gw_buf_add(b, "\"", 1);
+}
+
+/* ------------------------------------------------------------ listings */
+
+/* Append a string literal. */
+#define BUF_LIT(b, s) fs__gw_buf_add((b), (s), sizeof(s) - 1)
+
+static const char *type_name(uint8_t t)
+{
+	return t == SFSRO_T_DIR ? "dir" : t == SFSRO_T_SYMLINK ? "symlink" : "file";
+}
+
+void fs__gw_listing_json(const struct fs_gw_listing *l, struct fs_gw_buf *b)
+{
+	fs__gw_buf_printf(b, "{\"volume\":\"%s\",\"seq\":%lu,\"path\":", l->volume,
+	                  (unsigned long)l->seq);
+	fs__gw_buf_json(b, (const uint8_t *)l->path, strlen(l->path));
+	BUF_LIT(b, ",\"entries\":[");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fs_gw_ent *e = &l->ents[i];
+		if (i)
+			BUF_LIT(b, ",");
+		BUF_LIT(b, "{\"name\":");
+		fs__gw_buf_json(b, e->name, e->name_len);
+		fs__gw_buf_printf(b, ",\"type\":\"%s\",\"size\":%lu,\"mtime\":%ld}", type_name(e->type),
+		                  (unsigned long)e->size, (long)e->mtime_s);
+	}
+	if (l->truncated)
+		fs__gw_buf_printf(b, "],\"truncated\":true,\"next\":%lu}\n", (unsigned long)(l->from + l->n));
+	else
+		BUF_LIT(b, "],\"truncated\":false}\n");
+}
+
+void fs__gw_listing_html(const struct fs_gw_listing *l, struct fs_gw_buf *b)
+{
+	const char *path = l->path;
+	char when[32];
+
+	BUF_LIT(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+	fs__gw_buf_html(b, (const uint8_t *)path, strlen(path));
+	fs__gw_buf_printf(b, "</title><style>body{font-family:sans-serif;margin:2em}td{padding:0 1em}"
+	                  "td.n{text-align:right}</style></head><body>\n<h1>");
+	fs__gw_buf_html(b, (const uint8_t *)path, strlen(path));
+	fs__gw_buf_printf(b, "</h1>\n<p>volume %s, version %lu</p>\n<table>\n"
+	                  "<tr><th>name</th><th>size</th><th>modified (UTC)</th></tr>\n",
+	                  l->volume, (unsigned long)l->seq);
+	if (strcmp(path, "/"))
+		BUF_LIT(b, "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct fs_gw_ent *e = &l->ents[i];
+		bool dir = e->type == SFSRO_T_DIR;
+		time_t t = (time_t)e->mtime_s;
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", gmtime_r(&t, &tm));
+		BUF_LIT(b, "<tr><td><a href=\"./");
+		fs__gw_buf_pct(b, e->name, e->name_len);
+		if (dir)
+			BUF_LIT(b, "/");
+		BUF_LIT(b, "\">");
+		fs__gw_buf_html(b, e->name, e->name_len);
+		fs__gw_buf_printf(b, "%s</a></td><td class=\"n\">%lu</td><td>%s</td></tr>\n", dir ? "/" : "",
+		                  (unsigned long)e->size, when);
+	}
+	if (l->truncated)
+		fs__gw_buf_printf(b, "<tr><td><a href=\"./?from=%lu\">more...</a></td></tr>\n",
+		                  (unsigned long)(l->from + l->n));
+	BUF_LIT(b, "</table>\n</body></html>\n");
 }

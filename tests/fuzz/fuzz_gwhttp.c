@@ -4,7 +4,8 @@
  * a URL, a Range header and an If-None-Match list. Checked: a URL that
  * parses (a file or root URL) has a decoded path starting with '/', within FS_GW_PATH_MAX,
  * with no NUL, "." or ".." component; one that does not parse says why; a
- * satisfiable range lies inside the file; the escapers stay in bounds.
+ * satisfiable range lies inside the file; the escapers and the listings
+ * stay in bounds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fs__gw_buf_pct(&b, data, size);
 	if (b.len < 2 || b.p[b.len] != 0)
 		abort();
+	struct fs_gw_ent e = { (uint8_t *)s, size, 2, size, -1 };
+	struct fs_gw_listing l = { .volume = "v", .seq = 1, .path = "/", .ents = &e, .n = 1, .truncated = true };
+	fs__gw_listing_json(&l, &b);
+	fs__gw_listing_html(&l, &b);
 	free(b.p);
 	free(s);
 	return 0;

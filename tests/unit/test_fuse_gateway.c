@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cfs-fuse/gateway.h"
+#include "sfsro-format/sfsro.h"
 
 /* The volume of FORMAT.md's test vectors. */
 #define VOL "aoqqpp7tzyil4hlq3umoos6atft6jvrqtosq2xy53sdgiesvgg4a"
@@ -244,5 +245,55 @@ Test(gateway_text, escaping)
 	b.len = 0;
 	fs__gw_buf_json(&b, (const uint8_t *)"\xed\xa0\x80\xc0\xaf", 5); /* a surrogate, an overlong '/' */
 	cr_assert_str_eq(b.p, "\"\\u00ed\\u00a0\\u0080\\u00c0\\u00af\"");
+	free(b.p);
+}
+
+/* A listing of hostile names: markup, quotes, a newline, invalid UTF-8. */
+static const struct fs_gw_ent ents[] = {
+	{ (uint8_t *)"<script>\"x\".html", 16, SFSRO_T_FILE, 12, 1690000000 },
+	{ (uint8_t *)"dir\n\xff", 5, SFSRO_T_DIR, 3, 0 },
+	{ (uint8_t *)"link", 4, SFSRO_T_SYMLINK, 4, -1 },
+};
+
+Test(gateway_text, listing_json)
+{
+	struct fs_gw_buf b = { 0 };
+	struct fs_gw_listing l = { .volume = VOL, .seq = 7, .path = "/a \"b\"/", .ents = ents, .n = 3,
+	                           .from = 20, .truncated = true };
+
+	fs__gw_listing_json(&l, &b);
+	cr_assert_str_eq(b.p, "{\"volume\":\"" VOL "\",\"seq\":7,\"path\":\"/a \\\"b\\\"/\",\"entries\":["
+	                 "{\"name\":\"<script>\\\"x\\\".html\",\"type\":\"file\",\"size\":12,\"mtime\":1690000000},"
+	                 "{\"name\":\"dir\\u000a\\u00ff\",\"type\":\"dir\",\"size\":3,\"mtime\":0},"
+	                 "{\"name\":\"link\",\"type\":\"symlink\",\"size\":4,\"mtime\":-1}],"
+	                 "\"truncated\":true,\"next\":23}\n");
+	b.len = 0;
+	l.truncated = false;
+	l.n = 0;
+	fs__gw_listing_json(&l, &b);
+	cr_assert(strstr(b.p, "\"entries\":[],\"truncated\":false}\n"), "%s", b.p);
+	free(b.p);
+}
+
+Test(gateway_text, listing_html)
+{
+	struct fs_gw_buf b = { 0 };
+	struct fs_gw_listing l = { .volume = VOL, .seq = 7, .path = "/<p>/", .ents = ents, .n = 3,
+	                           .from = 0, .truncated = true };
+
+	fs__gw_listing_html(&l, &b);
+	cr_assert(strstr(b.p, "<title>/&lt;p&gt;/</title>"), "%s", b.p);
+	cr_assert(strstr(b.p, "<a href=\"../\">../</a>"));
+	cr_assert(strstr(b.p, "<a href=\"./%3Cscript%3E%22x%22.html\">&lt;script&gt;&quot;x&quot;.html</a>"), "%s", b.p);
+	cr_assert(strstr(b.p, "<a href=\"./dir%0A%FF/\">dir\n\xff/</a>"), "%s", b.p);
+	cr_assert(strstr(b.p, "<td class=\"n\">12</td><td>2023-07-22 04:26</td>"), "%s", b.p);
+	cr_assert(strstr(b.p, "<a href=\"./?from=3\">more...</a>"));
+	cr_assert(!strstr(b.p, "<script>"), "a name became markup");
+	b.len = 0;
+	l.path = "/";
+	l.truncated = false;
+	fs__gw_listing_html(&l, &b);
+	cr_assert(!strstr(b.p, "../"), "the top has no parent link");
+	cr_assert(!strstr(b.p, "more..."));
 	free(b.p);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cfs-fuse/gateway.h"
 #include "cfs-fuse/internal.h"
@@ -66,6 +67,7 @@ struct gw {
 	struct gw_conn *conns;      /* every connection open */
 	uv_timer_t head_timer;      /* cuts connections slow to send a request head */
 	uint64_t head_ms;           /* --timeout */
+	char state_dir[4000];       /* the highest root sequence seen, per volume (as cfs-mount) */
 };
 
 /*
@@ -260,8 +262,12 @@ static void vol_got(void *arg, const struct dhash_get_result *g)
 			log_info("volume %s: now at sequence %lu (was %lu)", vol_name(v),
 			         (unsigned long)root.seq, (unsigned long)fs->root.seq);
 		fs->root = root;
-		if (!fs->o.version && root.seq > fs->max_seq)
-			fs->max_seq = root.seq; /* never back below a root served */
+		if (!fs->o.version && root.seq > fs->max_seq) { /* never back below a root served */
+			int w;
+			fs->max_seq = root.seq;
+			if ((w = cfs_num_store(fs->seq_path, root.seq)) < 0)
+				log_warn_errno(w, "cannot record the root sequence in %s", fs->seq_path);
+		}
 		free(v->raw);
 		v->raw = xmemdup(g->data, g->len);
 		v->raw_len = g->len;
@@ -331,6 +337,10 @@ static struct gw_vol *vol_get(struct gw *gw, const uint8_t vol[static 32], uint6
 	v->fs->local = gw->local;
 	v->fs->blocks = gw->blocks;
 	v->fs->doing = "read";
+	if (!seq) { /* rollback protection, shared with the user's mounts */
+		snprintf(v->fs->seq_path, sizeof(v->fs->seq_path), "%s/%s.seq", gw->state_dir, v->fs->volname);
+		v->fs->max_seq = cfs_num_load(v->fs->seq_path);
+	}
 	v->refs = 1;
 	vol_link_front(v);
 	vol_trim(gw);
@@ -1028,6 +1038,7 @@ struct args {
 	const char *listen;
 	bool allow_remote;
 	unsigned long max_conns, timeout_s, window, cache_mb, max_age_s, roots;
+	const char *state_dir;
 };
 
 static unsigned long num_arg(const char *opt, const char *val, unsigned long lo, unsigned long hi)
@@ -1066,6 +1077,9 @@ static void usage_full(void)
 	     "      --max-age S           the newest version's max-age and recheck, 1..86400 s\n"
 	     "                            (default 60)\n"
 	     "      --roots N             volumes and versions kept open, 1..4096 (default 16)\n"
+	     "      --state-dir DIR       where the highest root sequence seen is kept, as by\n"
+	     "                            cfs-mount (default /var/lib/cfs/mounts for root, else\n"
+	     "                            $XDG_STATE_HOME/cfs)\n"
 	     "  -V, --version             show the version\n"
 	     "  -h, --help                show this help");
 	exit(0);
@@ -1078,7 +1092,7 @@ static void usage_full(void)
 static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 {
 	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM, O_LISTEN, O_REMOTE, O_CONNS, O_TIMEOUT, O_CACHE,
-	       O_MAXAGE, O_ROOTS };
+	       O_MAXAGE, O_ROOTS, O_STATE };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "allow-remote", no_argument, NULL, O_REMOTE },
@@ -1092,6 +1106,7 @@ static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 		{ "cache-mb", required_argument, NULL, O_CACHE },
 		{ "max-age", required_argument, NULL, O_MAXAGE },
 		{ "roots", required_argument, NULL, O_ROOTS },
+		{ "state-dir", required_argument, NULL, O_STATE },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1127,6 +1142,7 @@ static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 		case O_CACHE: a->cache_mb = num_arg("--cache-mb", optarg, 1, 65536); break;
 		case O_MAXAGE: a->max_age_s = num_arg("--max-age", optarg, 1, 86400); break;
 		case O_ROOTS: a->roots = num_arg("--roots", optarg, 1, 4096); break;
+		case O_STATE: a->state_dir = optarg; break;
 		case 'V':
 			printf("cfs-gateway %s\n", CFS_VERSION);
 			exit(0);
@@ -1199,6 +1215,16 @@ int main(int argc, char **argv)
 	gw.max_age_s = a.max_age_s;
 	gw.max_vols = (uint32_t)a.roots;
 	gw.max_held = gw.o.cache_bytes; /* reads held by responses: as much as the cache */
+	int r = 0;
+	if (a.state_dir)
+		snprintf(gw.state_dir, sizeof(gw.state_dir), "%s", a.state_dir);
+	else if ((r = cfs_user_dir(gw.state_dir, sizeof(gw.state_dir), "/var/lib/cfs/mounts", "XDG_STATE_HOME",
+	                           ".local/state")) == -ENOENT)
+		r = snprintf(gw.state_dir, sizeof(gw.state_dir), "/tmp/cfs-state-%u", (unsigned)geteuid()) <
+		    (int)sizeof(gw.state_dir) ? 0 : -ENAMETOOLONG;
+	if (r < 0)
+		return log_error_errno(r, "state directory"), 1;
+	(void)cfs_mkdir_p(gw.state_dir, 0700); /* a failure shows when a sequence is written */
 	if (gw.o.from_dir) {
 		if (fs__local_open(gw.loop, gw.o.from_dir, &gw.local) < 0)
 			return 1;

@@ -69,7 +69,8 @@ bytes=$((SIZE_MB << 20))
 printf '%-6s %-34s %10s %10s\n' round reader "MB/s" "files/s"
 for r in $(seq 1 "$ROUNDS"); do
 	port=$(free_tcp_port)
-	"$BIN/cfs-gateway" --data "$D" --listen "127.0.0.1:$port" 2>>"$TEST_DIR/gw.log" &
+	"$BIN/cfs-gateway" --data "$D" --listen "127.0.0.1:$port" --state-dir "$TEST_DIR/gw-state" \
+		2>>"$TEST_DIR/gw.log" &
 	gw=$!
 	PIDS+=("$gw")
 	G=http://127.0.0.1:$port/cfs/$vol@latest

@@ -20,7 +20,8 @@
 #   - /cfs-block/KEY answers bytes that hash to KEY; /cfs-root/ the root;
 #   - tampered blocks in a dir: store: a file whose first block is bad is a
 #     502 with none of its bytes; one whose last block is bad ends short
-#     (the connection closed), its bytes before the bad block exact;
+#     (the connection closed), its bytes before the bad block exact; a
+#     store offering an older root than one served is refused (502);
 #   - 200 slow clients (request heads that never end, and readers of a
 #     big file at one byte a second) do not delay a normal curl (< 5 s);
 #   - a request head sent a byte at a time is cut after --timeout.
@@ -46,7 +47,7 @@ free_tcp_port() {
 start_gw() {
 	local name=$1 port; shift
 	port=$(free_tcp_port)
-	"$GW" --listen "127.0.0.1:$port" "$@" >>"$TEST_DIR/$name.log" 2>&1 &
+	"$GW" --listen "127.0.0.1:$port" --state-dir "$TEST_DIR/gw-state" "$@" >>"$TEST_DIR/$name.log" 2>&1 &
 	GW_PID=$!
 	PIDS+=("$GW_PID")
 	BASE=http://127.0.0.1:$port
@@ -256,6 +257,7 @@ vol2=$(cat "$TEST_DIR/other")
 k_one=$("$CFS_BIN/cfs-storetool" keys "$store" | awk '$2 > 20000 && $2 < 20100 { print $1 }')
 k_last=$("$CFS_BIN/cfs-storetool" keys "$store" | awk '$2 > 18928 && $2 < 19000 { print $1 }')
 [ ${#k_one} -eq 64 ] && [ ${#k_last} -eq 64 ] || fail "cannot tell the data blocks apart: $("$CFS_BIN/cfs-storetool" keys "$store")"
+cp -a "$store" "$TEST_DIR/store-v1" # the first version, for the rollback check
 # then a second version with a listing of more than one page (its
 # directory blocks published after the keys above were told apart)
 mkdir "$src2/many"
@@ -290,6 +292,14 @@ assert set(names) == {"f%d" % i for i in range(1, 10006)}' "$TEST_DIR/p1.json" "
 	fail "a listing of 10,005 entries in pages"
 curl -s "$G2/many/" | grep -qF 'href="./?from=10000"' || fail "the HTML listing has no link to its next page"
 ok "a directory of 10,005 entries lists in two pages (10,000 and ?from=10000), every name once"
+
+kill -TERM "$GW_PID"
+wait "$GW_PID" || true
+start_gw gw-rollback --from "dir:$TEST_DIR/store-v1"
+[ "$(code "$BASE/cfs/$vol2@latest/one")" = 502 ] || fail "an older root after a newer one: $(cat "$TEST_DIR/body")"
+grep -q "older than one already served" "$TEST_DIR/body" || fail "the rollback's 502: $(cat "$TEST_DIR/body")"
+[ "$(code "$BASE/cfs/$vol2@1/three")" = 200 ] || fail "version 1 asked for by number: $(cat "$TEST_DIR/body")"
+ok "a store offering an older root than one served is refused (502); @1 by number still reads"
 
 # ---- slow clients do not stop the gateway
 kill -TERM "$GW_PID" # the tampered store's gateway: SIGTERM ends it, exit 0

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cfs-fuse/gateway.h"
+#include "cfs-fuse/gwvol.h"
 #include "cfs-fuse/internal.h"
 
 #define USAGE "usage: cfs-gateway [--listen ADDR:PORT [--allow-remote]] [--cfsd SOCKET | --data DIR | " \
@@ -45,7 +46,6 @@
  * (names of at most 255 bytes: a few MiB). */
 #define LIST_MAX 10000
 
-struct gw_vol;
 struct gw_req;
 
 struct gw {
@@ -59,8 +59,7 @@ struct gw {
 	client_t *dh;
 	struct fs_local *local;
 	struct fs_blocks *blocks;   /* one verified block cache for every volume */
-	struct gw_vol *vols;        /* open volumes, most recently used first */
-	uint32_t nvols, max_vols;
+	struct fs_gw_vols *vols;    /* open volumes and versions */
 	uint32_t window;            /* reads in flight per response */
 	uint64_t max_age_s;         /* the newest root's max-age, and its recheck */
 	uint64_t held, max_held;    /* bytes of reads held by responses, and their bound */
@@ -131,13 +130,13 @@ struct gw_stream;
  * suspended while one is out and resumed when the response is ready.
  */
 struct gw_req {
-	struct gw_req *wnext;      /* waiting for a volume's root (vol_got) */
+	struct fs_gw_waiter wait;  /* for a volume's root */
 	struct gw *gw;
 	struct MHD_Connection *conn;
 	char *raw;                 /* the URL as sent, without its query */
 	bool head, json, suspended, ready;
 	struct fs_gw_url url;
-	struct gw_vol *vol;
+	struct fs_gw_vol *vol;
 	struct sfsro_entry ent;    /* what the path names (its name not kept) */
 	char etag[CFS_NAME_LEN + 40];
 	uint64_t first, last;      /* the bytes to send */
@@ -151,202 +150,6 @@ struct gw_req {
 	unsigned code;
 	struct MHD_Response *resp;
 };
-
-/* ------------------------------------------------------------ volumes */
-
-/*
- * One open reader per volume and version: a cfsfuse_t whose root is that
- * version's, sharing the gateway's ring client and block cache. The
- * newest (seq 0) is fetched again once its max-age has passed, in the
- * background: requests go on with the root they have meanwhile. A fetch
- * that fails before any root came drops the entry (the next request tries
- * again); one that fails later keeps the root it had. At most max_vols
- * entries that no request holds are kept, least recently used dropped.
- */
-struct gw_vol {
-	struct gw *gw;
-	cfsfuse_t *fs;
-	bool ready, fetching, linked;
-	int err;                   /* why the first fetch failed */
-	uint8_t *raw;              /* the signed root as fetched */
-	size_t raw_len;
-	uint64_t fetched_ms;
-	uint32_t refs;             /* requests holding it, and the fetch out */
-	struct gw_req *waiters;
-	struct gw_vol *prev, *next;
-};
-
-static void req_vol_ready(struct gw_req *rq, int status);
-
-static void vol_unlink(struct gw_vol *v)
-{
-	struct gw *gw = v->gw;
-
-	if (!v->linked)
-		return;
-	if (v->prev)
-		v->prev->next = v->next;
-	else
-		gw->vols = v->next;
-	if (v->next)
-		v->next->prev = v->prev;
-	v->prev = v->next = NULL;
-	v->linked = false;
-	gw->nvols--;
-}
-
-static void vol_link_front(struct gw_vol *v)
-{
-	struct gw *gw = v->gw;
-
-	v->prev = NULL;
-	v->next = gw->vols;
-	if (gw->vols)
-		gw->vols->prev = v;
-	gw->vols = v;
-	v->linked = true;
-	gw->nvols++;
-}
-
-static void vol_unref(struct gw_vol *v)
-{
-	if (!v || --v->refs || v->linked)
-		return;
-	free(v->fs);
-	free(v->raw);
-	free(v);
-}
-
-static const char *vol_name(const struct gw_vol *v)
-{
-	return v->fs->volname;
-}
-
-static void vol_got(void *arg, const struct dhash_get_result *g);
-
-static void vol_fetch(struct gw_vol *v)
-{
-	cfsfuse_t *fs = v->fs;
-	struct cfs_id key;
-	int r;
-
-	if (fs->o.version)
-		sfsro_root_version_key(&fs->vol, fs->o.version, &key);
-	else
-		sfsro_root_key(&fs->vol, &key);
-	v->fetching = true;
-	v->refs++;
-	if (v->gw->local)
-		r = fs__local_get(v->gw->local, &key, vol_got, v);
-	else if (fs->o.version) /* immutable: any replica's copy will do */
-		r = client_get(v->gw->dh, &key, vol_got, v);
-	else
-		r = client_get_root(v->gw->dh, &key, vol_got, v);
-	if (r < 0) {
-		struct dhash_get_result g = { .status = r };
-		vol_got(v, &g);
-	}
-}
-
-static void vol_got(void *arg, const struct dhash_get_result *g)
-{
-	struct gw_vol *v = arg;
-	cfsfuse_t *fs = v->fs;
-	struct sfsro_root root;
-	int r = fs__root_check(fs, g, &root);
-
-	v->fetching = false;
-	v->fetched_ms = uv_now(v->gw->loop);
-	if (r == 0 && (!v->ready || root.seq > fs->root.seq)) {
-		if (v->ready)
-			log_info("volume %s: now at sequence %lu (was %lu)", vol_name(v),
-			         (unsigned long)root.seq, (unsigned long)fs->root.seq);
-		fs->root = root;
-		if (!fs->o.version && root.seq > fs->max_seq) { /* never back below a root served */
-			int w;
-			fs->max_seq = root.seq;
-			if ((w = cfs_num_store(fs->seq_path, root.seq)) < 0)
-				log_warn_errno(w, "cannot record the root sequence in %s", fs->seq_path);
-		}
-		free(v->raw);
-		v->raw = xmemdup(g->data, g->len);
-		v->raw_len = g->len;
-		v->ready = true;
-	} else if (r < 0 && v->ready && r != -ECANCELED) {
-		log_warn("volume %s: keeping sequence %lu: the root the ring gave is refused: %s",
-		         vol_name(v), (unsigned long)fs->root.seq, strerror(-r));
-	} else if (r < 0 && !v->ready) {
-		v->err = r;
-		vol_unlink(v); /* the next request asks again */
-	}
-	struct gw_req *w = v->waiters;
-	v->waiters = NULL;
-	while (w) {
-		struct gw_req *next = w->wnext;
-		req_vol_ready(w, v->ready ? 0 : r);
-		w = next;
-	}
-	vol_unref(v);
-}
-
-/* Drop unused entries, least recently used first, down to the bound. */
-static void vol_trim(struct gw *gw)
-{
-	struct gw_vol *v = gw->vols;
-
-	while (v && v->next)
-		v = v->next;
-	while (v && gw->nvols > gw->max_vols) {
-		struct gw_vol *prev = v->prev;
-		if (!v->refs) {
-			vol_unlink(v);
-			v->refs = 1;
-			vol_unref(v);
-		}
-		v = prev;
-	}
-}
-
-/* The entry for vol@seq, held (vol_unref): made and fetched when new; a
- * newest root past its max-age is fetched again in the background. */
-static struct gw_vol *vol_get(struct gw *gw, const uint8_t vol[static 32], uint64_t seq)
-{
-	struct gw_vol *v;
-
-	for (v = gw->vols; v; v = v->next)
-		if (v->fs->o.version == seq && !memcmp(v->fs->vol.b, vol, 32))
-			break;
-	if (v) {
-		vol_unlink(v);
-		vol_link_front(v);
-		v->refs++;
-		if (v->ready && !seq && !v->fetching &&
-		    uv_now(gw->loop) - v->fetched_ms >= gw->max_age_s * 1000)
-			vol_fetch(v);
-		return v;
-	}
-	v = xcalloc(1, sizeof(*v));
-	v->gw = gw;
-	v->fs = xcalloc(1, sizeof(*v->fs));
-	v->fs->loop = gw->loop;
-	v->fs->o = gw->o;
-	v->fs->o.version = seq;
-	memcpy(v->fs->vol.b, vol, 32);
-	cfs_name_encode(v->fs->volname, vol);
-	v->fs->dh = gw->dh;
-	v->fs->local = gw->local;
-	v->fs->blocks = gw->blocks;
-	v->fs->doing = "read";
-	if (!seq) { /* rollback protection, shared with the user's mounts */
-		snprintf(v->fs->seq_path, sizeof(v->fs->seq_path), "%s/%s.seq", gw->state_dir, v->fs->volname);
-		v->fs->max_seq = cfs_num_load(v->fs->seq_path);
-	}
-	v->refs = 1;
-	vol_link_front(v);
-	vol_trim(gw);
-	vol_fetch(v);
-	return v;
-}
 
 /* ------------------------------------------------------------ requests */
 
@@ -466,7 +269,7 @@ struct gw_chunk {
  */
 struct gw_stream {
 	struct gw *gw;
-	struct gw_vol *vol;        /* held */
+	struct fs_gw_vol *vol;        /* held */
 	struct fhandle *h;
 	struct MHD_Connection *conn;
 	struct gw_req *rq;         /* waiting for the first read, else NULL */
@@ -504,7 +307,7 @@ static void stream_free_now(struct gw_stream *st)
 		if (st->ring[i].len && st->ring[i].done)
 			chunk_drop(st, &st->ring[i]);
 	fs__fhandle_free(st->h);
-	vol_unref(st->vol);
+	fs__gw_vol_unref(st->vol);
 	free(st->ring);
 	free(st);
 }
@@ -579,7 +382,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (c->status < 0) {
 		char k[9];
-		log_warn("%s: closing the connection at byte %lu: %s (block %s...)", vol_name(st->vol),
+		log_warn("%s: closing the connection at byte %lu: %s (block %s...)", st->vol->fs->volname,
 		         (unsigned long)(st->first + pos), strerror(-c->status), cfs_id_short(&st->h->key, k));
 		return MHD_CONTENT_READER_END_WITH_ERROR; /* a short body, never a wrong byte */
 	}
@@ -732,7 +535,7 @@ static void dir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 
 	if (status < 0)
 		return req_error(rq, status);
-	struct fs_gw_listing l = { .volume = vol_name(rq->vol), .seq = rq->vol->fs->root.seq,
+	struct fs_gw_listing l = { .volume = rq->vol->fs->volname, .seq = rq->vol->fs->root.seq,
 	                           .path = rq->url.path, .ents = rq->ents, .n = rq->nents,
 	                           .from = rq->from, .truncated = rq->truncated };
 	if (rq->json)
@@ -819,7 +622,7 @@ static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_e
 
 static void req_vol_ready(struct gw_req *rq, int status)
 {
-	struct gw_vol *v = rq->vol;
+	struct fs_gw_vol *v = rq->vol;
 	char loc[CFS_NAME_LEN + 64];
 
 	if (status < 0)
@@ -838,7 +641,7 @@ static void req_vol_ready(struct gw_req *rq, int status)
 		const char *q = rq->json ? "?format=json" : "";
 		size_t n = strlen(rq->url.rest) + sizeof(loc) + 16;
 		char *l = xmalloc(n);
-		snprintf(l, n, "/cfs/%s@%lu%s%s", vol_name(v), (unsigned long)v->fs->root.seq,
+		snprintf(l, n, "/cfs/%s@%lu%s%s", v->fs->volname, (unsigned long)v->fs->root.seq,
 		         rq->url.bare ? "/" : rq->url.rest, q);
 		req_redirect(rq, MHD_HTTP_FOUND, l);
 		free(l);
@@ -850,6 +653,11 @@ static void req_vol_ready(struct gw_req *rq, int status)
 		return looked_up(v->fs, rq, 0, &e);
 	}
 	fs__path_lookup(v->fs, rq->url.path, looked_up, rq);
+}
+
+static void vol_waited(struct fs_gw_waiter *w, int status)
+{
+	req_vol_ready(container_of(w, struct gw_req, wait), status);
 }
 
 static void block_got(void *arg, int status, const struct fblk *b)
@@ -893,13 +701,12 @@ static void req_start(struct gw_req *rq, const char *url)
 		fs__blk_fetch(rq->gw->blocks, &rq->url.key, false, block_got, rq);
 		return;
 	}
-	rq->vol = vol_get(rq->gw, rq->url.vol, rq->url.seq);
+	rq->wait.cb = vol_waited;
+	rq->vol = fs__gw_vol_get(rq->gw->vols, rq->url.vol, rq->url.seq, &rq->wait);
 	if (rq->vol->ready)
 		return req_vol_ready(rq, 0);
 	if (!rq->vol->fetching) /* failed at once */
 		return req_vol_ready(rq, rq->vol->err);
-	rq->wnext = rq->vol->waiters;
-	rq->vol->waiters = rq;
 }
 
 /* libmicrohttpd's access handler: called when the headers are in, again
@@ -964,7 +771,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		free(rq->ents[i].name);
 	free(rq->ents);
 	fs__dir_free(rq->dir);
-	vol_unref(rq->vol);
+	fs__gw_vol_unref(rq->vol);
 	free(rq->raw);
 	free(rq);
 	*con_cls = NULL;
@@ -1197,6 +1004,24 @@ static struct MHD_Daemon *serve(struct gw *gw, const struct args *a)
 	                        MHD_OPTION_END);
 }
 
+/* --state-dir, else cfs-mount's default: the same files, so a mount and
+ * the gateway of one user refuse the same rollbacks. */
+static int state_dir_init(struct gw *gw, const char *given)
+{
+	int r = 0;
+
+	if (given)
+		snprintf(gw->state_dir, sizeof(gw->state_dir), "%s", given);
+	else if ((r = cfs_user_dir(gw->state_dir, sizeof(gw->state_dir), "/var/lib/cfs/mounts",
+	                           "XDG_STATE_HOME", ".local/state")) == -ENOENT)
+		r = snprintf(gw->state_dir, sizeof(gw->state_dir), "/tmp/cfs-state-%u", (unsigned)geteuid()) <
+		    (int)sizeof(gw->state_dir) ? 0 : -ENAMETOOLONG;
+	if (r < 0)
+		return log_error_errno(r, "state directory");
+	(void)cfs_mkdir_p(gw->state_dir, 0700); /* a failure shows when a sequence is written */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct gw gw;
@@ -1213,18 +1038,9 @@ int main(int argc, char **argv)
 	gw.o.cache_bytes = (size_t)a.cache_mb << 20;
 	gw.window = (uint32_t)a.window;
 	gw.max_age_s = a.max_age_s;
-	gw.max_vols = (uint32_t)a.roots;
 	gw.max_held = gw.o.cache_bytes; /* reads held by responses: as much as the cache */
-	int r = 0;
-	if (a.state_dir)
-		snprintf(gw.state_dir, sizeof(gw.state_dir), "%s", a.state_dir);
-	else if ((r = cfs_user_dir(gw.state_dir, sizeof(gw.state_dir), "/var/lib/cfs/mounts", "XDG_STATE_HOME",
-	                           ".local/state")) == -ENOENT)
-		r = snprintf(gw.state_dir, sizeof(gw.state_dir), "/tmp/cfs-state-%u", (unsigned)geteuid()) <
-		    (int)sizeof(gw.state_dir) ? 0 : -ENAMETOOLONG;
-	if (r < 0)
-		return log_error_errno(r, "state directory"), 1;
-	(void)cfs_mkdir_p(gw.state_dir, 0700); /* a failure shows when a sequence is written */
+	if (state_dir_init(&gw, a.state_dir) < 0)
+		return 1;
 	if (gw.o.from_dir) {
 		if (fs__local_open(gw.loop, gw.o.from_dir, &gw.local) < 0)
 			return 1;
@@ -1233,6 +1049,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gw.blocks = fs__blocks_new(gw.loop, gw.dh, gw.local, &gw.o, NULL);
+	struct fs_gw_vols_config vc = { .loop = gw.loop, .o = &gw.o, .dh = gw.dh, .local = gw.local,
+	                                .blocks = gw.blocks, .max = (uint32_t)a.roots,
+	                                .max_age_ms = a.max_age_s * 1000, .state_dir = gw.state_dir };
+	gw.vols = fs__gw_vols_new(&vc);
 	if (!(gw.mhd = serve(&gw, &a)))
 		return log_error_errno(-EADDRNOTAVAIL, "cannot serve HTTP on %s (in use, or not an address "
 		                       "of this machine)", a.listen), 1;

@@ -16,6 +16,10 @@
  * headers went out closes the connection, so a client sees a short body,
  * never a wrong byte.
  *
+ * Here: libmicrohttpd's driver, the requests, file bodies, options. The
+ * open volumes are gwvol.c; what is decided from a request's bytes
+ * (URLs, Range, ETags, listings) is gwhttp.c, pure.
+ *
  * Why a program of its own and not part of cfsd: cfsd is a ring server
  * whose one TCP port (metrics) is for its operator; an HTTP front for
  * anyone is another trust boundary with limits of its own, and it runs

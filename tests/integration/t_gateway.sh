@@ -7,7 +7,7 @@
 #     equal dd of the source; HEAD gives Content-Length and no body; ETag
 #     with If-None-Match gives 304; a range past the end gives 416 with
 #     Content-Range bytes */SIZE; a missing path 404, a malformed volume
-#     400, a volume nobody published 404;
+#     400, a volume nobody published 404; no cfsd or no ring 503;
 #   - VOLUME/path redirects (302) to VOLUME@SEQ/path, which is cached as
 #     immutable; VOLUME@latest answers directly with a short max-age; a
 #     directory without its slash redirects to the one with it; after a
@@ -81,6 +81,18 @@ usage_refused --from dir:/x --bootstrap 127.0.0.1:9
 usage_refused extra-argument
 expect_exit 1 "$GW" --from "dir:$TEST_DIR/no-store-here"
 ok "bad arguments: exit 2 with a reason; a non-loopback --listen needs --allow-remote"
+
+# ---- no ring to be reached: 503, and the gateway itself answers
+vol0=aoqqpp7tzyil4hlq3umoos6atft6jvrqtosq2xy53sdgiesvgg4a
+start_gw gw-nocfsd --cfsd "$TEST_DIR/no-cfsd-here.sock"
+[ "$(code "$BASE/cfs/$vol0@latest/x")" = 503 ] || fail "no cfsd: $(cat "$TEST_DIR/body")"
+kill -TERM "$GW_PID"
+wait "$GW_PID" || true
+start_gw gw-noring --bootstrap "127.0.0.1:$(free_port)"
+[ "$(code "$BASE/cfs/$vol0@latest/x")" = 503 ] || fail "no ring at the bootstrap address: $(cat "$TEST_DIR/body")"
+kill -TERM "$GW_PID"
+wait "$GW_PID" || true
+ok "no cfsd at the socket, no ring at the bootstrap address: 503"
 
 # ---- the tree and the ring
 src=$TEST_DIR/src

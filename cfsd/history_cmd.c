@@ -153,7 +153,7 @@ static void when(char *buf, size_t n, uint64_t s)
 static void print_version(const struct hist_opts *o, bool first, const struct sfsro_root *root,
                           int size_status, uint64_t bytes, uint64_t files)
 {
-	char issued[32], until[32], b[32];
+	char issued[32], until[32], b[32], f[32];
 
 	if (o->json) {
 		printf("%s\n  {\"seq\": %lu, \"issued\": %lu, \"valid_until\": %lu, \"expired\": %s, ",
@@ -169,12 +169,11 @@ static void print_version(const struct hist_opts *o, bool first, const struct sf
 	}
 	when(issued, sizeof(issued), root->issued);
 	when(until, sizeof(until), root->valid_until);
-	if (size_status == 0)
-		snprintf(b, sizeof(b), "%.1f MB", (double)bytes / 1e6);
+	snprintf(b, sizeof(b), "%.1f MB", (double)bytes / 1e6);
+	snprintf(f, sizeof(f), "%lu", (unsigned long)files);
 	printf("%8lu  %s  %s%s  %10s  %7s%s\n", (unsigned long)root->seq, issued, until,
 	       root->valid_until < cfs_wall_s() ? "*" : " ", size_status == 0 ? b : "-",
-	       size_status == 0 ? (snprintf(b, sizeof(b), "%lu", (unsigned long)files), b) : "-",
-	       size_status == 0 ? "" : "  some directories are gone");
+	       size_status == 0 ? f : "-", size_status == 0 ? "" : "  some directories are gone");
 }
 
 int cfsctl_history_main(struct cfsctl *g, int argc, char **argv)
@@ -230,7 +229,8 @@ int cfsctl_history_main(struct cfsctl *g, int argc, char **argv)
 		printf("{\"volume\": \"%s\", \"newest\": %lu, \"versions\": [", name,
 		       (unsigned long)newest.seq);
 	else
-		printf("     SEQ  PUBLISHED (UTC)   VALID UNTIL         SIZE    FILES\n");
+		printf("%8s  %-16s  %-17s  %10s  %7s\n", "SEQ", "PUBLISHED (UTC)", "VALID UNTIL", "SIZE",
+		       "FILES");
 	unsigned listed = 0, gap = 0;
 	for (uint64_t seq = newest.seq; seq >= 1 && (!o.limit || listed < o.limit); seq--) {
 		uint64_t bytes = 0, files = 0;

@@ -99,10 +99,9 @@ struct cfsd_pin_walk;
 struct cfsd_pin_walk *cfsd_pin_walk_new(const struct cfs_pubkey *pk, uint64_t min_seq, uint64_t now,
                                         const struct cfsd_pin_store *store);
 void cfsd_pin_walk_free(struct cfsd_pin_walk *w);
-/* Keep the newest n versions (default 1: the newest root and its tree
- * alone). With n > 1, each version's root under its version key and every
- * block its tree reaches (blocks the versions share are walked once).
- * Before the first next(). */
+/* Keep the newest n versions (default 1): each version's root under its
+ * version key and every block its tree reaches (blocks the versions share
+ * are walked once). Before the first next(). */
 void cfsd_pin_walk_versions(struct cfsd_pin_walk *w, uint32_t n);
 /* The next action to start (its PUT data now belongs to the caller). */
 enum cfsd_pin_act cfsd_pin_walk_next(struct cfsd_pin_walk *w, struct cfsd_pin_action *ret);

@@ -21,6 +21,8 @@ struct cfsd_pin_walk {
 	struct cfs_id root_key;
 	uint64_t min_seq, now;
 	uint32_t versions;            /* the newest this many versions are kept */
+	uint8_t *newest;              /* the root taken: the newest version's block too */
+	size_t newest_len;
 	struct cfsd_pin_store store;
 	bool root_started;
 	struct sfsro_blockset tree;   /* blocks to visit, every key met this round once */
@@ -57,6 +59,7 @@ void cfsd_pin_walk_free(struct cfsd_pin_walk *w)
 		free(w->ready[i].data);
 	free(w->ready);
 	sfsro_blockset_free(&w->tree);
+	free(w->newest);
 	free(w);
 }
 
@@ -207,8 +210,7 @@ static void version_tree(struct cfsd_pin_walk *w, const uint8_t *p, size_t len, 
 	push(w, &r.root_dir, CFSD_PIN_B_DIR, 0);
 }
 
-static void version_start(struct cfsd_pin_walk *w, uint64_t seq, const uint8_t *newest,
-                          size_t newest_len)
+static void version_start(struct cfsd_pin_walk *w, uint64_t seq)
 {
 	struct cfsd_pin_action a = { .btype = CFSD_PIN_B_VERSION, .height = 0,
 	                             .kind = DHASH_KIND_VERSION };
@@ -221,13 +223,6 @@ static void version_start(struct cfsd_pin_walk *w, uint64_t seq, const uint8_t *
 		return;
 	cfs_idmap_put(&w->tree.seen, &a.key, 0);
 	w->st.blocks++;
-	if (newest && !w->store.has(w->store.ctx, &a.key)) {
-		/* The newest root's bytes are its version block too. */
-		if (w->store.put(w->store.ctx, &a.key, DHASH_KIND_VERSION, newest, newest_len) == 0)
-			w->st.fetched++;
-		else
-			w->st.errors++;
-	}
 	if (!w->store.has(w->store.ctx, &a.key)) {
 		a.type = CFSD_PIN_A_FETCH;
 		ready(w, &a);
@@ -316,10 +311,12 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	w->st.root_expired = use->valid_until < w->now;
 	push(w, &use->root_dir, CFSD_PIN_B_DIR, 0);
 	w->state = CFSD_PIN_S_TREE;
-	/* More than the newest: the versions' keys too, the newest's first. */
-	for (uint32_t i = 0; w->versions > 1 && i < w->versions && use->seq > i; i++)
-		version_start(w, use->seq - i, i == 0 ? up : NULL, ulen);
-	free(up);
+	/* The versions' keys, the newest's first: a pin keeps its versions
+	 * readable by number too. */
+	w->newest = up;
+	w->newest_len = ulen;
+	for (uint32_t i = 0; i < w->versions && use->seq > i; i++)
+		version_start(w, use->seq - i);
 }
 
 void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, int status,
@@ -332,6 +329,26 @@ void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action
 	}
 	if (a->btype == CFSD_PIN_B_VERSION) {
 		struct sfsro_root r;
+		struct cfs_id newest_key;
+		sfsro_root_version_key(&w->pk, w->st.seq, &newest_key);
+		if (status == -ENOENT && w->newest && cfs_id_eq(&a->key, &newest_key)) {
+			/* The newest's version key is on no server (a publisher
+			 * older than version roots, or lost): the root's bytes
+			 * are its block; keep them and put them there. */
+			struct cfsd_pin_action put = *a;
+			if (w->store.put(w->store.ctx, &a->key, DHASH_KIND_VERSION, w->newest,
+			                 w->newest_len) < 0) {
+				w->st.errors++;
+				return;
+			}
+			w->st.fetched++;
+			w->st.versions++;
+			put.type = CFSD_PIN_A_PUT;
+			put.data = xmemdup(w->newest, w->newest_len);
+			put.len = w->newest_len;
+			ready(w, &put);
+			return;
+		}
 		if (status == -ENOENT) {
 			w->st.versions_gone++;
 			return;

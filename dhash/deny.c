@@ -8,10 +8,15 @@
  * neither fetches a denied key from a peer nor pushes one (sync.c). Since
  * a denied key is never stored here again, the copies deleted when it was
  * denied stay deleted: no round of maintenance pulls them back.
+ *
+ * A denied volume is denied by its root key; its versions, each under a
+ * key of its own, are recognised by the volume they name (a version block
+ * is a signed root): dhash__deny_covers.
  */
 #include <stdlib.h>
 
 #include "dhash/internal.h"
+#include "sfsro-format/sfsro.h"
 
 static void deny_init(dhash_server_t *s)
 {
@@ -24,6 +29,18 @@ static void deny_init(dhash_server_t *s)
 bool dhash_server_is_denied(const dhash_server_t *s, const struct cfs_id *key)
 {
 	return s->deny_init && s->deny.n && cfs_htab_get(&s->deny, key) != NULL;
+}
+
+bool dhash__deny_covers(const dhash_server_t *s, uint32_t kind, const uint8_t *p, size_t len)
+{
+	struct sfsro_root r;
+	struct cfs_id root_key;
+
+	if (kind != DHASH_KIND_VERSION || !s->deny_init || !s->deny.n ||
+	    sfsro_root_decode(p, len, &r) < 0)
+		return false;
+	sfsro_root_key(&r.pk, &root_key);
+	return dhash_server_is_denied(s, &root_key);
 }
 
 uint32_t dhash_server_deny(dhash_server_t *s, const struct cfs_id *keys, uint32_t n)

@@ -246,6 +246,9 @@ void dhash__msg_from(const dhash_server_t *s, uint32_t vi, struct cfs_msg *m);
  * plausibly placing a copy of its own key (chord_plausible_holder). */
 int dhash__admit_replica(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from);
 
+/* deny.c: is this block a version of a denied volume (kind VERSION, its
+ * volume's root key denied)? Other kinds: false. */
+bool dhash__deny_covers(const dhash_server_t *s, uint32_t kind, const uint8_t *p, size_t len);
 /* deny.c: release the set (dhash_server_free). */
 void dhash__deny_free(dhash_server_t *s);
 

@@ -386,7 +386,8 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	}
 	/* First: whoever sends it, in whatever role, a denied key is not
 	 * taken, and the sender is told so (no challenge, no park first). */
-	if (dhash_server_is_denied(s, &req->key)) {
+	if (dhash_server_is_denied(s, &req->key) ||
+	    dhash__deny_covers(s, req->kind, req->data.p, req->data.len)) {
 		answer_store(s, from, DHASH_DENIED, 0);
 		return;
 	}
@@ -467,6 +468,11 @@ static void handle_fetch(dhash_server_t *s, const struct cfs_msg *req, const str
 	r = dhash__scrub_read(s, &req->key, &rec, SCRUB_BY_FETCH); /* a bad copy is dropped: -ENOENT */
 	if (r == -ENOENT)
 		r = fetch_cached(s, &req->key, &rec);
+	if (r == 0 && dhash__deny_covers(s, rec.kind, rec.data, rec.len)) {
+		free(rec.data);
+		s->fetch_denied++;
+		r = -ENOENT;
+	}
 	if (r < 0) {
 		if (r == -ENOENT)
 			s->fetch_misses++;

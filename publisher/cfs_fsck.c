@@ -66,6 +66,8 @@ static bool store_unreachable(int r)
 /* The advice after a store that did not answer: this program's option. */
 static void advise_store(const char *store, int r)
 {
+	if (pub_sink_said_unreachable())
+		return; /* its one line said what to do */
 	log_error("no check was made of the volume: '%s' did not answer (%s); give another store "
 	          "with --from (cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR", store,
 	          strerror(-r));
@@ -82,9 +84,12 @@ static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cf
 	if (r == -EOPNOTSUPP)
 		return EXIT_UNCHECKED; /* pub_replicas said why */
 	if (r < 0 && r != -EBADMSG) {
-		log_error_errno(r, "the replicas could not be checked");
+		if (pub_sink_said_unreachable())
+			return EXIT_UNCHECKED;
 		if (store_unreachable(r))
 			advise_store(store, r);
+		else
+			log_error_errno(r, "the replicas could not be checked");
 		return EXIT_UNCHECKED;
 	}
 	fprintf(stderr, "cfs-fsck: %s: %lu blocks on k = %u servers each: %lu at k, %lu below k, "
@@ -154,6 +159,8 @@ int main(int argc, char **argv)
 	if (cfs_crypto_init() < 0)
 		return EXIT_UNCHECKED;
 	uv_loop_t *loop = uv_default_loop();
+	pub_sink_set_advice("no check was made of the volume; give another store with --from "
+	                    "(cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR");
 	if ((r = pub_sink_open_existing(loop, store, &sink)) < 0) {
 		log_error("no check was made of the volume: the store '%s' cannot be used", store);
 		return EXIT_UNCHECKED;

@@ -74,10 +74,14 @@ static bool store_unreachable(int r)
 
 /* The advice after a store that did not answer, with this program's
  * options (the sink, shared with cfs-fsck, names none). */
+#define STORE_ADVICE "start cfsd, or give --to cfsd:SOCKET or --to ring:HOST:PORT, or " \
+	"publish offline with --to dir:PATH; nothing was published"
+
 static void advise_store(const char *opt)
 {
-	log_error("start cfsd, or give %s cfsd:SOCKET or %s ring:HOST:PORT, or publish "
-	          "offline with %s dir:PATH", opt, opt, opt);
+	if (!pub_sink_said_unreachable()) /* else its one line said this already */
+		log_error("start cfsd, or give %s cfsd:SOCKET or %s ring:HOST:PORT, or publish "
+		          "offline with %s dir:PATH", opt, opt, opt);
 }
 
 /* --from: push the volume named by argument vol from the store from into
@@ -100,6 +104,7 @@ static int push_main(const char *from, const char *to, const char *vol)
 	if (cfs_crypto_init() < 0)
 		return 1;
 	uv_loop_t *loop = uv_default_loop();
+	pub_sink_set_advice(STORE_ADVICE);
 	if (pub_sink_open_existing(loop, from, &src) < 0)
 		return 1;
 	if ((r = pub_sink_open(loop, to, &dst)) < 0) {
@@ -114,6 +119,8 @@ static int push_main(const char *from, const char *to, const char *vol)
 	pub_sink_close(&dst);
 	cfs_loop_run(loop); /* the sinks close */
 	if (r < 0) {
+		if (pub_sink_said_unreachable() || st.reported)
+			return 1; /* one line said it all */
 		if (store_unreachable(r))
 			advise_store("--to");
 		log_error("push failed; the destination's previous root (if any) is unchanged");
@@ -252,6 +259,7 @@ int main(int argc, char **argv)
 		cfs_log_set_level(CFS_LOG_WARN);
 
 	uv_loop_t *loop = uv_default_loop();
+	pub_sink_set_advice(STORE_ADVICE);
 	if ((r = pub_sink_open(loop, store, &sink)) < 0) {
 		if (store_unreachable(r))
 			advise_store("--to");
@@ -265,6 +273,8 @@ int main(int argc, char **argv)
 	if (r == -EINTR)
 		return 130; /* pub_publish said what was left undone */
 	if (r < 0) {
+		if (pub_sink_said_unreachable() || st.blocks_failed)
+			return 1; /* one line said what and what to do */
 		if (store_unreachable(r))
 			advise_store("--to");
 		log_error("%s failed; the previously published root (if any) is unchanged",

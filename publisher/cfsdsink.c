@@ -97,19 +97,31 @@ struct have_req {
 	uint32_t at[CFS_MSG_MAX_KEYS], nconfirm;
 };
 
-/* The daemon (or the ring) cannot be reached: say so, once. The advice
- * (which option names another store) is the program's: cfs-publish takes
- * --to, cfs-fsck --from. d->sock reads "cfsd at PATH" or "the ring
- * through ADDR". */
+/* The daemon (or the ring) cannot be reached: say so, once, on one line
+ * that ends with the program's advice (which option names another store:
+ * cfs-publish takes --to, cfs-fsck --from). d->sock reads "cfsd at PATH"
+ * or "the ring through ADDR". */
+static const char *unreachable_advice;
+static bool unreachable_said;
+
+void pub_sink_set_advice(const char *advice)
+{
+	unreachable_advice = advice;
+}
+
+bool pub_sink_said_unreachable(void)
+{
+	return unreachable_said;
+}
+
 static void hint_unreachable(struct cfsdsink *d, int status)
 {
-	static bool said;
-
-	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !said) {
-		said = true;
-		log_error("cannot reach %s: %s", d->sock,
+	if ((status == -ECONNREFUSED || status == -EHOSTUNREACH) && !unreachable_said) {
+		unreachable_said = true;
+		log_error("cannot reach %s: %s%s%s", d->sock,
 		          d->ring ? "no ring node answered there"
-		                  : "no cfsd is running there, or it does not answer");
+		                  : "no cfsd is running there, or it does not answer",
+		          unreachable_advice ? "; " : "", unreachable_advice ? unreachable_advice : "");
 	}
 }
 

@@ -53,7 +53,8 @@ struct pub {
 	struct batch *cur;         /* being filled */
 	unsigned in_flight;        /* batches the sink has not answered */
 	int error;                 /* the first batch that failed */
-	int put_error;             /* the first block the store did not take */
+	int put_error;             /* the first block the store did not take: why */
+	struct cfs_id put_failed;  /* and which */
 	uint8_t *chunk;            /* one block of file content */
 	/* Progress: the totals from a walk of the tree first, and
 	 * what the store has answered for. A data block's payload is done when
@@ -166,10 +167,9 @@ static void batch_end(struct batch *b, int r)
 	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
 			p->st->blocks_failed++;
-			if (!p->put_error) {
-				char h[65];
-				p->put_error = log_error_errno(b->send[i].status, "storing block %s failed",
-				                               cfs_id_hex(&b->send[i].key, h));
+			if (!p->put_error) { /* named in the one line at the end */
+				p->put_error = b->send[i].status;
+				p->put_failed = b->send[i].key;
 			}
 			continue;
 		}
@@ -832,11 +832,13 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	if (p->interrupted)
 		r = -EINTR;
 	if (p->st->blocks_failed) {
-		log_error("%lu of %lu blocks sent could not be stored%s: %s; the root was not signed",
+		char h[65];
+		log_error("%lu of %lu blocks sent could not be stored%s (the first, %.16s: %s); nothing "
+		          "was published: the root was not signed, the previous one (if any) stands",
 		          (unsigned long)p->st->blocks_failed,
 		          (unsigned long)(p->st->blocks_failed + p->st->blocks_sent),
 		          p->st->blocks_failed >= PUB_FAILED_MAX ? " (stopped there)" : "",
-		          dhash_strerror(p->put_error));
+		          cfs_id_hex(&p->put_failed, h), dhash_strerror(p->put_error));
 		r = r < 0 ? r : p->put_error;
 	}
 	if (r < 0)

@@ -110,6 +110,11 @@ int pub_sink_open(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_W
  * rather than an empty store made behind a typo. */
 int pub_sink_open_existing(uv_loop_t *loop, const char *spec, struct pub_sink *ret) CFS_WUR;
 void pub_sink_close(struct pub_sink *s);
+/* The end of the one line a ring sink logs when its daemon or ring does
+ * not answer (static; NULL: none), and whether it has logged it: a
+ * program then adds no line of its own. */
+void pub_sink_set_advice(const char *advice);
+bool pub_sink_said_unreachable(void);
 /* -d DIR of the tools: the store "cfsd:DIR/cfsd.sock" (the daemon whose
  * data directory is DIR) into buf; -ENAMETOOLONG when it does not fit. */
 int pub_store_of_data_dir(char *buf, size_t n, const char *dir) CFS_WUR;
@@ -135,7 +140,7 @@ struct pub_stats {
 	uint64_t seq;             /* the sequence of the root signed */
 	uint64_t valid_until;     /* the root's valid-until (wall-clock seconds) */
 	double seconds;
-	uint64_t blocks_failed;   /* the store did not take them (the first error is logged) */
+	uint64_t blocks_failed;   /* the store did not take them (one line says how many, and the first) */
 };
 
 /* Publish the tree at dir as the next version of the volume of pk/sk.
@@ -199,6 +204,7 @@ struct pub_push_stats {
 	uint64_t blocks_present, bytes_present; /* it had them (their leases renewed) */
 	uint64_t blocks_failed;   /* sent and refused (the first error is logged) */
 	bool root_sent;           /* false: the destination held this very root */
+	bool reported;            /* a failure was told in full on one line already */
 	uint64_t seq, valid_until; /* of the root pushed */
 	double seconds;
 };

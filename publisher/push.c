@@ -46,7 +46,8 @@ struct push {
 	struct push_batch *cur;
 	unsigned in_flight;
 	int error;                 /* the first batch that failed as a whole */
-	int put_error;             /* the first block the destination refused */
+	int put_error;             /* the first block the destination refused: why */
+	struct cfs_id put_failed;  /* and which */
 	bool woke, done;
 	int status;
 };
@@ -66,10 +67,9 @@ static void push_batch_end(struct push_batch *b, int r)
 	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
 		if (b->send[i].status < 0) {
 			p->st->blocks_failed++;
-			if (!p->put_error) {
-				char h[65];
-				p->put_error = log_error_errno(b->send[i].status, "storing block %s failed",
-				                               cfs_id_hex(&b->send[i].key, h));
+			if (!p->put_error) { /* named in the one line at the end */
+				p->put_error = b->send[i].status;
+				p->put_failed = b->send[i].key;
 			}
 			continue;
 		}
@@ -212,6 +212,8 @@ static int dest_root(struct push *p, const struct sfsro_root *mine, bool *ret_sa
 	*ret_same = false;
 	if (r == -ENOENT)
 		return 0;
+	if (r < 0 && pub_sink_said_unreachable())
+		return r;
 	if (r < 0)
 		return log_error_errno(r, "cannot read the volume's root from the destination");
 	if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
@@ -286,9 +288,14 @@ int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
 	if ((r = push_tree(&p, &root.root_dir)) < 0)
 		goto out;
 	if (ret->blocks_failed) {
-		r = log_error_errno(p.put_error, "%lu of %lu blocks sent could not be stored; the root was "
-		                    "not pushed", (unsigned long)ret->blocks_failed,
-		                    (unsigned long)(ret->blocks_failed + ret->blocks_sent));
+		char h[65];
+		log_error("%lu of %lu blocks sent could not be stored (the first, %.16s: %s); the root "
+		          "was not pushed, the destination's previous one (if any) stands",
+		          (unsigned long)ret->blocks_failed,
+		          (unsigned long)(ret->blocks_failed + ret->blocks_sent),
+		          cfs_id_hex(&p.put_failed, h), dhash_strerror(p.put_error));
+		r = p.put_error;
+		ret->reported = true;
 		goto out;
 	}
 	if (!same) {

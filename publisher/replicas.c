@@ -199,7 +199,7 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 		return log_error_errno(-EOPNOTSUPP, "--replicas needs the ring (--from cfsd or ring:), "
 		                       "not a local store");
 	if ((r = pub__read_root(loop, sink, pk, seq, &root)) < 0)
-		return log_error_errno(r, "cannot read the volume's root");
+		return pub_sink_said_unreachable() ? r : log_error_errno(r, "cannot read the volume's root");
 	rp.root_kind = seq ? DHASH_KIND_VERSION : DHASH_KIND_ROOT;
 	if (seq)
 		sfsro_root_version_key(pk, seq, &root_key);

@@ -47,9 +47,11 @@ expect_exit 1 "$PUB" -k "$TEST_DIR/key" --to "ring:127.0.0.1:$port" "$TEST_DIR/s
 has "$TEST_DIR/err" "cannot reach the ring through 127.0.0.1:$port: no ring node answered there"
 has "$TEST_DIR/err" "give --to cfsd:SOCKET or --to ring:HOST:PORT, or publish offline with --to dir:PATH"
 hasnt "$TEST_DIR/err" "no the ring"
+[ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "cfs-publish's error takes more than one line: $(cat "$TEST_DIR/err")"
 expect_exit 2 "$FSCK" --from "ring:127.0.0.1:$port" "$vol"
 has "$TEST_DIR/err" "cannot reach the ring through 127.0.0.1:$port"
-has "$TEST_DIR/err" "no check was made of the volume: 'ring:127.0.0.1:$port' did not answer"
+has "$TEST_DIR/err" "no check was made of the volume; give another store"
+[ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "cfs-fsck's error takes more than one line: $(cat "$TEST_DIR/err")"
 has "$TEST_DIR/err" "give another store with --from (cfsd:SOCKET, ring:HOST:PORT or dir:PATH) or -d DIR"
 hasnt "$TEST_DIR/err" "--to"
 hasnt "$TEST_DIR/err" "cfs-fsck: volume" # no summary after a check that did not happen
@@ -57,7 +59,9 @@ hasnt "$TEST_DIR/err" "0 missing, 0 corrupt"
 expect_exit 2 "$FSCK" --from "cfsd:$TEST_DIR/nobody.sock" "$vol"
 has "$TEST_DIR/err" "cannot reach cfsd at $TEST_DIR/nobody.sock: no cfsd is running there"
 hasnt "$TEST_DIR/err" "--to"
-ok "an unreachable store: named, advice with the right option, cfs-fsck exits 2"
+expect_exit 2 "$FSCK" --replicas --from "cfsd:$TEST_DIR/nobody.sock" "$vol"
+[ "$(wc -l <"$TEST_DIR/err")" -eq 1 ] || fail "cfs-fsck --replicas: $(cat "$TEST_DIR/err")"
+ok "an unreachable store: named, advice with the right option, on one line; cfs-fsck exits 2"
 
 # ---- a store that does not exist is not made by a reader
 expect_exit 2 "$FSCK" --from "dir:$TEST_DIR/NEW" "$vol"

@@ -72,7 +72,7 @@ wait_for 20 rounds_done 1 || fail "no pin round ended: $(pins_json)"
 [ "$(pin_field "['last']['blocks']")" -eq "$na" ] ||
 	fail "the round reached $(pin_field "['last']['blocks']") blocks of $na: $(pins_json)"
 echo "# A ($na blocks) and B published with a $((30)) s lease; A pinned on node$P: first round in $(pin_field "['last']['ms']") ms, $(pin_field "['last']['fetched']") blocks copied"
-grep -q "^$A 1\$" "$TEST_DIR/node$P/pins" || fail "DATA/pins: $(cat "$TEST_DIR/node$P/pins")"
+grep -q "^$A 1 1\$" "$TEST_DIR/node$P/pins" || fail "DATA/pins: $(cat "$TEST_DIR/node$P/pins")"
 
 # ---- past the lease: A whole, B gone
 while [ $((SECONDS - t0)) -lt 45 ]; do sleep 1; done
@@ -115,7 +115,7 @@ ok "a pin survives a restart and puts back blocks that vanished from the ring"
 # ---- a new version is followed
 echo "version 2" >"$TEST_DIR/src-a/f1"
 publish a
-wait_for 20 sh -c "grep -q '^$A 2\$' '$TEST_DIR/node$P/pins'" || fail "the pin did not follow root 2: $(pins_json)"
+wait_for 20 sh -c "grep -q '^$A 2 1\$' '$TEST_DIR/node$P/pins'" || fail "the pin did not follow root 2: $(pins_json)"
 [ "$(pin_field "['seq']")" -eq 2 ] || fail "pins: $(pins_json)"
 ok "the pin follows the volume's new root"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dhash/internal.h"
+#include "sfsro-format/sfsro.h"
 
 static uv_loop_t loop;
 static cfs_transport_t *srv_tr, *cli;
@@ -212,4 +213,66 @@ Test(dhash_deny, status_reports_the_denied_keys)
 	cr_assert_not_null(strstr(b.p, "\"denied_keys\":3"), "%s", b.p);
 	cr_assert_not_null(strstr(b.p, "\"denied\":1"), "%s", b.p);
 	free(b.p);
+}
+
+/* A signed root of version seq of the volume of seed, under its version key. */
+static size_t version_block(uint8_t seed, uint64_t seq, uint8_t *buf, size_t cap, struct cfs_id *key,
+                            struct cfs_pubkey *pk)
+{
+	struct cfs_seckey sk;
+	uint8_t s[32];
+	size_t len;
+
+	memset(s, seed, sizeof(s));
+	cfs_sign_seed_keypair(s, pk, &sk);
+	struct sfsro_root r = { .pk = *pk, .seq = seq, .issued = 1, .valid_until = UINT64_MAX,
+	                        .dir_mode = 0755 };
+	cr_assert(sfsro_root_encode(&r, &sk, buf, cap, &len) == 0);
+	sfsro_root_version_key(pk, seq, key);
+	return len;
+}
+
+static int store_kind(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size_t len)
+{
+	struct cfs_msg m;
+	struct answer a;
+
+	cfs_msg_init(&m, CFS_MSG_STORE);
+	m.kind = kind;
+	m.key = *key;
+	m.flags = DHASH_STORE_F_PRIMARY;
+	m.data = (struct cfs_bytes){ p, len };
+	return ask(&m, &a);
+}
+
+static int fetch_key(const struct cfs_id *key)
+{
+	struct cfs_msg m;
+	struct answer a;
+
+	cfs_msg_init(&m, CFS_MSG_FETCH);
+	m.key = *key;
+	return ask(&m, &a);
+}
+
+Test(dhash_deny, a_denied_volume_s_versions_are_refused_and_not_served)
+{
+	uint8_t v1[512], v2[512], w1[512];
+	struct cfs_id k1, k2, kw, root_key;
+	struct cfs_pubkey pk, pw;
+	size_t l1 = version_block(7, 1, v1, sizeof(v1), &k1, &pk);
+	size_t l2 = version_block(7, 2, v2, sizeof(v2), &k2, &pk);
+	size_t lw = version_block(8, 1, w1, sizeof(w1), &kw, &pw);
+
+	cr_assert_eq(store_kind(DHASH_KIND_VERSION, &k1, v1, l1), 0);
+	cr_assert_eq(store_kind(DHASH_KIND_VERSION, &kw, w1, lw), 0);
+	cr_assert_eq(fetch_key(&k1), 0);
+	/* the operator denies the volume: its root key */
+	sfsro_root_key(&pk, &root_key);
+	(void)dhash_server_deny(srv, &root_key, 1);
+	cr_assert_eq(fetch_key(&k1), -ENOENT, "a version already held is not served");
+	cr_assert_eq(store_kind(DHASH_KIND_VERSION, &k2, v2, l2), DHASH_DENIED);
+	cr_assert_eq(fetch_key(&kw), 0, "another volume's version is served");
+	dhash_server_allow(srv, &root_key);
+	cr_assert_eq(fetch_key(&k1), 0);
 }

@@ -27,8 +27,8 @@
  * cfs-mount does.
  */
 #include <getopt.h>
-#include <stdarg.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,8 @@ struct gw_stream;
  * One request, from its headers to the response queued: parse the URL,
  * get the volume's root, look the path up, then a file (its inode and the
  * first read of its body, so that a block that does not verify is a 502
- * while no header has gone out) or a directory (listed whole). Each step
+ * while no header has gone out) or a directory (a page of its listing,
+ * built whole). Each step
  * is started by the one before it, from a callback; the connection is
  * suspended while one is out and resumed when the response is ready.
  */
@@ -386,8 +387,9 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	}
 	if (c->status < 0) {
 		char k[9];
-		log_warn("%s: closing the connection at byte %lu: %s (block %s...)", st->vol->fs->volname,
-		         (unsigned long)(st->first + pos), strerror(-c->status), cfs_id_short(&st->h->key, k));
+		log_warn("volume %s, the file whose inode is %s: closing the connection at byte %lu: %s",
+		         st->vol->fs->volname, cfs_id_short(&st->h->key, k), (unsigned long)(st->first + pos),
+		         strerror(-c->status));
 		return MHD_CONTENT_READER_END_WITH_ERROR; /* a short body, never a wrong byte */
 	}
 	size_t n = c->n - st->used < max ? c->n - st->used : max;

@@ -17,9 +17,9 @@ Q           := $(if $(filter 1,$(V)),,@)
 # Debian packages, by the targets that need them.
 BUILD_PKGS := gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev \
               libfuse3-dev fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev \
-              libnetfilter-queue-dev libisal-dev
+              libnetfilter-queue-dev libisal-dev libmicrohttpd-dev
 TEST_PKGS  := libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool \
-              miniupnpd nftables python3-prometheus-client curl
+              miniupnpd nftables python3-prometheus-client curl chromium
 FUZZ_PKGS  := clang libclang-rt-14-dev
 EVAL_PKGS  := gnuplot-nox python3
 export CFS_APT_STAMP := $(CURDIR)/$(B)/.apt-updated
@@ -42,7 +42,7 @@ endif
 $(B)/config.mk: Makefile $(ENSURE)
 	$(Q)$(ENSURE) $(BUILD_PKGS)
 	$(Q)mkdir -p $(B)
-	$(Q){ for m in UV:libuv SODIUM:libsodium MSGPACK:msgpack FUSE:fuse3; do \
+	$(Q){ for m in UV:libuv SODIUM:libsodium MSGPACK:msgpack FUSE:fuse3 MHD:libmicrohttpd; do \
 	    echo "$${m%%:*}_CFLAGS := $$(pkg-config --cflags $${m#*:})"; \
 	    echo "$${m%%:*}_LIBS := $$(pkg-config --libs $${m#*:})"; \
 	  done; echo "LEVELDB_LIBS := $$(pkg-config --libs leveldb 2>/dev/null || echo -lleveldb)"; \
@@ -54,7 +54,7 @@ SAN     ?=
 WARN    := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes \
            -Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter
 CFLAGS_ALL = -std=gnu11 $(OPT) -g $(WARN) $(SAN) -I. -MMD -MP \
-           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(EXTRA_CFLAGS)
+           $(UV_CFLAGS) $(SODIUM_CFLAGS) $(MSGPACK_CFLAGS) $(FUSE_CFLAGS) $(MHD_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS_ALL = $(SAN) $(EXTRA_LDFLAGS)
 CORE_LIBS = $(UV_LIBS) $(SODIUM_LIBS) $(MSGPACK_LIBS) -lisal -lm
 
@@ -121,7 +121,7 @@ $(B)/%.o: %.c $(B)/config.mk
 # ---------------------------------------------------------------- programs
 # Each program: its objects, then its libraries; one link recipe for all.
 PROGRAMS := $(B)/bin/cfsd $(B)/bin/cfsctl $(B)/bin/cfs-publish $(B)/bin/cfs-fsck $(B)/bin/cfs-mount \
-            $(B)/bin/cfs-cat $(B)/bin/cfs-get
+            $(B)/bin/cfs-cat $(B)/bin/cfs-gateway $(B)/bin/cfs-get
 # The test harness: a ring in one process, hostile volumes and members,
 # a look inside the storage engine's stores, the wide-area delay line.
 HARNESS  := $(addprefix $(B)/bin/,cfs-ring cfs-testbed cfs-hostile-vol cfs-hostile cfs-storetool \
@@ -135,6 +135,7 @@ $(B)/bin/cfs-publish:     $(call obj,publisher/cfs_publish.c) $(LIBPUB) $(RING_L
 $(B)/bin/cfs-fsck:        $(call obj,publisher/cfs_fsck.c) $(LIBPUB) $(RING_LIBS)
 $(B)/bin/cfs-mount:       $(call obj,cfs-fuse/cfs_mount.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-cat:         $(call obj,cfs-fuse/cfs_cat.c) $(LIBFUSE) $(RING_LIBS)
+$(B)/bin/cfs-gateway:     $(call obj,cfs-fuse/cfs_gateway.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-get:         $(call obj,cfs-fuse/cfs_get.c) $(LIBFUSE) $(RING_LIBS)
 $(B)/bin/cfs-testbed:     $(call obj,$(TESTBED_SRCS)) $(LIBTESTBED) $(RING_LIBS)
 $(B)/bin/cfs-ring:        $(call obj,tests/harness/cfs_ring.c) $(LIBCHORD) $(LIBCOMMON)
@@ -151,7 +152,8 @@ $(B)/bench/code-bench:    $(call obj,tests/bench/code_bench.c) $(LIBSFSRO) $(LIB
 # The storage engine needs LevelDB; cfsd maps its port; the mounts need FUSE.
 $(PROGRAMS) $(B)/bin/cfs-testbed $(B)/bin/cfs-storetool: LINK_LIBS = $(LEVELDB_LIBS) -lpthread
 $(B)/bin/cfsd: LINK_LIBS += -lminiupnpc -lnatpmp
-$(B)/bin/cfs-mount $(B)/bin/cfs-cat $(B)/bin/cfs-get: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-mount $(B)/bin/cfs-cat $(B)/bin/cfs-gateway $(B)/bin/cfs-get: LINK_LIBS += $(FUSE_LIBS)
+$(B)/bin/cfs-gateway: LINK_LIBS += $(MHD_LIBS)
 $(B)/bin/cfs-delayline: LINK_LIBS = -lnetfilter_queue -lnfnetlink
 
 $(PROGRAMS) $(HARNESS) $(BENCHES) $(UNIT_BIN):
@@ -243,7 +245,7 @@ coverage: | deps-test
 # decoders are in sfsro-format or common.
 FB           := build-fuzz
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(FB)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_OTHER   := $(addprefix $(FB)/fuzz/fuzz_,churn delay chord_mode contacts denylist bstore)
+FUZZ_OTHER   := $(addprefix $(FB)/fuzz/fuzz_,churn delay chord_mode contacts denylist bstore gwhttp)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(B)/config.mk
@@ -257,6 +259,8 @@ $(FB)/fuzz/fuzz_chord_mode $(FB)/fuzz/fuzz_contacts: $(FB)/libchord.a $(FB)/libc
 $(FB)/fuzz/fuzz_denylist: $(FB)/libcfsd.a $(FB)/libcfs_common.a
 $(FB)/fuzz/fuzz_bstore: $(FB)/libblockstore.a $(FB)/libcfs_common.a
 $(FB)/fuzz/fuzz_bstore: FUZZ_LINK = $(LEVELDB_LIBS) -lpthread
+# cfs-gateway's decoders of URLs and headers: their one file, pure.
+$(FB)/fuzz/fuzz_gwhttp: cfs-fuse/gwhttp.c $(FB)/libcfs_common.a
 $(filter-out $(FUZZ_OTHER),$(FUZZ_TARGETS)): $(FB)/libsfsro.a $(FB)/libcfs_common.a
 
 $(FB)/fuzz/%: tests/fuzz/%.c
@@ -286,7 +290,7 @@ fuzz: fuzz-build
 
 # ---------------------------------------------------------------- benchmarks
 # The ring benchmarks: each a script that runs the programs in build/bin.
-BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan)
+BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan gateway)
 .PHONY: $(BENCH_RING) bench-udp bench-code bench-publish bench-rpc bench-lookup
 $(BENCH_RING): bench-%: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-$*.sh $(CURDIR)/$(B)/bin

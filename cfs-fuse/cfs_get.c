@@ -486,6 +486,17 @@ static void copy_link(struct get *g, struct gfile *f, int dfd)
 	g->copied++;
 }
 
+/* A file skipped is done for the bar's percentage, but no part of its
+ * rate: the mark moves by its bytes, so a resumed run's ETA is that of
+ * the bytes still to fetch. */
+static void count_skipped(struct get *g, const struct gfile *f)
+{
+	g->skipped++;
+	g->bar.done_files++;
+	g->bar.done_bytes += f->size;
+	g->bar.rate_bytes += f->size;
+}
+
 /* The mode is no part of the skip test: a file skipped gets it set. */
 static void fix_mode(int dfd, const struct gfile *f, uint32_t local_mode)
 {
@@ -496,9 +507,7 @@ static void fix_mode(int dfd, const struct gfile *f, uint32_t local_mode)
 static void skip_file(struct get *g, struct gfile *f, int dfd, uint32_t local_mode)
 {
 	fix_mode(dfd, f, local_mode);
-	g->skipped++;
-	g->bar.done_files++;
-	g->bar.done_bytes += f->size;
+	count_skipped(g, f);
 }
 
 static void job_end(struct job *j, int r)
@@ -517,9 +526,7 @@ static void job_end(struct job *j, int r)
 	if (r < 0) {
 		fail_at(g, f->dir, f->name, NULL, r);
 	} else if (r == 1) {
-		g->skipped++;
-		g->bar.done_files++;
-		g->bar.done_bytes += f->size;
+		count_skipped(g, f);
 	} else {
 		g->copied++;
 		g->bar.done_files++;

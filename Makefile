@@ -290,7 +290,8 @@ fuzz: fuzz-build
 
 # ---------------------------------------------------------------- benchmarks
 # The ring benchmarks: each a script that runs the programs in build/bin.
-BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan gateway)
+BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan gateway \
+                mount-start)
 .PHONY: $(BENCH_RING) bench-udp bench-code bench-publish bench-rpc bench-lookup
 $(BENCH_RING): bench-%: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-$*.sh $(CURDIR)/$(B)/bin

@@ -21,6 +21,10 @@
  *    nothing between them retries.
  *  - The highest root sequence seen for a volume is kept on disk; an older
  *    or expired root is refused, at mount and on every later check.
+ *    The last root accepted is kept beside it: with a disk cache, a mount
+ *    starts from it (checked again by the same rules) without waiting for
+ *    the ring, serves from its caches while the ring cannot be reached,
+ *    and checks for a newer root at once in the background.
  *
  * The only module that includes fuse_lowlevel.h. Depends on client/ (and
  * dhash/ under it) and sfsro-format/.
@@ -33,7 +37,7 @@
 
 struct cfsfuse_options {
 	const struct client_target *target; /* the local cfsd, or a plain ring client's bootstrap */
-	const char *state_dir;    /* highest root sequence seen, per volume */
+	const char *state_dir;    /* highest root sequence seen and last root, per volume */
 	size_t cache_bytes;       /* in-memory block cache (default 64 MiB) */
 	const char *disk_cache;   /* a block cache on disk, one per volume under it (NULL: none) */
 	uint64_t disk_cache_bytes;/* its bound (default 1 GiB) */

@@ -32,6 +32,27 @@ int fs__local_get(struct fs_local *l, const struct cfs_id *key, dhash_get_cb cb,
  * frees the rest. Accepts NULL. */
 void fs__local_free(struct fs_local *l);
 
+/* ---- the last verified root on disk (rootcache.c): pure, but for files */
+
+/* A signed root is under 700 bytes; a file over this is not one. */
+#define FS_ROOT_FILE_MAX 4096
+/* Replace the file at path by a verified, accepted root's exact bytes
+ * (atomically, mode 0600). -EFBIG over FS_ROOT_FILE_MAX. */
+int fs__rootcache_store(const char *path, const uint8_t *p, size_t len) CFS_WUR;
+/* The bytes kept at path, for the caller to free: -ENOENT when there are
+ * none, -EFBIG over FS_ROOT_FILE_MAX, else -errno. */
+int fs__rootcache_read(const char *path, uint8_t **ret_p, size_t *ret_len) CFS_WUR;
+/* Accept p as vol's root by the ring's rules: -EBADMSG (signature),
+ * -EPROTO (not a root), -EKEYREJECTED (another key), -ESTALE (sequence
+ * below min_seq), -EKEYEXPIRED (valid-until before now; now 0: not
+ * checked). ret holds what was decoded, also on the last three. */
+int fs__rootcache_accept(const uint8_t *p, size_t len, const struct cfs_pubkey *vol,
+                         uint64_t min_seq, uint64_t now, struct sfsro_root *ret) CFS_WUR;
+/* Why a kept root was refused (r from the two above; rr as accept left
+ * it), one line without a full stop, in buf. */
+const char *fs__rootcache_why(int r, const struct sfsro_root *rr, uint64_t min_seq, char *buf,
+                              size_t n);
+
 /* ---- the bound on fetches in flight (pipe.c): the path's bandwidth-delay
  * product, grown from --max-fetches while the delivered rate grows */
 
@@ -173,6 +194,7 @@ typedef struct cfsfuse {
 	struct cfs_pubkey vol;
 	char volname[CFS_NAME_LEN + 1];
 	char seq_path[4200];      /* where the highest seen sequence is kept */
+	char root_path[4200];     /* ... and the last verified root's bytes (rootcache.c) */
 	client_t *dh;
 	struct fs_local *local;   /* o.from_dir: the store blocks come from */
 	struct fs_blocks *blocks;
@@ -181,6 +203,11 @@ typedef struct cfsfuse {
 	uint64_t max_seq;         /* highest sequence ever accepted */
 	uint64_t expired_until;   /* the last root refused as expired: its valid-until (0: none) */
 	uint64_t expired_warned_seq; /* an expired root read anyway (allow_expired): warned once */
+	uint64_t root_kept_seq;   /* the sequence of the root in root_path (0: none written) */
+	bool root_from_cache;     /* mounted from root_path, not from a fetch */
+	bool offline;             /* the last root check reached nobody (or none has answered
+	                           * a mount started from root_path yet) */
+	bool reach_known;         /* a root check has ended since mounting */
 	struct fuse_session *se;
 	struct fuse_buf buf;
 	uv_poll_t poll;
@@ -271,6 +298,14 @@ void fs__inval_start(cfsfuse_t *fs);
  * false when too many are remembered (then cache it only briefly). */
 bool fs__negative_add(cfsfuse_t *fs, uint64_t parent, const char *name);
 void fs__inval_stop(cfsfuse_t *fs);
+
+/* rootcache.c: the last verified root of the volume, kept on disk. */
+/* Start from the root kept at fs->root_path (0: fs->root set, offline
+ * until a check answers); -ENOENT when none is kept, another negative
+ * errno (logged in one line) when it is refused: then fetch one. */
+int fs__root_from_cache(cfsfuse_t *fs) CFS_WUR;
+/* Warn, once per root, that r is read although expired (o.allow_expired). */
+void fs__root_warn_expired(cfsfuse_t *fs, const struct sfsro_root *r);
 
 /* census.c: the volume's totals, counted in the background by listing
  * every directory of the mounted version (statfs reports them). */

@@ -542,8 +542,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 /* ------------------------------------------------------------ xattrs */
 
 static const char xattr_names[] = "user.cfs.key\0user.cfs.seq\0user.cfs.volume\0";
-/* ... and on the volume's top directory only */
-static const char xattr_names_top[] = "user.cfs.stats\0";
+/* ... and on the volume's top directory only: the mount's own state */
+static const char xattr_names_top[] = "user.cfs.stats\0user.cfs.offline\0user.cfs.root_age\0";
 
 static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 {
@@ -613,6 +613,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		cfs_sb_printf(&b, "%s", fs->volname);
 	else if (strcmp(name, "user.cfs.stats") == 0 && ino == 1)
 		stats_json(fs, &b);
+	else if (strcmp(name, "user.cfs.offline") == 0 && ino == 1)
+		cfs_sb_printf(&b, "%d", fs->offline ? 1 : 0);
+	else if (strcmp(name, "user.cfs.root_age") == 0 && ino == 1) {
+		/* seconds since the mounted root was signed: how old the
+		 * version read is, online or not (the clocks may differ) */
+		uint64_t now = cfs_wall_s();
+		cfs_sb_printf(&b, "%lu", (unsigned long)(now > fs->root.issued ? now - fs->root.issued : 0));
+	}
 	if (!b.p) {
 		fuse_reply_err(req, ENODATA);
 		return;

@@ -8,7 +8,10 @@
  * volume is kept in STATE_DIR/<volume>.seq (written before the switch is
  * made), and a root below it, or an expired one, is refused — at mount
  * and on every later check — so a replaying server cannot make a reader go
- * back to an older version.
+ * back to an older version. The accepted root's own bytes are kept beside
+ * it (rootcache.c): a mount with a disk cache starts from them at once and
+ * checks the ring in the background, so it mounts, and reads what it read
+ * before, while the ring or the daemon cannot be reached.
  *
  * A version asked for by number (VOLUME@SEQ, o.version) is fetched from
  * its version key, must carry that number, is never replaced and leaves
@@ -50,6 +53,17 @@ static int store_seq(const char *path, uint64_t seq)
 	return r < 0 ? log_warn_errno(r, "cannot record the root sequence in %s", path) : 0;
 }
 
+/* The accepted root's bytes, kept after its sequence was recorded. */
+static void keep_root(cfsfuse_t *fs, const uint8_t *p, size_t len, uint64_t seq)
+{
+	int r = fs__rootcache_store(fs->root_path, p, len);
+
+	if (r < 0)
+		(void)log_warn_errno(r, "cannot keep the root in %s", fs->root_path);
+	else
+		fs->root_kept_seq = seq;
+}
+
 /* The walker's root step, fed with what the ring gave (CFS 5.5: signed
  * by the volume's key, not older than a root seen, not expired). */
 int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro_root *ret)
@@ -71,17 +85,8 @@ int fs__root_check(cfsfuse_t *fs, const struct dhash_get_result *g, struct sfsro
 		r = sfsro_walker_step(w, &s);
 	}
 	sfsro_walker_free(w);
-	if (r == 0 && fs->o.allow_expired && !fs->o.version && ret->valid_until < cfs_wall_s() &&
-	    ret->seq != fs->expired_warned_seq) {
-		char until[32];
-		time_t u = (time_t)ret->valid_until;
-		struct tm tm;
-		strftime(until, sizeof(until), "%Y-%m-%d %H:%M UTC", gmtime_r(&u, &tm));
-		log_warn("volume %s: root sequence %lu expired at %s; read anyway (--expired allow): "
-		         "nobody is refreshing it, and it may be gone from the ring when its blocks' "
-		         "leases end", fs->volname, (unsigned long)ret->seq, until);
-		fs->expired_warned_seq = ret->seq;
-	}
+	if (r == 0)
+		fs__root_warn_expired(fs, ret);
 	if (r == -EKEYEXPIRED && g->status == 0) {
 		struct sfsro_root rr;
 		if (sfsro_root_decode(g->data, g->len, &rr) == 0)
@@ -132,13 +137,19 @@ struct first {
 	cfsfuse_t *fs;
 	bool done;
 	int status;
+	uint8_t *bytes;           /* the accepted root's, to keep */
+	size_t len;
 };
 
 static void first_got(void *arg, const struct dhash_get_result *g)
 {
 	struct first *f = arg;
 	f->done = true;
-	f->status = fs__root_check(f->fs, g, &f->fs->root);
+	if ((f->status = fs__root_check(f->fs, g, &f->fs->root)) == 0) {
+		free(f->bytes);
+		f->bytes = xmemdup(g->data, g->len);
+		f->len = g->len;
+	}
 }
 
 /* The root from wherever this mount reads: its local store, else the ring
@@ -190,7 +201,20 @@ int fs__root_initial(cfsfuse_t *fs)
 		return log_error_errno(r, "state directory");
 	(void)cfs_mkdir_p(dir, 0700); /* a failure shows when the state is written */
 	snprintf(fs->seq_path, sizeof(fs->seq_path), "%s/%s.seq", dir, fs->volname);
+	snprintf(fs->root_path, sizeof(fs->root_path), "%s/%s.root", dir, fs->volname);
 	fs->max_seq = load_seq(fs->seq_path);
+	/* With a disk cache the blocks read before are on this machine: the
+	 * kept root mounts them at once, ring or not (a check follows at
+	 * once, fs__root_start_updates). Without one, a mount the ring
+	 * cannot serve would only answer EIO: it fails here instead. The kept
+	 * root is the newest's: a version asked for by number is fetched. */
+	if (fs->o.disk_cache && !fs->o.from_dir && !fs->o.version && fs__root_from_cache(fs) == 0) {
+		if (fs->root.seq > fs->max_seq) {
+			fs->max_seq = fs->root.seq;
+			(void)store_seq(fs->seq_path, fs->max_seq);
+		}
+		return 0;
+	}
 
 	root_key(fs, &key);
 	if (fs->o.from_dir)
@@ -199,17 +223,26 @@ int fs__root_initial(cfsfuse_t *fs)
 		r = client_target_open(fs->loop, fs->o.target, fs->o.fetch_timeout_ms, &dh);
 	if (r < 0)
 		return r;
+	uint8_t *bytes = NULL;
+	size_t len = 0;
 	for (uint32_t attempt = 0;; attempt++) {
-		struct first f = { fs, false, 0 };
+		struct first f = { fs, false, 0, NULL, 0 };
 		if ((r = get_from(dh, local, &key, fs->o.version != 0, first_got, &f)) == 0 &&
 		    (r = cfs_loop_run_until(fs->loop, &f.done)) == 0)
 			r = f.status;
+		free(bytes);
+		bytes = f.bytes;
+		len = f.len;
 		/* A stale root: the replicas that hold the newest may be back, or
 		 * repaired by replica maintenance, at the next try. */
 		if (r == 0 || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
 		    r == -ECONNREFUSED || attempt >= fs->o.retries || local)
 			break;
 		usleep(200000u * (attempt + 1));
+	}
+	if (r < 0) {
+		free(bytes);
+		bytes = NULL;
 	}
 	char eb[320];
 	if (r == -EKEYEXPIRED)
@@ -257,6 +290,9 @@ int fs__root_initial(cfsfuse_t *fs)
 		fs->max_seq = fs->root.seq;
 		(void)store_seq(fs->seq_path, fs->max_seq);
 	}
+	if (bytes && !fs->o.version)
+		keep_root(fs, bytes, len, fs->root.seq);
+	free(bytes);
 	return 0;
 }
 
@@ -423,6 +459,26 @@ static void update_end(cfsfuse_t *fs, int status)
 		fs__root_update_answer(fs, r);
 }
 
+/* Whether a check with status st reached anyone (user.cfs.offline): a
+ * root came back, accepted or refused. Anything else (no daemon, no answer, no root
+ * anywhere) leaves the mount offline: it serves on from its caches, and
+ * a block neither cache holds is EIO after the usual bound. */
+static void note_reach(cfsfuse_t *fs, int st)
+{
+	bool off = !(st == 0 || st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG ||
+	             st == -EKEYREJECTED);
+
+	if (fs->local) /* a dir: store on this machine: nothing to reach */
+		return;
+	if (off && (!fs->offline || !fs->reach_known))
+		log_warn("volume %s: offline: the root check reached nobody (%s); serving sequence %lu "
+		         "from the caches", fs->volname, root_error(st), (unsigned long)fs->root.seq);
+	else if (!off && fs->offline)
+		log_info("volume %s: online: the root check was answered", fs->volname);
+	fs->offline = off;
+	fs->reach_known = true;
+}
+
 static void update_got(void *arg, const struct dhash_get_result *g)
 {
 	cfsfuse_t *fs = arg;
@@ -434,7 +490,9 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 		fs__root_update_answer(fs, -ESHUTDOWN);
 		return;
 	}
-	if ((st = fs__root_check(fs, g, &r)) < 0) {
+	st = fs__root_check(fs, g, &r);
+	note_reach(fs, st);
+	if (st < 0) {
 		char eb[320];
 		if (st == -ESTALE || st == -EKEYEXPIRED || st == -EBADMSG || st == -EKEYREJECTED)
 			log_warn("volume %s: refusing the root the ring gave: %s", fs->volname,
@@ -446,6 +504,8 @@ static void update_got(void *arg, const struct dhash_get_result *g)
 	}
 	if (r.seq > fs->root.seq)
 		switch_root(fs, &r);
+	if (r.seq > fs->root_kept_seq && !fs->o.version)
+		keep_root(fs, g->data, g->len, r.seq);
 	update_end(fs, 0);
 }
 
@@ -464,6 +524,7 @@ static int update_start(cfsfuse_t *fs)
 	if ((r = get_from(fs->dh, fs->local, &key, fs->o.version != 0, update_got, fs)) < 0) {
 		fs->upd.checking = false;
 		fs->upd.ncur = 0;
+		note_reach(fs, r);
 	}
 	return r;
 }
@@ -488,9 +549,15 @@ void fs__root_update_now(cfsfuse_t *fs, fuse_req_t req)
 		fs__root_update_answer(fs, r);
 }
 
+/* A mount started from the kept root checks at once, --update 0 or not:
+ * the root the ring has now is the one a mount without the kept root
+ * would have fetched before mounting. */
 void fs__root_start_updates(cfsfuse_t *fs)
 {
-	if (fs->o.update_s && !fs->o.version) /* a version asked for by number never changes */
-		uv_timer_start(&fs->update_timer, on_update, (uint64_t)fs->o.update_s * 1000,
-		               (uint64_t)fs->o.update_s * 1000);
+	if (fs->o.version) /* a version asked for by number never changes */
+		return;
+	uint64_t period = (uint64_t)fs->o.update_s * 1000;
+
+	if (period || fs->root_from_cache)
+		uv_timer_start(&fs->update_timer, on_update, fs->root_from_cache ? 0 : period, period);
 }

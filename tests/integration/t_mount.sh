@@ -124,9 +124,11 @@ key=$(xa "$mnt/tree/three-mb" user.cfs.key)
 [[ "$("$CFSCTL" --data "$TEST_DIR/node$M" get --check "$key")" == *" ok "* ]] || fail "the inode named by user.cfs.key is not on the ring"
 # every attribute is listed: the top directory's with user.cfs.stats
 xl() { python3 -c "import os,sys; print(' '.join(sorted(os.listxattr(sys.argv[1]))))" "$1"; }
-[ "$(xl "$mnt")" = "user.cfs.key user.cfs.seq user.cfs.stats user.cfs.volume" ] || fail "listxattr of /: $(xl "$mnt")"
+[ "$(xl "$mnt")" = "user.cfs.key user.cfs.offline user.cfs.root_age user.cfs.seq user.cfs.stats user.cfs.volume" ] || fail "listxattr of /: $(xl "$mnt")"
 [ "$(xl "$mnt/version")" = "user.cfs.key user.cfs.seq user.cfs.volume" ] || fail "listxattr of a file: $(xl "$mnt/version")"
 python3 -c "import json,os,sys; json.loads(os.getxattr(sys.argv[1], 'user.cfs.stats'))" "$mnt" || fail "user.cfs.stats is not JSON"
+[ "$(xa "$mnt" user.cfs.offline)" = 0 ] || fail "user.cfs.offline of an online mount: $(xa "$mnt" user.cfs.offline)"
+[ "$(xa "$mnt" user.cfs.root_age)" -lt 3600 ] || fail "user.cfs.root_age of a fresh root: $(xa "$mnt" user.cfs.root_age)"
 ok "EROFS on create, write, truncate, unlink, chmod, rename, mkdir, symlink; user.cfs.seq, user.cfs.volume, user.cfs.key (fetchable), user.cfs.stats, all listed"
 
 # ---- a newer root; an open file keeps its version

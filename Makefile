@@ -72,7 +72,7 @@ DHASH_SRCS  := $(wildcard dhash/*.c)
 CLIENT_SRCS := $(wildcard client/*.c)
 BSTORE_SRCS := $(wildcard blockstore/*.c)
 # The programs' own files; the rest of their folder is its library.
-CFSD_SRCS   := cfsd/cfsd.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
+CFSD_SRCS   := cfsd/cfsd.c cfsd/config.c cfsd/startup.c cfsd/serve.c cfsd/peers.c cfsd/portmap.c
 CFSCTL_SRCS := cfsd/cfsctl.c cfsd/lookup_cmd.c cfsd/block_cmd.c cfsd/history_cmd.c
 CFSD_LIB_SRCS := $(filter-out $(CFSD_SRCS) $(CFSCTL_SRCS),$(wildcard cfsd/*.c))
 PUB_LIB_SRCS  := $(filter-out publisher/cfs_%.c,$(wildcard publisher/*.c))

@@ -1,6 +1,7 @@
 /*
- * blockstore internals: the state behind bstore_t, shared by store.c (open,
- * reads, group commits), compact.c (compaction, cache eviction) and
+ * blockstore internals: the state behind bstore_t, shared by store.c (the
+ * packs, the index, reads, group commits), open.c (open, recovery, close),
+ * iter.c (walks of the index), compact.c (compaction, cache eviction) and
  * format.c (the byte layouts, no I/O).
  */
 #ifndef CFS_BLOCKSTORE_INTERNAL_H
@@ -71,7 +72,7 @@ bool bstore__pack_header_ok(const uint8_t *p, size_t len, uint32_t num);
 void bstore__rec_key(uint8_t out[1 + CFS_ID_BYTES], const struct cfs_id *key);
 void bstore__lease_key(uint8_t out[9 + CFS_ID_BYTES], uint64_t until, const struct cfs_id *key);
 
-/* store.c, for compact.c (the mutex held) */
+/* store.c, for compact.c, open.c and iter.c (the mutex held) */
 struct bstore__pack *bstore__pack_find(bstore_t *s, uint32_t num);
 int bstore__pack_fd(bstore_t *s, struct bstore__pack *p);
 int bstore__rec_read(bstore_t *s, const struct cfs_id *key, struct bstore__rec *ret);
@@ -87,6 +88,17 @@ int bstore__writable(bstore_t *s);
 void bstore__pack_unlink(bstore_t *s, struct bstore__pack *p);
 void bstore__active_close(bstore_t *s);
 uint64_t bstore__dead(const struct bstore__pack *p);
+void bstore__pack_path(const bstore_t *s, uint32_t num, char *buf, size_t n);
+/* A pack found at open, in number order. */
+struct bstore__pack *bstore__pack_add(bstore_t *s, uint32_t num, uint64_t size);
+/* Close every read descriptor. */
+void bstore__close_reads(bstore_t *s);
+/* Log LevelDB's error err (freed) for what; -ENOSPC or -EIO. */
+int bstore__db_error(bstore_t *s, char *err, const char *what);
+
+/* open.c: open the index (at_start in a durable store: replay what the
+ * packs hold past its head), then count each pack's live bytes. */
+int bstore__db_open(bstore_t *s, bool at_start);
 
 /* compact.c */
 /* Cache: drop old packs until need more bytes fit under the bound. */

@@ -128,7 +128,7 @@ void fs__node_forget(struct fs_nodes *t, uint64_t ino, uint64_t n);
 void fs__nodes_each(struct fs_nodes *t, void (*fn)(void *arg, struct fnode *n), void *arg);
 uint64_t fs__nodes_count(const struct fs_nodes *t);
 
-/* ---- the mount (ops.c, walk.c, root.c) */
+/* ---- the mount (ops.c, run.c, walk.c, root.c) */
 
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
@@ -306,6 +306,9 @@ void fs__inval_stop(cfsfuse_t *fs);
 int fs__root_from_cache(cfsfuse_t *fs) CFS_WUR;
 /* Warn, once per root, that r is read although expired (o.allow_expired). */
 void fs__root_warn_expired(cfsfuse_t *fs, const struct sfsro_root *r);
+
+/* ops.c: the FUSE operations, which run.c's session runs. */
+extern const struct fuse_lowlevel_ops fs__ops;
 
 /* census.c: the volume's totals, counted in the background by listing
  * every directory of the mounted version (statfs reports them). */

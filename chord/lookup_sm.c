@@ -19,6 +19,15 @@
  *   VERIFYING ──a successor answers the ping, or all failed──▶ DONE
  *
  * Next hops are chosen by one of three rules (chord__lk_select).
+ *
+ * Why one file of over 800 lines: it is one machine. The recursive mode
+ * falls back to the iterative one, both end through the same answer
+ * checks and verification, and a bootstrap or a client start enters the
+ * same iteration; the states share the path stack, the failed and
+ * suspect sets and the asks in flight, all static here. Split by mode,
+ * those helpers would become cross-file names and the transitions in the
+ * diagram above would be read across files. The pure parts (selection,
+ * answer checks) are small and stay beside the steps that use them.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -31,16 +31,19 @@
  * is a fixed table indexed by a hash of the address: a collision forgets
  * an entry, which costs its owner one more token round trip and never
  * lets anyone past the 3x bound (bytes in and out are forgotten together).
+ *
+ * This file has the links themselves, their transfers, their service and
+ * timers and the acks they are sent; the proof of address is in
+ * link_valid.c, the reassembly and the acks we owe in link_reasm.c
+ * (link_int.h is what the three share).
  */
-#include "common/link.h"
+#include "common/link_int.h"
 
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LINKS_MAX 4096
-#define DONE_MAX 4096         /* completed reassemblies remembered for re-acks */
-#define REASM_COUNT_MAX 2048  /* requests being reassembled, every peer */
 #define OUT_MAX (64u << 20)   /* bytes held by outgoing transfers, every peer */
 /* Answers held for one peer: a reader with a deep window needs a few MiB;
  * a peer that asks for more than it acknowledges gets no more answers in
@@ -51,58 +54,6 @@
  * least SILENT_MIN_US) loses every answer queued for it. */
 #define SILENT_PTOS 4
 #define SILENT_MIN_US 1000000ull
-#define VALID_US (600ull * 1000000) /* an address stays proven this long */
-#define TOKEN_EPOCH_S 60
-
-/* One peer we exchange pieces with: its window and its transfers. */
-struct link {
-	struct cfs_addr addr;
-	struct xfer_cc cc;
-	struct xfer_out **out;   /* outgoing transfers, oldest first */
-	unsigned nout, cap_out;
-	unsigned nin;            /* messages being reassembled from it */
-	size_t in_bytes;
-	uint64_t due_us;         /* its next timer (UINT64_MAX: none) */
-	size_t heap_idx;         /* in links_heap; SIZE_MAX: not there */
-	uint64_t last_used_us;
-	size_t reply_bytes;      /* held by answers to it (at most OUT_PEER_BYTES) */
-	unsigned nreply;         /* ... in so many transfers (at most OUT_PEER_COUNT) */
-	uint64_t acked_us;       /* its last ack of anything, 0 never */
-	/* it owes an ack since then: its last ack, when pieces were still
-	 * in flight after it, or the first piece sent after that (0: it
-	 * owes none) */
-	uint64_t owed_since_us;
-	bool ready;              /* in the ready list */
-	struct link *ready_next;
-};
-
-/* What we know of an address's proof of ownership (anti-amplification). */
-struct vslot {
-	struct peer_key key;
-	bool used;
-	uint64_t valid_until_us;  /* validated until then */
-	uint64_t in, out;         /* bytes from and to it while not validated */
-	uint64_t last_us;         /* last heard from */
-};
-
-struct in_key {
-	struct peer_key peer;
-	uint64_t reqid;
-	uint8_t reply;
-	uint8_t pad[7];
-};
-
-struct ack_due {
-	struct in_key key;
-	struct cfs_addr from;
-	uint32_t piece_len;  /* the datagram that made the ack due */
-};
-
-struct done_in {
-	uint16_t npieces;
-	uint32_t largest_pn;
-};
-
 /* After a batch: serve the same transfer again, the next one, or stop. */
 enum { SVC_SAME, SVC_NEXT, SVC_STOP };
 
@@ -129,7 +80,7 @@ void cfs__links_init(struct cfs__links *lk, const struct cfs_transport_config *c
 	randombytes_buf(lk->vslot_key, sizeof(lk->vslot_key));
 }
 
-static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid, bool reply)
+void cfs__link_in_key(struct in_key *k, const struct cfs_addr *a, uint64_t reqid, bool reply)
 {
 	memset(k, 0, sizeof(*k));
 	cfs__peer_key(&k->peer, a);
@@ -137,8 +88,8 @@ static void in_key_of(struct in_key *k, const struct cfs_addr *a, uint64_t reqid
 	k->reply = reply;
 }
 
-static struct cfs__link_event *event_push(struct cfs__links *lk, enum cfs__link_event_type type,
-                                          const struct cfs_addr *from, uint64_t reqid)
+struct cfs__link_event *cfs__link_event_push(struct cfs__links *lk, enum cfs__link_event_type type,
+                                             const struct cfs_addr *from, uint64_t reqid)
 {
 	struct cfs__link_event *e = cfs_actq_push(&lk->events, sizeof(*e));
 	e->type = (uint8_t)type;
@@ -155,8 +106,8 @@ bool cfs__links_poll_event(struct cfs__links *lk, struct cfs__link_event *ret)
 
 /* A whole datagram to transmit, counted against the upload cap (whole
  * datagrams are sent regardless; pieces make up for them). */
-static void whole_push(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
-                       size_t len, uint64_t now)
+void cfs__link_whole_push(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
+                          size_t len, uint64_t now)
 {
 	struct link_dgram *d = cfs_actq_push(&lk->whole, sizeof(*d));
 
@@ -169,175 +120,12 @@ static void whole_push(struct cfs__links *lk, const struct cfs_addr *dst, const 
 void cfs__links_send_raw(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
                          size_t len, uint64_t now)
 {
-	whole_push(lk, dst, p, len, now);
-}
-
-/* A reassembly completed: remembered (the oldest of DONE_MAX forgotten)
- * so that its sender, if it missed our last ack, hears it again. */
-static void done_note(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x)
-{
-	struct in_key *slot = &lk->done_ring[lk->done_next];
-	bool added;
-
-	cfs_htab_del(&lk->done_map, slot, NULL); /* an all-zero slot names nothing */
-	*slot = *k;
-	lk->done_next = (lk->done_next + 1) % DONE_MAX;
-	struct done_in *d = cfs_htab_put(&lk->done_map, k, &added);
-	d->npieces = x->npieces;
-	d->largest_pn = x->largest_pn;
-}
-
-/* ------------------------------------------------------------ validation */
-
-static bool vslot_valid(const struct vslot *v, uint64_t now)
-{
-	return v->valid_until_us > now;
-}
-
-/*
- * An address's slot: one of two, placed by a keyed hash (SipHash), so
- * nobody can aim collisions at a chosen address. A newcomer takes a free
- * slot or the less recently heard unproven one, never a proven one: a
- * flood of strangers cannot make a proven peer ask for tokens again, nor
- * lift the bound for a stranger (no slot is no budget).
- */
-static struct vslot *vslot_of(struct cfs__links *lk, const struct cfs_addr *a, bool create,
-                              bool proven, uint64_t now)
-{
-	struct peer_key k;
-	uint8_t h[8];
-
-	cfs__peer_key(&k, a);
-	crypto_shorthash(h, (const uint8_t *)&k, sizeof(k), lk->vslot_key);
-	uint64_t x = cfs_get_be64(h);
-	struct vslot *s1 = &lk->vslots[x % lk->cfg.validation_slots],
-	            *s2 = &lk->vslots[(x >> 32) % lk->cfg.validation_slots];
-	if (s1->used && memcmp(&s1->key, &k, sizeof(k)) == 0)
-		return s1;
-	if (s2->used && memcmp(&s2->key, &k, sizeof(k)) == 0)
-		return s2;
-	if (!create)
-		return NULL;
-	struct vslot *v = NULL;
-	if (!s1->used || !s2->used)
-		v = !s1->used ? s1 : s2;
-	else if (!vslot_valid(s1, now) && (vslot_valid(s2, now) || s1->last_us <= s2->last_us))
-		v = s1;
-	else if (!vslot_valid(s2, now))
-		v = s2;
-	else if (proven) /* both proven: the one expiring first gives way */
-		v = s1->valid_until_us <= s2->valid_until_us ? s1 : s2;
-	if (!v)
-		return NULL;
-	memset(v, 0, sizeof(*v));
-	v->key = k;
-	v->used = true;
-	return v;
-}
-
-void cfs__links_note_in(struct cfs__links *lk, const struct cfs_addr *from, size_t len,
-                        uint64_t now)
-{
-	struct vslot *v = vslot_of(lk, from, true, false, now);
-
-	if (!v)
-		return;
-	v->last_us = now;
-	if (!vslot_valid(v, now))
-		v->in += len;
-}
-
-void cfs__links_validated(struct cfs__links *lk, const struct cfs_addr *a, uint64_t now)
-{
-	struct vslot *v = vslot_of(lk, a, true, true, now);
-
-	v->valid_until_us = now + VALID_US;
-	v->in = v->out = 0;
-}
-
-bool cfs__links_proven(struct cfs__links *lk, const struct cfs_addr *a, uint64_t now)
-{
-	struct vslot *v = vslot_of(lk, a, false, false, now);
-	return v && vslot_valid(v, now);
-}
-
-/*
- * May len more bytes go to dst in answer to something of in_len bytes (0:
- * to nothing in particular, e.g. an ack)? If so they are counted. An
- * address with no slot (both of its places held by proven peers) has no
- * running account: it may have 3x what it just sent, no more, so that a
- * peer who lost the draw still gets small answers and its token.
- */
-bool cfs__links_answer_take(struct cfs__links *lk, const struct cfs_addr *dst, size_t len,
-                            size_t in_len, uint64_t now)
-{
-	struct vslot *v = vslot_of(lk, dst, false, false, now);
-
-	if (v && vslot_valid(v, now))
-		return true;
-	if (!v)
-		return len <= 3 * (uint64_t)in_len;
-	if (v->out + len > 3 * v->in)
-		return false;
-	v->out += len;
-	return true;
+	cfs__link_whole_push(lk, dst, p, len, now);
 }
 
 static bool budget_take(struct cfs__links *lk, const struct cfs_addr *dst, size_t len, uint64_t now)
 {
 	return cfs__links_answer_take(lk, dst, len, 0, now);
-}
-
-static void token_for(struct cfs__links *lk, const struct cfs_addr *a, uint64_t epoch,
-                      uint8_t out[static XFER_TOKEN_BYTES])
-{
-	cfs_xfer_token(out, lk->token_key, a, epoch);
-}
-
-void cfs__links_send_retry(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t reqid,
-                           size_t in_len, uint64_t now)
-{
-	uint8_t tok[XFER_TOKEN_BYTES], b[XFER_RETRY_LEN];
-
-	if (!cfs__links_answer_take(lk, dst, XFER_RETRY_LEN, in_len, now))
-		return;
-	token_for(lk, dst, now / 1000000 / TOKEN_EPOCH_S, tok);
-	size_t n = cfs_xfer_retry_encode(b, reqid, tok);
-	/* the request comes again, perhaps in pieces: take them afresh */
-	struct in_key k;
-	in_key_of(&k, dst, reqid, false);
-	cfs_htab_del(&lk->done_map, &k, NULL);
-	lk->st->retries_sent++;
-	whole_push(lk, dst, b, n, now);
-}
-
-void cfs__links_validate(struct cfs__links *lk, const struct cfs_addr *dst,
-                         const uint8_t token[static XFER_TOKEN_BYTES], uint64_t now)
-{
-	uint8_t v[XFER_VALIDATE_LEN];
-
-	whole_push(lk, dst, v, cfs_xfer_validate_encode(v, token), now);
-}
-
-static void on_validate(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p,
-                        size_t len, uint64_t now)
-{
-	uint8_t got[XFER_TOKEN_BYTES], want[XFER_TOKEN_BYTES];
-	uint64_t epoch = now / 1000000 / TOKEN_EPOCH_S;
-
-	if (cfs_xfer_validate_decode(p, len, got) < 0) {
-		lk->st->malformed++;
-		return;
-	}
-	for (uint64_t back = 0; back < 2 && back <= epoch; back++) { /* this epoch or the last */
-		token_for(lk, from, epoch - back, want);
-		if (sodium_memcmp(got, want, sizeof(got)) == 0) {
-			cfs__links_validated(lk, from, now);
-			lk->st->validated++;
-			return;
-		}
-	}
-	lk->st->bad_tokens++;
 }
 
 /* ------------------------------------------------------------ links */
@@ -360,7 +148,7 @@ static bool keep_busy(void *ctx, const void *key, void *val)
 	return false;
 }
 
-static struct link *link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create)
+struct link *cfs__link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create)
 {
 	struct peer_key k;
 	bool added;
@@ -456,7 +244,7 @@ int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uin
 {
 	if (!is_reply) { /* its reply's pieces are taken until the call ends */
 		struct in_key k;
-		in_key_of(&k, dst, reqid, true);
+		cfs__link_in_key(&k, dst, reqid, true);
 		cfs_htab_put(&lk->awaited, &k, NULL);
 	}
 	if (len <= CFS_DGRAM_SAFE) {
@@ -464,17 +252,17 @@ int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uin
 			uint8_t b[CFS_DGRAM_SAFE];
 			b[0] = XFER_BACKGROUND_PREFIX; /* the request and its answer */
 			memcpy(b + 1, p, len);
-			whole_push(lk, dst, b, len + 1, now);
+			cfs__link_whole_push(lk, dst, b, len + 1, now);
 			return 0;
 		}
 		if (is_reply && !budget_take(lk, dst, len, now))
 			return 0; /* the driver asked for a token when it had to */
-		whole_push(lk, dst, p, len, now);
+		cfs__link_whole_push(lk, dst, p, len, now);
 		return 0;
 	}
 	if (len > CFS_MSG_MAX)
 		return -EMSGSIZE;
-	struct link *l = lk->out_bytes + len <= OUT_MAX ? link_get(lk, dst, true) : NULL;
+	struct link *l = lk->out_bytes + len <= OUT_MAX ? cfs__link_get(lk, dst, true) : NULL;
 	if (!l)
 		return -ENOBUFS;
 	uint8_t flags = (uint8_t)((is_reply ? XF_REPLY : 0) | (low_priority ? XF_BACKGROUND : 0));
@@ -505,7 +293,7 @@ int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uin
 
 bool cfs__links_answering(struct cfs__links *lk, const struct cfs_addr *from, uint64_t reqid)
 {
-	struct link *l = lk->links.n ? link_get(lk, from, false) : NULL;
+	struct link *l = lk->links.n ? cfs__link_get(lk, from, false) : NULL;
 
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && (l->out[j]->flags & XF_REPLY))
@@ -517,9 +305,9 @@ void cfs__links_call_end(struct cfs__links *lk, const struct cfs_addr *dst, uint
 {
 	struct in_key k;
 
-	in_key_of(&k, dst, reqid, true);
+	cfs__link_in_key(&k, dst, reqid, true);
 	cfs_htab_del(&lk->awaited, &k, NULL);
-	struct link *l = lk->links.n ? link_get(lk, dst, false) : NULL;
+	struct link *l = lk->links.n ? cfs__link_get(lk, dst, false) : NULL;
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && !(l->out[j]->flags & XF_REPLY)) {
 			drop_out(lk, l, j);
@@ -639,7 +427,7 @@ static void service_end(struct cfs__links *lk, struct link *l, uint64_t now)
 				continue;
 			x->last_ack_us = now;
 			if (!(x->flags & XF_REPLY))
-				event_push(lk, CFS__LINK_ALIVE, &l->addr, x->reqid);
+				cfs__link_event_push(lk, CFS__LINK_ALIVE, &l->addr, x->reqid);
 		}
 	link_rearm(lk, l, lk->svc.pace);
 	lk->svc.l = NULL;
@@ -740,34 +528,6 @@ static void link_expire(struct cfs__links *lk, struct link *l, uint64_t now)
 	}
 }
 
-static void in_uncount(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x);
-
-struct sweep {
-	struct cfs__links *lk;
-	uint64_t now;
-};
-
-static bool keep_fresh(void *ctx, const void *key, void *val)
-{
-	const struct sweep *sw = ctx;
-	struct xfer_in *x = *(struct xfer_in **)val;
-
-	if (x->last_rx_us + (uint64_t)sw->lk->cfg.reasm_idle_ms * 1000 > sw->now)
-		return true;
-	in_uncount(sw->lk, key, x);
-	sw->lk->st->reasm_expired++;
-	cfs_xfer_in_free(x);
-	return false;
-}
-
-static void sweep_stale(struct cfs__links *lk, uint64_t now)
-{
-	if (!lk->in_sweep_us || now < lk->in_sweep_us)
-		return;
-	cfs_htab_filter(&lk->ins, keep_fresh, &(struct sweep){ .lk = lk, .now = now });
-	lk->in_sweep_us = cfs_htab_count(&lk->ins) ? now + (uint64_t)lk->cfg.reasm_idle_ms * 500 : 0;
-}
-
 void cfs__links_timeout(struct cfs__links *lk, uint64_t now)
 {
 	lk->timer_pending = true;
@@ -813,7 +573,7 @@ static struct link *next_link(struct cfs__links *lk)
 				return l;
 			}
 			lk->timer_pending = false;
-			sweep_stale(lk, lk->timer_now);
+			cfs__link_sweep_stale(lk, lk->timer_now);
 			lk->check_bound = true;
 			continue;
 		}
@@ -849,24 +609,6 @@ bool cfs__links_poll_transmit(struct cfs__links *lk, uint64_t now, struct cfs__t
 }
 
 /* ------------------------------------------------------------ receiving */
-
-/* Acks count against an unproven sender's 3x budget too: a piece can be
- * shorter than the ack it draws. piece_len: the piece it answers (a sender
- * with no account may have 3x that). */
-static void send_ack(struct cfs__links *lk, const struct cfs_addr *to, const struct xfer_ack *a,
-                     size_t piece_len, uint64_t now)
-{
-	uint8_t b[XFER_ACK_HDR + XFER_ACK_BITMAP_MAX];
-	size_t n = cfs_xfer_ack_encode(b, a);
-
-	if (!cfs__links_answer_take(lk, to, n, piece_len, now)) {
-		lk->st->budget_held++;
-		return;
-	}
-	lk->st->acks_out++;
-	whole_push(lk, to, b, n, now);
-}
-
 static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p, size_t len,
                    uint64_t now)
 {
@@ -880,7 +622,7 @@ static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uin
 		return;
 	}
 	lk->st->acks_in++;
-	if (!(l = link_get(lk, from, false)))
+	if (!(l = cfs__link_get(lk, from, false)))
 		return;
 	l->acked_us = now;
 	/* it answers: what it owes now is what is still in flight after this */
@@ -897,7 +639,7 @@ static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uin
 			/* our random request ID came back: the address is proven,
 			 * and the call is alive while its request moves */
 			cfs__links_validated(lk, from, now);
-			event_push(lk, CFS__LINK_ALIVE, from, x->reqid);
+			cfs__link_event_push(lk, CFS__LINK_ALIVE, from, x->reqid);
 		}
 		if (r.complete)
 			drop_out(lk, l, j);
@@ -905,192 +647,6 @@ static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uin
 		break;
 	}
 	lk->check_bound = true;
-}
-
-static void ack_due_add(struct cfs__links *lk, const struct in_key *k, const struct cfs_addr *from,
-                        size_t piece_len)
-{
-	if (lk->nack_due == lk->cap_ack_due) {
-		lk->cap_ack_due = lk->cap_ack_due ? 2 * lk->cap_ack_due : 64;
-		lk->ack_due = xrealloc(lk->ack_due, lk->cap_ack_due * sizeof(lk->ack_due[0]));
-	}
-	lk->ack_due[lk->nack_due++] = (struct ack_due){ .key = *k, .from = *from,
-	                                                .piece_len = (uint32_t)piece_len };
-}
-
-/* x (under k) no longer counts against the reassembly bounds. A reply's
- * reassembly counts apart: our own calls bound it, and strangers' pieces
- * must not crowd it out. */
-static void in_uncount(struct cfs__links *lk, const struct in_key *k, const struct xfer_in *x)
-{
-	if (k->reply) {
-		lk->in_reply_bytes -= x->len;
-		return;
-	}
-	struct link **lp = cfs_htab_get(&lk->links, &k->peer);
-	if (lp) {
-		(*lp)->nin--;
-		(*lp)->in_bytes -= x->len;
-	}
-	lk->in_bytes -= x->len;
-	lk->nin_requests--;
-}
-
-static void in_forget(struct cfs__links *lk, const struct in_key *k, struct xfer_in *x)
-{
-	in_uncount(lk, k, x);
-	cfs_htab_del(&lk->ins, k, NULL);
-}
-
-/* Drop the request reassembly that has made the least progress (the
- * stalest of those), to make room: a stranger's lone pieces claiming
- * long messages give way to transfers that are arriving. False when
- * there is none. */
-static bool evict_one(struct cfs__links *lk)
-{
-	size_t pos = 0;
-	const void *key;
-	void *val;
-	struct xfer_in *best = NULL;
-	struct in_key bk;
-
-	while (cfs_htab_next(&lk->ins, &pos, &key, &val)) {
-		const struct in_key *k = key;
-		struct xfer_in *x = *(struct xfer_in **)val;
-		if (k->reply)
-			continue;
-		if (!best || x->nheld < best->nheld ||
-		    (x->nheld == best->nheld && x->last_rx_us < best->last_rx_us)) {
-			best = x;
-			bk = *k;
-		}
-	}
-	if (!best)
-		return false;
-	in_forget(lk, &bk, best);
-	cfs_xfer_in_free(best);
-	lk->st->reasm_evicted++;
-	return true;
-}
-
-/* A new reassembly, if the bounds allow it and (for a reply) our request
- * to that peer awaits it. */
-static struct xfer_in *in_start(struct cfs__links *lk, const struct cfs_addr *from,
-                                const struct in_key *k, const struct xfer_piece *p, uint64_t now)
-{
-	struct link *l;
-
-	if (p->flags & XF_REPLY) {
-		if (!cfs_htab_get(&lk->awaited, k))
-			return NULL;
-		/* it echoed our random request ID: it has our request, so the
-		 * address is its own (our acks to it need no budget) */
-		cfs__links_validated(lk, from, now);
-		if (lk->in_reply_bytes + p->msg_len > lk->cfg.reasm_total_max)
-			return NULL;
-		lk->in_reply_bytes += p->msg_len;
-	} else {
-		while ((lk->in_bytes + p->msg_len > lk->cfg.reasm_total_max ||
-		        lk->nin_requests >= REASM_COUNT_MAX) && evict_one(lk))
-			;
-		if (!(l = link_get(lk, from, true)) && evict_one(lk))
-			l = link_get(lk, from, true);
-		if (!l || l->in_bytes + p->msg_len > lk->cfg.reasm_peer_max ||
-		    lk->in_bytes + p->msg_len > lk->cfg.reasm_total_max)
-			return NULL;
-		l->nin++;
-		l->in_bytes += p->msg_len;
-		lk->in_bytes += p->msg_len;
-		lk->nin_requests++;
-	}
-	struct xfer_in *x = cfs_xfer_in_new(p, now);
-	*(struct xfer_in **)cfs_htab_put(&lk->ins, k, NULL) = x;
-	if (!lk->in_sweep_us)
-		lk->in_sweep_us = now + (uint64_t)lk->cfg.reasm_idle_ms * 500;
-	return x;
-}
-
-/* The reassembly of a piece that is not a duplicate of a completed
- * message (whose sender then hears our final ack again), or NULL. */
-static struct xfer_in *in_find(struct cfs__links *lk, const struct cfs_addr *from,
-                               const struct in_key *k, const struct xfer_piece *p, size_t len,
-                               uint64_t now)
-{
-	struct xfer_in **xp = cfs_htab_get(&lk->ins, k), *x;
-
-	if (xp)
-		return *xp;
-	struct done_in *d = cfs_htab_get(&lk->done_map, k);
-	if (d) { /* our final ack was lost: say it again */
-		lk->st->pieces_dup++;
-		struct xfer_ack a = { .flags = (uint8_t)(k->reply | XF_COMPLETE), .reqid = p->reqid,
-		                      .largest_pn = p->pn > d->largest_pn ? p->pn : d->largest_pn,
-		                      .first_missing = d->npieces };
-		send_ack(lk, from, &a, len, now);
-		return NULL;
-	}
-	if (!(x = in_start(lk, from, k, p, now)))
-		lk->st->reasm_dropped++;
-	return x;
-}
-
-static void on_piece(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *b,
-                     size_t len, uint64_t now)
-{
-	struct xfer_piece p;
-	struct xfer_ack a;
-	struct in_key k;
-	const char *why;
-	struct xfer_in *x;
-
-	if (cfs_xfer_piece_decode(b, len, &p, &why) < 0) {
-		lk->st->malformed++;
-		return;
-	}
-	lk->st->pieces_in++;
-	in_key_of(&k, from, p.reqid, p.flags & XF_REPLY);
-	if (!(x = in_find(lk, from, &k, &p, len, now)))
-		return;
-	bool was_pending = x->ack_pending;
-	int r = cfs_xfer_in_piece(x, &p, now);
-	if (r < 0) {
-		lk->st->malformed++;
-		return;
-	}
-	if (r == 1)
-		lk->st->pieces_dup++;
-	if (r == 0 && (p.flags & XF_REPLY)) /* only news keeps a call alive */
-		event_push(lk, CFS__LINK_ALIVE, from, p.reqid);
-	if (!cfs_xfer_in_complete(x)) {
-		if (!was_pending)
-			ack_due_add(lk, &k, from, len);
-		return;
-	}
-	cfs_xfer_in_ack(x, now, &a);
-	send_ack(lk, from, &a, len, now);
-	done_note(lk, &k, x);
-	in_forget(lk, &k, x);
-	lk->st->xfers_in++;
-	struct cfs__link_event *e = event_push(lk, CFS__LINK_MESSAGE, from, p.reqid);
-	e->low_priority = p.flags & XF_BACKGROUND;
-	e->msg = x->buf;
-	e->len = x->len;
-	x->buf = NULL; /* the event's now */
-	cfs_xfer_in_free(x);
-}
-
-void cfs__links_flush_acks(struct cfs__links *lk, uint64_t now)
-{
-	struct xfer_ack a;
-
-	for (unsigned i = 0; i < lk->nack_due; i++) {
-		struct xfer_in **xp = cfs_htab_get(&lk->ins, &lk->ack_due[i].key);
-		if (!xp || !(*xp)->ack_pending)
-			continue;
-		cfs_xfer_in_ack(*xp, now, &a);
-		send_ack(lk, &lk->ack_due[i].from, &a, lk->ack_due[i].piece_len, now);
-	}
-	lk->nack_due = 0;
 }
 
 void cfs__links_datagram(struct cfs__links *lk, const struct cfs_addr *from, enum xfer_kind kind,
@@ -1101,17 +657,17 @@ void cfs__links_datagram(struct cfs__links *lk, const struct cfs_addr *from, enu
 
 	switch (kind) {
 	case XFER_KIND_PIECE:
-		on_piece(lk, from, p, len, now);
+		cfs__link_on_piece(lk, from, p, len, now);
 		return;
 	case XFER_KIND_ACK:
 		on_ack(lk, from, p, len, now);
 		return;
 	case XFER_KIND_VALIDATE:
-		on_validate(lk, from, p, len, now);
+		cfs__link_on_validate(lk, from, p, len, now);
 		return;
 	case XFER_KIND_RETRY:
 		if (cfs_xfer_retry_decode(p, len, &reqid, tok) == 0) {
-			memcpy(event_push(lk, CFS__LINK_RETRY, from, reqid)->token, tok, sizeof(tok));
+			memcpy(cfs__link_event_push(lk, CFS__LINK_RETRY, from, reqid)->token, tok, sizeof(tok));
 			return;
 		}
 		break;

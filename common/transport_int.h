@@ -1,8 +1,9 @@
 /*
- * common/transport_int.h — the transport's driver (common/transport.c,
- * and common/version.c, which knows each peer's protocol version): the
- * socket, the timers and the two machines it moves bytes and events
- * between, the calls (common/rpc.h) and the links (common/link.h).
+ * common/transport_int.h — the transport's driver (common/transport.c;
+ * common/transport_msg.c, its messages; and common/version.c, which knows
+ * each peer's protocol version): the socket, the timers and the two
+ * machines it moves bytes and events between, the calls (common/rpc.h)
+ * and the links (common/link.h).
  * Internal to common/; nothing below the driver includes it.
  */
 #ifndef CFS_COMMON_TRANSPORT_INT_H
@@ -53,6 +54,16 @@ struct cfs_transport {
 	size_t bl_bytes;
 	bool sock_blocked;     /* pieces wait for the socket to take more */
 };
+
+/* transport.c: carry out the calls' actions now, even inside the drive;
+ * at the end of every entry point from outside, carry out what it queued
+ * and set the timer. */
+void cfs__tr_rpc_run(cfs_transport_t *t, uint64_t now);
+void cfs__tr_drive_and_arm(cfs_transport_t *t, uint64_t now);
+
+/* transport_msg.c: a whole message from a datagram or the links. */
+void cfs__tr_on_message(cfs_transport_t *t, const struct cfs_addr *from, const uint8_t *p,
+                        size_t len, bool low_priority, uint64_t now);
 
 /* version.c: which version each peer speaks, and its clock */
 void cfs__ver_init(cfs_transport_t *t);

@@ -295,11 +295,19 @@ struct dhash__drain_target {
  * held_lo (dhash__drain_held), given the nodes known before it (preds,
  * nearest first: chord_vnode_preds) and its successor list: each of its
  * first k successors at other addresses, with the part of the range it
- * holds once self is gone (sync.c says how). Returns how many (<= k). */
+ * holds once self is gone (drain.c says how). Returns how many (<= k). */
 uint32_t dhash__drain_plan(const struct cfs_node *self, const struct cfs_id *held_lo,
                            const struct cfs_node *preds, uint32_t npreds,
                            const struct cfs_node *const *succs, uint32_t nsuccs, uint32_t k,
                            struct dhash__drain_target *ret);
+/* sync.c: start the round's (or the drain's) next sessions, up to
+ * SESSIONS at once; when none is left in a drain, dhash__drain_next. */
+void dhash__sync_next_session(dhash_server_t *s);
+/* drain.c: no session and no job left: start the drain's sessions, or
+ * report it; report it to its caller, once (-ECANCELED: the server
+ * closes). */
+void dhash__drain_next(dhash_server_t *s);
+void dhash__drain_end(dhash_server_t *s, int status);
 /* Release what sync keeps past dhash__sync_stop (the close of the server). */
 void dhash__sync_free(dhash_server_t *s);
 void dhash__sync_status(dhash_server_t *s, struct cfs_sbuf *b, bool json);

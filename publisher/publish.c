@@ -11,9 +11,10 @@
  * stored one renewed by the "have" that found it — and the root is valid
  * no longer than the least lease the servers granted. Sequences are never
  * reused: the last one signed for a volume is kept on disk and the next
- * is above it and above every replica's.
+ * is above it and above every replica's. Those rules, and signing and
+ * storing the root, are in root.c (publish_int.h is what the two share).
  */
-#include "publisher/internal.h"
+#include "publisher/publish_int.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -30,8 +31,6 @@
 #define PUB_FAILED_MAX 1000 /* blocks not stored before a publish gives up */
 #define DATA_HEADER_MAX 64  /* a data block's encoding beyond its payload */
 
-struct pub;
-
 /* One batch on its way to the sink: asked which blocks it holds, then sent
  * the others. It owns its blocks' bytes until the sink answers. */
 struct batch {
@@ -44,35 +43,7 @@ struct batch {
 	uint64_t files, content;   /* the progress this batch's answer completes */
 };
 
-struct pub {
-	uv_loop_t *loop;
-	struct pub_sink *sink;
-	const struct pub_options *opt;
-	struct pub_stats *st;
-	struct cfs_idmap stored;   /* emitted (or refreshed) by this run: sent once */
-	struct batch *cur;         /* being filled */
-	unsigned in_flight;        /* batches the sink has not answered */
-	int error;                 /* the first batch that failed */
-	int put_error;             /* the first block the store did not take: why */
-	struct cfs_id put_failed;  /* and which */
-	uint8_t *chunk;            /* one block of file content */
-	/* Progress: the totals from a walk of the tree first, and
-	 * what the store has answered for. A data block's payload is done when
-	 * its batch is answered (stored, or found present); a file when the
-	 * batch with its inode is. pend_* wait for the next batch. */
-	struct cfs_progress bar;   /* the rate is from the first answer on */
-	uint64_t pend_files, pend_bytes;
-	uv_signal_t *sigint;       /* Ctrl-C: stop before the root (pub_publish) */
-	bool interrupted;
-	bool root_phase;           /* the root is being signed and stored */
-	uint64_t lease_until;      /* of every block: the root's valid-until asked for */
-	uint64_t start_us;
-	int status;
-	bool done;
-	bool woke;                 /* a batch was answered */
-};
-
-static void on_done(void *arg, int status)
+void pub__on_done(void *arg, int status)
 {
 	struct pub *p = arg;
 	p->status = status;
@@ -81,7 +52,7 @@ static void on_done(void *arg, int status)
 
 /* Run the loop until the sink answers (the publisher is the top of its
  * program: it waits here, never inside a callback). */
-static int wait_sink(struct pub *p)
+int pub__wait_sink(struct pub *p)
 {
 	int r = cfs_loop_run_until(p->loop, &p->done);
 	p->done = false;
@@ -499,167 +470,6 @@ static void count_tree(int fd, uint64_t *files, uint64_t *bytes)
 	closedir(d);
 }
 
-/* Where the last sequence signed for pk's volume is kept. */
-static int seq_path(const struct pub_options *opt, const struct cfs_pubkey *pk, char *buf, size_t n)
-{
-	char dir[4096], name[CFS_NAME_LEN + 1];
-	int r;
-
-	if (opt->state_dir)
-		snprintf(dir, sizeof(dir), "%s", opt->state_dir);
-	else if ((r = cfs_user_dir(dir, sizeof(dir) - 16, "/var/lib/cfs", "XDG_STATE_HOME",
-	                           ".local/state")) < 0 ||
-	         strlen(dir) + sizeof("/published") > sizeof(dir))
-		return log_error_errno(r < 0 ? r : -ENAMETOOLONG,
-		                       "no directory for the published sequences: give --state-dir");
-	else
-		strcat(dir, "/published");
-	if ((r = cfs_mkdir_p(dir, 0700)) < 0)
-		return log_error_errno(r, "cannot create %s for the published sequences", dir);
-	cfs_name_encode(name, pk->b);
-	if (snprintf(buf, n, "%s/%s.seq", dir, name) >= (int)n)
-		return log_error_errno(-ENAMETOOLONG, "the state directory %s is too long", dir);
-	return 0;
-}
-
-/* The sequence to sign: above the one the store holds (a root get asks
- * every replica it reaches and returns the highest) and above the last
- * one this publisher signed (kept on disk), so no sequence is used twice
- * even when the replicas holding the newest root are away. It is
- * recorded before the root is signed: a crash after that wastes a number,
- * never reuses one. */
-static int next_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t current, uint64_t *ret)
-{
-	char path[4200];
-	uint64_t mine;
-	int r;
-
-	if ((r = seq_path(p->opt, pk, path, sizeof(path))) < 0)
-		return r;
-	mine = cfs_num_load(path);
-	if (mine > current)
-		log_info("this publisher signed sequence %lu before; the store's newest is %lu",
-		         (unsigned long)mine, (unsigned long)current);
-	*ret = (mine > current ? mine : current) + 1;
-	if (!p->opt->dry_run && (r = cfs_num_store(path, *ret)) < 0)
-		return log_error_errno(r, "cannot record the sequence in %s", path);
-	return 0;
-}
-
-/* The sequence of the volume's current root in the store (0: none). */
-static int store_seq(struct pub *p, const struct cfs_pubkey *pk, uint64_t *ret)
-{
-	struct sfsro_root old;
-	int r = pub__read_root(p->loop, p->sink, pk, 0, &old);
-
-	*ret = 0;
-	if (r == -ENOENT)
-		return 0;
-	if (r == -ECONNREFUSED || r == -EHOSTUNREACH)
-		return r; /* the sink said which store it could not reach */
-	if (r < 0)
-		return log_error_errno(r, "the store holds an unreadable root for this volume");
-	*ret = old.seq;
-	return 0;
-}
-
-/* After the put: the root the store now answers with must be ours. A
- * replica may hold another root under the same sequence, or a higher one
- * (the key used elsewhere): the publish did not take, and is not said to.
- * An older one, or none, may be a replica still taking ours: asked again
- * a few times, then only warned about (the put was acknowledged). */
-static int check_stored_root(struct pub *p, const struct sfsro_root *mine)
-{
-	struct sfsro_root got;
-	int r = 0;
-
-	for (int attempt = 0; attempt < 5; attempt++) {
-		if (attempt)
-			usleep(200000u * attempt);
-		if ((r = pub__read_root(p->loop, p->sink, &mine->pk, 0, &got)) < 0)
-			continue;
-		if (got.seq == mine->seq && cfs_id_eq(&got.root_dir, &mine->root_dir) &&
-		    got.issued == mine->issued && got.valid_until == mine->valid_until)
-			return 0;
-		if (got.seq >= mine->seq)
-			return log_error_errno(-ESTALE, "another root of this volume is stored (sequence %lu, "
-			                       "this publish signed %lu): the key is used by another "
-			                       "publisher, or its sequence record was lost; this version "
-			                       "did not take", (unsigned long)got.seq, (unsigned long)mine->seq);
-	}
-	if (r < 0)
-		log_warn_errno(r, "the root just stored (sequence %lu) cannot be read back yet",
-		               (unsigned long)mine->seq);
-	else
-		log_warn("the store still answers with sequence %lu, not the %lu just stored; its "
-		         "replicas may be catching up", (unsigned long)got.seq, (unsigned long)mine->seq);
-	return 0;
-}
-
-/* The root is valid until the leases its blocks got: what was asked, or
- * less when a server grants less (its --max-lease-days). */
-static uint64_t bounded_valid_until(struct pub *p, uint64_t asked)
-{
-	uint64_t granted = p->sink->ops->lease_granted(p->sink->impl);
-
-	if (granted >= asked)
-		return asked;
-	if (asked - granted > 60) {
-		char when[64];
-		time_t t = (time_t)granted;
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
-		log_warn("the servers granted leases only until %s: the root is valid until then, "
-		         "%.1f days less than asked (keep the volume alive with --refresh or "
-		         "cfsctl pin)", when, (double)(asked - granted) / 86400);
-	}
-	return granted;
-}
-
-/* The root under its version key too. A store that cannot keep it (a
- * server older than version roots) leaves the publish whole: only reading
- * this version by number after a newer one is lost. */
-static void put_version(struct pub *p, const uint8_t *buf, size_t len, uint64_t seq)
-{
-	int r;
-
-	p->sink->ops->put_version(p->sink->impl, buf, len, p->lease_until, on_done, p);
-	if ((r = wait_sink(p)) < 0)
-		log_warn_errno(r, "version %lu could not be kept under its own key (it stays readable "
-		               "while it is the newest)", (unsigned long)seq);
-}
-
-static int sign_and_store(struct pub *p, struct sfsro_root *root, const struct cfs_seckey *sk)
-{
-	uint8_t *buf = xmalloc(1024);
-	struct cfs_id key;
-	size_t len;
-	int r;
-
-	root->issued = cfs_wall_s();
-	root->valid_until = bounded_valid_until(p, p->lease_until);
-	p->root_phase = true;
-	if (root->valid_until <= root->issued) {
-		free(buf);
-		return log_error_errno(-ETIME, "the servers granted leases that have already ended");
-	}
-	if ((r = sfsro_root_encode(root, sk, buf, 1024, &len)) == 0 && !p->opt->dry_run) {
-		sfsro_root_key(&root->pk, &key);
-		p->sink->ops->put_root(p->sink->impl, &key, buf, len, p->lease_until, on_done, p);
-		if ((r = wait_sink(p)) < 0)
-			log_error_errno(r, r == -ESTALE ? "storing the signed root failed: the store holds "
-			                "a newer root, or another one with this sequence"
-			                : "storing the signed root failed");
-		else
-			r = check_stored_root(p, root);
-		if (r == 0)
-			put_version(p, buf, len, root->seq);
-	}
-	free(buf);
-	p->st->seq = root->seq;
-	p->st->valid_until = root->valid_until;
-	return r;
-}
-
 static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
                      const struct pub_options *opt, struct pub_stats *st)
 {
@@ -773,7 +583,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 		goto out;
 	}
 	uint64_t current;
-	if ((r = store_seq(p, pk, &current)) < 0 || (r = next_seq(p, pk, current, &root.seq)) < 0) {
+	if ((r = pub__store_seq(p, pk, &current)) < 0 || (r = pub__next_seq(p, pk, current, &root.seq)) < 0) {
 		close(fd);
 		goto out;
 	}
@@ -808,7 +618,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 		goto out;
 	p->st->dirs++;
 	root.root_dir = top.key;
-	r = sign_and_store(p, &root, sk);
+	r = pub__sign_and_store(p, &root, sk);
 	draw_progress(p, true);
 out:
 	pub_fini(p);
@@ -832,8 +642,8 @@ static int refresh_flush(struct refresher *rf)
 {
 	if (rf->n == 0)
 		return 0;
-	rf->p->sink->ops->refresh(rf->p->sink->impl, rf->batch, rf->n, rf->lease_until, on_done, rf->p);
-	int r = wait_sink(rf->p);
+	rf->p->sink->ops->refresh(rf->p->sink->impl, rf->batch, rf->n, rf->lease_until, pub__on_done, rf->p);
+	int r = pub__wait_sink(rf->p);
 	rf->p->st->blocks_sent += rf->n;
 	rf->n = 0;
 	return r < 0 ? log_error_errno(r, "refreshing leases failed") : 0;
@@ -874,9 +684,9 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, refresh_block, rf)) < 0 ||
 	    (r = refresh_flush(rf)) < 0)
 		goto out;
-	if ((r = next_seq(p, pk, root.seq, &root.seq)) < 0)
+	if ((r = pub__next_seq(p, pk, root.seq, &root.seq)) < 0)
 		goto out;
-	r = sign_and_store(p, &root, sk);
+	r = pub__sign_and_store(p, &root, sk);
 out:
 	pub_fini(p);
 	free(rf);

@@ -129,10 +129,10 @@ def function_body(src, name):
 def cfsd_config_keys():
     """The settings cfsd's config file takes: the option table read_config
     walks, less the option values it refuses as "unknown setting"."""
-    src = strip_c_comments(read("cfsd/cfsd.c"))
-    body = function_body(src, "read_config")
+    src = strip_c_comments(read("cfsd/config.c"))
+    body = function_body(src, "cfsd__read_config")
     if body is None:
-        problem("cfsd", "config", "no read_config() in cfsd/cfsd.c to take the config keys from")
+        problem("cfsd", "config", "no cfsd__read_config() in cfsd/config.c to take the config keys from")
         return set()
     table = re.search(r"const struct option \*\w+\s*=\s*(\w+)\s*;", body)
     refused = re.search(r"if\s*\(!\s*\w+->name\s*\|\|(.*?)\)\s*\n\s*bad_usage", body, re.S)

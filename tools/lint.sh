@@ -15,7 +15,7 @@
 # A module includes only another's public header; leveldb/c.h only in
 # blockstore/, fuse_lowlevel.h only in cfs-fuse/, msgpack.h only in the codec
 # files (common/msg.c, and sfsro-format/ for blocks), ISA-L only in
-# sfsro-format/coded.c. The transport's machines (common/link.c, rpc.c,
+# sfsro-format/coded.c. The transport's machines (common/link*.c, rpc.c,
 # xfer.c, heap.c, upcap.c) include no libuv or socket header and call no
 # socket or clock. Every symbol a
 # module's archive exports carries the module's prefix (nm, below).
@@ -69,7 +69,7 @@ check_only isa-l/erasure_code.h '^sfsro-format/coded\.c'
 # include no libuv and no socket header, call no socket, timer or clock,
 # and do not reach back into the driver (common/transport.c, which alone
 # has udp.c and the loop).
-sans_io=(common/link.[ch] common/rpc.[ch] common/xfer.[ch] common/heap.[ch] common/upcap.[ch])
+sans_io=(common/link.[ch] common/link_*.[ch] common/rpc.[ch] common/xfer.[ch] common/heap.[ch] common/upcap.[ch])
 hits=$(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](uv\.h|uv/|sys/socket\.h|netinet/|arpa/|netdb\.h|common/udp\.h|common/transport_int\.h)' \
 	"${sans_io[@]}" 2>/dev/null)
 [ -z "$hits" ] || { echo "lint: I/O or driver headers in the transport's machines:"; echo "$hits"; bad=1; }

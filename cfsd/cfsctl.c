@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,7 +69,9 @@ static const char usage_text[] =
 	"             replication debt), address, uptime, traffic\n"
 	"             rates (bytes and RPCs a second, in and out, over the last 10 s),\n"
 	"             the ring neighbours with their round-trip times, RPC counts,\n"
-	"             timeouts, latency percentiles, the store, the ring tables;\n"
+	"             timeouts, latency percentiles, the store, the ring tables; then\n"
+	"             each cfs mount here as it reports itself (version, root age,\n"
+	"             online or OFFLINE);\n"
 	"             --json: the same as one object, in raw numbers\n"
 	"  health     one line, and exit 0 only when the local cfsd is healthy: every\n"
 	"             virtual server joined with a full successor list, the store\n"
@@ -270,6 +273,48 @@ static void print_status(void *arg, int status, const struct cfs_msg *reply)
 		fwrite(reply->data.p, 1, reply->data.len, stdout);
 }
 
+/* One user.cfs.* attribute of a mount's root as text ("" when absent). */
+static void mount_attr(const char *mnt, const char *name, char *buf, size_t n)
+{
+	ssize_t len = getxattr(mnt, name, buf, n - 1);
+
+	buf[len > 0 ? (size_t)len : 0] = 0;
+}
+
+/* An age in seconds, in the largest unit that keeps it readable. */
+static void human_age(char *buf, size_t n, double s)
+{
+	if (s < 120)
+		snprintf(buf, n, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%.0f min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, n, "%.0f h", s / 3600);
+	else
+		snprintf(buf, n, "%.0f days", s / 86400);
+}
+
+/* cfsctl status's last lines: each cfs mount in this mount namespace, as
+ * it reports itself (the daemon does not know the mounts, and may be the
+ * very thing that is down). */
+static bool status_mount(void *arg, const char *mnt, const char *src)
+{
+	char seq[32], age[32], off[8], ages[32] = "?";
+	unsigned *n = arg;
+
+	mount_attr(mnt, "user.cfs.seq", seq, sizeof(seq));
+	mount_attr(mnt, "user.cfs.root_age", age, sizeof(age));
+	mount_attr(mnt, "user.cfs.offline", off, sizeof(off));
+	if (age[0])
+		human_age(ages, sizeof(ages), strtod(age, NULL));
+	if ((*n)++ == 0)
+		printf("\nmounts here, as each reports itself:\n");
+	printf("  %s (%s): version %s, signed %s ago, %s\n", mnt, src, seq[0] ? seq : "?", ages,
+	       !strcmp(off, "1") ? "OFFLINE: its last root check reached nobody; serving its caches"
+	       : off[0] ? "online" : "state unknown (an older cfs-mount)");
+	return true;
+}
+
 static int cmd_status(struct cfsctl *g, int argc, char **argv)
 {
 	uint32_t flags = 0;
@@ -285,6 +330,11 @@ static int cmd_status(struct cfsctl *g, int argc, char **argv)
 	r = cfsd_ctl_call(sock, req, 5000, print_status, NULL);
 	free(req);
 	cfsd_ctl_report(sock, "status", r);
+	if (!(flags & CFS_STATUS_F_JSON)) {
+		unsigned n = 0;
+		fflush(stdout);
+		(void)cfs_mounts_each(NULL, status_mount, &n);
+	}
 	return r < 0 ? 1 : 0;
 }
 

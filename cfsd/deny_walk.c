@@ -93,9 +93,14 @@ static void pump(struct deny_walk *dw)
 			break;
 		} else if (r == SFSRO_WALK_DONE && !dw->have_root) {
 			/* the root is read and accepted: now every block under it */
-			struct cfs_id rk;
+			struct cfs_id rk, vk;
 			sfsro_root_key(&dw->pk, &rk);
 			add_key(dw, &rk);
+			/* its version block too, so that the copy here is
+			 * deleted (older versions are refused by the volume
+			 * they name, by the server) */
+			sfsro_root_version_key(&dw->pk, dw->root.seq, &vk);
+			add_key(dw, &vk);
 			dw->have_root = true;
 			sfsro_walker_visit(dw->w, &dw->root.root_dir);
 		} else {

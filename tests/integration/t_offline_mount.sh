@@ -95,6 +95,11 @@ offline_checks() {
 	[ "$age" -ge 0 ] && [ "$age" -le $((SECONDS + 60)) ] || fail "$what: user.cfs.root_age '$age'"
 	[ "$(xl "$mnt")" = "user.cfs.key user.cfs.offline user.cfs.root_age user.cfs.seq user.cfs.stats user.cfs.volume" ] ||
 		fail "$what: listxattr of /: $(xl "$mnt")"
+	# cfsctl status lists the mount as it reports itself, with no daemon to ask
+	"$CFSCTL" --data "$TEST_DIR/node$M" status >"$TEST_DIR/status.out" 2>/dev/null || true
+	grep -qF "  $mnt (cfs:${vol:0:16}): version 1, signed " "$TEST_DIR/status.out" &&
+		grep -F "  $mnt " "$TEST_DIR/status.out" | grep -q "OFFLINE" ||
+		fail "$what: cfsctl status: $(cat "$TEST_DIR/status.out")"
 	ok "$what: mounted in $MOUNT_S s from the kept root; the tree lists, $(wc -w <<<"$read_files") files read before read back equal, the unread one is EIO in $secs s (bound $BOUND_S s), offline = 1, root_age = $age s"
 	echo "# $what: mounted in $MOUNT_S s, EIO in $secs s"
 }

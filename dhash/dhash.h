@@ -2,8 +2,8 @@
  * dhash — the block store on the ring (CFS section 5, DHash++ 4–5).
  *
  * Contract:
- *  - Two kinds of block. A content-hash block is stored under the BLAKE2b
- *    hash of its bytes; a signed root under H(tag ‖ public key), and only
+ *  - Whole blocks of three kinds, and fragments (kind FRAG, below). A
+ *    content-hash block is stored under the BLAKE2b hash of its bytes; a signed root under H(tag ‖ public key), and only
  *    when its signature verifies and its sequence number is not below the
  *    stored one's (an identical duplicate is accepted). Servers check every
  *    block before storing it; clients check every block they fetch.
@@ -33,8 +33,18 @@
 
 /* CHASH: keyed by its hash. ROOT: a volume's newest signed root, replaced
  * by higher sequences. VERSION: one signed root kept under its version key
- * (sfsro_root_version_key), never replaced. */
-enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2, DHASH_KIND_VERSION = 3 };
+ * (sfsro_root_version_key), never replaced. FRAG: one fragment of an
+ * erasure-coded block under the block's coded key (docs/FORMAT.md, "Coded
+ * blocks"): each of the key's n holders keeps a different one, so a
+ * server keeps the first it is sent (a later STORE of the key is answered
+ * ok and changes nothing), never pushes it as a replica, and replica
+ * maintenance neither sends nor fetches it. */
+enum dhash_kind {
+	DHASH_KIND_CHASH = 1,
+	DHASH_KIND_ROOT = 2,
+	DHASH_KIND_VERSION = 3,
+	DHASH_KIND_FRAG = 4,
+};
 
 /* STORE flags. */
 #define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */

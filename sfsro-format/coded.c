@@ -269,10 +269,10 @@ int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret)
 	return 0;
 }
 
-int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret)
+int sfsro_frag_key(const uint8_t *f, size_t len, struct cfs_id *ret_key, struct sfsro_frag *ret)
 {
 	struct sfsro_frag fr;
-	struct cfs_id h, k;
+	struct cfs_id h;
 	int r = sfsro_frag_parse(f, len, &fr);
 
 	if (r < 0)
@@ -287,7 +287,20 @@ int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, st
 		else
 			node_hash(&h, &h, &sib);
 	}
-	key_of(&k, fr.m, fr.n, fr.block_len, &h, &fr.block_hash);
+	key_of(ret_key, fr.m, fr.n, fr.block_len, &h, &fr.block_hash);
+	if (ret)
+		*ret = fr;
+	return 0;
+}
+
+int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret)
+{
+	struct sfsro_frag fr;
+	struct cfs_id k;
+	int r = sfsro_frag_key(f, len, &k, &fr);
+
+	if (r < 0)
+		return r;
 	if (!cfs_id_eq(&k, key))
 		return -EBADMSG;
 	if (ret)

@@ -357,6 +357,10 @@ int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, 
                       uint8_t *const *frags) CFS_WUR;
 /* The fields of a well-formed fragment (-EPROTO), unchecked. */
 int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;
+/* The key a well-formed fragment belongs under (-EPROTO malformed): its
+ * leaf folded up its proof, hashed with its header. ret (may be NULL)
+ * borrows f. */
+int sfsro_frag_key(const uint8_t *f, size_t len, struct cfs_id *ret_key, struct sfsro_frag *ret) CFS_WUR;
 /* A fragment checked against key: -EPROTO malformed, -EBADMSG not the
  * key's. ret (may be NULL) borrows f. */
 int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;

@@ -96,6 +96,8 @@ void dhash__client_hold(dhash_client_t *d);
 void dhash__client_nonce(dhash_client_t *d, const struct cfs_addr *a, uint8_t out[CFS_NONCE_BYTES]);
 void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce);
 void dhash__client_release(dhash_client_t *d);
+/* The client's counters, for the drivers outside client.c to add to. */
+struct dhash_client_stats *dhash__client_stats_mut(dhash_client_t *d);
 
 /* ---- the server's state (server.c, sync.c) */
 

@@ -206,6 +206,16 @@ static int coded_start(struct coded_op *o)
 	return r;
 }
 
+bool dhash_code_valid(uint32_t m, uint32_t n)
+{
+	return sfsro_code_valid(m, n);
+}
+
+int dhash_coded_key(const uint8_t *p, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret)
+{
+	return sfsro_code_key(p, len, m, n, ret);
+}
+
 int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg)
 {

@@ -295,6 +295,11 @@ int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
  * n but does not reveal them: the caller knows them from the volume's
  * signed root. */
 
+/* Is m-of-n a code this build stores (1 <= m < n <= 32, m <= 16)? */
+bool dhash_code_valid(uint32_t m, uint32_t n);
+/* The coded key p is stored under with an m-of-n code (-EINVAL: no such
+ * code, an empty or oversized block). */
+int dhash_coded_key(const uint8_t *p, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret) CFS_WUR;
 /* Acknowledgements that make a coded put a success: m + ceil((n-m)/2),
  * the data fragments and half the parity (8 of 12 for 4-of-12). */
 uint32_t dhash_coded_happy(uint32_t m, uint32_t n);

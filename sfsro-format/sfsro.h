@@ -361,6 +361,9 @@ size_t sfsro_frag_len(uint32_t block_len, uint32_t m, uint32_t n);
  * oversized block. */
 int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key,
                       uint8_t *const *frags) CFS_WUR;
+/* The coded key of block (it encodes the block and keeps only the key);
+ * -EINVAL as sfsro_code_encode. */
+int sfsro_code_key(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key) CFS_WUR;
 /* The fields of a well-formed fragment (-EPROTO), unchecked. */
 int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;
 /* The key a well-formed fragment belongs under (-EPROTO malformed): its

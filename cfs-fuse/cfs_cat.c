@@ -241,6 +241,7 @@ int main(int argc, char **argv)
 	if (fs__source_open(fs) < 0)
 		return 1;
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, &fs->o, NULL);
+	fs__blocks_set_root(fs->blocks, &fs->root);
 	c.fs = fs;
 	c.window = (uint32_t)window;
 	fs__path_lookup(fs, argv[optind + 1], looked_up, &c);

@@ -68,6 +68,14 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 /* A prefetch for a listed directory: behind every other fetch, only while
  * fewer than --max-fetches are out, and no part of the bound's measure. */
 void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg);
+/* The same for a file's data block: a coded volume's (the root names a
+ * code) is fetched as fragments (client_get_coded). */
+void fs__blk_fetch_data(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
+                        void *arg);
+void fs__blk_fetch_data_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg);
+/* The volume's root as mounted (borrowed for bs's life): its code says how
+ * data blocks are fetched. */
+void fs__blocks_set_root(struct fs_blocks *bs, const struct sfsro_root *root);
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st);
 /* The bound on fetches in flight over its start (--max-fetches): the
  * prefetch window's bound grows with it. */

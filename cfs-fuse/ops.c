@@ -401,7 +401,7 @@ static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 		if (!fs__data_key_cached(fs, h, b, &key, prefetch_done, fs))
 			break;
 		if (!fs__blk_peek(fs->blocks, &key))
-			fs__blk_fetch(fs->blocks, &key, true, prefetch_done, fs);
+			fs__blk_fetch_data(fs->blocks, &key, true, prefetch_done, fs);
 		h->prefetched = b + 1;
 	}
 }
@@ -891,6 +891,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	/* a local store is a disk already: no cache of it on disk */
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, o,
 	                            fs->local ? NULL : open_disk_cache(fs));
+	fs__blocks_set_root(fs->blocks, &fs->root);
 	fs->nodes = fs__nodes_new();
 	fs->census = fs__census_new(fs);
 	fs->dirpf = fs__dirpf_new(fs);

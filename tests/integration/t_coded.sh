@@ -40,7 +40,9 @@ echo "inline" >"$src/sub/tiny"
 ln -s big1 "$src/link"
 published=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 
-cluster_start "$N" 1 --stabilize-ms 250 --replicas 6
+# replica maintenance every 2 s: its rounds run while the fragments are
+# checked below (it must neither move nor copy them)
+cluster_start "$N" 1 --stabilize-ms 250 --replicas 6 --sync-ms 2000
 cluster_wait_correct 90 || fail "the $N-daemon ring did not converge"
 echo "# ring of $N daemons converged in ${CLUSTER_CONVERGED_S}s"
 
@@ -112,6 +114,20 @@ wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mount
 diff -r --no-dereference "$src" "$mnt" || fail "diff -r of the coded mount finds differences"
 umount_coded
 ok "cfs-mount of the coded volume: diff -r equal to the source"
+
+sync_rounds() { # the least sync rounds any live daemon has finished
+	local i lo= r
+	for ((i = 0; i < CL_N; i++)); do
+		cluster_alive "$i" || continue
+		r=$("$CFSCTL" --data "$TEST_DIR/node$i" status --json | jget "['dhash']['sync']['rounds']")
+		[ -z "$lo" ] || [ "$r" -lt "$lo" ] && lo=$r
+	done
+	echo "$lo"
+}
+r0=$(sync_rounds)
+rounds_at_least() { [ "$(sync_rounds)" -ge "$1" ]; }
+wait_for 30 rounds_at_least $((r0 + 2)) || fail "replica maintenance did not run two rounds"
+echo "# every daemon ran two more maintenance rounds since the publish"
 
 # ---- n - m = 8 daemons gone: 8 of one data block's 12 holders, so every
 # block keeps at least 4 (12 - 8) and that one exactly 4

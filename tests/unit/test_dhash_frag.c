@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dhash/internal.h"
+#include "dhash/sync_sm.h"
 #include "sfsro-format/sfsro.h"
 
 #define M 2
@@ -95,6 +96,8 @@ struct answer {
 	uint32_t kind;
 	uint8_t data[2048];
 	size_t len;
+	struct cfs_id keys[DHASH_SYNC_PARTS];
+	uint32_t nkeys;
 };
 
 static void on_reply(void *arg, int status, const struct cfs_msg *reply, const struct cfs_rpc_result *res)
@@ -108,6 +111,9 @@ static void on_reply(void *arg, int status, const struct cfs_msg *reply, const s
 		a->len = reply->data.len < sizeof(a->data) ? reply->data.len : sizeof(a->data);
 		if (a->len)
 			memcpy(a->data, reply->data.p, a->len);
+		a->nkeys = reply->n_keys < DHASH_SYNC_PARTS ? reply->n_keys : DHASH_SYNC_PARTS;
+		if (a->nkeys)
+			memcpy(a->keys, reply->keys, a->nkeys * sizeof(a->keys[0]));
 	}
 }
 
@@ -203,4 +209,47 @@ Test(dhash_frag, the_first_fragment_is_kept)
 	dhash_store_totals(srv->store, &blocks, &bytes);
 	cr_assert_eq(blocks, 1);
 	cr_assert_eq(bytes, flen);
+}
+
+/* Replica maintenance compares whole blocks only: a fragment is in no
+ * SYNC_KEYS listing and no SYNC_DIGEST, so a peer never sees it to fetch,
+ * and ranges that differ only by their fragments agree. */
+Test(dhash_frag, left_out_of_sync_listings_and_digests)
+{
+	struct cfs_msg m;
+	struct answer a;
+	struct cfs_id empty[DHASH_SYNC_PARTS], block_key;
+	const char *text = "a whole block";
+
+	cfs_msg_init(&m, CFS_MSG_SYNC_DIGEST);
+	memset(&m.key, 0, sizeof(m.key));
+	memset(&m.hi, 0xff, sizeof(m.hi));
+	m.nsucc = DHASH_SYNC_PARTS;
+	cr_assert_eq(ask(&m, &a), 0);
+	cr_assert_eq(a.nkeys, DHASH_SYNC_PARTS);
+	memcpy(empty, a.keys, sizeof(empty));
+	cr_assert_eq(store(&key, frags[0], flen), 0);
+	cr_assert_eq(ask(&m, &a), 0);
+	cr_assert_arr_eq(a.keys, empty, sizeof(empty), "a fragment changed a digest");
+
+	cfs_msg_init(&m, CFS_MSG_STORE);
+	m.kind = DHASH_KIND_CHASH;
+	cfs_hash(&block_key, text, strlen(text));
+	m.key = block_key;
+	m.flags = DHASH_STORE_F_PRIMARY;
+	m.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
+	cr_assert_eq(ask(&m, &a), 0);
+
+	cfs_msg_init(&m, CFS_MSG_SYNC_KEYS);
+	memset(&m.key, 0, sizeof(m.key));
+	memset(&m.hi, 0xff, sizeof(m.hi));
+	m.count = 100;
+	cr_assert_eq(ask(&m, &a), 0);
+	cr_assert_eq(a.nkeys, 1, "listed %u keys", a.nkeys);
+	cr_assert(cfs_id_eq(&a.keys[0], &block_key), "the whole block, not the fragment");
+	/* a page of one: the fragment after the block is skipped, not a page */
+	m.count = 1;
+	cr_assert_eq(ask(&m, &a), 0);
+	cr_assert_eq(a.nkeys, 1);
+	cr_assert(cfs_id_eq(&a.keys[0], &block_key));
 }

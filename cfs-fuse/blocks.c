@@ -49,6 +49,8 @@ struct ffetch {
 	uint32_t tries;
 	bool prefetch;            /* only a prefetch wants it: no retries */
 	bool bg;                  /* only a directory's prefetch wants it (fs__blk_fetch_bg) */
+	bool data;                /* a file's data block (fs__blk_fetch_data) */
+	uint8_t code_m, code_n;   /* a coded volume's data block: its code (0: whole) */
 	bool timer_live;
 	bool queued;              /* waiting for a slot, in bs->q[fq(f)] */
 	uv_timer_t timer;         /* the pause before a retry */
@@ -266,6 +268,14 @@ static void on_retry(uv_timer_t *t)
 	fetch_start(container_of(t, struct ffetch, timer));
 }
 
+/* A coded volume's data block: fetched as fragments, and named by a
+ * coded key, which the disk cache's check (the hash of the bytes) cannot
+ * confirm, so it is kept in memory only. */
+static bool is_coded(const struct ffetch *f)
+{
+	return f->data && f->code_m;
+}
+
 static void on_got(void *arg, const struct dhash_get_result *r)
 {
 	struct ffetch *f = arg;
@@ -280,7 +290,7 @@ static void on_got(void *arg, const struct dhash_get_result *r)
 		status = -EBADMSG; /* a root where a content block belongs */
 	if (status == 0) {
 		bs->st.bytes_fetched += r->len;
-		if (bs->disk)
+		if (bs->disk && !is_coded(f))
 			(void)dhash_cache_put(bs->disk, &f->key, (uint8_t)r->kind, r->data, r->len);
 		fetch_end(f, 0, insert(bs, &f->key, r->data, r->len));
 		return;
@@ -310,8 +320,12 @@ static void fetch_issue(struct ffetch *f)
 	bs->active++;
 	if (!f->bg)
 		fs__pipe_start(&bs->pipe, bs->active);
-	r = bs->local ? fs__local_get(bs->local, &f->key, on_got, f)
-	              : client_get(bs->dh, &f->key, on_got, f);
+	if (bs->local)
+		r = fs__local_get(bs->local, &f->key, on_got, f);
+	else if (is_coded(f))
+		r = client_get_coded(bs->dh, &f->key, f->code_m, f->code_n, on_got, f);
+	else
+		r = client_get(bs->dh, &f->key, on_got, f);
 	if (r < 0) {
 		bs->active--;
 		fetch_end(f, r, NULL); /* only while closing: nobody waits for an answer */
@@ -344,7 +358,7 @@ static void waiter_add(struct ffetch *f, fs_blk_cb cb, void *arg)
 }
 
 static void blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, bool bg,
-                      fs_blk_cb cb, void *arg)
+                      const struct sfsro_root *data, fs_blk_cb cb, void *arg)
 {
 	struct ffetch **slot = cfs_htab_get(&bs->ftab, key), *f;
 
@@ -355,6 +369,9 @@ static void blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefe
 		f->wtail = &f->waiters;
 		f->prefetch = prefetch;
 		f->bg = bg;
+		f->data = data != NULL;
+		f->code_m = data ? data->code_m : 0;
+		f->code_n = data ? data->code_n : 0;
 		*(struct ffetch **)cfs_htab_put(&bs->ftab, key, NULL) = f;
 		bs->st.misses += !prefetch;
 		bs->st.prefetches += prefetch;
@@ -378,12 +395,24 @@ static void blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefe
 void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch, fs_blk_cb cb,
                    void *arg)
 {
-	blk_fetch(bs, key, prefetch, false, cb, arg);
+	blk_fetch(bs, key, prefetch, false, NULL, cb, arg);
+}
+
+void fs__blk_fetch_data(struct fs_blocks *bs, const struct sfsro_root *root, const struct cfs_id *key,
+                        bool prefetch, fs_blk_cb cb, void *arg)
+{
+	blk_fetch(bs, key, prefetch, false, root, cb, arg);
+}
+
+void fs__blk_fetch_data_bg(struct fs_blocks *bs, const struct sfsro_root *root,
+                           const struct cfs_id *key, fs_blk_cb cb, void *arg)
+{
+	blk_fetch(bs, key, true, true, root, cb, arg);
 }
 
 void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg)
 {
-	blk_fetch(bs, key, true, true, cb, arg);
+	blk_fetch(bs, key, true, true, NULL, cb, arg);
 }
 
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)

@@ -140,7 +140,7 @@ static void on_timer(uv_timer_t *t)
 				continue;
 			j->pending++;
 			pf->fs->st.dir_prefetches++;
-			fs__blk_fetch_bg(pf->fs->blocks, &j->keys[i], data_done, j);
+			fs__blk_fetch_data_bg(pf->fs->blocks, &pf->fs->root, &j->keys[i], data_done, j);
 		}
 		job_done(j);           /* the ready list's hold */
 	}

@@ -89,6 +89,14 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 /* A prefetch for a listed directory: behind every other fetch, only while
  * fewer than --max-fetches are out, and no part of the bound's measure. */
 void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg);
+/* The same for a file's data block of the version root: a coded volume's
+ * (the root names a code) is fetched as fragments (client_get_coded). The
+ * code is the caller's, so one block layer serves volumes of both kinds
+ * (cfs-gateway's). */
+void fs__blk_fetch_data(struct fs_blocks *bs, const struct sfsro_root *root, const struct cfs_id *key,
+                        bool prefetch, fs_blk_cb cb, void *arg);
+void fs__blk_fetch_data_bg(struct fs_blocks *bs, const struct sfsro_root *root,
+                           const struct cfs_id *key, fs_blk_cb cb, void *arg);
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st);
 /* The bound on fetches in flight over its start (--max-fetches): the
  * prefetch window's bound grows with it. */

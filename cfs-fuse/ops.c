@@ -400,7 +400,7 @@ static void prefetch(cfsfuse_t *fs, struct fhandle *h, uint64_t end)
 		if (!fs__data_key_cached(fs, h, b, &key, prefetch_done, fs))
 			break;
 		if (!fs__blk_peek(fs->blocks, &key))
-			fs__blk_fetch(fs->blocks, &key, true, prefetch_done, fs);
+			fs__blk_fetch_data(fs->blocks, &fs->root, &key, true, prefetch_done, fs);
 		h->prefetched = b + 1;
 	}
 }

@@ -95,9 +95,14 @@ static int fwalk_run(struct fwalk *fw, struct sfsro_step *s)
 			struct fetch_ctx *c = xmalloc(sizeof(*c));
 			*c = (struct fetch_ctx){ fw, s->key };
 			fw->fetching++;
-			fs__blk_fetch(fw->fs->blocks, &s->key, false, fetched, c);
+			if (s->btype == SFSRO_B_DATA)
+				fs__blk_fetch_data(fw->fs->blocks, &fw->fs->root, &s->key, false, fetched, c);
+			else
+				fs__blk_fetch(fw->fs->blocks, &s->key, false, fetched, c);
 		} else if (r == SFSRO_WALK_HINT) {
-			if (!fs__blk_peek(fw->fs->blocks, &s->key))
+			if (!fs__blk_peek(fw->fs->blocks, &s->key) && s->btype == SFSRO_B_DATA)
+				fs__blk_fetch_data(fw->fs->blocks, &fw->fs->root, &s->key, true, prefetched, NULL);
+			else if (!fs__blk_peek(fw->fs->blocks, &s->key))
 				fs__blk_fetch(fw->fs->blocks, &s->key, true, prefetched, NULL);
 		} else if (r == SFSRO_WALK_WAIT || (r <= 0 && fw->fetching)) {
 			return SFSRO_WALK_WAIT;
@@ -359,7 +364,10 @@ bool fs__data_key_cached(cfsfuse_t *fs, struct fhandle *h, uint64_t b, struct cf
 	sfsro_walker_locate(h->locator, &h->key, b, ret);
 	while ((r = sfsro_walker_step(h->locator, &s)) == SFSRO_WALK_NEED) {
 		if (!feed_cached(fs, h->locator, &s.key, &h->key, h->iblock, h->iblock_len)) {
-			fs__blk_fetch(fs->blocks, &s.key, true, cb, arg);
+			if (s.btype == SFSRO_B_DATA)
+				fs__blk_fetch_data(fs->blocks, &fs->root, &s.key, true, cb, arg);
+			else
+				fs__blk_fetch(fs->blocks, &s.key, true, cb, arg);
 			return false;
 		}
 	}

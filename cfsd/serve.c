@@ -57,7 +57,7 @@ struct conn {
 struct ctl_req {
 	struct conn *k;
 	uint64_t reqid;
-	uint8_t type;             /* have, refresh: the reply's */
+	uint8_t type;             /* the reply's: the request's type */
 };
 
 static void conn_put(struct conn *k)
@@ -154,7 +154,7 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&sv->reply, CFS_MSG_CTL_GET);
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_GET or CTL_GET_CODED */
 		sv->reply.is_reply = true;
 		sv->reply.reqid = q->reqid;
 		sv->reply.status = r->status;
@@ -173,7 +173,7 @@ static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64
 	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&sv->reply, CFS_MSG_CTL_PUT);
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_PUT or CTL_PUT_CODED */
 		sv->reply.is_reply = true;
 		sv->reply.reqid = q->reqid;
 		sv->reply.status = status;
@@ -194,8 +194,15 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 
 	q->k = k;
 	q->reqid = req->reqid;
+	q->type = (uint8_t)req->type;
 	if (req->type == CFS_MSG_CTL_GET)
 		r = dhash_get(sv->env.client, &req->key, ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_GET_CODED)
+		r = dhash_get_coded(sv->env.client, &req->key, req->count >> 8, req->count & 0xff,
+		                    ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_PUT_CODED)
+		r = dhash_put_coded(sv->env.client, req->count >> 8, req->count & 0xff, req->data.p,
+		                    req->data.len, req->lease_until, ctl_put_done, q);
 	else if (req->type == CFS_MSG_CTL_LOCATE)
 		r = dhash_locate(sv->env.client, &req->key, ctl_locate_done, q);
 	else
@@ -560,7 +567,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 			k->pending++;
 		}
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
-	           req->type == CFS_MSG_CTL_LOCATE) {
+	           req->type == CFS_MSG_CTL_LOCATE || req->type == CFS_MSG_CTL_GET_CODED ||
+	           req->type == CFS_MSG_CTL_PUT_CODED) {
 		ctl_block(k, req);
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);

@@ -97,13 +97,15 @@ void client__fail(client_t *c, struct client__req *q, int status)
 		return;
 	}
 	switch (q->type) {
-	case CFS_MSG_CTL_GET: {
+	case CFS_MSG_CTL_GET:
+	case CFS_MSG_CTL_GET_CODED: {
 		struct dhash_get_result r = { .status = status,
 		                              .latency_us = cfs_now_us() - q->started_us };
 		q->get_cb(q->arg, &r);
 		break;
 	}
 	case CFS_MSG_CTL_PUT:
+	case CFS_MSG_CTL_PUT_CODED:
 		q->put_cb(q->arg, status, &q->key, 0);
 		break;
 	case CFS_MSG_CTL_LOCATE: {
@@ -362,6 +364,42 @@ int client_put(client_t *c, uint32_t kind, const uint8_t *p, size_t len, uint64_
 	q->kind = kind;
 	q->lease_until = lease_until;
 	q->data = xmemdup(p, len ? len : 1);
+	q->len = len;
+	q->put_cb = cb;
+	return req_start(c, q);
+}
+
+int client_get_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n, dhash_get_cb cb,
+                     void *arg)
+{
+	if (c->closing)
+		return -ECANCELED;
+	if (!dhash_code_valid(m, n))
+		return -EINVAL;
+	struct client__req *q = req_new(c, CFS_MSG_CTL_GET_CODED, arg);
+	q->key = *key;
+	q->code_m = (uint8_t)m;
+	q->code_n = (uint8_t)n;
+	q->get_cb = cb;
+	return req_start(c, q);
+}
+
+int client_put_coded(client_t *c, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
+                     uint64_t lease_until, dhash_put_cb cb, void *arg)
+{
+	struct cfs_id key;
+	int r;
+
+	if (c->closing)
+		return -ECANCELED;
+	if ((r = dhash_coded_key(p, len, m, n, &key)) < 0)
+		return r;
+	struct client__req *q = req_new(c, CFS_MSG_CTL_PUT_CODED, arg);
+	q->key = key;
+	q->code_m = (uint8_t)m;
+	q->code_n = (uint8_t)n;
+	q->lease_until = lease_until;
+	q->data = xmemdup(p, len);
 	q->len = len;
 	q->put_cb = cb;
 	return req_start(c, q);

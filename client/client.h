@@ -113,6 +113,15 @@ int client_get(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg
 int client_get_root(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
 int client_put(client_t *c, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
                dhash_put_cb cb, void *arg) CFS_WUR;
+/* dhash_get_coded and dhash_put_coded (m of n fragments, the volume's
+ * code). Through the daemon, a coded get's block is checked by cfsd (it
+ * decodes and checks the block against the key's H(block)): a coded key
+ * cannot be checked from the block alone. A put's key is computed here
+ * and the daemon's answer must name it. */
+int client_get_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n, dhash_get_cb cb,
+                     void *arg) CFS_WUR;
+int client_put_coded(client_t *c, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
+                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
 /* Which of keys (1..CFS_MSG_MAX_KEYS) their servers store: dhash_have_many. */
 int client_have(client_t *c, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb,
                 void *arg) CFS_WUR;

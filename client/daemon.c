@@ -67,6 +67,15 @@ static int req_send(client_t *c, struct client__req *q)
 		m->lease_until = q->lease_until;
 		m->data = (struct cfs_bytes){ q->data, q->len };
 		break;
+	case CFS_MSG_CTL_GET_CODED:
+		m->key = q->key;
+		m->count = (uint32_t)q->code_m << 8 | q->code_n;
+		break;
+	case CFS_MSG_CTL_PUT_CODED:
+		m->count = (uint32_t)q->code_m << 8 | q->code_n;
+		m->lease_until = q->lease_until;
+		m->data = (struct cfs_bytes){ q->data, q->len };
+		break;
 	default:
 		m->keys = (const struct cfs_id *)q->data;
 		m->n_keys = q->n_keys;
@@ -85,6 +94,27 @@ static void drop_stream(client_t *c, int status)
 	d->s = NULL;
 	d->connecting = false;
 	client__fail_all(c, status, status);
+}
+
+/* A coded get's or put's reply. The get's block: cfsd decoded the
+ * fragments and checked the block against the key's H(block), and the
+ * block alone cannot be checked again here. The put's key must be the one
+ * we computed. */
+static void answer_coded(client_t *c, struct client__req *q, const struct cfs_msg *m)
+{
+	if (q->type == CFS_MSG_CTL_PUT_CODED) {
+		if (!cfs_id_eq(&m->key, &q->key))
+			client__fail(c, q, -EPROTO);
+		else
+			client__answer_put(c, q, 0, m->lease_until);
+		return;
+	}
+	struct dhash_get_result r = { .latency_us = cfs_now_us() - q->started_us, .kind = m->kind,
+	                              .data = m->data.p, .len = m->data.len };
+	if (m->kind != DHASH_KIND_CHASH || m->data.len == 0 || m->data.len > CFS_BLOCK_MAX)
+		client__fail(c, q, -EPROTO);
+	else
+		client__answer_get(c, q, &r);
 }
 
 /* The daemon's reply m to q, in the form the caller asked for. */
@@ -116,6 +146,10 @@ static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 	}
 	case CFS_MSG_CTL_PUT:
 		client__answer_put(c, q, 0, m->lease_until);
+		return;
+	case CFS_MSG_CTL_GET_CODED:
+	case CFS_MSG_CTL_PUT_CODED:
+		answer_coded(c, q, m);
 		return;
 	case CFS_MSG_CTL_LOCATE: {
 		struct dhash_locate_result r = { 0 };

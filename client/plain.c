@@ -97,6 +97,12 @@ static void plain_start(client_t *c, struct client__req *q)
 	case CFS_MSG_CTL_LOCATE:
 		r = dhash_locate(dc, &q->key, on_located, k);
 		break;
+	case CFS_MSG_CTL_GET_CODED:
+		r = dhash_get_coded(dc, &q->key, q->code_m, q->code_n, on_got, k);
+		break;
+	case CFS_MSG_CTL_PUT_CODED:
+		r = dhash_put_coded(dc, q->code_m, q->code_n, q->data, q->len, q->lease_until, on_put, k);
+		break;
 	case CFS_MSG_CTL_PUT:
 		r = dhash_put(dc, q->kind, q->data, q->len, q->lease_until, on_put, k);
 		break;

@@ -76,6 +76,8 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_DENY]    = { "ctl_deny",    { F_FLAGS, F_KEY }, { F_FLAGS, F_TEXT } },
 	[CFS_MSG_CTL_LEAVE]   = { "ctl_leave",   { F_FLAGS }, { F_FLAGS, F_TEXT } },
 	[CFS_MSG_CTL_PIN_VERSIONS] = { "ctl_pin_versions", { F_KEY, F_COUNT }, { F_END } },
+	[CFS_MSG_CTL_GET_CODED] = { "ctl_get_coded", { F_KEY, F_COUNT }, { F_KIND, F_DATA } },
+	[CFS_MSG_CTL_PUT_CODED] = { "ctl_put_coded", { F_COUNT, F_LEASE, F_DATA }, { F_KEY, F_LEASE } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -95,6 +95,8 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_LEAVE,       /* local: flags (CFS_CTL_LEAVE_F_*) -> flags, text;
 	                          * then the daemon leaves the ring and exits */
 	CFS_MSG_CTL_PIN_VERSIONS,/* local: as CTL_PIN, keeping the newest count versions */
+	CFS_MSG_CTL_GET_CODED,   /* local: coded get of key, count = m << 8 | n -> kind, data */
+	CFS_MSG_CTL_PUT_CODED,   /* local: coded put of data, count = m << 8 | n -> key, lease */
 	CFS_MSG_TYPE_END
 };
 

@@ -56,6 +56,8 @@ int dhash_block_key(uint32_t kind, const uint8_t *p, size_t len, struct cfs_id *
 			return -EKEYREJECTED;
 		sfsro_root_version_key(&root.pk, root.seq, ret);
 		return 0;
+	case DHASH_KIND_FRAG:
+		return sfsro_frag_key(p, len, ret, NULL) < 0 ? -EBADMSG : 0;
 	default:
 		return -EINVAL;
 	}
@@ -87,6 +89,9 @@ int dhash_verify(uint32_t kind, const struct cfs_id *key, const uint8_t *p, size
 			return -EBADMSG;
 		*ret_seq = root.seq;
 		return 0;
+	case DHASH_KIND_FRAG:
+		/* malformed or another block's: either way not this key's */
+		return sfsro_frag_verify(key, p, len, NULL) < 0 ? -EBADMSG : 0;
 	default:
 		return -EINVAL;
 	}

@@ -713,6 +713,11 @@ void dhash_client_free(dhash_client_t *d)
 	client_maybe_free(d);
 }
 
+struct dhash_client_stats *dhash__client_stats_mut(dhash_client_t *d)
+{
+	return &d->st;
+}
+
 chord_t *dhash__client_chord(const dhash_client_t *d)
 {
 	return d->chord;

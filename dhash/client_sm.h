@@ -28,6 +28,7 @@
 #define CFS_DHASH_CLIENT_SM_H
 
 #include "dhash/internal.h"
+#include "sfsro-format/sfsro.h"
 
 #define DHASH_GET_SPARES 4          /* successors asked beyond k, for stale lists */
 #define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
@@ -351,6 +352,64 @@ bool dhash__rmany_next(struct dhash__rmany *rm, struct dhash__act *ret);
 /* Call ci's server, and its keys into out (DHASH_REFRESH_CHUNK); the count. */
 const struct cfs_node *dhash__rmany_call_node(const struct dhash__rmany *rm, uint32_t ci);
 uint32_t dhash__rmany_call_keys(const struct dhash__rmany *rm, uint32_t ci, struct cfs_id *out);
+
+/* ---- coded put and get (coded_sm.c): a block as n fragments (kind FRAG)
+ * on the key's first n successors at distinct IPs, fragment i on the i-th */
+
+enum dhash__coded_state { DHASH_CODED_LOOKUP, DHASH_CODED_RUN, DHASH_CODED_DONE };
+
+struct dhash__cput {
+	enum dhash__coded_state state;
+	uint32_t m, n, happy;
+	uint64_t lease_until;     /* asked for */
+	struct cfs_node cand[SFSRO_CODE_N_MAX]; /* cand[i] is sent fragment i */
+	uint32_t ncand;
+	uint8_t cst[SFSRO_CODE_N_MAX];          /* enum dhash__put_cand */
+	uint8_t challenged_at[SFSRO_CODE_N_MAX];
+	uint32_t acked, inflight, rpcs, timeouts;
+	int miss;
+	uint64_t granted;         /* the least lease an ack named */
+	struct cfs_actq q;
+};
+
+/* Queues the LOOKUP. happy: acknowledgements that make the put a success
+ * (dhash_coded_happy). */
+void dhash__cput_init(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until);
+void dhash__cput_fini(struct dhash__cput *p);
+void dhash__cput_on_lookup(struct dhash__cput *p, const struct chord_lookup_result *r);
+/* The STORE of fragment ci to cand[ci] ended (rep), or was never sent (NULL). */
+void dhash__cput_on_store(struct dhash__cput *p, uint32_t ci, const struct dhash__reply *rep);
+bool dhash__cput_next(struct dhash__cput *p, struct dhash__act *ret);
+bool dhash__cput_idle(const struct dhash__cput *p);
+
+struct dhash__cget {
+	enum dhash__coded_state state;
+	struct cfs_id key;
+	uint32_t m, n;
+	struct cfs_node cand[SFSRO_CODE_N_MAX]; /* the holders, nearest first */
+	uint32_t ncand, next_cand;
+	uint32_t inflight;
+	uint8_t *frag[SFSRO_CODE_N_MAX];        /* good fragments by index (malloc'd) */
+	size_t flen[SFSRO_CODE_N_MAX];
+	uint32_t have;
+	uint8_t *block;           /* the decoded block (malloc'd), FINISH points here */
+	size_t block_len;
+	int miss;                 /* dhash__get_miss's choice */
+	uint32_t rpcs, timeouts, bad, dups;
+	uint64_t lookup_us;
+	struct cfs_actq q;
+};
+
+/* Queues the LOOKUP; m and n as the key was made with. */
+void dhash__cget_init(struct dhash__cget *g, const struct cfs_id *key, uint32_t m, uint32_t n);
+void dhash__cget_fini(struct dhash__cget *g);
+/* rtt_us[i]: the predicted round trip to r->succ[i] (0: unknown). */
+void dhash__cget_on_lookup(struct dhash__cget *g, const struct chord_lookup_result *r,
+                           const uint64_t *rtt_us);
+/* The FETCH to cand[ci] ended (rep), or was never sent (NULL). */
+void dhash__cget_on_fetch(struct dhash__cget *g, uint32_t ci, const struct dhash__reply *rep);
+bool dhash__cget_next(struct dhash__cget *g, struct dhash__act *ret);
+bool dhash__cget_idle(const struct dhash__cget *g);
 
 /* ---- locate (locate_sm.c) */
 

@@ -2,8 +2,8 @@
  * dhash — the block store on the ring (CFS section 5, DHash++ 4–5).
  *
  * Contract:
- *  - Two kinds of block. A content-hash block is stored under the BLAKE2b
- *    hash of its bytes; a signed root under H(tag ‖ public key), and only
+ *  - Whole blocks of three kinds, and fragments (kind FRAG, below). A
+ *    content-hash block is stored under the BLAKE2b hash of its bytes; a signed root under H(tag ‖ public key), and only
  *    when its signature verifies and its sequence number is not below the
  *    stored one's (an identical duplicate is accepted). Servers check every
  *    block before storing it; clients check every block they fetch.
@@ -33,8 +33,18 @@
 
 /* CHASH: keyed by its hash. ROOT: a volume's newest signed root, replaced
  * by higher sequences. VERSION: one signed root kept under its version key
- * (sfsro_root_version_key), never replaced. */
-enum dhash_kind { DHASH_KIND_CHASH = 1, DHASH_KIND_ROOT = 2, DHASH_KIND_VERSION = 3 };
+ * (sfsro_root_version_key), never replaced. FRAG: one fragment of an
+ * erasure-coded block under the block's coded key (docs/FORMAT.md, "Coded
+ * blocks"): each of the key's n holders keeps a different one, so a
+ * server keeps the first it is sent (a later STORE of the key is answered
+ * ok and changes nothing), never pushes it as a replica, and replica
+ * maintenance neither sends nor fetches it. */
+enum dhash_kind {
+	DHASH_KIND_CHASH = 1,
+	DHASH_KIND_ROOT = 2,
+	DHASH_KIND_VERSION = 3,
+	DHASH_KIND_FRAG = 4,
+};
 
 /* STORE flags. */
 #define DHASH_STORE_F_PRIMARY 0x1u /* from a client: replicate after storing */
@@ -232,6 +242,7 @@ struct dhash_client_stats {
 	uint64_t hedges_skipped;  /* automatic hedges not sent: over DHASH_HEDGE_SHARE */
 	uint64_t cache_pushes;    /* copies sent to lookup-path caches after gets */
 	uint64_t cache_pushes_skipped; /* ... not sent: over cache_push_bytes_per_s */
+	uint64_t coded_gets, coded_gets_failed, coded_puts, coded_puts_failed;
 	struct cfs_hist get_us;   /* get latency */
 };
 
@@ -273,6 +284,41 @@ int dhash_have_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, dh
  * none of its servers. */
 int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
                        uint64_t lease_until, dhash_bits_cb cb, void *arg) CFS_WUR;
+
+/* ---- erasure-coded blocks (DHash++ 4.4; docs/FORMAT.md "Coded blocks")
+ *
+ * A block as n fragments, any m of which rebuild it, fragment i stored
+ * (kind FRAG) on the i-th of the key's first n successors at distinct IP
+ * addresses. No server replicates a fragment and replica maintenance
+ * leaves them alone: a lost fragment stays lost (there is no repair yet),
+ * which the n - m spare fragments absorb. The coded key commits to m and
+ * n but does not reveal them: the caller knows them from the volume's
+ * signed root. */
+
+/* Is m-of-n a code this build stores (1 <= m < n <= 32, m <= 16)? */
+bool dhash_code_valid(uint32_t m, uint32_t n);
+/* The coded key p is stored under with an m-of-n code (-EINVAL: no such
+ * code, an empty or oversized block). */
+int dhash_coded_key(const uint8_t *p, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret) CFS_WUR;
+/* Acknowledgements that make a coded put a success: m + ceil((n-m)/2),
+ * the data fragments and half the parity (8 of 12 for 4-of-12). */
+uint32_t dhash_coded_happy(uint32_t m, uint32_t n);
+/* Encode p (sfsro_code_encode) and store fragment i on the key's i-th
+ * successor; cb gets the coded key, status 0 once dhash_coded_happy of
+ * them acknowledged (lease: the least granted), -EREMOTEIO (or the
+ * servers' refusal) when fewer did, -EHOSTUNREACH when the ring names
+ * fewer servers than that. -EINVAL: a code outside sfsro_code_valid. */
+int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
+                    uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
+/* Fetch the key's block: look up its n holders, FETCH fragments from the
+ * m nearest (predicted round trip) and DHASH_CODED_EXTRA more at once,
+ * verify each as it comes (a bad one: its server is suspected and the next
+ * holder asked), decode from the first m good ones and check the block
+ * against the hash the key names. r->kind is DHASH_KIND_CHASH, r->data
+ * the block. -EBADMSG also when the fragments decode to another block. */
+#define DHASH_CODED_EXTRA 2
+int dhash_get_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                    dhash_get_cb cb, void *arg) CFS_WUR;
 
 /* Where are key's copies? Its k responsible servers (the distinct
  * successors), each asked for the block and its answer verified. A copy

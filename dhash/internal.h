@@ -96,6 +96,8 @@ void dhash__client_hold(dhash_client_t *d);
 void dhash__client_nonce(dhash_client_t *d, const struct cfs_addr *a, uint8_t out[CFS_NONCE_BYTES]);
 void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const uint8_t *nonce);
 void dhash__client_release(dhash_client_t *d);
+/* The client's counters, for the drivers outside client.c to add to. */
+struct dhash_client_stats *dhash__client_stats_mut(dhash_client_t *d);
 
 /* ---- the server's state (server.c, sync.c) */
 
@@ -121,6 +123,9 @@ struct dhash_sync_stats {
 	 * as debt (deny.c); copies a peer refused as denied there, and those
 	 * not pushed to it again for that */
 	uint64_t denied_skipped, push_denied, push_denied_skipped;
+	/* fragments (kind FRAG) held here or sent by a peer: each holder's
+	 * is its own, so maintenance neither pushes nor takes them */
+	uint64_t frag_skipped;
 };
 
 /* The scrub (scrub.c): every stored block reread and verified, at a bounded
@@ -174,6 +179,7 @@ struct dhash_server {
 	struct cfs_msg push;
 	uint64_t stores, stores_dup, refused[9], fetches, fetch_misses, haves, refreshes;
 	uint64_t pushed, push_failed, expired, store_errors, commits;
+	uint64_t frag_kept;       /* STOREs of a fragment held already: the first kept */
 	/* copies of others' blocks (CFS 5.2), never counted as replicas */
 	dhash_cache_t *cache;
 	uint64_t cache_stores, cache_hits, path_hits;

@@ -259,7 +259,8 @@ static void commit(dhash_server_t *s)
 	s->nq = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct pending *p = &s->q[i];
-		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY)) /* plain STOREs: nobody's charge */
+		/* plain STOREs: nobody's charge; a fragment is this server's alone */
+		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY) && p->rec.kind != DHASH_KIND_FRAG)
 			replicate_then_answer(s, &p->from, &p->key, &p->rec);
 		else
 			answer_store(s, &p->from, st[i], p->rec.lease_until);
@@ -352,7 +353,8 @@ static bool server_has_block(void *arg, const struct cfs_id *key)
 	 * find the newest. */
 	if (dhash_store_get(s->store, key, &rec) == 0) {
 		free(rec.data);
-		return rec.kind != DHASH_KIND_ROOT;
+		/* Nor for fragments: a fragment is not the block. */
+		return rec.kind != DHASH_KIND_ROOT && rec.kind != DHASH_KIND_FRAG;
 	}
 	if (s->cache && dhash_cache_has(s->cache, key)) {
 		s->path_hits++;
@@ -372,6 +374,26 @@ static int fetch_cached(dhash_server_t *s, const struct cfs_id *key, struct dhas
 	rec->lease_until = 0; /* a cached copy carries no lease: nobody stores it as a replica */
 	s->cache_hits++;
 	return 0;
+}
+
+/* A fragment of key held here already, stored or waiting for the commit:
+ * each holder keeps the first it was sent (a second, perhaps another
+ * index, would make two holders hold the same one). *ret_lease gets its
+ * lease. */
+static bool frag_held(dhash_server_t *s, const struct cfs_id *key, uint64_t *ret_lease)
+{
+	struct dhash_rec old;
+
+	for (size_t i = 0; i < s->nq; i++)
+		if (cfs_id_eq(&s->q[i].key, key)) {
+			*ret_lease = s->q[i].rec.lease_until;
+			return true;
+		}
+	if (dhash_store_get(s->store, key, &old) < 0)
+		return false;
+	free(old.data);
+	*ret_lease = old.lease_until;
+	return true;
 }
 
 /* Check a STORE; a root is written at once (its sequence check reads the
@@ -442,6 +464,11 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 		answer_store(s, from, r, rec.lease_until);
 		if (r == 0 && (req->flags & DHASH_STORE_F_PRIMARY))
 			replicate(s, &req->key, &rec);
+		return;
+	}
+	if (req->kind == DHASH_KIND_FRAG && frag_held(s, &req->key, &rec.lease_until)) {
+		s->frag_kept++;
+		answer_store(s, from, 0, rec.lease_until);
 		return;
 	}
 	rec.data = xmalloc(rec.len ? rec.len : 1);

@@ -21,6 +21,7 @@ struct server_snap {
 	bool clock_off;
 	uint64_t expiry_skipped;
 	uint64_t fetches, fetch_misses, fetch_denied, haves, refreshes, pushed, push_failed, expired;
+	uint64_t frag_kept;
 	uint64_t capacity, quota, challenges, day, week;
 	uint64_t admit_ok, admit_stranger, admit_far, refresh_over_quota, admit_parked;
 	uint64_t c_capacity, c_blocks, c_bytes, c_evicted, c_stores, c_hits, c_path_hits;
@@ -50,6 +51,7 @@ static const struct cfs_stat server_stats[] = {
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN(NULL, "traffic"),
 	S(U64, stores, "stores", "stores accepted", NULL),
+	S(U64, frag_kept, "frag_kept", "of them fragments held already (kept)", NULL),
 	S(U64, refused_total, "refused_total", "refused", NULL),
 	S(U64, fetches, "fetches", "fetches", NULL),
 	S(U64, fetch_misses, "fetch_misses", "misses", NULL),
@@ -158,6 +160,7 @@ static void server_snap_fill(dhash_server_t *s, struct server_snap *n)
 	n->pushed = s->pushed;
 	n->push_failed = s->push_failed;
 	n->expired = s->expired;
+	n->frag_kept = s->frag_kept;
 	n->capacity = s->cfg.capacity_bytes;
 	n->quota = s->cfg.quota_bytes;
 	n->challenges = s->challenges;

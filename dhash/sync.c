@@ -128,6 +128,22 @@ static void scan_all(dhash_server_t *s, const struct dhash__sync_range *r, struc
 	}
 }
 
+/* Leave out fragments (kind FRAG): every holder of a coded key keeps a
+ * different one, so they are in no digest or listing a peer compares. */
+static void keyset_drop_frags(struct keyset *ks)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < ks->n; i++) {
+		if (ks->kinds[i] == DHASH_KIND_FRAG)
+			continue;
+		ks->keys[m] = ks->keys[i];
+		ks->kinds[m] = ks->kinds[i];
+		ks->seqs[m++] = ks->seqs[i];
+	}
+	ks->n = m;
+}
+
 static void keyset_free(struct keyset *ks)
 {
 	free(ks->keys);
@@ -144,6 +160,7 @@ static void digests(dhash_server_t *s, const struct dhash__sync_range *r, struct
 	struct keyset ks;
 
 	scan_all(s, r, &ks);
+	keyset_drop_frags(&ks);
 	for (uint32_t i = 0; i < PARTS; i++) {
 		struct cfs_id end;
 		dhash__sync_part_end(r, i, &end);
@@ -201,7 +218,7 @@ void dhash__sync_handle_digest(dhash_server_t *s, const struct cfs_msg *req, con
 
 void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
-	struct cfs_id keys[PAGE_KEYS];
+	struct cfs_id keys[PAGE_KEYS + 1];
 	uint32_t n = 0, max = req->count;
 
 	if (!range_ok(req) || max == 0) {
@@ -210,16 +227,27 @@ void dhash__sync_handle_keys(dhash_server_t *s, const struct cfs_msg *req, const
 	}
 	if (max > PAGE_KEYS)
 		max = PAGE_KEYS;
-	/* One more than asked tells whether the page is the last. */
-	struct cfs_id probe[PAGE_KEYS + 1];
-	if (dhash_store_scan(s->store, &req->key, &req->hi, probe, max + 1, &n) < 0) {
-		(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EIO);
-		return;
+	/* One more than asked tells whether the page is the last; fragments
+	 * are left out (keyset_drop_frags), a page at a time. */
+	struct cfs_id probe[PAGE_KEYS + 1], after = req->key;
+	uint8_t kinds[PAGE_KEYS + 1];
+	for (;;) {
+		uint32_t got = 0;
+		if (dhash_store_scan_info(s->store, &after, &req->hi, probe, kinds, NULL, PAGE_KEYS + 1,
+		                          &got) < 0) {
+			(void)cfs_transport_reply_error(chord_transport(s->chord), from, -EIO);
+			return;
+		}
+		for (uint32_t i = 0; i < got && n <= max; i++)
+			if (kinds[i] != DHASH_KIND_FRAG)
+				keys[n++] = probe[i];
+		if (n > max || got < PAGE_KEYS + 1 || cfs_id_eq(&probe[got - 1], &req->hi))
+			break;
+		after = probe[got - 1];
 	}
 	bool more = n > max;
 	if (more)
 		n = max;
-	memcpy(keys, probe, n * sizeof(keys[0]));
 	if (req->has_from)
 		(void)chord_member_check(s->chord, &(struct cfs_node){ .id = req->from_id, .addr = from->addr,
 		                                                       .vindex = req->from_vindex });
@@ -419,6 +447,8 @@ static void fetch_back(void *arg, int status, const struct cfs_msg *reply,
 	se->xfers--;
 	if (status < 0) {
 		s->sync.fetch_failed++;
+	} else if (reply->kind == DHASH_KIND_FRAG) {
+		s->sync.frag_skipped++; /* the peer's own fragment, not a replica */
 	} else if (dhash_verify(reply->kind, &key, reply->data.p, reply->data.len, &seq) < 0) {
 		s->sync.fetch_bad++;
 		char hex[9], a[CFS_ADDR_STRLEN];
@@ -716,6 +746,7 @@ static const struct cfs_stat sync_stats[] = {
 	S(U64, y.denied_skipped, "denied_skipped", "denied here: not fetched", NULL),
 	S(U64, y.push_denied, "push_denied", "refused as denied there", NULL),
 	S(U64, y.push_denied_skipped, "push_denied_skipped", "not sent again", NULL),
+	S(U64, y.frag_skipped, "frag_skipped", "fragments: not moved", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN(NULL, "repl. debt"),
 	S(U64, y.debt_last, "debt_last_round", "copies missing in the last whole round", NULL),

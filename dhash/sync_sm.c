@@ -264,7 +264,8 @@ static bool is_denied(const struct dhash__sync_view *v, const struct cfs_id *key
  * the peer holds fetched. A key denied here is neither fetched nor
  * pushed (our copy was dropped when it was denied; one the peer lists is
  * skipped); a key the peer refused as denied there is not pushed while
- * its refusal holds.
+ * its refusal holds. A fragment we hold (kind FRAG) is neither pushed nor
+ * compared: it is ours alone, and the peer's under the same key differs.
  */
 void dhash__sync_sm_on_local(struct dhash__sync_sm *m, const struct cfs_id *keys, const uint8_t *kinds,
                              size_t n, const struct dhash__sync_view *v)
@@ -286,7 +287,11 @@ void dhash__sync_sm_on_local(struct dhash__sync_sm *m, const struct cfs_id *keys
 	while (i < n || j < m->nremote) {
 		const struct cfs_id *mk = i < n ? &keys[ix[i]] : NULL;
 		int c = i == n ? 1 : j == m->nremote ? -1 : cfs_id_cmp(mk, &m->remote[j]);
-		if (c < 0) {
+		if (c <= 0 && kinds[ix[i]] == DHASH_KIND_FRAG) {
+			st->frag_skipped++;
+			i++;
+			j += c == 0;
+		} else if (c < 0) {
 			if (v && dhash__sync_is_refused(v->refused, mk, &m->peer, v->now_ms))
 				st->push_denied_skipped++;
 			else

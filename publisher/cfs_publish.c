@@ -2,7 +2,8 @@
  * cfs-publish — publish a directory tree as a signed, verifiable volume.
  *
  *   cfs-publish --keygen [FILE]
- *   cfs-publish [--key FILE] [--to STORE] [--block-size N] [--valid DAYS] [--dry-run] DIR
+ *   cfs-publish [--key FILE] [--to STORE] [--block-size N] [--redundancy R] [--valid DAYS]
+ *               [--dry-run] DIR
  *   cfs-publish [--key FILE] [--to STORE] [--valid DAYS] --refresh VOLUME
  *   cfs-publish --from dir:PATH [--to STORE] VOLUME
  *
@@ -37,6 +38,10 @@ static const char usage_text[] =
 	"  -d, --data DIR        through the cfsd whose data directory is DIR: the same\n"
 	"                        as --to cfsd:DIR/cfsd.sock\n"
 	"      --block-size N    data block size in bytes, 1024..131072 (default 65536)\n"
+	"      --redundancy R    how data blocks are kept: copies (whole, on k servers;\n"
+	"                        the default) or rs:M/N (N fragments on N servers, any M\n"
+	"                        of which rebuild a block; 1 <= M < N <= 32, M <= 16;\n"
+	"                        ring stores only; no repair of lost fragments yet)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
 	"                        0.5 is allowed), and every block leased as long; never\n"
 	"                        beyond the leases the servers grant\n"
@@ -64,7 +69,7 @@ static const char usage_text[] =
 	"Exit status: 0 published; 1 failed (the previous root stands); 2 wrong\n"
 	"arguments; 130 interrupted.\n";
 
-#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--dry-run] [--quiet] DIR | --keygen [FILE] | --refresh VOLUME | --from dir:PATH VOLUME", __VA_ARGS__)
+#define bad_usage(...) cfs_usage_error("usage: cfs-publish [--key FILE] [--to STORE] [--block-size N] [--redundancy R] [--dry-run] [--quiet] DIR | --keygen [FILE] | --refresh VOLUME | --from dir:PATH VOLUME", __VA_ARGS__)
 
 /* An error that says the store was not reached (the sink said which). */
 static bool store_unreachable(int r)
@@ -76,6 +81,23 @@ static bool store_unreachable(int r)
  * options (the sink, shared with cfs-fsck, names none). */
 #define STORE_ADVICE "start cfsd, or give --to cfsd:SOCKET or --to ring:HOST:PORT, or " \
 	"publish offline with --to dir:PATH; nothing was published"
+
+/* --redundancy: "copies", or "rs:M/N" with a code sfsro_code_valid takes. */
+static int parse_redundancy(const char *s, struct pub_options *opt)
+{
+	unsigned m, n;
+	int end = 0;
+
+	if (!strcmp(s, "copies")) {
+		opt->code_m = opt->code_n = 0;
+		return 0;
+	}
+	if (sscanf(s, "rs:%u/%u%n", &m, &n, &end) != 2 || s[end] || !sfsro_code_valid(m, n))
+		return -EINVAL;
+	opt->code_m = (uint8_t)m;
+	opt->code_n = (uint8_t)n;
+	return 0;
+}
 
 static void advise_store(const char *opt)
 {
@@ -144,13 +166,14 @@ int main(int argc, char **argv)
 {
 	/* Long only: -b is cfsd's --bind, -v its --vnodes (one meaning per
 	 * letter across the tools). */
-	enum { O_KEYGEN = 1000, O_BLOCK_SIZE, O_VALID, O_STATE_DIR };
+	enum { O_KEYGEN = 1000, O_BLOCK_SIZE, O_VALID, O_STATE_DIR, O_REDUNDANCY };
 	static const struct option opts[] = {
 		{ "keygen", no_argument, NULL, O_KEYGEN },
 		{ "key", required_argument, NULL, 'k' },
 		{ "to", required_argument, NULL, 't' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "block-size", required_argument, NULL, O_BLOCK_SIZE },
+		{ "redundancy", required_argument, NULL, O_REDUNDANCY },
 		{ "valid", required_argument, NULL, O_VALID },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, O_STATE_DIR },
@@ -190,6 +213,11 @@ int main(int argc, char **argv)
 				bad_usage("--block-size wants %d..%d bytes, not '%s'", SFSRO_BLOCK_SIZE_MIN,
 				          SFSRO_BLOCK_SIZE_MAX, optarg);
 			opt.block_size = (uint32_t)v;
+			break;
+		case O_REDUNDANCY:
+			if (parse_redundancy(optarg, &opt) < 0)
+				bad_usage("--redundancy wants copies or rs:M/N with 1 <= M < N <= 32, M <= 16, "
+				          "not '%s'", optarg);
 			break;
 		case O_VALID:
 			if (cfs_parse_days(optarg, &opt.valid_s) < 0)

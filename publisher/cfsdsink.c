@@ -242,6 +242,17 @@ struct put_req {
 	uint32_t tries;
 };
 
+static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease);
+
+/* A block whole (replicated), or a coded volume's data block as fragments. */
+static int sink_put(struct cfsdsink *d, const struct pub_block *b, uint64_t lease_until,
+                    struct put_req *p)
+{
+	if (b->code_m)
+		return client_put_coded(d->l, b->code_m, b->code_n, b->p, b->len, lease_until, put_done, p);
+	return client_put(d->l, DHASH_KIND_CHASH, b->p, b->len, lease_until, put_done, p);
+}
+
 static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct put_req *p = arg;
@@ -249,8 +260,7 @@ static void put_done(void *arg, int status, const struct cfs_id *key, uint64_t l
 	if (is_transient(status) && p->tries < PUT_RETRIES) {
 		p->tries++;
 		p->d->put_retries++;
-		if (client_put(p->d->l, DHASH_KIND_CHASH, p->blk->p, p->blk->len, p->lease_until,
-		               put_done, p) == 0)
+		if (sink_put(p->d, p->blk, p->lease_until, p) == 0)
 			return;
 	}
 
@@ -282,8 +292,7 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
 		p->blk = &blocks[i];
 		p->lease_until = lease_until;
 		cfs_fanin_add(&b->fan);
-		int r = client_put(d->l, DHASH_KIND_CHASH, blocks[i].p, blocks[i].len, lease_until,
-		                   put_done, p);
+		int r = sink_put(d, &blocks[i], lease_until, p);
 		if (r < 0) {
 			blocks[i].status = r; /* the block's failure, not the batch's */
 			free(p);

@@ -187,7 +187,7 @@ static int drain(struct pub *p)
 /* Queue a block for the sink, taking ownership of its bytes; content:
  * the file bytes it carries, for the progress. */
 static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len,
-                      uint64_t content)
+                      uint64_t content, bool data)
 {
 	struct batch *b;
 
@@ -206,7 +206,9 @@ static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, s
 		p->pend_files = p->pend_bytes = 0;
 	}
 	b->content += content;
-	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len };
+	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len,
+	                                        .code_m = data ? p->opt->code_m : 0,
+	                                        .code_n = data ? p->opt->code_n : 0 };
 	b->bytes += len;
 	p->st->blocks++;
 	return b->n == BATCH_BLOCKS || b->bytes >= BATCH_BYTES ? submit(p) : 0;
@@ -218,7 +220,7 @@ static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_
 	struct pub *p = arg;
 	if (cfs_idmap_get(&p->stored, key, NULL))
 		return p->error;
-	return emit_owned(p, key, xmemdup(bytes, len), len, 0);
+	return emit_owned(p, key, xmemdup(bytes, len), len, 0, false);
 }
 
 /* A file's blocks are all queued: it is done when the batch holding its
@@ -307,8 +309,15 @@ static int publish_file(struct pub *p, int dirfd, const char *name, const char *
 			cap = cap ? 2 * cap : 64;
 			keys = xrealloc(keys, cap * sizeof(*keys));
 		}
-		cfs_hash(&keys[nblocks], enc, len);
-		if ((r = emit_owned(p, &keys[nblocks], enc, len, got)) < 0)
+		/* a coded volume's data block is named by its coded key */
+		if (p->opt->code_m &&
+		    (r = dhash_coded_key(enc, len, p->opt->code_m, p->opt->code_n, &keys[nblocks])) < 0) {
+			free(enc);
+			break;
+		}
+		if (!p->opt->code_m)
+			cfs_hash(&keys[nblocks], enc, len);
+		if ((r = emit_owned(p, &keys[nblocks], enc, len, got, true)) < 0) /* enc is its now */
 			break;
 		nblocks++;
 	}
@@ -573,6 +582,13 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	if (opt->block_size < SFSRO_BLOCK_SIZE_MIN || opt->block_size > SFSRO_BLOCK_SIZE_MAX)
 		return log_error_errno(-EINVAL, "block size must be %d to %d bytes",
 		                       SFSRO_BLOCK_SIZE_MIN, SFSRO_BLOCK_SIZE_MAX);
+	if ((opt->code_m || opt->code_n) && !sfsro_code_valid(opt->code_m, opt->code_n))
+		return log_error_errno(-EINVAL, "no such code: rs:%u/%u", opt->code_m, opt->code_n);
+	if (opt->code_m && !sink->ops->locate)
+		return log_error_errno(-EOPNOTSUPP, "a coded volume (rs:%u/%u) can only be published "
+		                       "to the ring, not to a dir: store", opt->code_m, opt->code_n);
+	root.code_m = opt->code_m;
+	root.code_n = opt->code_n;
 	pub_init(p, loop, sink, opt, ret_stats);
 	catch_sigint(p);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -679,6 +695,11 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 	/* an expired root may be refreshed: that is what refresh is for */
 	if ((r = pub__read_root(loop, sink, pk, 0, &root)) < 0) {
 		log_error_errno(r, "cannot read the volume's current root");
+		goto out;
+	}
+	if (root.code_m) { /* its data blocks are fragments: no walk renews them yet */
+		r = log_error_errno(-EOPNOTSUPP, "--refresh of a coded volume (rs:%u/%u) is not "
+		                    "supported yet; publish it again instead", root.code_m, root.code_n);
 		goto out;
 	}
 	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, refresh_block, rf)) < 0 ||

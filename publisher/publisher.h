@@ -41,6 +41,8 @@ struct pub_block {
 	const uint8_t *p;
 	size_t len;
 	int status;  /* set by put: 0 or a negative errno */
+	uint8_t code_m, code_n; /* a coded volume's data block: stored as code_n
+	                         * fragments under its coded key (0: whole) */
 };
 
 typedef void (*pub_done_fn)(void *arg, int status);
@@ -126,6 +128,9 @@ struct pub_options {
 	uint64_t valid_s;         /* root validity from now, default 30 days */
 	bool dry_run;             /* ask the sink, send nothing */
 	bool progress;            /* draw a progress bar on stderr */
+	uint8_t code_m, code_n;   /* data blocks as code_n fragments, any code_m of
+	                           * which rebuild one (0, 0: whole, replicated);
+	                           * named in the root (format 2); a ring store only */
 	const char *state_dir;    /* where the last sequence signed per volume is
 	                           * kept (NULL: $XDG_STATE_HOME/cfs/published, or
 	                           * /var/lib/cfs/published for root) */

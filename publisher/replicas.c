@@ -200,6 +200,9 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 		                       "not a local store");
 	if ((r = pub__read_root(loop, sink, pk, seq, &root)) < 0)
 		return pub_sink_said_unreachable() ? r : log_error_errno(r, "cannot read the volume's root");
+	if (root.code_m) /* it counts whole copies on k servers, not fragments on n */
+		return log_error_errno(-EOPNOTSUPP, "--replicas of a coded volume (rs:%u/%u) is not "
+		                       "supported yet", root.code_m, root.code_n);
 	rp.root_kind = seq ? DHASH_KIND_VERSION : DHASH_KIND_ROOT;
 	if (seq)
 		sfsro_root_version_key(pk, seq, &root_key);

@@ -103,13 +103,19 @@ static int enc_write(void *data, const char *p, size_t n)
 	return 0;
 }
 
-static void enc_init(struct enc *e, uint8_t *buf, size_t cap, const char *tag, uint32_t items)
+static void enc_init_v(struct enc *e, uint8_t *buf, size_t cap, const char *tag, uint32_t items,
+                       uint8_t version)
 {
 	*e = (struct enc){ .buf = buf, .cap = cap };
 	msgpack_packer_init(&e->pk, e, enc_write);
 	msgpack_pack_array(&e->pk, items);
 	msgpack_pack_str_with_body(&e->pk, tag, strlen(tag));
-	msgpack_pack_uint8(&e->pk, SFSRO_VERSION);
+	msgpack_pack_uint8(&e->pk, version);
+}
+
+static void enc_init(struct enc *e, uint8_t *buf, size_t cap, const char *tag, uint32_t items)
+{
+	enc_init_v(e, buf, cap, tag, items, SFSRO_VERSION);
 }
 
 static void enc_bin(struct enc *e, const void *p, size_t n)
@@ -127,7 +133,7 @@ static int enc_finish(struct enc *e, size_t *ret_len)
 
 static void pack_root_body(msgpack_packer *pk, const struct sfsro_root *r)
 {
-	msgpack_pack_array(pk, 8);
+	msgpack_pack_array(pk, r->code_m ? 9 : 8);
 	msgpack_pack_bin_with_body(pk, r->pk.b, sizeof(r->pk.b));
 	msgpack_pack_uint64(pk, r->seq);
 	msgpack_pack_uint64(pk, r->issued);
@@ -136,6 +142,11 @@ static void pack_root_body(msgpack_packer *pk, const struct sfsro_root *r)
 	msgpack_pack_uint32(pk, r->dir_mode);
 	msgpack_pack_int64(pk, r->mtime_s);
 	msgpack_pack_uint32(pk, r->mtime_ns);
+	if (r->code_m) { /* format 2: the code, [m, n] */
+		msgpack_pack_array(pk, 2);
+		msgpack_pack_uint32(pk, r->code_m);
+		msgpack_pack_uint32(pk, r->code_n);
+	}
 }
 
 /* The signed message: domain tag ‖ body bytes exactly as they travel. */
@@ -160,7 +171,8 @@ int sfsro_root_encode(const struct sfsro_root *r, const struct cfs_seckey *sk,
 	struct enc e;
 
 	cfs_seckey_pubkey(sk, &pk);
-	if (memcmp(pk.b, r->pk.b, sizeof(pk.b)) != 0 || r->dir_mode > 07777 || r->mtime_ns >= 1000000000u)
+	if (memcmp(pk.b, r->pk.b, sizeof(pk.b)) != 0 || r->dir_mode > 07777 || r->mtime_ns >= 1000000000u ||
+	    ((r->code_m || r->code_n) && !sfsro_code_valid(r->code_m, r->code_n)))
 		return -EINVAL;
 	msgpack_sbuffer_init(&body);
 	msgpack_packer_init(&bp, &body, msgpack_sbuffer_write);
@@ -168,7 +180,8 @@ int sfsro_root_encode(const struct sfsro_root *r, const struct cfs_seckey *sk,
 	root_sig_msg((const uint8_t *)body.data, body.size, &m, &mlen);
 	cfs_sign(sig, m, mlen, sk);
 	free(m);
-	enc_init(&e, buf, cap, TAG_ROOT, 4);
+	/* a replicated volume's root stays format 1, which every reader reads */
+	enc_init_v(&e, buf, cap, TAG_ROOT, 4, r->code_m ? SFSRO_ROOT_VERSION_CODED : SFSRO_VERSION);
 	enc_bin(&e, body.data, body.size);
 	enc_bin(&e, sig, sizeof(sig));
 	msgpack_sbuffer_destroy(&body);
@@ -306,17 +319,26 @@ int sfsro_root_decode(const uint8_t *p, size_t len, struct sfsro_root *ret)
 {
 	struct cfs_mpr r, b;
 	struct cfs_bytes body, sig;
-	uint8_t *m;
+	uint64_t ver, m = 0, n = 0;
+	uint8_t *msg;
 	size_t mlen;
 	int v;
 
-	TRY(header(&r, p, len, TAG_ROOT, 4));
+	/* format 1 (replicated) or 2 (coded): its own header check */
+	cfs_mpr_init(&r, p, len);
+	TRY(cfs_mpr_array_n(&r, 4));
+	TRY(cfs_mpr_expect_str(&r, TAG_ROOT));
+	TRY(cfs_mpr_uint(&r, 255, &ver));
+	if (ver > SFSRO_ROOT_VERSION_CODED)
+		return -EPROTONOSUPPORT;
+	if (ver < SFSRO_VERSION)
+		return -EPROTO;
 	TRY(cfs_mpr_bin(&r, 1, 512, &body));
 	TRY(cfs_mpr_bin(&r, CFS_SIG_BYTES, CFS_SIG_BYTES, &sig));
 	TRY(cfs_mpr_end(&r));
 	cfs_mpr_init(&b, body.p, body.len);
 	struct cfs_id pk;
-	TRY(cfs_mpr_array_n(&b, 8));
+	TRY(cfs_mpr_array_n(&b, ver == SFSRO_ROOT_VERSION_CODED ? 9 : 8));
 	TRY(get_id(&b, &pk));
 	memcpy(ret->pk.b, pk.b, sizeof(pk.b));
 	TRY(cfs_mpr_uint(&b, UINT64_MAX, &ret->seq));
@@ -326,11 +348,20 @@ int sfsro_root_decode(const uint8_t *p, size_t len, struct sfsro_root *ret)
 	TRY(get_u32(&b, 07777, &ret->dir_mode));
 	TRY(cfs_mpr_int(&b, &ret->mtime_s));
 	TRY(get_u32(&b, 999999999, &ret->mtime_ns));
+	if (ver == SFSRO_ROOT_VERSION_CODED) {
+		TRY(cfs_mpr_array_n(&b, 2));
+		TRY(cfs_mpr_uint(&b, SFSRO_CODE_M_MAX, &m));
+		TRY(cfs_mpr_uint(&b, SFSRO_CODE_N_MAX, &n));
+		if (!sfsro_code_valid((uint32_t)m, (uint32_t)n))
+			return -EPROTO;
+	}
+	ret->code_m = (uint8_t)m;
+	ret->code_n = (uint8_t)n;
 	TRY(cfs_mpr_end(&b));
 	/* the signature covers the body bytes exactly as received */
-	root_sig_msg(body.p, body.len, &m, &mlen);
-	v = cfs_verify(sig.p, m, mlen, &ret->pk);
-	free(m);
+	root_sig_msg(body.p, body.len, &msg, &mlen);
+	v = cfs_verify(sig.p, msg, mlen, &ret->pk);
+	free(msg);
 	return v;
 }
 

@@ -251,6 +251,22 @@ int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, 
 	return 0;
 }
 
+int sfsro_code_key(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key)
+{
+	uint8_t *frags[SFSRO_CODE_N_MAX];
+	int r;
+
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
+		return -EINVAL;
+	size_t flen = sfsro_frag_len((uint32_t)len, m, n);
+	uint8_t *mem = xmalloc(flen * n);
+	for (uint32_t i = 0; i < n; i++)
+		frags[i] = mem + i * flen;
+	r = sfsro_code_encode(block, len, m, n, ret_key, frags);
+	free(mem);
+	return r;
+}
+
 int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret)
 {
 	if (len < SFSRO_FRAG_HDR || f[0] != SFSRO_FRAG_VERSION)
@@ -269,10 +285,10 @@ int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret)
 	return 0;
 }
 
-int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret)
+int sfsro_frag_key(const uint8_t *f, size_t len, struct cfs_id *ret_key, struct sfsro_frag *ret)
 {
 	struct sfsro_frag fr;
-	struct cfs_id h, k;
+	struct cfs_id h;
 	int r = sfsro_frag_parse(f, len, &fr);
 
 	if (r < 0)
@@ -287,7 +303,20 @@ int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, st
 		else
 			node_hash(&h, &h, &sib);
 	}
-	key_of(&k, fr.m, fr.n, fr.block_len, &h, &fr.block_hash);
+	key_of(ret_key, fr.m, fr.n, fr.block_len, &h, &fr.block_hash);
+	if (ret)
+		*ret = fr;
+	return 0;
+}
+
+int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret)
+{
+	struct sfsro_frag fr;
+	struct cfs_id k;
+	int r = sfsro_frag_key(f, len, &k, &fr);
+
+	if (r < 0)
+		return r;
 	if (!cfs_id_eq(&k, key))
 		return -EBADMSG;
 	if (ret)

@@ -39,7 +39,12 @@ struct sfsro_root {
 	uint32_t dir_mode;     /* permission bits of / */
 	int64_t mtime_s;       /* mtime of / */
 	uint32_t mtime_ns;
+	/* Redundancy of the volume's data blocks: 0, 0 whole and replicated
+	 * (a root of format 1); else stored as code_n fragments any code_m
+	 * of which rebuild a block (a root of format 2, docs/FORMAT.md). */
+	uint8_t code_m, code_n;
 };
+#define SFSRO_ROOT_VERSION_CODED 2 /* the root format that names a code */
 
 /* A file inode: attributes and the top of its block tree. */
 struct sfsro_inode {
@@ -112,7 +117,8 @@ uint32_t sfsro_fanout(uint32_t bsize);
 
 /* ---- decoding (strict; signatures and structure checked) */
 
-/* Decode and verify the signature: -EBADMSG if it does not verify. */
+/* Decode and verify the signature: -EBADMSG if it does not verify,
+ * -EPROTONOSUPPORT for a root of a format newer than this reader's. */
 int sfsro_root_decode(const uint8_t *p, size_t len, struct sfsro_root *ret) CFS_WUR;
 /* Accept r as the root of pk: -EKEYREJECTED another key, -ESTALE seq below
  * min_seq, -EKEYEXPIRED valid_until before now. */
@@ -355,8 +361,15 @@ size_t sfsro_frag_len(uint32_t block_len, uint32_t m, uint32_t n);
  * oversized block. */
 int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key,
                       uint8_t *const *frags) CFS_WUR;
+/* The coded key of block (it encodes the block and keeps only the key);
+ * -EINVAL as sfsro_code_encode. */
+int sfsro_code_key(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key) CFS_WUR;
 /* The fields of a well-formed fragment (-EPROTO), unchecked. */
 int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;
+/* The key a well-formed fragment belongs under (-EPROTO malformed): its
+ * leaf folded up its proof, hashed with its header. ret (may be NULL)
+ * borrows f. */
+int sfsro_frag_key(const uint8_t *f, size_t len, struct cfs_id *ret_key, struct sfsro_frag *ret) CFS_WUR;
 /* A fragment checked against key: -EPROTO malformed, -EBADMSG not the
  * key's. ret (may be NULL) borrows f. */
 int sfsro_frag_verify(const struct cfs_id *key, const uint8_t *f, size_t len, struct sfsro_frag *ret) CFS_WUR;

@@ -46,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (f.data_len != sfsro_frag_data_len(f.block_len, f.m) || f.index >= f.n))
 		abort();
 	(void)!sfsro_frag_verify(&key, data, size, NULL);
+	/* the key it names verifies it, as a server storing kind 4 checks */
+	struct cfs_id named;
+	if (sfsro_frag_key(data, size, &named, NULL) == 0 && sfsro_frag_verify(&named, data, size, NULL) != 0)
+		abort();
 
 	for (int i = 0; i < N; i++)
 		memcpy(edit[i], good[i], flen);

@@ -73,6 +73,10 @@ int main(int argc, char **argv)
 	struct sfsro_root root = { .pk = pk, .seq = 3, .issued = 1, .valid_until = 2, .dir_mode = 0755 };
 	if (sfsro_root_encode(&root, &sk, buf, sizeof(buf), &len) == 0)
 		put(argv[3], "root", buf, len);
+	root.code_m = 4; /* a coded volume's root: format 2, nine items */
+	root.code_n = 12;
+	if (sfsro_root_encode(&root, &sk, buf, sizeof(buf), &len) == 0)
+		put(argv[3], "root-coded", buf, len);
 	if (sfsro_data_encode(blob, 100, buf, sizeof(buf), &len) == 0)
 		put(argv[3], "data", buf, len);
 	if (sfsro_indirect_encode(1, keys, 3, buf, sizeof(buf), &len) == 0)

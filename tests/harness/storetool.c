@@ -21,9 +21,22 @@
 #include "blockstore/internal.h"
 #include "dhash/dhash.h"
 
+/* frags: KEY LEN INDEX of each fragment (kind 4) stored. */
+static void print_frag(bstore_t *s, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	struct bstore_meta got;
+	uint8_t *p;
+	char hex[65];
+
+	if (bstore_get(s, key, &got, &p) < 0)
+		return;
+	printf("%s %u %d\n", cfs_id_hex(key, hex), m->len, got.len > 3 ? p[3] : -1);
+	free(p);
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: cfs-storetool keys|roots|count|get|where|flip|drop|hold DIR [KEY|SECONDS]\n");
+	fprintf(stderr, "usage: cfs-storetool keys|frags|roots|count|get|where|flip|drop|hold DIR [KEY|SECONDS]\n");
 	return 2;
 }
 
@@ -100,7 +113,7 @@ int main(int argc, char **argv)
 		return usage();
 	if (bstore_open(dir, &cfg, &s) < 0)
 		return 1;
-	if (!strcmp(cmd, "keys") || !strcmp(cmd, "count") || !strcmp(cmd, "roots")) {
+	if (!strcmp(cmd, "keys") || !strcmp(cmd, "count") || !strcmp(cmd, "roots") || !strcmp(cmd, "frags")) {
 		struct cfs_id keys[1024];
 		struct bstore_meta metas[1024];
 		bool more = true, first = true;
@@ -111,6 +124,8 @@ int main(int argc, char **argv)
 				if (cmd[0] == 'k' && metas[i].kind == DHASH_KIND_CHASH)
 					printf("%s %u %lu\n", cfs_id_hex(&keys[i], hex), metas[i].len,
 					       (unsigned long)metas[i].lease_until);
+				if (cmd[0] == 'f' && metas[i].kind == DHASH_KIND_FRAG)
+					print_frag(s, &keys[i], &metas[i]);
 				if (cmd[0] == 'r' && metas[i].kind == DHASH_KIND_ROOT)
 					print_root(s, &keys[i], &metas[i]);
 			}

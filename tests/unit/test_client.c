@@ -37,6 +37,17 @@ static void srv_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	case CFS_MSG_CTL_PINS:
 		rep.type = CFS_MSG_CTL_STATUS;
 		break;
+	case CFS_MSG_CTL_GET_CODED: /* the block: its code, as text */
+		snprintf(text, sizeof(text), "coded %u/%u", req.count >> 8, req.count & 0xff);
+		rep.kind = DHASH_KIND_CHASH;
+		rep.data = (struct cfs_bytes){ (const uint8_t *)text, strlen(text) };
+		break;
+	case CFS_MSG_CTL_PUT_CODED: /* the coded key, unless the block says "lie" */
+		cr_assert(dhash_coded_key(req.data.p, req.data.len, req.count >> 8, req.count & 0xff,
+		                          &rep.key) == 0);
+		rep.key.b[0] ^= req.data.len >= 3 && !memcmp(req.data.p, "lie", 3);
+		rep.lease_until = 77;
+		break;
 	default:
 		return;
 	}
@@ -203,4 +214,57 @@ Test(client, free_cancels_pending_calls)
 	cr_assert_eq(g.calls, 1);
 	cr_assert_eq(g.status, -ECANCELED);
 	cr_assert(!g.had_reply);
+}
+
+/* The coded get and put through the daemon: m and n travel in count, the
+ * put's key is computed here and the daemon's must match it. */
+struct coded_got {
+	int calls, status;
+	char text[64];
+	struct cfs_id key;
+	uint64_t lease;
+};
+
+static void coded_block(void *arg, const struct dhash_get_result *r)
+{
+	struct coded_got *g = arg;
+
+	g->calls++;
+	g->status = r->status;
+	if (r->status == 0)
+		snprintf(g->text, sizeof(g->text), "%.*s", (int)r->len, r->data);
+}
+
+static void coded_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
+{
+	struct coded_got *g = arg;
+
+	g->calls++;
+	g->status = status;
+	g->key = *key;
+	g->lease = lease;
+}
+
+Test(client, coded_get_and_put_through_the_daemon)
+{
+	client_t *l;
+	struct coded_got g = { 0 }, p = { 0 }, lie = { 0 };
+	struct cfs_id key = { { 7 } }, want;
+	const char *block = "a block of a coded volume", *liar = "lie about my key";
+
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
+	cr_assert_eq(client_get_coded(l, &key, 4, 3, coded_block, &g), -EINVAL, "no such code");
+	cr_assert(client_get_coded(l, &key, 4, 12, coded_block, &g) == 0);
+	cr_assert(client_put_coded(l, 3, 7, (const uint8_t *)block, strlen(block), 0, coded_put, &p) == 0);
+	cr_assert(client_put_coded(l, 3, 7, (const uint8_t *)liar, strlen(liar), 0, coded_put, &lie) == 0);
+	for (int i = 0; i < 1000 && g.calls + p.calls + lie.calls < 3; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(g.status, 0);
+	cr_assert_str_eq(g.text, "coded 4/12");
+	cr_assert_eq(p.status, 0);
+	cr_assert(dhash_coded_key((const uint8_t *)block, strlen(block), 3, 7, &want) == 0);
+	cr_assert(cfs_id_eq(&p.key, &want));
+	cr_assert_eq(p.lease, 77);
+	cr_assert_eq(lie.status, -EPROTO, "a key other than ours");
+	client_free(l);
 }

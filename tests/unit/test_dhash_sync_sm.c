@@ -223,6 +223,33 @@ Test(sync_sm, one_differing_part_listed_pushed_and_fetched)
 	cr_assert_eq(st.debt_round, 2);
 }
 
+/* Fragments are each holder's own: one only we hold is not pushed, one
+ * the peer lists under a key we hold a fragment of is not fetched, and
+ * both are counted. */
+Test(sync_sm, fragments_are_neither_pushed_nor_fetched)
+{
+	struct cfs_id mine = id2(0x07, 1), shared = id2(0x07, 2), block = id2(0x07, 3);
+
+	start(false);
+	expect(DHASH_SYNC_SCAN);
+	dhash__sync_sm_on_scan(&m, 0, 3, false);
+	expect(DHASH_SYNC_KEYS);
+	struct cfs_id page[] = { shared };
+	dhash__sync_sm_on_keys(&m, 0, page, 1, false);
+	expect(DHASH_SYNC_LOCAL);
+	struct cfs_id local[] = { shared, block, mine };
+	uint8_t kinds[] = { DHASH_KIND_FRAG, DHASH_KIND_CHASH, DHASH_KIND_FRAG };
+	dhash__sync_sm_on_local(&m, local, kinds, 3, NULL);
+	take(DHASH_SYNC_PUSH, &block); /* a whole block only we hold still goes */
+	no_xfer();
+	dhash__sync_sm_on_xfer(&m, DHASH_SYNC_PUSH, true, 0);
+	struct dhash__sync_act a = expect(DHASH_SYNC_FINISH);
+	cr_assert_eq(a.counts.pushed, 1);
+	cr_assert_eq(a.counts.fetched, 0);
+	cr_assert_eq(st.frag_skipped, 2);
+	cr_assert_eq(st.debt_round, 1);
+}
+
 /* A listing of more than one page asks for the next after the last key. */
 Test(sync_sm, a_listing_in_pages)
 {

@@ -121,6 +121,27 @@ Test(sfsro_coded, data_fragments_are_the_block)
 	release(&c);
 }
 
+/* Every fragment names its block's key by itself (what a server storing
+ * one without being told the key, or dhash_block_key, computes). */
+Test(sfsro_coded, each_fragment_names_the_key)
+{
+	struct coded c;
+	struct cfs_id k;
+	struct sfsro_frag f;
+
+	encode(&c, 3, 7, 4000, 5);
+	for (uint32_t i = 0; i < 7; i++) {
+		cr_assert_eq(sfsro_frag_key(c.frag[i], c.flen, &k, &f), 0);
+		cr_assert(cfs_id_eq(&k, &c.key));
+		cr_assert_eq(f.index, i);
+	}
+	cr_assert_eq(sfsro_frag_key(c.frag[0], c.flen - 1, &k, NULL), -EPROTO);
+	c.frag[2][SFSRO_FRAG_HDR] ^= 1;
+	cr_assert_eq(sfsro_frag_key(c.frag[2], c.flen, &k, NULL), 0);
+	cr_assert(!cfs_id_eq(&k, &c.key), "a changed byte names another key");
+	release(&c);
+}
+
 Test(sfsro_coded, a_bad_fragment_is_caught_alone)
 {
 	struct coded c;

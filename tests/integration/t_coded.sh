@@ -114,6 +114,12 @@ wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount.log"; fail "not mount
 diff -r --no-dereference "$src" "$mnt" || fail "diff -r of the coded mount finds differences"
 umount_coded
 ok "cfs-mount of the coded volume: diff -r equal to the source"
+# cfs-get shares the mount's reader: the coded volume copied out, and a
+# version of it by number
+"$CFS_BIN/cfs-get" -q --data "$TEST_DIR/node$M" "$vcoded@1" "$TEST_DIR/got-tree" ||
+	fail "cfs-get of the coded volume"
+diff -r --no-dereference "$src" "$TEST_DIR/got-tree" || fail "cfs-get of the coded volume differs"
+ok "cfs-get copies the coded volume out (as $vcoded@1), equal to the source"
 
 sync_rounds() { # the least sync rounds any live daemon has finished
 	local i lo= r

@@ -904,15 +904,15 @@ static void usage_full(void)
  * arguments: the volumes are named by the URLs. */
 static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 {
-	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM, O_LISTEN, O_REMOTE, O_CONNS, O_TIMEOUT, O_CACHE,
-	       O_MAXAGE, O_ROOTS, O_STATE };
+	enum { O_LISTEN = CFSFUSE_O_NEXT, O_REMOTE, O_CONNS, O_TIMEOUT, O_CACHE, O_MAXAGE, O_ROOTS,
+	       O_STATE };
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "allow-remote", no_argument, NULL, O_REMOTE },
-		{ "cfsd", required_argument, NULL, O_CFSD },
+		{ "cfsd", required_argument, NULL, CFSFUSE_O_CFSD },
 		{ "data", required_argument, NULL, 'd' },
-		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
-		{ "from", required_argument, NULL, O_FROM },
+		{ "bootstrap", required_argument, NULL, CFSFUSE_O_BOOTSTRAP },
+		{ "from", required_argument, NULL, CFSFUSE_O_FROM },
 		{ "max-connections", required_argument, NULL, O_CONNS },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "window", required_argument, NULL, 'w' },
@@ -928,27 +928,11 @@ static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":d:w:hV", opts, NULL)) != -1) {
+		if (cfsfuse_reader_opt(opt, optarg, USAGE, &a->tgt, &gw->o))
+			continue;
 		switch (opt) {
 		case O_LISTEN: a->listen = optarg; break;
 		case O_REMOTE: a->allow_remote = true; break;
-		case O_CFSD:
-			if (snprintf(a->tgt.sock, sizeof(a->tgt.sock), "%s", optarg) >= (int)sizeof(a->tgt.sock))
-				cfs_usage_error(USAGE, "--cfsd path too long");
-			break;
-		case 'd':
-			if (snprintf(a->tgt.sock, sizeof(a->tgt.sock), "%s/%s", optarg, CLIENT_SOCKET_NAME) >=
-			    (int)sizeof(a->tgt.sock))
-				cfs_usage_error(USAGE, "--data path too long");
-			break;
-		case O_BOOTSTRAP:
-			if (client_target_add(&a->tgt, optarg, "--bootstrap") < 0)
-				exit(2);
-			break;
-		case O_FROM:
-			if (strncmp(optarg, "dir:", 4) != 0 || !optarg[4])
-				cfs_usage_error(USAGE, "--from wants dir:PATH, not '%s'", optarg);
-			gw->o.from_dir = optarg + 4;
-			break;
 		case O_CONNS: a->max_conns = num_arg("--max-connections", optarg, 1, 65536); break;
 		case O_TIMEOUT: a->timeout_s = num_arg("--timeout", optarg, 1, 3600); break;
 		case 'w': a->window = num_arg("--window", optarg, 1, 1024); break;

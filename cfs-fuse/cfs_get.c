@@ -720,13 +720,13 @@ struct args {
  * their letter means the same in every tool (-d, -w, -q, -h, -V). */
 static void parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse_t *fs, struct args *a)
 {
-	enum { O_CFSD = 256, O_BOOTSTRAP, O_FROM, O_EXPIRED, O_JOBS, O_CHECK, O_PROGRESS };
+	enum { O_JOBS = CFSFUSE_O_NEXT, O_CHECK, O_PROGRESS };
 	static const struct option opts[] = {
-		{ "cfsd", required_argument, NULL, O_CFSD },
+		{ "cfsd", required_argument, NULL, CFSFUSE_O_CFSD },
 		{ "data", required_argument, NULL, 'd' },
-		{ "bootstrap", required_argument, NULL, O_BOOTSTRAP },
-		{ "from", required_argument, NULL, O_FROM },
-		{ "expired", required_argument, NULL, O_EXPIRED },
+		{ "bootstrap", required_argument, NULL, CFSFUSE_O_BOOTSTRAP },
+		{ "from", required_argument, NULL, CFSFUSE_O_FROM },
+		{ "expired", required_argument, NULL, CFSFUSE_O_EXPIRED },
 		{ "window", required_argument, NULL, 'w' },
 		{ "jobs", required_argument, NULL, O_JOBS },
 		{ "check", no_argument, NULL, O_CHECK },
@@ -745,32 +745,9 @@ static void parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse
 	a->jobs = 8;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":d:w:qhV", opts, NULL)) != -1) {
+		if (cfsfuse_reader_opt(opt, optarg, USAGE, tgt, &fs->o))
+			continue;
 		switch (opt) {
-		case O_CFSD:
-			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s", optarg) >= (int)sizeof(tgt->sock))
-				cfs_usage_error(USAGE, "--cfsd path too long");
-			break;
-		case 'd':
-			if (snprintf(tgt->sock, sizeof(tgt->sock), "%s/%s", optarg, CLIENT_SOCKET_NAME) >=
-			    (int)sizeof(tgt->sock))
-				cfs_usage_error(USAGE, "--data path too long");
-			break;
-		case O_BOOTSTRAP:
-			if (client_target_add(tgt, optarg, "--bootstrap") < 0)
-				exit(2);
-			break;
-		case O_FROM:
-			if (strncmp(optarg, "dir:", 4) != 0 || !optarg[4])
-				cfs_usage_error(USAGE, "--from wants dir:PATH, not '%s'", optarg);
-			fs->o.from_dir = optarg + 4;
-			break;
-		case O_EXPIRED: {
-			int e = cfsfuse_expired_arg(optarg);
-			if (e < 0)
-				cfs_usage_error(USAGE, "--expired wants allow or refuse, not '%s'", optarg);
-			fs->o.allow_expired = e;
-			break;
-		}
 		case 'w':
 			v = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || v < 1 || v > 4096)

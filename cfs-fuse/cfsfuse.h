@@ -56,6 +56,14 @@ struct cfsfuse_options {
 };
 /* "allow" or "refuse" (the default) for --expired: 1, 0, or -1. */
 int cfsfuse_expired_arg(const char *val);
+/* The options the readers without FUSE share (cfs-cat, cfs-get,
+ * cfs-gateway): their getopt values, and a program's own start at
+ * CFSFUSE_O_NEXT. */
+enum { CFSFUSE_O_CFSD = 256, CFSFUSE_O_BOOTSTRAP, CFSFUSE_O_FROM, CFSFUSE_O_EXPIRED, CFSFUSE_O_NEXT };
+/* Take opt (with its argument) when it is one of those or -d/--data:
+ * true; false for any other. A bad value exits 2 with usage. */
+bool cfsfuse_reader_opt(int opt, const char *arg, const char *usage, struct client_target *tgt,
+                        struct cfsfuse_options *o);
 void cfsfuse_options_default(struct cfsfuse_options *o);
 
 struct cfsfuse_stats {

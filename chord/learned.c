@@ -12,9 +12,9 @@
  *
  * Why hints are checked rather than tried as they come: an answer may
  * name any ID that hashes from an address, and a hostile node can grind
- * addresses for IDs just before the keys we look up; an unchecked name
- * would cost a lookup a timeout each time it is tried, and send our
- * requests to addresses of its choosing. A check costs one AUTH in the
+ * addresses for IDs just before the keys we look up; every fake it names
+ * would cost one of our lookups a timeout before it was dropped, and send
+ * our requests to addresses of its choosing. A check costs one AUTH in the
  * background, once a node; a checked node costs nothing later. Hints stay
  * out of everything but our own lookups' first hops: the successor lists,
  * fingers and predecessor, the authentication cache and the answers we

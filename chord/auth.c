@@ -271,3 +271,55 @@ enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t
 {
 	return chord__auth_check_from(c, n, NULL, now);
 }
+
+/* ------------------------------------------------------------ hints */
+
+/* A hint's check (learned.c): its own call, which no entry of the cache
+ * above sees, so that it can never stand for a check the tables wait on. */
+struct learn_call {
+	chord_t *c;
+	struct cfs_node node;
+	uint8_t nonce[CFS_NONCE_BYTES];
+};
+
+static void on_learn_reply(void *arg, int status, const struct cfs_msg *reply,
+                           const struct cfs_rpc_result *res)
+{
+	struct learn_call *a = arg;
+	chord_t *c = a->c;
+
+	if (status != -ECANCELED && !c->freeing) {
+		uint64_t now = cfs_now_us();
+		bool ok = status == 0 && reply->has_from && cfs_id_eq(&reply->from_id, &a->node.id) &&
+		          reply->from_vindex == a->node.vindex &&
+		          sodium_memcmp(reply->nonce, a->nonce, CFS_NONCE_BYTES) == 0;
+		if (ok)
+			a->node.coord = reply->coord;
+		chord__learned_checked(&c->learned, &a->node, ok, now);
+		chord__auth_learn_pump(c, now);
+	}
+	free(a);
+}
+
+void chord__auth_learn_pump(chord_t *c, uint64_t now)
+{
+	struct cfs_node n;
+
+	while (!c->leaving && !c->freeing && chord__learned_next_check(&c->learned, now, &n)) {
+		struct learn_call *a;
+		if (!chord__node_id_ok(c, &n)) {
+			chord__learned_checked(&c->learned, &n, false, now);
+			continue;
+		}
+		a = xcalloc(1, sizeof(*a));
+		a->c = c;
+		a->node = n;
+		randombytes_buf(a->nonce, sizeof(a->nonce));
+		chord__msg_init(c, NULL, CFS_MSG_AUTH, &n);
+		memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));
+		if (chord__call_background(c, &n, &c->msg, AUTH_TIMEOUT_MS, on_learn_reply, a) < 0) {
+			chord__learned_checked(&c->learned, &n, false, now);
+			free(a);
+		}
+	}
+}

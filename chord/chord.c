@@ -559,7 +559,7 @@ struct ring_snap {
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
 	uint32_t learned, learned_max;
-	uint64_t learned_evicted, remembered;
+	uint64_t learned_evicted, remembered, learn_auths, learn_auths_ok;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -593,6 +593,8 @@ static const struct cfs_stat ring_stats[] = {
 	S(U32, learned, "learned", "nodes learned from traffic", NULL),
 	S(U32, learned_max, "learned_max", "... kept at most", NULL),
 	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
+	S(U64, learn_auths, "learn_auths", "... AUTHs sent to check nodes answers named", NULL),
+	S(U64, learn_auths_ok, "learn_auths_ok", "... answered right", NULL),
 	S(U64, remembered, "remembered", "answered from remembered answers", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
@@ -702,6 +704,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.reach_checks = c->reach_checks, .reach_dialed = c->reach_dialed,
 		.learned = c->learned.n, .learned_max = c->learned.cap,
 		.learned_evicted = c->learned.evicted, .remembered = c->lookups_remembered,
+		.learn_auths = c->learned.probes, .learn_auths_ok = c->learned.probes_ok,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;

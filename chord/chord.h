@@ -167,8 +167,10 @@ int chord_client_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr 
 /* Is c a plain client (made one, or a member that the ring could not
  * reach and that runs as a client since)? */
 bool chord_is_client(const chord_t *c);
-/* The learned table: nodes kept now. */
+/* The learned table: nodes kept now, and AUTHs sent to check the nodes
+ * lookup answers named before they enter it. */
 uint32_t chord_learned_count(const chord_t *c);
+uint64_t chord_learn_auths(const chord_t *c);
 /* A plain client's lookups answered from remembered answers
  * (CHORD_LOOKUP_F_REMEMBERED), ever. */
 uint64_t chord_lookups_remembered(const chord_t *c);

@@ -219,7 +219,7 @@ uint32_t chord__client_candidates(const chord_t *c, const struct cfs_id *key, st
 {
 	struct cfs_node near[4 * CAND_MAX], later[4 * CAND_MAX];
 	uint32_t want = cap < CAND_MAX ? cap : CAND_MAX, n = 0, nl = 0;
-	uint32_t got = chord__learned_preceding(&c->learned, NULL, key, UINT64_MAX, 0, near, 4 * want);
+	uint32_t got = chord__learned_preceding(&c->learned, NULL, key, UINT64_MAX, 0, true, near, 4 * want);
 
 	for (uint32_t i = 0; i < got && n < want; i++) {
 		const struct chord__lnode *e = chord__learned_find(&c->learned, &near[i].id);

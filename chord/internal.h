@@ -131,26 +131,78 @@ struct chord__lnode {
 	struct cfs_node n;
 	uint64_t seen_us;         /* last offered */
 	uint64_t added_us;        /* first offered */
+	/* Entered from a lookup answer after an AUTH of its own (a hint),
+	 * not from our tables: a first hop of our own lookups only, never
+	 * named to others nor taken for a predecessor. */
+	bool hint;
+};
+/*
+ * The nodes lookup answers name that our tables have not authenticated
+ * are checked before they enter, each by an AUTH of its own (a nonce
+ * echoed from the address the answer gave): at most
+ * CHORD_LEARN_AUTH_RATE a second after a burst of CHORD_LEARN_AUTH_BURST,
+ * CHORD_LEARN_AUTH_INFLIGHT at a time, the CHORD__LEARN_QUEUE named last
+ * waiting. A node that fails the check, or that failed as a hop, is not
+ * checked again for CHORD_LEARN_BAD_US. None of this touches the
+ * authentication cache (auth.c), so a check made to learn a node is never
+ * taken for one made for the successor lists, fingers or predecessor.
+ * About 300 bytes an AUTH, both ways: some 600 bytes a second at most.
+ */
+#define CHORD_LEARN_AUTH_RATE 2.0
+#define CHORD_LEARN_AUTH_BURST 16.0
+#define CHORD_LEARN_AUTH_INFLIGHT 4
+#define CHORD__LEARN_QUEUE 64
+#define CHORD__LEARN_BAD 128
+#define CHORD_LEARN_BAD_US (300ull * 1000000)
+struct chord__lbad {
+	struct cfs_id id;
+	uint64_t until_us;
 };
 struct chord__learned {
 	struct chord__lnode *e;   /* cap entries, allocated on the first add */
 	uint32_t n, cap;
 	uint64_t evicted;
+	/* hints: named by answers, waiting for their AUTH, or in flight */
+	struct cfs_node queue[CHORD__LEARN_QUEUE];
+	uint32_t nqueue;
+	struct cfs_node flight[CHORD_LEARN_AUTH_INFLIGHT];
+	uint32_t nflight;
+	struct chord__lbad bad[CHORD__LEARN_BAD];
+	uint32_t nbad;
+	struct chord__bucket budget;
+	uint64_t probes, probes_ok, probes_failed, hints_dropped;
 };
 void chord__learned_init(struct chord__learned *l, uint32_t cap);
 void chord__learned_free(struct chord__learned *l);
 /* Add n, or refresh it (address, coordinate, time) if its ID is there;
- * full, the entry offered longest ago goes. */
+ * full, the entry offered longest ago goes. n comes from our tables: an
+ * entry that was a hint is one no longer. */
 void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us);
 bool chord__learned_remove(struct chord__learned *l, const struct cfs_id *id);
+/* id failed (a lookup hop that did not answer): remove it, and check no
+ * answer's mention of it for CHORD_LEARN_BAD_US. */
+void chord__learned_forget(struct chord__learned *l, const struct cfs_id *id, uint64_t now_us);
 const struct chord__lnode *chord__learned_find(const struct chord__learned *l, const struct cfs_id *id);
 /* Up to cap entries in (from, key) — from NULL: anywhere but key — the
  * nearest before key first, of those first offered at or before
  * added_before_us (UINT64_MAX: any) and last offered at or after
- * seen_after_us (0: any). */
+ * seen_after_us (0: any); hints only with hints. */
 uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
                                   const struct cfs_id *key, uint64_t added_before_us,
-                                  uint64_t seen_after_us, struct cfs_node *out, uint32_t cap);
+                                  uint64_t seen_after_us, bool hints, struct cfs_node *out,
+                                  uint32_t cap);
+/* A lookup answer named n (its ID hashes from its address), which our
+ * tables have not authenticated: refresh its entry if it is there at that
+ * address, else queue its check (the newest named first; full, the
+ * oldest waiting goes) unless it is queued, in flight or failed lately. */
+void chord__learned_hint(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us);
+/* The next hint to send an AUTH, if the budget allows one now: true with
+ * it in *ret (now in flight until chord__learned_checked). */
+bool chord__learned_next_check(struct chord__learned *l, uint64_t now_us, struct cfs_node *ret);
+/* n's AUTH ended: answered right (ok, with the coordinate it gave), n
+ * enters as a hint; else it is kept out for CHORD_LEARN_BAD_US. */
+void chord__learned_checked(struct chord__learned *l, const struct cfs_node *n, bool ok,
+                            uint64_t now_us);
 /* A member uses a learned node as a next hop only once it has known it
  * this long: a node that has just joined may not have its tables right,
  * and an answer from them would make it a suspect (D1HT's quarantine, for
@@ -321,6 +373,10 @@ size_t chord__auth_count(const chord_t *c);
  */
 enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, const struct cfs_addr *src,
                                        uint64_t now);
+/* Send the AUTHs of the learned table's hints that its budget allows now
+ * (chord__learned_next_check); each answer goes to chord__learned_checked
+ * alone, never to the cache above nor to the tables. */
+void chord__auth_learn_pump(chord_t *c, uint64_t now);
 
 /* cookie.c */
 void chord__cookie_init(struct chord__cookie_jar *j, uint64_t now_us);
@@ -378,11 +434,13 @@ bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
  * predecessors (they know more) and out[*n_cand..*n_out) are the
  * successors v does know: the answer to fall back on when none of those
  * predecessors is alive. With to_pred, only the key's predecessor answers
- * (classic Chord): a covering successor list leads to it.
+ * (classic Chord): a covering successor list leads to it. own: the step of
+ * a lookup of ours, which may start at a hint (learned.c); a step served
+ * to others names none.
  */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
-                uint32_t cap, uint64_t now);
+                bool to_pred, bool wrap_ok, bool own, struct cfs_node *out, uint32_t *n_out,
+                uint32_t *n_cand, uint32_t cap, uint64_t now);
 /* The local virtual server that most closely precedes key (or is it). */
 struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);
 double chord__table_estimate_n(const struct vnode *v);

@@ -4,10 +4,21 @@
  * start at the known node nearest before its key. In a ring whose members
  * this table mostly holds, that node's successor list covers the key and a
  * lookup takes one round trip (EpiChord; Accordion's table learned from
- * lookup traffic). It costs no message of its own: what enters it was
- * already checked (a member's table: authenticated, chord__table_consider;
- * a plain client's: its ID is the hash of its address), and full, the entry
- * heard from longest ago makes room. A node found dead leaves it.
+ * lookup traffic). What enters it was checked: a member's tables
+ * authenticated it (chord__table_consider), or a lookup answer named it
+ * and it answered an AUTH of its own, sent within a budget (a hint); a
+ * plain client's: its ID is the hash of its address. Full, the entry heard
+ * from longest ago makes room. A node found dead leaves it.
+ *
+ * Why hints are checked rather than tried as they come: an answer may
+ * name any ID that hashes from an address, and a hostile node can grind
+ * addresses for IDs just before the keys we look up; every fake it names
+ * would cost one of our lookups a timeout before it was dropped, and send
+ * our requests to addresses of its choosing. A check costs one AUTH in the
+ * background, once a node; a checked node costs nothing later. Hints stay
+ * out of everything but our own lookups' first hops: the successor lists,
+ * fingers and predecessor, the authentication cache and the answers we
+ * give others are what they would be without them.
  *
  * No I/O: the caller passes the time, so a unit test scripts it.
  */
@@ -49,7 +60,7 @@ static void remove_at(struct chord__learned *l, uint32_t i)
 	l->n--;
 }
 
-void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us)
+static void insert(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us, bool hint)
 {
 	if (l->cap == 0)
 		return;
@@ -57,6 +68,7 @@ void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint
 	if (i < l->n && cfs_id_eq(&l->e[i].n.id, &n->id)) {
 		l->e[i].n = *n; /* a new address or a fresher coordinate */
 		l->e[i].seen_us = now_us;
+		l->e[i].hint &= hint;
 		return;
 	}
 	if (l->n == l->cap) {
@@ -72,8 +84,13 @@ void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint
 	if (!l->e)
 		l->e = xcalloc(l->cap, sizeof(l->e[0]));
 	memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof(l->e[0]));
-	l->e[i] = (struct chord__lnode){ .n = *n, .seen_us = now_us, .added_us = now_us };
+	l->e[i] = (struct chord__lnode){ .n = *n, .seen_us = now_us, .added_us = now_us, .hint = hint };
 	l->n++;
+}
+
+void chord__learned_add(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us)
+{
+	insert(l, n, now_us, false);
 }
 
 bool chord__learned_remove(struct chord__learned *l, const struct cfs_id *id)
@@ -95,7 +112,8 @@ const struct chord__lnode *chord__learned_find(const struct chord__learned *l, c
 
 uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
                                   const struct cfs_id *key, uint64_t added_before_us,
-                                  uint64_t seen_after_us, struct cfs_node *out, uint32_t cap)
+                                  uint64_t seen_after_us, bool hints, struct cfs_node *out,
+                                  uint32_t cap)
 {
 	uint32_t n = 0;
 
@@ -111,16 +129,133 @@ uint32_t chord__learned_preceding(const struct chord__learned *l, const struct c
 			continue;
 		if (from && !cfs_id_in_oo(id, from, key))
 			break;
-		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us)
+		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us ||
+		    (l->e[i].hint && !hints))
 			continue;
 		out[n++] = l->e[i].n;
 	}
 	return n;
 }
 
+/* ------------------------------------------------------------ hints */
+
+static bool same_node(const struct cfs_node *a, const struct cfs_node *b)
+{
+	return cfs_id_eq(&a->id, &b->id) && a->vindex == b->vindex && cfs_addr_eq(&a->addr, &b->addr);
+}
+
+static int find_node(const struct cfs_node *v, uint32_t n, const struct cfs_id *id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (cfs_id_eq(&v[i].id, id))
+			return (int)i;
+	return -1;
+}
+
+static bool is_bad(const struct chord__learned *l, const struct cfs_id *id, uint64_t now_us)
+{
+	for (uint32_t i = 0; i < l->nbad; i++)
+		if (cfs_id_eq(&l->bad[i].id, id))
+			return l->bad[i].until_us > now_us;
+	return false;
+}
+
+/* Keep id out until now + CHORD_LEARN_BAD_US; full, the entry that
+ * expires first makes room. */
+static void mark_bad(struct chord__learned *l, const struct cfs_id *id, uint64_t now_us)
+{
+	uint32_t at = l->nbad;
+
+	for (uint32_t i = 0; i < l->nbad && at == l->nbad; i++)
+		if (cfs_id_eq(&l->bad[i].id, id))
+			at = i;
+	if (at == CHORD__LEARN_BAD) {
+		at = 0;
+		for (uint32_t i = 1; i < l->nbad; i++)
+			if (l->bad[i].until_us < l->bad[at].until_us)
+				at = i;
+	} else if (at == l->nbad) {
+		l->nbad++;
+	}
+	l->bad[at] = (struct chord__lbad){ .id = *id, .until_us = now_us + CHORD_LEARN_BAD_US };
+}
+
+void chord__learned_forget(struct chord__learned *l, const struct cfs_id *id, uint64_t now_us)
+{
+	int q = find_node(l->queue, l->nqueue, id);
+
+	(void)chord__learned_remove(l, id);
+	if (q >= 0) {
+		memmove(&l->queue[q], &l->queue[q + 1], (l->nqueue - (uint32_t)q - 1) * sizeof(l->queue[0]));
+		l->nqueue--;
+	}
+	if (l->cap)
+		mark_bad(l, id, now_us);
+}
+
+void chord__learned_hint(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us)
+{
+	if (l->cap == 0)
+		return;
+	uint32_t i = lower_bound(l, &n->id);
+	/* There already: named again at the address it was checked at, it is
+	 * fresh; a hint named at another address waits for a check like a new
+	 * node, one our tables hold stays as they hold it. */
+	if (i < l->n && cfs_id_eq(&l->e[i].n.id, &n->id)) {
+		if (same_node(&l->e[i].n, n))
+			l->e[i].seen_us = now_us;
+		if (same_node(&l->e[i].n, n) || !l->e[i].hint)
+			return; /* the tables' word on where it is wins */
+	}
+	if (is_bad(l, &n->id, now_us) || find_node(l->flight, l->nflight, &n->id) >= 0 ||
+	    find_node(l->queue, l->nqueue, &n->id) >= 0)
+		return;
+	if (l->nqueue == CHORD__LEARN_QUEUE) {
+		memmove(&l->queue[0], &l->queue[1], (l->nqueue - 1) * sizeof(l->queue[0]));
+		l->nqueue--;
+		l->hints_dropped++;
+	}
+	l->queue[l->nqueue++] = *n;
+}
+
+bool chord__learned_next_check(struct chord__learned *l, uint64_t now_us, struct cfs_node *ret)
+{
+	if (l->nqueue == 0 || l->nflight >= CHORD_LEARN_AUTH_INFLIGHT ||
+	    !chord__bucket_take(&l->budget, now_us, CHORD_LEARN_AUTH_RATE, CHORD_LEARN_AUTH_BURST))
+		return false;
+	*ret = l->queue[--l->nqueue]; /* the newest named: the likeliest alive */
+	l->flight[l->nflight++] = *ret;
+	l->probes++;
+	return true;
+}
+
+void chord__learned_checked(struct chord__learned *l, const struct cfs_node *n, bool ok,
+                            uint64_t now_us)
+{
+	int f = find_node(l->flight, l->nflight, &n->id);
+
+	if (f < 0 || !same_node(&l->flight[f], n))
+		return; /* not one in flight: never asked, or asked of another address */
+	l->flight[f] = l->flight[--l->nflight];
+	if (ok) {
+		const struct chord__lnode *e = chord__learned_find(l, &n->id);
+		l->probes_ok++;
+		if (!e || e->hint)
+			insert(l, n, now_us, true);
+	} else {
+		l->probes_failed++;
+		mark_bad(l, &n->id, now_us);
+	}
+}
+
 uint32_t chord_learned_count(const chord_t *c)
 {
 	return c->learned.n;
+}
+
+uint64_t chord_learn_auths(const chord_t *c)
+{
+	return c->learned.probes;
 }
 
 uint64_t chord_lookups_remembered(const chord_t *c)

@@ -73,7 +73,8 @@ static bool env_local_step(void *ctx, const struct cfs_id *key, uint32_t nsucc, 
 	struct vnode *u = chord__table_closest_local(c, key);
 
 	*ret_self = u->self;
-	return chord__table_step(c, u, key, nsucc, to_pred, true, out, n_out, n_cand, cap, cfs_now_us());
+	return chord__table_step(c, u, key, nsucc, to_pred, true, true, out, n_out, n_cand, cap,
+	                         cfs_now_us());
 }
 
 static bool env_has_block(void *ctx, const struct cfs_id *key)
@@ -141,21 +142,22 @@ static void lookup_put(struct lookup *l)
 	}
 }
 
-/* A member learns the nodes its lookup met (learned.c) that its tables
- * have authenticated (within ten minutes, auth.c), into the learned table
- * only: an answer may name a node that has died since, and it is no sign
- * of where the node stands to us, so the successor lists and the
- * predecessor never take it from here. It costs no message: checking the
- * others too, one AUTH each, interfered with the joins of processes that
- * share an address (t_one_address). A plain client learns in client.c. */
-static void learn(chord_t *c, const struct cfs_node *n)
+/* A member learns the nodes its lookup met (learned.c), into the learned
+ * table only: an answer may name a node that has died since, and it is no
+ * sign of where the node stands to us, so the successor lists, fingers and
+ * predecessor never take it from here. A node our tables authenticated
+ * (within ten minutes, auth.c) is added or refreshed at once; any other
+ * is a hint, checked by an AUTH of its own within the learned table's
+ * budget before it enters. A plain client learns in client.c. */
+static void learn(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
-	uint64_t now = cfs_now_us();
-
 	if (c->client || chord__local(c, &n->id) || c->learned.cap == 0)
 		return;
-	if (chord__auth_peek(c, &n->id, now) == AUTH_OK)
+	enum auth_state st = chord__auth_peek(c, &n->id, now);
+	if (st == AUTH_OK)
 		chord__learned_add(&c->learned, n, now);
+	else if (st == AUTH_NONE && !chord__suspect_is(c, &n->id, now))
+		chord__learned_hint(&c->learned, n, now);
 }
 
 /* FINISH: count it, and queue the callback for the timer (never from
@@ -169,11 +171,14 @@ static void finished(struct lookup *l)
 	l->deadline_us = 0;
 	res->latency_us = cfs_now_us() - l->started_us;
 	if (res->status == 0) {
+		uint64_t now = cfs_now_us();
 		c->lookups_done++;
 		for (uint32_t i = 0; i < res->n; i++)
-			learn(c, &res->succ[i]);
+			learn(c, &res->succ[i], now);
 		for (uint32_t i = 0; i < res->npath; i++)
-			learn(c, &res->path[i]);
+			learn(c, &res->path[i], now);
+		if (!c->client)
+			chord__auth_learn_pump(c, now);
 	} else if (res->status != -ECANCELED)
 		c->lookups_failed++;
 	c->lookup_rpcs += res->rpcs;
@@ -270,9 +275,13 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 		chord__table_drop_finger(c, &a->id);
 		if (c->client)
 			chord__client_forget(c, &a->id);
+		else
+			chord__learned_forget(&c->learned, &a->id, cfs_now_us());
 		break;
 	case CHORD__LKA_REMOVE:
 		chord__table_remove(c, &a->id, cfs_now_us());
+		if (!c->client)
+			chord__learned_forget(&c->learned, &a->id, cfs_now_us());
 		break;
 	case CHORD__LKA_DEADLINE:
 		l->deadline_us = cfs_now_us() + a->ms * 1000ull;
@@ -502,7 +511,7 @@ static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req, 
 	*has = (req->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block &&
 	       c->has_block(c->has_block_arg, &req->key);
 	return chord__table_step(c, v, &req->key, *nsucc, (req->flags & CFS_LOOKUP_F_TO_PRED) != 0, wrap_ok,
-	                         out, n, ncand, *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND,
+	                         false, out, n, ncand, *nsucc > CHORD__LK_NCAND ? *nsucc : CHORD__LK_NCAND,
 	                         cfs_now_us());
 }
 

@@ -324,8 +324,8 @@ static bool cand_ok(const chord_t *c, const struct cfs_node *x, const struct cfs
 }
 
 static void closest_preceding(chord_t *c, const struct vnode *v, const struct cfs_id *key,
-                              struct cfs_node *out, uint32_t *n, uint32_t cap, bool *skipped,
-                              uint64_t now)
+                              bool own, struct cfs_node *out, uint32_t *n, uint32_t cap,
+                              bool *skipped, uint64_t now)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		const struct vnode *u = &c->v[vi];
@@ -341,12 +341,14 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
 			cand_add(out, n, cap, &u->pred.n, key);
 	}
 	/* The nodes learned from traffic nearest before the key: with most of
-	 * the ring learned, one of them has the key in its successor list. */
+	 * the ring learned, one of them has the key in its successor list.
+	 * Hints (learned.c) only for our own lookups. */
 	struct cfs_node near[16];
 	uint32_t nn = chord__learned_preceding(
 		&c->learned, &v->self.id, key,
 		now > CHORD_LEARNED_QUARANTINE_US ? now - CHORD_LEARNED_QUARANTINE_US : 0,
-		now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0, near, cap < 16 ? cap : 16);
+		now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0, own, near,
+		cap < 16 ? cap : 16);
 	for (uint32_t i = 0; i < nn; i++)
 		if (cand_ok(c, &near[i], &v->self, key, skipped, now))
 			cand_add(out, n, cap, &near[i], key);
@@ -362,8 +364,8 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
  * function because each case falls through to the next on the same
  * tables, and the order is the protocol. */
 bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
-                bool to_pred, bool wrap_ok, struct cfs_node *out, uint32_t *n_out, uint32_t *n_cand,
-                uint32_t cap, uint64_t now)
+                bool to_pred, bool wrap_ok, bool own, struct cfs_node *out, uint32_t *n_out,
+                uint32_t *n_cand, uint32_t cap, uint64_t now)
 {
 	uint32_t n = 0;
 
@@ -426,13 +428,14 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	 * unless they are all there is: a suspect before the key means our
 	 * successor is not the key's. */
 	bool skipped = false;
-	closest_preceding(c, v, key, out, &n, cap, &skipped, now);
+	closest_preceding(c, v, key, own, out, &n, cap, &skipped, now);
 	if (n == 0 && skipped)
-		closest_preceding(c, v, key, out, &n, cap, NULL, now);
+		closest_preceding(c, v, key, own, out, &n, cap, NULL, now);
 	if (n > 0) {
 		struct vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
-			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, out, n_out, n_cand, cap, now);
+			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, own, out, n_out, n_cand,
+			                         cap, now);
 	}
 	if (n == 0 && v->succ_unsure) {
 		*n_out = 0; /* our successor may not be the key's: no answer */
@@ -492,7 +495,8 @@ static void behind_add(const chord_t *c, const struct cfs_id *me, const struct c
  * fingers (in a ring shorter than the successor list these hold all of
  * it, the successors wrapping round to the predecessors), and the nodes
  * learned from traffic and heard from lately (the members behind us
- * place their replicas here and sync with us, so they are met). A node
+ * place their replicas here and sync with us, so they are met), but not
+ * the hints, which only our tables' word would make predecessors. A node
  * missing from all of them is skipped, never invented.
  */
 uint32_t chord_vnode_preds(const chord_t *c, uint32_t vi, struct cfs_node *ret, uint32_t max)
@@ -515,7 +519,7 @@ uint32_t chord_vnode_preds(const chord_t *c, uint32_t vi, struct cfs_node *ret, 
 	}
 	uint32_t nl = chord__learned_preceding(&c->learned, NULL, me, UINT64_MAX,
 	                                       now > CHORD_LEARNED_FRESH_US ? now - CHORD_LEARNED_FRESH_US : 0,
-	                                       learned, CHORD_SUCC_MAX);
+	                                       false, learned, CHORD_SUCC_MAX);
 	for (uint32_t i = 0; i < nl; i++)
 		behind_add(c, me, &learned[i], b, &n);
 	if (n)

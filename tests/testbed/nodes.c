@@ -220,6 +220,8 @@ static void node_free(struct tb_node *n)
 		TB.dgrams_gone += st.datagrams_out;
 		TB.bytes_gone += st.bytes_out;
 	}
+	if (n->chord)
+		TB.learn_auths_gone += chord_learn_auths(n->chord);
 	dhash_client_free(n->cl);
 	dhash_server_free(n->dh);
 	chord_free(n->chord);

@@ -48,6 +48,7 @@ static struct {
 	uint64_t dgrams1, bytes1; /* ... when they stopped */
 	uint32_t reader[TB_READERS_MAX], nreaders; /* slots */
 	double node_s;            /* live nodes × seconds while the gets ran */
+	double auths0;            /* chord_learn_auths of every node when the gets began */
 	uint64_t node_s_at;
 	/* a serial chain (hot) or a window (file) */
 	uint32_t seq, total, window, chain_inflight, chain_done, chain_failed;
@@ -359,6 +360,18 @@ static void sent_totals(uint64_t *dgrams, uint64_t *bytes)
 	}
 }
 
+/* AUTHs sent by every node, live or stopped, to check the nodes lookup
+ * answers named (the learned tables' own traffic). */
+static double learn_auths(void)
+{
+	double a = (double)TB.learn_auths_gone;
+
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].chord)
+			a += (double)chord_learn_auths(TB.n[i].chord);
+	return a;
+}
+
 void tb_workload_start(const struct tb_workload *w)
 {
 	if (strcmp(w->kind, "gets") || w->rate <= 0)
@@ -368,6 +381,7 @@ void tb_workload_start(const struct tb_workload *w)
 	W.count_msgs = TB.frozen;
 	sent_totals(&W.dgrams0, &W.bytes0);
 	W.start_us = W.node_s_at = cfs_now_us();
+	W.auths0 = learn_auths();
 	for (uint32_t i = 0; i < w->readers && i < TB_READERS_MAX; i++) {
 		struct tb_node *x = tb_random_node();
 		bool dup = false;
@@ -410,7 +424,8 @@ void tb_workload_summary(FILE *f)
 	}
 	/* Everything every node sent while the gets ran (gets, maintenance,
 	 * authentication), per live node and second; the learned tables' mean
-	 * size at the end, over the live nodes and over the readers. */
+	 * size at the end, over the live nodes and over the readers; the AUTHs
+	 * sent to fill them, per node and second (counted to the end). */
 	char load[256] = "";
 	if (W.node_s > 0) {
 		double all = 0, rd = 0;
@@ -428,9 +443,9 @@ void tb_workload_summary(FILE *f)
 			}
 		snprintf(load, sizeof(load),
 		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
-		         "\"learned_readers_mean\":%.1f",
+		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f",
 		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
-		         nrd ? rd / nrd : 0);
+		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s);
 	}
 	/* Gets still unanswered 15 s after the end count as failed (and are in
 	 * no per-get mean: those are over the answered gets). */

@@ -83,23 +83,23 @@ Test(chord_learned, preceding_wraps_and_stops_at_from)
 	for (int i = 0; i < N; i += 8) /* 0, 8, ..., 56 */
 		chord__learned_add(&l, &ring[i], 1);
 	/* nearest before ring[20]: 16, 8, 0, then round the wrap to 56, 48 */
-	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, out, 5);
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, true, out, 5);
 	cr_assert_eq(n, 5);
 	const int want[] = { 16, 8, 0, 56, 48 };
 	for (int i = 0; i < 5; i++)
 		cr_assert(cfs_id_eq(&out[i].id, &ring[want[i]].id), "entry %d", i);
 	/* the key itself is not its own predecessor */
-	n = chord__learned_preceding(&l, NULL, &ring[16].id, UINT64_MAX, 0, out, 1);
+	n = chord__learned_preceding(&l, NULL, &ring[16].id, UINT64_MAX, 0, true, out, 1);
 	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[8].id));
 	/* only strictly between from and the key */
-	n = chord__learned_preceding(&l, &ring[4].id, &ring[20].id, UINT64_MAX, 0, out, 8);
+	n = chord__learned_preceding(&l, &ring[4].id, &ring[20].id, UINT64_MAX, 0, true, out, 8);
 	cr_assert_eq(n, 2);
 	cr_assert(cfs_id_eq(&out[0].id, &ring[16].id) && cfs_id_eq(&out[1].id, &ring[8].id));
-	n = chord__learned_preceding(&l, &ring[50].id, &ring[4].id, UINT64_MAX, 0, out, 8);
+	n = chord__learned_preceding(&l, &ring[50].id, &ring[4].id, UINT64_MAX, 0, true, out, 8);
 	cr_assert_eq(n, 2, "across the wrap: 0 and 56");
 	cr_assert(cfs_id_eq(&out[0].id, &ring[0].id) && cfs_id_eq(&out[1].id, &ring[56].id));
 	/* the whole table at most */
-	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, out, 8);
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 0, true, out, 8);
 	cr_assert_eq(n, 8);
 	chord__learned_free(&l);
 }
@@ -116,13 +116,13 @@ Test(chord_learned, preceding_skips_the_young)
 	chord__learned_add(&l, &ring[10], 100);
 	chord__learned_add(&l, &ring[12], 200);
 	chord__learned_add(&l, &ring[10], 300); /* seen again, first offered at 100 */
-	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, 150, 0, out, 8);
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[20].id, 150, 0, true, out, 8);
 	cr_assert_eq(n, 1);
 	cr_assert(cfs_id_eq(&out[0].id, &ring[10].id));
-	n = chord__learned_preceding(&l, NULL, &ring[20].id, 200, 0, out, 8);
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, 200, 0, true, out, 8);
 	cr_assert_eq(n, 2);
 	/* freshness: ring[12] was last offered at 200, ring[10] at 300 */
-	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 250, out, 8);
+	n = chord__learned_preceding(&l, NULL, &ring[20].id, UINT64_MAX, 250, true, out, 8);
 	cr_assert(n == 1 && cfs_id_eq(&out[0].id, &ring[10].id));
 	chord__learned_free(&l);
 }
@@ -255,4 +255,155 @@ Test(chord_learned, remembered_answer_for_a_node_id)
 	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 0);
 	k = after(5);
 	cr_assert_eq(chord__arcs_find(&a, 1, &k, t, 8, out), 0);
+}
+
+/* ------------------------------------------------------------ hints */
+
+/* Answer every check the budget allows at now: ok or not. */
+static uint32_t pump(struct chord__learned *l, uint64_t now, bool ok)
+{
+	struct cfs_node n;
+	uint32_t sent = 0;
+
+	while (chord__learned_next_check(l, now, &n)) {
+		sent++;
+		chord__learned_checked(l, &n, ok, now);
+	}
+	return sent;
+}
+
+static uint32_t hints_in(const struct chord__learned *l)
+{
+	uint32_t h = 0;
+
+	for (uint32_t i = 0; i < l->n; i++)
+		h += l->e[i].hint;
+	return h;
+}
+
+/* Nodes lookup answers name enter once they answer their check, at most
+ * a burst and then CHORD_LEARN_AUTH_RATE a second, and only as hints. */
+Test(chord_learned, answers_fill_the_table_within_the_budget)
+{
+	struct chord__learned l;
+	struct cfs_node out[N];
+	const uint64_t s = 1000000, t0 = 10 * s;
+
+	chord__learned_init(&l, 128);
+	for (int i = 0; i < 60; i++)
+		chord__learned_hint(&l, &ring[i], t0);
+	cr_assert_eq(l.nqueue, 60);
+	uint32_t sent = pump(&l, t0, true);
+	cr_assert_eq(sent, (uint32_t)CHORD_LEARN_AUTH_BURST, "the burst: %u", sent);
+	/* ten seconds later, with a tick every 100 ms: the rate, no more */
+	for (uint64_t t = t0 + s / 10; t <= t0 + 10 * s; t += s / 10)
+		sent += pump(&l, t, true);
+	cr_assert(sent <= CHORD_LEARN_AUTH_BURST + 10 * CHORD_LEARN_AUTH_RATE + 1 &&
+	          sent >= CHORD_LEARN_AUTH_BURST + 10 * CHORD_LEARN_AUTH_RATE - 1, "%u checks", sent);
+	cr_assert_eq(l.probes, sent);
+	cr_assert_eq(l.n, sent);
+	cr_assert_eq(hints_in(&l), sent);
+	cr_assert(sorted(&l));
+	/* hints are next hops of our own lookups only */
+	cr_assert_eq(chord__learned_preceding(&l, NULL, &ring[0].id, UINT64_MAX, 0, false, out, N), 0);
+	cr_assert_eq(chord__learned_preceding(&l, NULL, &ring[0].id, UINT64_MAX, 0, true, out, N), sent);
+	/* a node our tables authenticate is a hint no longer */
+	const struct chord__lnode *e = chord__learned_find(&l, &ring[59].id);
+	cr_assert(e && e->hint, "the newest named is checked first");
+	chord__learned_add(&l, &ring[59], t0 + 11 * s);
+	cr_assert(!chord__learned_find(&l, &ring[59].id)->hint);
+	cr_assert_eq(chord__learned_preceding(&l, NULL, &ring[0].id, UINT64_MAX, 0, false, out, N), 1);
+	chord__learned_free(&l);
+}
+
+/* At most CHORD_LEARN_AUTH_INFLIGHT checks wait for an answer at once,
+ * whatever the budget; the queue keeps the CHORD__LEARN_QUEUE named last. */
+Test(chord_learned, checks_in_flight_and_waiting_are_bounded)
+{
+	struct chord__learned l;
+	struct cfs_node n;
+	uint32_t sent = 0;
+
+	chord__learned_init(&l, 128);
+	for (int i = 0; i < N; i++)
+		chord__learned_hint(&l, &ring[i], 1);
+	for (int i = 0; i < N; i++) /* named again: queued once */
+		chord__learned_hint(&l, &ring[i], 1);
+	cr_assert_eq(l.nqueue, N < CHORD__LEARN_QUEUE ? N : CHORD__LEARN_QUEUE);
+	while (chord__learned_next_check(&l, 1000, &n))
+		sent++;
+	cr_assert_eq(sent, CHORD_LEARN_AUTH_INFLIGHT);
+	chord__learned_hint(&l, &l.flight[0], 1000); /* in flight: not queued again */
+	cr_assert_eq(l.nqueue, N - CHORD_LEARN_AUTH_INFLIGHT);
+	chord__learned_free(&l);
+
+	chord__learned_init(&l, 0); /* off: nothing queued, nothing sent */
+	chord__learned_hint(&l, &ring[1], 1);
+	cr_assert(!chord__learned_next_check(&l, 1, &n));
+	chord__learned_free(&l);
+}
+
+/* A node that fails its check never enters, and no answer gets it checked
+ * again for CHORD_LEARN_BAD_US; an answer for a check never sent, or sent
+ * to another address, is ignored. */
+Test(chord_learned, a_node_failing_its_check_never_enters)
+{
+	struct chord__learned l;
+	struct cfs_node n;
+	const uint64_t t0 = 1000;
+
+	chord__learned_init(&l, 16);
+	chord__learned_hint(&l, &ring[5], t0);
+	cr_assert(chord__learned_next_check(&l, t0, &n));
+	chord__learned_checked(&l, &n, false, t0 + 1);
+	cr_assert_eq(l.n, 0);
+	cr_assert_eq(l.probes_failed, 1);
+	chord__learned_hint(&l, &ring[5], t0 + 2);
+	cr_assert_eq(l.nqueue, 0, "failed lately: not checked again");
+	chord__learned_hint(&l, &ring[5], t0 + CHORD_LEARN_BAD_US + 2);
+	cr_assert_eq(l.nqueue, 1, "in time it may be");
+
+	/* answers nobody asked for */
+	chord__learned_checked(&l, &ring[9], true, t0);
+	cr_assert(chord__learned_next_check(&l, t0 + CHORD_LEARN_BAD_US + 3, &n));
+	struct cfs_node elsewhere = n;
+	elsewhere.addr.in4.sin_port = htons(9);
+	chord__learned_checked(&l, &elsewhere, true, t0);
+	cr_assert_eq(l.n, 0);
+	cr_assert_null(chord__learned_find(&l, &ring[9].id));
+	chord__learned_checked(&l, &n, true, t0);
+	cr_assert_eq(l.n, 1);
+	chord__learned_free(&l);
+}
+
+/* A hint that failed as a lookup hop leaves, and is not checked again
+ * when the next answer names it; named again where it was checked, a hint
+ * is fresh without a check; an entry our tables hold is not moved by an
+ * answer naming its ID at another address. */
+Test(chord_learned, a_failed_hint_leaves_and_tables_win)
+{
+	struct chord__learned l;
+	struct cfs_node n;
+
+	chord__learned_init(&l, 16);
+	chord__learned_hint(&l, &ring[3], 10);
+	cr_assert(chord__learned_next_check(&l, 10, &n));
+	chord__learned_checked(&l, &n, true, 20);
+	cr_assert_eq(chord__learned_find(&l, &ring[3].id)->seen_us, 20);
+	chord__learned_hint(&l, &ring[3], 30);
+	cr_assert_eq(l.nqueue, 0);
+	cr_assert_eq(chord__learned_find(&l, &ring[3].id)->seen_us, 30, "refreshed, not checked");
+
+	chord__learned_forget(&l, &ring[3].id, 40); /* the driver's DROP */
+	cr_assert_null(chord__learned_find(&l, &ring[3].id));
+	chord__learned_hint(&l, &ring[3], 50);
+	cr_assert_eq(l.nqueue, 0);
+
+	chord__learned_add(&l, &ring[7], 60);
+	struct cfs_node moved = ring[7];
+	moved.addr.in4.sin_port = htons(cfs_addr_port(&moved.addr) + 1);
+	chord__learned_hint(&l, &moved, 70);
+	cr_assert_eq(l.nqueue, 0);
+	cr_assert(cfs_addr_eq(&chord__learned_find(&l, &ring[7].id)->n.addr, &ring[7].addr));
+	chord__learned_free(&l);
 }

@@ -79,7 +79,7 @@ static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint
 	struct cfs_id k = before(key_at);
 
 	memset(out, 0, sizeof(out));
-	return chord__table_step(C, v, &k, nsucc, to_pred, true, out, &n_out, &n_cand, cap, T0);
+	return chord__table_step(C, v, &k, nsucc, to_pred, true, true, out, &n_out, &n_cand, cap, T0);
 }
 
 TestSuite(chord_table, .init = setup, .fini = teardown);
@@ -287,5 +287,47 @@ Test(chord_table, preds_nearest_first_from_every_table)
 		cr_assert(same(&got[i], want[i]), "entry %u is not ring[%d]", i, want[i]);
 	cr_assert_eq(chord_vnode_preds(C, 0, got, 2), 2);
 	cr_assert(same(&got[1], 98));
+	chord__learned_free(&C->learned);
+}
+
+/* A hint (a node an answer named, checked by an AUTH of its own) is a first
+ * hop of our own lookups only: a step served to others does not name it,
+ * it is no predecessor, and learning it changes no successor list, finger
+ * or predecessor. Failed as a hop, it leaves. */
+Test(chord_table, hints_serve_our_own_lookups_only)
+{
+	struct vnode *v = vn(0, 0, 4);
+	struct cfs_node n, got[8];
+	uint64_t t0 = T0 - 2 * CHORD_LEARNED_QUARANTINE_US;
+
+	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
+	v->pred = (struct tnode){ .n = ring[RING - 1], .valid = true };
+	chord__learned_init(&C->learned, 8);
+	struct vnode before_v = *v;
+
+	chord__learned_hint(&C->learned, &ring[479], t0);
+	cr_assert(chord__learned_next_check(&C->learned, t0, &n));
+	chord__learned_checked(&C->learned, &n, true, t0);
+	cr_assert_eq(memcmp(&before_v, v, sizeof(*v)), 0, "the tables are as they were");
+	cr_assert(!chord__table_contains(C, &ring[479].id));
+
+	struct cfs_id k = before(480);
+	cr_assert(!chord__table_step(C, v, &k, 4, false, true, true, out, &n_out, &n_cand, 16, T0));
+	cr_assert(same(&out[0], 479), "our own lookup starts at the hint");
+	cr_assert(!chord__table_step(C, v, &k, 4, false, true, false, out, &n_out, &n_cand, 16, T0));
+	cr_assert(same(&out[0], 450), "a step served to others does not name it");
+	for (uint32_t i = 0; i < n_out; i++)
+		cr_assert(!same(&out[i], 479));
+	cr_assert_eq(chord_vnode_preds(C, 0, got, 8), 6); /* pred, finger, successors */
+	for (uint32_t i = 0; i < 6; i++)
+		cr_assert(!same(&got[i], 479), "no predecessor");
+
+	/* it times out as our first hop: the driver drops it */
+	chord__table_drop_finger(C, &ring[479].id);
+	chord__learned_forget(&C->learned, &ring[479].id, T0);
+	cr_assert(!chord__table_step(C, v, &k, 4, false, true, true, out, &n_out, &n_cand, 16, T0));
+	cr_assert(same(&out[0], 450));
+	chord__learned_hint(&C->learned, &ring[479], T0 + 1);
+	cr_assert_eq(C->learned.nqueue, 0, "not checked again soon");
 	chord__learned_free(&C->learned);
 }

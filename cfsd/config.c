@@ -45,6 +45,9 @@ const char cfsd__usage_text[] =
 	"      --learned-nodes N   ring members met in traffic kept so that lookups start\n"
 	"                          next to their keys, one round trip in a ring of up to\n"
 	"                          about N servers (default 4096, at most 65536; 0: none)\n"
+	"      --guess-holders G   a get skips its lookup when learned members lie within\n"
+	"                          G mean node spacings after the key, and asks the\n"
+	"                          nearest of them (default 5, at most 16; 0: never)\n"
 	"      --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
@@ -140,6 +143,7 @@ const struct option cfsd__opts[] = {
 	{ "map-port", required_argument, NULL, 1010 },
 	{ "pns", required_argument, NULL, 1002 },
 	{ "learned-nodes", required_argument, NULL, OPT_LEARNED },
+	{ "guess-holders", required_argument, NULL, OPT_GUESS },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
@@ -234,6 +238,9 @@ void cfsd__apply(struct settings *st, int c, const char *val)
 	case 1002: d->cc.pns = (uint32_t)parse_num("--pns", val, 1, CHORD_SUCC_MAX); break;
 	case OPT_LEARNED:
 		d->cc.learned_max = (uint32_t)parse_num("--learned-nodes", val, 0, CHORD_LEARNED_MAX);
+		break;
+	case OPT_GUESS:
+		d->cc.guess_spacings = (uint32_t)parse_num("--guess-holders", val, 0, CHORD_GUESS_MAX);
 		break;
 	case 'k': d->dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: {

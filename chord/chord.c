@@ -20,6 +20,7 @@ void chord_config_default(struct chord_config *c)
 	c->fail_probes = 3;
 	c->pns = 16;
 	c->learned_max = CHORD_LEARNED_DEFAULT;
+	c->guess_spacings = CHORD_GUESS_DEFAULT;
 }
 
 static const char *const mode_sels[] = { "greedy", "cost", "nonlinear" };
@@ -595,7 +596,7 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
 	S(U64, learn_auths, "learn_auths", "... AUTHs sent to check nodes answers named", NULL),
 	S(U64, learn_auths_ok, "learn_auths_ok", "... answered right", NULL),
-	S(U64, remembered, "remembered", "answered from remembered answers", NULL),
+	S(U64, remembered, "remembered", "answered with no message (remembered answers, learned nodes)", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
 	S(U64, fwd_handled, "lookup_fwd", "recursive steps", NULL),

@@ -68,7 +68,15 @@ struct chord_config {
 	/* Nodes met in traffic kept for lookups to start near their keys
 	 * (chord/learned.c; default CHORD_LEARNED_DEFAULT; 0: none). */
 	uint32_t learned_max;
+	/* A member's gets of blocks that verify by their content skip the
+	 * lookup when the learned table holds nodes no farther after the key
+	 * than this many mean node spacings (likely among its successors):
+	 * they are asked first, and a wrong guess costs a full lookup
+	 * (default CHORD_GUESS_DEFAULT; 0: always look up). */
+	uint32_t guess_spacings;
 };
+#define CHORD_GUESS_DEFAULT 5
+#define CHORD_GUESS_MAX 16
 #define CHORD_LEARNED_DEFAULT 4096
 #define CHORD_LEARNED_MAX 65536
 #define CHORD_REACH_MS 600000
@@ -112,10 +120,12 @@ struct chord_lookup_opts {
 	uint32_t flags;           /* CFS_LOOKUP_F_CHECK_BLOCK, CFS_LOOKUP_F_VERIFY,
 	                           * CHORD_LOOKUP_F_REMEMBERED */
 };
-/* Local only, never sent: a plain client may answer from the successor
- * lists earlier lookups were given, without a message, when one covers
- * the key (for gets of blocks that verify by their own content: the guess
- * may be stale). Members answer from their own tables anyway. */
+/* Local only, never sent: the lookup may be answered without a message
+ * (for gets of blocks that verify by their own content: the answer may be
+ * stale or a guess). A plain client answers from the successor lists
+ * earlier lookups were given, when one covers the key; a member whose own
+ * tables do not cover the key answers with the learned nodes just after
+ * it (guess_spacings). */
 #define CHORD_LOOKUP_F_REMEMBERED 0x10000u
 
 #define CHORD_PATH_MAX 16

@@ -137,6 +137,33 @@ uint32_t chord__learned_preceding(const struct chord__learned *l, const struct c
 	return n;
 }
 
+uint32_t chord__learned_following(const struct chord__learned *l, const struct cfs_id *key,
+                                  double span, uint64_t added_before_us, uint64_t seen_after_us,
+                                  bool hints, struct cfs_node *out, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	if (l->n == 0)
+		return 0;
+	/* Forwards from the first entry after key, wrapping round the ring,
+	 * while within span of it. */
+	uint32_t i = lower_bound(l, key) % l->n;
+	for (uint32_t seen = 0; seen < l->n && n < cap; seen++, i = (i + 1) % l->n) {
+		const struct cfs_id *id = &l->e[i].n.id;
+		struct cfs_id d;
+		if (cfs_id_eq(id, key))
+			continue;
+		cfs_id_distance(&d, key, id);
+		if (cfs_id_to_unit(&d) > span)
+			break;
+		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us ||
+		    (l->e[i].hint && !hints))
+			continue;
+		out[n++] = l->e[i].n;
+	}
+	return n;
+}
+
 /* ------------------------------------------------------------ hints */
 
 static bool same_node(const struct cfs_node *a, const struct cfs_node *b)

@@ -426,9 +426,9 @@ void tb_workload_summary(FILE *f)
 	 * authentication), per live node and second; the learned tables' mean
 	 * size at the end, over the live nodes and over the readers; the AUTHs
 	 * sent to fill them, per node and second (counted to the end). */
-	char load[256] = "";
+	char load[384] = "";
 	if (W.node_s > 0) {
-		double all = 0, rd = 0;
+		double all = 0, rd = 0, guessed = 0;
 		uint32_t nall = 0, nrd = 0;
 		for (uint32_t i = 0; i < TB.nslots; i++) {
 			if (!TB.n[i].chord || !TB.n[i].alive)
@@ -439,13 +439,15 @@ void tb_workload_summary(FILE *f)
 		for (uint32_t j = 0; j < W.nreaders; j++)
 			if (TB.n[W.reader[j]].alive && TB.n[W.reader[j]].chord) {
 				rd += chord_learned_count(TB.n[W.reader[j]].chord);
+				guessed += (double)chord_lookups_remembered(TB.n[W.reader[j]].chord);
 				nrd++;
 			}
 		snprintf(load, sizeof(load),
 		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
-		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f",
+		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f,"
+		         "\"guessed_readers\":%.0f",
 		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
-		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s);
+		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s, guessed);
 	}
 	/* Gets still unanswered 15 s after the end count as failed (and are in
 	 * no per-get mean: those are over the answered gets). */

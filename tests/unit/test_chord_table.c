@@ -204,6 +204,57 @@ Test(chord_table, learned_nodes_are_next_hops)
 	chord__learned_free(&C->learned);
 }
 
+static bool holds_all(void *arg, const struct cfs_id *key)
+{
+	(void)arg;
+	(void)key;
+	return true;
+}
+
+/* A member's guess at a content block's holders: the learned nodes just
+ * after the key, when its own tables do not cover the key, even nodes
+ * just met (a block proves itself); none beyond the span, and no guess
+ * when the tables answer anyway, when we hold the block, or when off. */
+Test(chord_table, a_get_guesses_the_learned_nodes_just_after_its_key)
+{
+	struct vnode *v = vn(0, 0, 16); /* about 512 nodes by its list */
+	struct chord_lookup_opts o = { .nsucc = 8, .flags = CHORD_LOOKUP_F_REMEMBERED | CFS_LOOKUP_F_CHECK_BLOCK };
+	struct chord_lookup_result res;
+	struct cfs_id key = before(301);
+
+	v->pred = (struct tnode){ .n = ring[RING - 1], .valid = true };
+	C->cfg.guess_spacings = 5;
+	chord__learned_init(&C->learned, 16);
+	chord__learned_add(&C->learned, &ring[299], T0);
+	chord__learned_add(&C->learned, &ring[301], T0);
+	chord__learned_add(&C->learned, &ring[303], T0 - 2 * CHORD_LEARNED_QUARANTINE_US);
+	chord__learned_add(&C->learned, &ring[330], T0);
+	cr_assert(chord__lookup_guess(C, &key, &o, &res, T0));
+	cr_assert(res.checked);
+	cr_assert_eq(res.n, 2, "301 and 303; 299 is before the key, 330 far past it");
+	cr_assert(same(&res.succ[0], 301) && same(&res.succ[1], 303));
+	/* a suspect is not guessed */
+	chord__suspects_init(&C->susp, 60 * 1000000ull);
+	chord__suspects_add(&C->susp, &ring[301].id, "test", T0);
+	cr_assert(chord__lookup_guess(C, &key, &o, &res, T0));
+	cr_assert(res.n == 1 && same(&res.succ[0], 303));
+	/* our own successor list covers the key: no guess */
+	struct cfs_id near = before(10);
+	chord__learned_add(&C->learned, &ring[10], T0);
+	cr_assert(!chord__lookup_guess(C, &near, &o, &res, T0));
+	/* only lookups that may be answered so */
+	struct chord_lookup_opts plain = { .nsucc = 8, .flags = CFS_LOOKUP_F_CHECK_BLOCK };
+	cr_assert(!chord__lookup_guess(C, &key, &plain, &res, T0));
+	/* we hold the block: the lookup's first step finds it */
+	C->has_block = holds_all;
+	cr_assert(!chord__lookup_guess(C, &key, &o, &res, T0));
+	C->has_block = NULL;
+	/* off */
+	C->cfg.guess_spacings = 0;
+	cr_assert(!chord__lookup_guess(C, &key, &o, &res, T0));
+	chord__learned_free(&C->learned);
+}
+
 /* CFS 6.2: a closer virtual server of ours continues the step. */
 Test(chord_table, local_shortcut)
 {

@@ -126,8 +126,10 @@ fi
 run scale "n$SCALE_N" "$TB" --nodes $SCALE_N --stabilize-ms $SCALE_MS --fix-ms $SCALE_MS \
 	--workload gets --blocks 1000 --rate 20 --duration $SCALE_S
 
-# CFS Fig. 11: successive fetches of one hot block, caching on.
-run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches $HOT_FETCHES
+# CFS Fig. 11: successive fetches of one hot block, caching on. The caches
+# are on the lookup paths, so gets here always look up (--guess 0): a get
+# that guesses its holders from the learned table takes no path.
+run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches $HOT_FETCHES --guess 0
 
 # DHash++ Fig. 4/12: get latency under the network model as each technique
 # is switched on in turn. Maintenance is frozen at time 0 (the ring is
@@ -137,10 +139,13 @@ run fig11 hot "$TB" --nodes $HOT_N --caching --workload hot --blocks 1 --fetches
 # Every configuration runs on the same addresses, hence the same node IDs,
 # positions and slow nodes, and the same seed: the rows differ only in the
 # technique (OpenDHT compared its modes on one deployment the same way).
+# The papers' techniques are lookups, so their rows always look up
+# (--guess 0); the cfsd-default row guesses holders as cfsd does.
 SAME_NET=50000
-lat() { # EXPERIMENT RUN ARGS...: gets for LAT_S seconds
-	run "$@" --nodes $LAT_N --workload gets --blocks $LAT_BLOCKS --rate $LAT_RATE --duration $LAT_S \
-		--freeze --stabilize-ms 300 --fix-ms 300 --base-port $SAME_NET
+lat() { # EXPERIMENT RUN PROG ARGS...: gets for LAT_S seconds
+	local exp=$1 name=$2 prog=$3; shift 3
+	run "$exp" "$name" "$prog" --guess 0 "$@" --nodes $LAT_N --workload gets --blocks $LAT_BLOCKS \
+		--rate $LAT_RATE --duration $LAT_S --freeze --stabilize-ms 300 --fix-ms 300 --base-port $SAME_NET
 }
 NET=median-rtt=130
 lat dhashpp base "$TB" --netmodel $NET --mode iterative,pred --pns 1 --ring-order
@@ -164,7 +169,7 @@ lat opendht iter-greedy-p3-gw2 "$TB" --netmodel $SLOW --mode iterative,greedy,p3
 lat opendht rec-nonlinear-hedged "$TB" --netmodel $SLOW --mode recursive,nonlinear \
 	--hedge-ms $HEDGE
 # what a ring of cfsd with their default settings does
-lat opendht cfsd-default "$TB" --netmodel $SLOW --mode cfsd
+lat opendht cfsd-default "$TB" --netmodel $SLOW --mode cfsd --guess 5
 
 # Tapestry Fig. 19-22, SPLAY Fig. 10: gets through failures, a flash crowd
 # and steady churn (no network model: Tapestry ran these on a cluster).

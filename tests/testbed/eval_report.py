@@ -604,7 +604,10 @@ plot 'fig11.dat' u 1:2:3 w yerrorlines pt 7 t 'here: mean of 10 fetches ± sd', 
     body = (f"**Paper** ({PAPER_CFS} §7.2.3, Fig. 11): one block in a 1,000-server system, fetched by a "
             "sequence of random servers with caching along the lookup path; each point is the mean of 10 "
             "successive fetches. Without caching a lookup takes 5.7 RPCs; after 10 fetches 3.2. **Here**: "
-            f"`cfs-testbed --caching --workload hot` with {n} nodes; RPCs per fetch from ops.csv.\n\n"
+            f"`cfs-testbed --caching --workload hot --guess 0` with {n} nodes; RPCs per fetch from ops.csv. "
+            "Gets always look up here: the caches are on the lookup paths, and a get that guesses its "
+            "holders from the learned table (the default, `cfsd --guess-holders`) takes no path, and "
+            "about one RPC.\n\n"
             + missing_note(troubles))
     body += table(["fetches", "mean RPCs", "sd"], rows) + "\n" + png
     body += caption(f"RPCs per fetch of one hot block, groups of 10; paper: 1,000 servers; here: {n} nodes.")
@@ -760,7 +763,9 @@ def stretch_part(R):
                  f"plot {plots}", cdfs)
     return ("\n**Stretch** (the Tapestry paper's RDP figures): each successful get's latency over "
             "its own oracle. cfsd-default is what a ring of `cfsd` with default settings runs "
-            "(iterative lookups, OpenDHT's delay-aware next hops, two asks at once).\n\n"
+            "(iterative lookups, OpenDHT's delay-aware next hops, two asks at once, and gets that "
+            "skip the lookup when learned members lie just after the key); the other rows always "
+            "look up.\n\n"
             + table(["run", "stretch p50", "p90", "p99", "gets within 2× %"], rows)
             + "\n" + png + caption("CDF of get latency over the oracle; Tapestry measured its RDP the "
                                   "same way (latency over the direct IP path)."))

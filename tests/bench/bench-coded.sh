@@ -1,24 +1,25 @@
 #!/bin/bash
 # make bench-coded: erasure-coded volumes (cfs-publish --redundancy rs:M/N)
 # beside replicated ones, all in one run:
+#   - the coding itself on one core, first, while nothing else of the run
+#     runs: make bench-code's table (encode, verify, decode MB/s of 64 KiB
+#     blocks);
 #   - storage: the same tree (a BENCH_MB (24) MiB file and BENCH_FILES (200)
 #     files of 4-64 KiB) published as copies:6, rs:8/24 and rs:8/32 onto a
 #     ring of 32 daemons on loopback (--successors 32: a code's n holders
 #     come from one successor list), and the two codes again in 120 KiB
-#     blocks; the bytes the daemons store (cfsctl
-#     status --json, dhash.bytes) and their data directories grew by (du),
-#     per byte of files published;
+#     blocks; the bytes the daemons store (cfsctl status --json,
+#     dhash.bytes) and their data directories grew by (du), per byte of
+#     files published;
 #   - reads: the big file read cold through cfs-mount (a fresh mount through
 #     a daemon, kernel caches dropped) from each of the five volumes, and
 #     through the client library (cfs-cat -w 24), BENCH_ROUNDS (3) rounds
-#     alternating between the volumes, medians and ranges in MB/s; first
-#     the ring's first read of each (timed apart);
-#   - the coding itself on one core: make bench-code's table (encode, verify,
-#     decode MB/s of 64 KiB blocks);
+#     taking turns over the volumes, medians and ranges in MB/s, and each
+#     as a share of copies:6's; first the ring's first read of each;
 #   - wide area (root only; BENCH_WAN=0 leaves it out, and says so):
-#     tests/bench/bench-coded-wan.sh, single-block gets of a coded and a
-#     replicated volume on make bench-wan's 12-daemon bed, beside their
-#     oracles.
+#     tests/bench/bench-coded-wan.sh, single-block gets of a replicated
+#     and two coded volumes on make bench-wan's 12-daemon bed, beside
+#     their oracles.
 # Usage: bench-coded.sh BIN_DIR CODE_BENCH
 #   BENCH_MB (24)  BENCH_FILES (200)  BENCH_ROUNDS (3)  BENCH_WAN (1)
 set -euo pipefail

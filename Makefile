@@ -292,7 +292,7 @@ fuzz: fuzz-build
 # The ring benchmarks: each a script that runs the programs in build/bin.
 BENCH_RING := $(addprefix bench-,republish read dhash blocksize ring-publish field wan gateway \
                 mount-start)
-.PHONY: $(BENCH_RING) bench-udp bench-code bench-publish bench-rpc bench-lookup
+.PHONY: $(BENCH_RING) bench-udp bench-code bench-coded bench-publish bench-rpc bench-lookup
 $(BENCH_RING): bench-%: $(PROGRAMS) | deps-test
 	$(Q)tests/bench/bench-$*.sh $(CURDIR)/$(B)/bin
 # A reader across continents (bench-wan) runs behind the harness's delay line.
@@ -303,6 +303,11 @@ bench-udp: $(B)/bench/udp-bench
 
 bench-code: $(B)/bench/code-bench
 	$(Q)$<
+
+# Coded volumes beside replicated ones: storage, reads, the coding, and
+# (root) gets across continents behind the harness's delay line.
+bench-coded: $(PROGRAMS) $(HARNESS) $(B)/bench/code-bench | deps-test
+	$(Q)tests/bench/bench-coded.sh $(CURDIR)/$(B)/bin $(CURDIR)/$(B)/bench/code-bench
 
 bench-publish: $(PROGRAMS) $(B)/bench/hash-rate
 	$(Q)tests/bench/bench-publish.sh $(CURDIR)/$(B)/bin $(B)/bench/hash-rate

@@ -28,7 +28,7 @@ struct cfsctl_put_opts {
 	uint64_t seed;            /* for the random blocks (0: random) */
 };
 
-enum { O_ROOT = 1001, O_LEASE_DAYS, O_SIZE, O_SEED, O_CHECK };
+enum { O_ROOT = 1001, O_LEASE_DAYS, O_SIZE, O_SEED, O_CHECK, O_CODE };
 
 /* --lease-days D as an absolute lease end. */
 static uint64_t lease_days(const char *optarg)
@@ -141,9 +141,16 @@ static int put_blocks(const char *sock, const struct cfsctl_put_opts *o, char **
 	return r < 0 ? 1 : P.errors ? 3 : 0;
 }
 
+struct get_opts {
+	bool check;
+	const char *output;
+	uint32_t code_m, code_n;
+};
+
 struct gets {
 	struct cfs_id *keys;
 	bool check;
+	uint32_t code_m, code_n; /* a coded get (--code M/N); 0: a whole block */
 	FILE *out;
 	unsigned errors;
 };
@@ -152,8 +159,10 @@ static void get_build(void *arg, size_t i, struct cfs_msg *m)
 {
 	struct gets *G = arg;
 
-	cfs_msg_init(m, CFS_MSG_CTL_GET);
+	cfs_msg_init(m, G->code_m ? CFS_MSG_CTL_GET_CODED : CFS_MSG_CTL_GET);
 	m->key = G->keys[i];
+	if (G->code_m)
+		m->count = G->code_m << 8 | G->code_n;
 }
 
 static void get_reply(void *arg, size_t i, const struct cfs_msg *m)
@@ -162,7 +171,7 @@ static void get_reply(void *arg, size_t i, const struct cfs_msg *m)
 	char k[65];
 
 	cfs_id_hex(&G->keys[i], k);
-	if (m->status < 0 || m->type != CFS_MSG_CTL_GET) {
+	if (m->status < 0 || m->type != (G->code_m ? CFS_MSG_CTL_GET_CODED : CFS_MSG_CTL_GET)) {
 		int st = m->status < 0 ? m->status : -EPROTO;
 		if (G->check)
 			printf("%s error %s\n", k, dhash_strerror(st));
@@ -177,9 +186,11 @@ static void get_reply(void *arg, size_t i, const struct cfs_msg *m)
 		G->errors++;
 }
 
-static int get_blocks(const char *sock, bool check, const char *out, char **args, int nargs)
+static int get_blocks(const char *sock, const struct get_opts *o, char **args, int nargs)
 {
-	struct gets G = { .check = check, .out = stdout };
+	struct gets G = { .check = o->check, .code_m = o->code_m, .code_n = o->code_n, .out = stdout };
+	const char *out = o->output;
+	bool check = o->check;
 	size_t n;
 	int r;
 
@@ -290,26 +301,30 @@ int cfsctl_put_main(struct cfsctl *g, int argc, char **argv)
 	return put_blocks(cfsctl_sock(g), &o, argv + i, argc - i);
 }
 
-struct get_opts {
-	bool check;
-	const char *output;
-};
-
 static void get_opt(void *arg, int c, const char *optarg)
 {
 	struct get_opts *o = arg;
+	unsigned m, n;
+	char end;
 
-	if (c == O_CHECK)
+	if (c == O_CHECK) {
 		o->check = true;
-	else
+	} else if (c == O_CODE) {
+		if (sscanf(optarg, "%u/%u%c", &m, &n, &end) != 2 || !dhash_code_valid(m, n))
+			cfsctl_usage("--code wants M/N with 1 <= M < N <= 32, M <= 16");
+		o->code_m = m;
+		o->code_n = n;
+	} else {
 		o->output = optarg;
+	}
 }
 
-/* get [--check] [--output FILE] KEY... | - */
+/* get [--check] [--code M/N] [--output FILE] KEY... | - */
 int cfsctl_get_main(struct cfsctl *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "check", no_argument, NULL, O_CHECK },
+		{ "code", required_argument, NULL, O_CODE },
 		{ "output", required_argument, NULL, 'o' },
 		{ 0 },
 	};
@@ -318,7 +333,7 @@ int cfsctl_get_main(struct cfsctl *g, int argc, char **argv)
 
 	if (i == argc)
 		cfsctl_usage("get wants keys or '-'");
-	return get_blocks(cfsctl_sock(g), o.check, o.output, argv + i, argc - i);
+	return get_blocks(cfsctl_sock(g), &o, argv + i, argc - i);
 }
 
 static void refresh_opt(void *arg, int c, const char *optarg)

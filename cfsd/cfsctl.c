@@ -9,7 +9,7 @@
  *          [--random N] [KEY... | -]
  *   cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]
  *          [--random N --size S [--seed X]] [FILE... | -]
- *   cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -
+ *   cfsctl [--data DIR | --socket PATH] get [--check] [--code M/N] [--output FILE] KEY... | -
  *   cfsctl [--data DIR | --socket PATH] pin [--versions N] VOLUME | unpin VOLUME
  *   cfsctl [--data DIR | --socket PATH] pins [--json]
  *   cfsctl [--data DIR | --socket PATH] history [--limit N|all] [--json] VOLUME
@@ -55,7 +55,8 @@ static const char usage_text[] =
 	"              [--random N] [KEY... | -]\n"
 	"       cfsctl [--data DIR | --socket PATH] put [--root] [--lease-days D]\n"
 	"              [--random N --size S [--seed X]] [FILE... | -]\n"
-	"       cfsctl [--data DIR | --socket PATH] get [--check] [--output FILE] KEY... | -\n"
+	"       cfsctl [--data DIR | --socket PATH] get [--check] [--code M/N] [--output FILE]\n"
+	"              KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] refresh [--lease-days D] KEY... | -\n"
 	"       cfsctl [--data DIR | --socket PATH] pin [--versions N] VOLUME | unpin VOLUME\n"
 	"       cfsctl [--data DIR | --socket PATH] pins [--json]\n"
@@ -130,6 +131,8 @@ static const char usage_text[] =
 	"      --size S         put: bytes per random block (default 8192)\n"
 	"      --seed X         put: seed for the random blocks\n"
 	"      --check          get: report each key instead of printing bytes\n"
+	"      --code M/N       get: the keys are coded blocks (rs:M/N): fetch M of their\n"
+	"                       N fragments and decode (default: whole blocks)\n"
 	"      --output FILE    get: write the bytes to FILE\n"
 	"      --drain          leave: hand every held block on first\n"
 	"      --versions N     pin: keep the newest N versions, 1..1000 (default 1)\n"

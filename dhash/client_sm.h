@@ -31,6 +31,11 @@
 #include "sfsro-format/sfsro.h"
 
 #define DHASH_GET_SPARES 4          /* successors asked beyond k, for stale lists */
+/* A coded get's holders whose predicted round trips differ by less than
+ * this (the same whole millisecond) keep ring order: fragment i is on the
+ * i-th holder, so on a LAN the data fragments come first and the block
+ * needs no decoding (coded_sm.c). */
+#define DHASH_CODED_RTT_TIE_US 1000
 #define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
 #define DHASH_REFRESH_CHUNK 256     /* keys per REFRESH of refresh_many: 8 KiB */
 /* A transient timeout must not fail a put or a have. When every

@@ -14,7 +14,8 @@
  * still out land or not, and the spare n - happy absorb losses until
  * there is repair. Fewer servers than happy: -EHOSTUNREACH at once.
  *
- * get: LOOKUP for the n holders, ordered by predicted round trip; FETCH
+ * get: LOOKUP for the n holders, ordered by predicted round trip (in
+ * whole milliseconds: ties keep ring order, data fragments first); FETCH
  * from the m nearest and DHASH_CODED_EXTRA more at once (DHash++ 4.4 asks
  * the nearest m; the extras save a round trip when one of them is slow
  * or gone). Each failure (silence, a miss, a fragment that does not
@@ -230,14 +231,18 @@ void dhash__cget_on_lookup(struct dhash__cget *g, const struct chord_lookup_resu
 		cget_finish(g, r->status < 0 ? r->status : -EHOSTUNREACH);
 		return;
 	}
-	/* the holders, then nearest first (an unknown latency last; stable) */
+	/* the holders, then nearest first (an unknown latency last; stable).
+	 * Latencies in the same whole millisecond tie: those holders stay in
+	 * ring order, data fragments (0..m-1, on the first m) before parity,
+	 * and a block from its data fragments is copied, not decoded and
+	 * hashed again (sfsro_code_decode). */
 	for (uint32_t i = 0; i < r->n && g->ncand < g->n; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < g->ncand && !dup; j++)
 			dup = cfs_addr_same_ip(&g->cand[j].addr, &r->succ[i].addr);
 		if (dup)
 			continue;
-		uint64_t l = rtt_us && rtt_us[i] ? rtt_us[i] : UINT64_MAX;
+		uint64_t l = rtt_us && rtt_us[i] ? rtt_us[i] / DHASH_CODED_RTT_TIE_US : UINT64_MAX;
 		uint32_t j = g->ncand++;
 		for (; j > 0 && lat[j - 1] > l; j--) {
 			g->cand[j] = g->cand[j - 1];

@@ -143,6 +143,38 @@ done >"$TEST_DIR/held"
 # a coded data key is held by 12 daemons, a replicated block by k = 6
 target=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 12) print k }' "$TEST_DIR/held" | sort | head -1)
 [ -n "$target" ] || fail "no key held by 12 daemons"
+# cfsctl get --code: one coded block through the reader's daemon, its
+# payload one block of a published file; the key under another code refused
+"$CFSCTL" --data "$TEST_DIR/node$M" get --code 4/12 "$target" >"$TEST_DIR/one" ||
+	fail "cfsctl get --code 4/12 $target"
+python3 - "$TEST_DIR/one" "$src" <<'PY' || fail "cfsctl get --code: not a block of the published files"
+import os, sys
+blk = open(sys.argv[1], "rb").read()
+# a data block: ["cfs.data", 1, payload] (docs/FORMAT.md), payload a bin 8/16/32
+head = b"\x93\xa8cfs.data\x01"
+if not blk.startswith(head):
+    sys.exit(1)
+w = {0xc4: 1, 0xc5: 2, 0xc6: 4}.get(blk[len(head)], 0)
+n = int.from_bytes(blk[len(head) + 1:len(head) + 1 + w], "big")
+one = blk[len(head) + 1 + w:]
+if not w or n != len(one):
+    sys.exit(1)
+for d, _, fs in os.walk(sys.argv[2]):
+    for f in fs:
+        p = os.path.join(d, f)
+        if os.path.islink(p):
+            continue
+        b = open(p, "rb").read()
+        if any(b[o:o + len(one)] == one for o in range(0, len(b), 65536)):
+            sys.exit(0)
+sys.exit(1)
+PY
+"$CFSCTL" --data "$TEST_DIR/node$M" get --check --code 5/12 "$target" >"$TEST_DIR/out" 2>&1 &&
+	fail "cfsctl get --code 5/12 of an rs:4/12 key succeeded: $(cat "$TEST_DIR/out")"
+grep -q "$target error" "$TEST_DIR/out" || fail "cfsctl get --code 5/12: $(cat "$TEST_DIR/out")"
+expect_exit 2 "$CFSCTL" --data "$TEST_DIR/node$M" get --code 12/4 "$target"
+grep -q -- "--code" "$TEST_DIR/err" || fail "cfsctl get --code 12/4: $(cat "$TEST_DIR/err")"
+ok "cfsctl get --code 4/12 fetches ${target:0:8} ($(wc -c <"$TEST_DIR/one") bytes, a block of a published file); 5/12 and 12/4 refused"
 # 8 of its holders, not the reader's daemon, and never every one of a
 # replicated block's k holders (directories, inodes and roots are copies:
 # losing all of them at once is the replicated volume's limit, not the code's)

@@ -247,6 +247,43 @@ Test(dhash_coded, get_asks_the_nearest_and_decodes)
 	dhash__cget_fini(&g);
 }
 
+/* Holders whose predicted round trips fall in the same millisecond (a
+ * LAN) are asked in ring order: the data fragments' holders first, and
+ * the block is theirs; a holder a whole millisecond nearer still goes
+ * first, one a millisecond farther last. */
+Test(dhash_coded, get_ties_keep_ring_order)
+{
+	struct dhash__cget g;
+	uint64_t rtt[N];
+
+	for (uint32_t i = 0; i < N; i++)
+		rtt[i] = 1900 - i * 50; /* 1.90 .. 1.35 ms: the farthest in ring order is nearest */
+	rtt[N - 1] = 10;   /* node N: a millisecond nearer */
+	rtt[N - 2] = 2500; /* node N - 1: a millisecond farther */
+	dhash__cget_init(&g, &key, M, N);
+	drain_get(&g);
+	dhash__cget_on_lookup(&g, ring(N, false), rtt);
+	drain_get(&g);
+	cr_assert_eq(count(DHASH_ACT_FETCH), M + DHASH_CODED_EXTRA);
+	cr_assert_eq(g.cand[acts[0].i].id.b[0], N, "the nearest by a millisecond first");
+	for (uint32_t j = 1; j < nacts; j++)
+		cr_assert_eq(g.cand[acts[j].i].id.b[0], j, "asked %u-th: node %u", j, g.cand[acts[j].i].id.b[0]);
+	cr_assert_eq(g.cand[N - 1].id.b[0], N - 1, "the one a millisecond farther last");
+	/* cand[j] (j >= 1) is node j, which holds fragment j - 1: data first */
+	for (uint32_t j = 1; j <= M; j++)
+		fetched(&g, j, frag_reply(j - 1));
+	drain_get(&g);
+	const struct dhash__act *f = find(DHASH_ACT_FINISH);
+	cr_assert_not_null(f);
+	cr_assert_eq(f->status, 0);
+	cr_assert_arr_eq(f->data, block, BLEN, "the data fragments give the block");
+	fetched(&g, 0, err(-ETIMEDOUT));
+	for (uint32_t j = M + 1; j < M + DHASH_CODED_EXTRA; j++)
+		fetched(&g, j, err(-ETIMEDOUT));
+	cr_assert(dhash__cget_idle(&g));
+	dhash__cget_fini(&g);
+}
+
 /* A lying holder: its server is suspected and another asked; a miss, a
  * silence and a repeated index each cost one more FETCH. */
 Test(dhash_coded, get_routes_around_bad_fragments)

@@ -53,6 +53,21 @@ static void on_got(void *arg, const struct dhash_get_result *r)
 		client__answer_get(c, q, r);
 }
 
+/* dhash_get_root_early's first verified root: passed on while the get's
+ * request is still waiting (it ends with on_got). */
+static void on_early(void *arg, const struct dhash_get_result *r)
+{
+	struct pcall *k = arg;
+	client_t *c = k->c;
+	struct client__req *q = c->closing ? NULL : client__req_find(c, k->id);
+
+	if (q && q->early_cb) {
+		dhash_get_cb early = q->early_cb;
+		q->early_cb = NULL;
+		early(q->arg, r);
+	}
+}
+
 static void on_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	client_t *c = ((struct pcall *)arg)->c;
@@ -92,7 +107,10 @@ static void plain_start(client_t *c, struct client__req *q)
 	client__hold(c);
 	switch (q->type) {
 	case CFS_MSG_CTL_GET:
-		r = (q->root ? dhash_get_root : dhash_get)(dc, &q->key, on_got, k);
+		if (q->root && q->early_cb)
+			r = dhash_get_root_early(dc, &q->key, on_early, on_got, k);
+		else
+			r = (q->root ? dhash_get_root : dhash_get)(dc, &q->key, on_got, k);
 		break;
 	case CFS_MSG_CTL_LOCATE:
 		r = dhash_locate(dc, &q->key, on_located, k);

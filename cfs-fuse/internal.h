@@ -252,6 +252,9 @@ typedef struct cfsfuse {
 	struct fs_census *census; /* the volume's totals, for statfs */
 	struct fs_dirpf *dirpf;   /* listed directories' small files, ahead of their readers */
 	const char *doing;        /* "mount" (NULL) or "read": what failed, in messages */
+	bool first_early;         /* a mount (cfsfuse_run): a plain client's first root may
+	                           * come in two steps, and the top directory is asked for at
+	                           * once; cfs-cat and cfs-get wait for the read quorum */
 	struct cfs_id rootdir_key; /* the top directory's block, asked for at start */
 	uint8_t *rootdir_bytes;   /* ... when it came before the block cache was made */
 	size_t rootdir_len;

@@ -141,7 +141,8 @@ static const char *root_error(int r)
  * and the mount starts with it; the read quorum's answer, when it comes,
  * is taken as a root check's: a newer root is switched to, an older one
  * is never gone back to. Through cfsd, or from a store, there is one
- * step.
+ * step; and for cfs-cat and cfs-get, which read one version and never
+ * switch, the quorum's answer is the one.
  */
 struct first {
 	cfsfuse_t *fs;
@@ -248,7 +249,7 @@ static void rootdir_got(void *arg, const struct dhash_get_result *g)
 
 static void rootdir_ask(cfsfuse_t *fs)
 {
-	if (!fs->dh || fs->rootdir_pending)
+	if (!fs->first_early || !fs->dh || fs->rootdir_pending)
 		return;
 	fs->rootdir_key = fs->root.root_dir;
 	if (client_get(fs->dh, &fs->rootdir_key, rootdir_got, fs) == 0)
@@ -336,8 +337,10 @@ int fs__root_initial(cfsfuse_t *fs)
 			r = fs__local_get(local, &key, first_got, f);
 		else if (fs->o.version)
 			r = client_get(dh, &key, first_got, f);
-		else
+		else if (fs->first_early)
 			r = client_get_root_early(dh, &key, first_early, first_got, f);
+		else
+			r = client_get_root(dh, &key, first_got, f);
 		if (r == 0 && (r = cfs_loop_run_until(fs->loop, &f->any)) == 0)
 			r = f->status;
 		free(bytes);

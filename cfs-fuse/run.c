@@ -190,6 +190,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	cfs_name_encode(fs->volname, vol->b);
 	fs->window = o->prefetch_init ? o->prefetch_init : 1;
 	fs->loop = uv_default_loop();
+	fs->first_early = true;
 	if (fs__root_initial(fs) < 0)
 		goto out_free;
 

@@ -102,7 +102,10 @@ echo "   published 2 x ($MB MiB + $FILES small files) and $GETS probe blocks thr
 
 # ---- TCP from us-east
 port=8080
-cluster_in "${CL_NS[0]}" python3 -c '
+# nsenter itself, not cluster_in: $! must be the server's own PID (a
+# function run in the background is a subshell, and the cleanup's TERM
+# to it left the server running)
+nsenter --net="/run/netns/${CL_NS[0]}" python3 -c '
 import functools, http.server, sys
 http.server.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
 http.server.SimpleHTTPRequestHandler.disable_nagle_algorithm = True  # as any real server does

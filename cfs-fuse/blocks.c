@@ -415,6 +415,11 @@ void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb 
 	blk_fetch(bs, key, true, true, NULL, cb, arg);
 }
 
+void fs__blk_seed(struct fs_blocks *bs, const struct cfs_id *key, const uint8_t *p, size_t len)
+{
+	(void)insert(bs, key, p, len);
+}
+
 void fs__blocks_stats(const struct fs_blocks *bs, struct cfsfuse_stats *st)
 {
 	st->hits = bs->st.hits;

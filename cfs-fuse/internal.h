@@ -89,6 +89,9 @@ void fs__blk_fetch(struct fs_blocks *bs, const struct cfs_id *key, bool prefetch
 /* A prefetch for a listed directory: behind every other fetch, only while
  * fewer than --max-fetches are out, and no part of the bound's measure. */
 void fs__blk_fetch_bg(struct fs_blocks *bs, const struct cfs_id *key, fs_blk_cb cb, void *arg);
+/* A content-hash block fetched outside the cache (verified under key by
+ * the client that got it): into the memory cache. */
+void fs__blk_seed(struct fs_blocks *bs, const struct cfs_id *key, const uint8_t *p, size_t len);
 /* The same for a file's data block of the version root: a coded volume's
  * (the root names a code) is fetched as fragments (client_get_coded). The
  * code is the caller's, so one block layer serves volumes of both kinds
@@ -176,6 +179,18 @@ bool fs__updq_end(struct fs_updq *q, fuse_req_t *out, uint64_t *seq_out, uint32_
 /* Every ask, answered or not (the mount stops); nothing runs afterwards. */
 uint32_t fs__updq_take_all(struct fs_updq *q, fuse_req_t *out, uint64_t *seq_out);
 
+/* The first root's two answers (root.c, docs/MOUNTING.md): a plain
+ * client's early root (one server's, accepted by the usual rules) and its
+ * read quorum's. Which one a mount that has not started yet starts with:
+ * FS_FIRST_QUORUM when the quorum's was accepted (final_status 0) and is
+ * not older than the early one; else FS_FIRST_EARLY when there is an
+ * early one; else FS_FIRST_NONE (final_status is the error). */
+enum { FS_FIRST_NONE, FS_FIRST_EARLY, FS_FIRST_QUORUM };
+int fs__first_pick(bool have_early, uint64_t early_seq, int final_status, uint64_t final_seq);
+/* A mount serving sequence cur: does an accepted answer of sequence seq
+ * (status 0) move it? Only forward. */
+bool fs__first_moves(uint64_t cur, int status, uint64_t seq);
+
 /* An open file: its own copy of the inode block, so a newer root does not
  * change what an open file reads. */
 struct fhandle {
@@ -237,7 +252,27 @@ typedef struct cfsfuse {
 	struct fs_census *census; /* the volume's totals, for statfs */
 	struct fs_dirpf *dirpf;   /* listed directories' small files, ahead of their readers */
 	const char *doing;        /* "mount" (NULL) or "read": what failed, in messages */
+	bool first_early;         /* a mount (cfsfuse_run): a plain client's first root may
+	                           * come in two steps, and the top directory is asked for at
+	                           * once; cfs-cat and cfs-get wait for the read quorum */
+	struct cfs_id rootdir_key; /* the top directory's block, asked for at start */
+	uint8_t *rootdir_bytes;   /* ... when it came before the block cache was made */
+	size_t rootdir_len;
+	bool rootdir_pending;
+	struct fs_start_times {   /* where a mount's start went (user.cfs.stats), µs since
+	                           * cfsfuse_run began; 0: not (yet) reached */
+		uint64_t t0;          /* cfsfuse_run began (cfs_now_us) */
+		uint64_t early;       /* a plain client's first verified root was accepted */
+		uint64_t root;        /* the first root's get ended (its read quorum) */
+		uint64_t root_lookup; /* of the root's get: the part spent looking its key up */
+		uint32_t root_rpcs;   /* ... and its RPCs */
+		uint64_t mounted;     /* the kernel mount was made */
+		uint64_t opendir;     /* the first opendir of the top directory came */
+		uint64_t readdir;     /* ... and the first readdir of it was answered */
+	} start;
 } cfsfuse_t;
+/* A start-up step's time: now, in µs since fs->start.t0, at least 1. */
+uint64_t fs__start_mark(const cfsfuse_t *fs);
 
 /* walk.c: directories and files from blocks, asynchronously: the
  * sfsro-format walker, fed from the block cache and its fetches. A block

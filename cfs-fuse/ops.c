@@ -207,6 +207,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	c->req = req;
 	c->ino = ino;
 	c->fi = *fi;
+	if (ino == 1 && !fs->start.opendir)
+		fs->start.opendir = fs__start_mark(fs);
 	fs__dir_open(fs, ino, &n->key, opendir_done, c);
 }
 
@@ -279,6 +281,8 @@ static void readdir_done(cfsfuse_t *fs, void *arg, int status, struct fs_dir *h)
 		reply_errno(c->req, status);
 	} else {
 		fuse_reply_buf(c->req, c->buf, c->used);
+		if (c->ino == 1 && !fs->start.readdir)
+			fs->start.readdir = fs__start_mark(fs);
 	}
 	free(c);
 }
@@ -561,7 +565,9 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              "\"nodes\": %lu, \"root_seq\": %lu, \"root_switches\": %lu, \"window\": %.1f, "
 	              "\"fetch_limit\": %lu, \"hedges\": %lu, \"hedges_skipped\": %lu, "
 	              "\"lookups_remembered\": %lu, "
-	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s}",
+	              "\"files\": %lu, \"dirs\": %lu, \"bytes\": %lu, \"census_complete\": %s, "
+	              "\"start_ms\": {\"early_root\": %.1f, \"root\": %.1f, \"root_lookup\": %.1f, \"root_rpcs\": %u, "
+	              "\"mounted\": %.1f, \"opendir\": %.1f, \"readdir\": %.1f}}",
 	              (unsigned long)st.hits, (unsigned long)st.misses, (unsigned long)st.fetches,
 	              (unsigned long)st.fetch_failures, (unsigned long)st.retries,
 	              (unsigned long)st.prefetches, (unsigned long)st.dir_prefetches,
@@ -574,7 +580,9 @@ static void stats_json(cfsfuse_t *fs, struct cfs_sbuf *b)
 	              (unsigned long)(cs ? cs->hedges : 0), (unsigned long)(cs ? cs->hedges_skipped : 0),
 	              (unsigned long)(fs->dh ? client_lookups_remembered(fs->dh) : 0),
 	              (unsigned long)t.files,
-	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false");
+	              (unsigned long)t.dirs, (unsigned long)t.bytes, complete ? "true" : "false",
+	              fs->start.early / 1e3, fs->start.root / 1e3, fs->start.root_lookup / 1e3, fs->start.root_rpcs,
+	              fs->start.mounted / 1e3, fs->start.opendir / 1e3, fs->start.readdir / 1e3);
 }
 
 /* CFS_IOC_UPDATE on the root directory (cfsctl update): check for a newer

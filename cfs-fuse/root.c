@@ -133,23 +133,127 @@ static const char *root_error(int r)
 
 /* ------------------------------------------------------------ first fetch */
 
+/*
+ * The first root, from a plain client, comes in two steps (docs/MOUNTING.md,
+ * "The first root"): the first root that verifies (one replica's word,
+ * dhash_get_root_early) is accepted by the same rules as any other —
+ * the volume's signature, not below the recorded sequence, not expired —
+ * and the mount starts with it; the read quorum's answer, when it comes,
+ * is taken as a root check's: a newer root is switched to, an older one
+ * is never gone back to. Through cfsd, or from a store, there is one
+ * step; and for cfs-cat and cfs-get, which read one version and never
+ * switch, the quorum's answer is the one.
+ */
 struct first {
 	cfsfuse_t *fs;
-	bool done;
+	bool done;                /* the get's answer came */
+	bool early;               /* an early root was accepted into fs->root */
+	bool any;                 /* done or early: fs__root_initial may go on */
+	bool served;              /* fs__root_initial returned with the early root: the
+	                           * answer is the mount's and frees this */
 	int status;
 	uint8_t *bytes;           /* the accepted root's, to keep */
 	size_t len;
 };
 
+static void switch_root(cfsfuse_t *fs, const struct sfsro_root *r);
+static void keep_root(cfsfuse_t *fs, const uint8_t *p, size_t len, uint64_t seq);
+
+static void first_early(void *arg, const struct dhash_get_result *g)
+{
+	struct first *f = arg;
+	struct sfsro_root r;
+
+	if (f->done || f->early || fs__root_check(f->fs, g, &r) != 0)
+		return;
+	f->fs->root = r;
+	f->early = f->any = true;
+	free(f->bytes);
+	f->bytes = xmemdup(g->data, g->len);
+	f->len = g->len;
+	f->fs->start.root_lookup = g->lookup_us;
+	f->fs->start.root_rpcs = g->rpcs;
+	f->fs->start.early = fs__start_mark(f->fs);
+}
+
+/* The read quorum's answer after the mount started with an early root:
+ * as a root check's (update_got), without asks to answer. */
+static void first_after(cfsfuse_t *fs, const struct dhash_get_result *g)
+{
+	struct sfsro_root r;
+	int st;
+
+	if (g->status == -ECANCELED || fs->stopping || !fs->nodes)
+		return;
+	fs->start.root = fs__start_mark(fs);
+	if ((st = fs__root_check(fs, g, &r)) < 0) {
+		log_debug("volume %s: the first root's read quorum: %s; sequence %lu stands",
+		          fs->volname, root_error(st), (unsigned long)fs->root.seq);
+		return;
+	}
+	if (fs__first_moves(fs->root.seq, st, r.seq))
+		switch_root(fs, &r);
+	if (r.seq > fs->root_kept_seq)
+		keep_root(fs, g->data, g->len, r.seq);
+}
+
 static void first_got(void *arg, const struct dhash_get_result *g)
 {
 	struct first *f = arg;
-	f->done = true;
-	if ((f->status = fs__root_check(f->fs, g, &f->fs->root)) == 0) {
+	struct sfsro_root r;
+
+	if (f->served) {
+		first_after(f->fs, g);
+		free(f->bytes);
+		free(f);
+		return;
+	}
+	f->done = f->any = true;
+	if (!f->early) {
+		f->fs->start.root_lookup = g->lookup_us;
+		f->fs->start.root_rpcs = g->rpcs;
+	}
+	f->status = fs__root_check(f->fs, g, &r);
+	switch (fs__first_pick(f->early, f->fs->root.seq, f->status, r.seq)) {
+	case FS_FIRST_QUORUM:
+		f->fs->root = r;
 		free(f->bytes);
 		f->bytes = xmemdup(g->data, g->len);
 		f->len = g->len;
+		break;
+	case FS_FIRST_EARLY: /* the early root stands: never back */
+		f->status = 0;
+		break;
 	}
+}
+
+/* The root directory's top block, asked for as soon as the first root is
+ * known: it comes while the kernel mount is made (and, with an early
+ * root, while the read quorum is asked), and the first listing finds it
+ * in the cache. */
+static void rootdir_got(void *arg, const struct dhash_get_result *g)
+{
+	cfsfuse_t *fs = arg;
+
+	fs->rootdir_pending = false;
+	if (g->status != 0 || g->kind != DHASH_KIND_CHASH || fs->stopping)
+		return;
+	if (fs->blocks) {
+		fs__blk_seed(fs->blocks, &fs->rootdir_key, g->data, g->len);
+	} else {
+		free(fs->rootdir_bytes);
+		fs->rootdir_bytes = xmemdup(g->data, g->len ? g->len : 1);
+		fs->rootdir_len = g->len;
+	}
+}
+
+static void rootdir_ask(cfsfuse_t *fs)
+{
+	if (!fs->first_early || !fs->dh || fs->rootdir_pending)
+		return;
+	fs->rootdir_key = fs->root.root_dir;
+	if (client_get(fs->dh, &fs->rootdir_key, rootdir_got, fs) == 0)
+		fs->rootdir_pending = true;
 }
 
 /* The root from wherever this mount reads: its local store, else the ring
@@ -225,14 +329,30 @@ int fs__root_initial(cfsfuse_t *fs)
 		return r;
 	uint8_t *bytes = NULL;
 	size_t len = 0;
+	bool served = false;
 	for (uint32_t attempt = 0;; attempt++) {
-		struct first f = { fs, false, 0, NULL, 0 };
-		if ((r = get_from(dh, local, &key, fs->o.version != 0, first_got, &f)) == 0 &&
-		    (r = cfs_loop_run_until(fs->loop, &f.done)) == 0)
-			r = f.status;
+		struct first *f = xcalloc(1, sizeof(*f));
+		f->fs = fs;
+		if (local)
+			r = fs__local_get(local, &key, first_got, f);
+		else if (fs->o.version)
+			r = client_get(dh, &key, first_got, f);
+		else if (fs->first_early)
+			r = client_get_root_early(dh, &key, first_early, first_got, f);
+		else
+			r = client_get_root(dh, &key, first_got, f);
+		if (r == 0 && (r = cfs_loop_run_until(fs->loop, &f->any)) == 0)
+			r = f->status;
 		free(bytes);
-		bytes = f.bytes;
-		len = f.len;
+		bytes = f->bytes;
+		len = f->len;
+		f->bytes = NULL;
+		if (r == 0 && f->early && !f->done) {
+			f->served = true; /* its answer comes to the mount (first_after) */
+			served = true;
+		} else if (r == 0 || !f->early) {
+			free(f);
+		}
 		/* A stale root: the replicas that hold the newest may be back, or
 		 * repaired by replica maintenance, at the next try. */
 		if (r == 0 || r == -EKEYEXPIRED || (r == -ENOENT && attempt > 0) ||
@@ -293,6 +413,9 @@ int fs__root_initial(cfsfuse_t *fs)
 	if (bytes && !fs->o.version)
 		keep_root(fs, bytes, len, fs->root.seq);
 	free(bytes);
+	if (!served)
+		fs->start.root = fs__start_mark(fs);
+	rootdir_ask(fs);
 	return 0;
 }
 

@@ -128,6 +128,12 @@ static dhash_cache_t *open_disk_cache(cfsfuse_t *fs)
 	return c;
 }
 
+uint64_t fs__start_mark(const cfsfuse_t *fs)
+{
+	uint64_t d = cfs_now_us() - fs->start.t0;
+	return d ? d : 1;
+}
+
 int cfsfuse_expired_arg(const char *val)
 {
 	return !strcmp(val, "allow") ? 1 : !strcmp(val, "refuse") ? 0 : -1;
@@ -178,11 +184,13 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	char opts[512];
 	int rc = 1;
 
+	fs->start.t0 = cfs_now_us();
 	fs->o = *o;
 	fs->vol = *vol;
 	cfs_name_encode(fs->volname, vol->b);
 	fs->window = o->prefetch_init ? o->prefetch_init : 1;
 	fs->loop = uv_default_loop();
+	fs->first_early = true;
 	if (fs__root_initial(fs) < 0)
 		goto out_free;
 
@@ -208,6 +216,7 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 		goto out_session;
 	}
 	fs->mountpoint = mountpoint;
+	fs->start.mounted = fs__start_mark(fs);
 	printf("%s\n", mountpoint);
 	fflush(stdout);
 	log_info("mounted volume %s (sequence %lu) at %s", fs->volname, (unsigned long)fs->root.seq,
@@ -228,6 +237,11 @@ int cfsfuse_run(const struct cfs_pubkey *vol, const char *mountpoint,
 	/* a local store is a disk already: no cache of it on disk */
 	fs->blocks = fs__blocks_new(fs->loop, fs->dh, fs->local, o,
 	                            fs->local ? NULL : open_disk_cache(fs));
+	if (fs->rootdir_bytes) { /* the top directory came while mounting */
+		fs__blk_seed(fs->blocks, &fs->rootdir_key, fs->rootdir_bytes, fs->rootdir_len);
+		free(fs->rootdir_bytes);
+		fs->rootdir_bytes = NULL;
+	}
 	fs->nodes = fs__nodes_new();
 	fs->census = fs__census_new(fs);
 	fs->dirpf = fs__dirpf_new(fs);
@@ -261,6 +275,7 @@ out_free:
 		client_free(fs->dh);
 		cfs_loop_run(fs->loop);
 	}
+	free(fs->rootdir_bytes);
 	free(fs);
 	return rc;
 }

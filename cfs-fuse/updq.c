@@ -2,7 +2,7 @@
  * The CFS_IOC_UPDATE asks waiting for root checks (struct fs_updq,
  * internal.h): which check answers which ask. Its own file, without a
  * FUSE call, so that the unit tests reach it; root.c starts the checks
- * and answers.
+ * and answers. And the rule for the first root's two answers.
  */
 #include <string.h>
 
@@ -56,4 +56,16 @@ uint32_t fs__updq_take_all(struct fs_updq *q, fuse_req_t *out, uint64_t *seq_out
 	q->n = q->ncur = 0;
 	q->recheck = false;
 	return n;
+}
+
+int fs__first_pick(bool have_early, uint64_t early_seq, int final_status, uint64_t final_seq)
+{
+	if (final_status == 0 && (!have_early || final_seq >= early_seq))
+		return FS_FIRST_QUORUM;
+	return have_early ? FS_FIRST_EARLY : FS_FIRST_NONE;
+}
+
+bool fs__first_moves(uint64_t cur, int status, uint64_t seq)
+{
+	return status == 0 && seq > cur;
 }

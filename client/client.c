@@ -316,25 +316,33 @@ static int req_start(client_t *c, struct client__req *q)
 	return 0;
 }
 
-static int get_start(client_t *c, const struct cfs_id *key, bool root, dhash_get_cb cb, void *arg)
+static int get_start(client_t *c, const struct cfs_id *key, bool root, dhash_get_cb early,
+                     dhash_get_cb cb, void *arg)
 {
 	if (c->closing)
 		return -ECANCELED;
 	struct client__req *q = req_new(c, CFS_MSG_CTL_GET, arg);
 	q->key = *key;
 	q->root = root;
+	q->early_cb = early;
 	q->get_cb = cb;
 	return req_start(c, q);
 }
 
 int client_get(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	return get_start(c, key, false, cb, arg);
+	return get_start(c, key, false, NULL, cb, arg);
 }
 
 int client_get_root(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	return get_start(c, key, true, cb, arg);
+	return get_start(c, key, true, NULL, cb, arg);
+}
+
+int client_get_root_early(client_t *c, const struct cfs_id *key, dhash_get_cb early,
+                          dhash_get_cb cb, void *arg)
+{
+	return get_start(c, key, true, early, cb, arg);
 }
 
 int client_locate(client_t *c, const struct cfs_id *key, dhash_locate_cb cb, void *arg)

@@ -25,6 +25,7 @@ struct client__req {
 	size_t len;
 	uint32_t n_keys;
 	dhash_get_cb get_cb;
+	dhash_get_cb early_cb;    /* client_get_root_early's (plain only) */
 	dhash_put_cb put_cb;
 	dhash_bits_cb bits_cb;
 	dhash_locate_cb locate_cb;

@@ -59,6 +59,7 @@ struct op {
 		struct {
 			struct dhash__get sm;
 			dhash_get_cb cb;
+			dhash_get_cb early; /* dhash_get_root_early's, until it ran */
 			uv_timer_t *hedge; /* hedge_ms's timer, or NULL */
 		} get;
 		struct {
@@ -198,7 +199,18 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 	struct fetch_call *fc = arg;
 	struct op *o = fc->o;
 	struct dhash__reply rep = reply_of(o, status, reply, res);
+	uint64_t seq;
 
+	if (o->get.early && !o->finished && rep.status == 0 && rep.kind == DHASH_KIND_ROOT &&
+	    dhash_verify(rep.kind, &o->key, rep.data, rep.len, &seq) == 0) {
+		dhash_get_cb early = o->get.early;
+		struct dhash_get_result r = { .status = 0, .kind = rep.kind, .data = rep.data,
+		                              .len = rep.len, .rpcs = o->get.sm.rpcs,
+		                              .latency_us = cfs_now_us() - o->started_us,
+		                              .lookup_us = o->get.sm.lookup_us };
+		o->get.early = NULL;
+		early(o->arg, &r);
+	}
 	dhash__get_on_fetch(&o->get.sm, fc->ci, fc->hedge, &rep);
 	free(fc);
 	op_run(o);
@@ -585,13 +597,14 @@ static int op_start(struct op *o)
 	return r;
 }
 
-static int get_start(dhash_client_t *d, const struct cfs_id *key, bool all_first, dhash_get_cb cb,
-                     void *arg)
+static int get_start(dhash_client_t *d, const struct cfs_id *key, bool all_first,
+                     dhash_get_cb early, dhash_get_cb cb, void *arg)
 {
 	if (d->closing)
 		return -ECANCELED;
 	struct op *o = op_new(d, OP_GET, key, arg);
 	o->get.cb = cb;
+	o->get.early = early;
 	dhash__get_init(&o->get.sm, key, &d->cfg);
 	o->get.sm.all_first = all_first;
 	return op_start(o);
@@ -599,12 +612,18 @@ static int get_start(dhash_client_t *d, const struct cfs_id *key, bool all_first
 
 int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	return get_start(d, key, false, cb, arg);
+	return get_start(d, key, false, NULL, cb, arg);
 }
 
 int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg)
 {
-	return get_start(d, key, true, cb, arg);
+	return get_start(d, key, true, NULL, cb, arg);
+}
+
+int dhash_get_root_early(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb early,
+                         dhash_get_cb cb, void *arg)
+{
+	return get_start(d, key, true, early, cb, arg);
 }
 
 /* Distinct addresses among this process and its first successors: a put or have needs a majority of at least that many of the key's k

@@ -256,6 +256,13 @@ int dhash_get(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void
  * anyway), so a client that knows no round trips yet waits for the
  * nearest read quorum, not for a far first guess and then the quorum. */
 int dhash_get_root(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
+/* dhash_get_root, and before its answer early(arg, r), at most once: the
+ * first root that verifies under key (any sequence; one server's word,
+ * not a read quorum's), so that a caller with its own floor (a mount's
+ * recorded sequence) can start with it while the quorum is asked. early
+ * runs from the loop and must not free d; cb still runs exactly once. */
+int dhash_get_root_early(dhash_client_t *d, const struct cfs_id *key, dhash_get_cb early,
+                         dhash_get_cb cb, void *arg) CFS_WUR;
 /* lease_until 0: now + the configured lease. */
 int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
               uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;

@@ -24,6 +24,9 @@
 #   big file            a cold read of the big file, MB/s
 # Then the plain client's second run: start to first ls of a mount that
 # starts from the ring contacts the first one kept on disk.
+# Then where each mount's start went (user.cfs.stats' start_ms: the root
+# key's lookup, the first verified root, the root's read quorum, the
+# kernel mount, the first opendir and readdir of the top directory).
 # Then single-block gets (a 64 KiB block each, through the reader's cfsd,
 # of a volume no one has read) beside their oracle: the RTT from eu to the
 # nearest daemon that holds the block, plus the get tool's own cost (the
@@ -99,7 +102,10 @@ echo "   published 2 x ($MB MiB + $FILES small files) and $GETS probe blocks thr
 
 # ---- TCP from us-east
 port=8080
-cluster_in "${CL_NS[0]}" python3 -c '
+# nsenter itself, not cluster_in: $! must be the server's own PID (a
+# function run in the background is a subshell, and the cleanup's TERM
+# to it left the server running)
+nsenter --net="/run/netns/${CL_NS[0]}" python3 -c '
 import functools, http.server, sys
 http.server.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
 http.server.SimpleHTTPRequestHandler.disable_nagle_algorithm = True  # as any real server does
@@ -117,6 +123,15 @@ t=$(now); in_reader curl -sf --config "$TEST_DIR/ls.curl"; tcp_ls=$(since "$t")
 for ((i = 1; i <= FILES; i++)); do echo "url = \"$url/small/f$i\""; echo "output = /dev/null"; done >"$TEST_DIR/small.curl"
 t=$(now); in_reader curl -sf --config "$TEST_DIR/small.curl"; tcp_small=$(since "$t")
 t=$(now); in_reader curl -sf -o /dev/null "$url/big"; tcp_big=$(mbs $((MB << 20)) "$(since "$t")")
+
+# Where a mount's start went (user.cfs.stats' start_ms), one line.
+start_ms() {
+	python3 -c 'import json, os, sys
+t = json.loads(os.getxattr(sys.argv[1], "user.cfs.stats")).get("start_ms", {})
+print("root lookup %.0f ms (%d RPCs), early root %.0f, root quorum %.0f, mounted %.0f, first opendir %.0f, first readdir answered %.0f"
+      % (t.get("root_lookup", 0), t.get("root_rpcs", 0), t.get("early_root", 0), t.get("root", 0),
+         t.get("mounted", 0), t.get("opendir", 0), t.get("readdir", 0)))' "$1"
+}
 
 # ---- CFS: the four rows through one fresh mount. mount_rows LABEL VOL [MOUNT-ARGS...]
 mount_rows() {
@@ -141,6 +156,7 @@ mount_rows() {
 	eval "${label}_bounds=\"$(python3 -c 'import json, os, sys
 s = json.loads(os.getxattr(sys.argv[1], "user.cfs.stats"))
 print("window %.0f, fetches in flight %d" % (s["window"], s["fetch_limit"]))' "$mnt")\""
+	eval "${label}_start=\"$(start_ms "$mnt")\""
 	kill -TERM "$MOUNT_PID" 2>/dev/null || true
 	wait "$MOUNT_PID" 2>/dev/null || true
 	mountpoint -q "$mnt" && fusermount3 -u -z "$mnt" || true
@@ -162,6 +178,7 @@ until mountpoint -q "$mnt" && ls "$mnt" >/dev/null 2>&1; do
 	sleep 0.01
 done
 plain2_first=$(since "$t")
+plain2_start=$(start_ms "$mnt")
 kept=$(grep -vc '^#' "$XDG_CACHE_HOME"/cfs/contacts-* 2>/dev/null || true)
 kill -TERM "$MOUNT_PID" 2>/dev/null || true
 wait "$MOUNT_PID" 2>/dev/null || true
@@ -232,6 +249,9 @@ print("ratios to TCP: first ls cfsd %.2fx plain %.2fx; small files cfsd %.2fx pl
          float("$cfsd_small") / float("$tcp_small"), float("$plain_small") / float("$tcp_small"),
          float("$cfsd_big") / float("$tcp_big"), float("$plain_big") / float("$tcp_big")))
 print("the mounts' bounds after the big file: cfsd $cfsd_bounds; plain $plain_bounds")
+print("where the start went (ms since cfs-mount began): cfsd: $cfsd_start")
+print("  plain: $plain_start")
+print("  plain, second run: $plain2_start")
 print("plain client, second run (from the %s ring contacts the first kept): start to first ls %s s (%.2fx TCP)"
       % ("$kept", "$plain2_first", float("$plain2_first") / float("$tcp_first")))
 if gets:

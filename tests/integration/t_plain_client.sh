@@ -11,6 +11,8 @@
 #     learned other nodes);
 #   - without -f the mount daemonizes: the command returns once mounted,
 #     and fusermount3 -u unmounts it and ends the process;
+#   - a mount that starts from a stale replica's root moves on to the read
+#     quorum's newest and records it;
 #   - an unreachable bootstrap fails the mount with a clear error within a
 #     bound; bad addresses and conflicting options are usage errors.
 . "$(dirname "$0")/lib.sh"
@@ -162,3 +164,44 @@ cmp "$src/hello" "$TEST_DIR/hello2.out" || fail "read wrong bytes through the ke
 CFS_CONTACTS=off timeout 60 "$CAT" --bootstrap "$(addr 6)" "$vol" /hello >/dev/null 2>&1 &&
 	fail "with the kept contacts switched off and the bootstrap dead, cfs-cat still read"
 ok "a plain client kept $nsaved contacts (all daemons) and read through them with its bootstrap daemon gone"
+
+# ---- the first root in two steps: two of the root's replicas were away
+# (stopped) while version 2 was published and still hold version 1. A
+# plain client's mount may start with whichever root verifies first, but
+# it ends at the read quorum's newest, and never goes below it: every
+# mount reaches version 2, and records it.
+xa() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], sys.argv[2]).decode())" "$@"; }
+cluster_restart 5
+cluster_restart 6
+cluster_wait_correct 60 || fail "the ring did not take daemons 5 and 6 back"
+on_succs() { # every key on each of its k successors (extra copies allowed)
+	cluster_collect "$TEST_DIR/place"
+	python3 "$HARNESS_DIR/replica_check.py" 6 "$TEST_DIR/place" >"$TEST_DIR/placement"
+	[ "$(jget "['missing_copies']" <"$TEST_DIR/placement")" = 0 ]
+}
+wait_for 60 on_succs || fail "blocks not back on their k successors: $(cat "$TEST_DIR/placement")"
+echo v2 >"$src/hello2"
+kill -STOP "${CL_PID[3]}" "${CL_PID[4]}"
+"$PUBLISH" --to "ring:$(addr 1)" --block-size 8192 "$src" >"$TEST_DIR/out2" 2>"$TEST_DIR/err2" ||
+	{ kill -CONT "${CL_PID[3]}" "${CL_PID[4]}"; cat "$TEST_DIR/err2"; fail "publish of version 2"; }
+kill -CONT "${CL_PID[3]}" "${CL_PID[4]}"
+stale=0
+for run in 1 2 3 4 5 6; do
+	rm -rf "$TEST_DIR/state2"
+	: >"$TEST_DIR/mount2.log"
+	CFS_CONTACTS=off "$MOUNT" -f --bootstrap "$(addr 0)" --state-dir "$TEST_DIR/state2" --update 0 \
+		"$vol" "$mnt" >/dev/null 2>>"$TEST_DIR/mount2.log" &
+	MOUNT_PID=$!
+	PIDS+=("$MOUNT_PID")
+	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount2.log"; fail "run $run: not mounted"; }
+	wait_for 10 bash -c "[ \"\$(python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], \"user.cfs.seq\").decode())' '$mnt')\" = 2 ]" ||
+		fail "run $run: the mount stayed at sequence $(xa "$mnt" user.cfs.seq), not the quorum's 2"
+	cmp "$src/hello2" "$mnt/hello2" || fail "run $run: version 2's file reads wrong"
+	[ "$(cat "$TEST_DIR/state2/$vol.seq")" = 2 ] || fail "run $run: recorded sequence $(cat "$TEST_DIR/state2/$vol.seq")"
+	grep -q "now at sequence 2 (was 1)" "$TEST_DIR/mount2.log" && stale=$((stale + 1))
+	mount_cleanup
+	wait "$MOUNT_PID" 2>/dev/null || true
+	MOUNT_PID=
+done
+echo "# two of the root's replicas stale: $stale of 6 plain mounts started from their version 1 and moved to 2"
+ok "two replicas stale: 6 plain mounts ended at the quorum's sequence 2 and recorded it ($stale started from a stale replica's version 1 and moved forward)"

@@ -86,3 +86,29 @@ Test(fuse_update, bounded_and_taken_at_the_end)
 	cr_assert_eq(out[FS_UPDATE_WAITERS_MAX - 1], req(FS_UPDATE_WAITERS_MAX - 1));
 	cr_assert_eq(Q.n, 0);
 }
+
+/* The first root's two answers (a plain client's early root, then its
+ * read quorum's): the quorum's wins unless it is older or refused; the
+ * early one stands then; without either the quorum's error stands. */
+Test(fuse_update, the_first_root_never_goes_back)
+{
+	cr_assert_eq(fs__first_pick(false, 0, 0, 5), FS_FIRST_QUORUM);
+	cr_assert_eq(fs__first_pick(true, 5, 0, 5), FS_FIRST_QUORUM, "the same version: either");
+	cr_assert_eq(fs__first_pick(true, 5, 0, 6), FS_FIRST_QUORUM, "newer: the quorum's");
+	cr_assert_eq(fs__first_pick(true, 6, 0, 5), FS_FIRST_EARLY, "older: never back");
+	cr_assert_eq(fs__first_pick(true, 6, -ESTALE, 2), FS_FIRST_EARLY);
+	cr_assert_eq(fs__first_pick(true, 6, -ETIMEDOUT, 0), FS_FIRST_EARLY);
+	cr_assert_eq(fs__first_pick(false, 0, -EKEYEXPIRED, 9), FS_FIRST_NONE);
+	cr_assert_eq(fs__first_pick(false, 0, -ENOENT, 0), FS_FIRST_NONE);
+}
+
+/* After the mount started with the early root, the quorum's answer moves
+ * it forward only, and only when accepted. */
+Test(fuse_update, the_quorum_moves_a_started_mount_forward_only)
+{
+	cr_assert(fs__first_moves(5, 0, 6));
+	cr_assert(!fs__first_moves(5, 0, 5));
+	cr_assert(!fs__first_moves(6, 0, 5));
+	cr_assert(!fs__first_moves(5, -ESTALE, 7));
+	cr_assert(!fs__first_moves(5, -EBADMSG, 9));
+}

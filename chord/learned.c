@@ -110,6 +110,14 @@ const struct chord__lnode *chord__learned_find(const struct chord__learned *l, c
 	return i < l->n && cfs_id_eq(&l->e[i].n.id, id) ? &l->e[i] : NULL;
 }
 
+/* First offered at or before added_before_us, last at or after
+ * seen_after_us, and a hint only when hints are wanted. */
+static bool usable(const struct chord__lnode *e, uint64_t added_before_us, uint64_t seen_after_us,
+                   bool hints)
+{
+	return e->added_us <= added_before_us && e->seen_us >= seen_after_us && (!e->hint || hints);
+}
+
 uint32_t chord__learned_preceding(const struct chord__learned *l, const struct cfs_id *from,
                                   const struct cfs_id *key, uint64_t added_before_us,
                                   uint64_t seen_after_us, bool hints, struct cfs_node *out,
@@ -129,10 +137,8 @@ uint32_t chord__learned_preceding(const struct chord__learned *l, const struct c
 			continue;
 		if (from && !cfs_id_in_oo(id, from, key))
 			break;
-		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us ||
-		    (l->e[i].hint && !hints))
-			continue;
-		out[n++] = l->e[i].n;
+		if (usable(&l->e[i], added_before_us, seen_after_us, hints))
+			out[n++] = l->e[i].n;
 	}
 	return n;
 }
@@ -156,10 +162,8 @@ uint32_t chord__learned_following(const struct chord__learned *l, const struct c
 		cfs_id_distance(&d, key, id);
 		if (cfs_id_to_unit(&d) > span)
 			break;
-		if (l->e[i].added_us > added_before_us || l->e[i].seen_us < seen_after_us ||
-		    (l->e[i].hint && !hints))
-			continue;
-		out[n++] = l->e[i].n;
+		if (usable(&l->e[i], added_before_us, seen_after_us, hints))
+			out[n++] = l->e[i].n;
 	}
 	return n;
 }

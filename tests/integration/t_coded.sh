@@ -140,7 +140,12 @@ echo "# every daemon ran two more maintenance rounds since the publish"
 for ((i = 0; i < N; i++)); do
 	"$CFSCTL" --data "$TEST_DIR/node$i" keys | sed "s/\$/ $i/"
 done >"$TEST_DIR/held"
-# a coded data key is held by 12 daemons, a replicated block by k = 6
+# a coded data key is held by 12 daemons, a replicated block by k = 6:
+# the put sees every fragment through, not only the 8 it is acknowledged at
+short=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] > 6 && n[k] < 12) c++; print c + 0 }' "$TEST_DIR/held")
+full=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 12) c++; print c + 0 }' "$TEST_DIR/held")
+[ "$short" -eq 0 ] || fail "$short coded keys on fewer than 12 holders ($full on 12)"
+ok "all $full coded keys on their 12 holders"
 target=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 12) print k }' "$TEST_DIR/held" | sort | head -1)
 [ -n "$target" ] || fail "no key held by 12 daemons"
 # cfsctl get --code: one coded block through the reader's daemon, its

@@ -373,6 +373,7 @@ struct dhash__cput {
 	uint8_t challenged_at[SFSRO_CODE_N_MAX];
 	uint32_t acked, inflight, rpcs, timeouts;
 	int miss;
+	bool reported;            /* FINISH queued; a success still sees its STOREs through */
 	uint64_t granted;         /* the least lease an ack named */
 	struct cfs_actq q;
 };
@@ -385,6 +386,7 @@ void dhash__cput_on_lookup(struct dhash__cput *p, const struct chord_lookup_resu
 /* The STORE of fragment ci to cand[ci] ended (rep), or was never sent (NULL). */
 void dhash__cput_on_store(struct dhash__cput *p, uint32_t ci, const struct dhash__reply *rep);
 bool dhash__cput_next(struct dhash__cput *p, struct dhash__act *ret);
+/* Reported and no STORE out: the driver may free it. */
 bool dhash__cput_idle(const struct dhash__cput *p);
 
 struct dhash__cget {

@@ -157,7 +157,9 @@ static void coded_run(struct coded_op *o)
 	struct dhash__act a;
 	chord_t *c = dhash__client_chord(o->d);
 
-	while (!o->finished && coded_next(o, &a)) {
+	/* A put's actions after its FINISH are the STOREs still being seen
+	 * through (challenge answers); a get queues nothing after its own. */
+	while ((o->put || !o->finished) && coded_next(o, &a)) {
 		switch (a.type) {
 		case DHASH_ACT_STORE:
 		case DHASH_ACT_FETCH:
@@ -175,7 +177,8 @@ static void coded_run(struct coded_op *o)
 			chord_suspect(c, &o->g.sm.cand[a.i].id, "served a fragment that does not verify");
 			break;
 		case DHASH_ACT_FINISH:
-			coded_finish(o, &a);
+			if (!o->finished)
+				coded_finish(o, &a);
 			break;
 		default:
 			break; /* the coded machines ask for nothing else */

@@ -10,9 +10,11 @@
  *
  * put: LOOKUP for the n successors, then STORE fragment i to the i-th,
  * all at once (a server's nonce challenge answered once, CFS 5.4). The put
- * succeeds once dhash_coded_happy of them acknowledged: the fragments
- * still out land or not, and the spare n - happy absorb losses until
- * there is repair. Fewer servers than happy: -EHOSTUNREACH at once.
+ * succeeds once dhash_coded_happy of them acknowledged; the STOREs still
+ * out then keep going (a nonce challenge answered, as before the ack) and
+ * the machine is idle only when every one ended, so a put normally leaves
+ * all n fragments, and the spare n - happy only absorb real losses. Fewer
+ * servers than happy: -EHOSTUNREACH at once.
  *
  * get: LOOKUP for the n holders, ordered by predicted round trip (in
  * whole milliseconds: ties keep ring order, data fragments first); FETCH
@@ -60,13 +62,17 @@ static uint32_t coded_nsucc(uint32_t n)
 
 /* ------------------------------------------------------------ put */
 
+/* Report the put (once). A success with STOREs still out stays RUN until
+ * they all ended; a failure is DONE at once (late replies are ignored). */
 static void cput_finish(struct dhash__cput *p, int status)
 {
 	struct dhash__act *a = dhash__act_push(&p->q, DHASH_ACT_FINISH);
 
 	a->status = status;
 	a->lease = status == 0 ? p->granted : 0;
-	p->state = DHASH_CODED_DONE;
+	p->reported = true;
+	if (status < 0 || p->inflight == 0)
+		p->state = DHASH_CODED_DONE;
 }
 
 void dhash__cput_init(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until)
@@ -128,7 +134,7 @@ void dhash__cput_on_store(struct dhash__cput *p, uint32_t ci, const struct dhash
 		p->inflight--;
 	if (p->state != DHASH_CODED_RUN || ci >= p->ncand || p->cst[ci] != DHASH_PC_STORING)
 		return;
-	if (rep && rep->status == -ECANCELED) {
+	if (rep && rep->status == -ECANCELED && !p->reported) {
 		cput_finish(p, -ECANCELED);
 		return;
 	}
@@ -147,7 +153,7 @@ void dhash__cput_on_store(struct dhash__cput *p, uint32_t ci, const struct dhash
 		p->acked++;
 		if (!p->granted || g < p->granted)
 			p->granted = g;
-		if (p->acked >= p->happy) {
+		if (p->acked >= p->happy && !p->reported) {
 			cput_finish(p, 0);
 			return;
 		}
@@ -158,7 +164,9 @@ void dhash__cput_on_store(struct dhash__cput *p, uint32_t ci, const struct dhash
 		if (!p->miss || (p->miss == -ETIMEDOUT && st != -ETIMEDOUT))
 			p->miss = st;
 	}
-	if (p->inflight == 0)
+	if (p->inflight == 0 && p->reported)
+		p->state = DHASH_CODED_DONE;
+	else if (p->inflight == 0)
 		cput_finish(p, p->miss && p->miss != -ETIMEDOUT ? p->miss : -EREMOTEIO);
 }
 

@@ -16,6 +16,7 @@
 struct walk_get {
 	struct pub_walk *pw;
 	struct cfs_id key;
+	unsigned flags;           /* SFSRO_FEED_VERIFIED: a coded get, checked by the ring's reader */
 };
 
 void pub__walk_init(struct pub_walk *pw, uv_loop_t *loop, struct pub_sink *sink)
@@ -34,7 +35,7 @@ static void walk_got(void *arg, int status, const uint8_t *p, size_t len)
 		pw->failed = true;
 		pw->failed_key = g->key;
 	}
-	(void)sfsro_walker_feed(pw->w, &g->key, status, p, len, 0); /* -ENOENT: a walk abandoned */
+	(void)sfsro_walker_feed(pw->w, &g->key, status, p, len, g->flags); /* -ENOENT: a walk abandoned */
 	free(g);
 }
 
@@ -45,13 +46,23 @@ static int wait_some(struct pub_walk *pw)
 	return cfs_loop_run_until(pw->loop, &pw->woke);
 }
 
-static void start_get(struct pub_walk *pw, const struct cfs_id *key)
+/* A coded volume's data block is read as fragments: the coded key is no
+ * hash of the block, so the ring's reader checks it (decoded against the
+ * key) and the walker is told so. */
+static void start_get(struct pub_walk *pw, const struct cfs_id *key, uint8_t btype)
 {
 	struct walk_get *g = xmalloc(sizeof(*g));
+	bool coded = pw->code_m && btype == SFSRO_B_DATA;
 	int r;
 
-	*g = (struct walk_get){ pw, *key };
-	if ((r = pw->sink->ops->get(pw->sink->impl, key, walk_got, g)) < 0) {
+	*g = (struct walk_get){ pw, *key, coded ? SFSRO_FEED_VERIFIED : 0 };
+	if (coded && !pw->sink->ops->get_coded)
+		r = -EOPNOTSUPP;
+	else if (coded)
+		r = pw->sink->ops->get_coded(pw->sink->impl, key, pw->code_m, pw->code_n, walk_got, g);
+	else
+		r = pw->sink->ops->get(pw->sink->impl, key, walk_got, g);
+	if (r < 0) {
 		free(g);
 		(void)sfsro_walker_feed(pw->w, key, r, NULL, 0, 0);
 		return;
@@ -74,7 +85,7 @@ int pub__walk_next(struct pub_walk *pw, struct sfsro_step *ret)
 			return r;
 		r = sfsro_walker_step(pw->w, ret);
 		if (r == SFSRO_WALK_NEED) {
-			start_get(pw, &ret->key);
+			start_get(pw, &ret->key, ret->btype);
 		} else if (r == SFSRO_WALK_WAIT) {
 			if (!pw->inflight) /* a walker waits only for what it asked */
 				return log_error_errno(-EIO, "the walk waits for nothing");

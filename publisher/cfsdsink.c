@@ -419,6 +419,19 @@ static int sk_get(void *sink, const struct cfs_id *key, pub_get_fn done, void *a
 	return r;
 }
 
+static int sk_get_coded(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n, pub_get_fn done,
+                        void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct get_req *q = xmalloc(sizeof(*q));
+	int r;
+
+	*q = (struct get_req){ d, done, arg };
+	if ((r = client_get_coded(d->l, key, m, n, get_done, q)) < 0)
+		free(q);
+	return r;
+}
+
 static int sk_locate(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
 {
 	struct cfsdsink *d = sink;
@@ -468,6 +481,7 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.locate = sk_locate,
 	.restore = sk_restore,
 	.get = sk_get,
+	.get_coded = sk_get_coded,
 	.free = sk_free,
 };
 

@@ -266,11 +266,10 @@ int pub_fsck(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk
 	/* seq 0 and time 0: fsck checks the signature, not freshness */
 	if ((r = pub__read_root(loop, sink, pk, seq, &root)) < 0)
 		return r; /* the caller says what it means: no check, or no volume */
-	if (root.code_m) /* its data blocks are fragments: this walk reads whole blocks */
-		return log_error_errno(-EOPNOTSUPP, "checking a coded volume (rs:%u/%u) is not supported "
-		                       "yet", root.code_m, root.code_n);
 	k.buf = xmalloc(READ_CHUNK);
 	pub__walk_init(&k.reader, loop, sink);
+	k.reader.code_m = root.code_m; /* its data blocks decoded from m fragments */
+	k.reader.code_n = root.code_n;
 	sfsro_walk_rootnode(&root, &rootnode);
 	rootnode.e.size = 0;
 	ret->dirs++;

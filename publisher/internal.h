@@ -22,6 +22,8 @@ struct pub_walk {
 	bool woke;
 	bool failed;              /* a get failed: the first one's key */
 	struct cfs_id failed_key;
+	uint8_t code_m, code_n;   /* a coded volume's: data blocks read as fragments
+	                           * (sink's get_coded; 0: whole). Set after init. */
 };
 void pub__walk_init(struct pub_walk *pw, uv_loop_t *loop, struct pub_sink *sink);
 /* Step the walker, fetching what it asks for, until it has an ENTRY or a

@@ -90,6 +90,11 @@ struct pub_sink_ops {
 	 * done runs later, never inside this call, unless this returns a
 	 * negative errno (then it never runs). The reader verifies them. */
 	int (*get)(void *sink, const struct cfs_id *key, pub_get_fn done, void *arg);
+	/* Read a coded volume's data block: m of its n fragments, decoded and
+	 * checked against the coded key by the ring's reader (so the bytes
+	 * given are verified). NULL for a store that is not a ring. */
+	int (*get_coded)(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n, pub_get_fn done,
+	                 void *arg);
 	/* A synchronous block source over the same store, for a store that
 	 * reads without the loop (dir:); NULL for the ring. */
 	const struct sfsro_source *(*source)(void *sink);

@@ -93,17 +93,27 @@ read_all "$vcoded" --bootstrap "$(cluster_addr 3)" || fail "the coded volume as 
 read_all "$vcopies" --data "$TEST_DIR/node$M" || fail "the replicated volume"
 ok "both volumes read whole through cfs-cat (the coded one through cfsd and as a plain client)"
 
+# cfs-fsck reads every block of the coded volume, its data blocks decoded
+# from 4 fragments, through cfsd and as a plain ring client
+fsck_whole() { # cfs-fsck's options: every file and byte of the tree counted
+	"$CFS_BIN/cfs-fsck" "$@" "$vcoded" >"$TEST_DIR/fsck.out" 2>"$TEST_DIR/fsck.err" ||
+		{ cat "$TEST_DIR/fsck.err"; return 1; }
+	nfiles=$(find "$src" -type f | wc -l)
+	grep -q "volume whole: $nfiles files" "$TEST_DIR/fsck.err" ||
+		{ echo "not $nfiles files whole: $(tail -1 "$TEST_DIR/fsck.err")"; return 1; }
+}
+fsck_whole --data "$TEST_DIR/node$M" || fail "cfs-fsck of the coded volume through cfsd"
+fsck_whole --from "ring:$(cluster_addr 3)" || fail "cfs-fsck of the coded volume as a plain client"
+ok "cfs-fsck of the coded volume: $(tail -1 "$TEST_DIR/fsck.err")"
 # what is not done for coded volumes says so in one line
-for args in "" "--replicas"; do
-	"$CFS_BIN/cfs-fsck" --data "$TEST_DIR/node$M" $args "$vcoded" >/dev/null 2>"$TEST_DIR/err" &&
-		fail "cfs-fsck $args of a coded volume succeeded"
-	grep -q "coded volume (rs:4/12) is not supported yet" "$TEST_DIR/err" ||
-		fail "cfs-fsck $args of a coded volume: $(cat "$TEST_DIR/err")"
-done
+"$CFS_BIN/cfs-fsck" --data "$TEST_DIR/node$M" --replicas "$vcoded" >/dev/null 2>"$TEST_DIR/err" &&
+	fail "cfs-fsck --replicas of a coded volume succeeded"
+grep -q "coded volume (rs:4/12) is not supported yet" "$TEST_DIR/err" ||
+	fail "cfs-fsck --replicas of a coded volume: $(cat "$TEST_DIR/err")"
 "$PUBLISH" --key "$TEST_DIR/coded.key" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --refresh "$vcoded" \
 	>/dev/null 2>"$TEST_DIR/err" && fail "--refresh of a coded volume succeeded"
 grep -q "not supported yet" "$TEST_DIR/err" || fail "--refresh of a coded volume: $(cat "$TEST_DIR/err")"
-ok "cfs-fsck, cfs-fsck --replicas and --refresh of a coded volume refuse it in one line"
+ok "cfs-fsck --replicas and --refresh of a coded volume refuse it in one line"
 
 mkdir -p "$mnt"
 "$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$vcoded" "$mnt" \
@@ -140,7 +150,12 @@ echo "# every daemon ran two more maintenance rounds since the publish"
 for ((i = 0; i < N; i++)); do
 	"$CFSCTL" --data "$TEST_DIR/node$i" keys | sed "s/\$/ $i/"
 done >"$TEST_DIR/held"
-# a coded data key is held by 12 daemons, a replicated block by k = 6
+# a coded data key is held by 12 daemons, a replicated block by k = 6:
+# the put sees every fragment through, not only the 8 it is acknowledged at
+short=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] > 6 && n[k] < 12) c++; print c + 0 }' "$TEST_DIR/held")
+full=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 12) c++; print c + 0 }' "$TEST_DIR/held")
+[ "$short" -eq 0 ] || fail "$short coded keys on fewer than 12 holders ($full on 12)"
+ok "all $full coded keys on their 12 holders"
 target=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 12) print k }' "$TEST_DIR/held" | sort | head -1)
 [ -n "$target" ] || fail "no key held by 12 daemons"
 # cfsctl get --code: one coded block through the reader's daemon, its
@@ -197,7 +212,8 @@ for i in "${killed[@]}"; do cluster_kill "$i"; done
 cluster_wait_correct 90 || fail "the ring of the 8 left did not converge"
 start=$SECONDS
 read_all "$vcoded" --data "$TEST_DIR/node$M" || fail "the coded volume with 8 daemons gone"
-ok "the coded volume reads whole with 8 of 16 daemons killed, 8 of them holders of ${target:0:8} ($((SECONDS - start)) s)"
+fsck_whole --data "$TEST_DIR/node$M" || fail "cfs-fsck of the coded volume with 8 daemons gone"
+ok "the coded volume reads whole (cfs-cat, cfs-fsck) with 8 of 16 daemons killed, 8 of them holders of ${target:0:8} ($((SECONDS - start)) s)"
 
 # ---- fragments in the killed daemons' stores
 for i in "${killed[@]}"; do

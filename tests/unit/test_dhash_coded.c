@@ -183,6 +183,48 @@ Test(dhash_coded, put_challenge_and_too_few)
 	dhash__cput_fini(&p);
 }
 
+/* The STOREs still out at the acknowledgement are seen through: a nonce
+ * challenge that comes back after the quorum is answered, and the machine
+ * is idle only when every STORE ended, so all n fragments land. */
+Test(dhash_coded, put_sees_every_fragment_through)
+{
+	struct dhash__cput p;
+	struct cfs_addr from[N];
+	uint8_t nonce[CFS_NONCE_BYTES] = "a nonce";
+
+	dhash__cput_init(&p, M, N, 5000);
+	drain_put(&p);
+	dhash__cput_on_lookup(&p, ring(N, false));
+	drain_put(&p);
+	cr_assert_eq(count(DHASH_ACT_STORE), N);
+	for (uint32_t i = 0; i < 8; i++)
+		dhash__cput_on_store(&p, i, &(struct dhash__reply){ .status = 0 });
+	drain_put(&p);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert(!dhash__cput_idle(&p));
+	for (uint32_t i = 8; i < N; i++) {
+		from[i] = node((uint8_t)(i + 1)).addr;
+		dhash__cput_on_store(&p, i, &(struct dhash__reply){ .flags = DHASH_STORE_R_CHALLENGE,
+		                                                     .nonce = nonce, .from = &from[i] });
+	}
+	drain_put(&p);
+	cr_assert_eq(count(DHASH_ACT_KEEP_NONCE), N - 8);
+	cr_assert_eq(count(DHASH_ACT_STORE), N - 8, "every challenged fragment is sent again");
+	cr_assert_eq(count(DHASH_ACT_FINISH), 0, "reported once");
+	cr_assert(!dhash__cput_idle(&p));
+	for (uint32_t i = 8; i < N - 1; i++)
+		dhash__cput_on_store(&p, i, &(struct dhash__reply){ .status = 0 });
+	cr_assert(!dhash__cput_idle(&p), "one STORE still out");
+	dhash__cput_on_store(&p, N - 1, &(struct dhash__reply){ .status = -ETIMEDOUT });
+	drain_put(&p);
+	cr_assert_eq(nacts, 0);
+	cr_assert(dhash__cput_idle(&p));
+	cr_assert_eq(p.acked, N - 1);
+	dhash__cput_fini(&p);
+}
+
 Test(dhash_coded, put_on_a_ring_too_small)
 {
 	struct dhash__cput p;

@@ -36,26 +36,6 @@
 #define BACKLOG_MAX (8u << 20) /* bytes of whole datagrams held for a full socket */
 #define VSLOTS 4096 /* the default of cfg.validation_slots */
 
-/* A datagram the network model holds back. */
-struct delayed {
-	uint64_t due_us;
-	size_t heap_idx;
-	struct cfs_addr dst;
-	size_t len;
-	uint8_t data[];
-};
-
-/* A whole datagram the full socket refused, sent when it can take more. */
-struct backlog {
-	struct backlog *next;
-	struct cfs_addr dst;
-	size_t len;
-	uint8_t data[];
-};
-
-static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
-static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
-
 static void on_timer(uv_timer_t *h);
 static void on_poll(uv_poll_t *h, int status, int events);
 
@@ -67,7 +47,7 @@ static void poll_update(cfs_transport_t *t)
 
 	if (t->closing)
 		return;
-	if (t->bl_head || t->sock_blocked)
+	if (t->backlog.head || t->sock_blocked)
 		want |= UV_WRITABLE;
 	if (want != t->poll_events) {
 		t->poll_events = want;
@@ -77,24 +57,11 @@ static void poll_update(cfs_transport_t *t)
 
 static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
-	ssize_t r = t->bl_head ? -EAGAIN : cfs_udp_send(&t->sock, dst, p, len, 0);
+	ssize_t r = t->backlog.head ? -EAGAIN : cfs_udp_send(&t->sock, dst, p, len, 0);
 
 	if (r == -EAGAIN) {
-		if (t->bl_bytes + len > BACKLOG_MAX) {
+		if (!cfs__dgram_fifo_push(&t->backlog, dst, p, len))
 			t->st.send_errors++;
-			return;
-		}
-		struct backlog *b = xmalloc(sizeof(*b) + len);
-		b->next = NULL;
-		b->dst = *dst;
-		b->len = len;
-		memcpy(b->data, p, len);
-		if (t->bl_tail)
-			t->bl_tail->next = b;
-		else
-			t->bl_head = b;
-		t->bl_tail = b;
-		t->bl_bytes += len;
 		poll_update(t);
 		return;
 	}
@@ -111,8 +78,9 @@ static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 /* Send what the full socket refused; false while it still refuses. */
 static bool flush_backlog(cfs_transport_t *t)
 {
-	while (t->bl_head) {
-		struct backlog *b = t->bl_head;
+	struct cfs__dgram *b;
+
+	while ((b = cfs__dgram_fifo_head(&t->backlog))) {
 		ssize_t r = cfs_udp_send(&t->sock, &b->dst, b->data, b->len, 0);
 		if (r == -EAGAIN)
 			return false;
@@ -122,11 +90,7 @@ static bool flush_backlog(cfs_transport_t *t)
 			t->st.bytes_out += b->len;
 			t->st.datagrams_out++;
 		}
-		t->bl_head = b->next;
-		if (!t->bl_head)
-			t->bl_tail = NULL;
-		t->bl_bytes -= b->len;
-		free(b);
+		cfs__dgram_fifo_pop(&t->backlog);
 	}
 	return true;
 }
@@ -144,12 +108,7 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 			return;
 		}
 		if (delay > 0) {
-			struct delayed *d = xmalloc(sizeof(*d) + len);
-			d->due_us = now + delay;
-			d->dst = *dst;
-			d->len = len;
-			memcpy(d->data, p, len);
-			cfs__heap_push(&t->delay_heap, d);
+			cfs__dgram_timed_push(&t->delayed, dst, p, len, now + delay);
 			return;
 		}
 	}
@@ -311,7 +270,7 @@ static void arm_timer(cfs_transport_t *t)
 		return;
 	if (t->grace_polls == 0) /* else on_check re-arms */
 		due = cfs__rpc_call_due(&t->rpc);
-	if ((l = cfs__heap_min(&t->delay_heap)) < due)
+	if ((l = cfs__dgram_timed_due(&t->delayed)) < due)
 		due = l;
 	if ((l = cfs__links_deadline(&t->links)) < due)
 		due = l;
@@ -402,11 +361,9 @@ static void on_timer(uv_timer_t *h)
 	unsigned done = 0;
 
 	t->timer_due_us = UINT64_MAX;
-	while (t->delay_heap.n && done < TIMER_BATCH && !t->closing) {
-		struct delayed *d = t->delay_heap.v[0];
-		if (d->due_us > now)
-			break;
-		cfs__heap_remove(&t->delay_heap, 0);
+	struct cfs__dgram *d;
+
+	while (done < TIMER_BATCH && !t->closing && (d = cfs__dgram_timed_pop(&t->delayed, now))) {
 		send_now(t, &d->dst, d->data, d->len);
 		free(d);
 		done++;
@@ -579,7 +536,8 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 	config_defaults(&t->cfg);
 	t->on_request = on_request;
 	t->arg = arg;
-	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
+	cfs__dgram_timed_init(&t->delayed);
+	cfs__dgram_fifo_init(&t->backlog, BACKLOG_MAX);
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
 		free(t);
@@ -609,7 +567,8 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	cfs_udp_close(&t->sock);
 	cfs__links_free(&t->links);
-	cfs__heap_free(&t->delay_heap);
+	cfs__dgram_timed_free(&t->delayed); /* anything queued while closing */
+	cfs__dgram_fifo_free(&t->backlog);
 	cfs__rpc_free(&t->rpc);
 	cfs__ver_free(t);
 	free(t);
@@ -627,17 +586,8 @@ void cfs_transport_close(cfs_transport_t *t)
 	 * (cfs_transport_call refuses while closing). */
 	cfs__rpc_cancel_all(&t->rpc);
 	cfs__tr_rpc_run(t, 0);
-	while (t->delay_heap.n) {
-		struct delayed *d = t->delay_heap.v[0];
-		cfs__heap_remove(&t->delay_heap, 0);
-		free(d);
-	}
-	while (t->bl_head) {
-		struct backlog *b = t->bl_head;
-		t->bl_head = b->next;
-		free(b);
-	}
-	t->bl_tail = NULL;
+	cfs__dgram_timed_free(&t->delayed);
+	cfs__dgram_fifo_free(&t->backlog);
 	cfs__links_close(&t->links);
 	uv_handle_t *hs[] = { (uv_handle_t *)&t->poll, (uv_handle_t *)&t->timer,
 	                      (uv_handle_t *)&t->idle, (uv_handle_t *)&t->check };

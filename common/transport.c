@@ -18,7 +18,7 @@
  *
  * One event loop timer serves every deadline: the calls', their resends,
  * the links' timers and the datagrams the network model holds. An
- * overdue call expires only after a grace of socket polls (below). *
+ * overdue call expires only after a grace of socket polls (cfs__grace, common/rpc.h).
  * The messages themselves (encoding the owner's calls and replies,
  * decoding what came in, answering a hello) are in transport_msg.c.
  */
@@ -34,7 +34,6 @@
  * drops a burst long before the windows are full. */
 #define SOCKET_BUF (8 << 20)
 #define BACKLOG_MAX (8u << 20) /* bytes of whole datagrams held for a full socket */
-#define VSLOTS 4096 /* the default of cfg.validation_slots */
 
 static void on_timer(uv_timer_t *h);
 static void on_poll(uv_poll_t *h, int status, int events);
@@ -268,7 +267,7 @@ static void arm_timer(cfs_transport_t *t)
 
 	if (t->closing || t->driving)
 		return;
-	if (t->grace_polls == 0) /* else on_check re-arms */
+	if (t->grace.polls == 0) /* else on_check re-arms */
 		due = cfs__rpc_call_due(&t->rpc);
 	if ((l = cfs__dgram_timed_due(&t->delayed)) < due)
 		due = l;
@@ -296,25 +295,6 @@ void cfs__tr_drive_and_arm(cfs_transport_t *t, uint64_t now)
 	arm_timer(t);
 }
 
-/*
- * A call is not declared lost the moment its deadline passes: the loop may
- * have been busy or the process descheduled, with the reply (or, when peers
- * share this loop, the request) already waiting in a socket buffer. Overdue
- * calls expire only after two further non-blocking polls have read what had
- * arrived; that costs microseconds on an idle loop and keeps a stalled one
- * from declaring live peers dead.
- */
-#define GRACE_POLLS 2
-/*
- * Nor while datagrams are still coming in. A daemon that is
- * also a replica can have hundreds of pushed blocks queued in its socket
- * buffer ahead of a reply (libuv reads at most 32 datagrams per poll), and
- * two polls then expired calls whose replies had arrived in time. A poll
- * that read something does not count, up to GRACE_DRAIN_MAX of them (with
- * 32 datagrams a poll, more than an 8 MiB buffer of 8 KiB blocks).
- */
-#define GRACE_DRAIN_MAX 64
-
 /* Expire the overdue calls, each caller told before the next expires;
  * then waiting calls take the slots they freed. */
 static void expire_overdue(cfs_transport_t *t)
@@ -322,7 +302,7 @@ static void expire_overdue(cfs_transport_t *t)
 	uint64_t now = cfs_now_us();
 
 	for (unsigned done = 0; done < TIMER_BATCH && !t->closing; done++) {
-		if (!cfs__rpc_expire(&t->rpc, t->grace_before_us))
+		if (!cfs__rpc_expire(&t->rpc, t->grace.before_us))
 			break;
 		drive(t, now);
 	}
@@ -336,12 +316,7 @@ static void on_check(uv_check_t *h)
 {
 	cfs_transport_t *t = container_of(h, cfs_transport_t, check);
 
-	if (t->st.bytes_in != t->grace_rx && t->grace_drains < GRACE_DRAIN_MAX) {
-		t->grace_rx = t->st.bytes_in;
-		t->grace_drains++;
-		return;
-	}
-	if (--t->grace_polls > 0)
+	if (!cfs__grace_poll(&t->grace, t->st.bytes_in))
 		return;
 	uv_idle_stop(&t->idle);
 	uv_check_stop(&t->check);
@@ -380,11 +355,7 @@ static void on_timer(uv_timer_t *h)
 		t->timer_due_us = 0;
 		uv_timer_start(&t->timer, on_timer, 0, 0);
 	}
-	if (t->grace_polls == 0 && cfs__rpc_call_due(&t->rpc) <= now) {
-		t->grace_before_us = now;
-		t->grace_polls = GRACE_POLLS;
-		t->grace_rx = t->st.bytes_in;
-		t->grace_drains = 0;
+	if (cfs__grace_start(&t->grace, &t->rpc, now, t->st.bytes_in)) {
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
 		if (done < TIMER_BATCH) /* the other deadlines; on_check sees to the calls' */
@@ -490,41 +461,6 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 /* ------------------------------------------------------------ lifetime */
 
-static void config_defaults(struct cfs_transport_config *c)
-{
-	if (c->window_init < 1)
-		c->window_init = 1;
-	if (c->window_max < c->window_init)
-		c->window_max = c->window_init;
-	if (!c->timeout_ms)
-		c->timeout_ms = 1000;
-	if (!c->timeout_max_ms)
-		c->timeout_max_ms = 5000;
-	if (!c->xfer_inflight_max)
-		c->xfer_inflight_max = 4u << 20;
-	if (!c->reasm_peer_max)
-		c->reasm_peer_max = 8u << 20;
-	if (!c->reasm_total_max)
-		c->reasm_total_max = 64u << 20;
-	if (!c->validation_slots)
-		c->validation_slots = VSLOTS;
-	if (!c->reasm_idle_ms)
-		c->reasm_idle_ms = 10000;
-	if (!c->ledbat_target_ms)
-		c->ledbat_target_ms = 25;
-}
-
-void cfs_transport_config_default(struct cfs_transport_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->window_init = 4;
-	c->window_max = 256;
-	c->timeout_ms = 1000;
-	c->timeout_max_ms = 5000;
-	c->timeout_min_ms = CFS_RTO_MIN_MS;
-	config_defaults(c);
-}
-
 int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
                       cfs_request_cb on_request, void *arg, cfs_transport_t **ret)
 {
@@ -533,7 +469,7 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 
 	t->loop = loop;
 	t->cfg = *c;
-	config_defaults(&t->cfg);
+	cfs__config_fill(&t->cfg);
 	t->on_request = on_request;
 	t->arg = arg;
 	cfs__dgram_timed_init(&t->delayed);

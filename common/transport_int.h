@@ -24,10 +24,7 @@ struct cfs_transport {
 	uv_timer_t timer;
 	uv_idle_t idle;   /* keeps the poll from blocking during a grace */
 	uv_check_t check; /* runs after each poll: ends the grace */
-	int grace_polls;  /* polls left before overdue calls expire */
-	uint64_t grace_before_us; /* calls due before this expire then */
-	uint64_t grace_rx;        /* bytes_in at the last grace poll */
-	uint32_t grace_drains;    /* grace polls that read something */
+	struct cfs__grace grace;  /* before overdue calls expire (rpc.h) */
 	int handles_open;
 	bool closing;
 	struct cfs_transport_config cfg;

@@ -277,16 +277,7 @@ $(FB)/fuzz/gen-seeds: tests/fuzz/gen_seeds.c $(FB)/libsfsro.a $(FB)/libcfs_commo
 # Each target runs FUZZ_SECONDS (default 60), starting from seeds the
 # current encoder writes; any finding fails the target.
 fuzz: fuzz-build
-	$(Q)mkdir -p $(FB)/seeds && $(FB)/fuzz/gen-seeds $(addprefix $(FB)/seeds/fuzz_,msg name block denylist)
-	$(Q)for f in $(FUZZ_TARGETS); do \
-	  n=$$(basename $$f); mkdir -p $(FB)/corpus/$$n $(FB)/findings/$$n $(FB)/seeds/$$n; \
-	  echo "== $$n: $(FUZZ_SECONDS) s"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=70000 -print_final_stats=1 \
-	      -artifact_prefix=$(FB)/findings/$$n/ $(FB)/corpus/$$n $(FB)/seeds/$$n > $(FB)/$$n.log 2>&1; \
-	  st=$$?; grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY' $(FB)/$$n.log; \
-	  if [ $$st -ne 0 ]; then echo "$$n: FINDING, see $(FB)/$$n.log"; exit 1; fi; \
-	  echo "$$n: no finding"; \
-	done
+	$(Q)tests/fuzz/run.sh $(FB) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # ---------------------------------------------------------------- benchmarks
 # The ring benchmarks: each a script that runs the programs in build/bin.
@@ -339,37 +330,15 @@ demo: $(PROGRAMS)
 	$(Q)CFS_BIN=$(CURDIR)/$(B)/bin tools/demo.sh
 
 # ---------------------------------------------------------------- install
-# The programs, every page of docs/man (sections 1, 5, 8), the service
-# (cfsd.service; the user cfs from cfs.sysusers.conf, read by
-# systemd-sysusers only under /usr/lib or /etc) and the sample
-# /etc/cfs/cfsd.conf, never over one already there. Without DESTDIR it also
-# creates the user and group cfs (systemd-sysusers, else useradd) and tells
-# a running systemd about the unit; with DESTDIR (a package or a test) it
-# touches nothing outside DESTDIR.
+# tools/install.sh says what goes where; DESTDIR (a package or a test)
+# keeps it from touching anything outside.
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
-MANPAGES    := $(wildcard docs/man/*.1 docs/man/*.5 docs/man/*.8)
 .PHONY: install
 install: $(PROGRAMS) $(HARNESS)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(SYSCONFDIR)/cfs $(addprefix $(DESTDIR)$(MANDIR)/man,1 5 8)
-	install -m 0755 $(PROGRAMS) $(DESTDIR)$(BINDIR)/
-	$(Q)for m in $(MANPAGES); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; done
-	sed 's|/usr/local/bin|$(BINDIR)|; s|/etc/cfs|$(SYSCONFDIR)/cfs|' tools/systemd/cfsd.service \
-	  >$(DESTDIR)$(UNITDIR)/cfsd.service
-	install -m 0644 tools/systemd/cfs.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/cfs.conf
-	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf ] || \
-	  install -m 0644 tools/cfsd.conf $(DESTDIR)$(SYSCONFDIR)/cfs/cfsd.conf
-ifeq ($(DESTDIR),)
-	$(Q)if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/cfs.conf; \
-	  else getent group cfs >/dev/null || groupadd --system cfs; \
-	       getent passwd cfs >/dev/null || useradd --system --gid cfs --home-dir /var/lib/cfs \
-	         --shell /usr/sbin/nologin --comment "CFS server daemon" cfs; fi
-	$(Q)[ ! -d /run/systemd/system ] || systemctl daemon-reload
-	@echo "installed; configure $(SYSCONFDIR)/cfs/cfsd.conf, then: systemctl enable --now cfsd"
-	@echo "readers: adduser USER cfs (then log in again) to use the system daemon"
-endif
+	$(Q)DESTDIR=$(DESTDIR) BINDIR=$(BINDIR) MANDIR=$(MANDIR) SYSCONFDIR=$(SYSCONFDIR) \
+	  UNITDIR=$(UNITDIR) SYSUSERSDIR=$(SYSUSERSDIR) tools/install.sh $(PROGRAMS)
 
 # mount(8)'s helper for "mount -t cfs" and fstab (cfs-fuse/mount.cfs.in):
 # it runs cfs-mount from BINDIR, the build's copy the build's cfs-mount.

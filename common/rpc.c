@@ -596,3 +596,65 @@ int cfs__rpc_reply(struct cfs__rpc *r, const struct cfs_addr *from, const struct
 	call_finish(r, c, m->status, m, rtt);
 	return 1;
 }
+
+/* ------------------------------------------------------------ the grace */
+
+bool cfs__grace_start(struct cfs__grace *g, const struct cfs__rpc *r, uint64_t now,
+                      uint64_t bytes_in)
+{
+	if (g->polls > 0 || cfs__rpc_call_due(r) > now)
+		return false;
+	*g = (struct cfs__grace){
+		.polls = CFS__GRACE_POLLS, .before_us = now, .rx = bytes_in, .drains = 0,
+	};
+	return true;
+}
+
+bool cfs__grace_poll(struct cfs__grace *g, uint64_t bytes_in)
+{
+	if (g->polls <= 0)
+		return false;
+	if (bytes_in != g->rx && g->drains < CFS__GRACE_DRAIN_MAX) {
+		g->rx = bytes_in;
+		g->drains++;
+		return false;
+	}
+	return --g->polls == 0;
+}
+
+/* ------------------------------------------------------------ the configuration */
+
+void cfs__config_fill(struct cfs_transport_config *c)
+{
+	if (c->window_init < 1)
+		c->window_init = 1;
+	if (c->window_max < c->window_init)
+		c->window_max = c->window_init;
+	if (!c->timeout_ms)
+		c->timeout_ms = 1000;
+	if (!c->timeout_max_ms)
+		c->timeout_max_ms = 5000;
+	if (!c->xfer_inflight_max)
+		c->xfer_inflight_max = 4u << 20;
+	if (!c->reasm_peer_max)
+		c->reasm_peer_max = 8u << 20;
+	if (!c->reasm_total_max)
+		c->reasm_total_max = 64u << 20;
+	if (!c->validation_slots)
+		c->validation_slots = 4096 /* validation slots */;
+	if (!c->reasm_idle_ms)
+		c->reasm_idle_ms = 10000;
+	if (!c->ledbat_target_ms)
+		c->ledbat_target_ms = 25;
+}
+
+void cfs_transport_config_default(struct cfs_transport_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->window_init = 4;
+	c->window_max = 256;
+	c->timeout_ms = 1000;
+	c->timeout_max_ms = 5000;
+	c->timeout_min_ms = CFS_RTO_MIN_MS;
+	cfs__config_fill(c);
+}

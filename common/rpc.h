@@ -162,4 +162,36 @@ uint64_t cfs__rpc_resend_due(const struct cfs__rpc *r);
 /* The smoothed round trip to a, 0 when none was measured. */
 uint64_t cfs__rpc_peer_srtt(const struct cfs__rpc *r, const struct cfs_addr *a);
 
+/* Fill in the defaults of a transport's configuration (0: the default)
+ * and make it consistent (window_max at least window_init). */
+void cfs__config_fill(struct cfs_transport_config *c);
+
+/*
+ * The grace before overdue calls expire. A call is not declared lost the
+ * moment its deadline passes: the loop may have been busy or the process
+ * descheduled, with the reply (or, when peers share this loop, the
+ * request) already waiting in a socket buffer. Overdue calls expire only
+ * after CFS__GRACE_POLLS further non-blocking socket polls have read what
+ * had arrived. Nor while datagrams are still coming in: a daemon that is
+ * also a replica can have hundreds of pushed blocks queued ahead of a
+ * reply (libuv reads at most 32 datagrams per poll), so a poll that read
+ * something does not count, up to CFS__GRACE_DRAIN_MAX of them (with 32
+ * datagrams a poll, more than an 8 MiB buffer of 8 KiB blocks).
+ */
+#define CFS__GRACE_POLLS 2
+#define CFS__GRACE_DRAIN_MAX 64
+struct cfs__grace {
+	int polls;          /* polls left; 0: no grace running */
+	uint64_t before_us; /* calls due before this expire at its end */
+	uint64_t rx;        /* bytes received at the last poll */
+	uint32_t drains;    /* polls that read something */
+};
+/* Start a grace at now (bytes_in: received so far) if calls are due by
+ * now and none is running; true when one started. */
+bool cfs__grace_start(struct cfs__grace *g, const struct cfs__rpc *r, uint64_t now,
+                      uint64_t bytes_in);
+/* A socket poll ended with bytes_in received so far; true when the grace
+ * is over and calls due before g->before_us expire now. */
+bool cfs__grace_poll(struct cfs__grace *g, uint64_t bytes_in);
+
 #endif

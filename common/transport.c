@@ -18,7 +18,7 @@
  *
  * One event loop timer serves every deadline: the calls', their resends,
  * the links' timers and the datagrams the network model holds. An
- * overdue call expires only after a grace of socket polls (below). *
+ * overdue call expires only after a grace of socket polls (cfs__grace, common/rpc.h).
  * The messages themselves (encoding the owner's calls and replies,
  * decoding what came in, answering a hello) are in transport_msg.c.
  */
@@ -34,27 +34,6 @@
  * drops a burst long before the windows are full. */
 #define SOCKET_BUF (8 << 20)
 #define BACKLOG_MAX (8u << 20) /* bytes of whole datagrams held for a full socket */
-#define VSLOTS 4096 /* the default of cfg.validation_slots */
-
-/* A datagram the network model holds back. */
-struct delayed {
-	uint64_t due_us;
-	size_t heap_idx;
-	struct cfs_addr dst;
-	size_t len;
-	uint8_t data[];
-};
-
-/* A whole datagram the full socket refused, sent when it can take more. */
-struct backlog {
-	struct backlog *next;
-	struct cfs_addr dst;
-	size_t len;
-	uint8_t data[];
-};
-
-static uint64_t delayed_key(const void *p) { return ((const struct delayed *)p)->due_us; }
-static void delayed_set_idx(void *p, size_t i) { ((struct delayed *)p)->heap_idx = i; }
 
 static void on_timer(uv_timer_t *h);
 static void on_poll(uv_poll_t *h, int status, int events);
@@ -67,7 +46,7 @@ static void poll_update(cfs_transport_t *t)
 
 	if (t->closing)
 		return;
-	if (t->bl_head || t->sock_blocked)
+	if (t->backlog.head || t->sock_blocked)
 		want |= UV_WRITABLE;
 	if (want != t->poll_events) {
 		t->poll_events = want;
@@ -77,24 +56,11 @@ static void poll_update(cfs_transport_t *t)
 
 static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8_t *p, size_t len)
 {
-	ssize_t r = t->bl_head ? -EAGAIN : cfs_udp_send(&t->sock, dst, p, len, 0);
+	ssize_t r = t->backlog.head ? -EAGAIN : cfs_udp_send(&t->sock, dst, p, len, 0);
 
 	if (r == -EAGAIN) {
-		if (t->bl_bytes + len > BACKLOG_MAX) {
+		if (!cfs__dgram_fifo_push(&t->backlog, dst, p, len))
 			t->st.send_errors++;
-			return;
-		}
-		struct backlog *b = xmalloc(sizeof(*b) + len);
-		b->next = NULL;
-		b->dst = *dst;
-		b->len = len;
-		memcpy(b->data, p, len);
-		if (t->bl_tail)
-			t->bl_tail->next = b;
-		else
-			t->bl_head = b;
-		t->bl_tail = b;
-		t->bl_bytes += len;
 		poll_update(t);
 		return;
 	}
@@ -111,8 +77,9 @@ static void send_now(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 /* Send what the full socket refused; false while it still refuses. */
 static bool flush_backlog(cfs_transport_t *t)
 {
-	while (t->bl_head) {
-		struct backlog *b = t->bl_head;
+	struct cfs__dgram *b;
+
+	while ((b = cfs__dgram_fifo_head(&t->backlog))) {
 		ssize_t r = cfs_udp_send(&t->sock, &b->dst, b->data, b->len, 0);
 		if (r == -EAGAIN)
 			return false;
@@ -122,11 +89,7 @@ static bool flush_backlog(cfs_transport_t *t)
 			t->st.bytes_out += b->len;
 			t->st.datagrams_out++;
 		}
-		t->bl_head = b->next;
-		if (!t->bl_head)
-			t->bl_tail = NULL;
-		t->bl_bytes -= b->len;
-		free(b);
+		cfs__dgram_fifo_pop(&t->backlog);
 	}
 	return true;
 }
@@ -144,12 +107,7 @@ static void transmit(cfs_transport_t *t, const struct cfs_addr *dst, const uint8
 			return;
 		}
 		if (delay > 0) {
-			struct delayed *d = xmalloc(sizeof(*d) + len);
-			d->due_us = now + delay;
-			d->dst = *dst;
-			d->len = len;
-			memcpy(d->data, p, len);
-			cfs__heap_push(&t->delay_heap, d);
+			cfs__dgram_timed_push(&t->delayed, dst, p, len, now + delay);
 			return;
 		}
 	}
@@ -309,9 +267,9 @@ static void arm_timer(cfs_transport_t *t)
 
 	if (t->closing || t->driving)
 		return;
-	if (t->grace_polls == 0) /* else on_check re-arms */
+	if (t->grace.polls == 0) /* else on_check re-arms */
 		due = cfs__rpc_call_due(&t->rpc);
-	if ((l = cfs__heap_min(&t->delay_heap)) < due)
+	if ((l = cfs__dgram_timed_due(&t->delayed)) < due)
 		due = l;
 	if ((l = cfs__links_deadline(&t->links)) < due)
 		due = l;
@@ -337,25 +295,6 @@ void cfs__tr_drive_and_arm(cfs_transport_t *t, uint64_t now)
 	arm_timer(t);
 }
 
-/*
- * A call is not declared lost the moment its deadline passes: the loop may
- * have been busy or the process descheduled, with the reply (or, when peers
- * share this loop, the request) already waiting in a socket buffer. Overdue
- * calls expire only after two further non-blocking polls have read what had
- * arrived; that costs microseconds on an idle loop and keeps a stalled one
- * from declaring live peers dead.
- */
-#define GRACE_POLLS 2
-/*
- * Nor while datagrams are still coming in. A daemon that is
- * also a replica can have hundreds of pushed blocks queued in its socket
- * buffer ahead of a reply (libuv reads at most 32 datagrams per poll), and
- * two polls then expired calls whose replies had arrived in time. A poll
- * that read something does not count, up to GRACE_DRAIN_MAX of them (with
- * 32 datagrams a poll, more than an 8 MiB buffer of 8 KiB blocks).
- */
-#define GRACE_DRAIN_MAX 64
-
 /* Expire the overdue calls, each caller told before the next expires;
  * then waiting calls take the slots they freed. */
 static void expire_overdue(cfs_transport_t *t)
@@ -363,7 +302,7 @@ static void expire_overdue(cfs_transport_t *t)
 	uint64_t now = cfs_now_us();
 
 	for (unsigned done = 0; done < TIMER_BATCH && !t->closing; done++) {
-		if (!cfs__rpc_expire(&t->rpc, t->grace_before_us))
+		if (!cfs__rpc_expire(&t->rpc, t->grace.before_us))
 			break;
 		drive(t, now);
 	}
@@ -377,12 +316,7 @@ static void on_check(uv_check_t *h)
 {
 	cfs_transport_t *t = container_of(h, cfs_transport_t, check);
 
-	if (t->st.bytes_in != t->grace_rx && t->grace_drains < GRACE_DRAIN_MAX) {
-		t->grace_rx = t->st.bytes_in;
-		t->grace_drains++;
-		return;
-	}
-	if (--t->grace_polls > 0)
+	if (!cfs__grace_poll(&t->grace, t->st.bytes_in))
 		return;
 	uv_idle_stop(&t->idle);
 	uv_check_stop(&t->check);
@@ -402,11 +336,9 @@ static void on_timer(uv_timer_t *h)
 	unsigned done = 0;
 
 	t->timer_due_us = UINT64_MAX;
-	while (t->delay_heap.n && done < TIMER_BATCH && !t->closing) {
-		struct delayed *d = t->delay_heap.v[0];
-		if (d->due_us > now)
-			break;
-		cfs__heap_remove(&t->delay_heap, 0);
+	struct cfs__dgram *d;
+
+	while (done < TIMER_BATCH && !t->closing && (d = cfs__dgram_timed_pop(&t->delayed, now))) {
 		send_now(t, &d->dst, d->data, d->len);
 		free(d);
 		done++;
@@ -423,11 +355,7 @@ static void on_timer(uv_timer_t *h)
 		t->timer_due_us = 0;
 		uv_timer_start(&t->timer, on_timer, 0, 0);
 	}
-	if (t->grace_polls == 0 && cfs__rpc_call_due(&t->rpc) <= now) {
-		t->grace_before_us = now;
-		t->grace_polls = GRACE_POLLS;
-		t->grace_rx = t->st.bytes_in;
-		t->grace_drains = 0;
+	if (cfs__grace_start(&t->grace, &t->rpc, now, t->st.bytes_in)) {
 		uv_idle_start(&t->idle, on_idle);
 		uv_check_start(&t->check, on_check);
 		if (done < TIMER_BATCH) /* the other deadlines; on_check sees to the calls' */
@@ -533,41 +461,6 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 /* ------------------------------------------------------------ lifetime */
 
-static void config_defaults(struct cfs_transport_config *c)
-{
-	if (c->window_init < 1)
-		c->window_init = 1;
-	if (c->window_max < c->window_init)
-		c->window_max = c->window_init;
-	if (!c->timeout_ms)
-		c->timeout_ms = 1000;
-	if (!c->timeout_max_ms)
-		c->timeout_max_ms = 5000;
-	if (!c->xfer_inflight_max)
-		c->xfer_inflight_max = 4u << 20;
-	if (!c->reasm_peer_max)
-		c->reasm_peer_max = 8u << 20;
-	if (!c->reasm_total_max)
-		c->reasm_total_max = 64u << 20;
-	if (!c->validation_slots)
-		c->validation_slots = VSLOTS;
-	if (!c->reasm_idle_ms)
-		c->reasm_idle_ms = 10000;
-	if (!c->ledbat_target_ms)
-		c->ledbat_target_ms = 25;
-}
-
-void cfs_transport_config_default(struct cfs_transport_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->window_init = 4;
-	c->window_max = 256;
-	c->timeout_ms = 1000;
-	c->timeout_max_ms = 5000;
-	c->timeout_min_ms = CFS_RTO_MIN_MS;
-	config_defaults(c);
-}
-
 int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
                       cfs_request_cb on_request, void *arg, cfs_transport_t **ret)
 {
@@ -576,10 +469,11 @@ int cfs_transport_new(uv_loop_t *loop, const struct cfs_transport_config *c,
 
 	t->loop = loop;
 	t->cfg = *c;
-	config_defaults(&t->cfg);
+	cfs__config_fill(&t->cfg);
 	t->on_request = on_request;
 	t->arg = arg;
-	t->delay_heap = (struct heap){ .key = delayed_key, .set_idx = delayed_set_idx };
+	cfs__dgram_timed_init(&t->delayed);
+	cfs__dgram_fifo_init(&t->backlog, BACKLOG_MAX);
 	t->timer_due_us = UINT64_MAX;
 	if ((r = cfs_udp_open(&t->sock, c->host, c->port, SOCKET_BUF)) < 0) {
 		free(t);
@@ -609,7 +503,8 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	cfs_udp_close(&t->sock);
 	cfs__links_free(&t->links);
-	cfs__heap_free(&t->delay_heap);
+	cfs__dgram_timed_free(&t->delayed); /* anything queued while closing */
+	cfs__dgram_fifo_free(&t->backlog);
 	cfs__rpc_free(&t->rpc);
 	cfs__ver_free(t);
 	free(t);
@@ -627,17 +522,8 @@ void cfs_transport_close(cfs_transport_t *t)
 	 * (cfs_transport_call refuses while closing). */
 	cfs__rpc_cancel_all(&t->rpc);
 	cfs__tr_rpc_run(t, 0);
-	while (t->delay_heap.n) {
-		struct delayed *d = t->delay_heap.v[0];
-		cfs__heap_remove(&t->delay_heap, 0);
-		free(d);
-	}
-	while (t->bl_head) {
-		struct backlog *b = t->bl_head;
-		t->bl_head = b->next;
-		free(b);
-	}
-	t->bl_tail = NULL;
+	cfs__dgram_timed_free(&t->delayed);
+	cfs__dgram_fifo_free(&t->backlog);
 	cfs__links_close(&t->links);
 	uv_handle_t *hs[] = { (uv_handle_t *)&t->poll, (uv_handle_t *)&t->timer,
 	                      (uv_handle_t *)&t->idle, (uv_handle_t *)&t->check };

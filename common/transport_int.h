@@ -10,12 +10,11 @@
 #define CFS_COMMON_TRANSPORT_INT_H
 
 #include "common/cfs.h"
+#include "common/dgramq.h"
 #include "common/heap.h"
 #include "common/link.h"
 #include "common/rpc.h"
 #include "common/udp.h"
-
-struct backlog;
 
 struct cfs_transport {
 	uv_loop_t *loop;
@@ -25,10 +24,7 @@ struct cfs_transport {
 	uv_timer_t timer;
 	uv_idle_t idle;   /* keeps the poll from blocking during a grace */
 	uv_check_t check; /* runs after each poll: ends the grace */
-	int grace_polls;  /* polls left before overdue calls expire */
-	uint64_t grace_before_us; /* calls due before this expire then */
-	uint64_t grace_rx;        /* bytes_in at the last grace poll */
-	uint32_t grace_drains;    /* grace polls that read something */
+	struct cfs__grace grace;  /* before overdue calls expire (rpc.h) */
 	int handles_open;
 	bool closing;
 	struct cfs_transport_config cfg;
@@ -38,7 +34,7 @@ struct cfs_transport {
 	struct cfs__rpc rpc;      /* the calls */
 	struct cfs__links links;  /* the links */
 	bool driving;             /* their outputs are being carried out */
-	struct heap delay_heap;   /* datagrams the network model holds */
+	struct cfs__dgram_timed delayed; /* datagrams the network model holds */
 	uint64_t timer_due_us;    /* UINT64_MAX: idle */
 
 	bool has_model;
@@ -50,8 +46,7 @@ struct cfs_transport {
 
 	struct cfs_htab vers;  /* struct peer_key -> struct peer_ver (version.c) */
 
-	struct backlog *bl_head, *bl_tail; /* whole datagrams the full socket refused */
-	size_t bl_bytes;
+	struct cfs__dgram_fifo backlog; /* whole datagrams the full socket refused */
 	bool sock_blocked;     /* pieces wait for the socket to take more */
 };
 

@@ -69,7 +69,7 @@ check_only isa-l/erasure_code.h '^sfsro-format/coded\.c'
 # include no libuv and no socket header, call no socket, timer or clock,
 # and do not reach back into the driver (common/transport.c, which alone
 # has udp.c and the loop).
-sans_io=(common/link.[ch] common/link_*.[ch] common/rpc.[ch] common/xfer.[ch] common/heap.[ch] common/upcap.[ch])
+sans_io=(common/link.[ch] common/link_*.[ch] common/rpc.[ch] common/xfer.[ch] common/heap.[ch] common/upcap.[ch] common/dgramq.[ch])
 hits=$(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](uv\.h|uv/|sys/socket\.h|netinet/|arpa/|netdb\.h|common/udp\.h|common/transport_int\.h)' \
 	"${sans_io[@]}" 2>/dev/null)
 [ -z "$hits" ] || { echo "lint: I/O or driver headers in the transport's machines:"; echo "$hits"; bad=1; }

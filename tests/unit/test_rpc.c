@@ -367,3 +367,94 @@ Test(rpc, progress_keeps_a_call_alive)
 	cr_assert_eq(cfs__rpc_call_due(&R), T0 + 60 * 1000 * MS);
 	cfs__rpc_touch(&R, 12345, T0); /* no such call: nothing */
 }
+
+/* The grace before overdue calls expire: none starts before a call is
+ * due; once started, it ends after CFS__GRACE_POLLS polls that read
+ * nothing, polls that read something not counting (up to
+ * CFS__GRACE_DRAIN_MAX of them); then the overdue call expires. */
+Test(rpc, overdue_calls_wait_out_a_grace_of_polls)
+{
+	struct seen s = { 0 };
+	struct cfs__grace g = { 0 };
+	uint64_t rx = 5000;
+
+	call_to(&A, 100, 200, false, T0);
+	take(&s, true, T0);
+	uint64_t due = cfs__rpc_call_due(&R);
+	cr_assert_lt(due, UINT64_MAX);
+	cr_assert_not(cfs__grace_start(&g, &R, due - 1, rx), "nothing due yet");
+	cr_assert_not(cfs__grace_poll(&g, rx), "no grace running");
+	cr_assert(cfs__grace_start(&g, &R, due, rx));
+	cr_assert_eq(g.before_us, due);
+	cr_assert_not(cfs__grace_start(&g, &R, due + 1, rx), "one at a time");
+
+	/* polls that read something do not count */
+	unsigned reading = 10, polls = 0;
+	for (unsigned i = 0; i < reading; i++, polls++)
+		cr_assert_not(cfs__grace_poll(&g, rx += 1400));
+	bool over = false;
+	while (!over && polls < 1000) {
+		over = cfs__grace_poll(&g, rx);
+		polls++;
+	}
+	cr_assert(over);
+	cr_assert_eq(polls, reading + CFS__GRACE_POLLS);
+	cr_assert_eq(g.polls, 0);
+
+	cr_assert(cfs__rpc_expire(&R, g.before_us));
+	take(&s, true, due);
+	cr_assert_eq(s.done, 1);
+	cr_assert_eq(s.status, -ETIMEDOUT);
+	cr_assert_not(cfs__rpc_expire(&R, g.before_us));
+}
+
+/* A loop that reads on every poll still ends the grace: after
+ * CFS__GRACE_DRAIN_MAX reading polls, polls count whatever they read. */
+Test(rpc, a_grace_ends_under_a_steady_stream)
+{
+	struct seen s = { 0 };
+	struct cfs__grace g = { 0 };
+	uint64_t rx = 0;
+	unsigned polls = 0;
+
+	call_to(&A, 100, 200, false, T0);
+	take(&s, true, T0);
+	cr_assert(cfs__grace_start(&g, &R, cfs__rpc_call_due(&R), rx));
+	while (polls < 10000) {
+		polls++;
+		if (cfs__grace_poll(&g, rx += 1400))
+			break;
+	}
+	cr_assert_eq(polls, CFS__GRACE_DRAIN_MAX + CFS__GRACE_POLLS);
+}
+
+/* A configuration left at zero gets every default; one given keeps its
+ * values, and a window_max below window_init is raised to it. */
+Test(rpc, config_fill_defaults_and_consistency)
+{
+	struct cfs_transport_config z, d, c;
+
+	memset(&z, 0, sizeof(z));
+	cfs__config_fill(&z);
+	cfs_transport_config_default(&d);
+	cr_assert_eq(z.window_init, 1);
+	cr_assert_eq(z.window_max, z.window_init);
+	cr_assert_eq(z.timeout_ms, d.timeout_ms);
+	cr_assert_eq(z.timeout_max_ms, d.timeout_max_ms);
+	cr_assert_eq(z.xfer_inflight_max, d.xfer_inflight_max);
+	cr_assert_eq(z.reasm_peer_max, d.reasm_peer_max);
+	cr_assert_eq(z.reasm_total_max, d.reasm_total_max);
+	cr_assert_eq(z.validation_slots, d.validation_slots);
+	cr_assert_eq(z.reasm_idle_ms, d.reasm_idle_ms);
+	cr_assert_eq(z.ledbat_target_ms, d.ledbat_target_ms);
+	cr_assert_gt(d.window_max, d.window_init);
+	cr_assert_gt(d.validation_slots, 0);
+
+	c = d;
+	c.window_init = 40;
+	c.window_max = 8;
+	c.timeout_ms = 777;
+	cfs__config_fill(&c);
+	cr_assert_eq(c.window_max, 40);
+	cr_assert_eq(c.timeout_ms, 777);
+}

@@ -81,7 +81,8 @@ sleep 3
 CFSD=$NEW_CFSD
 for ((i = 0; i < N; i++)); do
 	if [ "$(cat "$TEST_DIR/via")" = "$i" ]; then # the socket reader moves on first
-		echo $(((i + 1) % N)) >"$TEST_DIR/via"
+		# renamed into place: a reader never reads the file half written
+		echo $(((i + 1) % N)) >"$TEST_DIR/via.new" && mv "$TEST_DIR/via.new" "$TEST_DIR/via"
 		moved() { [ "$(cat "$TEST_DIR/via-cfsd.using")" = $(((i + 1) % N)) ]; }
 		wait_for 30 moved || fail "the reader through daemon $i did not move on"
 	fi

@@ -26,9 +26,11 @@ CLUSTER_SUCCESSORS=$K
 
 start=$SECONDS
 # greedy hops one at a time, as in the paper's figure: with two asks out
-# at once a lookup also meets copies off the path it takes
+# at once a lookup also meets copies off the path it takes; and every get
+# looks its key up (--guess-holders 0): a get that guesses its holders
+# from the learned table takes no lookup path to cache on
 cluster_start "$N" "$V" --stabilize-ms 500 --sync-ms 10000 --successors "$K" \
-	--lookup-mode iterative,greedy
+	--lookup-mode iterative,greedy --guess-holders 0
 cluster_wait_correct 300 || fail "a ring of $N daemons did not converge"
 echo "# ring of $N daemons started in $((SECONDS - start - CLUSTER_CONVERGED_S))s, converged $CLUSTER_CONVERGED_S s later"
 

@@ -20,6 +20,13 @@
  * open volumes are gwvol.c; what is decided from a request's bytes
  * (URLs, Range, ETags, listings) is gwhttp.c, pure.
  *
+ * Why one file of over 800 lines: a request's life is one chain of
+ * libmicrohttpd callbacks on one connection (start, suspend, fetch,
+ * resume, stream the body, complete), over the state of the request and
+ * its stream; the parts that need no connection are already out of it
+ * (gwhttp.c decides from bytes, gwvol.c keeps the open volumes), and its
+ * main() and options are a tenth of it.
+ *
  * Why a program of its own and not part of cfsd: cfsd is a ring server
  * whose one TCP port (metrics) is for its operator; an HTTP front for
  * anyone is another trust boundary with limits of its own, and it runs

@@ -23,6 +23,13 @@
  * a time from DEST's own descriptor without following links (O_NOFOLLOW),
  * every name is created relative to its directory's descriptor, and a
  * name with '/' or that is "." or ".." is refused.
+ *
+ * Why one file of over 800 lines: it is one program's one job, a chain of
+ * callbacks over one copy's state (the listing, the queue of files, the
+ * blocks in flight, the progress bar, the directories to finish). The
+ * reading it does is the mount's library's (cfs-fuse/internal.h); what is
+ * left here is the copy itself, and split it would be names shared across
+ * files for one struct.
  */
 #include <dirent.h>
 #include <fcntl.h>

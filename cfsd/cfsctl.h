@@ -1,6 +1,6 @@
 /*
- * cfsctl's commands (cfsd/cfsctl.c, lookup_cmd.c, block_cmd.c, history_cmd.c): private to
- * the cfsctl program. main() reads the options that come before the
+ * cfsctl's commands (cfsd/cfsctl.c and the cfsd/..._cmd.c files): private to the
+ * cfsctl program. main() reads the options that come before the
  * command (--data, --socket, --help), then hands the rest of the command
  * line to the command, which parses its own options with cfsctl_getopt
  * (those three are accepted there as well).
@@ -47,5 +47,6 @@ int cfsctl_put_main(struct cfsctl *g, int argc, char **argv);
 int cfsctl_get_main(struct cfsctl *g, int argc, char **argv);
 int cfsctl_refresh_main(struct cfsctl *g, int argc, char **argv);
 int cfsctl_history_main(struct cfsctl *g, int argc, char **argv);
+int cfsctl_ping_main(struct cfsctl *g, int argc, char **argv);
 
 #endif

@@ -77,13 +77,20 @@ def expand(words, vars_, depth=0):
 def programs():
     """{name: [source files]} for every program of PROGRAMS."""
     vars_, text = makefile_vars(read("Makefile"))
+    m = re.search(r"^PROGRAMS\s*:=\s*\$\(addprefix \$\(B\)/bin/,([^)]*)\)", text, re.M)
+    names = m.group(1).split() if m else [p.rsplit("/", 1)[-1] for p in
+                                          expand(vars_.get("PROGRAMS", []), vars_)]
     progs = {}
-    for p in expand(vars_.get("PROGRAMS", []), vars_):
-        name = p.rsplit("/", 1)[-1]
+    for name in names:
         srcs = []
         for m in re.finditer(r"^\$\(B\)/bin/" + re.escape(name) + r":[^\n]*?\$\(call obj,([^)]*\)?)\)",
                              text, re.M):
             srcs += expand(m.group(1).split(), vars_)
+        # a program linked by a static pattern rule: its one file is
+        # FOLDER/cfs_NAME.c (cfs-mount: cfs-fuse/cfs_mount.c)
+        if not srcs and name.startswith("cfs-"):
+            srcs = sorted(os.path.relpath(p, ROOT) for p in
+                          glob.glob(os.path.join(ROOT, "*", "cfs_" + name[4:].replace("-", "_") + ".c")))
         progs[name] = [s for s in srcs if s.endswith(".c")]
     return progs
 

@@ -3,9 +3,25 @@
 # and nothing else: one `apt-get update`, then one `apt-get install -y` of
 # exactly the missing ones. Make targets call this just before they need a
 # package, so a fresh Debian 12 machine needs no separate set-up step.
+# A name starting with @ stands for the set of packages a kind of target
+# needs: @build (compile and link), @test (unit and integration tests),
+# @fuzz (clang's libFuzzer), @eval (make eval's plots).
 set -eu
-missing=""
+pkgs=""
 for p in "$@"; do
+	case "$p" in
+	@build) pkgs="$pkgs gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev libfuse3-dev
+		fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev libnetfilter-queue-dev libisal-dev
+		libmicrohttpd-dev" ;;
+	@test) pkgs="$pkgs libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool
+		miniupnpd nftables python3-prometheus-client curl chromium" ;;
+	@fuzz) pkgs="$pkgs clang libclang-rt-14-dev" ;;
+	@eval) pkgs="$pkgs gnuplot-nox python3" ;;
+	*) pkgs="$pkgs $p" ;;
+	esac
+done
+missing=""
+for p in $pkgs; do
 	s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	case "$s" in
 	*" installed") ;;

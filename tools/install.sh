@@ -2,18 +2,24 @@
 # make install: the programs, every page of docs/man (sections 1, 5, 8),
 # the service (cfsd.service; the user cfs from cfs.sysusers.conf, read by
 # systemd-sysusers only under /usr/lib or /etc) and the sample
-# /etc/cfs/cfsd.conf, never over one already there. Without DESTDIR it
+# /etc/cfs/cfsd.conf, never over one already there, and mount(8)'s helper
+# mount.cfs (in MOUNT_HELPER_DIR) that runs BINDIR's cfs-mount. Without DESTDIR it
 # also creates the user and group cfs (systemd-sysusers, else useradd) and
 # tells a running systemd about the unit; with DESTDIR (a package or a
 # test) it touches nothing outside DESTDIR.
-# The Makefile passes DESTDIR BINDIR MANDIR SYSCONFDIR UNITDIR SYSUSERSDIR
-# in the environment and the programs as arguments.
+# The directories come from the environment (make passes on those given on
+# its command line), with these defaults; the programs are the arguments.
+# mount(8) looks for its helper in /sbin only, whatever PREFIX is.
 set -eu
-: "${DESTDIR=}" "$BINDIR" "$MANDIR" "$SYSCONFDIR" "$UNITDIR" "$SYSUSERSDIR"
+: "${DESTDIR=}" "${PREFIX:=/usr/local}" "${SYSCONFDIR:=/etc}" "${SYSUSERSDIR:=/usr/lib/sysusers.d}"
+: "${BINDIR:=$PREFIX/bin}" "${MANDIR:=$PREFIX/share/man}" "${UNITDIR:=$PREFIX/lib/systemd/system}"
+: "${MOUNT_HELPER_DIR:=/sbin}"
 set -x
 install -d "$DESTDIR$BINDIR" "$DESTDIR$UNITDIR" "$DESTDIR$SYSUSERSDIR" "$DESTDIR$SYSCONFDIR/cfs" \
-	"$DESTDIR$MANDIR/man1" "$DESTDIR$MANDIR/man5" "$DESTDIR$MANDIR/man8"
+	"$DESTDIR$MANDIR/man1" "$DESTDIR$MANDIR/man5" "$DESTDIR$MANDIR/man8" "$DESTDIR$MOUNT_HELPER_DIR"
 install -m 0755 "$@" "$DESTDIR$BINDIR/"
+sed "s|@BINDIR@|$BINDIR|" cfs-fuse/mount.cfs.in >"$DESTDIR$MOUNT_HELPER_DIR/mount.cfs"
+chmod 0755 "$DESTDIR$MOUNT_HELPER_DIR/mount.cfs"
 { set +x; } 2>/dev/null
 for m in docs/man/*.1 docs/man/*.5 docs/man/*.8; do
 	install -m 0644 "$m" "$DESTDIR$MANDIR/man${m##*.}/"

@@ -20,11 +20,11 @@
 #     tests/bench/bench-coded-wan.sh, single-block gets of a replicated
 #     and two coded volumes on make bench-wan's 12-daemon bed, beside
 #     their oracles.
-# Usage: bench-coded.sh BIN_DIR CODE_BENCH
+# Usage: bench-coded.sh BIN_DIR   (code-bench is in BIN_DIR/../bench/)
 #   BENCH_MB (24)  BENCH_FILES (200)  BENCH_ROUNDS (3)  BENCH_WAN (1)
 set -euo pipefail
 BIN=$1
-CODE_BENCH=$2
+CODE_BENCH=$1/../bench/code-bench
 here=$(cd "$(dirname "$0")" && pwd)
 export CFS_BIN=$BIN
 TEST_DIR=$(mktemp -d /tmp/cfs-bench-coded.XXXXXX)

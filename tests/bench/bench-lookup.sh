@@ -5,8 +5,9 @@
 # protocol (in generations that at most double the ring) and checked
 # correct before 10,000 random lookups are timed.
 # BENCH_SIZES overrides the ring sizes (default 16 64 256 1024 4096).
+# Usage: bench-lookup.sh BIN_DIR
 set -euo pipefail
-RING=$1
+RING=$1/cfs-ring
 sizes=${BENCH_SIZES:-16 64 256 1024 4096}
 out=$(mktemp -d /tmp/cfs-bench-lookup.XXXXXX)
 trap 'rm -rf "$out"' EXIT

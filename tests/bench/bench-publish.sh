@@ -3,8 +3,9 @@
 # 2,560 files of 100 KiB) to a local directory store; print MB/s and
 # blocks/s, beside the single-core BLAKE2b-256 rate over the same bytes
 # measured in the same run (the ceiling: every byte is hashed once).
+# Usage: bench-publish.sh BIN_DIR   (hash-rate is in BIN_DIR/../bench/)
 set -euo pipefail
-bin=$1 hashrate=$2
+bin=$1 hashrate=$1/../bench/hash-rate
 dir=$(mktemp -d /tmp/cfs-bench-publish.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/tree/small" "$dir/cfg"

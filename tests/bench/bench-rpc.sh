@@ -1,8 +1,9 @@
 #!/bin/bash
 # make bench-rpc: RPC rate and round trips between two processes over
 # loopback, one call in flight and with the STP window open.
+# Usage: bench-rpc.sh BIN_DIR   (the build's bin/; rpc-bench is in ../bench/)
 set -u
-bench=$1
+bench=$1/../bench/rpc-bench
 port=${BENCH_PORT:-$((20000 + RANDOM % 20000))}
 "$bench" serve "$port" &
 server=$!

@@ -1,11 +1,11 @@
 #!/bin/bash
 # make fuzz: run each fuzz target SECONDS from seeds the current encoder
-# writes (gen-seeds), keeping its corpus and findings under FB; any
+# writes (gen_seeds), keeping its corpus and findings under FB; any
 # finding fails. Usage: run.sh FB SECONDS TARGET...
 set -u
 fb=$1 secs=$2
 shift 2
-mkdir -p "$fb/seeds" && "$fb/fuzz/gen-seeds" "$fb"/seeds/fuzz_{msg,name,block,denylist} || exit 1
+mkdir -p "$fb/seeds" && "$fb/fuzz/gen_seeds" "$fb"/seeds/fuzz_{msg,name,block,denylist} || exit 1
 for f in "$@"; do
 	n=$(basename "$f")
 	mkdir -p "$fb/corpus/$n" "$fb/findings/$n" "$fb/seeds/$n"

@@ -16,7 +16,7 @@
 
 struct cat;
 
-struct chunk {
+struct cat_chunk {
 	struct cat *c;
 	uint8_t *p;
 	size_t n;
@@ -29,7 +29,7 @@ struct cat {
 	struct fhandle *h;
 	uint32_t window, bsize;
 	uint64_t size, next_off, written;
-	struct chunk *ring;       /* window slots, by block number mod window */
+	struct cat_chunk *ring;       /* window slots, by block number mod window */
 	uint64_t first;           /* block number of the oldest slot */
 	int status;
 	bool finished;
@@ -46,7 +46,7 @@ static void read_more(struct cat *c);
 
 static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n)
 {
-	struct chunk *k = arg;
+	struct cat_chunk *k = arg;
 
 	k->done = true;
 	k->status = status;
@@ -61,7 +61,7 @@ static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, s
 static void read_more(struct cat *c)
 {
 	for (;;) {
-		struct chunk *k = &c->ring[c->first % c->window];
+		struct cat_chunk *k = &c->ring[c->first % c->window];
 		if (c->first * c->bsize >= c->size)
 			break;
 		if (!k->done)
@@ -84,7 +84,7 @@ static void read_more(struct cat *c)
 		return;
 	}
 	while (c->next_off < c->size && c->next_off / c->bsize < c->first + c->window) {
-		struct chunk *k = &c->ring[(c->next_off / c->bsize) % c->window];
+		struct cat_chunk *k = &c->ring[(c->next_off / c->bsize) % c->window];
 		uint64_t off = c->next_off;
 		c->next_off += c->bsize;
 		memset(k, 0, sizeof(*k));

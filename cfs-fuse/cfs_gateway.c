@@ -853,7 +853,7 @@ static void on_head_timer(uv_timer_t *t)
 
 /* ------------------------------------------------------------ main */
 
-struct args {
+struct gw_args {
 	struct client_target tgt;
 	const char *listen;
 	bool allow_remote;
@@ -909,7 +909,7 @@ static void usage_full(void)
  * --from, -w); the rest are the gateway's bounds. Short options only where
  * their letter means the same in every tool (-d, -w, -h, -V). No
  * arguments: the volumes are named by the URLs. */
-static void parse_args(int argc, char **argv, struct args *a, struct gw *gw)
+static void parse_args(int argc, char **argv, struct gw_args *a, struct gw *gw)
 {
 	enum { O_LISTEN = CFSFUSE_O_NEXT, O_REMOTE, O_CONNS, O_TIMEOUT, O_CACHE, O_MAXAGE, O_ROOTS,
 	       O_STATE };
@@ -977,7 +977,7 @@ static void on_signal(uv_signal_t *s, int signum)
  * --allow-remote (as cfsd refuses to found a ring on a public address
  * without --first), since anyone who can connect reads every volume the
  * ring holds through this machine's bandwidth. */
-static struct MHD_Daemon *serve(struct gw *gw, const struct args *a)
+static struct MHD_Daemon *serve(struct gw *gw, const struct gw_args *a)
 {
 	struct cfs_addr addr;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -1022,7 +1022,7 @@ static int state_dir_init(struct gw *gw, const char *given)
 int main(int argc, char **argv)
 {
 	static struct gw gw;
-	static struct args a = { .listen = "127.0.0.1:8080", .max_conns = 256, .timeout_s = 30,
+	static struct gw_args a = { .listen = "127.0.0.1:8080", .max_conns = 256, .timeout_s = 30,
 	                         .window = 24, .cache_mb = 64, .max_age_s = 60, .roots = 16 };
 
 	cfs_log_init(argv[0], CFS_LOG_INFO);

@@ -78,7 +78,7 @@ struct get;
 
 /* One file being copied: its slot is reused, never freed mid-run, so a
  * callback that lands during pump() finds it valid. */
-struct job {
+struct get_job {
 	struct get *g;
 	struct gfile *f;
 	struct fhandle *h;
@@ -92,8 +92,8 @@ struct job {
 	char tmp[FS_GET_TEMP_LEN];
 };
 
-struct chunk {
-	struct job *j;
+struct get_chunk {
+	struct get_job *j;
 	uint64_t off;
 };
 
@@ -109,7 +109,7 @@ struct get {
 	bool list_busy, list_again, listed;
 	struct gfile *files;
 	size_t nfiles, cap_files, next_file;
-	struct job *jobs;
+	struct get_job *jobs;
 	uint32_t active, reads;
 	uint64_t job_seq, temp_seq;
 	bool pumping, again, finished;
@@ -517,7 +517,7 @@ static void skip_file(struct get *g, struct gfile *f, int dfd, uint32_t local_mo
 	count_skipped(g, f);
 }
 
-static void job_end(struct job *j, int r)
+static void job_end(struct get_job *j, int r)
 {
 	struct get *g = j->g;
 	struct gfile *f = j->f;
@@ -547,8 +547,8 @@ static void job_end(struct job *j, int r)
 
 static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, size_t n)
 {
-	struct chunk *c = arg;
-	struct job *j = c->j;
+	struct get_chunk *c = arg;
+	struct get_job *j = c->j;
 	struct get *g = j->g;
 
 	g->reads--;
@@ -580,7 +580,7 @@ static void chunk_done(cfsfuse_t *fs, void *arg, int status, const uint8_t *p, s
 
 /* The temporary file is made once the inode is in: a file that cannot
  * be fetched at all leaves nothing behind. */
-static int job_begin_copy(struct job *j)
+static int job_begin_copy(struct get_job *j)
 {
 	int fd = temp_create(j->g, j->f->dir->fd, j->tmp, false, NULL);
 
@@ -592,7 +592,7 @@ static int job_begin_copy(struct job *j)
 
 /* --check: the local file's key, as cfs-publish would make it with the
  * volume's block size, mode and mtime, against the verified entry's. */
-static bool same_content(struct job *j)
+static bool same_content(struct get_job *j)
 {
 	int fd = openat(j->f->dir->fd, j->f->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct cfs_id key;
@@ -607,7 +607,7 @@ static bool same_content(struct job *j)
 
 static void job_opened(cfsfuse_t *fs, void *arg, int status, struct fhandle *h)
 {
-	struct job *j = arg;
+	struct get_job *j = arg;
 	struct get *g = j->g;
 	int r = status;
 
@@ -636,7 +636,7 @@ static void file_start(struct get *g, struct gfile *f)
 {
 	struct sfsro_entry e = { .size = f->size, .mtime_s = f->mtime_s, .mtime_ns = f->mtime_ns };
 	int dfd = f->dir->failed ? -EIO : dir_fd(g, f->dir);
-	struct job *j = NULL;
+	struct get_job *j = NULL;
 	struct stat st;
 	int what;
 
@@ -659,7 +659,7 @@ static void file_start(struct get *g, struct gfile *f)
 	for (uint32_t i = 0; i < g->njobs && !j; i++)
 		if (!g->jobs[i].in_use)
 			j = &g->jobs[i];
-	*j = (struct job){ .g = g, .f = f, .seq = g->job_seq++, .fd = -1, .in_use = true,
+	*j = (struct get_job){ .g = g, .f = f, .seq = g->job_seq++, .fd = -1, .in_use = true,
 	                   .checking = what == FS_GET_CHECK, .local_mode = st.st_mode };
 	g->active++;
 	if (f->size == 0) {
@@ -686,9 +686,9 @@ static void pump(struct get *g)
 	do {
 		g->again = false;
 		for (;;) {
-			struct job *j = NULL;
+			struct get_job *j = NULL;
 			for (uint32_t i = 0; i < g->njobs; i++) {
-				struct job *c = &g->jobs[i];
+				struct get_job *c = &g->jobs[i];
 				if (c->in_use && c->fd >= 0 && !c->status && c->next_off < c->f->size &&
 				    (!j || c->seq < j->seq))
 					j = c;
@@ -696,8 +696,8 @@ static void pump(struct get *g)
 			if (!j || g->reads >= g->window)
 				break;
 			while (j->in_use && !j->status && j->next_off < j->f->size && g->reads < g->window) {
-				struct chunk *c = xmalloc(sizeof(*c));
-				*c = (struct chunk){ j, j->next_off };
+				struct get_chunk *c = xmalloc(sizeof(*c));
+				*c = (struct get_chunk){ j, j->next_off };
 				j->next_off += j->bsize;
 				j->inflight++;
 				g->reads++;
@@ -716,7 +716,7 @@ static void pump(struct get *g)
 
 #define USAGE "usage: cfs-get [--cfsd SOCKET | --data DIR | --bootstrap H:P | --from dir:PATH] [-w N] [--jobs N] [--check] [--quiet | --progress] VOLUME[@SEQ][/PATH] DEST"
 
-struct args {
+struct get_args {
 	const char *spec, *path, *dest;
 	uint32_t window, jobs;
 	bool check, quiet, progress;
@@ -725,7 +725,7 @@ struct args {
 /* The options: cfs-cat's for the daemon or ring and the window; then how
  * many files at once, --check, and the bar's. Short options only where
  * their letter means the same in every tool (-d, -w, -q, -h, -V). */
-static void parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse_t *fs, struct args *a)
+static void parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse_t *fs, struct get_args *a)
 {
 	enum { O_JOBS = CFSFUSE_O_NEXT, O_CHECK, O_PROGRESS };
 	static const struct option opts[] = {
@@ -829,7 +829,7 @@ static void parse_args(int argc, char **argv, struct client_target *tgt, cfsfuse
 		exit(2);
 }
 
-struct lookup {
+struct get_lookup {
 	struct sfsro_node node;
 	int status;
 	bool done;
@@ -837,7 +837,7 @@ struct lookup {
 
 static void looked_up(cfsfuse_t *fs, void *arg, int status, const struct sfsro_entry *e)
 {
-	struct lookup *lk = arg;
+	struct get_lookup *lk = arg;
 
 	lk->status = status;
 	if (status == 0) {
@@ -912,8 +912,8 @@ int main(int argc, char **argv)
 {
 	static struct client_target tgt;
 	struct get g = { .root_fd = -1 };
-	struct lookup lk = { 0 };
-	struct args a = { 0 };
+	struct get_lookup lk = { 0 };
+	struct get_args a = { 0 };
 	cfsfuse_t *fs = xcalloc(1, sizeof(*fs));
 	char b1[16];
 	int r;

@@ -17,7 +17,7 @@
 #include "client/client.h"
 #include "dhash/dhash.h"
 
-struct batch {
+struct lookup_batch {
 	struct cfs_id *keys;
 	uint32_t mode, nsucc, flags;
 	unsigned errors;
@@ -73,7 +73,7 @@ void cfsd_ctl_report(const char *sock, const char *what, int r)
 
 static void build(void *arg, size_t i, struct cfs_msg *m)
 {
-	struct batch *b = arg;
+	struct lookup_batch *b = arg;
 
 	cfs_msg_init(m, CFS_MSG_CTL_LOOKUP);
 	m->key = b->keys[i];
@@ -84,7 +84,7 @@ static void build(void *arg, size_t i, struct cfs_msg *m)
 
 static void reply(void *arg, size_t i, const struct cfs_msg *m)
 {
-	struct batch *b = arg;
+	struct lookup_batch *b = arg;
 	char k[65], id[65], a[CFS_ADDR_STRLEN];
 
 	cfs_id_hex(&b->keys[i], k);
@@ -136,7 +136,7 @@ int cfsctl_lookup_main(struct cfsctl *g, int argc, char **argv)
 	};
 	struct lookup_opts o = { .nsucc = 1 };
 	int i = cfsctl_getopt(g, argc, argv, "m:", opts, lookup_opt, &o);
-	struct batch b = { .mode = o.mode, .nsucc = o.nsucc, .flags = o.flags };
+	struct lookup_batch b = { .mode = o.mode, .nsucc = o.nsucc, .flags = o.flags };
 	size_t n;
 
 	if (i == argc && !o.random_n)

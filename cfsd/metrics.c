@@ -39,7 +39,7 @@ struct peer {
 	bool probing, current;
 };
 
-struct client {
+struct metrics_client {
 	uv_tcp_t tcp;
 	uv_timer_t idle;
 	cfsd_metrics_t *m;
@@ -51,7 +51,7 @@ struct client {
 	int closes;               /* handles still to close */
 	uv_write_t w;
 	char *out;
-	struct client *next, **pprev; /* cfsd_metrics.conns */
+	struct metrics_client *next, **pprev; /* cfsd_metrics.conns */
 };
 
 struct cfsd_metrics {
@@ -69,7 +69,7 @@ struct cfsd_metrics {
 	uv_tcp_t server;
 	bool listening, closing;
 	uint32_t clients;
-	struct client *conns;
+	struct metrics_client *conns;
 	uint64_t scrapes, refused, evicted;
 	int pending;              /* probes in flight + handles open */
 	struct cfs_msg ping;
@@ -369,7 +369,7 @@ static void prom_neighbours(cfsd_metrics_t *m, struct cfs_sbuf *b)
 
 static void client_closed(uv_handle_t *h)
 {
-	struct client *cl = h->data;
+	struct metrics_client *cl = h->data;
 	cfsd_metrics_t *m = cl->m;
 
 	m->pending--;
@@ -383,7 +383,7 @@ static void client_closed(uv_handle_t *h)
 	maybe_free(m);
 }
 
-static void client_close(struct client *cl)
+static void client_close(struct metrics_client *cl)
 {
 	if (uv_is_closing((uv_handle_t *)&cl->tcp))
 		return;
@@ -396,7 +396,8 @@ static void on_written(uv_write_t *w, int status)
 	client_close(w->data);
 }
 
-static void respond(struct client *cl, const char *code, const char *type, const char *body, size_t len)
+static void respond(struct metrics_client *cl, const char *code, const char *type, const char *body,
+                    size_t len)
 {
 	struct cfs_sbuf b = { 0 };
 
@@ -412,7 +413,7 @@ static void respond(struct client *cl, const char *code, const char *type, const
 		client_close(cl);
 }
 
-static void answer(struct client *cl)
+static void answer(struct metrics_client *cl)
 {
 	cfsd_metrics_t *m = cl->m;
 	char method[8] = "", target[64] = "";
@@ -441,14 +442,14 @@ static void answer(struct client *cl)
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
-	struct client *cl = h->data;
+	struct metrics_client *cl = h->data;
 
 	*buf = uv_buf_init(cl->req + cl->len, (unsigned)(sizeof(cl->req) - 1 - cl->len));
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
-	struct client *cl = s->data;
+	struct metrics_client *cl = s->data;
 	static const char big[] = "request head too large\n";
 
 	if (n < 0) {
@@ -476,13 +477,13 @@ static void on_idle(uv_timer_t *t)
  * CFSD_METRICS_CLIENTS in all, the oldest such connection of any address
  * is closed; with none that old, up to 4 x CFSD_METRICS_CLIENTS are kept.
  * Younger connections are clients at work. False: refuse the newcomer. */
-static bool make_room(cfsd_metrics_t *m, const struct client *nw)
+static bool make_room(cfsd_metrics_t *m, const struct metrics_client *nw)
 {
-	struct client *old_ip = NULL, *old = NULL;
+	struct metrics_client *old_ip = NULL, *old = NULL;
 	uint32_t from_ip = 0, live = 0;
 	uint64_t now = uv_now(m->loop);
 
-	for (struct client *cl = m->conns; cl; cl = cl->next) {
+	for (struct metrics_client *cl = m->conns; cl; cl = cl->next) {
 		if (cl == nw || uv_is_closing((uv_handle_t *)&cl->tcp))
 			continue;
 		live++;
@@ -494,7 +495,7 @@ static bool make_room(cfsd_metrics_t *m, const struct client *nw)
 				old_ip = cl;
 		}
 	}
-	struct client *victim = from_ip >= CFSD_METRICS_PER_IP ? old_ip
+	struct metrics_client *victim = from_ip >= CFSD_METRICS_PER_IP ? old_ip
 	                        : live >= CFSD_METRICS_CLIENTS ? old : NULL;
 	if (victim) {
 		m->evicted++;
@@ -507,7 +508,7 @@ static bool make_room(cfsd_metrics_t *m, const struct client *nw)
 static void on_connection(uv_stream_t *server, int status)
 {
 	cfsd_metrics_t *m = server->data;
-	struct client *cl;
+	struct metrics_client *cl;
 
 	if (status < 0 || m->closing)
 		return;
@@ -589,7 +590,7 @@ void cfsd_metrics_close(cfsd_metrics_t *m)
 	uv_close((uv_handle_t *)&m->tick, on_handle_closed);
 	if (m->listening)
 		uv_close((uv_handle_t *)&m->server, on_handle_closed);
-	for (struct client *cl = m->conns; cl; cl = cl->next)
+	for (struct metrics_client *cl = m->conns; cl; cl = cl->next)
 		client_close(cl); /* a write in flight ends with ECANCELED */
 	/* Probes end when chord_free cancels them. */
 	m->pending--;

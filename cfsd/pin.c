@@ -48,7 +48,7 @@ struct cfsd_pinner {
 };
 
 /* One client operation of a round. */
-struct op {
+struct pin_op {
 	cfsd_pinner_t *p;
 	struct pin *pin;
 	struct cfsd_pin_action a;
@@ -195,7 +195,7 @@ static void pump(cfsd_pinner_t *p);
 
 /* An operation is back: its pin may have been unpinned meanwhile, the
  * pinner may be stopping (the client cancels with -ECANCELED). */
-static bool op_end(struct op *o)
+static bool op_end(struct pin_op *o)
 {
 	cfsd_pinner_t *p = o->p;
 	struct pin *q = o->pin;
@@ -212,7 +212,7 @@ static bool op_end(struct op *o)
 
 static void on_get(void *arg, const struct dhash_get_result *r)
 {
-	struct op *o = arg;
+	struct pin_op *o = arg;
 	cfsd_pinner_t *p = o->p;
 
 	if (!p->stopping && !o->pin->removed)
@@ -223,7 +223,7 @@ static void on_get(void *arg, const struct dhash_get_result *r)
 
 static void on_refresh(void *arg, int status, const struct cfs_id *key, uint32_t found, uint64_t lease)
 {
-	struct op *o = arg;
+	struct pin_op *o = arg;
 	cfsd_pinner_t *p = o->p;
 
 	if (!p->stopping && !o->pin->removed)
@@ -234,7 +234,7 @@ static void on_refresh(void *arg, int status, const struct cfs_id *key, uint32_t
 
 static void on_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
-	struct op *o = arg;
+	struct pin_op *o = arg;
 	cfsd_pinner_t *p = o->p;
 
 	if (!p->stopping && !o->pin->removed)
@@ -245,7 +245,7 @@ static void on_put(void *arg, int status, const struct cfs_id *key, uint64_t lea
 
 static void op_start(cfsd_pinner_t *p, struct pin *q, struct cfsd_pin_action *a)
 {
-	struct op *o = xcalloc(1, sizeof(*o));
+	struct pin_op *o = xcalloc(1, sizeof(*o));
 	int r;
 
 	o->p = p;

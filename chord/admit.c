@@ -30,7 +30,7 @@ static bool node_at(const struct cfs_node *n, const struct cfs_id *id, const str
 static bool in_tables(const chord_t *c, const struct cfs_id *id, const struct cfs_addr *from)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *v = &c->v[vi];
+		const struct chord__vnode *v = &c->v[vi];
 		if (v->pred.valid && node_at(&v->pred.n, id, from))
 			return true;
 		for (uint32_t i = 0; i < v->nsuccs; i++)

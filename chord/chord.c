@@ -102,7 +102,7 @@ bool chord__node_id_ok(chord_t *c, const struct cfs_node *n)
 	return cfs_id_eq(&id, &n->id);
 }
 
-struct vnode *chord__local(const chord_t *c, const struct cfs_id *id)
+struct chord__vnode *chord__local(const chord_t *c, const struct cfs_id *id)
 {
 	for (uint32_t i = 0; i < c->nv; i++)
 		if (cfs_id_eq(&c->v[i].self.id, id))
@@ -110,7 +110,7 @@ struct vnode *chord__local(const chord_t *c, const struct cfs_id *id)
 	return NULL;
 }
 
-void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to)
+void chord__msg_init(chord_t *c, struct chord__vnode *v, enum cfs_msg_type type, const struct cfs_node *to)
 {
 	if (!v)
 		v = &c->v[0];
@@ -263,7 +263,7 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	c->nv = cfg->vnodes;
 	c->v = xcalloc(c->nv, sizeof(*c->v));
 	for (uint32_t i = 0; i < c->nv; i++) {
-		struct vnode *v = &c->v[i];
+		struct chord__vnode *v = &c->v[i];
 		v->c = c;
 		v->index = i;
 		v->self.addr = *self;
@@ -335,7 +335,7 @@ void chord_free(chord_t *c)
 	chord__lookup_cancel_all(c);
 	cfs_transport_set_coord(c->tr, NULL);
 	for (uint32_t i = 0; i < c->nv; i++) {
-		struct vnode *v = &c->v[i];
+		struct chord__vnode *v = &c->v[i];
 		v->stab_timer.data = c;
 		v->fix_timer.data = c;
 		uv_close((uv_handle_t *)&v->stab_timer, on_timer_closed);
@@ -394,7 +394,7 @@ static bool hostile_sender(chord_t *c, const struct cfs_msg *req, const struct c
 
 bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
-	struct vnode *v = &c->v[0];
+	struct chord__vnode *v = &c->v[0];
 
 	if ((req->type < CFS_MSG_PING || req->type > CFS_MSG_LOOKUP_DONE) && req->type != CFS_MSG_REACH &&
 	    req->type != CFS_MSG_DIALBACK)
@@ -457,7 +457,7 @@ const struct cfs_node *chord_vnode_succ(const chord_t *c, uint32_t i) { return c
 bool chord_vnode_joined(const chord_t *c, uint32_t i) { return c->v[i].joined; }
 bool chord_vnode_succs_full(const chord_t *c, uint32_t i)
 {
-	const struct vnode *v = &c->v[i];
+	const struct chord__vnode *v = &c->v[i];
 
 	/* joined with no successor: the ring is this process alone */
 	return !v->succ_unsure && (v->nsuccs >= c->cfg.nsucc || v->wraps || (v->joined && v->nsuccs == 0));
@@ -513,7 +513,7 @@ uint32_t chord_ring_addresses(const chord_t *c)
 	for (uint32_t i = 0; i < c->nv; i++)
 		if (c->v[i].nsuccs > 0 && (!c->v[i].wraps || c->v[i].succ_unsure))
 			return 0;
-	const struct vnode *v = &c->v[0];
+	const struct chord__vnode *v = &c->v[0];
 	seen[n++] = &v->self.addr;
 	for (uint32_t i = 0; i < v->nsuccs; i++) {
 		bool dup = false;
@@ -633,7 +633,7 @@ static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
 	cfs_sb_printf(b, "coord       (%.1f, %.1f, %.1f | %.1f)\n", c->coord.v[0], c->coord.v[1],
 	              c->coord.v[2], c->coord.h);
 	for (uint32_t i = 0; i < c->nv; i++) {
-		const struct vnode *v = &c->v[i];
+		const struct chord__vnode *v = &c->v[i];
 		unsigned nf = 0;
 		for (int k = 0; k < NFINGERS; k++)
 			nf += v->finger[k].valid && (k == NFINGERS - 1 ||
@@ -646,7 +646,7 @@ static void vnodes_text(const chord_t *c, struct cfs_sbuf *b)
 	}
 }
 
-static void vnode_json(const struct vnode *v, struct cfs_sbuf *b)
+static void vnode_json(const struct chord__vnode *v, struct cfs_sbuf *b)
 {
 	char hex[65];
 

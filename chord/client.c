@@ -86,7 +86,7 @@ void chord__become_client(chord_t *c)
 		chord__learned_init(&c->learned, CLIENT_LEARNED_MIN);
 	c->client = true; /* from here on: no sender node in our messages */
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *v = &c->v[vi];
+		const struct chord__vnode *v = &c->v[vi];
 		for (uint32_t i = 0; i < v->nsuccs; i++)
 			chord__client_learn(c, &v->succ[i].n);
 		for (int k = 0; k < NFINGERS; k++)

@@ -63,7 +63,7 @@ int chord__index_pick(uint64_t busy)
 	return -ENOSPC;
 }
 
-int chord__index_move(chord_t *c, struct vnode *v)
+int chord__index_move(chord_t *c, struct chord__vnode *v)
 {
 	uint64_t busy;
 	uint32_t old = v->self.vindex;

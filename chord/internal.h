@@ -17,7 +17,7 @@ struct tnode {
 	bool valid;
 };
 
-struct vnode {
+struct chord__vnode {
 	chord_t *c;
 	uint32_t index;
 	struct cfs_node self;
@@ -54,7 +54,7 @@ struct auth_ent {
 	bool rechecking;          /* AUTH_OK, and asked again: another address claims the ID */
 };
 
-struct lookup;
+struct chord__lookup;
 
 /* cookie.c: stateless LEAVE cookies. */
 #define CHORD_COOKIE_KEY_BYTES 32
@@ -240,7 +240,7 @@ struct chord {
 	uint64_t inflight;        /* chord_call RPCs not yet ended */
 	int handles;              /* uv handles not yet closed */
 	uint32_t nv;
-	struct vnode *v;          /* nv entries */
+	struct chord__vnode *v;          /* nv entries */
 	struct cfs_addr *boot;    /* join targets */
 	size_t nboot, boot_next;
 	/* merge.c: peers remembered across partitions and restarts (most
@@ -274,8 +274,8 @@ struct chord {
 	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch;
 
 	/* lookups in progress (for cancellation and recursive answers) */
-	struct lookup *lookups;
-	struct lookup *finished;  /* ended, callback not yet made */
+	struct chord__lookup *lookups;
+	struct chord__lookup *finished;  /* ended, callback not yet made */
 	uv_timer_t lk_timer;      /* runs callbacks and recursive deadlines */
 	bool lk_timer_armed;
 	double avg_rtt_ms;        /* d̄ of CFS 4.3: mean RTT of our RPCs */
@@ -323,7 +323,7 @@ void chord__become_client(chord_t *c);
 /* reach.c */
 void chord__reach_start(chord_t *c);
 void chord__reach_stop(chord_t *c);
-void chord__reach_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__reach_handle(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                          const struct cfs_reply_to *from);
 void chord__reach_dialback(chord_t *c, const struct cfs_msg *req);
 
@@ -333,7 +333,7 @@ void chord__merge_stop(chord_t *c);
 void chord__merge_check(chord_t *c);
 /* n was offered to the tables: when we are alone, look for our ring through it. */
 void chord__merge_learned(chord_t *c, const struct cfs_node *n);
-bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *ret);
+bool chord__merge_contact(chord_t *c, const struct chord__vnode *v, struct cfs_addr *ret);
 
 /* chord.c */
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
@@ -347,9 +347,9 @@ int chord__call_background(chord_t *c, const struct cfs_node *to, struct cfs_msg
 /* Is n's ID the hash of its address and index (CFS 4.4)? */
 bool chord__node_id_ok(chord_t *c, const struct cfs_node *n);
 /* Is n one of this process's virtual servers? */
-struct vnode *chord__local(const chord_t *c, const struct cfs_id *id);
+struct chord__vnode *chord__local(const chord_t *c, const struct cfs_id *id);
 /* Message addressed to id (or the first vnode when id is NULL). */
-void chord__msg_init(chord_t *c, struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to);
+void chord__msg_init(chord_t *c, struct chord__vnode *v, enum cfs_msg_type type, const struct cfs_node *to);
 
 /* vivaldi.c */
 void chord__vivaldi_update(chord_t *c, const struct cfs_coord *remote, uint64_t rtt_us);
@@ -421,7 +421,7 @@ void chord__rl_free(struct chord__ratelimit *r);
 int chord__rl_admit(struct chord__ratelimit *r, uint64_t now_us, const struct cfs_addr *src) CFS_WUR;
 
 /* table.c */
-const struct cfs_node *chord__vn_succ(const struct vnode *v);
+const struct cfs_node *chord__vn_succ(const struct chord__vnode *v);
 /* Offer an authenticated node to every virtual server's tables. */
 void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* Offer a node: authenticate first if needed (then it is considered). */
@@ -435,7 +435,7 @@ void chord__table_drop_finger(chord_t *c, const struct cfs_id *id);
 typedef enum auth_state (*chord__auth_fn)(void *ctx, const struct cfs_node *n, uint64_t now);
 /* Rebuild v's successor list as [first] + list (a successor's own list),
  * each newcomer judged by auth(auth_ctx, ...). */
-void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
+void chord__table_set_succs(struct chord__vnode *v, const struct cfs_node *first,
                             const struct cfs_node *list, uint32_t n, chord__auth_fn auth,
                             void *auth_ctx, uint64_t now);
 /* The measured RTT to id if any table has it, else 0. */
@@ -454,39 +454,40 @@ bool chord__table_contains(const chord_t *c, const struct cfs_id *id);
  * a lookup of ours, which may start at a hint (learned.c); a step served
  * to others names none.
  */
-bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+bool chord__table_step(chord_t *c, struct chord__vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, bool wrap_ok, bool own, struct cfs_node *out, uint32_t *n_out,
                 uint32_t *n_cand, uint32_t cap, uint64_t now);
 /* The local virtual server that most closely precedes key (or is it). */
-struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);
-double chord__table_estimate_n(const struct vnode *v);
+struct chord__vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key);
+double chord__table_estimate_n(const struct chord__vnode *v);
 
 /* maint.c */
 void chord__maint_start(chord_t *c);
 void chord__maint_stop(chord_t *c);
 void chord__maint_refresh_fingers(chord_t *c);
 /* Run v's stabilisation soon (its successor changed). */
-void chord__maint_kick(struct vnode *v);
+void chord__maint_kick(struct chord__vnode *v);
 /* The next address to join through: a bootstrap address, then a
  * remembered peer, in turn (only when there is one: nboot + npeers > 0). */
 const struct cfs_addr *chord__join_target(const chord_t *c);
-void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from);
+void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
+                         const struct cfs_reply_to *from);
 void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg);
 /* A LEAVE from sender that passed its cookie check: drop it and offer
  * what it names (its predecessor if it was ours, its successors), each
  * check charged to its address. */
-void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
+void chord__maint_leave_apply(chord_t *c, struct chord__vnode *v, const struct cfs_node *sender,
                               const struct cfs_msg *req, uint64_t now);
 
 /* lookup.c */
-void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_find_next(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                              const struct cfs_reply_to *from);
-void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_fwd(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from);
 void chord__lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from);
 void chord__lookup_cancel_all(chord_t *c);
 /* A lookup that starts at an address rather than a table (joining). */
-int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
+int chord__lookup_start(chord_t *c, struct chord__vnode *from, const struct cfs_addr *first,
                  const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg);
 /* The pseudo-hop of a client's lookup: up to cap known nodes, nearest
@@ -564,6 +565,6 @@ bool chord__index_all_ok(const chord_t *c);
 int chord__index_pick(uint64_t busy);
 /* v's index is taken: mark it so and give v the lowest index neither taken
  * nor used by this process (new ID). -ENOSPC, logged, when none is left. */
-int chord__index_move(chord_t *c, struct vnode *v);
+int chord__index_move(chord_t *c, struct chord__vnode *v);
 
 #endif

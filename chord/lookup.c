@@ -20,9 +20,9 @@
 
 #define TICK_MS 20
 
-struct lookup {
+struct chord__lookup {
 	chord_t *c;
-	struct lookup *next;
+	struct chord__lookup *next;
 	chord_lookup_cb cb;       /* NULL once called */
 	void *arg;
 	uint64_t started_us;
@@ -34,14 +34,14 @@ struct lookup {
 
 /* One RPC of a lookup in flight: its machine's ask number. */
 struct lk_call {
-	struct lookup *l;
+	struct chord__lookup *l;
 	uint32_t ask;
 };
 
 /* A forwarding hop in progress (at most one next hop asked at a time). */
 struct fwd {
 	chord_t *c;
-	struct vnode *v;
+	struct chord__vnode *v;
 	uint32_t ask;
 	struct chord__fwdsm sm;
 };
@@ -70,7 +70,7 @@ static bool env_local_step(void *ctx, const struct cfs_id *key, uint32_t nsucc, 
                            struct cfs_node *ret_self)
 {
 	chord_t *c = ctx;
-	struct vnode *u = chord__table_closest_local(c, key);
+	struct chord__vnode *u = chord__table_closest_local(c, key);
 
 	*ret_self = u->self;
 	return chord__table_step(c, u, key, nsucc, to_pred, true, true, out, n_out, n_cand, cap,
@@ -123,9 +123,9 @@ static const struct chord__lk_ops lk_ops = {
 
 /* ------------------------------------------------------------ endings */
 
-static void unlink_lookup(chord_t *c, struct lookup *l)
+static void unlink_lookup(chord_t *c, struct chord__lookup *l)
 {
-	for (struct lookup **pp = &c->lookups; *pp; pp = &(*pp)->next)
+	for (struct chord__lookup **pp = &c->lookups; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
 			break;
@@ -134,7 +134,7 @@ static void unlink_lookup(chord_t *c, struct lookup *l)
 }
 
 /* The one place a lookup is freed. */
-static void lookup_put(struct lookup *l)
+static void lookup_put(struct chord__lookup *l)
 {
 	if (l->ended && l->outstanding == 0 && !l->cb) {
 		chord__lksm_release(&l->sm);
@@ -162,7 +162,7 @@ static void learn(chord_t *c, const struct cfs_node *n, uint64_t now)
 
 /* FINISH: count it, and queue the callback for the timer (never from
  * inside the call that started the lookup). */
-static void finished(struct lookup *l)
+static void finished(struct chord__lookup *l)
 {
 	chord_t *c = l->c;
 	struct chord_lookup_result *res = &l->sm.res;
@@ -192,7 +192,7 @@ static void finished(struct lookup *l)
 static void run_finished(chord_t *c)
 {
 	while (c->finished) {
-		struct lookup *l = c->finished;
+		struct chord__lookup *l = c->finished;
 		c->finished = l->next;
 		chord_lookup_cb cb = l->cb;
 		l->cb = NULL;
@@ -205,10 +205,10 @@ static void run_finished(chord_t *c)
 
 static void lk_reply(void *arg, int status, const struct cfs_msg *m,
                      const struct cfs_rpc_result *res);
-static void drive(struct lookup *l);
+static void drive(struct chord__lookup *l);
 
 /* The request an ask action stands for, in c->msg. */
-static void build_ask(chord_t *c, struct lookup *l, const struct chord__lk_act *a)
+static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__lk_act *a)
 {
 	switch (a->type) {
 	case CHORD__LKA_FIND:
@@ -235,7 +235,7 @@ static void build_ask(chord_t *c, struct lookup *l, const struct chord__lk_act *
 
 /* A send the transport refuses goes back to the machine as an event; its
  * actions join the end of the queue. */
-static void send_ask(struct lookup *l, const struct chord__lk_act *a)
+static void send_ask(struct chord__lookup *l, const struct chord__lk_act *a)
 {
 	chord_t *c = l->c;
 	struct lk_call *k = xcalloc(1, sizeof(*k));
@@ -256,7 +256,7 @@ static void send_ask(struct lookup *l, const struct chord__lk_act *a)
 	l->outstanding++;
 }
 
-static void run(struct lookup *l, const struct chord__lk_act *a)
+static void run(struct chord__lookup *l, const struct chord__lk_act *a)
 {
 	chord_t *c = l->c;
 
@@ -313,7 +313,7 @@ static void run(struct lookup *l, const struct chord__lk_act *a)
 }
 
 /* Carry out the machine's actions, in order. */
-static void drive(struct lookup *l)
+static void drive(struct chord__lookup *l)
 {
 	struct chord__lk_act a;
 
@@ -345,7 +345,7 @@ static void lk_reply(void *arg, int status, const struct cfs_msg *m,
                      const struct cfs_rpc_result *res)
 {
 	struct lk_call k = *(struct lk_call *)arg;
-	struct lookup *l = k.l;
+	struct chord__lookup *l = k.l;
 	struct chord__lk_reply r;
 
 	free(arg);
@@ -366,7 +366,7 @@ static void on_tick(uv_timer_t *t)
 
 	c->lk_timer_armed = false;
 	run_finished(c);
-	for (struct lookup *l = c->lookups, *n; l; l = n) {
+	for (struct chord__lookup *l = c->lookups, *n; l; l = n) {
 		n = l->next;
 		if (!l->deadline_us)
 			continue;
@@ -397,7 +397,7 @@ static void arm(chord_t *c)
 void chord__lookup_cancel_all(chord_t *c)
 {
 	while (c->lookups) {
-		struct lookup *l = c->lookups;
+		struct chord__lookup *l = c->lookups;
 		chord__lksm_cancel(&l->sm);
 		drive(l);
 		if (!l->ended) /* cannot happen: a live machine always finishes */
@@ -411,7 +411,7 @@ void chord__lookup_cancel_all(chord_t *c)
 void chord__lookup_handle_done(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct chord__lk_reply d;
-	struct lookup *l;
+	struct chord__lookup *l;
 
 	chord__msg_init(c, NULL, CFS_MSG_LOOKUP_DONE, NULL);
 	chord__reply_simple(c, from, &c->msg);
@@ -503,7 +503,7 @@ static void fwd_ack(void *arg, int status, const struct cfs_msg *reply,
 
 /* The served half of a step (find_next and lookup_fwd): clamp the count
  * asked for, consult the block hook, then the tables. */
-static bool served_step(chord_t *c, struct vnode *v, const struct cfs_msg *req, bool wrap_ok,
+static bool served_step(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req, bool wrap_ok,
                         struct cfs_node *out, uint32_t *n, uint32_t *ncand, uint32_t *nsucc,
                         bool *has)
 {
@@ -534,7 +534,7 @@ static void fwd_note(chord_t *c, uint64_t reqid)
 
 /* One forwarding hop (DHash++ Fig. 10): acknowledge, then let the
  * machine answer the originator or pass the query on. */
-void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_fwd(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                        const struct cfs_reply_to *from)
 {
 	const struct chord__lk_env env = { &lk_ops, c };
@@ -568,7 +568,7 @@ void chord__lookup_handle_fwd(chord_t *c, struct vnode *v, const struct cfs_msg 
 
 /* ------------------------------------------------------------ entry points */
 
-void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__lookup_handle_find_next(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                              const struct cfs_reply_to *from)
 {
 	struct cfs_node out[CFS_MSG_MAX_NODES];
@@ -598,12 +598,12 @@ void chord__lookup_handle_find_next(chord_t *c, struct vnode *v, const struct cf
 	chord__reply_simple(c, from, &c->msg);
 }
 
-int chord__lookup_start(chord_t *c, struct vnode *from, const struct cfs_addr *first,
+int chord__lookup_start(chord_t *c, struct chord__vnode *from, const struct cfs_addr *first,
                  const struct cfs_id *key, const struct chord_lookup_opts *o,
                  chord_lookup_cb cb, void *arg)
 {
 	const struct chord__lk_env env = { &lk_ops, c };
-	struct lookup *l;
+	struct chord__lookup *l;
 	uint64_t id = 0;
 
 	if (c->freeing || c->leaving)
@@ -635,7 +635,7 @@ int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct ch
                             const struct chord_lookup_result *res, chord_lookup_cb cb, void *arg)
 {
 	const struct chord__lk_env env = { &lk_ops, c };
-	struct lookup *l;
+	struct chord__lookup *l;
 
 	if (c->freeing || c->leaving)
 		return -ECANCELED;
@@ -676,7 +676,7 @@ bool chord__lookup_guess(chord_t *c, const struct cfs_id *key, const struct chor
 	if ((o->flags & CFS_LOOKUP_F_CHECK_BLOCK) && c->has_block && c->has_block(c->has_block_arg, key))
 		return false; /* the lookup's first step finds our own copy */
 	for (uint32_t i = 0; i < c->nv; i++) {
-		const struct vnode *v = &c->v[i];
+		const struct chord__vnode *v = &c->v[i];
 		if (v->nsuccs == 0 || !v->pred.valid ||
 		    cfs_id_in_oc(key, &v->pred.n.id, &v->succ[v->nsuccs - 1].n.id))
 			return false; /* our tables answer it, with no message either */

@@ -62,16 +62,16 @@ static void stab_tick(uv_timer_t *t);
 static void fix_tick(uv_timer_t *t);
 
 struct vcall {
-	struct vnode *v;
+	struct chord__vnode *v;
 	struct cfs_node to;
 };
 
 struct fixcall {
-	struct vnode *v;
+	struct chord__vnode *v;
 	int k;
 };
 
-static struct vcall *vcall_new(struct vnode *v, const struct cfs_node *to)
+static struct vcall *vcall_new(struct chord__vnode *v, const struct cfs_node *to)
 {
 	struct vcall *k = xcalloc(1, sizeof(*k));
 	k->v = v;
@@ -131,7 +131,7 @@ static enum auth_state mt_auth(void *ctx, const struct cfs_node *n, uint64_t now
 /* A join attempt through the next join target failed. Only the first virtual
  * server speaks for the process: V of them retrying one address is one
  * problem. */
-static void log_unreachable(chord_t *c, struct vnode *v, int status)
+static void log_unreachable(chord_t *c, struct chord__vnode *v, int status)
 {
 	uint32_t held;
 	char a[CFS_ADDR_STRLEN];
@@ -152,7 +152,7 @@ static void log_unreachable(chord_t *c, struct vnode *v, int status)
  * of our IP means another process holds this index: take a free one and
  * join again. No virtual server joins before every index is checked.
  */
-static bool index_held(chord_t *c, struct vnode *v, const struct chord_lookup_result *r)
+static bool index_held(chord_t *c, struct chord__vnode *v, const struct chord_lookup_result *r)
 {
 	struct cfs_node here[CFS_MSG_MAX_NODES + CHORD_PATH_MAX];
 	uint32_t nhere = credible(c, r->succ, r->n, here);
@@ -202,7 +202,7 @@ const struct cfs_addr *chord__join_target(const chord_t *c)
 
 /* ------------------------------------------------------------ stabilize */
 
-static void notify_succ(struct vnode *v, const struct cfs_node *s)
+static void notify_succ(struct chord__vnode *v, const struct cfs_node *s)
 {
 	chord_t *c = v->c;
 
@@ -222,7 +222,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 
 /* Send a GET_PRED or PING that the machine asked for; 0 when it is on
  * its way. */
-static int mt_call(struct vnode *v, enum cfs_msg_type type, const struct cfs_node *to, cfs_reply_cb cb)
+static int mt_call(struct chord__vnode *v, enum cfs_msg_type type, const struct cfs_node *to, cfs_reply_cb cb)
 {
 	chord_t *c = v->c;
 	struct vcall *k = vcall_new(v, to);
@@ -245,7 +245,7 @@ static int mt_call(struct vnode *v, enum cfs_msg_type type, const struct cfs_nod
  */
 static void mt_run(struct chord__mtsm *sm, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	chord_t *c = v->c;
 	struct chord__mt_act a;
 	char s[9], a_s[CFS_ADDR_STRLEN], why[96];
@@ -342,7 +342,7 @@ static void stab_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
 	struct vcall *k = arg;
-	struct vnode *v = k->v;
+	struct chord__vnode *v = k->v;
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
 
@@ -357,7 +357,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
                        const struct cfs_rpc_result *res)
 {
 	struct vcall *k = arg;
-	struct vnode *v = k->v;
+	struct chord__vnode *v = k->v;
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
 
@@ -371,7 +371,7 @@ static void pred_reply(void *arg, int status, const struct cfs_msg *reply,
 /* A join lookup of our own ID came back; the index check first. */
 static void join_done(void *arg, const struct chord_lookup_result *r)
 {
-	struct vnode *v = arg;
+	struct chord__vnode *v = arg;
 	chord_t *c = v->c;
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = c };
 	uint64_t now = cfs_now_us();
@@ -384,7 +384,7 @@ static void join_done(void *arg, const struct chord_lookup_result *r)
 
 static void stab_tick(uv_timer_t *t)
 {
-	struct vnode *v = container_of(t, struct vnode, stab_timer);
+	struct chord__vnode *v = container_of(t, struct chord__vnode, stab_timer);
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
 	uint64_t now = cfs_now_us();
@@ -405,7 +405,7 @@ static void stab_tick(uv_timer_t *t)
  */
 #define KICK_GAP_MS 10
 
-void chord__maint_kick(struct vnode *v)
+void chord__maint_kick(struct chord__vnode *v)
 {
 	chord_t *c = v->c;
 
@@ -423,7 +423,7 @@ void chord__maint_kick(struct vnode *v)
 static void fix_done(void *arg, const struct chord_lookup_result *r)
 {
 	struct fixcall *f = arg;
-	struct vnode *v = f->v;
+	struct chord__vnode *v = f->v;
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	uint64_t now = cfs_now_us();
 
@@ -436,7 +436,7 @@ static void fix_done(void *arg, const struct chord_lookup_result *r)
 
 static void fix_tick(uv_timer_t *t)
 {
-	struct vnode *v = container_of(t, struct vnode, fix_timer);
+	struct chord__vnode *v = container_of(t, struct chord__vnode, fix_timer);
 	struct chord__mtsm sm = { .v = v, .auth = mt_auth, .ctx = v->c };
 	chord_t *c = v->c;
 	uint64_t now = cfs_now_us();
@@ -450,7 +450,7 @@ static void fix_tick(uv_timer_t *t)
 void chord__maint_start(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {
-		struct vnode *v = &c->v[i];
+		struct chord__vnode *v = &c->v[i];
 		uv_timer_start(&v->stab_timer, stab_tick, i == 0 ? 0 : 20 + 10 * i, 0);
 		uv_timer_start(&v->fix_timer, fix_tick, chord__jitter_ms(c, 200), 0);
 	}
@@ -459,7 +459,7 @@ void chord__maint_start(chord_t *c)
 void chord__maint_refresh_fingers(chord_t *c)
 {
 	for (uint32_t i = 0; i < c->nv; i++) {
-		struct vnode *v = &c->v[i];
+		struct chord__vnode *v = &c->v[i];
 		v->fingers_done = false;
 		v->next_finger = NFINGERS - 1;
 		if (c->started && !c->frozen && !c->leaving && !c->freeing)
@@ -492,7 +492,7 @@ struct leaving {
 
 struct leave_call {
 	struct leaving *l;
-	struct vnode *v;
+	struct chord__vnode *v;
 	struct cfs_node to;
 	bool retried;
 };
@@ -512,7 +512,7 @@ static void leave_end(struct leaving *l)
 static int leave_send(struct leave_call *k, const uint8_t *cookie)
 {
 	chord_t *c = k->l->c;
-	struct vnode *v = k->v;
+	struct chord__vnode *v = k->v;
 
 	chord__msg_init(c, v, CFS_MSG_LEAVE, &k->to);
 	c->msg.has_pred = v->pred.valid && !chord__local(c, &v->pred.n.id);
@@ -557,7 +557,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	chord__reach_stop(c);
 	chord__lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
-		struct vnode *v = &c->v[i];
+		struct chord__vnode *v = &c->v[i];
 		const struct cfs_node *to[2] = { v->nsuccs ? &v->succ[0].n : NULL,
 		                                 v->pred.valid ? &v->pred.n : NULL };
 		for (int j = 0; j < 2; j++) {
@@ -579,7 +579,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	leave_end(l);
 }
 
-void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node *sender,
+void chord__maint_leave_apply(chord_t *c, struct chord__vnode *v, const struct cfs_node *sender,
                               const struct cfs_msg *req, uint64_t now)
 {
 	bool was_pred = v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender->id);
@@ -606,7 +606,7 @@ void chord__maint_leave_apply(chord_t *c, struct vnode *v, const struct cfs_node
 static bool known_at(const chord_t *c, const struct cfs_id *id, const struct cfs_addr *a)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *u = &c->v[vi];
+		const struct chord__vnode *u = &c->v[vi];
 		for (uint32_t i = 0; i < u->nsuccs; i++)
 			if (cfs_id_eq(&u->succ[i].n.id, id))
 				return cfs_addr_eq(&u->succ[i].n.addr, a);
@@ -624,7 +624,7 @@ static bool known_at(const chord_t *c, const struct cfs_id *id, const struct cfs
  * kept a live node out of its neighbours' tables. Now a LEAVE
  * takes effect only with a cookie that we sent to the sender's address;
  * without one we answer with one and change nothing. */
-static void handle_leave(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+static void handle_leave(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                          const struct cfs_reply_to *from, const struct cfs_node *sender)
 {
 	uint64_t now = cfs_now_us();
@@ -675,7 +675,7 @@ static void alert_probe(void *arg, int status, const struct cfs_msg *reply,
 /* CFS 4.4 / Fig. 5: a lookup's originator tells us that a node we named
  * did not answer. Believe no one: if we know the node, ping it ourselves
  * and drop it only if it is silent (alert_probe). */
-static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
+static void handle_alert(chord_t *c, struct chord__vnode *v, const struct cfs_id *dead)
 {
 	const struct chord__lnode *le = chord__learned_find(&c->learned, dead);
 
@@ -685,7 +685,7 @@ static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
 	struct alert *a = xcalloc(1, sizeof(*a));
 	const struct cfs_node *n = NULL;
 	for (uint32_t vi = 0; vi < c->nv && !n; vi++) {
-		struct vnode *u = &c->v[vi];
+		struct chord__vnode *u = &c->v[vi];
 		for (uint32_t i = 0; i < u->nsuccs && !n; i++)
 			if (cfs_id_eq(&u->succ[i].n.id, dead))
 				n = &u->succ[i].n;
@@ -708,7 +708,8 @@ static void handle_alert(chord_t *c, struct vnode *v, const struct cfs_id *dead)
 	free(a);
 }
 
-void chord__maint_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req, const struct cfs_reply_to *from)
+void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
+                         const struct cfs_reply_to *from)
 {
 	struct cfs_node sender = { 0 };
 	bool member = req->has_from;

@@ -17,7 +17,7 @@ static struct chord__mt_act *emit(struct chord__mtsm *sm, enum chord__mt_act_typ
 	return a;
 }
 
-static struct tnode *find_succ(struct vnode *v, const struct cfs_id *id)
+static struct tnode *find_succ(struct chord__vnode *v, const struct cfs_id *id)
 {
 	for (uint32_t i = 0; i < v->nsuccs; i++)
 		if (cfs_id_eq(&v->succ[i].n.id, id))
@@ -51,7 +51,7 @@ static void stab_apply(struct chord__mtsm *sm, const struct cfs_node *first, boo
                        const struct cfs_node *pred, const struct cfs_node *list, uint32_t n,
                        uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	bool pred_is_us = has_pred && cfs_id_eq(&pred->id, &v->self.id);
 
 	chord__table_set_succs(v, first, list, n, sm->auth, sm->ctx, now);
@@ -65,7 +65,7 @@ static void stab_apply(struct chord__mtsm *sm, const struct cfs_node *first, boo
 void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status,
                             const struct cfs_msg *reply, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	struct tnode *t;
 
 	v->stab_busy = false;
@@ -86,7 +86,7 @@ void chord__mtsm_succ_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
 
 /* A successor that is one of our own virtual servers: its tables are read
  * here, and telling it about us is offering ourselves to the tables. */
-static void stab_local(struct chord__mtsm *sm, const struct vnode *u, uint64_t now)
+static void stab_local(struct chord__mtsm *sm, const struct chord__vnode *u, uint64_t now)
 {
 	struct cfs_node list[CHORD_SUCC_MAX];
 
@@ -100,7 +100,7 @@ static void stab_local(struct chord__mtsm *sm, const struct vnode *u, uint64_t n
  * row and it is gone (Chord's check_predecessor()). */
 void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, int status, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 
 	v->pred_probe_busy = false;
 	if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &to->id))
@@ -127,7 +127,7 @@ void chord__mtsm_pred_reply(struct chord__mtsm *sm, const struct cfs_node *to, i
  */
 static void join(struct chord__mtsm *sm)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	const chord_t *c = v->c;
 	size_t n = c->nboot + c->npeers;
 
@@ -160,7 +160,7 @@ static void join(struct chord__mtsm *sm)
 void chord__mtsm_join_answer(struct chord__mtsm *sm, int status, const struct cfs_node *succ,
                              uint32_t n, bool held, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	const chord_t *c = v->c;
 	struct cfs_node list[CFS_MSG_MAX_NODES];
 	uint32_t m = 0;
@@ -196,7 +196,7 @@ void chord__mtsm_join_answer(struct chord__mtsm *sm, int status, const struct cf
 
 static void stabilize(struct chord__mtsm *sm, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	chord_t *c = v->c;
 
 	/* The first round after a join (which the tables may complete, not
@@ -206,7 +206,7 @@ static void stabilize(struct chord__mtsm *sm, uint64_t now)
 		v->join_attempts = 0;
 	}
 	if (v->nsuccs > 0 && !v->stab_busy) {
-		const struct vnode *u = chord__local(c, &v->succ[0].n.id);
+		const struct chord__vnode *u = chord__local(c, &v->succ[0].n.id);
 		if (u) {
 			stab_local(sm, u, now);
 		} else {
@@ -224,7 +224,7 @@ static void stabilize(struct chord__mtsm *sm, uint64_t now)
 
 void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 
 	if (!v->joined)
 		join(sm);
@@ -241,7 +241,7 @@ void chord__mtsm_tick(struct chord__mtsm *sm, uint64_t now)
 
 /* ------------------------------------------------------------ fingers */
 
-static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
+static void finger_bounds(const struct chord__vnode *v, int k, struct cfs_id *s, struct cfs_id *e)
 {
 	cfs_id_add_pow2(s, &v->self.id, FINGER_BASE + (unsigned)k);
 	if (k + 1 < NFINGERS)
@@ -256,7 +256,7 @@ static void finger_bounds(const struct vnode *v, int k, struct cfs_id *s, struct
 static void finger_choose(struct chord__mtsm *sm, int k, const struct cfs_node *cand, uint32_t n,
                           uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 	struct cfs_id s, e;
 	int best = -1;
 	uint64_t best_rtt = UINT64_MAX;
@@ -287,7 +287,7 @@ static void finger_choose(struct chord__mtsm *sm, int k, const struct cfs_node *
 	}
 }
 
-static void next_finger(struct vnode *v)
+static void next_finger(struct chord__vnode *v)
 {
 	if (--v->next_finger < 0) {
 		v->next_finger = NFINGERS - 1;
@@ -301,7 +301,7 @@ static void next_finger(struct vnode *v)
  * below it. */
 static void fix_fingers(struct chord__mtsm *sm, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 
 	for (; sm->guard < NFINGERS && !v->fix_busy; sm->guard++) {
 		int k = v->next_finger;
@@ -340,7 +340,7 @@ static void arm_fix(struct chord__mtsm *sm)
 
 void chord__mtsm_fix_tick(struct chord__mtsm *sm, uint64_t now)
 {
-	struct vnode *v = sm->v;
+	struct chord__vnode *v = sm->v;
 
 	sm->guard = 0;
 	if (v->joined)

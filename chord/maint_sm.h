@@ -10,7 +10,7 @@
  * found a ring, arm the next tick). maint.c is
  * the libuv driver that carries them out.
  *
- * The round's state is the virtual server's own (struct vnode: its busy
+ * The round's state is the virtual server's own (struct chord__vnode: its busy
  * flags, miss counts, successor list): the machine reads and writes it and
  * calls table.c's functions that do no I/O (chord__table_set_succs); what
  * reaches other virtual servers or the network (offering a node, dropping
@@ -61,7 +61,7 @@ struct chord__mt_act {
 };
 
 struct chord__mtsm {
-	struct vnode *v;          /* read and written; v->c is read only */
+	struct chord__vnode *v;          /* read and written; v->c is read only */
 	/* The node beyond v's own tables: CFS 4.4 verdicts (chord__auth_check
 	 * in the driver, scripted in a test), ctx passed back. */
 	chord__auth_fn auth;

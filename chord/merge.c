@@ -61,7 +61,7 @@ void chord_remember(chord_t *c, const struct cfs_addr *a)
 static void peers_from_tables(chord_t *c)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *v = &c->v[vi];
+		const struct chord__vnode *v = &c->v[vi];
 		for (int k = NFINGERS - 1; k >= 0; k--)
 			if (v->finger[k].valid)
 				peer_touch(c, &v->finger[k].n.addr);
@@ -83,7 +83,7 @@ uint32_t chord_peers(chord_t *c, struct cfs_addr *ret, uint32_t max)
 }
 
 /* Has v no successor but this process's own virtual servers? */
-static bool alone(const chord_t *c, const struct vnode *v)
+static bool alone(const chord_t *c, const struct chord__vnode *v)
 {
 	for (uint32_t i = 0; i < v->nsuccs; i++)
 		if (!chord__local(c, &v->succ[i].n.id))
@@ -94,7 +94,7 @@ static bool alone(const chord_t *c, const struct vnode *v)
 static bool in_any_table(const chord_t *c, const struct cfs_addr *a)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *v = &c->v[vi];
+		const struct chord__vnode *v = &c->v[vi];
 		for (uint32_t i = 0; i < v->nsuccs; i++)
 			if (cfs_addr_eq(&v->succ[i].n.addr, a))
 				return true;
@@ -107,7 +107,7 @@ static bool in_any_table(const chord_t *c, const struct cfs_addr *a)
 	return false;
 }
 
-static bool in_succ_list(const struct vnode *v, const struct cfs_addr *a)
+static bool in_succ_list(const struct chord__vnode *v, const struct cfs_addr *a)
 {
 	for (uint32_t i = 0; i < v->nsuccs; i++)
 		if (cfs_addr_eq(&v->succ[i].n.addr, a))
@@ -123,7 +123,7 @@ static bool in_succ_list(const struct vnode *v, const struct cfs_addr *a)
  * successor list. Each kind is taken in turn from where the last check
  * left off, so every candidate is tried within a few periods.
  */
-bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *ret)
+bool chord__merge_contact(chord_t *c, const struct chord__vnode *v, struct cfs_addr *ret)
 {
 	uint32_t n = (uint32_t)c->nboot + c->npeers;
 
@@ -149,7 +149,7 @@ bool chord__merge_contact(chord_t *c, const struct vnode *v, struct cfs_addr *re
 static void check_done(void *arg, const struct chord_lookup_result *r)
 {
 	chord_t *c = arg;
-	struct vnode *v = &c->v[c->merge_vi % c->nv];
+	struct chord__vnode *v = &c->v[c->merge_vi % c->nv];
 	char s1[9], s2[9], a[CFS_ADDR_STRLEN];
 	uint64_t now = cfs_now_us();
 
@@ -185,7 +185,7 @@ void chord__merge_check(chord_t *c)
 	if (c->merge_busy || c->client || c->frozen || c->leaving || c->freeing)
 		return;
 	peers_from_tables(c);
-	struct vnode *v = &c->v[++c->merge_vi % c->nv];
+	struct chord__vnode *v = &c->v[++c->merge_vi % c->nv];
 	if (!v->joined || !chord__merge_contact(c, v, &to))
 		return;
 	c->merge_checks++;

@@ -117,7 +117,7 @@ static void pick_add(const chord_t *c, struct cfs_addr *out, uint32_t *n, const 
  * the remembered peers. */
 static uint32_t reach_pick(chord_t *c, struct cfs_addr *out)
 {
-	const struct vnode *v = &c->v[0];
+	const struct chord__vnode *v = &c->v[0];
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < v->nsuccs; i++)
@@ -180,7 +180,7 @@ void chord__reach_stop(chord_t *c)
 
 /* A member asks to be dialled back: tell it where its request came from
  * and, when it claims the same IP, send the dial-back from a fresh socket. */
-void chord__reach_handle(chord_t *c, struct vnode *v, const struct cfs_msg *req,
+void chord__reach_handle(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                          const struct cfs_reply_to *from)
 {
 	struct cfs_msg *m = &c->msg;

@@ -11,12 +11,12 @@
 
 
 
-const struct cfs_node *chord__vn_succ(const struct vnode *v)
+const struct cfs_node *chord__vn_succ(const struct chord__vnode *v)
 {
 	return v->nsuccs ? &v->succ[0].n : &v->self;
 }
 
-static void finger_range(const struct vnode *v, int k, struct cfs_id *start, struct cfs_id *end)
+static void finger_range(const struct chord__vnode *v, int k, struct cfs_id *start, struct cfs_id *end)
 {
 	cfs_id_add_pow2(start, &v->self.id, FINGER_BASE + (unsigned)k);
 	if (k + 1 < NFINGERS)
@@ -31,7 +31,7 @@ static void finger_range(const struct vnode *v, int k, struct cfs_id *start, str
  * could leave out nodes we do not know of, and the list must stay gap-free
  * for lookups to trust it.
  */
-static void succ_insert(struct vnode *v, const struct cfs_node *n, uint32_t r)
+static void succ_insert(struct chord__vnode *v, const struct cfs_node *n, uint32_t r)
 {
 	uint32_t i;
 
@@ -61,7 +61,7 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now)
 	if (!chord__local(c, &n->id))
 		chord__learned_add(&c->learned, n, now);
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		struct vnode *v = &c->v[vi];
+		struct chord__vnode *v = &c->v[vi];
 		if (cfs_id_eq(&n->id, &v->self.id))
 			continue;
 		/* A virtual server still joining takes its successors from its
@@ -108,7 +108,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id, uint64_t now)
 	if (chord__local(c, id))
 		return;
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		struct vnode *v = &c->v[vi];
+		struct chord__vnode *v = &c->v[vi];
 		for (uint32_t i = 0; i < v->nsuccs; i++)
 			if (cfs_id_eq(&v->succ[i].n.id, id)) {
 				memmove(&v->succ[i], &v->succ[i + 1], (v->nsuccs - i - 1) * sizeof(v->succ[0]));
@@ -135,7 +135,7 @@ void chord__table_remove(chord_t *c, const struct cfs_id *id, uint64_t now)
 	 * skip live nodes: until stabilisation confirms it (succ_unsure),
 	 * lookups do not answer from it. */
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		struct vnode *v = &c->v[vi];
+		struct chord__vnode *v = &c->v[vi];
 		if (v->nsuccs > 0)
 			continue;
 		for (int k = 0; k < NFINGERS; k++)
@@ -163,7 +163,7 @@ void chord__table_drop_finger(chord_t *c, const struct cfs_id *id)
 /* Does v's successor list name every node v's predecessor and fingers
  * do? A successor list that claims the whole ring must: one successor's
  * word ("the ring is you and me") cannot shrink what else we know. */
-static bool list_has_all(const chord_t *c, const struct vnode *v)
+static bool list_has_all(const chord_t *c, const struct chord__vnode *v)
 {
 	for (int k = -1; k < NFINGERS; k++) {
 		const struct tnode *t = k < 0 ? &v->pred : &v->finger[k];
@@ -178,7 +178,7 @@ static bool list_has_all(const chord_t *c, const struct vnode *v)
 	return true;
 }
 
-void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
+void chord__table_set_succs(struct chord__vnode *v, const struct cfs_node *first,
                             const struct cfs_node *list, uint32_t n, chord__auth_fn auth,
                             void *auth_ctx, uint64_t now)
 {
@@ -234,7 +234,7 @@ void chord__table_set_succs(struct vnode *v, const struct cfs_node *first,
 void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		struct vnode *v = &c->v[vi];
+		struct chord__vnode *v = &c->v[vi];
 		for (uint32_t i = 0; i < v->nsuccs; i++)
 			if (cfs_id_eq(&v->succ[i].n.id, id)) {
 				v->succ[i].rtt_us = rtt_us;
@@ -253,7 +253,7 @@ void chord__table_note_rtt(chord_t *c, const struct cfs_id *id, uint32_t rtt_us)
 bool chord__table_contains(const chord_t *c, const struct cfs_id *id)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *v = &c->v[vi];
+		const struct chord__vnode *v = &c->v[vi];
 		for (uint32_t i = 0; i < v->nsuccs; i++)
 			if (cfs_id_eq(&v->succ[i].n.id, id))
 				return true;
@@ -266,9 +266,9 @@ bool chord__table_contains(const chord_t *c, const struct cfs_id *id)
 	return false;
 }
 
-struct vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key)
+struct chord__vnode *chord__table_closest_local(chord_t *c, const struct cfs_id *key)
 {
-	struct vnode *best = &c->v[0];
+	struct chord__vnode *best = &c->v[0];
 	struct cfs_id bd, d;
 
 	cfs_id_distance(&bd, &best->self.id, key);
@@ -323,12 +323,12 @@ static bool cand_ok(const chord_t *c, const struct cfs_node *x, const struct cfs
 	return true;
 }
 
-static void closest_preceding(chord_t *c, const struct vnode *v, const struct cfs_id *key,
+static void closest_preceding(chord_t *c, const struct chord__vnode *v, const struct cfs_id *key,
                               bool own, struct cfs_node *out, uint32_t *n, uint32_t cap,
                               bool *skipped, uint64_t now)
 {
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
-		const struct vnode *u = &c->v[vi];
+		const struct chord__vnode *u = &c->v[vi];
 		if (u != v && cfs_id_in_oo(&u->self.id, &v->self.id, key))
 			cand_add(out, n, cap, &u->self, key);
 		for (uint32_t i = 0; i < u->nsuccs; i++)
@@ -363,7 +363,7 @@ static void closest_preceding(chord_t *c, const struct vnode *v, const struct cf
  * continuing at a local virtual server if one is closer. Kept in one
  * function because each case falls through to the next on the same
  * tables, and the order is the protocol. */
-bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, uint32_t nsucc,
+bool chord__table_step(chord_t *c, struct chord__vnode *v, const struct cfs_id *key, uint32_t nsucc,
                 bool to_pred, bool wrap_ok, bool own, struct cfs_node *out, uint32_t *n_out,
                 uint32_t *n_cand, uint32_t cap, uint64_t now)
 {
@@ -432,7 +432,7 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	if (n == 0 && skipped)
 		closest_preceding(c, v, key, own, out, &n, cap, NULL, now);
 	if (n > 0) {
-		struct vnode *u = chord__local(c, &out[0].id);
+		struct chord__vnode *u = chord__local(c, &out[0].id);
 		if (u && u != v) /* a local virtual server is closer: continue there */
 			return chord__table_step(c, u, key, nsucc, to_pred, wrap_ok, own, out, n_out, n_cand,
 			                         cap, now);
@@ -453,7 +453,7 @@ bool chord__table_step(chord_t *c, struct vnode *v, const struct cfs_id *key, ui
 	return false;
 }
 
-double chord__table_estimate_n(const struct vnode *v)
+double chord__table_estimate_n(const struct chord__vnode *v)
 {
 	const chord_t *c = v->c;
 
@@ -508,7 +508,7 @@ uint32_t chord_vnode_preds(const chord_t *c, uint32_t vi, struct cfs_node *ret, 
 	uint64_t now = cfs_now_us();
 
 	for (uint32_t i = 0; i < c->nv; i++) {
-		const struct vnode *u = &c->v[i];
+		const struct chord__vnode *u = &c->v[i];
 		if (u->pred.valid)
 			behind_add(c, me, &u->pred.n, b, &n);
 		for (uint32_t j = 0; j < u->nsuccs; j++)

@@ -25,7 +25,7 @@ static void dgram_set_idx(void *p, size_t i) { ((struct cfs__dgram *)p)->heap_id
 
 void cfs__dgram_timed_init(struct cfs__dgram_timed *q)
 {
-	q->heap = (struct heap){ .key = dgram_key, .set_idx = dgram_set_idx };
+	q->heap = (struct cfs__heap){ .key = dgram_key, .set_idx = dgram_set_idx };
 }
 
 void cfs__dgram_timed_push(struct cfs__dgram_timed *q, const struct cfs_addr *dst,

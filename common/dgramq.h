@@ -27,7 +27,7 @@ struct cfs__dgram {
 
 /* Datagrams held until their due time. */
 struct cfs__dgram_timed {
-	struct heap heap;
+	struct cfs__heap heap;
 };
 
 void cfs__dgram_timed_init(struct cfs__dgram_timed *q);

@@ -8,7 +8,7 @@
 
 #include "common/cfs.h" /* xrealloc */
 
-static void heap_swap(struct heap *h, size_t a, size_t b)
+static void heap_swap(struct cfs__heap *h, size_t a, size_t b)
 {
 	void *t = h->v[a];
 	h->v[a] = h->v[b];
@@ -17,7 +17,7 @@ static void heap_swap(struct heap *h, size_t a, size_t b)
 	h->set_idx(h->v[b], b);
 }
 
-static void heap_up(struct heap *h, size_t i)
+static void heap_up(struct cfs__heap *h, size_t i)
 {
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
@@ -28,7 +28,7 @@ static void heap_up(struct heap *h, size_t i)
 	}
 }
 
-static void heap_down(struct heap *h, size_t i)
+static void heap_down(struct cfs__heap *h, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
@@ -43,7 +43,7 @@ static void heap_down(struct heap *h, size_t i)
 	}
 }
 
-void cfs__heap_push(struct heap *h, void *p)
+void cfs__heap_push(struct cfs__heap *h, void *p)
 {
 	if (h->n == h->cap) {
 		h->cap = h->cap ? 2 * h->cap : 64;
@@ -54,7 +54,7 @@ void cfs__heap_push(struct heap *h, void *p)
 	heap_up(h, h->n++);
 }
 
-void cfs__heap_remove(struct heap *h, size_t i)
+void cfs__heap_remove(struct cfs__heap *h, size_t i)
 {
 	h->set_idx(h->v[i], SIZE_MAX);
 	if (i != --h->n) {
@@ -65,12 +65,12 @@ void cfs__heap_remove(struct heap *h, size_t i)
 	}
 }
 
-uint64_t cfs__heap_min(const struct heap *h)
+uint64_t cfs__heap_min(const struct cfs__heap *h)
 {
 	return h->n ? h->key(h->v[0]) : UINT64_MAX;
 }
 
-void cfs__heap_free(struct heap *h)
+void cfs__heap_free(struct cfs__heap *h)
 {
 	free(h->v);
 	h->v = NULL;

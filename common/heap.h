@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct heap {
+struct cfs__heap {
 	void **v;
 	size_t n, cap;
 	uint64_t (*key)(const void *);
@@ -19,12 +19,12 @@ struct heap {
 };
 
 /* Add p (grows the array on demand). */
-void cfs__heap_push(struct heap *h, void *p);
+void cfs__heap_push(struct cfs__heap *h, void *p);
 /* Remove the element at index i; its index becomes SIZE_MAX. */
-void cfs__heap_remove(struct heap *h, size_t i);
+void cfs__heap_remove(struct cfs__heap *h, size_t i);
 /* The smallest key, UINT64_MAX when the heap is empty. */
-uint64_t cfs__heap_min(const struct heap *h);
+uint64_t cfs__heap_min(const struct cfs__heap *h);
 /* Release the array; the heap is empty and usable again. */
-void cfs__heap_free(struct heap *h);
+void cfs__heap_free(struct cfs__heap *h);
 
 #endif

@@ -59,8 +59,8 @@ enum { SVC_SAME, SVC_NEXT, SVC_STOP };
 
 static __thread uint8_t gbuf[LINK_BATCH * CFS_DGRAM_SAFE];
 
-static uint64_t link_due_key(const void *p) { return ((const struct link *)p)->due_us; }
-static void link_set_idx(void *p, size_t i) { ((struct link *)p)->heap_idx = i; }
+static uint64_t link_due_key(const void *p) { return ((const struct cfs__link *)p)->due_us; }
+static void link_set_idx(void *p, size_t i) { ((struct cfs__link *)p)->heap_idx = i; }
 
 void cfs__links_init(struct cfs__links *lk, const struct cfs_transport_config *cfg,
                      struct cfs_transport_stats *st)
@@ -69,10 +69,10 @@ void cfs__links_init(struct cfs__links *lk, const struct cfs_transport_config *c
 	lk->cfg = *cfg;
 	lk->st = st;
 	cfs__upcap_init(&lk->up, cfg->upload_bytes_per_s);
-	cfs_htab_init(&lk->links, sizeof(struct peer_key), sizeof(struct link *));
+	cfs_htab_init(&lk->links, sizeof(struct peer_key), sizeof(struct cfs__link *));
 	cfs_htab_init(&lk->ins, sizeof(struct in_key), sizeof(struct xfer_in *));
 	cfs_htab_init(&lk->awaited, sizeof(struct in_key), 0);
-	lk->links_heap = (struct heap){ .key = link_due_key, .set_idx = link_set_idx };
+	lk->links_heap = (struct cfs__heap){ .key = link_due_key, .set_idx = link_set_idx };
 	lk->vslots = xcalloc(cfg->validation_slots, sizeof(lk->vslots[0]));
 	cfs_htab_init(&lk->done_map, sizeof(struct in_key), sizeof(struct done_in));
 	lk->done_ring = xcalloc(DONE_MAX, sizeof(lk->done_ring[0]));
@@ -130,7 +130,7 @@ static bool budget_take(struct cfs__links *lk, const struct cfs_addr *dst, size_
 
 /* ------------------------------------------------------------ links */
 
-static bool link_idle(const struct link *l)
+static bool link_idle(const struct cfs__link *l)
 {
 	return l->nout == 0 && l->nin == 0 && l->cc.in_flight == 0;
 }
@@ -138,7 +138,7 @@ static bool link_idle(const struct link *l)
 static bool keep_busy(void *ctx, const void *key, void *val)
 {
 	const struct cfs__links *lk = ctx;
-	struct link *l = *(struct link **)val;
+	struct cfs__link *l = *(struct cfs__link **)val;
 
 	(void)key;
 	if (!link_idle(l) || l->heap_idx != SIZE_MAX || l->ready || lk->svc.l == l)
@@ -148,35 +148,35 @@ static bool keep_busy(void *ctx, const void *key, void *val)
 	return false;
 }
 
-struct link *cfs__link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create)
+struct cfs__link *cfs__link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create)
 {
 	struct peer_key k;
 	bool added;
 
 	cfs__peer_key(&k, a);
-	struct link **lp = cfs_htab_get(&lk->links, &k);
+	struct cfs__link **lp = cfs_htab_get(&lk->links, &k);
 	if (lp || !create)
 		return lp ? *lp : NULL;
 	if (cfs_htab_count(&lk->links) >= LINKS_MAX)
 		cfs_htab_filter(&lk->links, keep_busy, lk);
 	if (cfs_htab_count(&lk->links) >= LINKS_MAX)
 		return NULL;
-	struct link *l = xcalloc(1, sizeof(*l));
+	struct cfs__link *l = xcalloc(1, sizeof(*l));
 	l->addr = *a;
 	l->heap_idx = SIZE_MAX;
 	l->due_us = UINT64_MAX;
 	cfs_xfer_cc_init(&l->cc, lk->cfg.ledbat_target_ms * 1000u);
-	*(struct link **)cfs_htab_put(&lk->links, &k, &added) = l;
+	*(struct cfs__link **)cfs_htab_put(&lk->links, &k, &added) = l;
 	return l;
 }
 
 /* After a window operation: the process-wide count follows the link's. */
-static void inflight_sync(struct cfs__links *lk, const struct link *l, uint32_t before)
+static void inflight_sync(struct cfs__links *lk, const struct cfs__link *l, uint32_t before)
 {
 	lk->xfer_inflight = lk->xfer_inflight + l->cc.in_flight - before;
 }
 
-static void drop_out(struct cfs__links *lk, struct link *l, unsigned j)
+static void drop_out(struct cfs__links *lk, struct cfs__link *l, unsigned j)
 {
 	struct xfer_out *x = l->out[j];
 	uint32_t before = l->cc.in_flight;
@@ -193,7 +193,7 @@ static void drop_out(struct cfs__links *lk, struct link *l, unsigned j)
 	l->nout--;
 }
 
-static void link_rearm(struct cfs__links *lk, struct link *l, uint64_t pace_due)
+static void link_rearm(struct cfs__links *lk, struct cfs__link *l, uint64_t pace_due)
 {
 	uint64_t due = pace_due ? pace_due : UINT64_MAX;
 
@@ -211,7 +211,7 @@ static void link_rearm(struct cfs__links *lk, struct link *l, uint64_t pace_due)
 
 /* l is to be served (what it may send goes, its timer is set) at the
  * next cfs__links_poll_transmit, in the order asked. */
-static void link_ready(struct cfs__links *lk, struct link *l)
+static void link_ready(struct cfs__links *lk, struct cfs__link *l)
 {
 	if (l->ready)
 		return;
@@ -262,7 +262,7 @@ int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uin
 	}
 	if (len > CFS_MSG_MAX)
 		return -EMSGSIZE;
-	struct link *l = lk->out_bytes + len <= OUT_MAX ? cfs__link_get(lk, dst, true) : NULL;
+	struct cfs__link *l = lk->out_bytes + len <= OUT_MAX ? cfs__link_get(lk, dst, true) : NULL;
 	if (!l)
 		return -ENOBUFS;
 	uint8_t flags = (uint8_t)((is_reply ? XF_REPLY : 0) | (low_priority ? XF_BACKGROUND : 0));
@@ -293,7 +293,7 @@ int cfs__links_send(struct cfs__links *lk, const struct cfs_addr *dst, const uin
 
 bool cfs__links_answering(struct cfs__links *lk, const struct cfs_addr *from, uint64_t reqid)
 {
-	struct link *l = lk->links.n ? cfs__link_get(lk, from, false) : NULL;
+	struct cfs__link *l = lk->links.n ? cfs__link_get(lk, from, false) : NULL;
 
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && (l->out[j]->flags & XF_REPLY))
@@ -307,7 +307,7 @@ void cfs__links_call_end(struct cfs__links *lk, const struct cfs_addr *dst, uint
 
 	cfs__link_in_key(&k, dst, reqid, true);
 	cfs_htab_del(&lk->awaited, &k, NULL);
-	struct link *l = lk->links.n ? cfs__link_get(lk, dst, false) : NULL;
+	struct cfs__link *l = lk->links.n ? cfs__link_get(lk, dst, false) : NULL;
 	for (unsigned j = 0; l && j < l->nout; j++)
 		if (l->out[j]->reqid == reqid && !(l->out[j]->flags & XF_REPLY)) {
 			drop_out(lk, l, j);
@@ -327,7 +327,7 @@ void cfs__links_call_end(struct cfs__links *lk, const struct cfs_addr *dst, uint
  * the upload cap); -2: only x is held (by its answer's 3x budget: the
  * link's other transfers may go).
  */
-static int batch_build(struct cfs__links *lk, struct link *l, struct xfer_out *x, uint64_t now,
+static int batch_build(struct cfs__links *lk, struct cfs__link *l, struct xfer_out *x, uint64_t now,
                        struct cfs__tx *tx)
 {
 	struct link_svc *s = &lk->svc;
@@ -384,7 +384,7 @@ static int batch_build(struct cfs__links *lk, struct link *l, struct xfer_out *x
 void cfs__links_transmitted(struct cfs__links *lk, unsigned sent, bool failed, uint64_t now)
 {
 	struct link_svc *s = &lk->svc;
-	struct link *l = s->l;
+	struct cfs__link *l = s->l;
 	struct xfer_out *x = s->x;
 	bool bg = cfs_xfer_out_bg(x);
 
@@ -418,7 +418,7 @@ void cfs__links_transmitted(struct cfs__links *lk, unsigned sent, bool failed, u
  * flight, or whose peer has stopped acknowledging, waits on the peer: its
  * stall clock runs, so a dead peer's transfers go after XFER_STALL_US as
  * ever. Then the link's timer is set. */
-static void service_end(struct cfs__links *lk, struct link *l, uint64_t now)
+static void service_end(struct cfs__links *lk, struct cfs__link *l, uint64_t now)
 {
 	if (lk->up_blocked)
 		for (unsigned j = 0; j < l->nout; j++) {
@@ -438,7 +438,7 @@ static void service_end(struct cfs__links *lk, struct link *l, uint64_t now)
 static bool service_step(struct cfs__links *lk, uint64_t now, struct cfs__tx *tx)
 {
 	struct link_svc *s = &lk->svc;
-	struct link *l = s->l;
+	struct cfs__link *l = s->l;
 
 	if (s->next == SVC_STOP) {
 		service_end(lk, l, now);
@@ -469,7 +469,7 @@ static bool service_step(struct cfs__links *lk, uint64_t now, struct cfs__tx *tx
 	return false;
 }
 
-static void service_start(struct cfs__links *lk, struct link *l)
+static void service_start(struct cfs__links *lk, struct cfs__link *l)
 {
 	lk->svc.l = l;
 	lk->svc.pass = 0;
@@ -484,7 +484,7 @@ static void service_start(struct cfs__links *lk, struct link *l)
 /* A peer that has acknowledged nothing for SILENT_PTOS probe timeouts
  * since its oldest answer began loses every answer queued for it: a
  * reader that stopped reading (or never meant to) holds no memory here. */
-static void drop_silent(struct cfs__links *lk, struct link *l, uint64_t now)
+static void drop_silent(struct cfs__links *lk, struct cfs__link *l, uint64_t now)
 {
 	uint64_t oldest = UINT64_MAX, wait = SILENT_PTOS * cfs_xfer_cc_pto_us(&l->cc);
 
@@ -509,7 +509,7 @@ static void drop_silent(struct cfs__links *lk, struct link *l, uint64_t now)
 
 /* l's timer is due: silent peers, losses and probe timeouts, transfers
  * abandoned. Its service follows. */
-static void link_expire(struct cfs__links *lk, struct link *l, uint64_t now)
+static void link_expire(struct cfs__links *lk, struct cfs__link *l, uint64_t now)
 {
 	struct xfer_ack_result r;
 
@@ -552,9 +552,9 @@ uint64_t cfs__links_deadline(const struct cfs__links *lk)
  * the process bound; then, when the socket drained or the bound has room
  * again, every link with transfers. NULL when there is none.
  */
-static struct link *next_link(struct cfs__links *lk)
+static struct cfs__link *next_link(struct cfs__links *lk)
 {
-	struct link *l;
+	struct cfs__link *l;
 	void *v;
 
 	for (;;) {
@@ -584,8 +584,8 @@ static struct link *next_link(struct cfs__links *lk)
 			continue;
 		}
 		while (lk->all_active && !lk->sock_blocked && cfs_htab_next(&lk->links, &lk->all_pos, NULL, &v))
-			if ((*(struct link **)v)->nout)
-				return *(struct link **)v;
+			if ((*(struct cfs__link **)v)->nout)
+				return *(struct cfs__link **)v;
 		lk->all_active = false;
 		return NULL;
 	}
@@ -593,7 +593,7 @@ static struct link *next_link(struct cfs__links *lk)
 
 bool cfs__links_poll_transmit(struct cfs__links *lk, uint64_t now, struct cfs__tx *ret)
 {
-	struct link *l;
+	struct cfs__link *l;
 
 	if (cfs_actq_pop(&lk->whole, &lk->tx, sizeof(lk->tx))) {
 		*ret = (struct cfs__tx){ .dst = lk->tx.dst, .p = lk->tx.data, .len = lk->tx.len };
@@ -615,7 +615,7 @@ static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uin
 	struct xfer_ack a;
 	struct xfer_ack_result r;
 	const char *why;
-	struct link *l;
+	struct cfs__link *l;
 
 	if (cfs_xfer_ack_decode(p, len, &a, &why) < 0) {
 		lk->st->malformed++;
@@ -689,7 +689,7 @@ static bool drop_in(void *ctx, const void *key, void *val)
 
 static bool drop_link(void *ctx, const void *key, void *val)
 {
-	struct link *l = *(struct link **)val;
+	struct cfs__link *l = *(struct cfs__link **)val;
 
 	(void)ctx;
 	(void)key;
@@ -743,5 +743,5 @@ void cfs__links_stats(const struct cfs__links *lk, struct cfs_transport_stats *s
 	st->cwnd_bytes = 0;
 	st->links = (uint32_t)cfs_htab_count(&lk->links);
 	while (cfs_htab_next(&lk->links, &pos, NULL, &v))
-		st->cwnd_bytes += (*(struct link **)v)->cc.cwnd;
+		st->cwnd_bytes += (*(struct cfs__link **)v)->cc.cwnd;
 }

@@ -59,7 +59,7 @@ struct cfs__link_event {
 	uint8_t token[XFER_TOKEN_BYTES];
 };
 
-struct link;
+struct cfs__link;
 struct vslot;
 struct in_key;
 struct ack_due;
@@ -73,7 +73,7 @@ struct link_dgram {
 
 /* The service of one link, handed out batch by batch (link.c). */
 struct link_svc {
-	struct link *l;        /* being served; NULL: none */
+	struct cfs__link *l;        /* being served; NULL: none */
 	int pass;              /* 0: foreground transfers, 1: background */
 	unsigned j;            /* its transfer being served */
 	int next;              /* after the batch: the same transfer, the next, or stop */
@@ -90,8 +90,8 @@ struct cfs__links {
 	struct cfs_transport_config cfg; /* with its defaults filled in */
 	struct cfs_transport_stats *st;  /* the counters it adds to */
 	struct cfs__upcap up;            /* the upload cap (cfg.upload_bytes_per_s) */
-	struct cfs_htab links;     /* struct peer_key -> struct link * */
-	struct heap links_heap;    /* links by their next timer */
+	struct cfs_htab links;     /* struct peer_key -> struct cfs__link * */
+	struct cfs__heap links_heap;    /* links by their next timer */
 	struct cfs_htab ins;       /* struct in_key -> struct xfer_in * */
 	struct cfs_htab awaited;   /* struct in_key: replies to our requests, awaited */
 	size_t in_bytes;           /* being reassembled, every peer */
@@ -114,7 +114,7 @@ struct cfs__links {
 
 	/* What cfs__links_poll_transmit hands out next, in this order: */
 	struct cfs_actq whole;     /* struct link_dgram: whole datagrams, as queued */
-	struct link *ready_head, *ready_tail; /* links to serve (sends, acks, cancels) */
+	struct cfs__link *ready_head, *ready_tail; /* links to serve (sends, acks, cancels) */
 	struct link_svc svc;       /* the link being served */
 	uint64_t timer_now;        /* cfs__links_timeout(now) not yet done: its now */
 	bool timer_pending;

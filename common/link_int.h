@@ -12,7 +12,7 @@
 #define DONE_MAX 4096         /* completed reassemblies remembered for re-acks */
 
 /* One peer we exchange pieces with: its window and its transfers. */
-struct link {
+struct cfs__link {
 	struct cfs_addr addr;
 	struct xfer_cc cc;
 	struct xfer_out **out;   /* outgoing transfers, oldest first */
@@ -30,7 +30,7 @@ struct link {
 	 * owes none) */
 	uint64_t owed_since_us;
 	bool ready;              /* in the ready list */
-	struct link *ready_next;
+	struct cfs__link *ready_next;
 };
 
 /* What we know of an address's proof of ownership (anti-amplification). */
@@ -68,7 +68,7 @@ struct cfs__link_event *cfs__link_event_push(struct cfs__links *lk, enum cfs__li
 void cfs__link_whole_push(struct cfs__links *lk, const struct cfs_addr *dst, const uint8_t *p,
                           size_t len, uint64_t now);
 /* a's link; create: make one if there is none and room (else NULL). */
-struct link *cfs__link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create);
+struct cfs__link *cfs__link_get(struct cfs__links *lk, const struct cfs_addr *a, bool create);
 
 /* link_valid.c: a VALIDATE frame from an address (its token checked). */
 void cfs__link_on_validate(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p,

@@ -66,7 +66,7 @@ static void in_uncount(struct cfs__links *lk, const struct in_key *k, const stru
 		lk->in_reply_bytes -= x->len;
 		return;
 	}
-	struct link **lp = cfs_htab_get(&lk->links, &k->peer);
+	struct cfs__link **lp = cfs_htab_get(&lk->links, &k->peer);
 	if (lp) {
 		(*lp)->nin--;
 		(*lp)->in_bytes -= x->len;
@@ -117,7 +117,7 @@ static bool evict_one(struct cfs__links *lk)
 static struct xfer_in *in_start(struct cfs__links *lk, const struct cfs_addr *from,
                                 const struct in_key *k, const struct xfer_piece *p, uint64_t now)
 {
-	struct link *l;
+	struct cfs__link *l;
 
 	if (p->flags & XF_REPLY) {
 		if (!cfs_htab_get(&lk->awaited, k))

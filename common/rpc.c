@@ -70,10 +70,10 @@ struct peer_est {
 	double srtt_us, rttvar_us;
 };
 
-static uint64_t call_key(const void *p) { return ((const struct call *)p)->deadline_us; }
-static void call_set_idx(void *p, size_t i) { ((struct call *)p)->heap_idx = i; }
-static uint64_t rexmit_key(const void *p) { return ((const struct call *)p)->rexmit_us; }
-static void rexmit_set_idx(void *p, size_t i) { ((struct call *)p)->rx_idx = i; }
+static uint64_t call_key(const void *p) { return ((const struct cfs__call *)p)->deadline_us; }
+static void call_set_idx(void *p, size_t i) { ((struct cfs__call *)p)->heap_idx = i; }
+static uint64_t rexmit_key(const void *p) { return ((const struct cfs__call *)p)->rexmit_us; }
+static void rexmit_set_idx(void *p, size_t i) { ((struct cfs__call *)p)->rx_idx = i; }
 
 void cfs__rpc_init(struct cfs__rpc *r, const struct cfs_transport_config *cfg,
                    struct cfs_transport_stats *st)
@@ -82,10 +82,10 @@ void cfs__rpc_init(struct cfs__rpc *r, const struct cfs_transport_config *cfg,
 	r->cfg = *cfg;
 	r->st = st;
 	st->window = cfg->window_init;
-	cfs_htab_init(&r->calls, sizeof(uint64_t), sizeof(struct call *));
+	cfs_htab_init(&r->calls, sizeof(uint64_t), sizeof(struct cfs__call *));
 	cfs_htab_init(&r->peers, sizeof(struct peer_key), sizeof(struct peer_est));
-	r->calls_heap = (struct heap){ .key = call_key, .set_idx = call_set_idx };
-	r->rexmit_heap = (struct heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
+	r->calls_heap = (struct cfs__heap){ .key = call_key, .set_idx = call_set_idx };
+	r->rexmit_heap = (struct cfs__heap){ .key = rexmit_key, .set_idx = rexmit_set_idx };
 }
 
 void cfs__rpc_free(struct cfs__rpc *r)
@@ -99,7 +99,7 @@ void cfs__rpc_free(struct cfs__rpc *r)
 	free(r->late);
 }
 
-void cfs__call_free(struct call *c)
+void cfs__call_free(struct cfs__call *c)
 {
 	if (!c)
 		return;
@@ -107,7 +107,7 @@ void cfs__call_free(struct call *c)
 	free(c);
 }
 
-static struct cfs__rpc_act *act_push(struct cfs__rpc *r, enum cfs__rpc_act_type type, struct call *c)
+static struct cfs__rpc_act *act_push(struct cfs__rpc *r, enum cfs__rpc_act_type type, struct cfs__call *c)
 {
 	struct cfs__rpc_act *a = cfs_actq_push(&r->acts, sizeof(*a));
 	a->type = (uint8_t)type;
@@ -122,9 +122,9 @@ bool cfs__rpc_poll(struct cfs__rpc *r, struct cfs__rpc_act *ret)
 
 /* ------------------------------------------------------------ call table */
 
-static struct call *table_find(const struct cfs__rpc *r, uint64_t id)
+static struct cfs__call *table_find(const struct cfs__rpc *r, uint64_t id)
 {
-	struct call **c = cfs_htab_get(&r->calls, &id);
+	struct cfs__call **c = cfs_htab_get(&r->calls, &id);
 	return c ? *c : NULL;
 }
 
@@ -139,15 +139,15 @@ bool cfs__rpc_has(const struct cfs__rpc *r, uint64_t reqid)
 }
 
 /* A call in flight (sent, not ended), or NULL. */
-static struct call *call_find(const struct cfs__rpc *r, uint64_t reqid)
+static struct cfs__call *call_find(const struct cfs__rpc *r, uint64_t reqid)
 {
-	struct call *c = table_find(r, reqid);
+	struct cfs__call *c = table_find(r, reqid);
 	return c && c->heap_idx != SIZE_MAX ? c : NULL;
 }
 
 bool cfs__rpc_awaits(const struct cfs__rpc *r, const struct cfs_addr *from, uint64_t reqid)
 {
-	const struct call *c = call_find(r, reqid);
+	const struct cfs__call *c = call_find(r, reqid);
 	return c && cfs_addr_eq(&c->dst, from);
 }
 
@@ -281,7 +281,7 @@ static unsigned window_limit(const struct cfs__rpc *r)
 #define REXMIT_MAX 3
 #define REXMIT_MIN_US 20000
 
-void cfs__rpc_sent(struct cfs__rpc *r, struct call *c, bool proven, uint64_t now)
+void cfs__rpc_sent(struct cfs__rpc *r, struct cfs__call *c, bool proven, uint64_t now)
 {
 	const struct peer_est *pe = peer_find(r, &c->dst);
 	uint64_t ri;
@@ -305,7 +305,7 @@ void cfs__rpc_sent(struct cfs__rpc *r, struct call *c, bool proven, uint64_t now
 void cfs__rpc_resend(struct cfs__rpc *r, uint64_t now)
 {
 	while (r->rexmit_heap.n) {
-		struct call *c = r->rexmit_heap.v[0];
+		struct cfs__call *c = r->rexmit_heap.v[0];
 		if (c->rexmit_us > now)
 			break;
 		cfs__heap_remove(&r->rexmit_heap, 0);
@@ -317,7 +317,7 @@ void cfs__rpc_resend(struct cfs__rpc *r, uint64_t now)
 
 /* The call's RTO: fixed, or eq. (2) against the destination's own
  * estimate and the floor and cap; then it goes. */
-static void call_send(struct cfs__rpc *r, struct call *c, uint64_t now)
+static void call_send(struct cfs__rpc *r, struct cfs__call *c, uint64_t now)
 {
 	const struct cfs_transport_config *cfg = &r->cfg;
 	uint64_t rto;
@@ -347,12 +347,12 @@ static void call_send(struct cfs__rpc *r, struct call *c, uint64_t now)
 	act_push(r, CFS__RPC_SEND, c)->arm_resend = true;
 }
 
-void cfs__rpc_start(struct cfs__rpc *r, struct call *c, uint64_t now)
+void cfs__rpc_start(struct cfs__rpc *r, struct cfs__call *c, uint64_t now)
 {
 	c->heap_idx = SIZE_MAX;
 	c->rx_idx = SIZE_MAX;
 	c->qnext = NULL;
-	*(struct call **)cfs_htab_put(&r->calls, &c->reqid, NULL) = c;
+	*(struct cfs__call **)cfs_htab_put(&r->calls, &c->reqid, NULL) = c;
 	r->st->calls++;
 	c->outside = c->background || (r->nsilent && silent_find(r, &c->dst) >= 0);
 	if (c->outside || (r->st->inflight < window_limit(r) && !r->q_head)) {
@@ -373,7 +373,7 @@ void cfs__rpc_start(struct cfs__rpc *r, struct call *c, uint64_t now)
 void cfs__rpc_pump(struct cfs__rpc *r, uint64_t now)
 {
 	while (r->q_head) {
-		struct call *c = r->q_head;
+		struct cfs__call *c = r->q_head;
 		if (r->nsilent && silent_find(r, &c->dst) >= 0)
 			c->outside = true;
 		else if (r->st->inflight >= window_limit(r))
@@ -391,7 +391,7 @@ void cfs__rpc_pump(struct cfs__rpc *r, uint64_t now)
 void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t reqid,
                     const uint8_t token[static XFER_TOKEN_BYTES], uint64_t now)
 {
-	struct call *c = call_find(r, reqid);
+	struct cfs__call *c = call_find(r, reqid);
 
 	r->st->retries_in++;
 	if (!c || !cfs_addr_eq(&c->dst, from) || c->retries >= 2)
@@ -404,7 +404,7 @@ void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t re
 
 void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, uint64_t now)
 {
-	struct call *c = call_find(r, reqid);
+	struct cfs__call *c = call_find(r, reqid);
 
 	if (!c)
 		return;
@@ -422,7 +422,7 @@ void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, uint64_t now)
 
 /* c has left the table: out of the heaps and the window; the driver
  * forgets its pieces, then tells its caller. */
-static void call_finish(struct cfs__rpc *r, struct call *c, int status, const struct cfs_msg *reply,
+static void call_finish(struct cfs__rpc *r, struct cfs__call *c, int status, const struct cfs_msg *reply,
                         uint64_t rtt_us)
 {
 	if (c->rx_idx != SIZE_MAX)
@@ -446,7 +446,7 @@ static void call_finish(struct cfs__rpc *r, struct call *c, int status, const st
 static void silent_release(struct cfs__rpc *r, const struct cfs_addr *a)
 {
 	for (size_t i = 0; i < r->calls_heap.n; i++) {
-		struct call *c = r->calls_heap.v[i];
+		struct cfs__call *c = r->calls_heap.v[i];
 		if (!c->outside && cfs_addr_eq(&c->dst, a)) {
 			c->outside = true;
 			r->st->inflight--;
@@ -456,7 +456,7 @@ static void silent_release(struct cfs__rpc *r, const struct cfs_addr *a)
 
 /* Remember a call that timed out (window_before: w before its timeout
  * halved it, 0 if it did not), overwriting the oldest. */
-static void late_note(struct cfs__rpc *r, const struct call *c, double window_before)
+static void late_note(struct cfs__rpc *r, const struct cfs__call *c, double window_before)
 {
 	if (!r->late)
 		r->late = xcalloc(LATE_MAX, sizeof(r->late[0]));
@@ -475,7 +475,7 @@ bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us)
 
 	if (!r->calls_heap.n)
 		return false;
-	struct call *c = r->calls_heap.v[0];
+	struct cfs__call *c = r->calls_heap.v[0];
 	if (c->deadline_us > before_us)
 		return false;
 	double before = st->window;
@@ -493,11 +493,11 @@ bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us)
 void cfs__rpc_cancel_all(struct cfs__rpc *r)
 {
 	size_t n = cfs_htab_count(&r->calls), pos = 0;
-	struct call **all = xmalloc((n ? n : 1) * sizeof(*all));
+	struct cfs__call **all = xmalloc((n ? n : 1) * sizeof(*all));
 	void *v;
 
 	for (size_t i = 0; cfs_htab_next(&r->calls, &pos, NULL, &v); i++)
-		all[i] = *(struct call **)v;
+		all[i] = *(struct cfs__call **)v;
 	cfs_htab_clear(&r->calls);
 	for (size_t i = 0; i < n; i++) {
 		r->st->cancelled++;
@@ -566,7 +566,7 @@ int cfs__rpc_reply(struct cfs__rpc *r, const struct cfs_addr *from, const struct
                    uint64_t now)
 {
 	struct cfs_transport_stats *st = r->st;
-	struct call *c = table_find(r, m->reqid);
+	struct cfs__call *c = table_find(r, m->reqid);
 
 	if (!c)
 		return -ENOENT;

@@ -24,7 +24,7 @@
  * and hands it over with cfs__rpc_start; the rest is the machine's. It is
  * the driver's again with its CFS__RPC_DONE action, to free with
  * cfs__call_free. */
-struct call {
+struct cfs__call {
 	uint64_t reqid;
 	struct cfs_addr dst;
 	cfs_reply_cb cb;     /* the driver's: never called here */
@@ -46,10 +46,10 @@ struct call {
 	uint64_t rexmit_us;  /* when it is next sent again */
 	size_t rx_idx;       /* in rexmit_heap; SIZE_MAX: not there */
 	size_t heap_idx;     /* in calls_heap; SIZE_MAX: not yet sent */
-	struct call *qnext;  /* wait queue */
+	struct cfs__call *qnext;  /* wait queue */
 };
 
-void cfs__call_free(struct call *c);
+void cfs__call_free(struct cfs__call *c);
 
 /* What the driver is to do, in the order queued. */
 enum cfs__rpc_act_type {
@@ -72,7 +72,7 @@ struct cfs__rpc_act {
 	uint8_t type;          /* enum cfs__rpc_act_type */
 	bool arm_resend;       /* SEND */
 	int status;            /* DONE: 0, the reply's status, -ETIMEDOUT, -ECANCELED */
-	struct call *call;     /* valid until its DONE has been carried out */
+	struct cfs__call *call;     /* valid until its DONE has been carried out */
 	const struct cfs_msg *reply; /* DONE, or NULL */
 	uint64_t rtt_us;       /* DONE */
 	uint8_t token[XFER_TOKEN_BYTES]; /* VALIDATE */
@@ -95,9 +95,9 @@ struct timed_out {
 struct cfs__rpc {
 	struct cfs_transport_config cfg; /* with its defaults filled in */
 	struct cfs_transport_stats *st;  /* the counters it adds to; window, inflight, srtt: its own */
-	struct cfs_htab calls;           /* reqid -> struct call * */
-	struct call *q_head, *q_tail;    /* waiting for the window */
-	struct heap calls_heap, rexmit_heap;
+	struct cfs_htab calls;           /* reqid -> struct cfs__call * */
+	struct cfs__call *q_head, *q_tail;    /* waiting for the window */
+	struct cfs__heap calls_heap, rexmit_heap;
 	bool have_srtt;
 	/* destinations whose last call timed out with no answer since;
 	 * silent_next is the slot reused when the table is full */
@@ -123,10 +123,10 @@ bool cfs__rpc_has(const struct cfs__rpc *r, uint64_t reqid);
 bool cfs__rpc_awaits(const struct cfs__rpc *r, const struct cfs_addr *from, uint64_t reqid);
 /* Take c (its reqid unique): sent now (a SEND), outside the window when
  * it is background or to a silent destination, else queued behind it. */
-void cfs__rpc_start(struct cfs__rpc *r, struct call *c, uint64_t now);
+void cfs__rpc_start(struct cfs__rpc *r, struct cfs__call *c, uint64_t now);
 /* c's request went (a SEND with arm_resend): schedule it to go again if
  * it is whole and its destination has proven its address. */
-void cfs__rpc_sent(struct cfs__rpc *r, struct call *c, bool proven, uint64_t now);
+void cfs__rpc_sent(struct cfs__rpc *r, struct cfs__call *c, bool proven, uint64_t now);
 /* A reply m from `from`. 1: it ends its call (DONE queued); the driver
  * takes the address as proven. 0: dropped (no call of that kind to that
  * address), counted. -ENOENT: no call has its ID; the driver may claim

@@ -170,7 +170,7 @@ static void flush_links(cfs_transport_t *t, uint64_t now)
 /* One action of the calls. While closing, only the callers are told. */
 static void rpc_act(cfs_transport_t *t, const struct cfs__rpc_act *a, uint64_t now)
 {
-	struct call *c = a->call;
+	struct cfs__call *c = a->call;
 
 	switch (a->type) {
 	case CFS__RPC_DONE: {

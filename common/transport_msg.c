@@ -145,8 +145,8 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 		return r;
 	if (probe)
 		cfs__ver_probe(t, dst, now);
-	struct call *c = xcalloc(1, sizeof(*c));
-	*c = (struct call){ .reqid = req->reqid, .dst = *dst, .cb = cb, .arg = arg, .type = req->type,
+	struct cfs__call *c = xcalloc(1, sizeof(*c));
+	*c = (struct cfs__call){ .reqid = req->reqid, .dst = *dst, .cb = cb, .arg = arg, .type = req->type,
 	                    .has_to = req->has_to, .to_id = req->to_id,
 	                    .pkt = xmemdup(sbuf, len), .pkt_len = len };
 	if (opts) {

@@ -28,13 +28,13 @@ struct server_nonce {
 	uint8_t nonce[CFS_NONCE_BYTES];
 };
 
-struct op;
+struct dhash_op;
 
 struct dhash_client {
 	chord_t *chord;
 	struct dhash_config cfg;
 	struct cfs_msg msg;       /* large: not on the stack */
-	struct op *ops;
+	struct dhash_op *ops;
 	uint32_t holds;           /* dhash__client_hold: others' operations in flight */
 	bool closing;
 	struct dhash_client_stats st;
@@ -47,9 +47,9 @@ struct dhash_client {
 
 enum op_type { OP_GET, OP_PUT, OP_PROBE };
 
-struct op {
+struct dhash_op {
 	dhash_client_t *d;
-	struct op *next;
+	struct dhash_op *next;
 	enum op_type type;
 	struct cfs_id key;
 	void *arg;
@@ -77,12 +77,12 @@ struct op {
 };
 
 struct fetch_call {
-	struct op *o;
+	struct dhash_op *o;
 	uint32_t ci;              /* the candidate asked */
 	bool hedge;               /* sent because an earlier one was slow */
 };
 
-static void op_run(struct op *o);
+static void op_run(struct dhash_op *o);
 
 static void client_maybe_free(dhash_client_t *d)
 {
@@ -90,9 +90,9 @@ static void client_maybe_free(dhash_client_t *d)
 		free(d);
 }
 
-static void op_unlink(struct op *o)
+static void op_unlink(struct dhash_op *o)
 {
-	for (struct op **pp = &o->d->ops; *pp; pp = &(*pp)->next)
+	for (struct dhash_op **pp = &o->d->ops; *pp; pp = &(*pp)->next)
 		if (*pp == o) {
 			*pp = o->next;
 			return;
@@ -100,7 +100,7 @@ static void op_unlink(struct op *o)
 }
 
 /* The one place an operation is freed. */
-static void op_maybe_free(struct op *o)
+static void op_maybe_free(struct dhash_op *o)
 {
 	if (!o->finished)
 		return;
@@ -144,7 +144,7 @@ struct dhash__reply dhash__reply_of(int status, const struct cfs_msg *m,
 }
 
 /* A reply to an op: -ECANCELED for all once the client is closing. */
-static struct dhash__reply reply_of(const struct op *o, int status, const struct cfs_msg *m,
+static struct dhash__reply reply_of(const struct dhash_op *o, int status, const struct cfs_msg *m,
                                     const struct cfs_rpc_result *res)
 {
 	return dhash__reply_of(!o->finished && o->d->closing ? -ECANCELED : status, m, res);
@@ -155,7 +155,7 @@ static struct dhash__reply reply_of(const struct op *o, int status, const struct
 static void lookup_done(void *arg, const struct chord_lookup_result *r)
 {
 	static const struct chord_lookup_result cancelled = { .status = -ECANCELED };
-	struct op *o = arg;
+	struct dhash_op *o = arg;
 	dhash_client_t *d = o->d;
 	uint64_t rtt[CFS_MSG_MAX_NODES];
 
@@ -177,7 +177,7 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 	op_run(o);
 }
 
-static int op_lookup(struct op *o, const struct dhash__act *a)
+static int op_lookup(struct dhash_op *o, const struct dhash__act *a)
 {
 	struct chord_lookup_opts lo = { .mode = o->d->cfg.lookup_mode, .nsucc = a->nsucc,
 	                                .flags = a->flags };
@@ -197,7 +197,7 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
 	struct fetch_call *fc = arg;
-	struct op *o = fc->o;
+	struct dhash_op *o = fc->o;
 	struct dhash__reply rep = reply_of(o, status, reply, res);
 	uint64_t seq;
 
@@ -216,7 +216,7 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 	op_run(o);
 }
 
-static int fetch_send(struct op *o, const struct dhash__act *a)
+static int fetch_send(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->get.sm.cand[a->i];
@@ -259,7 +259,7 @@ static bool push_allowed(dhash_client_t *d, size_t len)
 	return true;
 }
 
-static void cache_push(struct op *o, const struct dhash__act *a)
+static void cache_push(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->get.sm.path[a->i];
@@ -281,7 +281,7 @@ static void cache_push(struct op *o, const struct dhash__act *a)
 
 static void hedge_fired(uv_timer_t *t)
 {
-	struct op *o = t->data;
+	struct dhash_op *o = t->data;
 	dhash_client_t *d = o->d;
 
 	if (!dhash__get_can_hedge(&o->get.sm))
@@ -298,7 +298,7 @@ static void hedge_fired(uv_timer_t *t)
 }
 
 /* The hedge timer behind a FETCH to cand[ci]: hedge_ms, or automatic. */
-static void hedge_arm(struct op *o, uint32_t ms, uint32_t ci)
+static void hedge_arm(struct dhash_op *o, uint32_t ms, uint32_t ci)
 {
 	if (ms == DHASH_HEDGE_AUTO)
 		ms = dhash_hedge_auto_ms(chord_rtt_us(o->d->chord, &o->get.sm.cand[ci]));
@@ -312,14 +312,14 @@ static void hedge_arm(struct op *o, uint32_t ms, uint32_t ci)
 
 static void hedge_closed(uv_handle_t *h)
 {
-	struct op *o = h->data;
+	struct dhash_op *o = h->data;
 
 	free(h);
 	o->get.hedge = NULL;
 	op_maybe_free(o);
 }
 
-static void get_finish(struct op *o, const struct dhash__act *a)
+static void get_finish(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct dhash__get *g = &o->get.sm;
@@ -366,7 +366,7 @@ static void nonce_keep(dhash_client_t *d, const struct cfs_addr *a, const uint8_
 
 /* One STORE or HAVE of a put, to cand[ci]: several may be out at once. */
 struct put_call {
-	struct op *o;
+	struct dhash_op *o;
 	uint32_t ci;
 	bool have;
 };
@@ -375,7 +375,7 @@ static void put_reply(void *arg, int status, const struct cfs_msg *reply,
                       const struct cfs_rpc_result *res)
 {
 	struct put_call *pc = arg;
-	struct op *o = pc->o;
+	struct dhash_op *o = pc->o;
 	struct dhash__reply rep = reply_of(o, status, reply, res);
 
 	if (pc->have)
@@ -400,7 +400,7 @@ void dhash__client_keep_nonce(dhash_client_t *d, const struct cfs_addr *a, const
 	nonce_keep(d, a, nonce);
 }
 
-static int put_call(struct op *o, const struct dhash__act *a, uint32_t timeout_ms)
+static int put_call(struct dhash_op *o, const struct dhash__act *a, uint32_t timeout_ms)
 {
 	struct put_call *pc = xmalloc(sizeof(*pc));
 	int r;
@@ -411,7 +411,7 @@ static int put_call(struct op *o, const struct dhash__act *a, uint32_t timeout_m
 	return r;
 }
 
-static int store_send(struct op *o, const struct dhash__act *a)
+static int store_send(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->put.sm.cand[a->i];
@@ -431,7 +431,7 @@ static int store_send(struct op *o, const struct dhash__act *a)
 }
 
 /* A put's HAVE: does cand[i] hold the block now (the quorum)? */
-static int put_have_send(struct op *o, const struct dhash__act *a)
+static int put_have_send(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->put.sm.cand[a->i];
@@ -449,14 +449,14 @@ static int put_have_send(struct op *o, const struct dhash__act *a)
 static void probe_reply(void *arg, int status, const struct cfs_msg *reply,
                         const struct cfs_rpc_result *res)
 {
-	struct op *o = arg;
+	struct dhash_op *o = arg;
 	struct dhash__reply rep = reply_of(o, status, reply, res);
 
 	dhash__probe_on_reply(&o->probe.sm, &rep);
 	op_run(o);
 }
 
-static int probe_send(struct op *o, const struct dhash__act *a)
+static int probe_send(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	const struct cfs_node *to = &o->probe.sm.cand[a->i];
@@ -473,7 +473,7 @@ static int probe_send(struct op *o, const struct dhash__act *a)
 
 /* ------------------------------------------------------------ the driver */
 
-static void op_finish(struct op *o, const struct dhash__act *a)
+static void op_finish(struct dhash_op *o, const struct dhash__act *a)
 {
 	dhash_client_t *d = o->d;
 	int status = d->closing ? -ECANCELED : a->status;
@@ -499,7 +499,7 @@ static void op_finish(struct op *o, const struct dhash__act *a)
 	client_maybe_free(d);
 }
 
-static bool op_next(struct op *o, struct dhash__act *a)
+static bool op_next(struct dhash_op *o, struct dhash__act *a)
 {
 	switch (o->type) {
 	case OP_GET: return dhash__get_next(&o->get.sm, a);
@@ -511,7 +511,7 @@ static bool op_next(struct op *o, struct dhash__act *a)
 
 /* A send the transport refused at once goes back to the machine before
  * the next action is taken (client_sm.h). */
-static void send_failed(struct op *o, const struct dhash__act *a, int r)
+static void send_failed(struct dhash_op *o, const struct dhash__act *a, int r)
 {
 	if (r == 0)
 		return;
@@ -528,7 +528,7 @@ static void send_failed(struct op *o, const struct dhash__act *a, int r)
 /* A server the machine caught lying: a get's holder that did not serve
  * the block it claimed, a put's server that acknowledged a STORE whose
  * copies nobody holds. Lookups route around it for a while. */
-static void op_suspect(struct op *o, const struct dhash__act *a)
+static void op_suspect(struct dhash_op *o, const struct dhash__act *a)
 {
 	if (o->type == OP_GET)
 		chord_suspect(o->d->chord, &o->get.sm.cand[a->i].id, "claimed a block it did not serve");
@@ -538,7 +538,7 @@ static void op_suspect(struct op *o, const struct dhash__act *a)
 
 /* Carry out what o's machine asks for, in order, then free o if it is
  * done with (o may be gone on return). FINISH is always the last action. */
-static void op_run(struct op *o)
+static void op_run(struct dhash_op *o)
 {
 	struct dhash__act a;
 
@@ -565,9 +565,9 @@ static void op_run(struct op *o)
 	op_maybe_free(o);
 }
 
-static struct op *op_new(dhash_client_t *d, enum op_type type, const struct cfs_id *key, void *arg)
+static struct dhash_op *op_new(dhash_client_t *d, enum op_type type, const struct cfs_id *key, void *arg)
 {
-	struct op *o = xcalloc(1, sizeof(*o));
+	struct dhash_op *o = xcalloc(1, sizeof(*o));
 
 	o->d = d;
 	o->type = type;
@@ -581,7 +581,7 @@ static struct op *op_new(dhash_client_t *d, enum op_type type, const struct cfs_
 
 /* The machine's first action, the lookup: when it cannot start, the
  * operation is dropped with no callback and the caller gets the error. */
-static int op_start(struct op *o)
+static int op_start(struct dhash_op *o)
 {
 	struct dhash__act a;
 	int r;
@@ -602,7 +602,7 @@ static int get_start(dhash_client_t *d, const struct cfs_id *key, bool all_first
 {
 	if (d->closing)
 		return -ECANCELED;
-	struct op *o = op_new(d, OP_GET, key, arg);
+	struct dhash_op *o = op_new(d, OP_GET, key, arg);
 	o->get.cb = cb;
 	o->get.early = early;
 	dhash__get_init(&o->get.sm, key, &d->cfg);
@@ -669,7 +669,7 @@ int dhash_put(dhash_client_t *d, uint32_t kind, const uint8_t *p, size_t len,
 		return -EMSGSIZE;
 	if ((r = dhash_block_key(kind, p, len, &key)) < 0)
 		return r;
-	struct op *o = op_new(d, OP_PUT, &key, arg);
+	struct dhash_op *o = op_new(d, OP_PUT, &key, arg);
 	o->put.cb = cb;
 	o->put.kind = kind;
 	o->put.data = xmalloc(len ? len : 1);
@@ -687,7 +687,7 @@ static int probe_start(dhash_client_t *d, bool refresh, const struct cfs_id *key
 {
 	if (d->closing)
 		return -ECANCELED;
-	struct op *o = op_new(d, OP_PROBE, key, arg);
+	struct dhash_op *o = op_new(d, OP_PROBE, key, arg);
 	o->probe.cb = cb;
 	dhash__probe_init(&o->probe.sm, refresh, d->cfg.replicas, lease_until);
 	o->probe.sm.min_servers = known_servers(d);

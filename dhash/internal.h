@@ -149,7 +149,7 @@ struct dhash_scrub {
 };
 
 /* A content-hash STORE checked and waiting for the group commit. */
-struct pending {
+struct dhash__pending {
 	struct cfs_reply_to from;
 	struct cfs_id key;
 	struct dhash_rec rec;     /* rec.data is ours */
@@ -173,7 +173,7 @@ struct dhash_server {
 	bool clock_off;           /* beyond max_skew_s: lease expiry suspended */
 	uint64_t expiry_skipped;  /* collector rounds skipped for it */
 	uv_check_t commit;        /* after each poll: write what arrived, then answer */
-	struct pending *q;
+	struct dhash__pending *q;
 	size_t nq;
 	struct cfs_msg reply;     /* large: not on the stack */
 	struct cfs_msg push;

@@ -237,7 +237,7 @@ static void commit(dhash_server_t *s)
 
 	/* Capacity and quotas first: what they refuse is not written. */
 	for (size_t i = 0; i < n; i++) {
-		const struct pending *p = &s->q[i];
+		const struct dhash__pending *p = &s->q[i];
 		uint64_t mine = 0;
 		for (size_t j = 0; j < m; j++)
 			if (!memcmp(recs[j].owner, p->rec.owner, 16))
@@ -258,7 +258,7 @@ static void commit(dhash_server_t *s)
 	s->commits++;
 	s->nq = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct pending *p = &s->q[i];
+		struct dhash__pending *p = &s->q[i];
 		/* plain STOREs: nobody's charge; a fragment is this server's alone */
 		if (st[i] == 0 && (p->flags & DHASH_STORE_F_PRIMARY) && p->rec.kind != DHASH_KIND_FRAG)
 			replicate_then_answer(s, &p->from, &p->key, &p->rec);
@@ -474,7 +474,7 @@ void dhash__handle_store(dhash_server_t *s, const struct cfs_msg *req, const str
 	rec.data = xmalloc(rec.len ? rec.len : 1);
 	memcpy(rec.data, req->data.p, rec.len);
 	s->q = xrealloc(s->q, (s->nq + 1) * sizeof(*s->q));
-	s->q[s->nq++] = (struct pending){ .from = *from, .key = req->key, .rec = rec, .flags = req->flags };
+	s->q[s->nq++] = (struct dhash__pending){ .from = *from, .key = req->key, .rec = rec, .flags = req->flags };
 	if (s->nq >= COMMIT_MAX)
 		commit(s);
 	else

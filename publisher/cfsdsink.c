@@ -59,7 +59,7 @@ static void note_lease(struct cfsdsink *d, uint64_t lease)
 
 /* One batch call: done once every request is answered, with the first
  * error. The caller holds one count while it starts the requests. */
-struct batch {
+struct sink_batch {
 	struct cfs_fanin fan;
 	pub_done_fn done;
 	void *arg;
@@ -68,7 +68,7 @@ struct batch {
 	size_t base;              /* have: index of this request's first key */
 };
 
-static void batch_end(struct batch *b, int status)
+static void batch_end(struct sink_batch *b, int status)
 {
 	if (!cfs_fanin_end(&b->fan, status))
 		return;
@@ -79,7 +79,7 @@ static void batch_end(struct batch *b, int status)
 /* Drop the caller's hold. A batch that started no request ends here,
  * inside the call, with the first start's error or else status_none:
  * the publisher never asks for an empty batch. */
-static void batch_started(struct batch *b, int status_none)
+static void batch_started(struct sink_batch *b, int status_none)
 {
 	if (b->fan.out == 1 && b->fan.status == 0)
 		b->fan.status = status_none;
@@ -88,7 +88,7 @@ static void batch_started(struct batch *b, int status_none)
 
 struct have_req {
 	struct cfsdsink *d;
-	struct batch *b;
+	struct sink_batch *b;
 	size_t base;
 	const struct cfs_id *keys; /* the batch's, from base (live until it ends) */
 	uint32_t n;
@@ -207,7 +207,7 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
                     pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
-	struct batch *b = xcalloc(1, sizeof(*b));
+	struct sink_batch *b = xcalloc(1, sizeof(*b));
 
 	b->done = done;
 	b->arg = arg;
@@ -234,7 +234,7 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 
 struct put_req {
 	struct cfsdsink *d;
-	struct batch *b;
+	struct sink_batch *b;
 	struct pub_block *blk;
 	pub_done_fn done;         /* put_root: the caller's callback */
 	void *arg;
@@ -280,7 +280,7 @@ static void sk_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
                    pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
-	struct batch *b = xcalloc(1, sizeof(*b));
+	struct sink_batch *b = xcalloc(1, sizeof(*b));
 
 	b->done = done;
 	b->arg = arg;
@@ -344,7 +344,7 @@ static void sk_put_version(void *sink, const uint8_t *p, size_t len, uint64_t le
 
 struct refresh_req {
 	struct cfsdsink *d;
-	struct batch *b;
+	struct sink_batch *b;
 	uint32_t n;
 };
 
@@ -370,7 +370,7 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
                        pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
-	struct batch *b = xcalloc(1, sizeof(*b));
+	struct sink_batch *b = xcalloc(1, sizeof(*b));
 
 	b->done = done;
 	b->arg = arg;

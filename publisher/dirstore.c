@@ -43,7 +43,7 @@ struct completion {
 };
 
 /* A put or a lease change, written on a worker thread, one at a time in order. */
-struct job {
+struct dirstore_job {
 	uv_work_t w;
 	struct dirstore *d;
 	struct pub_block *blocks;  /* a put: written, status set */
@@ -55,7 +55,7 @@ struct job {
 	int status;
 	pub_done_fn done;
 	void *arg;
-	struct job *next;
+	struct dirstore_job *next;
 };
 
 struct dirstore {
@@ -68,7 +68,7 @@ struct dirstore {
 	struct cfs_idmap map;      /* key -> index into leases */
 	uint64_t *leases;
 	size_t nleases, cap_leases;
-	struct job *jobs, *jobs_tail; /* in order; the first one is written next */
+	struct dirstore_job *jobs, *jobs_tail; /* in order; the first one is written next */
 	bool writing, closing;
 };
 
@@ -126,7 +126,7 @@ static void complete_later(struct dirstore *d, pub_done_fn done, void *arg, int 
 
 static void put_work(uv_work_t *w)
 {
-	struct job *j = w->data;
+	struct dirstore_job *j = w->data;
 	struct bstore_op *ops = xcalloc(j->n ? j->n : 1, sizeof(*ops));
 
 	for (size_t i = 0; i < j->n; i++) {
@@ -145,7 +145,7 @@ static void put_work(uv_work_t *w)
  * shorter one): -ENOENT if one is missing, the others moved anyway. */
 static void lease_work(uv_work_t *w)
 {
-	struct job *j = w->data;
+	struct dirstore_job *j = w->data;
 	struct bstore_op *ops = xcalloc(j->nkeys ? j->nkeys : 1, sizeof(*ops));
 	size_t m = 0;
 	int missing = 0;
@@ -170,7 +170,7 @@ static void lease_work(uv_work_t *w)
 
 static void run_next(struct dirstore *d);
 
-static void job_free(struct job *j)
+static void job_free(struct dirstore_job *j)
 {
 	free(j->keys);
 	free(j->done_keys);
@@ -179,7 +179,7 @@ static void job_free(struct job *j)
 
 static void after_work(uv_work_t *w, int status)
 {
-	struct job *j = w->data;
+	struct dirstore_job *j = w->data;
 	struct dirstore *d = j->d;
 
 	(void)status; /* a queued job is never cancelled */
@@ -203,7 +203,7 @@ static void finalize(struct dirstore *d);
 
 static void run_next(struct dirstore *d)
 {
-	struct job *j = d->jobs;
+	struct dirstore_job *j = d->jobs;
 
 	if (d->writing)
 		return;
@@ -217,7 +217,7 @@ static void run_next(struct dirstore *d)
 	uv_queue_work(d->loop, &j->w, j->blocks ? put_work : lease_work, after_work);
 }
 
-static void enqueue(struct dirstore *d, struct job *j)
+static void enqueue(struct dirstore *d, struct dirstore_job *j)
 {
 	j->d = d;
 	if (d->jobs_tail)
@@ -231,7 +231,7 @@ static void enqueue(struct dirstore *d, struct job *j)
 static void ds_put(void *sink, struct pub_block *blocks, size_t n, uint64_t lease_until,
                    pub_done_fn done, void *arg)
 {
-	struct job *j = xcalloc(1, sizeof(*j));
+	struct dirstore_job *j = xcalloc(1, sizeof(*j));
 	j->blocks = blocks;
 	j->n = n;
 	j->lease = lease_until ? lease_until : cfs_wall_s() + DHASH_LEASE_DEFAULT_S;
@@ -240,9 +240,9 @@ static void ds_put(void *sink, struct pub_block *blocks, size_t n, uint64_t leas
 	enqueue(sink, j);
 }
 
-static struct job *lease_job(size_t n, uint64_t lease)
+static struct dirstore_job *lease_job(size_t n, uint64_t lease)
 {
-	struct job *j = xcalloc(1, sizeof(*j));
+	struct dirstore_job *j = xcalloc(1, sizeof(*j));
 	j->keys = xmalloc((n ? n : 1) * sizeof(*j->keys));
 	j->done_keys = xcalloc(n ? n : 1, sizeof(*j->done_keys));
 	j->lease = lease;
@@ -259,7 +259,7 @@ static void ds_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 			complete_later(d, done, arg, -ENOENT);
 			return;
 		}
-	struct job *j = lease_job(n, lease_until);
+	struct dirstore_job *j = lease_job(n, lease_until);
 	memcpy(j->keys, keys, n * sizeof(*keys));
 	j->nkeys = n;
 	j->done = done;
@@ -273,7 +273,7 @@ static void ds_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
                     bool *have, pub_done_fn done, void *arg)
 {
 	struct dirstore *d = sink;
-	struct job *j = NULL;
+	struct dirstore_job *j = NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *at = find_lease(d, &keys[i]);

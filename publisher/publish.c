@@ -33,7 +33,7 @@
 
 /* One batch on its way to the sink: asked which blocks it holds, then sent
  * the others. It owns its blocks' bytes until the sink answers. */
-struct batch {
+struct pub__batch {
 	struct pub *p;
 	struct pub_block blocks[BATCH_BLOCKS];
 	struct cfs_id keys[BATCH_BLOCKS];
@@ -80,7 +80,7 @@ static void draw_progress(struct pub *p, bool final)
 		cfs_progress_draw(&p->bar, cfs_now_us());
 }
 
-static void batch_free(struct batch *b)
+static void batch_free(struct pub__batch *b)
 {
 	for (size_t i = 0; i < b->n; i++)
 		free((void *)b->blocks[i].p);
@@ -89,7 +89,7 @@ static void batch_free(struct batch *b)
 }
 
 /* The sink has answered for the batch, with r < 0 if it failed. */
-static void batch_end(struct batch *b, int r)
+static void batch_end(struct pub__batch *b, int r)
 {
 	struct pub *p = b->p;
 
@@ -133,7 +133,7 @@ static void on_put(void *arg, int status)
 
 static void on_have(void *arg, int status)
 {
-	struct batch *b = arg;
+	struct pub__batch *b = arg;
 	struct pub *p = b->p;
 
 	if (status < 0) {
@@ -156,7 +156,7 @@ static void on_have(void *arg, int status)
  * out. Returns the first error any batch met. */
 static int submit(struct pub *p)
 {
-	struct batch *b = p->cur;
+	struct pub__batch *b = p->cur;
 
 	p->cur = NULL;
 	if (b && b->n) {
@@ -189,7 +189,7 @@ static int drain(struct pub *p)
 static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len,
                       uint64_t content, bool data)
 {
-	struct batch *b;
+	struct pub__batch *b;
 
 	if (p->error || cfs_idmap_get(&p->stored, key, NULL)) {
 		free(bytes); /* the same block twice: stored once */

@@ -9,7 +9,7 @@
 
 #include "publisher/internal.h"
 
-struct batch;
+struct pub__batch;
 
 struct pub {
 	uv_loop_t *loop;
@@ -17,7 +17,7 @@ struct pub {
 	const struct pub_options *opt;
 	struct pub_stats *st;
 	struct cfs_idmap stored;   /* emitted (or refreshed) by this run: sent once */
-	struct batch *cur;         /* being filled */
+	struct pub__batch *cur;         /* being filled */
 	unsigned in_flight;        /* batches the sink has not answered */
 	int error;                 /* the first batch that failed */
 	int put_error;             /* the first block the store did not take: why */

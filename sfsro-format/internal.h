@@ -28,7 +28,7 @@ struct want {
 	uint8_t btype, height, state;
 };
 
-struct lookup {
+struct sfsro__lookup {
 	struct sfsro_node *ret;
 	char *path;               /* a path op: its own copy; NULL for one name */
 	const char *at;           /* the components still to resolve */
@@ -112,7 +112,7 @@ struct sfsro_walker {
 		uint64_t version;     /* > 0: this version, from its version key */
 		struct sfsro_root *ret;
 	} root;
-	struct lookup lk;
+	struct sfsro__lookup lk;
 	struct rdir rd;
 	struct rdop r;
 	struct visit v;

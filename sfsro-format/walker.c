@@ -139,7 +139,7 @@ static void root_fed(sfsro_walker_t *w, const uint8_t *p, size_t len)
  * left. */
 static bool next_component(sfsro_walker_t *w)
 {
-	struct lookup *lk = &w->lk;
+	struct sfsro__lookup *lk = &w->lk;
 
 	while (*lk->at == '/')
 		lk->at++;
@@ -167,7 +167,7 @@ static void lookup_dir(sfsro_walker_t *w, const struct cfs_id *key)
 /* The entry named is found: done, or on to the next component. */
 static void lookup_found(sfsro_walker_t *w, const struct sfsro_entry *e)
 {
-	struct lookup *lk = &w->lk;
+	struct sfsro__lookup *lk = &w->lk;
 
 	node_copy(lk->ret, e);
 	if (!lk->path || !next_component(w)) {
@@ -184,7 +184,7 @@ static void lookup_found(sfsro_walker_t *w, const struct sfsro_entry *e)
  * whose first name is the last not above the name wanted. */
 static void lookup_fed(sfsro_walker_t *w, const struct cfs_id *key, const uint8_t *p, size_t len)
 {
-	struct lookup *lk = &w->lk;
+	struct sfsro__lookup *lk = &w->lk;
 	bool top = lk->height == UINT32_MAX;
 	struct sfsro_dir d;
 

@@ -120,7 +120,7 @@ Test(chord_auth, stranger_leave_needs_nothing)
  * leaves the tables alone (maint.c calls apply only on LEAVE_APPLY). */
 Test(chord_auth, valid_leave_removes_the_node)
 {
-	struct vnode *v = &C->v[0];
+	struct chord__vnode *v = &C->v[0];
 	struct cfs_msg req;
 	struct auth_ent *e;
 

@@ -31,9 +31,9 @@ static enum auth_state fake_auth(void *ctx, const struct cfs_node *n, uint64_t n
 }
 
 /* Virtual server vi at ring[self] with successors ring[first .. first + nsuccs). */
-static struct vnode *vn(uint32_t vi, int self, int first, uint32_t nsuccs)
+static struct chord__vnode *vn(uint32_t vi, int self, int first, uint32_t nsuccs)
 {
-	struct vnode *v = &C->v[vi];
+	struct chord__vnode *v = &C->v[vi];
 
 	v->c = C;
 	v->index = vi;
@@ -72,7 +72,7 @@ static void teardown(void)
 }
 
 /* A fresh machine for v: the driver builds one per event. */
-static struct chord__mtsm *sm_for(struct vnode *v)
+static struct chord__mtsm *sm_for(struct chord__vnode *v)
 {
 	cfs_actq_free(&SM.q);
 	SM = (struct chord__mtsm){ .v = v, .auth = fake_auth, .ctx = C };
@@ -113,7 +113,7 @@ static const struct cfs_msg *answer(int pred, int from, uint32_t n)
 }
 
 /* The successor asked and its answer taken: what the driver does. */
-static void round_trip(struct vnode *v, const struct cfs_msg *m, uint64_t now)
+static void round_trip(struct chord__vnode *v, const struct cfs_msg *m, uint64_t now)
 {
 	chord__mtsm_tick(sm_for(v), now);
 	struct chord__mt_act a = expect(CHORD__MTA_ASK_SUCC, -1);
@@ -127,7 +127,7 @@ TestSuite(chord_maint_sm, .init = setup, .fini = teardown);
 
 Test(chord_maint_sm, pred_between_us_and_successor_is_offered)
 {
-	struct vnode *v = vn(0, 10, 12, 3);
+	struct chord__vnode *v = vn(0, 10, 12, 3);
 
 	round_trip(v, answer(11, 13, 4), T0);
 	expect(CHORD__MTA_OFFER, 11);
@@ -140,7 +140,7 @@ Test(chord_maint_sm, pred_between_us_and_successor_is_offered)
 
 Test(chord_maint_sm, successor_naming_us_needs_no_notify)
 {
-	struct vnode *v = vn(0, 10, 11, 3);
+	struct chord__vnode *v = vn(0, 10, 11, 3);
 
 	v->succ_unsure = true;
 	round_trip(v, answer(10, 13, 3), T0);
@@ -150,7 +150,7 @@ Test(chord_maint_sm, successor_naming_us_needs_no_notify)
 
 Test(chord_maint_sm, successor_naming_another_is_notified)
 {
-	struct vnode *v = vn(0, 10, 11, 3);
+	struct chord__vnode *v = vn(0, 10, 11, 3);
 
 	v->succ_unsure = true;
 	round_trip(v, answer(5, 13, 3), T0);
@@ -165,7 +165,7 @@ Test(chord_maint_sm, successor_naming_another_is_notified)
 
 Test(chord_maint_sm, list_stops_at_first_unauthenticated)
 {
-	struct vnode *v = vn(0, 10, 11, 1);
+	struct chord__vnode *v = vn(0, 10, 11, 1);
 
 	verdict = AUTH_PENDING;
 	round_trip(v, answer(10, 12, 4), T0);
@@ -178,7 +178,7 @@ Test(chord_maint_sm, list_stops_at_first_unauthenticated)
 
 Test(chord_maint_sm, silent_successor_dropped_after_fail_probes)
 {
-	struct vnode *v = vn(0, 10, 11, 3);
+	struct chord__vnode *v = vn(0, 10, 11, 3);
 
 	for (uint32_t i = 1; i < C->cfg.fail_probes; i++) {
 		round_trip(v, NULL, T0 + i);
@@ -202,7 +202,7 @@ Test(chord_maint_sm, silent_successor_dropped_after_fail_probes)
 
 Test(chord_maint_sm, refusing_successor_dropped_at_once)
 {
-	struct vnode *v = vn(0, 10, 11, 3);
+	struct chord__vnode *v = vn(0, 10, 11, 3);
 
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_ASK_SUCC, 11);
@@ -213,7 +213,7 @@ Test(chord_maint_sm, refusing_successor_dropped_at_once)
 
 Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
 {
-	struct vnode *v = vn(0, 10, 11, 3);
+	struct chord__vnode *v = vn(0, 10, 11, 3);
 
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_ASK_SUCC, 11);
@@ -241,7 +241,7 @@ Test(chord_maint_sm, one_question_at_a_time_and_stale_answers_ignored)
 Test(chord_maint_sm, local_successor_read_directly)
 {
 	C->nv = 2;
-	struct vnode *v = vn(0, 10, 12, 1), *u = vn(1, 12, 13, 2);
+	struct chord__vnode *v = vn(0, 10, 12, 1), *u = vn(1, 12, 13, 2);
 
 	u->pred = (struct tnode){ .n = ring[11], .valid = true };
 	chord__mtsm_tick(sm_for(v), T0);
@@ -255,7 +255,7 @@ Test(chord_maint_sm, local_successor_read_directly)
 
 Test(chord_maint_sm, quiet_predecessor_probed_and_lost)
 {
-	struct vnode *v = vn(0, 10, 11, 0);
+	struct chord__vnode *v = vn(0, 10, 11, 0);
 	uint64_t quiet = 2ull * STAB_MS * 1000;
 
 	v->pred = (struct tnode){ .n = ring[9], .valid = true };
@@ -293,7 +293,7 @@ Test(chord_maint_sm, quiet_predecessor_probed_and_lost)
 
 Test(chord_maint_sm, first_round_after_join_said_once)
 {
-	struct vnode *v = vn(0, 10, 11, 1);
+	struct chord__vnode *v = vn(0, 10, 11, 1);
 
 	v->join_attempts = 2;
 	chord__mtsm_tick(sm_for(v), T0);
@@ -320,7 +320,7 @@ static int finger_first(int self, int k)
 
 Test(chord_maint_sm, finger_answer_in_range_taken_nearest_first)
 {
-	struct vnode *v = vn(0, 10, 11, 1);
+	struct chord__vnode *v = vn(0, 10, 11, 1);
 	int k = NFINGERS - 1, j = finger_first(10, k);
 	struct cfs_node cand[2] = { ring[j], ring[(j + 1) % RING] };
 
@@ -357,7 +357,7 @@ Test(chord_maint_sm, finger_answer_in_range_taken_nearest_first)
 
 Test(chord_maint_sm, finger_answer_outside_range_takes_first)
 {
-	struct vnode *v = vn(0, 10, 11, 1);
+	struct chord__vnode *v = vn(0, 10, 11, 1);
 	int k = NFINGERS - 1, j = finger_first(10, k);
 	struct cfs_node cand[2] = { ring[(j + RING - 1) % RING], ring[j] };
 
@@ -370,7 +370,7 @@ Test(chord_maint_sm, finger_answer_outside_range_takes_first)
 
 Test(chord_maint_sm, fingers_covered_by_successors_need_no_lookup)
 {
-	struct vnode *v = vn(0, 10, 11, 0);
+	struct chord__vnode *v = vn(0, 10, 11, 0);
 
 	v->next_finger = NFINGERS - 1;
 	v->finger[3] = (struct tnode){ .n = ring[20], .valid = true };
@@ -390,7 +390,7 @@ Test(chord_maint_sm, fingers_covered_by_successors_need_no_lookup)
 
 Test(chord_maint_sm, unsent_finger_lookup_moves_on)
 {
-	struct vnode *v = vn(0, 10, 11, 1);
+	struct chord__vnode *v = vn(0, 10, 11, 1);
 	int k = NFINGERS - 1;
 
 	v->next_finger = k;
@@ -405,9 +405,9 @@ Test(chord_maint_sm, unsent_finger_lookup_moves_on)
 }
 
 /* A virtual server that has not joined yet, with one join target. */
-static struct vnode *joining(void)
+static struct chord__vnode *joining(void)
 {
-	struct vnode *v = vn(0, 10, 11, 0);
+	struct chord__vnode *v = vn(0, 10, 11, 0);
 
 	v->joined = false;
 	C->nboot = 1;
@@ -416,7 +416,7 @@ static struct vnode *joining(void)
 
 Test(chord_maint_sm, join_answer_adopted_once_its_head_is_authenticated)
 {
-	struct vnode *v = joining();
+	struct chord__vnode *v = joining();
 	struct cfs_node succ[4] = { ring[11], ring[12], ring[13], ring[14] };
 
 	chord__mtsm_tick(sm_for(v), T0);
@@ -462,7 +462,7 @@ Test(chord_maint_sm, join_answer_adopted_once_its_head_is_authenticated)
 
 Test(chord_maint_sm, join_answer_naming_us_skips_us)
 {
-	struct vnode *v = joining();
+	struct chord__vnode *v = joining();
 	struct cfs_node succ[3] = { ring[10], ring[11], ring[12] };
 
 	v->join_busy = true;
@@ -473,7 +473,7 @@ Test(chord_maint_sm, join_answer_naming_us_skips_us)
 	cr_assert(cfs_id_eq(&v->succ[0].n.id, &ring[11].id));
 
 	/* An answer naming only us, or one the index check holds, is not taken. */
-	struct vnode *w = vn(1, 20, 21, 0);
+	struct chord__vnode *w = vn(1, 20, 21, 0);
 	C->nv = 2;
 	w->joined = false;
 	chord__mtsm_join_answer(sm_for(w), 0, &ring[20], 1, false, T0);
@@ -485,7 +485,7 @@ Test(chord_maint_sm, join_answer_naming_us_skips_us)
 
 Test(chord_maint_sm, failed_join_moves_to_next_target)
 {
-	struct vnode *v = joining();
+	struct chord__vnode *v = joining();
 
 	chord__mtsm_tick(sm_for(v), T0);
 	expect(CHORD__MTA_LOOKUP_JOIN, -1);
@@ -513,7 +513,7 @@ Test(chord_maint_sm, failed_join_moves_to_next_target)
 
 Test(chord_maint_sm, no_join_target_or_first_founds_a_ring)
 {
-	struct vnode *v = joining();
+	struct chord__vnode *v = joining();
 
 	C->nboot = 0;
 	chord__mtsm_tick(sm_for(v), T0);

@@ -38,9 +38,9 @@ static bool same(const struct cfs_node *a, int idx)
 }
 
 /* Virtual server vi at ring[self] with successors ring[self+1 .. +nsuccs]. */
-static struct vnode *vn(uint32_t vi, int self, uint32_t nsuccs)
+static struct chord__vnode *vn(uint32_t vi, int self, uint32_t nsuccs)
 {
-	struct vnode *v = &C->v[vi];
+	struct chord__vnode *v = &C->v[vi];
 
 	v->c = C;
 	v->index = vi;
@@ -74,7 +74,7 @@ static void teardown(void)
 	free(C);
 }
 
-static bool step(struct vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint32_t cap)
+static bool step(struct chord__vnode *v, int key_at, uint32_t nsucc, bool to_pred, uint32_t cap)
 {
 	struct cfs_id k = before(key_at);
 
@@ -86,7 +86,7 @@ TestSuite(chord_table, .init = setup, .fini = teardown);
 
 Test(chord_table, alone_answers_itself)
 {
-	struct vnode *v = vn(0, 0, 0);
+	struct chord__vnode *v = vn(0, 0, 0);
 
 	cr_assert(step(v, 200, 4, false, 16));
 	cr_assert_eq(n_out, 1);
@@ -96,7 +96,7 @@ Test(chord_table, alone_answers_itself)
 /* key in (pred, self]: we are its successor, our list follows. */
 Test(chord_table, own_key)
 {
-	struct vnode *v = vn(0, 100, 8);
+	struct chord__vnode *v = vn(0, 100, 8);
 
 	v->pred = (struct tnode){ .n = ring[90], .valid = true };
 	cr_assert(step(v, 100, 3, false, 16));
@@ -111,7 +111,7 @@ Test(chord_table, own_key)
  * successors after it answers early. */
 Test(chord_table, covering_list_answers_early)
 {
-	struct vnode *v = vn(0, 0, 16);
+	struct chord__vnode *v = vn(0, 0, 16);
 
 	cr_assert(step(v, 1, 4, false, 16), "the first successor");
 	cr_assert_eq(n_out, 4);
@@ -126,7 +126,7 @@ Test(chord_table, covering_list_answers_early)
  * first), then the successors we know as the partial answer. */
 Test(chord_table, partial_answer)
 {
-	struct vnode *v = vn(0, 0, 16);
+	struct chord__vnode *v = vn(0, 0, 16);
 
 	cr_assert(!step(v, 15, 4, false, 32));
 	cr_assert_eq(n_cand, 14);
@@ -142,7 +142,7 @@ Test(chord_table, partial_answer)
 /* Classic Chord (TO_PRED): only the predecessor answers. */
 Test(chord_table, to_pred)
 {
-	struct vnode *v = vn(0, 0, 16);
+	struct chord__vnode *v = vn(0, 0, 16);
 
 	cr_assert(!step(v, 4, 4, true, 16));
 	cr_assert_eq(n_cand, 3);
@@ -154,7 +154,7 @@ Test(chord_table, to_pred)
  * the key first, without repeats. */
 Test(chord_table, fingers)
 {
-	struct vnode *v = vn(0, 0, 4);
+	struct chord__vnode *v = vn(0, 0, 4);
 
 	v->finger[0] = (struct tnode){ .n = ring[100], .valid = true };
 	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
@@ -178,7 +178,7 @@ Test(chord_table, fingers)
  * behind us, is not offered. */
 Test(chord_table, learned_nodes_are_next_hops)
 {
-	struct vnode *v = vn(0, 0, 4);
+	struct chord__vnode *v = vn(0, 0, 4);
 
 	v->finger[1] = (struct tnode){ .n = ring[300], .valid = true };
 	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
@@ -217,7 +217,7 @@ static bool holds_all(void *arg, const struct cfs_id *key)
  * when the tables answer anyway, when we hold the block, or when off. */
 Test(chord_table, a_get_guesses_the_learned_nodes_just_after_its_key)
 {
-	struct vnode *v = vn(0, 0, 16); /* about 512 nodes by its list */
+	struct chord__vnode *v = vn(0, 0, 16); /* about 512 nodes by its list */
 	struct chord_lookup_opts o = { .nsucc = 8, .flags = CHORD_LOOKUP_F_REMEMBERED | CFS_LOOKUP_F_CHECK_BLOCK };
 	struct chord_lookup_result res;
 	struct cfs_id key = before(301);
@@ -258,7 +258,7 @@ Test(chord_table, a_get_guesses_the_learned_nodes_just_after_its_key)
 /* CFS 6.2: a closer virtual server of ours continues the step. */
 Test(chord_table, local_shortcut)
 {
-	struct vnode *v = vn(0, 0, 4);
+	struct chord__vnode *v = vn(0, 0, 4);
 
 	C->nv = 2;
 	vn(1, 479, 16);
@@ -270,7 +270,7 @@ Test(chord_table, local_shortcut)
 /* An unsure list with nothing before the key: no answer at all. */
 Test(chord_table, unsure_and_empty)
 {
-	struct vnode *v = vn(0, 0, 1);
+	struct chord__vnode *v = vn(0, 0, 1);
 
 	v->succ[0].n = ring[5];
 	v->succ_unsure = true;
@@ -280,7 +280,7 @@ Test(chord_table, unsure_and_empty)
 
 Test(chord_table, estimate_n)
 {
-	struct vnode *v = vn(0, 0, 0);
+	struct chord__vnode *v = vn(0, 0, 0);
 
 	cr_assert_float_eq(chord__table_estimate_n(v), 1, 1e-9);
 	vn(0, 0, 4);
@@ -298,7 +298,7 @@ Test(chord_table, estimate_n)
  * successor list that lookups answer from. */
 Test(chord_table, a_joining_server_takes_no_successor_from_what_it_meets)
 {
-	struct vnode *v = vn(0, 100, 0);
+	struct chord__vnode *v = vn(0, 100, 0);
 
 	v->joined = false;
 	chord__table_consider(C, &ring[99], T0);
@@ -320,7 +320,7 @@ Test(chord_table, a_joining_server_takes_no_successor_from_what_it_meets)
 Test(chord_table, preds_nearest_first_from_every_table)
 {
 	struct cfs_node got[8];
-	struct vnode *v = vn(0, 100, 4), *w = vn(1, 300, 2);
+	struct chord__vnode *v = vn(0, 100, 4), *w = vn(1, 300, 2);
 
 	C->nv = 2;
 	chord__learned_init(&C->learned, 64);
@@ -347,14 +347,14 @@ Test(chord_table, preds_nearest_first_from_every_table)
  * or predecessor. Failed as a hop, it leaves. */
 Test(chord_table, hints_serve_our_own_lookups_only)
 {
-	struct vnode *v = vn(0, 0, 4);
+	struct chord__vnode *v = vn(0, 0, 4);
 	struct cfs_node n, got[8];
 	uint64_t t0 = T0 - 2 * CHORD_LEARNED_QUARANTINE_US;
 
 	v->finger[3] = (struct tnode){ .n = ring[450], .valid = true };
 	v->pred = (struct tnode){ .n = ring[RING - 1], .valid = true };
 	chord__learned_init(&C->learned, 8);
-	struct vnode before_v = *v;
+	struct chord__vnode before_v = *v;
 
 	chord__learned_hint(&C->learned, &ring[479], t0);
 	cr_assert(chord__learned_next_check(&C->learned, t0, &n));

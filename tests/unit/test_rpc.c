@@ -21,7 +21,7 @@ struct seen {
 	unsigned sends, resend_arms, validates, ended, done;
 	int status;                /* of the last DONE */
 	uint64_t rtt_us;           /* of the last DONE */
-	struct call *last_send;
+	struct cfs__call *last_send;
 	bool had_reply;
 };
 
@@ -51,10 +51,10 @@ static uint64_t next_id = 1;
 
 /* A call of type PING to dst (pkt_len bytes of request), the options
  * given; started at now. */
-static struct call *call_to(const struct cfs_addr *dst, size_t pkt_len, uint32_t fixed_ms,
+static struct cfs__call *call_to(const struct cfs_addr *dst, size_t pkt_len, uint32_t fixed_ms,
                             bool background, uint64_t now)
 {
-	struct call *c = calloc(1, sizeof(*c));
+	struct cfs__call *c = calloc(1, sizeof(*c));
 
 	c->reqid = next_id++;
 	c->dst = *dst;
@@ -116,7 +116,7 @@ Test(rpc, a_lost_reply_is_sent_again)
 	struct seen s = { 0 };
 	struct cfs_msg m;
 
-	struct call *c = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	uint64_t id = c->reqid;
 	take(&s, true, T0);
 	cr_assert_eq(s.sends, 1);
@@ -182,7 +182,7 @@ Test(rpc, the_rto_grows_with_the_peer)
 	struct seen s = { 0 };
 	struct cfs_msg m;
 
-	struct call *c = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	uint64_t id = c->reqid;
 	take(&s, false, T0);
 	reply_msg(&m, id);
@@ -235,7 +235,7 @@ Test(rpc, a_late_reply_is_counted)
 	struct seen s = { 0 };
 	struct cfs_msg m;
 
-	struct call *c = call_to(&A, 100, 300, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 300, false, T0);
 	uint64_t id = c->reqid;
 	take(&s, true, T0);
 	cr_assert_eq(ST.inflight, 1);
@@ -272,7 +272,7 @@ Test(rpc, the_window_holds_calls_back)
 {
 	struct seen s = { 0 };
 	struct cfs_msg m;
-	struct call *c[6];
+	struct cfs__call *c[6];
 
 	cfs__rpc_free(&R);
 	CFG.window_init = 1;
@@ -310,7 +310,7 @@ Test(rpc, a_reply_must_match_its_call)
 	struct seen s = { 0 };
 	struct cfs_msg m;
 
-	struct call *c = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	c->has_to = true;
 	memset(c->to_id.b, 7, sizeof(c->to_id.b));
 	uint64_t id = c->reqid;
@@ -336,7 +336,7 @@ Test(rpc, a_token_is_shown_then_the_request_again)
 	struct seen s = { 0 };
 	uint8_t tok[XFER_TOKEN_BYTES] = { 1, 2, 3 };
 
-	struct call *c = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	take(&s, false, T0);
 	cfs__rpc_retry(&R, &B, c->reqid, tok, T0 + MS);
 	take(&s, false, T0 + MS);
@@ -358,7 +358,7 @@ Test(rpc, progress_keeps_a_call_alive)
 {
 	struct seen s = { 0 };
 
-	struct call *c = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	take(&s, false, T0);
 	uint64_t rto = c->rto_us;
 	cfs__rpc_touch(&R, c->reqid, T0 + 500 * MS);

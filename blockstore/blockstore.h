@@ -117,6 +117,12 @@ int bstore_scan(bstore_t *s, const struct cfs_id *from, const struct cfs_id *to,
  * *ret_more when more follow. */
 uint32_t bstore_list(bstore_t *s, const struct cfs_id *after, struct cfs_id *keys,
                      struct bstore_meta *metas, uint32_t max, bool *ret_more);
+/* Every record in key order, a page at a time (bstore_list), each handed
+ * to fn until it returns false. Returns how many fn was given. The lock
+ * is not held while fn runs, so fn may use the store; records added or
+ * removed meanwhile may or may not be seen. */
+typedef bool (*bstore_each_fn)(void *arg, const struct cfs_id *key, const struct bstore_meta *meta);
+uint64_t bstore_each(bstore_t *s, bstore_each_fn fn, void *arg);
 /* The lease index in order: up to max entries whose lease ends at or
  * before until; keys and ends may be NULL (then only counted). */
 uint64_t bstore_expiring(bstore_t *s, uint64_t until, struct cfs_id *keys, uint64_t *ends, uint64_t max);

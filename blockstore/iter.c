@@ -1,8 +1,10 @@
 /*
  * Walking the index: the keys in a range of the ring (scan), every key
- * in order (list), the leases ending before a time (expiring) and the
- * removal of a lease entry that ended.
+ * in order (list, a page at a time; each, every record to a callback),
+ * the leases ending before a time (expiring) and the removal of a lease
+ * entry that ended.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "blockstore/internal.h"
@@ -89,6 +91,29 @@ uint32_t bstore_list(bstore_t *s, const struct cfs_id *after, struct cfs_id *key
 	leveldb_iter_destroy(it);
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+#define EACH_PAGE 1024
+
+uint64_t bstore_each(bstore_t *s, bstore_each_fn fn, void *arg)
+{
+	struct cfs_id *keys = xmalloc(EACH_PAGE * sizeof(*keys)), after;
+	struct bstore_meta *metas = xmalloc(EACH_PAGE * sizeof(*metas));
+	uint64_t total = 0;
+	bool more = true, first = true, go = true;
+
+	while (go && more) {
+		uint32_t n = bstore_list(s, first ? NULL : &after, keys, metas, EACH_PAGE, &more);
+		for (uint32_t i = 0; go && i < n; i++, total++)
+			go = fn(arg, &keys[i], &metas[i]);
+		if (n == 0)
+			break;
+		after = keys[n - 1];
+		first = false;
+	}
+	free(keys);
+	free(metas);
+	return total;
 }
 
 uint64_t bstore_expiring(bstore_t *s, uint64_t until, struct cfs_id *keys, uint64_t *ends, uint64_t max)

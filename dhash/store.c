@@ -15,7 +15,6 @@
 
 #include "dhash/internal.h"
 
-#define OPEN_PAGE 1024 /* records read at a time when counting owners */
 
 struct dhash_store {
 	bstore_t *bs;
@@ -52,24 +51,15 @@ uint64_t dhash_store_usage(const dhash_store_t *s, const uint8_t owner[16])
 	return bytes ? *bytes : 0;
 }
 
+static bool count_owner(void *arg, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	owner_charge(arg, m->owner, m->len, true);
+	return true;
+}
+
 static void count_owners(dhash_store_t *s)
 {
-	struct cfs_id *keys = xmalloc(OPEN_PAGE * sizeof(*keys));
-	struct bstore_meta *metas = xmalloc(OPEN_PAGE * sizeof(*metas));
-	struct cfs_id after;
-	bool more = true, first = true;
-
-	while (more) {
-		uint32_t n = bstore_list(s->bs, first ? NULL : &after, keys, metas, OPEN_PAGE, &more);
-		for (uint32_t i = 0; i < n; i++)
-			owner_charge(s, metas[i].owner, metas[i].len, true);
-		if (n == 0)
-			break;
-		after = keys[n - 1];
-		first = false;
-	}
-	free(keys);
-	free(metas);
+	bstore_each(s->bs, count_owner, s);
 }
 
 int dhash_store_open(const char *dir, uint32_t compact_live_pct, dhash_store_t **ret)

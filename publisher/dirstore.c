@@ -33,7 +33,6 @@
 #include <netdb.h>
 #include <arpa/inet.h>
 
-#define LIST_PAGE 4096 /* keys read at a time at open */
 
 struct completion {
 	pub_done_fn done;
@@ -447,25 +446,17 @@ static const struct pub_sink_ops dirstore_ops = {
 
 /* Every content-hash block's lease, into memory (roots are asked for by
  * key, never in a "have"). */
+static bool load_lease(void *arg, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	if (m->kind == DHASH_KIND_CHASH)
+		set_lease(arg, key, m->lease_until);
+	return true;
+}
+
 static void load_leases(struct dirstore *d)
 {
-	struct cfs_id *keys = xmalloc(LIST_PAGE * sizeof(*keys)), after;
-	struct bstore_meta *metas = xmalloc(LIST_PAGE * sizeof(*metas));
-	bool more = true, first = true;
-
 	cfs_htab_init(&d->map.t, CFS_ID_BYTES, sizeof(uint32_t));
-	while (more) {
-		uint32_t n = bstore_list(d->bs, first ? NULL : &after, keys, metas, LIST_PAGE, &more);
-		for (uint32_t i = 0; i < n; i++)
-			if (metas[i].kind == DHASH_KIND_CHASH)
-				set_lease(d, &keys[i], metas[i].lease_until);
-		if (n == 0)
-			break;
-		after = keys[n - 1];
-		first = false;
-	}
-	free(keys);
-	free(metas);
+	bstore_each(d->bs, load_lease, d);
 }
 
 static int dirstore_open(struct dirstore *d)

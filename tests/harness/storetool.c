@@ -40,26 +40,28 @@ static int usage(void)
 	return 2;
 }
 
+struct big {
+	struct cfs_id key;
+	bool found;
+};
+
+static bool find_big(void *arg, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	struct big *b = arg;
+
+	if (m->len > 8192)
+		*b = (struct big){ *key, true };
+	return !b->found;
+}
+
 /* The first block over 8 KiB, or -ENOENT. */
 static int first_big(bstore_t *s, struct cfs_id *ret)
 {
-	struct cfs_id keys[1024], after;
-	struct bstore_meta metas[1024];
-	bool more = true, first = true;
+	struct big b = { .found = false };
 
-	while (more) {
-		uint32_t n = bstore_list(s, first ? NULL : &after, keys, metas, 1024, &more);
-		for (uint32_t i = 0; i < n; i++)
-			if (metas[i].len > 8192) {
-				*ret = keys[i];
-				return 0;
-			}
-		if (!n)
-			break;
-		after = keys[n - 1];
-		first = false;
-	}
-	return -ENOENT;
+	bstore_each(s, find_big, &b);
+	*ret = b.key;
+	return b.found ? 0 : -ENOENT;
 }
 
 static int flip(bstore_t *s, const char *dir, const struct cfs_id *key)
@@ -97,12 +99,31 @@ static void print_root(bstore_t *s, const struct cfs_id *key, const struct bstor
 	free(p);
 }
 
+/* keys / count / roots / frags: one record, by the command's letter. */
+struct listing {
+	bstore_t *s;
+	char cmd;
+};
+
+static bool list_one(void *arg, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	struct listing *l = arg;
+	char hex[65];
+
+	if (l->cmd == 'k' && m->kind == DHASH_KIND_CHASH)
+		printf("%s %u %lu\n", cfs_id_hex(key, hex), m->len, (unsigned long)m->lease_until);
+	if (l->cmd == 'f' && m->kind == DHASH_KIND_FRAG)
+		print_frag(l->s, key, m);
+	if (l->cmd == 'r' && m->kind == DHASH_KIND_ROOT)
+		print_root(l->s, key, m);
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct bstore_config cfg = { .mode = BSTORE_DURABLE, .what = "store" };
-	struct cfs_id key, after;
+	struct cfs_id key;
 	bstore_t *s;
-	char hex[65];
 	int r = 0;
 
 	if (argc < 3)
@@ -114,27 +135,8 @@ int main(int argc, char **argv)
 	if (bstore_open(dir, &cfg, &s) < 0)
 		return 1;
 	if (!strcmp(cmd, "keys") || !strcmp(cmd, "count") || !strcmp(cmd, "roots") || !strcmp(cmd, "frags")) {
-		struct cfs_id keys[1024];
-		struct bstore_meta metas[1024];
-		bool more = true, first = true;
-		uint64_t total = 0;
-		while (more) {
-			uint32_t n = bstore_list(s, first ? NULL : &after, keys, metas, 1024, &more);
-			for (uint32_t i = 0; i < n; i++) {
-				if (cmd[0] == 'k' && metas[i].kind == DHASH_KIND_CHASH)
-					printf("%s %u %lu\n", cfs_id_hex(&keys[i], hex), metas[i].len,
-					       (unsigned long)metas[i].lease_until);
-				if (cmd[0] == 'f' && metas[i].kind == DHASH_KIND_FRAG)
-					print_frag(s, &keys[i], &metas[i]);
-				if (cmd[0] == 'r' && metas[i].kind == DHASH_KIND_ROOT)
-					print_root(s, &keys[i], &metas[i]);
-			}
-			total += n;
-			if (!n)
-				break;
-			after = keys[n - 1];
-			first = false;
-		}
+		struct listing l = { s, cmd[0] };
+		uint64_t total = bstore_each(s, list_one, &l);
 		if (cmd[0] == 'c')
 			printf("%lu\n", (unsigned long)total);
 	} else if (!strcmp(cmd, "get")) {

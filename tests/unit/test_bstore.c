@@ -209,6 +209,36 @@ Test(bstore, scan_and_list_in_key_order)
 	cr_assert(!more);
 }
 
+struct seen {
+	struct cfs_id keys[3000];
+	uint64_t n, stop_at;
+};
+
+static bool see(void *arg, const struct cfs_id *key, const struct bstore_meta *m)
+{
+	struct seen *v = arg;
+
+	cr_assert_geq(m->len, 1000);
+	v->keys[v->n++] = *key;
+	return v->n != v->stop_at;
+}
+
+/* each pages through bstore_list (1,024 a page): 2,500 records cross two
+ * page ends, each once, in order; false from the callback stops it. */
+Test(bstore, each_visits_every_record_once_in_order_and_stops)
+{
+	static struct seen v;
+
+	cr_assert_eq(put_range(bs, 0, 2500, 100), 0);
+	cr_assert_eq(bstore_each(bs, see, &v), 2500);
+	cr_assert_eq(v.n, 2500);
+	for (uint64_t i = 1; i < v.n; i++)
+		cr_assert_lt(cfs_id_cmp(&v.keys[i - 1], &v.keys[i]), 0);
+	v = (struct seen){ .stop_at = 1025 };
+	cr_assert_eq(bstore_each(bs, see, &v), 1025);
+	cr_assert_eq(v.n, 1025);
+}
+
 Test(bstore, compaction_reclaims_dead_bytes_and_keeps_live_ones)
 {
 	struct bstore_stats before, after;

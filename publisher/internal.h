@@ -50,4 +50,49 @@ int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id
 int pub__get_block(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, bool root,
                    uint8_t **ret, size_t *ret_len) CFS_WUR;
 
+/* Blocks to a sink in batches (batch.c), for the publisher and the push
+ * alike: each batch is asked which of its blocks the sink holds (which
+ * renews their leases), the others are put, and up to max_in_flight
+ * batches are out while the caller reads on. A batch is sent at
+ * PUB__BATCH_BLOCKS blocks or PUB__BATCH_BYTES bytes. The caller waits
+ * only in add, submit and drain, at the top of its program. */
+#define PUB__BATCH_BLOCKS 256
+#define PUB__BATCH_BYTES (4u << 20)
+struct pub__batch;
+struct pub__batcher {
+	uv_loop_t *loop;
+	struct pub_sink *sink;
+	uint64_t lease_until;      /* asked for every block */
+	bool dry_run;              /* ask with no lease, put nothing: count what would be sent */
+	unsigned max_in_flight;
+	/* Called as each batch is answered (r < 0: it failed as a whole)
+	 * with its tag, before the batch is counted done; returns r, or an
+	 * error that stops the run. */
+	int (*ended)(void *arg, uint64_t tag_files, uint64_t tag_bytes, int r);
+	void *arg;
+	/* counts, over every batch answered */
+	uint64_t blocks_sent, bytes_sent;       /* the sink lacked them (dry run: would lack) */
+	uint64_t blocks_present, bytes_present; /* it had them */
+	uint64_t blocks_failed;    /* put and refused */
+	int put_error;             /* the first refusal: why, */
+	struct cfs_id put_failed;  /* and which block */
+	int error;                 /* the first batch that failed, or what ended said */
+	/* state */
+	struct pub__batch *cur;    /* being filled */
+	unsigned in_flight;        /* batches the sink has not answered */
+	bool woke;                 /* a batch was answered */
+};
+/* Queue a block, taking its bytes (freed once its batch is answered);
+ * sends the batch when it is full. Returns the first error of any batch. */
+int pub__batch_add(struct pub__batcher *bt, const struct pub_block *b);
+/* Add to the tag of the batch being filled (the next one if none is):
+ * ended gets it back once that batch is answered. */
+void pub__batch_tag(struct pub__batcher *bt, uint64_t files, uint64_t bytes);
+/* Send the batch being filled; wait only while too many are out. */
+int pub__batch_submit(struct pub__batcher *bt);
+/* Send what is left and wait for every answer. */
+int pub__batch_drain(struct pub__batcher *bt);
+/* After an error: drop the batch being filled, wait out those still out. */
+void pub__batch_abandon(struct pub__batcher *bt);
+
 #endif

@@ -25,23 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH_BLOCKS 256
-#define BATCH_BYTES (4u << 20)
 #define BATCHES_IN_FLIGHT 4 /* the sink stores these while the walk goes on */
 #define PUB_FAILED_MAX 1000 /* blocks not stored before a publish gives up */
 #define DATA_HEADER_MAX 64  /* a data block's encoding beyond its payload */
-
-/* One batch on its way to the sink: asked which blocks it holds, then sent
- * the others. It owns its blocks' bytes until the sink answers. */
-struct pub__batch {
-	struct pub *p;
-	struct pub_block blocks[BATCH_BLOCKS];
-	struct cfs_id keys[BATCH_BLOCKS];
-	bool have[BATCH_BLOCKS];
-	struct pub_block *send;
-	size_t n, nsend, bytes;
-	uint64_t files, content;   /* the progress this batch's answer completes */
-};
 
 void pub__on_done(void *arg, int status)
 {
@@ -59,13 +45,6 @@ int pub__wait_sink(struct pub *p)
 	return r < 0 ? r : p->status;
 }
 
-/* Run the loop until some batch is answered. */
-static int wait_batch(struct pub *p)
-{
-	p->woke = false;
-	return cfs_loop_run_until(p->loop, &p->woke);
-}
-
 /* The bar (common/progress.c): files and bytes the store has taken of
  * the totals, the rate the store takes them from its first answer on (the
  * root's read and the tree's walk before it are no part of it). Reading
@@ -80,108 +59,31 @@ static void draw_progress(struct pub *p, bool final)
 		cfs_progress_draw(&p->bar, cfs_now_us());
 }
 
-static void batch_free(struct pub__batch *b)
+/* A batch answered (batcher's ended): its files and content are done
+ * for the bar, and the counts are the publish's. A block the store did
+ * not take was counted and the walk goes on, so that the publisher can
+ * say how many failed (not placed on a majority of their servers); no
+ * root is signed over them. Past PUB_FAILED_MAX the run stops. */
+static int batch_ended(void *arg, uint64_t files, uint64_t content, int r)
 {
-	for (size_t i = 0; i < b->n; i++)
-		free((void *)b->blocks[i].p);
-	free(b->send);
-	free(b);
-}
+	struct pub *p = arg;
+	struct pub__batcher *bt = &p->bt;
 
-/* The sink has answered for the batch, with r < 0 if it failed. */
-static void batch_end(struct pub__batch *b, int r)
-{
-	struct pub *p = b->p;
-
-	/* A block the store did not take (the sink logged it) is counted and
-	 * the walk goes on, so that the publisher can say how many failed
-	 * (not placed on a majority of their servers); no root is
-	 * signed over them. Past PUB_FAILED_MAX the run stops. */
-	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
-		if (b->send[i].status < 0) {
-			p->st->blocks_failed++;
-			if (!p->put_error) { /* named in the one line at the end */
-				p->put_error = b->send[i].status;
-				p->put_failed = b->send[i].key;
-			}
-			continue;
-		}
-		p->st->blocks_sent++;
-		p->st->bytes_sent += b->send[i].len;
-	}
+	p->st->blocks_sent = bt->blocks_sent;
+	p->st->bytes_sent = bt->bytes_sent;
+	p->st->blocks_failed = bt->blocks_failed;
+	p->st->blocks_renewed = p->opt->dry_run ? 0 : bt->blocks_present;
 	if (r == 0) {
 		if (!p->bar.rate_us) { /* the root's read and the tree's walk are behind */
 			p->bar.rate_us = cfs_now_us();
 			p->bar.rate_bytes = p->bar.done_bytes;
 		}
-		p->bar.done_files += b->files;
-		p->bar.done_bytes += b->content;
+		p->bar.done_files += files;
+		p->bar.done_bytes += content;
 	}
-	if (r == 0 && p->st->blocks_failed >= PUB_FAILED_MAX)
-		r = p->put_error;
-	if (r < 0 && !p->error)
-		p->error = r;
-	p->in_flight--;
-	p->woke = true;
-	batch_free(b);
-}
-
-static void on_put(void *arg, int status)
-{
-	batch_end(arg, status < 0 ? log_error_errno(status, "the store could not take a batch") : 0);
-}
-
-static void on_have(void *arg, int status)
-{
-	struct pub__batch *b = arg;
-	struct pub *p = b->p;
-
-	if (status < 0) {
-		batch_end(b, log_error_errno(status, "the store could not say which blocks it has"));
-		return;
-	}
-	b->send = xmalloc(b->n * sizeof(*b->send));
-	for (size_t i = 0; i < b->n; i++)
-		if (!b->have[i])
-			b->send[b->nsend++] = b->blocks[i];
-	if (!p->opt->dry_run)
-		p->st->blocks_renewed += b->n - b->nsend;
-	if (b->nsend && !p->opt->dry_run)
-		p->sink->ops->put(p->sink->impl, b->send, b->nsend, p->lease_until, on_put, b);
-	else
-		batch_end(b, 0); /* a dry run counts what it would send */
-}
-
-/* Hand the batch being filled to the sink; wait only while too many are
- * out. Returns the first error any batch met. */
-static int submit(struct pub *p)
-{
-	struct pub__batch *b = p->cur;
-
-	p->cur = NULL;
-	if (b && b->n) {
-		for (size_t i = 0; i < b->n; i++)
-			b->keys[i] = b->blocks[i].key;
-		p->in_flight++;
-		p->sink->ops->have(p->sink->impl, b->keys, b->n, p->opt->dry_run ? 0 : p->lease_until,
-		                   b->have, on_have, b);
-	} else
-		free(b);
-	cfs_loop_poll(p->loop); /* answers that came while the walk read files */
-	while (p->in_flight >= BATCHES_IN_FLIGHT && !p->error)
-		if (wait_batch(p) < 0 && !p->error)
-			p->error = -EIO;
-	draw_progress(p, false);
-	return p->error;
-}
-
-/* Send what is left and wait for every answer. */
-static int drain(struct pub *p)
-{
-	int r = submit(p);
-	while (p->in_flight && wait_batch(p) == 0)
-		;
-	return r < 0 ? r : p->error;
+	if (r == 0 && bt->blocks_failed >= PUB_FAILED_MAX)
+		r = bt->put_error;
+	return r;
 }
 
 /* Queue a block for the sink, taking ownership of its bytes; content:
@@ -189,29 +91,23 @@ static int drain(struct pub *p)
 static int emit_owned(struct pub *p, const struct cfs_id *key, uint8_t *bytes, size_t len,
                       uint64_t content, bool data)
 {
-	struct pub__batch *b;
+	struct pub__batcher *bt = &p->bt;
 
-	if (p->error || cfs_idmap_get(&p->stored, key, NULL)) {
+	if (bt->error || cfs_idmap_get(&p->stored, key, NULL)) {
 		free(bytes); /* the same block twice: stored once */
-		if (!p->error)
+		if (!bt->error)
 			p->bar.done_bytes += content;
-		return p->error;
+		return bt->error;
 	}
 	cfs_idmap_put(&p->stored, key, 0);
-	if (!(b = p->cur)) {
-		b = p->cur = xcalloc(1, sizeof(*b));
-		b->p = p;
-		b->files = p->pend_files;
-		b->content = p->pend_bytes;
-		p->pend_files = p->pend_bytes = 0;
-	}
-	b->content += content;
-	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len,
-	                                        .code_m = data ? p->opt->code_m : 0,
-	                                        .code_n = data ? p->opt->code_n : 0 };
-	b->bytes += len;
+	pub__batch_tag(bt, 0, content);
 	p->st->blocks++;
-	return b->n == BATCH_BLOCKS || b->bytes >= BATCH_BYTES ? submit(p) : 0;
+	int r = pub__batch_add(bt, &(struct pub_block){ .key = *key, .p = bytes, .len = len,
+	                                              .code_m = data ? p->opt->code_m : 0,
+	                                              .code_n = data ? p->opt->code_n : 0 });
+	if (!bt->cur) /* a batch went out */
+		draw_progress(p, false);
+	return r;
 }
 
 /* The tree builders' sink: their buffers are theirs, so copy. */
@@ -219,7 +115,7 @@ static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_
 {
 	struct pub *p = arg;
 	if (cfs_idmap_get(&p->stored, key, NULL))
-		return p->error;
+		return p->bt.error;
 	return emit_owned(p, key, xmemdup(bytes, len), len, 0, false);
 }
 
@@ -228,13 +124,7 @@ static int emit(void *arg, const struct cfs_id *key, const uint8_t *bytes, size_
  * inode carries it. */
 static void file_queued(struct pub *p, uint64_t inline_bytes)
 {
-	if (p->cur) {
-		p->cur->files++;
-		p->cur->content += inline_bytes;
-	} else {
-		p->pend_files++;
-		p->pend_bytes += inline_bytes;
-	}
+	pub__batch_tag(&p->bt, 1, inline_bytes);
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -492,6 +382,9 @@ static void pub_init(struct pub *p, uv_loop_t *loop, struct pub_sink *sink,
 	p->chunk = xmalloc(SFSRO_BLOCK_SIZE_MAX);
 	p->start_us = cfs_now_us();
 	p->lease_until = cfs_wall_s() + opt->valid_s;
+	p->bt = (struct pub__batcher){ .loop = loop, .sink = sink, .lease_until = p->lease_until,
+	                               .dry_run = opt->dry_run, .max_in_flight = BATCHES_IN_FLIGHT,
+	                               .ended = batch_ended, .arg = p };
 }
 
 /* Ctrl-C: the first stops the walk (the batches out are still
@@ -514,9 +407,9 @@ static void on_sigint(uv_signal_t *h, int signum)
 		        "finishing that (Ctrl-C again to stop at once)\n");
 		return;
 	}
-	if (!p->error)
-		p->error = -EINTR;
-	p->woke = true;
+	if (!p->bt.error)
+		p->bt.error = -EINTR;
+	p->bt.woke = true;
 }
 
 static void free_signal(uv_handle_t *h)
@@ -555,10 +448,7 @@ static void report_interrupted(struct pub *p)
 
 static void pub_fini(struct pub *p)
 {
-	if (p->cur)
-		batch_free(p->cur);
-	while (p->in_flight && wait_batch(p) == 0) /* after an error: the sink still holds batches */
-		;
+	pub__batch_abandon(&p->bt); /* after an error: the sink still holds batches */
 	if (p->sigint) { /* closed by the caller's last loop run */
 		uv_signal_stop(p->sigint);
 		uv_close((uv_handle_t *)p->sigint, free_signal);
@@ -617,7 +507,7 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 	root.mtime_ns = (uint32_t)st.st_mtim.tv_nsec;
 	r = publish_dir(p, fd, dir, &top);
 	if (r == 0)
-		r = drain(p);
+		r = pub__batch_drain(&p->bt);
 	if (p->interrupted)
 		r = -EINTR;
 	if (p->st->blocks_failed) {
@@ -627,8 +517,8 @@ int pub_publish(uv_loop_t *loop, struct pub_sink *sink, const char *dir,
 		          (unsigned long)p->st->blocks_failed,
 		          (unsigned long)(p->st->blocks_failed + p->st->blocks_sent),
 		          p->st->blocks_failed >= PUB_FAILED_MAX ? " (stopped there)" : "",
-		          cfs_id_hex(&p->put_failed, h), dhash_strerror(p->put_error));
-		r = r < 0 ? r : p->put_error;
+		          cfs_id_hex(&p->bt.put_failed, h), dhash_strerror(p->bt.put_error));
+		r = r < 0 ? r : p->bt.put_error;
 	}
 	if (r < 0)
 		goto out;

@@ -9,26 +9,19 @@
 
 #include "publisher/internal.h"
 
-struct pub__batch;
-
 struct pub {
 	uv_loop_t *loop;
 	struct pub_sink *sink;
 	const struct pub_options *opt;
 	struct pub_stats *st;
 	struct cfs_idmap stored;   /* emitted (or refreshed) by this run: sent once */
-	struct pub__batch *cur;         /* being filled */
-	unsigned in_flight;        /* batches the sink has not answered */
-	int error;                 /* the first batch that failed */
-	int put_error;             /* the first block the store did not take: why */
-	struct cfs_id put_failed;  /* and which */
+	struct pub__batcher bt;    /* the blocks on their way to the sink */
 	uint8_t *chunk;            /* one block of file content */
 	/* Progress: the totals from a walk of the tree first, and
 	 * what the store has answered for. A data block's payload is done when
 	 * its batch is answered (stored, or found present); a file when the
-	 * batch with its inode is. pend_* wait for the next batch. */
+	 * batch with its inode is (the batches' tags). */
 	struct cfs_progress bar;   /* the rate is from the first answer on */
-	uint64_t pend_files, pend_bytes;
 	uv_signal_t *sigint;       /* Ctrl-C: stop before the root (pub_publish) */
 	bool interrupted;
 	bool root_phase;           /* the root is being signed and stored */
@@ -36,7 +29,6 @@ struct pub {
 	uint64_t start_us;
 	int status;
 	bool done;
-	bool woke;                 /* a batch was answered */
 };
 
 /* publish.c: the sink's callback for a single request; run the loop until

@@ -9,7 +9,8 @@
  * here, by key, and not spread. Blocks go to the destination in batches as
  * a publish sends them: "which of these do you have" (which also renews
  * the leases of those it has), then a put of the others, with up to
- * BATCHES_IN_FLIGHT batches out while the walk reads on. The signed root
+ * four batches out while the walk reads on (the publisher's batcher,
+ * batch.c). The signed root
  * goes last, as it is stored — already signed, so no secret key is needed
  * and its sequence and validity stay what the publisher signed — and only
  * once every other block was taken: a failure leaves the destination's
@@ -21,21 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PUSH_BATCH_BLOCKS 256
-#define PUSH_BATCH_BYTES (4u << 20)
 #define PUSH_BATCHES_IN_FLIGHT 4
-
-struct push;
-
-/* One batch: its blocks' bytes are owned until the destination answers. */
-struct push_batch {
-	struct push *p;
-	struct pub_block blocks[PUSH_BATCH_BLOCKS];
-	struct cfs_id keys[PUSH_BATCH_BLOCKS];
-	bool have[PUSH_BATCH_BLOCKS];
-	struct pub_block *send;
-	size_t n, nsend, bytes;
-};
 
 struct push {
 	uv_loop_t *loop;
@@ -43,118 +30,10 @@ struct push {
 	const struct sfsro_source *src;
 	struct pub_push_stats *st;
 	uint64_t lease_until;      /* the root's valid-until */
-	struct push_batch *cur;
-	unsigned in_flight;
-	int error;                 /* the first batch that failed as a whole */
-	int put_error;             /* the first block the destination refused: why */
-	struct cfs_id put_failed;  /* and which */
-	bool woke, done;
+	struct pub__batcher bt;
+	bool done;
 	int status;
 };
-
-static void push_batch_free(struct push_batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		free((void *)b->blocks[i].p);
-	free(b->send);
-	free(b);
-}
-
-static void push_batch_end(struct push_batch *b, int r)
-{
-	struct push *p = b->p;
-
-	for (size_t i = 0; r == 0 && i < b->nsend; i++) {
-		if (b->send[i].status < 0) {
-			p->st->blocks_failed++;
-			if (!p->put_error) { /* named in the one line at the end */
-				p->put_error = b->send[i].status;
-				p->put_failed = b->send[i].key;
-			}
-			continue;
-		}
-		p->st->blocks_sent++;
-		p->st->bytes_sent += b->send[i].len;
-	}
-	if (r < 0 && !p->error)
-		p->error = r;
-	p->in_flight--;
-	p->woke = true;
-	push_batch_free(b);
-}
-
-static void on_push_put(void *arg, int status)
-{
-	push_batch_end(arg, status < 0 ? log_error_errno(status, "the store could not take a batch") : 0);
-}
-
-static void on_push_have(void *arg, int status)
-{
-	struct push_batch *b = arg;
-	struct push *p = b->p;
-
-	if (status < 0) {
-		push_batch_end(b, log_error_errno(status, "the store could not say which blocks it has"));
-		return;
-	}
-	b->send = xmalloc(b->n * sizeof(*b->send));
-	for (size_t i = 0; i < b->n; i++) {
-		if (!b->have[i]) {
-			b->send[b->nsend++] = b->blocks[i];
-			continue;
-		}
-		p->st->blocks_present++;
-		p->st->bytes_present += b->blocks[i].len;
-	}
-	if (b->nsend)
-		p->to->ops->put(p->to->impl, b->send, b->nsend, p->lease_until, on_push_put, b);
-	else
-		push_batch_end(b, 0);
-}
-
-static int wait_woke(struct push *p)
-{
-	p->woke = false;
-	return cfs_loop_run_until(p->loop, &p->woke);
-}
-
-/* Hand the batch being filled to the destination; wait only while too
- * many are out. */
-static int push_submit(struct push *p)
-{
-	struct push_batch *b = p->cur;
-
-	p->cur = NULL;
-	if (b && b->n) {
-		for (size_t i = 0; i < b->n; i++)
-			b->keys[i] = b->blocks[i].key;
-		p->in_flight++;
-		p->to->ops->have(p->to->impl, b->keys, b->n, p->lease_until, b->have, on_push_have, b);
-	} else
-		free(b);
-	cfs_loop_poll(p->loop);
-	while (p->in_flight >= PUSH_BATCHES_IN_FLIGHT && !p->error)
-		if (wait_woke(p) < 0 && !p->error)
-			p->error = -EIO;
-	return p->error;
-}
-
-/* Queue a verified block, taking its bytes. */
-static int push_emit(struct push *p, const struct cfs_id *key, uint8_t *bytes, size_t len)
-{
-	struct push_batch *b = p->cur;
-
-	if (!b)
-		b = p->cur = xcalloc(1, sizeof(*b));
-	b->p = p;
-	b->blocks[b->n++] = (struct pub_block){ .key = *key, .p = bytes, .len = len };
-	b->bytes += len;
-	p->st->blocks++;
-	p->st->bytes += len;
-	if (b->n == PUSH_BATCH_BLOCKS || b->bytes >= PUSH_BATCH_BYTES)
-		return push_submit(p);
-	return 0;
-}
 
 /* Every block under the root directory, each once, read from the source
  * and verified, then queued. A block the source lacks or that does not
@@ -180,18 +59,20 @@ static int push_tree(struct push *p, const struct cfs_id *root_dir)
 			                "(cfs-fsck --from it says what else is wrong)", cfs_id_hex(&it.key, h));
 			break;
 		}
-		r = push_emit(p, &it.key, b, len);
+		p->st->blocks++;
+		p->st->bytes += len;
+		r = pub__batch_add(&p->bt, &(struct pub_block){ .key = it.key, .p = b, .len = len });
 	}
 	sfsro_blockset_free(&set);
 	if (r == 0)
-		r = push_submit(p);
-	while (p->in_flight && wait_woke(p) == 0)
-		;
-	if (p->cur) { /* an error left a batch unsent */
-		push_batch_free(p->cur);
-		p->cur = NULL;
-	}
-	return r < 0 ? r : p->error;
+		r = pub__batch_drain(&p->bt);
+	pub__batch_abandon(&p->bt); /* an error left a batch unsent, or some out */
+	p->st->blocks_sent = p->bt.blocks_sent;
+	p->st->bytes_sent = p->bt.bytes_sent;
+	p->st->blocks_present = p->bt.blocks_present;
+	p->st->bytes_present = p->bt.bytes_present;
+	p->st->blocks_failed = p->bt.blocks_failed;
+	return r < 0 ? r : p->bt.error;
 }
 
 static void on_push_done(void *arg, int status)
@@ -283,6 +164,8 @@ int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
 		goto out;
 	}
 	p.lease_until = root.valid_until;
+	p.bt = (struct pub__batcher){ .loop = loop, .sink = to, .lease_until = p.lease_until,
+	                              .max_in_flight = PUSH_BATCHES_IN_FLIGHT };
 	if ((r = dest_root(&p, &root, &same)) < 0)
 		goto out;
 	if ((r = push_tree(&p, &root.root_dir)) < 0)
@@ -293,8 +176,8 @@ int pub_push(uv_loop_t *loop, struct pub_sink *from, struct pub_sink *to,
 		          "was not pushed, the destination's previous one (if any) stands",
 		          (unsigned long)ret->blocks_failed,
 		          (unsigned long)(ret->blocks_failed + ret->blocks_sent),
-		          cfs_id_hex(&p.put_failed, h), dhash_strerror(p.put_error));
-		r = p.put_error;
+		          cfs_id_hex(&p.bt.put_failed, h), dhash_strerror(p.bt.put_error));
+		r = p.bt.put_error;
 		ret->reported = true;
 		goto out;
 	}

@@ -48,6 +48,9 @@ const char cfsd__usage_text[] =
 	"      --guess-holders G   a get skips its lookup when learned members lie within\n"
 	"                          G mean node spacings after the key, and asks the\n"
 	"                          nearest of them (default 5, at most 16; 0: never)\n"
+	"      --learn-sweep-ms MS ask one member for its successor list every MS to fill\n"
+	"                          the gaps among the learned members (default 1000;\n"
+	"                          0: learn from traffic only)\n"
 	"      --replicas K        copies of every block, on its K successors (default 6;\n"
 	"                          at most --successors)\n"
 	"      --lease-days D      lease of a block put without one, in days (default 30;\n"
@@ -144,6 +147,7 @@ const struct option cfsd__opts[] = {
 	{ "pns", required_argument, NULL, 1002 },
 	{ "learned-nodes", required_argument, NULL, OPT_LEARNED },
 	{ "guess-holders", required_argument, NULL, OPT_GUESS },
+	{ "learn-sweep-ms", required_argument, NULL, OPT_SWEEP },
 	{ "replicas", required_argument, NULL, 'k' },
 	{ "lease-days", required_argument, NULL, 1003 },
 	{ "expire-ms", required_argument, NULL, 1004 },
@@ -241,6 +245,9 @@ void cfsd__apply(struct settings *st, int c, const char *val)
 		break;
 	case OPT_GUESS:
 		d->cc.guess_spacings = (uint32_t)parse_num("--guess-holders", val, 0, CHORD_GUESS_MAX);
+		break;
+	case OPT_SWEEP:
+		d->cc.sweep_ms = (uint32_t)parse_num("--learn-sweep-ms", val, 0, 3600000);
 		break;
 	case 'k': d->dc.replicas = (uint32_t)parse_num("--replicas", val, 1, CHORD_SUCC_MAX); break;
 	case 1003: {

@@ -68,7 +68,7 @@ struct daemon {
 };
 
 enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE,
-       OPT_LEARNED, OPT_UPLOAD, OPT_GUESS };
+       OPT_LEARNED, OPT_UPLOAD, OPT_GUESS, OPT_SWEEP };
 #define SHORT_OPTS ":p:b:a:B:d:s:c:l:hV"
 
 struct settings {

@@ -21,6 +21,7 @@ void chord_config_default(struct chord_config *c)
 	c->pns = 16;
 	c->learned_max = CHORD_LEARNED_DEFAULT;
 	c->guess_spacings = CHORD_GUESS_DEFAULT;
+	c->sweep_ms = CHORD_SWEEP_MS_DEFAULT;
 }
 
 static const char *const mode_sels[] = { "greedy", "cost", "nonlinear" };
@@ -279,7 +280,9 @@ int chord_new(uv_loop_t *loop, cfs_transport_t *t, const struct cfs_addr *self,
 	c->merge_timer.data = c;
 	uv_timer_init(loop, &c->reach_timer);
 	c->reach_timer.data = c;
-	c->handles += 3;
+	uv_timer_init(loop, &c->sweep_timer);
+	c->sweep_timer.data = c;
+	c->handles += 4;
 	chord__auth_init(c, cfs_now_us());
 	chord__learned_init(&c->learned, c->cfg.learned_max < CHORD_LEARNED_MAX ? c->cfg.learned_max
 	                                                                        : CHORD_LEARNED_MAX);
@@ -298,6 +301,7 @@ void chord_start(chord_t *c, const struct cfs_addr *bootstrap, size_t n)
 	chord__maint_start(c);
 	chord__merge_start(c);
 	chord__reach_start(c);
+	chord__sweep_start(c);
 }
 
 void chord_leave(chord_t *c, void (*done)(void *arg), void *arg)
@@ -345,6 +349,7 @@ void chord_free(chord_t *c)
 	uv_close((uv_handle_t *)&c->lk_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&c->merge_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&c->reach_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&c->sweep_timer, on_timer_closed);
 }
 
 void chord_set_has_block(chord_t *c, chord_has_block_fn fn, void *arg)
@@ -362,10 +367,12 @@ void chord_freeze(chord_t *c, bool frozen)
 		chord__maint_stop(c);
 		chord__merge_stop(c);
 		chord__reach_stop(c);
+		chord__sweep_stop(c);
 	} else if (c->started) {
 		chord__maint_start(c);
 		chord__merge_start(c);
 		chord__reach_start(c);
+		chord__sweep_start(c);
 	}
 }
 
@@ -560,7 +567,7 @@ struct ring_snap {
 	const char *seen_at_p;
 	uint64_t reach_checks, reach_dialed;
 	uint32_t learned, learned_max;
-	uint64_t learned_evicted, remembered, learn_auths, learn_auths_ok;
+	uint64_t learned_evicted, remembered, learn_auths, learn_auths_ok, learn_sweeps;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct ring_snap, field, name, label, unit)
@@ -596,6 +603,7 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, learned_evicted, "learned_evicted", "... evicted (full)", NULL),
 	S(U64, learn_auths, "learn_auths", "... AUTHs sent to check nodes answers named", NULL),
 	S(U64, learn_auths_ok, "learn_auths_ok", "... answered right", NULL),
+	S(U64, learn_sweeps, "learn_sweeps", "successor lists asked to fill the learned table", NULL),
 	S(U64, remembered, "remembered", "answered with no message (remembered answers, learned nodes)", NULL),
 	CFS_STAT_CLOSE,
 	CFS_STAT_BEGIN("served", "served"),
@@ -706,6 +714,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.learned = c->learned.n, .learned_max = c->learned.cap,
 		.learned_evicted = c->learned.evicted, .remembered = c->lookups_remembered,
 		.learn_auths = c->learned.probes, .learn_auths_ok = c->learned.probes_ok,
+		.learn_sweeps = c->learned.sweeps,
 	};
 	s.seen_at_p = c->reach_seen_valid ? cfs_addr_str(&c->reach_seen, s.seen_at) : "-";
 	bool first = true;

@@ -74,7 +74,12 @@ struct chord_config {
 	 * they are asked first, and a wrong guess costs a full lookup
 	 * (default CHORD_GUESS_DEFAULT; 0: always look up). */
 	uint32_t guess_spacings;
+	/* A member asks one node for its successor list every this many ms
+	 * to fill the gaps of its learned table (chord/sweep.c; default
+	 * CHORD_SWEEP_MS_DEFAULT; 0: learn from traffic only). */
+	uint32_t sweep_ms;
 };
+#define CHORD_SWEEP_MS_DEFAULT 1000
 #define CHORD_GUESS_DEFAULT 5
 #define CHORD_GUESS_MAX 16
 #define CHORD_LEARNED_DEFAULT 4096

@@ -82,6 +82,7 @@ void chord__become_client(chord_t *c)
 	chord__maint_stop(c);
 	chord__merge_stop(c);
 	chord__reach_stop(c);
+	chord__sweep_stop(c);
 	if (c->learned.cap == 0) /* --learned-nodes 0: a client still needs contacts */
 		chord__learned_init(&c->learned, CLIENT_LEARNED_MIN);
 	c->client = true; /* from here on: no sender node in our messages */

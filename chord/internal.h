@@ -156,6 +156,20 @@ struct chord__lnode {
 #define CHORD_LEARN_AUTH_BURST 32.0
 #define CHORD_LEARN_AUTH_INFLIGHT 4
 #define CHORD__LEARN_QUEUE 64
+/*
+ * A member also fills its learned table on purpose, at a slow fixed pace
+ * (sweep.c; Accordion's exploration, D1HT's aim of knowing every member):
+ * every CHORD_SWEEP_MS it asks the node before the widest gap between
+ * its entries — wider than CHORD_SWEEP_SPACINGS mean node spacings, so
+ * likely to hide members — for its successor list, and what the list
+ * names is learned as lookup answers are (checked by an AUTH within the
+ * budget above). A gap's start asked in the last CHORD_SWEEP_AGAIN_US is
+ * not asked again (the gap may hold no node), so a table that knows
+ * the ring costs a few sweeps a minute.
+ */
+#define CHORD_SWEEP_SPACINGS 3.0
+#define CHORD_SWEEP_AGAIN_US (300ull * 1000000)
+#define CHORD__LEARN_SWEPT 128
 #define CHORD__LEARN_BAD 128
 #define CHORD_LEARN_BAD_US (300ull * 1000000)
 struct chord__lbad {
@@ -175,8 +189,24 @@ struct chord__learned {
 	uint32_t nbad;
 	struct chord__bucket budget;
 	uint64_t probes, probes_ok, probes_failed, hints_dropped;
+	/* sweeps (sweep.c): the gaps' starts asked lately */
+	struct chord__lbad swept[CHORD__LEARN_SWEPT];
+	uint32_t nswept;
+	uint64_t sweeps;
 };
 void chord__learned_init(struct chord__learned *l, uint32_t cap);
+/* The start of the widest gap between consecutive entries wider than
+ * min_gap (a fraction of the ring), not containing self and whose start
+ * was not asked since now - CHORD_SWEEP_AGAIN_US: into *ret, noted as
+ * asked now. false: no such gap. */
+bool chord__learned_gap(struct chord__learned *l, const struct cfs_id *self, double min_gap,
+                        uint64_t now_us, struct cfs_node *ret);
+/* sweep.c: the timer that asks one gap's start each sweep_ms. */
+void chord__sweep_start(chord_t *c);
+void chord__sweep_stop(chord_t *c);
+/* lookup.c: learn n, met in an answer: added if our tables authenticated
+ * it, else a hint to check. */
+void chord__learn_node(chord_t *c, const struct cfs_node *n, uint64_t now);
 void chord__learned_free(struct chord__learned *l);
 /* Add n, or refresh it (address, coordinate, time) if its ID is there;
  * full, the entry offered longest ago goes. n comes from our tables: an
@@ -249,6 +279,7 @@ struct chord {
 	uint32_t npeers, merge_next, merge_vi;
 	bool merge_busy;
 	uv_timer_t merge_timer;
+	uv_timer_t sweep_timer;   /* sweep.c */
 	uint64_t merge_checks, merge_found;
 	bool founded;             /* cfg.first: no join target answered, a ring of our own */
 	/* reach.c: can members reach us (dial-backs)? */

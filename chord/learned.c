@@ -168,6 +168,63 @@ uint32_t chord__learned_following(const struct chord__learned *l, const struct c
 	return n;
 }
 
+/* ------------------------------------------------------------ sweeps */
+
+static bool swept_lately(const struct chord__learned *l, const struct cfs_id *id, uint64_t now_us)
+{
+	for (uint32_t i = 0; i < l->nswept; i++)
+		if (cfs_id_eq(&l->swept[i].id, id))
+			return l->swept[i].until_us > now_us;
+	return false;
+}
+
+/* Note id as asked now; full, the note that ends first makes room. */
+static void note_swept(struct chord__learned *l, const struct cfs_id *id, uint64_t now_us)
+{
+	uint32_t at = l->nswept;
+
+	for (uint32_t i = 0; i < l->nswept && at == l->nswept; i++)
+		if (cfs_id_eq(&l->swept[i].id, id))
+			at = i;
+	if (at == CHORD__LEARN_SWEPT) {
+		at = 0;
+		for (uint32_t i = 1; i < l->nswept; i++)
+			if (l->swept[i].until_us < l->swept[at].until_us)
+				at = i;
+	} else if (at == l->nswept) {
+		l->nswept++;
+	}
+	l->swept[at] = (struct chord__lbad){ .id = *id, .until_us = now_us + CHORD_SWEEP_AGAIN_US };
+}
+
+bool chord__learned_gap(struct chord__learned *l, const struct cfs_id *self, double min_gap,
+                        uint64_t now_us, struct cfs_node *ret)
+{
+	double widest = min_gap;
+	uint32_t at = UINT32_MAX;
+
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct cfs_id *a = &l->e[i].n.id, *b = &l->e[(i + 1) % l->n].n.id;
+		struct cfs_id d;
+		double g = 1.0;
+		if (l->n > 1) {
+			cfs_id_distance(&d, a, b);
+			g = cfs_id_to_unit(&d);
+		}
+		/* ours to know: our successor list covers what follows us */
+		if (g <= widest || (l->n > 1 && cfs_id_in_oo(self, a, b)) || swept_lately(l, a, now_us))
+			continue;
+		widest = g;
+		at = i;
+	}
+	if (at == UINT32_MAX)
+		return false;
+	*ret = l->e[at].n;
+	note_swept(l, &ret->id, now_us);
+	l->sweeps++;
+	return true;
+}
+
 /* ------------------------------------------------------------ hints */
 
 static bool same_node(const struct cfs_node *a, const struct cfs_node *b)

@@ -149,7 +149,7 @@ static void lookup_put(struct chord__lookup *l)
  * (within ten minutes, auth.c) is added or refreshed at once; any other
  * is a hint, checked by an AUTH of its own within the learned table's
  * budget before it enters. A plain client learns in client.c. */
-static void learn(chord_t *c, const struct cfs_node *n, uint64_t now)
+void chord__learn_node(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
 	if (c->client || chord__local(c, &n->id) || c->learned.cap == 0)
 		return;
@@ -174,9 +174,9 @@ static void finished(struct chord__lookup *l)
 		uint64_t now = cfs_now_us();
 		c->lookups_done++;
 		for (uint32_t i = 0; i < res->n; i++)
-			learn(c, &res->succ[i], now);
+			chord__learn_node(c, &res->succ[i], now);
 		for (uint32_t i = 0; i < res->npath; i++)
-			learn(c, &res->path[i], now);
+			chord__learn_node(c, &res->path[i], now);
 		if (!c->client)
 			chord__auth_learn_pump(c, now);
 	} else if (res->status != -ECANCELED)

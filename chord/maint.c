@@ -555,6 +555,7 @@ void chord__maint_leave(chord_t *c, void (*done)(void *), void *arg)
 	chord__maint_stop(c);
 	chord__merge_stop(c);
 	chord__reach_stop(c);
+	chord__sweep_stop(c);
 	chord__lookup_cancel_all(c);
 	for (uint32_t i = 0; i < c->nv; i++) {
 		struct chord__vnode *v = &c->v[i];

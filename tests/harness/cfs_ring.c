@@ -553,6 +553,9 @@ int main(int argc, char **argv)
 		cc.fix_fingers_ms = fix_ms;
 	cc.pns = S.pns;
 	cc.nsucc = S.nsucc;
+	/* Chord's routing as the papers measure it (CFS Fig. 9): the learned
+	 * table fills from the lookups' own traffic only, not by sweeps. */
+	cc.sweep_ms = 0;
 	if (S.has_wan) {
 		char desc[512];
 		cfs_wan_describe(&S.wan, desc, sizeof(desc));

@@ -144,6 +144,47 @@ Test(chord_learned, following_stops_at_the_span_and_wraps)
 	chord__learned_free(&l);
 }
 
+/* A sweep asks the start of the widest gap wider than the bound, never
+ * the gap our own ID is in (our successors cover it), and not the same
+ * start again before CHORD_SWEEP_AGAIN_US. */
+Test(chord_learned, gap_names_the_widest_unswept_start)
+{
+	struct chord__learned l;
+	struct cfs_node to;
+	const uint64_t t = 1000000;
+	const int at[] = { 0, 8, 16, 24, 32, 48, 56 };
+	double other = 0; /* the widest gap but 32 -> 48 and ours (56 -> 0: we are 60) */
+
+	chord__learned_init(&l, 32);
+	for (int i = 0; i < 7; i++) {
+		chord__learned_add(&l, &ring[at[i]], 1);
+		if (i < 6 && at[i] != 32 && span_to(at[i], at[i + 1]) > other)
+			other = span_to(at[i], at[i + 1]);
+	}
+	double wide = span_to(32, 48);
+	cr_assert_gt(wide, other, "16 positions wider than 8 (IDs of this test's ring)");
+	cr_assert(chord__learned_gap(&l, &ring[60].id, other, t, &to));
+	cr_assert(cfs_id_eq(&to.id, &ring[32].id), "the start of the widest gap");
+	/* asked: nothing else is wider than other */
+	cr_assert(!chord__learned_gap(&l, &ring[60].id, other, t + 1, &to));
+	cr_assert(chord__learned_gap(&l, &ring[60].id, 0, t + 1, &to));
+	cr_assert(!cfs_id_eq(&to.id, &ring[32].id) && !cfs_id_eq(&to.id, &ring[56].id),
+	          "not the start asked, nor the gap holding our own ID");
+	/* the start asked may be asked again once the pause is over */
+	cr_assert(chord__learned_gap(&l, &ring[60].id, other, t + CHORD_SWEEP_AGAIN_US + 1, &to));
+	cr_assert(cfs_id_eq(&to.id, &ring[32].id));
+	cr_assert_eq(l.sweeps, 3);
+	/* our own ID in the widest gap: that one is left to our successors */
+	cr_assert(!chord__learned_gap(&l, &ring[40].id, other, 3 * CHORD_SWEEP_AGAIN_US, &to));
+	/* one entry: the whole ring is its gap */
+	struct chord__learned one;
+	chord__learned_init(&one, 4);
+	chord__learned_add(&one, &ring[10], 1);
+	cr_assert(chord__learned_gap(&one, &ring[60].id, 0.5, t, &to) && cfs_id_eq(&to.id, &ring[10].id));
+	chord__learned_free(&one);
+	chord__learned_free(&l);
+}
+
 /* Quarantine and freshness: only entries first offered at or before the
  * one bound and last offered at or after the other are given; offering one
  * again does not make it younger. */

@@ -108,7 +108,8 @@ void client__fail(client_t *c, struct client__req *q, int status)
 	case CFS_MSG_CTL_PUT_CODED:
 		q->put_cb(q->arg, status, &q->key, 0);
 		break;
-	case CFS_MSG_CTL_LOCATE: {
+	case CFS_MSG_CTL_LOCATE:
+	case CFS_MSG_CTL_LOCATE_CODED: {
 		struct dhash_locate_result r = { .status = status };
 		q->locate_cb(q->arg, &r);
 		break;
@@ -351,6 +352,21 @@ int client_locate(client_t *c, const struct cfs_id *key, dhash_locate_cb cb, voi
 		return -ECANCELED;
 	struct client__req *q = req_new(c, CFS_MSG_CTL_LOCATE, arg);
 	q->key = *key;
+	q->locate_cb = cb;
+	return req_start(c, q);
+}
+
+int client_locate_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n,
+                        dhash_locate_cb cb, void *arg)
+{
+	if (c->closing)
+		return -ECANCELED;
+	if (!dhash_code_valid(m, n))
+		return -EINVAL;
+	struct client__req *q = req_new(c, CFS_MSG_CTL_LOCATE_CODED, arg);
+	q->key = *key;
+	q->code_m = (uint8_t)m;
+	q->code_n = (uint8_t)n;
 	q->locate_cb = cb;
 	return req_start(c, q);
 }

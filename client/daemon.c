@@ -68,6 +68,7 @@ static int req_send(client_t *c, struct client__req *q)
 		m->data = (struct cfs_bytes){ q->data, q->len };
 		break;
 	case CFS_MSG_CTL_GET_CODED:
+	case CFS_MSG_CTL_LOCATE_CODED:
 		m->key = q->key;
 		m->count = (uint32_t)q->code_m << 8 | q->code_n;
 		break;
@@ -151,7 +152,8 @@ static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 	case CFS_MSG_CTL_PUT_CODED:
 		answer_coded(c, q, m);
 		return;
-	case CFS_MSG_CTL_LOCATE: {
+	case CFS_MSG_CTL_LOCATE:
+	case CFS_MSG_CTL_LOCATE_CODED: {
 		struct dhash_locate_result r = { 0 };
 		if (m->data.len != m->n_nodes) {
 			client__fail(c, q, -EPROTO);

@@ -19,7 +19,7 @@ struct client__req {
 	uint64_t started_us;
 	struct cfs_id key;        /* get, put (computed), locate */
 	uint32_t kind;            /* put */
-	uint8_t code_m, code_n;   /* a coded get or put (CTL_GET_CODED, CTL_PUT_CODED) */
+	uint8_t code_m, code_n;   /* a coded get, put or locate (CTL_*_CODED) */
 	uint64_t lease_until;     /* put, refresh */
 	uint8_t *data;            /* put: the block; have/refresh: the keys; raw: the frame */
 	size_t len;

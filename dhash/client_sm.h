@@ -426,6 +426,7 @@ struct dhash__locate {
 	enum dhash__locate_state state;
 	struct cfs_id key;
 	uint32_t replicas;
+	uint32_t code_n;          /* a coded block's n (0: a whole block on k servers) */
 	dhash__verify_fn verify;
 	struct cfs_fanin fetches; /* out */
 	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
@@ -434,6 +435,9 @@ struct dhash__locate {
 };
 
 void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint32_t replicas);
+/* A coded block's locate: holder i (the key's i-th successor at a
+ * distinct IP) is asked for fragment i. */
+void dhash__locate_init_coded(struct dhash__locate *lc, const struct cfs_id *key, uint32_t n);
 void dhash__locate_fini(struct dhash__locate *lc);
 void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup_result *r);
 /* FETCH i ended (rep), or could not start (rep NULL). */

@@ -82,6 +82,10 @@ struct pub_sink_ops {
 	/* Where key's copies are (dhash_locate); NULL for a store that is not
 	 * a ring. Returns a negative errno if it could not start. */
 	int (*locate)(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg);
+	/* Where a coded block's fragments are (dhash_locate_coded); NULL as
+	 * locate. */
+	int (*locate_coded)(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+	                    dhash_locate_cb cb, void *arg);
 	/* Store a block again through the ring's put (the key's successor
 	 * stores it and pushes it to the other k-1): repair. NULL as locate. */
 	int (*restore)(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,

@@ -133,7 +133,7 @@ int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id
 
 	pub__walk_init(&pw, loop, sink);
 	sfsro_walker_visit(pw.w, root_dir);
-	while ((r = pub__walk_next(&pw, &s)) == SFSRO_WALK_BLOCK && (r = fn(arg, &s.key)) == 0)
+	while ((r = pub__walk_next(&pw, &s)) == SFSRO_WALK_BLOCK && (r = fn(arg, &s.key, s.btype)) == 0)
 		;
 	if (r < 0 && pw.failed)
 		log_error_errno(r, "cannot read block %s", cfs_id_hex(&pw.failed_key, h));

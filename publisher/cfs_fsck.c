@@ -96,6 +96,11 @@ static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cf
 	        "%lu on none, %lu unknown\n", r < 0 ? "REPLICAS BELOW k" : "every block at k",
 	        (unsigned long)rs.blocks, rs.k, (unsigned long)rs.at_k, (unsigned long)rs.below_k,
 	        (unsigned long)rs.at_zero, (unsigned long)rs.unknown);
+	if (rs.code_m)
+		fprintf(stderr, "cfs-fsck: of those, %lu data blocks as rs:%u/%u fragments: %lu at n, "
+		        "%lu below n, %lu below m (unreadable)\n", (unsigned long)rs.coded, rs.code_m,
+		        rs.code_n, (unsigned long)rs.coded_at_n, (unsigned long)rs.below_n,
+		        (unsigned long)rs.below_m);
 	if (repair)
 		fprintf(stderr, "cfs-fsck: %lu blocks stored again\n", (unsigned long)rs.repaired);
 	return r < 0 ? EXIT_DAMAGED : EXIT_WHOLE;

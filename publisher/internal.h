@@ -42,7 +42,7 @@ int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubk
 /* Call fn once for every block under root_dir (the root directory block
  * included, the signed root not), reading and verifying the blocks that
  * name others. Stops at the first error, fn's or a read's (logged). */
-typedef int (*pub_block_fn)(void *arg, const struct cfs_id *key);
+typedef int (*pub_block_fn)(void *arg, const struct cfs_id *key, uint8_t btype);
 int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *root_dir,
                      pub_block_fn fn, void *arg) CFS_WUR;
 /* Read one block, verified (root: a signed root; else by its hash), into

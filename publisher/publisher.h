@@ -177,12 +177,20 @@ struct pub_replica_stats {
 	uint64_t at_k, below_k, at_zero, unknown; /* by good copies on their k servers */
 	uint64_t repaired;        /* --repair: blocks below k stored again */
 	uint32_t k;               /* the servers responsible for each block */
+	/* A coded volume's data blocks, also counted above (at_k: all n
+	 * fragments good; below_k: fewer; never at_zero): */
+	uint32_t code_m, code_n;  /* the volume's code (0: none) */
+	uint64_t coded, coded_at_n;
+	uint64_t below_n;         /* fewer than n good fragments, ... */
+	uint64_t below_m;         /* ... of them fewer than m: unreadable */
 };
 
 /* cfs-fsck --replicas: for every block of the volume, which of its k
  * responsible servers hold a good copy. One line per block on out:
  * "KEY GOOD/K" and the servers that do not ("missing ADDR", "bad ADDR",
- * "stale ADDR", "silent ADDR"). With repair, a block with fewer than k
+ * "stale ADDR", "silent ADDR"); a coded volume's data block "KEY
+ * GOOD/M/N" and the holders that lack their fragment, the same way. With
+ * repair, a block with fewer than k
  * good copies and at least one is stored again (the key's successor keeps
  * it and pushes it to the others) and located once more. Returns 0 when
  * every block is on all k, -EBADMSG when some are not (after a repair:

@@ -72,6 +72,15 @@ static int req_send(client_t *c, struct client__req *q)
 		m->key = q->key;
 		m->count = (uint32_t)q->code_m << 8 | q->code_n;
 		break;
+	case CFS_MSG_CTL_REPAIR_CODED:
+		m->key = q->key;
+		m->count = (uint32_t)q->code_m << 8 | q->code_n;
+		m->flags = q->mask;
+		m->lease_until = q->lease_until;
+		m->n_nodes = q->n_nodes;
+		memcpy(m->nodes, q->nodes, q->n_nodes * sizeof(*q->nodes));
+		m->data = (struct cfs_bytes){ q->data, q->len };
+		break;
 	case CFS_MSG_CTL_PUT_CODED:
 		m->count = (uint32_t)q->code_m << 8 | q->code_n;
 		m->lease_until = q->lease_until;
@@ -103,7 +112,7 @@ static void drop_stream(client_t *c, int status)
  * we computed. */
 static void answer_coded(client_t *c, struct client__req *q, const struct cfs_msg *m)
 {
-	if (q->type == CFS_MSG_CTL_PUT_CODED) {
+	if (q->type == CFS_MSG_CTL_PUT_CODED || q->type == CFS_MSG_CTL_REPAIR_CODED) {
 		if (!cfs_id_eq(&m->key, &q->key))
 			client__fail(c, q, -EPROTO);
 		else
@@ -150,6 +159,7 @@ static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 		return;
 	case CFS_MSG_CTL_GET_CODED:
 	case CFS_MSG_CTL_PUT_CODED:
+	case CFS_MSG_CTL_REPAIR_CODED:
 		answer_coded(c, q, m);
 		return;
 	case CFS_MSG_CTL_LOCATE:

@@ -381,6 +381,11 @@ struct dhash__cput {
 /* Queues the LOOKUP. happy: acknowledgements that make the put a success
  * (dhash_coded_happy). */
 void dhash__cput_init(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until);
+/* A repair: no LOOKUP; fragment i (for each bit i of mask below nholders)
+ * is stored on holders[i], the holder a locate found without it. The put
+ * succeeds when every one of them acknowledged. */
+void dhash__cput_init_repair(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until,
+                             const struct cfs_node *holders, uint32_t nholders, uint32_t mask);
 void dhash__cput_fini(struct dhash__cput *p);
 void dhash__cput_on_lookup(struct dhash__cput *p, const struct chord_lookup_result *r);
 /* The STORE of fragment ci to cand[ci] ended (rep), or was never sent (NULL). */

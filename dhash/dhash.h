@@ -317,6 +317,16 @@ uint32_t dhash_coded_happy(uint32_t m, uint32_t n);
  * fewer servers than that. -EINVAL: a code outside sfsro_code_valid. */
 int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
+/* Repair a coded block: encode p (which must encode to key: -EBADMSG)
+ * and store fragment i on holders[i] for every bit i of mask (i below
+ * nholders), the holders a dhash_locate_coded found without theirs (a
+ * STORE addressed to that node, as a put's). cb: status 0 once every one
+ * acknowledged (lease: the least granted). A holder that keeps a
+ * fragment of the key already answers ok and keeps it (kind FRAG). */
+int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                       const uint8_t *p, size_t len, const struct cfs_node *holders,
+                       uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
+                       void *arg) CFS_WUR;
 /* Fetch the key's block: look up its n holders, FETCH fragments from the
  * m nearest (predicted round trip) and DHASH_CODED_EXTRA more at once,
  * verify each as it comes (a bad one: its server is suspected and the next

@@ -163,6 +163,24 @@ static void one_got(void *arg, int status, const uint8_t *p, size_t len)
 	}
 }
 
+int pub__get_coded(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, uint32_t m,
+                   uint32_t n, uint8_t **ret, size_t *ret_len)
+{
+	struct one_get g = { 0 };
+	int r;
+
+	if (!sink->ops->get_coded)
+		return -EOPNOTSUPP;
+	if ((r = sink->ops->get_coded(sink->impl, key, m, n, one_got, &g)) < 0 ||
+	    (r = cfs_loop_run_until(loop, &g.done)) < 0)
+		return r;
+	if (g.status < 0)
+		return g.status;
+	*ret = g.p;
+	*ret_len = g.len;
+	return 0;
+}
+
 int pub__get_block(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, bool root,
                    uint8_t **ret, size_t *ret_len)
 {

@@ -49,5 +49,9 @@ int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id
  * a malloc'd *ret. */
 int pub__get_block(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, bool root,
                    uint8_t **ret, size_t *ret_len) CFS_WUR;
+/* Read one coded data block (m of its n fragments, decoded and checked
+ * against key by the ring's reader) into a malloc'd *ret. */
+int pub__get_coded(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, uint32_t m,
+                   uint32_t n, uint8_t **ret, size_t *ret_len) CFS_WUR;
 
 #endif

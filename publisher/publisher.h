@@ -90,6 +90,13 @@ struct pub_sink_ops {
 	 * stores it and pushes it to the other k-1): repair. NULL as locate. */
 	int (*restore)(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
 	               pub_done_fn done, void *arg);
+	/* Store a coded block's fragments again: for each bit i of mask, the
+	 * i-th fragment of p on holders[i] (dhash_repair_coded): repair of
+	 * what a locate_coded found missing. NULL as locate. */
+	int (*repair_coded)(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+	                    const uint8_t *p, size_t len, const struct cfs_node *holders,
+	                    uint32_t nholders, uint32_t mask, uint64_t lease_until, pub_done_fn done,
+	                    void *arg);
 	/* Read key's bytes (a signed root under its root key, or a block):
 	 * done runs later, never inside this call, unless this returns a
 	 * negative errno (then it never runs). The reader verifies them. */

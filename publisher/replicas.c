@@ -31,6 +31,8 @@ struct rep {
 	                           * coded: 2 all n, 1 m or more, 4 below m */
 	uint8_t *coded;           /* per key: a coded data block */
 	uint8_t code_m, code_n;   /* the volume's code (0: whole blocks) */
+	struct dhash_locate_result **loc; /* repair: a coded block's holders, when below n */
+	size_t loc_n;
 	uint32_t root_kind;       /* keys[0]'s: the newest root, or a version */
 	size_t *origin;           /* repair: the index each re-located key came from */
 	int error;
@@ -96,6 +98,8 @@ static void located(void *arg, const struct dhash_locate_result *r)
 				        cfs_addr_str(&r->nodes[j].addr, a));
 		fputc('\n', rp->out);
 		rp->good[c->i] = r->good >= rp->code_n ? 2 : r->good >= rp->code_m ? 1 : 4;
+		if (c->i < rp->loc_n && rp->good[c->i] == 1 && !rp->loc[c->i])
+			rp->loc[c->i] = xmemdup(r, sizeof(*r));
 	} else if (r->status < 0) {
 		fprintf(rp->out, "%s ?/%u lookup failed: %s\n", h, rp->st->k, strerror(-r->status));
 		rp->good[c->i] = 3;
@@ -161,40 +165,84 @@ static void restored(void *arg, int status)
 	w->status = status;
 }
 
-/* Put the blocks with some good copies but fewer than k again; the ones
- * repaired go to the end of rp->keys to be located once more. */
+/* A coded block with m good fragments or more but fewer than n: read it
+ * (m fragments, decoded), encode it again and store each missing
+ * fragment on the holder the locate found without it. */
+static int repair_coded(struct rep *rp, size_t i, uint64_t lease_until)
+{
+	const struct dhash_locate_result *l = rp->loc[i];
+	struct restore_wait w = { 0 };
+	uint32_t mask = 0;
+	uint8_t *b;
+	size_t len;
+	char h[65];
+	int r;
+
+	cfs_id_hex(&rp->keys[i], h);
+	for (uint32_t j = 0; j < l->n; j++)
+		if (l->state[j] != DHASH_COPY_GOOD)
+			mask |= 1u << j;
+	if (!mask) /* fewer holders than n in the ring: nobody to store on */
+		return log_error_errno(-EHOSTUNREACH, "repair: %s has %u holders of %u", h, l->n,
+		                       rp->code_n);
+	if ((r = pub__get_coded(rp->loop, rp->sink, &rp->keys[i], rp->code_m, rp->code_n, &b, &len)) < 0)
+		return log_error_errno(r, "repair: cannot read %s from its fragments", h);
+	r = rp->sink->ops->repair_coded(rp->sink->impl, &rp->keys[i], rp->code_m, rp->code_n, b, len,
+	                                l->nodes, l->n, mask, lease_until, restored, &w);
+	if (r == 0)
+		r = cfs_loop_run_until(rp->loop, &w.done);
+	free(b);
+	if (r == 0)
+		r = w.status;
+	if (r < 0)
+		return log_error_errno(r, "repair: storing the fragments of %s again failed", h);
+	return 0;
+}
+
+/* A whole block: put again from a good copy. */
+static int restore_whole(struct rep *rp, size_t i, uint64_t lease_until)
+{
+	uint8_t *b;
+	size_t len;
+	char h[65];
+	struct restore_wait w = { 0 };
+	int r = pub__get_block(rp->loop, rp->sink, &rp->keys[i], i == 0, &b, &len); /* keys[0]: the root */
+	if (r < 0)
+		return log_error_errno(r, "repair: cannot read a good copy of %s", cfs_id_hex(&rp->keys[i], h));
+	uint32_t kind = i == 0 ? rp->root_kind : DHASH_KIND_CHASH; /* keys[0]: the root */
+	r = rp->sink->ops->restore(rp->sink->impl, kind, b, len, lease_until, restored, &w);
+	if (r == 0)
+		r = cfs_loop_run_until(rp->loop, &w.done);
+	free(b);
+	if (r == 0)
+		r = w.status;
+	if (r < 0)
+		return log_error_errno(r, "repair: storing %s again failed", cfs_id_hex(&rp->keys[i], h));
+	return 0;
+}
+
+/* Put the blocks with some good copies but fewer than k again (a coded
+ * block: its missing fragments); the ones repaired go to the end of
+ * rp->keys to be located once more. */
 static int repair(struct rep *rp, uint64_t lease_until)
 {
 	size_t n = rp->n;
+	char h[65];
 
 	for (size_t i = 0; i < n; i++) {
-		if (rp->good[i] != 1 || rp->coded[i])
+		if (rp->good[i] == 4)
+			log_error("repair: %s has fewer than %u good fragments: it cannot be rebuilt",
+			          cfs_id_hex(&rp->keys[i], h), rp->code_m);
+		if (rp->good[i] != 1)
 			continue;
-		uint8_t *b;
-		size_t len;
-		char h[65];
-		struct restore_wait w = { 0 };
-		int r = pub__get_block(rp->loop, rp->sink, &rp->keys[i], i == 0, &b, &len); /* keys[0]: the root */
-		if (r < 0) {
-			log_error_errno(r, "repair: cannot read a good copy of %s", cfs_id_hex(&rp->keys[i], h));
+		if (rp->coded[i] ? !rp->loc || !rp->loc[i] || repair_coded(rp, i, lease_until) < 0
+		    : restore_whole(rp, i, lease_until) < 0)
 			continue;
-		}
-		uint32_t kind = i == 0 ? rp->root_kind : DHASH_KIND_CHASH; /* keys[0]: the root */
-		r = rp->sink->ops->restore(rp->sink->impl, kind, b, len, lease_until, restored, &w);
-		if (r == 0)
-			r = cfs_loop_run_until(rp->loop, &w.done);
-		free(b);
-		if (r == 0)
-			r = w.status;
-		if (r < 0) {
-			log_error_errno(r, "repair: storing %s again failed", cfs_id_hex(&rp->keys[i], h));
-			continue;
-		}
 		rp->st->repaired++;
 		rp->origin = xrealloc(rp->origin, (rp->n - n + 1) * sizeof(*rp->origin));
 		rp->origin[rp->n - n] = i;
 		struct cfs_id key = rp->keys[i]; /* collect may move rp->keys */
-		collect(rp, &key, i == 0 ? SFSRO_B_ROOT : SFSRO_B_INODE); /* not a data block */
+		collect(rp, &key, rp->coded[i] ? SFSRO_B_DATA : SFSRO_B_INODE); /* as it was */
 	}
 	if (rp->n > n) {
 		rp->good = xrealloc(rp->good, rp->n);
@@ -261,6 +309,8 @@ int pub_replicas(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey
 	ret->blocks = rp.n;
 	rp.good = xmalloc(rp.n ? rp.n : 1);
 	memset(rp.good, 3, rp.n);
+	if (do_repair && root.code_m && sink->ops->repair_coded)
+		rp.loc = xcalloc(rp.loc_n = rp.n ? rp.n : 1, sizeof(*rp.loc));
 	if ((r = locate_all(&rp, 0)) < 0)
 		goto out;
 	count(&rp, 0, rp.n);
@@ -283,5 +333,8 @@ out:
 	free(rp.good);
 	free(rp.coded);
 	free(rp.origin);
+	for (size_t i = 0; i < rp.loc_n; i++)
+		free(rp.loc[i]);
+	free(rp.loc);
 	return r;
 }

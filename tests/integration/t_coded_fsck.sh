@@ -100,3 +100,60 @@ check_damaged damaged || fail "fsck --replicas through cfsd after the deletes"
 fsck_r damaged-plain --from "ring:$(cluster_addr 1)"
 check_damaged damaged-plain || fail "fsck --replicas as a plain client after the deletes"
 ok "fsck --replicas names exactly the two holders without their fragment: $(grep "^$target " "$TEST_DIR/damaged.out" | cut -c1-8,65-)"
+
+# ---- --repair: the two fragments rebuilt from 4 and stored on their holders
+rc=0
+"$FSCK" --data "$TEST_DIR/node$R" --replicas --repair "$vol" >"$TEST_DIR/repair.out" \
+	2>"$TEST_DIR/repair.err" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$TEST_DIR/repair.out" "$TEST_DIR/repair.err"; fail "--repair exited $rc"; }
+grep -q "^1 blocks stored again\|: 1 blocks stored again" "$TEST_DIR/repair.err" ||
+	{ cat "$TEST_DIR/repair.err"; fail "--repair did not store one block again"; }
+[ "$(sed -n '/^# after repair/,$p' "$TEST_DIR/repair.out" | grep "^$target " | awk '{ print $2, NF }')" = "8/4/8 2" ] ||
+	{ cat "$TEST_DIR/repair.out"; fail "after the repair $target is not at 8/4/8"; }
+for i in "${victims[@]}"; do
+	"$CFSCTL" --data "$TEST_DIR/node$i" keys | grep -q "$target" ||
+		fail "node$i does not hold $target after the repair"
+done
+# each holder keeps the fragment of its own index: the next fsck verifies
+# every one (index == position), through the plain client this time
+fsck_r repaired-plain --from "ring:$(cluster_addr 1)"
+[ "$rc" -eq 0 ] || { cat "$TEST_DIR/repaired-plain.err"; fail "fsck after the repair exited $rc"; }
+check_whole repaired-plain || fail "fsck after the repair: not every block at n / k"
+ok "--repair stored the 2 fragments on ${victims[*]/#/node}; fsck then finds all $ncoded coded blocks at 8/4/8"
+
+drop_frag() { # KEY NODE...: delete KEY's fragment on those daemons
+	local key=$1 i; shift
+	for i in "$@"; do
+		"$CFSCTL" --data "$TEST_DIR/node$i" deny "$key" >/dev/null || fail "deny on node$i"
+		"$CFSCTL" --data "$TEST_DIR/node$i" deny --remove "$key" >/dev/null || fail "allow on node$i"
+	done
+}
+# ---- the same as a plain ring client: another key, one holder
+other=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 8) print k }' "$TEST_DIR/held" | sort | sed -n 2p)
+one=$(awk -v k="$other" '$1 == k { print $2 }' "$TEST_DIR/held" | shuf -n 1)
+drop_frag "$other" "$one"
+rc=0
+"$FSCK" --from "ring:$(cluster_addr 1)" --replicas --repair "$vol" >"$TEST_DIR/repair2.out" \
+	2>"$TEST_DIR/repair2.err" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$TEST_DIR/repair2.out" "$TEST_DIR/repair2.err"; fail "plain --repair exited $rc"; }
+[ "$(sed -n '/^# after repair/,$p' "$TEST_DIR/repair2.out" | grep "^$other " | awk '{ print $2, NF }')" = "8/4/8 2" ] ||
+	{ cat "$TEST_DIR/repair2.out"; fail "after the plain repair $other is not at 8/4/8"; }
+[ "$(grep "^$other " "$TEST_DIR/repair2.out" | head -1 | awk '{ print $2, $3, $4 }')" = "7/4/8 missing $(cluster_addr "$one")" ] ||
+	{ cat "$TEST_DIR/repair2.out"; fail "the plain client did not name node$one"; }
+ok "as a plain ring client: node$one's fragment of ${other:0:8} named, rebuilt and stored back"
+
+# ---- below m: 5 of 8 fragments gone, 3 left: unreadable, not repairable
+third=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 8) print k }' "$TEST_DIR/held" | sort | sed -n 3p)
+mapfile -t five < <(awk -v k="$third" '$1 == k { print $2 }' "$TEST_DIR/held" | shuf -n 5)
+drop_frag "$third" "${five[@]}"
+rc=0
+"$FSCK" --data "$TEST_DIR/node$R" --replicas --repair "$vol" >"$TEST_DIR/lost.out" \
+	2>"$TEST_DIR/lost.err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$TEST_DIR/lost.err"; fail "--repair with a block below m exited $rc, not 1"; }
+[ "$(grep "^$third " "$TEST_DIR/lost.out" | head -1 | awk '{ print $2, NF }')" = "3/4/8 12" ] ||
+	{ cat "$TEST_DIR/lost.out"; fail "$third not reported at 3/4/8 with its 5 holders"; }
+grep -q "$third has fewer than 4 good fragments: it cannot be rebuilt" "$TEST_DIR/lost.err" ||
+	{ cat "$TEST_DIR/lost.err"; fail "no 'cannot be rebuilt' line"; }
+grep -q "$((ncoded - 1)) at n, 1 below n, 1 below m (unreadable)" "$TEST_DIR/lost.err" ||
+	{ cat "$TEST_DIR/lost.err"; fail "the summary does not count one block below m"; }
+ok "a block at 3 of 4 needed fragments: reported below m, unrepairable, exit 1"

@@ -515,3 +515,40 @@ Test(dhash_coded, locate_wrong_kind_cached_and_small_ring)
 	dhash__locate_fini(&lc);
 	free(of[0]);
 }
+
+/* A repair stores only the fragments the mask names, each on its holder,
+ * and succeeds when all of them acknowledged; one refusal fails it. */
+Test(dhash_coded, repair_stores_the_masked_fragments_on_their_holders)
+{
+	struct dhash__cput p;
+	struct chord_lookup_result *r = ring(N, false);
+	uint32_t mask = 1u << 3 | 1u << 9;
+
+	dhash__cput_init_repair(&p, M, N, 5000, r->succ, N, mask);
+	drain_put(&p);
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[0].i, 3);
+	cr_assert_eq(acts[1].i, 9);
+	cr_assert_eq(p.cand[9].id.b[0], 10);
+	dhash__cput_on_store(&p, 3, &(struct dhash__reply){ .lease_until = 4000 });
+	drain_put(&p);
+	cr_assert_eq(nacts, 0);
+	dhash__cput_on_store(&p, 9, &(struct dhash__reply){ .lease_until = 4500 });
+	drain_put(&p);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 4000);
+	cr_assert(dhash__cput_idle(&p));
+	dhash__cput_fini(&p);
+
+	dhash__cput_init_repair(&p, M, N, 5000, r->succ, N, mask);
+	drain_put(&p);
+	dhash__cput_on_store(&p, 3, &(struct dhash__reply){ .lease_until = 4000 });
+	dhash__cput_on_store(&p, 9, &(struct dhash__reply){ .status = -ENOSPC });
+	drain_put(&p);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ENOSPC);
+	dhash__cput_fini(&p);
+}

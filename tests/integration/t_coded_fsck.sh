@@ -64,7 +64,9 @@ check_whole() { # OUTPUT-NAME
 	grep -q "$ncoded data blocks as rs:4/8 fragments: $ncoded at n, 0 below n, 0 below m" \
 		"$TEST_DIR/$out.err" || { cat "$TEST_DIR/$out.err"; return 1; }
 }
+t0=$(date +%s%N)
 fsck_r whole --data "$TEST_DIR/node$R"
+echo "# fsck --replicas of $(wc -l <"$TEST_DIR/whole.out") blocks ($ncoded coded) through cfsd: $((($(date +%s%N) - t0) / 1000000)) ms"
 [ "$rc" -eq 0 ] || { cat "$TEST_DIR/whole.err"; fail "fsck --replicas of the whole volume exited $rc"; }
 check_whole whole || fail "fsck --replicas through cfsd: not every block at n / k"
 fsck_r whole-plain --from "ring:$(cluster_addr 1)"
@@ -103,8 +105,10 @@ ok "fsck --replicas names exactly the two holders without their fragment: $(grep
 
 # ---- --repair: the two fragments rebuilt from 4 and stored on their holders
 rc=0
+t0=$(date +%s%N)
 "$FSCK" --data "$TEST_DIR/node$R" --replicas --repair "$vol" >"$TEST_DIR/repair.out" \
 	2>"$TEST_DIR/repair.err" || rc=$?
+echo "# fsck --replicas --repair of one block's 2 fragments, with both locates: $((($(date +%s%N) - t0) / 1000000)) ms"
 [ "$rc" -eq 0 ] || { cat "$TEST_DIR/repair.out" "$TEST_DIR/repair.err"; fail "--repair exited $rc"; }
 grep -q "^1 blocks stored again\|: 1 blocks stored again" "$TEST_DIR/repair.err" ||
 	{ cat "$TEST_DIR/repair.err"; fail "--repair did not store one block again"; }

@@ -131,7 +131,7 @@ static void ctl_locate_done(void *arg, const struct dhash_locate_result *r)
 	uint8_t states[CFS_MSG_MAX_NODES];
 
 	if (!q->k->closed) {
-		cfs_msg_init(&sv->reply, CFS_MSG_CTL_LOCATE);
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_LOCATE or _CODED */
 		sv->reply.is_reply = true;
 		sv->reply.reqid = q->reqid;
 		sv->reply.status = r->status;
@@ -173,7 +173,7 @@ static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64
 	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_PUT or CTL_PUT_CODED */
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_PUT or CTL_*_CODED */
 		sv->reply.is_reply = true;
 		sv->reply.reqid = q->reqid;
 		sv->reply.status = status;
@@ -205,6 +205,13 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 		                    req->data.len, req->lease_until, ctl_put_done, q);
 	else if (req->type == CFS_MSG_CTL_LOCATE)
 		r = dhash_locate(sv->env.client, &req->key, ctl_locate_done, q);
+	else if (req->type == CFS_MSG_CTL_REPAIR_CODED)
+		r = dhash_repair_coded(sv->env.client, &req->key, req->count >> 8, req->count & 0xff,
+		                       req->data.p, req->data.len, req->nodes, req->n_nodes, req->flags,
+		                       req->lease_until, ctl_put_done, q);
+	else if (req->type == CFS_MSG_CTL_LOCATE_CODED)
+		r = dhash_locate_coded(sv->env.client, &req->key, req->count >> 8, req->count & 0xff,
+		                       ctl_locate_done, q);
 	else
 		r = dhash_put(sv->env.client, req->kind, req->data.p, req->data.len, req->lease_until,
 		              ctl_put_done, q);
@@ -568,7 +575,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		}
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
 	           req->type == CFS_MSG_CTL_LOCATE || req->type == CFS_MSG_CTL_GET_CODED ||
-	           req->type == CFS_MSG_CTL_PUT_CODED) {
+	           req->type == CFS_MSG_CTL_PUT_CODED || req->type == CFS_MSG_CTL_LOCATE_CODED ||
+	           req->type == CFS_MSG_CTL_REPAIR_CODED) {
 		ctl_block(k, req);
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);

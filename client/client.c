@@ -81,6 +81,7 @@ static void req_take(client_t *c, struct client__req *q)
 static void req_free(struct client__req *q)
 {
 	free(q->data);
+	free(q->nodes);
 	free(q);
 }
 
@@ -106,9 +107,11 @@ void client__fail(client_t *c, struct client__req *q, int status)
 	}
 	case CFS_MSG_CTL_PUT:
 	case CFS_MSG_CTL_PUT_CODED:
+	case CFS_MSG_CTL_REPAIR_CODED:
 		q->put_cb(q->arg, status, &q->key, 0);
 		break;
-	case CFS_MSG_CTL_LOCATE: {
+	case CFS_MSG_CTL_LOCATE:
+	case CFS_MSG_CTL_LOCATE_CODED: {
 		struct dhash_locate_result r = { .status = status };
 		q->locate_cb(q->arg, &r);
 		break;
@@ -355,6 +358,21 @@ int client_locate(client_t *c, const struct cfs_id *key, dhash_locate_cb cb, voi
 	return req_start(c, q);
 }
 
+int client_locate_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n,
+                        dhash_locate_cb cb, void *arg)
+{
+	if (c->closing)
+		return -ECANCELED;
+	if (!dhash_code_valid(m, n))
+		return -EINVAL;
+	struct client__req *q = req_new(c, CFS_MSG_CTL_LOCATE_CODED, arg);
+	q->key = *key;
+	q->code_m = (uint8_t)m;
+	q->code_n = (uint8_t)n;
+	q->locate_cb = cb;
+	return req_start(c, q);
+}
+
 int client_put(client_t *c, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
                dhash_put_cb cb, void *arg)
 {
@@ -406,6 +424,29 @@ int client_put_coded(client_t *c, uint32_t m, uint32_t n, const uint8_t *p, size
 	q->key = key;
 	q->code_m = (uint8_t)m;
 	q->code_n = (uint8_t)n;
+	q->lease_until = lease_until;
+	q->data = xmemdup(p, len);
+	q->len = len;
+	q->put_cb = cb;
+	return req_start(c, q);
+}
+
+int client_repair_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n,
+                        const uint8_t *p, size_t len, const struct cfs_node *holders,
+                        uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
+                        void *arg)
+{
+	if (c->closing)
+		return -ECANCELED;
+	if (!dhash_code_valid(m, n) || len == 0 || len > CFS_BLOCK_MAX || nholders > n || !mask)
+		return -EINVAL;
+	struct client__req *q = req_new(c, CFS_MSG_CTL_REPAIR_CODED, arg);
+	q->key = *key;
+	q->code_m = (uint8_t)m;
+	q->code_n = (uint8_t)n;
+	q->nodes = xmemdup(holders, nholders * sizeof(*holders) + 1);
+	q->n_nodes = nholders;
+	q->mask = mask;
 	q->lease_until = lease_until;
 	q->data = xmemdup(p, len);
 	q->len = len;

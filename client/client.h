@@ -137,6 +137,16 @@ int client_refresh(client_t *c, const struct cfs_id *keys, uint32_t n, uint64_t 
                    dhash_bits_cb cb, void *arg) CFS_WUR;
 /* dhash_locate through the daemon (or the plain client's own). */
 int client_locate(client_t *c, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
+/* dhash_repair_coded the same way (cfs-fsck --replicas --repair). A
+ * daemon that predates it drops the connection. */
+int client_repair_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n,
+                        const uint8_t *p, size_t len, const struct cfs_node *holders,
+                        uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
+                        void *arg) CFS_WUR;
+/* dhash_locate_coded the same way. A daemon that predates it answers
+ * -EOPNOTSUPP. */
+int client_locate_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint32_t n,
+                        dhash_locate_cb cb, void *arg) CFS_WUR;
 
 /* Any control request (CFS_MSG_CTL_*, e.g. a status or a lookup), for
  * cfsctl. cb gets the daemon's reply (status: the reply's own, reply set),

@@ -68,8 +68,18 @@ static int req_send(client_t *c, struct client__req *q)
 		m->data = (struct cfs_bytes){ q->data, q->len };
 		break;
 	case CFS_MSG_CTL_GET_CODED:
+	case CFS_MSG_CTL_LOCATE_CODED:
 		m->key = q->key;
 		m->count = (uint32_t)q->code_m << 8 | q->code_n;
+		break;
+	case CFS_MSG_CTL_REPAIR_CODED:
+		m->key = q->key;
+		m->count = (uint32_t)q->code_m << 8 | q->code_n;
+		m->flags = q->mask;
+		m->lease_until = q->lease_until;
+		m->n_nodes = q->n_nodes;
+		memcpy(m->nodes, q->nodes, q->n_nodes * sizeof(*q->nodes));
+		m->data = (struct cfs_bytes){ q->data, q->len };
 		break;
 	case CFS_MSG_CTL_PUT_CODED:
 		m->count = (uint32_t)q->code_m << 8 | q->code_n;
@@ -102,7 +112,7 @@ static void drop_stream(client_t *c, int status)
  * we computed. */
 static void answer_coded(client_t *c, struct client__req *q, const struct cfs_msg *m)
 {
-	if (q->type == CFS_MSG_CTL_PUT_CODED) {
+	if (q->type == CFS_MSG_CTL_PUT_CODED || q->type == CFS_MSG_CTL_REPAIR_CODED) {
 		if (!cfs_id_eq(&m->key, &q->key))
 			client__fail(c, q, -EPROTO);
 		else
@@ -149,9 +159,11 @@ static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 		return;
 	case CFS_MSG_CTL_GET_CODED:
 	case CFS_MSG_CTL_PUT_CODED:
+	case CFS_MSG_CTL_REPAIR_CODED:
 		answer_coded(c, q, m);
 		return;
-	case CFS_MSG_CTL_LOCATE: {
+	case CFS_MSG_CTL_LOCATE:
+	case CFS_MSG_CTL_LOCATE_CODED: {
 		struct dhash_locate_result r = { 0 };
 		if (m->data.len != m->n_nodes) {
 			client__fail(c, q, -EPROTO);

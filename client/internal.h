@@ -19,7 +19,9 @@ struct client__req {
 	uint64_t started_us;
 	struct cfs_id key;        /* get, put (computed), locate */
 	uint32_t kind;            /* put */
-	uint8_t code_m, code_n;   /* a coded get or put (CTL_GET_CODED, CTL_PUT_CODED) */
+	uint8_t code_m, code_n;   /* a coded get, put, locate or repair (CTL_*_CODED) */
+	struct cfs_node *nodes;   /* repair: the holders (malloc'd) ... */
+	uint32_t n_nodes, mask;   /* ... and the fragments to store on them */
 	uint64_t lease_until;     /* put, refresh */
 	uint8_t *data;            /* put: the block; have/refresh: the keys; raw: the frame */
 	size_t len;

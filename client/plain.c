@@ -191,6 +191,13 @@ static void plain_start(client_t *c, struct client__req *q)
 	case CFS_MSG_CTL_LOCATE:
 		r = dhash_locate(dc, &q->key, on_located, k);
 		break;
+	case CFS_MSG_CTL_REPAIR_CODED:
+		r = dhash_repair_coded(dc, &q->key, q->code_m, q->code_n, q->data, q->len, q->nodes,
+		                       q->n_nodes, q->mask, q->lease_until, on_put, k);
+		break;
+	case CFS_MSG_CTL_LOCATE_CODED:
+		r = dhash_locate_coded(dc, &q->key, q->code_m, q->code_n, on_located, k);
+		break;
 	case CFS_MSG_CTL_GET_CODED:
 		r = dhash_get_coded(dc, &q->key, q->code_m, q->code_n, on_got, k);
 		break;

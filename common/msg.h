@@ -97,6 +97,10 @@ enum cfs_msg_type {
 	CFS_MSG_CTL_PIN_VERSIONS,/* local: as CTL_PIN, keeping the newest count versions */
 	CFS_MSG_CTL_GET_CODED,   /* local: coded get of key, count = m << 8 | n -> kind, data */
 	CFS_MSG_CTL_PUT_CODED,   /* local: coded put of data, count = m << 8 | n -> key, lease */
+	CFS_MSG_CTL_LOCATE_CODED,/* local: which of coded key's n holders hold their
+	                          * fragment, count = m << 8 | n -> nodes, states */
+	CFS_MSG_CTL_REPAIR_CODED,/* local: store the fragments flags (a bit mask) names
+	                          * of data on nodes, count = m << 8 | n -> key, lease */
 	CFS_MSG_TYPE_END
 };
 

@@ -381,6 +381,11 @@ struct dhash__cput {
 /* Queues the LOOKUP. happy: acknowledgements that make the put a success
  * (dhash_coded_happy). */
 void dhash__cput_init(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until);
+/* A repair: no LOOKUP; fragment i (for each bit i of mask below nholders)
+ * is stored on holders[i], the holder a locate found without it. The put
+ * succeeds when every one of them acknowledged. */
+void dhash__cput_init_repair(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until,
+                             const struct cfs_node *holders, uint32_t nholders, uint32_t mask);
 void dhash__cput_fini(struct dhash__cput *p);
 void dhash__cput_on_lookup(struct dhash__cput *p, const struct chord_lookup_result *r);
 /* The STORE of fragment ci to cand[ci] ended (rep), or was never sent (NULL). */
@@ -426,6 +431,7 @@ struct dhash__locate {
 	enum dhash__locate_state state;
 	struct cfs_id key;
 	uint32_t replicas;
+	uint32_t code_n;          /* a coded block's n (0: a whole block on k servers) */
 	dhash__verify_fn verify;
 	struct cfs_fanin fetches; /* out */
 	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
@@ -434,6 +440,9 @@ struct dhash__locate {
 };
 
 void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint32_t replicas);
+/* A coded block's locate: holder i (the key's i-th successor at a
+ * distinct IP) is asked for fragment i. */
+void dhash__locate_init_coded(struct dhash__locate *lc, const struct cfs_id *key, uint32_t n);
 void dhash__locate_fini(struct dhash__locate *lc);
 void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup_result *r);
 /* FETCH i ended (rep), or could not start (rep NULL). */

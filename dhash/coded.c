@@ -14,6 +14,7 @@ struct coded_op {
 	dhash_client_t *d;
 	bool put;
 	bool finished;
+	int *start;               /* a repair's first sends: a FINISH now is the caller's error */
 	struct cfs_id key;
 	void *arg;
 	uint64_t started_us;
@@ -131,6 +132,10 @@ static void coded_finish(struct coded_op *o, const struct dhash__act *a)
 	int status = dhash__client_closing(d) ? -ECANCELED : a->status;
 
 	o->finished = true;
+	if (o->start) { /* every send failed at once: no callback, the call fails */
+		*o->start = status < 0 ? status : -EIO;
+		return;
+	}
 	if (o->put) {
 		st->coded_puts++;
 		st->coded_puts_failed += status < 0;
@@ -246,6 +251,48 @@ int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p,
 	}
 	dhash__cput_init(&o->p.sm, m, n, lease_until ? lease_until : cfs_wall_s() + dhash__client_lease(d));
 	return coded_start(o);
+}
+
+int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                       const uint8_t *p, size_t len, const struct cfs_node *holders,
+                       uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
+                       void *arg)
+{
+	if (dhash__client_closing(d))
+		return -ECANCELED;
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX || nholders > n ||
+	    (mask & ((nholders < 32 ? 1u << nholders : 0u) - 1)) == 0)
+		return -EINVAL;
+	struct coded_op *o = xcalloc(1, sizeof(*o));
+	size_t flen = sfsro_frag_len((uint32_t)len, m, n);
+	int r;
+
+	o->d = d;
+	o->put = true;
+	o->arg = arg;
+	o->started_us = cfs_now_us();
+	o->p.cb = cb;
+	o->p.flen = flen;
+	o->p.frags[0] = xmalloc(flen * n);
+	for (uint32_t i = 1; i < n; i++)
+		o->p.frags[i] = o->p.frags[0] + i * flen;
+	if ((r = sfsro_code_encode(p, len, m, n, &o->key, o->p.frags)) < 0 ||
+	    (r = cfs_id_eq(&o->key, key) ? 0 : -EBADMSG) < 0) { /* not the block the key names */
+		free(o->p.frags[0]);
+		free(o);
+		return r;
+	}
+	dhash__cput_init_repair(&o->p.sm, m, n, lease_until ? lease_until
+	                        : cfs_wall_s() + dhash__client_lease(d), holders, nholders, mask);
+	dhash__client_hold(d);
+	r = 1;
+	o->start = &r;
+	coded_run(o); /* frees o when every send failed at once (r then says why) */
+	if (r == 1) {
+		o->start = NULL;
+		r = 0;
+	}
+	return r;
 }
 
 int dhash_get_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,

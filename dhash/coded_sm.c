@@ -8,6 +8,10 @@
  * the key (sfsro_frag_verify), so a server checks what it stores and a
  * reader what it fetches, and a hostile holder costs one FETCH.
  *
+ * repair (cfs-fsck --replicas --repair): no LOOKUP; the fragments a
+ * locate found missing are stored, each on the holder that lacks it, and
+ * the repair succeeds when every one of them acknowledged.
+ *
  * put: LOOKUP for the n successors, then STORE fragment i to the i-th,
  * all at once (a server's nonce challenge answered once, CFS 5.4). The put
  * succeeds once dhash_coded_happy of them acknowledged; the STOREs still
@@ -62,6 +66,8 @@ static uint32_t coded_nsucc(uint32_t n)
 
 /* ------------------------------------------------------------ put */
 
+static void cput_send(struct dhash__cput *p, uint32_t ci);
+
 /* Report the put (once). A success with STOREs still out stays RUN until
  * they all ended; a failure is DONE at once (late replies are ignored). */
 static void cput_finish(struct dhash__cput *p, int status)
@@ -83,6 +89,25 @@ void dhash__cput_init(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t le
 	p->happy = dhash_coded_happy(m, n);
 	p->lease_until = lease_until;
 	dhash__act_push(&p->q, DHASH_ACT_LOOKUP)->nsucc = coded_nsucc(n);
+}
+
+void dhash__cput_init_repair(struct dhash__cput *p, uint32_t m, uint32_t n, uint64_t lease_until,
+                             const struct cfs_node *holders, uint32_t nholders, uint32_t mask)
+{
+	memset(p, 0, sizeof(*p));
+	p->m = m;
+	p->n = n;
+	p->lease_until = lease_until;
+	p->ncand = nholders < n ? nholders : n;
+	memcpy(p->cand, holders, p->ncand * sizeof(*holders));
+	p->state = DHASH_CODED_RUN;
+	for (uint32_t i = 0; i < p->ncand; i++)
+		if (mask >> i & 1) {
+			p->happy++;
+			cput_send(p, i);
+		}
+	if (p->happy == 0)
+		cput_finish(p, -EINVAL);
 }
 
 void dhash__cput_fini(struct dhash__cput *p)

@@ -297,10 +297,10 @@ int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
  * A block as n fragments, any m of which rebuild it, fragment i stored
  * (kind FRAG) on the i-th of the key's first n successors at distinct IP
  * addresses. No server replicates a fragment and replica maintenance
- * leaves them alone: a lost fragment stays lost (there is no repair yet),
- * which the n - m spare fragments absorb. The coded key commits to m and
- * n but does not reveal them: the caller knows them from the volume's
- * signed root. */
+ * leaves them alone: a lost fragment stays lost (cfs-fsck --replicas
+ * names its holder), which the n - m spare fragments absorb. The coded
+ * key commits to m and n but does not reveal them: the caller knows them
+ * from the volume's signed root. */
 
 /* Is m-of-n a code this build stores (1 <= m < n <= 32, m <= 16)? */
 bool dhash_code_valid(uint32_t m, uint32_t n);
@@ -317,6 +317,16 @@ uint32_t dhash_coded_happy(uint32_t m, uint32_t n);
  * fewer servers than that. -EINVAL: a code outside sfsro_code_valid. */
 int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
                     uint64_t lease_until, dhash_put_cb cb, void *arg) CFS_WUR;
+/* Repair a coded block: encode p (which must encode to key: -EBADMSG)
+ * and store fragment i on holders[i] for every bit i of mask (i below
+ * nholders), the holders a dhash_locate_coded found without theirs (a
+ * STORE addressed to that node, as a put's). cb: status 0 once every one
+ * acknowledged (lease: the least granted). A holder that keeps a
+ * fragment of the key already answers ok and keeps it (kind FRAG). */
+int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                       const uint8_t *p, size_t len, const struct cfs_node *holders,
+                       uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
+                       void *arg) CFS_WUR;
 /* Fetch the key's block: look up its n holders, FETCH fragments from the
  * m nearest (predicted round trip) and DHASH_CODED_EXTRA more at once,
  * verify each as it comes (a bad one: its server is suspected and the next
@@ -347,6 +357,14 @@ struct dhash_locate_result {
 };
 typedef void (*dhash_locate_cb)(void *arg, const struct dhash_locate_result *r);
 int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
+/* The same for a coded block (m-of-n): its n holders (the key's first n
+ * successors at distinct IPs), holder i asked for what it holds under the
+ * key; GOOD when that is a fragment that verifies alone against the key
+ * with index i, BAD when it does not verify or has another index, MISSING,
+ * SILENT. r->n may be below n in a ring of fewer IPs. -EINVAL: no such
+ * code. */
+int dhash_locate_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                       dhash_locate_cb cb, void *arg) CFS_WUR;
 
 /* ---- a block cache on disk (a server's cached copies, a mount's warm
  * cache): the storage engine in its own directory, bounded in bytes on

@@ -2,7 +2,8 @@
  * Locate: where are a block's copies? The driver of locate_sm.c's
  * machine: it does the lookup and the FETCHes and reports the result
  * (cfs-fsck --replicas asks this per block to say which of the k hold a
- * good copy). The operation is freed in one place, after its callback.
+ * good copy, or for a coded block which of its n holders hold their
+ * fragment). The operation is freed in one place, after its callback.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,8 @@ static void locate_run(struct locate *lc)
 	}
 }
 
-int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
+static int locate_start(dhash_client_t *d, const struct cfs_id *key, uint32_t code_n,
+                        dhash_locate_cb cb, void *arg)
 {
 	if (dhash__client_closing(d))
 		return -ECANCELED;
@@ -109,7 +111,10 @@ int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb
 	lc->d = d;
 	lc->cb = cb;
 	lc->arg = arg;
-	dhash__locate_init(&lc->sm, key, dhash__client_replicas(d));
+	if (code_n)
+		dhash__locate_init_coded(&lc->sm, key, code_n);
+	else
+		dhash__locate_init(&lc->sm, key, dhash__client_replicas(d));
 	dhash__locate_next(&lc->sm, &a); /* the lookup */
 	struct chord_lookup_opts lo = { .mode = dhash__client_mode(d), .nsucc = a.nsucc };
 	dhash__client_hold(d);
@@ -119,4 +124,17 @@ int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb
 		dhash__client_release(d);
 	}
 	return r;
+}
+
+int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
+{
+	return locate_start(d, key, 0, cb, arg);
+}
+
+int dhash_locate_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                       dhash_locate_cb cb, void *arg)
+{
+	if (!sfsro_code_valid(m, n))
+		return -EINVAL;
+	return locate_start(d, key, n, cb, arg);
 }

@@ -6,6 +6,12 @@
  * back. A copy answered from a server's cache (lease 0) is not a replica
  * (CFS 5.2: cached copies never count as replicas), and a root older than
  * another replica's is stale (CFS 5.5).
+ *
+ * A coded block (DHash++ 4.4) has no copies but n fragments: the LOOKUP
+ * asks for spare successors (virtual servers share an IP), holder i is
+ * the key's i-th successor at a distinct IP, as the coded put placed
+ * them, and its answer is good only when it is a fragment that verifies
+ * alone against the key (sfsro_frag_verify) and carries index i.
  */
 #include <string.h>
 
@@ -18,6 +24,18 @@ void dhash__locate_init(struct dhash__locate *lc, const struct cfs_id *key, uint
 	lc->replicas = replicas;
 	lc->verify = dhash_verify;
 	dhash__act_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = replicas;
+}
+
+void dhash__locate_init_coded(struct dhash__locate *lc, const struct cfs_id *key, uint32_t n)
+{
+	uint32_t want = 2 * n + DHASH_GET_SPARES; /* as a coded get asks */
+
+	memset(lc, 0, sizeof(*lc));
+	lc->key = *key;
+	lc->replicas = n;
+	lc->code_n = n;
+	dhash__act_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = want < CFS_MSG_MAX_NODES ? want
+	                                                   : CFS_MSG_MAX_NODES;
 }
 
 void dhash__locate_fini(struct dhash__locate *lc)
@@ -55,7 +73,8 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 	for (uint32_t i = 0; lc->r.status == 0 && i < r->n && lc->r.n < lc->replicas; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < lc->r.n && !dup; j++)
-			dup = cfs_addr_eq(&lc->r.nodes[j].addr, &r->succ[i].addr);
+			dup = lc->code_n ? cfs_addr_same_ip(&lc->r.nodes[j].addr, &r->succ[i].addr)
+			      : cfs_addr_eq(&lc->r.nodes[j].addr, &r->succ[i].addr);
 		if (!dup)
 			lc->r.nodes[lc->r.n++] = r->succ[i];
 	}
@@ -69,6 +88,15 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 		locate_finish(lc);
 }
 
+/* Holder i's answer is fragment i of the key's block. */
+static bool frag_good(const struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
+{
+	struct sfsro_frag f;
+
+	return rep->kind == DHASH_KIND_FRAG && sfsro_frag_verify(&lc->key, rep->data, rep->len, &f) == 0 &&
+	       f.index == i;
+}
+
 void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
 {
 	uint64_t seq = 0;
@@ -79,6 +107,7 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 		lc->r.state[i] = DHASH_COPY_SILENT; /* never sent */
 	else if (rep->status == 0)
 		lc->r.state[i] = rep->lease_until == 0 ? DHASH_COPY_MISSING /* a cached copy */
+		                 : lc->code_n ? (frag_good(lc, i, rep) ? DHASH_COPY_GOOD : DHASH_COPY_BAD)
 		                 : lc->verify(rep->kind, &lc->key, rep->data, rep->len, &seq) == 0
 		                 ? DHASH_COPY_GOOD : DHASH_COPY_BAD;
 	else if (rep->status == -ENOENT)

@@ -133,7 +133,7 @@ int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id
 
 	pub__walk_init(&pw, loop, sink);
 	sfsro_walker_visit(pw.w, root_dir);
-	while ((r = pub__walk_next(&pw, &s)) == SFSRO_WALK_BLOCK && (r = fn(arg, &s.key)) == 0)
+	while ((r = pub__walk_next(&pw, &s)) == SFSRO_WALK_BLOCK && (r = fn(arg, &s.key, s.btype)) == 0)
 		;
 	if (r < 0 && pw.failed)
 		log_error_errno(r, "cannot read block %s", cfs_id_hex(&pw.failed_key, h));
@@ -161,6 +161,24 @@ static void one_got(void *arg, int status, const uint8_t *p, size_t len)
 		g->p = xmemdup(p, len ? len : 1);
 		g->len = len;
 	}
+}
+
+int pub__get_coded(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, uint32_t m,
+                   uint32_t n, uint8_t **ret, size_t *ret_len)
+{
+	struct one_get g = { 0 };
+	int r;
+
+	if (!sink->ops->get_coded)
+		return -EOPNOTSUPP;
+	if ((r = sink->ops->get_coded(sink->impl, key, m, n, one_got, &g)) < 0 ||
+	    (r = cfs_loop_run_until(loop, &g.done)) < 0)
+		return r;
+	if (g.status < 0)
+		return g.status;
+	*ret = g.p;
+	*ret_len = g.len;
+	return 0;
 }
 
 int pub__get_block(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, bool root,

@@ -9,10 +9,11 @@
  * monitoring probe raises the right alarm:
  *
  *   0  the volume is whole: every block present and verified (--replicas:
- *      every block on all k of its servers, after --repair when it is now);
+ *      every block on all k of its servers, a coded data block's n
+ *      fragments on its n holders, after --repair when it is now);
  *   1  the volume is damaged: blocks missing or corrupt, each reported by
  *      path and key on stderr, or a root that is not there or does not
- *      verify (--replicas: blocks below k);
+ *      verify (--replicas: blocks below k, or below n);
  *   2  the volume could not be checked: wrong arguments, no such store,
  *      the store did not answer (for some blocks: they are reported as
  *      "unreadable"), or --replicas on a store that is not a ring.
@@ -44,9 +45,11 @@ static const char help_text[] =
 	"                    --from cfsd:DIR/cfsd.sock\n"
 	"      --list        print every entry: TYPE MODE SIZE MTIME BLAKE2B PATH\n"
 	"      --replicas    for every block, which of its k servers hold a good\n"
-	"                    copy (one line per block: KEY GOOD/K and the others)\n"
+	"                    copy (one line per block: KEY GOOD/K and the others;\n"
+	"                    a coded data block: KEY GOOD/M/N, fragments on holders)\n"
 	"      --repair      with --replicas: store the blocks below k again from a\n"
-	"                    good copy, then report them once more\n"
+	"                    good copy (a coded block's missing fragments, rebuilt\n"
+	"                    from M), then report them once more\n"
 	"  -q, --quiet       no summary line when the volume is whole\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n\n"
@@ -96,6 +99,11 @@ static int replicas_main(uv_loop_t *loop, struct pub_sink *sink, const struct cf
 	        "%lu on none, %lu unknown\n", r < 0 ? "REPLICAS BELOW k" : "every block at k",
 	        (unsigned long)rs.blocks, rs.k, (unsigned long)rs.at_k, (unsigned long)rs.below_k,
 	        (unsigned long)rs.at_zero, (unsigned long)rs.unknown);
+	if (rs.code_m)
+		fprintf(stderr, "cfs-fsck: of those, %lu data blocks as rs:%u/%u fragments: %lu at n, "
+		        "%lu below n, %lu below m (unreadable)\n", (unsigned long)rs.coded, rs.code_m,
+		        rs.code_n, (unsigned long)rs.coded_at_n, (unsigned long)rs.below_n,
+		        (unsigned long)rs.below_m);
 	if (repair)
 		fprintf(stderr, "cfs-fsck: %lu blocks stored again\n", (unsigned long)rs.repaired);
 	return r < 0 ? EXIT_DAMAGED : EXIT_WHOLE;

@@ -438,6 +438,30 @@ static int sk_locate(void *sink, const struct cfs_id *key, dhash_locate_cb cb, v
 	return client_locate(d->l, key, cb, arg);
 }
 
+static int sk_locate_coded(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+                           dhash_locate_cb cb, void *arg)
+{
+	struct cfsdsink *d = sink;
+	return client_locate_coded(d->l, key, m, n, cb, arg);
+}
+
+static int sk_repair_coded(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+                           const uint8_t *p, size_t len, const struct cfs_node *holders,
+                           uint32_t nholders, uint32_t mask, uint64_t lease_until,
+                           pub_done_fn done, void *arg)
+{
+	struct cfsdsink *d = sink;
+	struct put_req *q = xcalloc(1, sizeof(*q));
+	int r;
+
+	q->done = done;
+	q->arg = arg;
+	if ((r = client_repair_coded(d->l, key, m, n, p, len, holders, nholders, mask, lease_until,
+	                             root_done, q)) < 0)
+		free(q);
+	return r;
+}
+
 static int sk_restore(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
                       pub_done_fn done, void *arg)
 {
@@ -479,6 +503,8 @@ static const struct pub_sink_ops cfsdsink_ops = {
 	.refresh = sk_refresh,
 	.lease_granted = sk_lease_granted,
 	.locate = sk_locate,
+	.locate_coded = sk_locate_coded,
+	.repair_coded = sk_repair_coded,
 	.restore = sk_restore,
 	.get = sk_get,
 	.get_coded = sk_get_coded,

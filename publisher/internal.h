@@ -42,13 +42,17 @@ int pub__read_root(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubk
 /* Call fn once for every block under root_dir (the root directory block
  * included, the signed root not), reading and verifying the blocks that
  * name others. Stops at the first error, fn's or a read's (logged). */
-typedef int (*pub_block_fn)(void *arg, const struct cfs_id *key);
+typedef int (*pub_block_fn)(void *arg, const struct cfs_id *key, uint8_t btype);
 int pub__walk_blocks(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *root_dir,
                      pub_block_fn fn, void *arg) CFS_WUR;
 /* Read one block, verified (root: a signed root; else by its hash), into
  * a malloc'd *ret. */
 int pub__get_block(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, bool root,
                    uint8_t **ret, size_t *ret_len) CFS_WUR;
+/* Read one coded data block (m of its n fragments, decoded and checked
+ * against key by the ring's reader) into a malloc'd *ret. */
+int pub__get_coded(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_id *key, uint32_t m,
+                   uint32_t n, uint8_t **ret, size_t *ret_len) CFS_WUR;
 
 /* Blocks to a sink in batches (batch.c), for the publisher and the push
  * alike: each batch is asked which of its blocks the sink holds (which

@@ -565,7 +565,7 @@ static int refresh_key(struct refresher *rf, const struct cfs_id *key)
 	return rf->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf) : 0;
 }
 
-static int refresh_block(void *arg, const struct cfs_id *key)
+static int refresh_block(void *arg, const struct cfs_id *key, uint8_t btype)
 {
 	return refresh_key(arg, key);
 }

@@ -82,10 +82,21 @@ struct pub_sink_ops {
 	/* Where key's copies are (dhash_locate); NULL for a store that is not
 	 * a ring. Returns a negative errno if it could not start. */
 	int (*locate)(void *sink, const struct cfs_id *key, dhash_locate_cb cb, void *arg);
+	/* Where a coded block's fragments are (dhash_locate_coded); NULL as
+	 * locate. */
+	int (*locate_coded)(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+	                    dhash_locate_cb cb, void *arg);
 	/* Store a block again through the ring's put (the key's successor
 	 * stores it and pushes it to the other k-1): repair. NULL as locate. */
 	int (*restore)(void *sink, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,
 	               pub_done_fn done, void *arg);
+	/* Store a coded block's fragments again: for each bit i of mask, the
+	 * i-th fragment of p on holders[i] (dhash_repair_coded): repair of
+	 * what a locate_coded found missing. NULL as locate. */
+	int (*repair_coded)(void *sink, const struct cfs_id *key, uint32_t m, uint32_t n,
+	                    const uint8_t *p, size_t len, const struct cfs_node *holders,
+	                    uint32_t nholders, uint32_t mask, uint64_t lease_until, pub_done_fn done,
+	                    void *arg);
 	/* Read key's bytes (a signed root under its root key, or a block):
 	 * done runs later, never inside this call, unless this returns a
 	 * negative errno (then it never runs). The reader verifies them. */
@@ -173,12 +184,20 @@ struct pub_replica_stats {
 	uint64_t at_k, below_k, at_zero, unknown; /* by good copies on their k servers */
 	uint64_t repaired;        /* --repair: blocks below k stored again */
 	uint32_t k;               /* the servers responsible for each block */
+	/* A coded volume's data blocks, also counted above (at_k: all n
+	 * fragments good; below_k: fewer; never at_zero): */
+	uint32_t code_m, code_n;  /* the volume's code (0: none) */
+	uint64_t coded, coded_at_n;
+	uint64_t below_n;         /* fewer than n good fragments, ... */
+	uint64_t below_m;         /* ... of them fewer than m: unreadable */
 };
 
 /* cfs-fsck --replicas: for every block of the volume, which of its k
  * responsible servers hold a good copy. One line per block on out:
  * "KEY GOOD/K" and the servers that do not ("missing ADDR", "bad ADDR",
- * "stale ADDR", "silent ADDR"). With repair, a block with fewer than k
+ * "stale ADDR", "silent ADDR"); a coded volume's data block "KEY
+ * GOOD/M/N" and the holders that lack their fragment, the same way. With
+ * repair, a block with fewer than k
  * good copies and at least one is stored again (the key's successor keeps
  * it and pushes it to the others) and located once more. Returns 0 when
  * every block is on all k, -EBADMSG when some are not (after a repair:

@@ -105,15 +105,17 @@ fsck_whole() { # cfs-fsck's options: every file and byte of the tree counted
 fsck_whole --data "$TEST_DIR/node$M" || fail "cfs-fsck of the coded volume through cfsd"
 fsck_whole --from "ring:$(cluster_addr 3)" || fail "cfs-fsck of the coded volume as a plain client"
 ok "cfs-fsck of the coded volume: $(tail -1 "$TEST_DIR/fsck.err")"
+# cfs-fsck --replicas: every data block's 12 fragments on their holders
+"$CFS_BIN/cfs-fsck" --data "$TEST_DIR/node$M" --replicas "$vcoded" >"$TEST_DIR/rep.out" 2>"$TEST_DIR/err" ||
+	fail "cfs-fsck --replicas of the coded volume: $(cat "$TEST_DIR/err")"
+grep -q " at n, 0 below n, 0 below m" "$TEST_DIR/err" ||
+	fail "cfs-fsck --replicas of the coded volume: $(cat "$TEST_DIR/err")"
+[ "$(grep -c " 12/4/12\$" "$TEST_DIR/rep.out")" -gt 0 ] || fail "no block at 12/4/12: $(head -3 "$TEST_DIR/rep.out")"
 # what is not done for coded volumes says so in one line
-"$CFS_BIN/cfs-fsck" --data "$TEST_DIR/node$M" --replicas "$vcoded" >/dev/null 2>"$TEST_DIR/err" &&
-	fail "cfs-fsck --replicas of a coded volume succeeded"
-grep -q "coded volume (rs:4/12) is not supported yet" "$TEST_DIR/err" ||
-	fail "cfs-fsck --replicas of a coded volume: $(cat "$TEST_DIR/err")"
 "$PUBLISH" --key "$TEST_DIR/coded.key" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --refresh "$vcoded" \
 	>/dev/null 2>"$TEST_DIR/err" && fail "--refresh of a coded volume succeeded"
 grep -q "not supported yet" "$TEST_DIR/err" || fail "--refresh of a coded volume: $(cat "$TEST_DIR/err")"
-ok "cfs-fsck --replicas and --refresh of a coded volume refuse it in one line"
+ok "cfs-fsck --replicas finds every fragment at 12/4/12; --refresh of a coded volume refuses it in one line"
 
 mkdir -p "$mnt"
 "$MOUNT" -f --data "$TEST_DIR/node$M" --state-dir "$TEST_DIR/state" "$vcoded" "$mnt" \

@@ -48,6 +48,26 @@ static void srv_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		rep.key.b[0] ^= req.data.len >= 3 && !memcmp(req.data.p, "lie", 3);
 		rep.lease_until = 77;
 		break;
+	case CFS_MSG_CTL_LOCATE_CODED: /* key 0xee: a daemon that predates it */
+		if (req.key.b[0] == 0xee) {
+			cfs_stream_close(s);
+			return;
+		}
+		rep.n_nodes = 3; /* holder i in state i - 1: bad, missing, good */
+		for (uint32_t i = 0; i < 3; i++) {
+			char ip[32];
+			snprintf(ip, sizeof(ip), "10.0.0.%u", i + 1);
+			cr_assert(cfs_addr_from_ip(&rep.nodes[i].addr, ip, 4000) == 0);
+			text[i] = (char)(int8_t)(i - 1);
+		}
+		rep.data = (struct cfs_bytes){ (const uint8_t *)text, 3 };
+		break;
+	case CFS_MSG_CTL_REPAIR_CODED: /* the block encodes to the key: the holders, mask in lease */
+		cr_assert(dhash_coded_key(req.data.p, req.data.len, req.count >> 8, req.count & 0xff,
+		                          &rep.key) == 0);
+		cr_assert(cfs_id_eq(&rep.key, &req.key));
+		rep.lease_until = (uint64_t)req.n_nodes << 32 | req.flags;
+		break;
 	default:
 		return;
 	}
@@ -266,5 +286,67 @@ Test(client, coded_get_and_put_through_the_daemon)
 	cr_assert(cfs_id_eq(&p.key, &want));
 	cr_assert_eq(p.lease, 77);
 	cr_assert_eq(lie.status, -EPROTO, "a key other than ours");
+	client_free(l);
+}
+
+struct loc_got {
+	int calls;
+	struct dhash_locate_result r;
+};
+
+static void coded_located(void *arg, const struct dhash_locate_result *r)
+{
+	struct loc_got *g = arg;
+
+	g->calls++;
+	g->r = *r;
+}
+
+Test(client, coded_locate_and_repair_through_the_daemon)
+{
+	client_t *l;
+	struct loc_got g = { 0 };
+	struct coded_got p = { 0 };
+	struct cfs_id key = { { 7 } };
+	struct cfs_node holders[8] = { 0 };
+	const char *block = "a block of a coded volume";
+
+	for (uint32_t i = 0; i < 8; i++)
+		cr_assert(cfs_addr_from_ip(&holders[i].addr, "10.0.0.9", 4000 + i) == 0);
+	cr_assert(client_new(&loop, path, 2000, &l) == 0);
+	cr_assert_eq(client_locate_coded(l, &key, 4, 3, coded_located, &g), -EINVAL, "no such code");
+	cr_assert(client_locate_coded(l, &key, 4, 8, coded_located, &g) == 0);
+	cr_assert(dhash_coded_key((const uint8_t *)block, strlen(block), 4, 8, &key) == 0);
+	cr_assert(client_repair_coded(l, &key, 4, 8, (const uint8_t *)block, strlen(block), holders, 8,
+	                              0x24, 0, coded_put, &p) == 0);
+	for (int i = 0; i < 1000 && g.calls + p.calls < 2; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(g.r.status, 0);
+	cr_assert_eq(g.r.n, 3);
+	cr_assert_eq(g.r.state[0], DHASH_COPY_BAD);
+	cr_assert_eq(g.r.state[1], DHASH_COPY_MISSING);
+	cr_assert_eq(g.r.state[2], DHASH_COPY_GOOD);
+	cr_assert_eq(g.r.good, 1);
+	cr_assert_eq(p.status, 0);
+	cr_assert_eq(p.lease, (uint64_t)8 << 32 | 0x24, "the holders and the mask crossed");
+	client_free(l);
+}
+
+/* A daemon that cannot decode the request closes the connection: the
+ * locate fails at once, not at the timeout. */
+Test(client, coded_locate_of_an_older_daemon_fails_at_once)
+{
+	client_t *l;
+	struct loc_got g = { 0 };
+	struct cfs_id key = { { 0xee } };
+
+	cr_assert(client_new(&loop, path, 60000, &l) == 0);
+	uint64_t t0 = cfs_now_us();
+	cr_assert(client_locate_coded(l, &key, 4, 8, coded_located, &g) == 0);
+	for (int i = 0; i < 1000 && g.calls < 1; i++)
+		uv_run(&loop, UV_RUN_ONCE);
+	cr_assert_eq(g.calls, 1);
+	cr_assert_eq(g.r.status, -ECONNRESET);
+	cr_assert_lt(cfs_now_us() - t0, 5000000);
 	client_free(l);
 }

@@ -406,3 +406,149 @@ Test(dhash_coded, get_fails_with_fewer_than_m)
 	cr_assert_eq(acts[0].status, -EPROTO);
 	dhash__cget_fini(&g);
 }
+
+/* ------------------------------------------------------------ locate */
+
+static void drain_locate(struct dhash__locate *lc)
+{
+	nacts = 0;
+	while (nacts < 64 && dhash__locate_next(lc, &acts[nacts]))
+		nacts++;
+}
+
+static void located(struct dhash__locate *lc, uint32_t i, struct dhash__reply r)
+{
+	dhash__locate_on_fetch(lc, i, &r);
+}
+
+/* Holder i is the i-th distinct IP and is asked for fragment i; each
+ * answer is judged alone: a miss, bytes that do not verify, a good
+ * fragment of another index and silence are each told apart from good. */
+Test(dhash_coded, locate_classifies_each_holder)
+{
+	struct dhash__locate lc;
+
+	dhash__locate_init_coded(&lc, &key, N);
+	drain_locate(&lc);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	cr_assert_geq(acts[0].nsucc, N + N / 3); /* spares for virtual servers */
+	dhash__locate_on_lookup(&lc, ring(N + 4, true));
+	drain_locate(&lc);
+	cr_assert_eq(nacts, N);
+	cr_assert_eq(lc.r.n, N);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert_eq(acts[i].type, DHASH_ACT_FETCH);
+		cr_assert_eq(lc.r.nodes[i].id.b[0], i + 1); /* the virtual servers skipped */
+		cr_assert_eq(lc.r.nodes[i].id.b[1], 0);
+	}
+	uint8_t *corrupt = malloc(flen);
+	memcpy(corrupt, frags[5], flen);
+	corrupt[flen - 1] ^= 1;
+	for (uint32_t i = 0; i < N; i++) {
+		if (i == 2)
+			located(&lc, i, err(-ENOENT));                      /* missing */
+		else if (i == 5)
+			located(&lc, i, (struct dhash__reply){ .kind = DHASH_KIND_FRAG, .data = corrupt,
+			                                       .len = flen, .lease_until = 1 }); /* bad */
+		else if (i == 7)
+			located(&lc, i, frag_reply(8));                     /* good, but not its own */
+		else if (i == 9)
+			located(&lc, i, err(-ETIMEDOUT));                   /* silent */
+		else if (i == 10)
+			dhash__locate_on_fetch(&lc, i, NULL);               /* never sent */
+		else
+			located(&lc, i, frag_reply(i));
+		drain_locate(&lc);
+		cr_assert_eq(nacts, i == N - 1 ? 1 : 0);
+	}
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(lc.r.state[2], DHASH_COPY_MISSING);
+	cr_assert_eq(lc.r.state[5], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[7], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[9], DHASH_COPY_SILENT);
+	cr_assert_eq(lc.r.state[10], DHASH_COPY_SILENT);
+	cr_assert_eq(lc.r.good, N - 5);
+	for (uint32_t i = 0; i < N; i++)
+		if (i != 2 && i != 5 && i != 7 && i != 9 && i != 10)
+			cr_assert_eq(lc.r.state[i], DHASH_COPY_GOOD, "holder %u", i);
+	free(corrupt);
+	dhash__locate_fini(&lc);
+}
+
+/* A whole block, a cached copy (no lease) or a fragment of another key
+ * under this key is not the holder's fragment. */
+Test(dhash_coded, locate_wrong_kind_cached_and_small_ring)
+{
+	struct dhash__locate lc;
+	uint8_t other_block[100] = { 1 }, *of[N];
+	struct cfs_id other;
+	size_t olen = sfsro_frag_len(sizeof(other_block), M, N);
+
+	of[0] = malloc(olen * N);
+	for (int i = 1; i < N; i++)
+		of[i] = of[0] + i * olen;
+	cr_assert_eq(sfsro_code_encode(other_block, sizeof(other_block), M, N, &other, of), 0);
+	dhash__locate_init_coded(&lc, &key, N);
+	drain_locate(&lc);
+	dhash__locate_on_lookup(&lc, ring(4, false)); /* only 4 servers */
+	drain_locate(&lc);
+	cr_assert_eq(lc.r.n, 4);
+	cr_assert_eq(nacts, 4);
+	struct dhash__reply whole = frag_reply(0), cached = frag_reply(1), foreign = frag_reply(2);
+	whole.kind = DHASH_KIND_CHASH;
+	cached.lease_until = 0;
+	foreign.data = of[2];
+	foreign.len = olen;
+	located(&lc, 0, whole);
+	located(&lc, 1, cached);
+	located(&lc, 2, foreign);
+	located(&lc, 3, frag_reply(3));
+	drain_locate(&lc);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(lc.r.state[0], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[1], DHASH_COPY_MISSING);
+	cr_assert_eq(lc.r.state[2], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[3], DHASH_COPY_GOOD);
+	cr_assert_eq(lc.r.good, 1);
+	dhash__locate_fini(&lc);
+	free(of[0]);
+}
+
+/* A repair stores only the fragments the mask names, each on its holder,
+ * and succeeds when all of them acknowledged; one refusal fails it. */
+Test(dhash_coded, repair_stores_the_masked_fragments_on_their_holders)
+{
+	struct dhash__cput p;
+	struct chord_lookup_result *r = ring(N, false);
+	uint32_t mask = 1u << 3 | 1u << 9;
+
+	dhash__cput_init_repair(&p, M, N, 5000, r->succ, N, mask);
+	drain_put(&p);
+	cr_assert_eq(nacts, 2);
+	cr_assert_eq(acts[0].type, DHASH_ACT_STORE);
+	cr_assert_eq(acts[0].i, 3);
+	cr_assert_eq(acts[1].i, 9);
+	cr_assert_eq(p.cand[9].id.b[0], 10);
+	dhash__cput_on_store(&p, 3, &(struct dhash__reply){ .lease_until = 4000 });
+	drain_put(&p);
+	cr_assert_eq(nacts, 0);
+	dhash__cput_on_store(&p, 9, &(struct dhash__reply){ .lease_until = 4500 });
+	drain_put(&p);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].lease, 4000);
+	cr_assert(dhash__cput_idle(&p));
+	dhash__cput_fini(&p);
+
+	dhash__cput_init_repair(&p, M, N, 5000, r->succ, N, mask);
+	drain_put(&p);
+	dhash__cput_on_store(&p, 3, &(struct dhash__reply){ .lease_until = 4000 });
+	dhash__cput_on_store(&p, 9, &(struct dhash__reply){ .status = -ENOSPC });
+	drain_put(&p);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, -ENOSPC);
+	dhash__cput_fini(&p);
+}

@@ -186,6 +186,8 @@ bool chord_is_client(const chord_t *c);
  * lookup answers named before they enter it. */
 uint32_t chord_learned_count(const chord_t *c);
 uint64_t chord_learn_auths(const chord_t *c);
+/* Successor lists asked to fill the learned table (sweeps) since start. */
+uint64_t chord_learn_sweeps(const chord_t *c);
 /* A plain client's lookups answered from remembered answers
  * (CHORD_LOOKUP_F_REMEMBERED), ever. */
 uint64_t chord_lookups_remembered(const chord_t *c);

@@ -163,7 +163,8 @@ struct chord__lnode {
  * its entries — wider than CHORD_SWEEP_SPACINGS mean node spacings, so
  * likely to hide members — for its successor list, and what the list
  * names is learned as lookup answers are (checked by an AUTH within the
- * budget above). A gap's start asked in the last CHORD_SWEEP_AGAIN_US is
+ * budget above); no sweep starts while hints wait for their checks, so
+ * that budget paces the learning. A gap's start asked in the last CHORD_SWEEP_AGAIN_US is
  * not asked again (the gap may hold no node), so a table that knows
  * the ring costs a few sweeps a minute.
  */

@@ -346,6 +346,11 @@ uint64_t chord_learn_auths(const chord_t *c)
 	return c->learned.probes;
 }
 
+uint64_t chord_learn_sweeps(const chord_t *c)
+{
+	return c->learned.sweeps;
+}
+
 uint64_t chord_lookups_remembered(const chord_t *c)
 {
 	return c->lookups_remembered;

@@ -34,7 +34,10 @@ static void sweep_once(chord_t *c)
 	for (uint32_t i = 0; i < c->nv && !joined; i++)
 		joined = c->v[i].joined;
 	double n = chord_estimate_n(c);
-	if (!joined || c->client || c->leaving || c->frozen || c->learned.cap == 0 || n < 2)
+	/* Hints still wait for their checks: a sweep now would only add to
+	 * them (the checks' budget, not the sweeps, paces the learning). */
+	if (!joined || c->client || c->leaving || c->frozen || c->learned.cap == 0 || n < 2 ||
+	    c->learned.nqueue > 0)
 		return;
 	struct cfs_node to;
 	uint64_t now = cfs_now_us();

@@ -220,8 +220,10 @@ static void node_free(struct tb_node *n)
 		TB.dgrams_gone += st.datagrams_out;
 		TB.bytes_gone += st.bytes_out;
 	}
-	if (n->chord)
+	if (n->chord) {
 		TB.learn_auths_gone += chord_learn_auths(n->chord);
+		TB.learn_sweeps_gone += chord_learn_sweeps(n->chord);
+	}
 	dhash_client_free(n->cl);
 	dhash_server_free(n->dh);
 	chord_free(n->chord);

@@ -52,6 +52,7 @@ struct tb {
 	uint64_t dgrams_gone;     /* sent by nodes since stopped (their transports are closed) */
 	uint64_t bytes_gone;
 	uint64_t learn_auths_gone; /* chord_learn_auths of nodes stopped */
+	uint64_t learn_sweeps_gone; /* chord_learn_sweeps of nodes stopped */
 	struct cfs_rng rng;
 	/* the live virtual-server IDs, sorted (the truth lookups are checked against) */
 	struct tb_vid { struct cfs_id id; uint32_t slot; } *ids;

@@ -49,6 +49,7 @@ static struct {
 	uint32_t reader[TB_READERS_MAX], nreaders; /* slots */
 	double node_s;            /* live nodes × seconds while the gets ran */
 	double auths0;            /* chord_learn_auths of every node when the gets began */
+	double sweeps0;           /* and chord_learn_sweeps */
 	uint64_t node_s_at;
 	/* a serial chain (hot) or a window (file) */
 	uint32_t seq, total, window, chain_inflight, chain_done, chain_failed;
@@ -372,6 +373,17 @@ static double learn_auths(void)
 	return a;
 }
 
+/* Successor lists every node asked, live or stopped, to fill its table. */
+static double learn_sweeps(void)
+{
+	double a = (double)TB.learn_sweeps_gone;
+
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].chord)
+			a += (double)chord_learn_sweeps(TB.n[i].chord);
+	return a;
+}
+
 void tb_workload_start(const struct tb_workload *w)
 {
 	if (strcmp(w->kind, "gets") || w->rate <= 0)
@@ -382,6 +394,7 @@ void tb_workload_start(const struct tb_workload *w)
 	sent_totals(&W.dgrams0, &W.bytes0);
 	W.start_us = W.node_s_at = cfs_now_us();
 	W.auths0 = learn_auths();
+	W.sweeps0 = learn_sweeps();
 	for (uint32_t i = 0; i < w->readers && i < TB_READERS_MAX; i++) {
 		struct tb_node *x = tb_random_node();
 		bool dup = false;
@@ -445,9 +458,10 @@ void tb_workload_summary(FILE *f)
 		snprintf(load, sizeof(load),
 		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
 		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f,"
-		         "\"guessed_readers\":%.0f",
+		         "\"guessed_readers\":%.0f,\"learn_sweeps_per_node_s\":%.3f",
 		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
-		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s, guessed);
+		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s, guessed,
+		         (learn_sweeps() - W.sweeps0) / W.node_s);
 	}
 	/* Gets still unanswered 15 s after the end count as failed (and are in
 	 * no per-get mean: those are over the answered gets). */

@@ -78,6 +78,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_PIN_VERSIONS] = { "ctl_pin_versions", { F_KEY, F_COUNT }, { F_END } },
 	[CFS_MSG_CTL_GET_CODED] = { "ctl_get_coded", { F_KEY, F_COUNT }, { F_KIND, F_DATA } },
 	[CFS_MSG_CTL_PUT_CODED] = { "ctl_put_coded", { F_COUNT, F_LEASE, F_DATA }, { F_KEY, F_LEASE } },
+	[CFS_MSG_CTL_GET_ROOT] = { "ctl_get_root", { F_KEY, F_FLAGS }, { F_FLAGS, F_KIND, F_DATA } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -589,9 +589,9 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		} else {
 			k->pending++;
 		}
-	} else if (req->type == CFS_MSG_HELLO) {
-		/* "Which do you speak?": status 0 says ctl_get_root, with its
-		 * interim reply (an older daemon answers -EOPNOTSUPP). */
+	} else if (req->type == CFS_MSG_PING) {
+		/* A client asks whether ctl_get_root, with its interim reply,
+		 * is spoken here: yes (an older daemon answers -EOPNOTSUPP). */
 		ctl_reply_error(k, req, 0);
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
 	           req->type == CFS_MSG_CTL_LOCATE || req->type == CFS_MSG_CTL_GET_CODED ||

@@ -115,7 +115,7 @@ int client_get_root(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void
  * first root that verifies under key, one server's word
  * (dhash_get_root_early). A plain client runs it itself; through cfsd it
  * is a ctl_get_root whose interim reply is the daemon's early root (asked
- * for once the connection's hello says the daemon speaks it; an older
+ * for once the connection's ping says the daemon speaks it; an older
  * daemon gets a ctl_get and answers once, at its read quorum: early never
  * runs). */
 int client_get_root_early(client_t *c, const struct cfs_id *key, dhash_get_cb early,

@@ -16,7 +16,7 @@
  * (-EPROTO), a get's bytes are verified again under the key.
  *
  * client_get_root_early is a ctl_get_root with an interim reply, once the
- * connection's HELLO said the daemon speaks it (rootget_sm.c; until then
+ * connection's ping said the daemon speaks it (rootget_sm.c; until then
  * the get waits in the table, unsent); an older daemon gets a ctl_get.
  */
 #include <stdlib.h>
@@ -32,9 +32,9 @@ struct client__daemon {
 	struct cfs_msg msg;       /* a request being written, or a reply decoded */
 };
 
-/* The HELLO's request ID: never a table entry's (generation << 32 | slot,
+/* The ping's request ID: never a table entry's (generation << 32 | slot,
  * slots far below 2^32 - 1). */
-#define HELLO_REQID UINT64_MAX
+#define PROBE_REQID UINT64_MAX
 
 /* No daemon at the socket. A typed request gets -ECONNREFUSED, not the
  * socket's errno: ENOENT would read as "no replica has the block" to
@@ -67,18 +67,22 @@ static uint8_t wire_type(const struct client__req *q)
 	return early_get(q) ? client__rg_wire(&q->rg) : q->type;
 }
 
-static int hello_send(client_t *c)
+/* Does the daemon speak ctl_get_root? A ping: every daemon decodes one
+ * (a type it could not decode would end the connection), and one that
+ * predates ctl_get_root answers it on the control socket with
+ * -EOPNOTSUPP. */
+static int probe_send(client_t *c)
 {
 	struct client__daemon *d = c->daemon;
 
-	cfs_msg_init(&d->msg, CFS_MSG_HELLO);
-	d->msg.reqid = HELLO_REQID;
+	cfs_msg_init(&d->msg, CFS_MSG_PING);
+	d->msg.reqid = PROBE_REQID;
 	d->speaks = CLIENT_SPEAKS_ASKING;
 	return cfs_stream_write_msg(d->s, &d->msg);
 }
 
 /* An early root get: as the connection's answer says, or ask it first
- * (q stays unsent; hello_got sends it). */
+ * (q stays unsent; probe_got sends it). */
 static int early_send(client_t *c, struct client__req *q)
 {
 	struct client__daemon *d = c->daemon;
@@ -86,7 +90,7 @@ static int early_send(client_t *c, struct client__req *q)
 
 	switch (client__rg_start(&q->rg, d->speaks)) {
 	case CLIENT_RG_ASK:
-		return hello_send(c);
+		return probe_send(c);
 	case CLIENT_RG_SEND_ROOT:
 		q->sent = true;
 		cfs_msg_init(m, CFS_MSG_CTL_GET_ROOT);
@@ -101,7 +105,7 @@ static int early_send(client_t *c, struct client__req *q)
 		m->key = q->key;
 		return cfs_stream_write_msg(d->s, m);
 	default:
-		return 0; /* the HELLO is out */
+		return 0; /* the ping is out */
 	}
 }
 
@@ -202,8 +206,8 @@ static void answer_early_get(client_t *c, struct client__req *q, const struct cf
 	}
 }
 
-/* The connection's HELLO answered: the early gets waiting for it go. */
-static void hello_got(client_t *c, const struct cfs_msg *m)
+/* The connection's ping answered: the early gets waiting for it go. */
+static void probe_got(client_t *c, const struct cfs_msg *m)
 {
 	struct client__daemon *d = c->daemon;
 	struct client__req *q;
@@ -292,8 +296,8 @@ static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		drop_stream(c, -EPROTO);
 		return;
 	}
-	if (d->msg.reqid == HELLO_REQID && d->msg.type == CFS_MSG_HELLO) {
-		hello_got(c, &d->msg);
+	if (d->msg.reqid == PROBE_REQID && d->msg.type == CFS_MSG_PING) {
+		probe_got(c, &d->msg);
 		return;
 	}
 	if (!(q = client__req_find(c, d->msg.reqid)))

@@ -10,24 +10,25 @@
  * machine with no I/O. The daemon's own read quorum is the final answer;
  * before it, a daemon that speaks ctl_get_root sends the first root that
  * verifies as an interim reply. Whether it does is asked once per
- * connection (a HELLO: status 0, or -EOPNOTSUPP from an older daemon,
- * which then gets a plain ctl_get). Deadlines are the table's (the
- * sweep), so no event carries a time. */
+ * connection with a ping on the control socket, which every daemon
+ * decodes: status 0, or -EOPNOTSUPP from an older daemon, which then gets
+ * a plain ctl_get. Deadlines are the table's (the sweep), so no event
+ * carries a time. */
 enum client__speaks {
 	CLIENT_SPEAKS_UNKNOWN,    /* not asked yet on this connection */
-	CLIENT_SPEAKS_ASKING,     /* the HELLO is out */
+	CLIENT_SPEAKS_ASKING,     /* the ping is out */
 	CLIENT_SPEAKS_YES,        /* ctl_get_root with an interim reply */
 	CLIENT_SPEAKS_NO,         /* an older daemon: ctl_get, one reply */
 };
 enum client__rg_state {
-	CLIENT_RG_WAIT,           /* for the connection's HELLO answer */
+	CLIENT_RG_WAIT,           /* for the connection's ping answer */
 	CLIENT_RG_SENT_ROOT,      /* ctl_get_root (EARLY) is out */
 	CLIENT_RG_SENT_GET,       /* a plain ctl_get is out */
 	CLIENT_RG_DONE,
 };
 enum client__rg_act {
 	CLIENT_RG_NONE,           /* wait */
-	CLIENT_RG_ASK,            /* send the connection's HELLO (once) */
+	CLIENT_RG_ASK,            /* send the connection's ping (once) */
 	CLIENT_RG_SEND_ROOT,      /* write ctl_get_root with EARLY */
 	CLIENT_RG_SEND_GET,       /* write a plain ctl_get */
 	CLIENT_RG_EARLY,          /* pass the reply on to early; keep waiting */
@@ -45,8 +46,8 @@ enum client__rg_act client__rg_start(struct client__rg *g, enum client__speaks s
  * its bytes do not verify under the key. */
 enum client__rg_act client__rg_reply(struct client__rg *g, uint8_t type, int status,
                                      uint32_t flags, bool ok);
-/* What a HELLO's reply status says of the daemon. */
-enum client__speaks client__speaks_of(int hello_status);
+/* What the ping's reply status says of the daemon. */
+enum client__speaks client__speaks_of(int ping_status);
 /* The message type the request is written as now. */
 uint8_t client__rg_wire(const struct client__rg *g);
 

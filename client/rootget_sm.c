@@ -9,11 +9,11 @@
  */
 #include "client/internal.h"
 
-enum client__speaks client__speaks_of(int hello_status)
+enum client__speaks client__speaks_of(int ping_status)
 {
 	/* Only "I speak it" (0) counts: any error means an older daemon,
 	 * which gets what it always understood. */
-	return hello_status == 0 ? CLIENT_SPEAKS_YES : CLIENT_SPEAKS_NO;
+	return ping_status == 0 ? CLIENT_SPEAKS_YES : CLIENT_SPEAKS_NO;
 }
 
 enum client__rg_act client__rg_start(struct client__rg *g, enum client__speaks speaks)

@@ -127,7 +127,7 @@ enum cfs_msg_type {
 /* CTL_GET_ROOT flags. Request: EARLY asks for an interim reply with the
  * first root that verifies (one server's word) before the final one (the
  * read quorum's), on the same request ID. Reply: INTERIM marks that one.
- * A daemon that speaks CTL_GET_ROOT answers a HELLO on its control socket
+ * A daemon that speaks CTL_GET_ROOT answers a PING on its control socket
  * with status 0 (an older one with -EOPNOTSUPP). */
 #define CFS_GET_ROOT_F_EARLY   0x1u
 #define CFS_GET_ROOT_R_INTERIM 0x1u

@@ -1,7 +1,7 @@
 /* client_get_root_early through cfsd: the machine of client/rootget_sm.c
  * driven directly, then the daemon backend against fake daemons on the
- * same loop (one that sends an interim root, an older one that knows
- * neither HELLO nor ctl_get_root). */
+ * same loop (one that sends an interim root, an older one that does not know
+ * ctl_get_root and answers a ping with -EOPNOTSUPP). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ Test(client_rg, early_then_final)
 	struct client__rg g = { 0 };
 
 	cr_assert_eq(client__rg_start(&g, CLIENT_SPEAKS_UNKNOWN), CLIENT_RG_ASK);
-	cr_assert_eq(client__rg_start(&g, CLIENT_SPEAKS_ASKING), CLIENT_RG_NONE, "one HELLO");
+	cr_assert_eq(client__rg_start(&g, CLIENT_SPEAKS_ASKING), CLIENT_RG_NONE, "one ping");
 	cr_assert_eq(client__speaks_of(0), CLIENT_SPEAKS_YES);
 	cr_assert_eq(client__rg_start(&g, CLIENT_SPEAKS_YES), CLIENT_RG_SEND_ROOT);
 	cr_assert_eq(client__rg_wire(&g), CFS_MSG_CTL_GET_ROOT);
@@ -111,11 +111,11 @@ Test(client_rg, what_breaks_the_protocol_fails)
 /* ------------------------------------------------------------ fake daemons */
 
 enum mode {
-	NEW,          /* HELLO: 0; interim root (seq 3), then the quorum's (seq 5) */
-	NEW_FINAL,    /* HELLO: 0; the quorum's root only */
-	NEW_ERROR,    /* HELLO: 0; interim root, then -ENOENT */
-	NEW_ERROR_ONLY, /* HELLO: 0; -ENOENT only */
-	OLD,          /* HELLO: -EOPNOTSUPP; ctl_get: root seq 5; ctl_get_root closes */
+	NEW,          /* ping: 0; interim root (seq 3), then the quorum's (seq 5) */
+	NEW_FINAL,    /* ping: 0; the quorum's root only */
+	NEW_ERROR,    /* ping: 0; interim root, then -ENOENT */
+	NEW_ERROR_ONLY, /* ping: 0; -ENOENT only */
+	OLD,          /* ping: -EOPNOTSUPP; ctl_get: root seq 5; ctl_get_root closes */
 };
 
 static uv_loop_t loop;
@@ -125,7 +125,7 @@ static enum mode mode;
 static uint8_t root3[512], root5[512];
 static size_t len3, len5;
 static struct cfs_id key;
-static unsigned hellos, gets, get_roots;
+static unsigned pings, gets, get_roots;
 
 static size_t make_root(uint64_t seq, uint8_t *buf, size_t cap)
 {
@@ -168,9 +168,9 @@ static void srv_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	cr_assert(cfs_msg_decode(f, len, &req, NULL) == 0);
 	cr_assert(!req.is_reply);
 	switch (req.type) {
-	case CFS_MSG_HELLO:
-		hellos++;
-		send_root(s, CFS_MSG_HELLO, req.reqid, 0, NULL, 0, mode == OLD ? -EOPNOTSUPP : 0);
+	case CFS_MSG_PING:
+		pings++;
+		send_root(s, CFS_MSG_PING, req.reqid, 0, NULL, 0, mode == OLD ? -EOPNOTSUPP : 0);
 		return;
 	case CFS_MSG_CTL_GET:
 		gets++;
@@ -216,7 +216,7 @@ static void setup(void)
 	cr_assert(cfs_listener_new(&loop, path, 0600, on_accept, NULL, &lst) == 0);
 	len3 = make_root(3, root3, sizeof(root3));
 	len5 = make_root(5, root5, sizeof(root5));
-	hellos = gets = get_roots = 0;
+	pings = gets = get_roots = 0;
 }
 
 static void teardown(void)
@@ -261,7 +261,7 @@ static void on_got(void *arg, const struct dhash_get_result *r)
 		g->seq = seq_of(r);
 }
 
-/* Two early gets on one connection (one HELLO for both), then one on a
+/* Two early gets on one connection (one ping for both), then one on a
  * connection of its own after the first ended. */
 static void run(enum mode m, struct got *a, struct got *b)
 {
@@ -286,7 +286,7 @@ Test(client_early, early_then_final)
 	struct got a = { 0 }, b = { 0 };
 
 	run(NEW, &a, &b);
-	cr_assert_eq(hellos, 1, "asked once per connection");
+	cr_assert_eq(pings, 1, "asked once per connection");
 	cr_assert_eq(get_roots, 2);
 	cr_assert_eq(gets, 0);
 	cr_assert_eq(a.early_calls, 1);
@@ -302,7 +302,7 @@ Test(client_early, final_only_from_an_old_daemon)
 	struct got a = { 0 }, b = { 0 };
 
 	run(OLD, &a, &b);
-	cr_assert_eq(hellos, 1);
+	cr_assert_eq(pings, 1);
 	cr_assert_eq(get_roots, 0, "never sent what an older daemon would hang up on");
 	cr_assert_eq(gets, 2);
 	cr_assert_eq(a.early_calls + b.early_calls, 0);
@@ -343,7 +343,7 @@ Test(client_early, error_only)
 }
 
 /* A plain get beside an early one waits for nothing: it is written at
- * once, the early one after the HELLO's answer. */
+ * once, the early one after the ping's answer. */
 Test(client_early, other_requests_do_not_wait)
 {
 	client_t *l;

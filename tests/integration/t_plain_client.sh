@@ -34,7 +34,7 @@ unset CFS_BOOTSTRAP
 N=8
 mnt=$TEST_DIR/mnt
 MOUNT_PID=
-trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
+trap 'mount_cleanup || true; cleanup; cluster_cleanup' EXIT
 
 src=$TEST_DIR/src
 make_tree "$src/tree" 300 6

@@ -53,7 +53,7 @@ ok "$N daemons of $PREV, a 3 MiB file published: $(tail -1 "$TEST_DIR/fsck0.out"
 mnt=$TEST_DIR/mnt
 mkdir -p "$mnt"
 MOUNT_PID=
-trap 'mount_cleanup; cleanup; cluster_cleanup' EXIT
+trap 'mount_cleanup || true; cleanup; cluster_cleanup' EXIT
 early_ms() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], 'user.cfs.stats').decode())" "$mnt" |
 	jget "['start_ms']['early_root']"; }
 mount_read() { # BIN_DIR DAEMON NAME: mount through the daemon, read the file

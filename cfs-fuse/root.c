@@ -134,15 +134,16 @@ static const char *root_error(int r)
 /* ------------------------------------------------------------ first fetch */
 
 /*
- * The first root, from a plain client, comes in two steps (docs/MOUNTING.md,
- * "The first root"): the first root that verifies (one replica's word,
- * dhash_get_root_early) is accepted by the same rules as any other —
- * the volume's signature, not below the recorded sequence, not expired —
- * and the mount starts with it; the read quorum's answer, when it comes,
- * is taken as a root check's: a newer root is switched to, an older one
- * is never gone back to. Through cfsd, or from a store, there is one
- * step; and for cfs-cat and cfs-get, which read one version and never
- * switch, the quorum's answer is the one.
+ * The first root comes in two steps (docs/MOUNTING.md, "The first root"),
+ * from a plain client or through cfsd (its interim reply): the first
+ * root that verifies (one replica's word, dhash_get_root_early) is
+ * accepted by the same rules as any other — the volume's signature, not
+ * below the recorded sequence, not expired — and the mount starts with
+ * it; the read quorum's answer, when it comes, is taken as a root
+ * check's: a newer root is switched to, an older one is never gone back
+ * to. From a store, or through a cfsd older than ctl_get_root, there is
+ * one step; and for cfs-cat and cfs-get, which read one version and
+ * never switch, the quorum's answer is the one.
  */
 struct first {
 	cfsfuse_t *fs;

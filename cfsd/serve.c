@@ -154,7 +154,8 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 	cfsd_serve_t *sv = q->k->sv;
 
 	if (!q->k->closed) {
-		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type); /* CTL_GET or CTL_GET_CODED */
+		/* CTL_GET, CTL_GET_CODED or CTL_GET_ROOT (flags 0: the final reply) */
+		cfs_msg_init(&sv->reply, (enum cfs_msg_type)q->type);
 		sv->reply.is_reply = true;
 		sv->reply.reqid = q->reqid;
 		sv->reply.status = r->status;
@@ -165,6 +166,24 @@ static void ctl_get_done(void *arg, const struct dhash_get_result *r)
 		(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 	}
 	ctl_req_end(q);
+}
+
+/* CTL_GET_ROOT with EARLY: the first root that verifies, as an interim
+ * reply on the request's ID; ctl_get_done sends the final one. */
+static void ctl_get_early(void *arg, const struct dhash_get_result *r)
+{
+	struct ctl_req *q = arg;
+	cfsd_serve_t *sv = q->k->sv;
+
+	if (q->k->closed || r->status != 0)
+		return;
+	cfs_msg_init(&sv->reply, CFS_MSG_CTL_GET_ROOT);
+	sv->reply.is_reply = true;
+	sv->reply.reqid = q->reqid;
+	sv->reply.flags = CFS_GET_ROOT_R_INTERIM;
+	sv->reply.kind = r->kind;
+	sv->reply.data = (struct cfs_bytes){ r->data, r->len };
+	(void)cfs_stream_write_msg(q->k->s, &sv->reply);
 }
 
 static void ctl_put_done(void *arg, int status, const struct cfs_id *key, uint64_t lease)
@@ -197,6 +216,10 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	q->type = (uint8_t)req->type;
 	if (req->type == CFS_MSG_CTL_GET)
 		r = dhash_get(sv->env.client, &req->key, ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_GET_ROOT && (req->flags & CFS_GET_ROOT_F_EARLY))
+		r = dhash_get_root_early(sv->env.client, &req->key, ctl_get_early, ctl_get_done, q);
+	else if (req->type == CFS_MSG_CTL_GET_ROOT)
+		r = dhash_get_root(sv->env.client, &req->key, ctl_get_done, q);
 	else if (req->type == CFS_MSG_CTL_GET_CODED)
 		r = dhash_get_coded(sv->env.client, &req->key, req->count >> 8, req->count & 0xff,
 		                    ctl_get_done, q);
@@ -573,10 +596,14 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		} else {
 			k->pending++;
 		}
+	} else if (req->type == CFS_MSG_PING) {
+		/* A client asks whether ctl_get_root, with its interim reply,
+		 * is spoken here: yes (an older daemon answers -EOPNOTSUPP). */
+		ctl_reply_error(k, req, 0);
 	} else if (req->type == CFS_MSG_CTL_GET || req->type == CFS_MSG_CTL_PUT ||
 	           req->type == CFS_MSG_CTL_LOCATE || req->type == CFS_MSG_CTL_GET_CODED ||
 	           req->type == CFS_MSG_CTL_PUT_CODED || req->type == CFS_MSG_CTL_LOCATE_CODED ||
-	           req->type == CFS_MSG_CTL_REPAIR_CODED) {
+	           req->type == CFS_MSG_CTL_REPAIR_CODED || req->type == CFS_MSG_CTL_GET_ROOT) {
 		ctl_block(k, req);
 	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
 		ctl_keys(k, req);

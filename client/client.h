@@ -111,10 +111,13 @@ int client_get(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg
 /* As client_get, for a volume's root key: a plain client runs
  * dhash_get_root; through cfsd, whose round trips are known, a get. */
 int client_get_root(client_t *c, const struct cfs_id *key, dhash_get_cb cb, void *arg) CFS_WUR;
-/* As client_get_root, and, from a plain client, early(arg, r) at most
- * once before cb: the first root that verifies under key, one server's
- * word (dhash_get_root_early). Through cfsd early never runs: the daemon
- * answers once, at its read quorum. */
+/* As client_get_root, and early(arg, r) at most once before cb: the
+ * first root that verifies under key, one server's word
+ * (dhash_get_root_early). A plain client runs it itself; through cfsd it
+ * is a ctl_get_root whose interim reply is the daemon's early root (asked
+ * for once the connection's ping says the daemon speaks it; an older
+ * daemon gets a ctl_get and answers once, at its read quorum: early never
+ * runs). */
 int client_get_root_early(client_t *c, const struct cfs_id *key, dhash_get_cb early,
                           dhash_get_cb cb, void *arg) CFS_WUR;
 int client_put(client_t *c, uint32_t kind, const uint8_t *p, size_t len, uint64_t lease_until,

@@ -14,6 +14,10 @@
  * What the daemon returns is checked as what crossed a socket: a reply
  * of the wrong type or that does not decode ends the connection
  * (-EPROTO), a get's bytes are verified again under the key.
+ *
+ * client_get_root_early is a ctl_get_root with an interim reply, once the
+ * connection's ping said the daemon speaks it (rootget_sm.c; until then
+ * the get waits in the table, unsent); an older daemon gets a ctl_get.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +28,13 @@ struct client__daemon {
 	char *sock;
 	cfs_stream_t *s;
 	bool connecting;
+	enum client__speaks speaks; /* does the daemon speak ctl_get_root? per connection */
 	struct cfs_msg msg;       /* a request being written, or a reply decoded */
 };
+
+/* The ping's request ID: never a table entry's (generation << 32 | slot,
+ * slots far below 2^32 - 1). */
+#define PROBE_REQID UINT64_MAX
 
 /* No daemon at the socket. A typed request gets -ECONNREFUSED, not the
  * socket's errno: ENOENT would read as "no replica has the block" to
@@ -47,11 +56,66 @@ static void fail_connect(client_t *c, int status)
 	client__fail_all(c, status, -ECONNREFUSED);
 }
 
+static bool early_get(const struct client__req *q)
+{
+	return q->type == CFS_MSG_CTL_GET && q->root && q->early_cb;
+}
+
+/* The type q's replies come with. */
+static uint8_t wire_type(const struct client__req *q)
+{
+	return early_get(q) ? client__rg_wire(&q->rg) : q->type;
+}
+
+/* Does the daemon speak ctl_get_root? A ping: every daemon decodes one
+ * (a type it could not decode would end the connection), and one that
+ * predates ctl_get_root answers it on the control socket with
+ * -EOPNOTSUPP. */
+static int probe_send(client_t *c)
+{
+	struct client__daemon *d = c->daemon;
+
+	cfs_msg_init(&d->msg, CFS_MSG_PING);
+	d->msg.reqid = PROBE_REQID;
+	d->speaks = CLIENT_SPEAKS_ASKING;
+	return cfs_stream_write_msg(d->s, &d->msg);
+}
+
+/* An early root get: as the connection's answer says, or ask it first
+ * (q stays unsent; probe_got sends it). */
+static int early_send(client_t *c, struct client__req *q)
+{
+	struct client__daemon *d = c->daemon;
+	struct cfs_msg *m = &d->msg;
+
+	switch (client__rg_start(&q->rg, d->speaks)) {
+	case CLIENT_RG_ASK:
+		return probe_send(c);
+	case CLIENT_RG_SEND_ROOT:
+		q->sent = true;
+		cfs_msg_init(m, CFS_MSG_CTL_GET_ROOT);
+		m->reqid = q->id;
+		m->key = q->key;
+		m->flags = CFS_GET_ROOT_F_EARLY;
+		return cfs_stream_write_msg(d->s, m);
+	case CLIENT_RG_SEND_GET:
+		q->sent = true;
+		cfs_msg_init(m, CFS_MSG_CTL_GET);
+		m->reqid = q->id;
+		m->key = q->key;
+		return cfs_stream_write_msg(d->s, m);
+	default:
+		return 0; /* the ping is out */
+	}
+}
+
 static int req_send(client_t *c, struct client__req *q)
 {
 	struct client__daemon *d = c->daemon;
 	struct cfs_msg *m = &d->msg;
 
+	if (early_get(q))
+		return early_send(c, q);
 	q->sent = true;
 	if (q->raw)
 		return cfs_stream_write(d->s, q->data, q->len);
@@ -103,6 +167,7 @@ static void drop_stream(client_t *c, int status)
 		cfs_stream_close(d->s);
 	d->s = NULL;
 	d->connecting = false;
+	d->speaks = CLIENT_SPEAKS_UNKNOWN; /* the next daemon may be another */
 	client__fail_all(c, status, status);
 }
 
@@ -127,11 +192,55 @@ static void answer_coded(client_t *c, struct client__req *q, const struct cfs_ms
 		client__answer_get(c, q, &r);
 }
 
+/* A reply to an early root get: the interim root goes to early (q waits
+ * on for the final reply), the final one to cb. */
+static void answer_early_get(client_t *c, struct client__req *q, const struct cfs_msg *m)
+{
+	struct dhash_get_result r = { .latency_us = cfs_now_us() - q->started_us,
+	                              .kind = m->kind, .data = m->data.p, .len = m->data.len };
+	uint64_t seq;
+	bool ok = m->status < 0 || dhash_verify(m->kind, &q->key, m->data.p, m->data.len, &seq) == 0;
+
+	switch (client__rg_reply(&q->rg, m->type, m->status, m->flags, ok)) {
+	case CLIENT_RG_EARLY: /* at most once: a second interim reply fails q */
+		q->early_cb(q->arg, &r);
+		return;
+	case CLIENT_RG_ANSWER:
+		client__answer_get(c, q, &r);
+		return;
+	case CLIENT_RG_FAIL:
+		client__fail(c, q, q->rg.status);
+		return;
+	default:
+		return;
+	}
+}
+
+/* The connection's ping answered: the early gets waiting for it go. */
+static void probe_got(client_t *c, const struct cfs_msg *m)
+{
+	struct client__daemon *d = c->daemon;
+	struct client__req *q;
+	uint32_t pos = 0;
+
+	if (d->speaks != CLIENT_SPEAKS_ASKING)
+		return;
+	d->speaks = client__speaks_of(m->status);
+	log_debug("client: cfsd %s interim roots", d->speaks == CLIENT_SPEAKS_YES ? "sends" : "does not send");
+	while (d->s && (q = client__req_next(c, &pos)))
+		if (!q->sent && req_send(c, q) < 0)
+			drop_stream(c, -EIO);
+}
+
 /* The daemon's reply m to q, in the form the caller asked for. */
 static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 {
 	if (q->raw) {
 		client__answer_raw(c, q, m);
+		return;
+	}
+	if (early_get(q)) {
+		answer_early_get(c, q, m);
 		return;
 	}
 	if (m->status < 0) {
@@ -199,9 +308,13 @@ static void on_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 		drop_stream(c, -EPROTO);
 		return;
 	}
+	if (d->msg.reqid == PROBE_REQID && d->msg.type == CFS_MSG_PING) {
+		probe_got(c, &d->msg);
+		return;
+	}
 	if (!(q = client__req_find(c, d->msg.reqid)))
 		return; /* it timed out already */
-	if (d->msg.type != q->type) {
+	if (d->msg.type != wire_type(q)) {
 		log_error("client: cfsd answered a request with the wrong type; reconnecting");
 		drop_stream(c, -EPROTO);
 		return;

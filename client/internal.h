@@ -5,6 +5,52 @@
 
 #include "client/client.h"
 
+/* A root get with an interim answer through cfsd (daemon.c's
+ * client_get_root_early; docs/PROTOCOL.md, "ctl_get_root"): a state
+ * machine with no I/O. The daemon's own read quorum is the final answer;
+ * before it, a daemon that speaks ctl_get_root sends the first root that
+ * verifies as an interim reply. Whether it does is asked once per
+ * connection with a ping on the control socket, which every daemon
+ * decodes: status 0, or -EOPNOTSUPP from an older daemon, which then gets
+ * a plain ctl_get. Deadlines are the table's (the sweep), so no event
+ * carries a time. */
+enum client__speaks {
+	CLIENT_SPEAKS_UNKNOWN,    /* not asked yet on this connection */
+	CLIENT_SPEAKS_ASKING,     /* the ping is out */
+	CLIENT_SPEAKS_YES,        /* ctl_get_root with an interim reply */
+	CLIENT_SPEAKS_NO,         /* an older daemon: ctl_get, one reply */
+};
+enum client__rg_state {
+	CLIENT_RG_WAIT,           /* for the connection's ping answer */
+	CLIENT_RG_SENT_ROOT,      /* ctl_get_root (EARLY) is out */
+	CLIENT_RG_SENT_GET,       /* a plain ctl_get is out */
+	CLIENT_RG_DONE,
+};
+enum client__rg_act {
+	CLIENT_RG_NONE,           /* wait */
+	CLIENT_RG_ASK,            /* send the connection's ping (once) */
+	CLIENT_RG_SEND_ROOT,      /* write ctl_get_root with EARLY */
+	CLIENT_RG_SEND_GET,       /* write a plain ctl_get */
+	CLIENT_RG_EARLY,          /* pass the reply on to early; keep waiting */
+	CLIENT_RG_ANSWER,         /* the final answer: pass it to cb */
+	CLIENT_RG_FAIL,           /* fail the request with client__rg's status */
+};
+struct client__rg {
+	enum client__rg_state state;
+	bool early_given;
+	int status;               /* CLIENT_RG_FAIL's */
+};
+/* Start, or start again once the connection's answer is known. */
+enum client__rg_act client__rg_start(struct client__rg *g, enum client__speaks speaks);
+/* A reply to what was sent: its type, status and flags; ok is false when
+ * its bytes do not verify under the key. */
+enum client__rg_act client__rg_reply(struct client__rg *g, uint8_t type, int status,
+                                     uint32_t flags, bool ok);
+/* What the ping's reply status says of the daemon. */
+enum client__speaks client__speaks_of(int ping_status);
+/* The message type the request is written as now. */
+uint8_t client__rg_wire(const struct client__rg *g);
+
 /* A request in the handle's table, from its start to its one callback.
  * type is CFS_MSG_CTL_GET, _PUT, _LOCATE, _HAVE or _REFRESH for the typed
  * requests, the control message's own type for client_call's (raw). */
@@ -27,7 +73,8 @@ struct client__req {
 	size_t len;
 	uint32_t n_keys;
 	dhash_get_cb get_cb;
-	dhash_get_cb early_cb;    /* client_get_root_early's (plain only) */
+	dhash_get_cb early_cb;    /* client_get_root_early's */
+	struct client__rg rg;     /* client_get_root_early through cfsd */
 	dhash_put_cb put_cb;
 	dhash_bits_cb bits_cb;
 	dhash_locate_cb locate_cb;

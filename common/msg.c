@@ -82,6 +82,7 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	[CFS_MSG_CTL_REPAIR_CODED] = { "ctl_repair_coded",
 	                               { F_KEY, F_COUNT, F_FLAGS, F_LEASE, F_NODES, F_DATA },
 	                               { F_KEY, F_LEASE } },
+	[CFS_MSG_CTL_GET_ROOT] = { "ctl_get_root", { F_KEY, F_FLAGS }, { F_FLAGS, F_KIND, F_DATA } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -101,6 +101,8 @@ enum cfs_msg_type {
 	                          * fragment, count = m << 8 | n -> nodes, states */
 	CFS_MSG_CTL_REPAIR_CODED,/* local: store the fragments flags (a bit mask) names
 	                          * of data on nodes, count = m << 8 | n -> key, lease */
+	CFS_MSG_CTL_GET_ROOT,    /* local: flags, a signed root's get -> flags, kind, data;
+	                          * with CFS_GET_ROOT_F_EARLY an interim reply first */
 	CFS_MSG_TYPE_END
 };
 
@@ -125,6 +127,14 @@ enum cfs_msg_type {
 #define CFS_DENY_F_LIST    0x4u
 #define CFS_DENY_F_JSON    0x8u
 #define CFS_DENY_R_PARTIAL 0x1u
+
+/* CTL_GET_ROOT flags. Request: EARLY asks for an interim reply with the
+ * first root that verifies (one server's word) before the final one (the
+ * read quorum's), on the same request ID. Reply: INTERIM marks that one.
+ * A daemon that speaks CTL_GET_ROOT answers a PING on its control socket
+ * with status 0 (an older one with -EOPNOTSUPP). */
+#define CFS_GET_ROOT_F_EARLY   0x1u
+#define CFS_GET_ROOT_R_INTERIM 0x1u
 
 /* CTL_KEYS flags. */
 #define CFS_KEYS_F_AFTER 0x1u /* request: the keys after key (else from the first) */

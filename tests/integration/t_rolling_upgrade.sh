@@ -8,7 +8,10 @@
 # ring is one, and the volume is whole at k. The two versions share the
 # ring throughout: each daemon speaks its own version and the previous
 # one, and peers use the lower one both support (docs/OPERATIONS.md,
-# "Upgrades").
+# "Upgrades"). A mount of this tree through an old daemon asks for the
+# interim root (hello), is told no and gets the daemon's one answer; the
+# old mount through an upgraded daemon gets what it always got; this
+# tree's mount through an upgraded daemon starts from the interim root.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +47,33 @@ want=$(sha256sum <"$src/big")
 whole() { "$OLD_BIN/cfs-fsck" --from "cfsd:$TEST_DIR/node0/cfsd.sock" --replicas "$vol" >"$TEST_DIR/fsck0.out" 2>&1; }
 wait_for 60 whole || { tail -3 "$TEST_DIR/fsck0.out"; fail "the volume never reached k copies on the old ring"; }
 ok "$N daemons of $PREV, a 3 MiB file published: $(tail -1 "$TEST_DIR/fsck0.out")"
+
+# ---- mounts of either version through either daemon (docs/PROTOCOL.md,
+# "ctl_get_root", old and new both ways)
+mnt=$TEST_DIR/mnt
+mkdir -p "$mnt"
+MOUNT_PID=
+trap 'mount_cleanup || true; cleanup; cluster_cleanup' EXIT
+early_ms() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], 'user.cfs.stats').decode())" "$mnt" |
+	jget "['start_ms']['early_root']"; }
+mount_read() { # BIN_DIR DAEMON NAME: mount through the daemon, read the file
+	"$1/cfs-mount" -f --data "$TEST_DIR/node$2" --state-dir "$TEST_DIR/mstate-$3" "$vol" "$mnt" \
+		>/dev/null 2>"$TEST_DIR/mount-$3.log" &
+	MOUNT_PID=$!
+	PIDS+=("$MOUNT_PID")
+	wait_for 20 mountpoint -q "$mnt" || { cat "$TEST_DIR/mount-$3.log"; fail "$3: not mounted"; }
+	[ "$(sha256sum <"$mnt/big")" = "$want" ] || fail "$3: the file reads wrong through the mount"
+}
+mount_done() {
+	mount_cleanup
+	wait "$MOUNT_PID" 2>/dev/null || true
+	MOUNT_PID=
+}
+mount_read "$CFS_BIN" 2 new-on-old
+em=$(early_ms)
+[ "$em" = 0.0 ] || [ "$em" = 0 ] || fail "new-on-old: early_root $em, but an old daemon sends no interim root"
+mount_done
+ok "this tree's cfs-mount through a daemon of $PREV mounts and reads (no interim root from it: early_root $em)"
 
 # ---- readers that do not stop: through a daemon's socket (moved to the
 # next daemon before its own is restarted), and as plain clients, new and
@@ -119,3 +149,12 @@ newer=$(jget "['rpc']['peers_newer']" <"$TEST_DIR/s3.json")
 "$CFS_BIN/cfs-fsck" --from "cfsd:$TEST_DIR/node3/cfsd.sock" --replicas "$vol" >"$TEST_DIR/fsck.out" 2>&1 ||
 	{ tail -3 "$TEST_DIR/fsck.out"; fail "the volume is not whole at k after the upgrade"; }
 ok "after the upgrade: one ring of $N, daemon 3 speaks the newer version to $newer peers, $(tail -1 "$TEST_DIR/fsck.out")"
+
+mount_read "$OLD_BIN" 3 old-on-new
+mount_done
+mount_read "$CFS_BIN" 3 new-on-new
+em=$(early_ms)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$em" ||
+	fail "new-on-new: early_root $em: the mount did not start from the upgraded daemon's interim root"
+mount_done
+ok "the mount of $PREV through an upgraded daemon reads; this tree's starts from its interim root ($em ms)"

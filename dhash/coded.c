@@ -224,16 +224,15 @@ int dhash_coded_key(const uint8_t *p, size_t len, uint32_t m, uint32_t n, struct
 	return sfsro_code_key(p, len, m, n, ret);
 }
 
-int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
-                    uint64_t lease_until, dhash_put_cb cb, void *arg)
+/* A put's op with the block encoded into its n fragments; key: the coded
+ * key the block must encode to (else -EBADMSG), or NULL. NULL and *ret
+ * the error when the block cannot be coded. */
+static struct coded_op *encoded_op(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p,
+                                   size_t len, const struct cfs_id *key, dhash_put_cb cb, void *arg,
+                                   int *ret)
 {
-	if (dhash__client_closing(d))
-		return -ECANCELED;
-	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
-		return -EINVAL;
 	struct coded_op *o = xcalloc(1, sizeof(*o));
 	size_t flen = sfsro_frag_len((uint32_t)len, m, n);
-	int r;
 
 	o->d = d;
 	o->put = true;
@@ -244,11 +243,27 @@ int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p,
 	o->p.frags[0] = xmalloc(flen * n);
 	for (uint32_t i = 1; i < n; i++)
 		o->p.frags[i] = o->p.frags[0] + i * flen;
-	if ((r = sfsro_code_encode(p, len, m, n, &o->key, o->p.frags)) < 0) {
+	if ((*ret = sfsro_code_encode(p, len, m, n, &o->key, o->p.frags)) < 0 ||
+	    (key && (*ret = cfs_id_eq(&o->key, key) ? 0 : -EBADMSG) < 0)) { /* not the key's block */
 		free(o->p.frags[0]);
 		free(o);
-		return r;
+		return NULL;
 	}
+	return o;
+}
+
+int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p, size_t len,
+                    uint64_t lease_until, dhash_put_cb cb, void *arg)
+{
+	if (dhash__client_closing(d))
+		return -ECANCELED;
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
+		return -EINVAL;
+	int r;
+	struct coded_op *o = encoded_op(d, m, n, p, len, NULL, cb, arg, &r);
+
+	if (!o)
+		return r;
 	dhash__cput_init(&o->p.sm, m, n, lease_until ? lease_until : cfs_wall_s() + dhash__client_lease(d));
 	return coded_start(o);
 }
@@ -263,25 +278,11 @@ int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, 
 	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX || nholders > n ||
 	    (mask & ((nholders < 32 ? 1u << nholders : 0u) - 1)) == 0)
 		return -EINVAL;
-	struct coded_op *o = xcalloc(1, sizeof(*o));
-	size_t flen = sfsro_frag_len((uint32_t)len, m, n);
 	int r;
+	struct coded_op *o = encoded_op(d, m, n, p, len, key, cb, arg, &r);
 
-	o->d = d;
-	o->put = true;
-	o->arg = arg;
-	o->started_us = cfs_now_us();
-	o->p.cb = cb;
-	o->p.flen = flen;
-	o->p.frags[0] = xmalloc(flen * n);
-	for (uint32_t i = 1; i < n; i++)
-		o->p.frags[i] = o->p.frags[0] + i * flen;
-	if ((r = sfsro_code_encode(p, len, m, n, &o->key, o->p.frags)) < 0 ||
-	    (r = cfs_id_eq(&o->key, key) ? 0 : -EBADMSG) < 0) { /* not the block the key names */
-		free(o->p.frags[0]);
-		free(o);
+	if (!o)
 		return r;
-	}
 	dhash__cput_init_repair(&o->p.sm, m, n, lease_until ? lease_until
 	                        : cfs_wall_s() + dhash__client_lease(d), holders, nholders, mask);
 	dhash__client_hold(d);

@@ -444,7 +444,7 @@ int client_repair_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint3
 	q->key = *key;
 	q->code_m = (uint8_t)m;
 	q->code_n = (uint8_t)n;
-	q->nodes = xmemdup(holders, nholders * sizeof(*holders) + 1);
+	q->nodes = nholders ? xmemdup(holders, nholders * sizeof(*holders)) : NULL;
 	q->n_nodes = nholders;
 	q->mask = mask;
 	q->lease_until = lease_until;

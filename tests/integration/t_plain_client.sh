@@ -235,6 +235,7 @@ fresh=()
 for ((i = 0; i < N; i++)); do [ "$i" = "$A" ] || fresh+=("${CL_PID[$i]}"); done
 xa() { python3 -c "import os,sys; print(os.getxattr(sys.argv[1], sys.argv[2]).decode())" "$@"; }
 early_ms() { xa "$1" user.cfs.stats | jget "['start_ms']['early_root']"; }
+switched=0
 for run in 1 2 3; do
 	want=$((run + 2))
 	echo "v$want" >"$src/hello$want"
@@ -259,18 +260,26 @@ for run in 1 2 3; do
 	wait_for 10 bash -c "[ \"\$(python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], \"user.cfs.seq\").decode())' '$mnt')\" = $want ]" ||
 		{ cat "$TEST_DIR/mount3.log"; fail "cfsd run $run: stayed at sequence $(xa "$mnt" user.cfs.seq), not the quorum's $want"; }
 	# A holds an older version (the one before, or older still: it is
-	# not repaired between runs): the mount started from it and moved on.
+	# not repaired between runs) unless the new root reached it after it
+	# went on and before the others stopped (a STORE left in its socket's
+	# buffer, its peers' sync): then the mount started from the newest.
 	seq0=$(sed -n "s/.*now at sequence $want (was \([0-9]*\)).*/\1/p" "$TEST_DIR/mount3.log" | head -1)
-	[ -n "$seq0" ] && [ "$seq0" -lt "$want" ] ||
-		{ cat "$TEST_DIR/mount3.log"; fail "cfsd run $run: it did not start from an older sequence and switch to $want"; }
+	if [ -n "$seq0" ] && [ "$seq0" -lt "$want" ]; then
+		switched=$((switched + 1))
+	elif grep -q "now at sequence" "$TEST_DIR/mount3.log"; then
+		cat "$TEST_DIR/mount3.log"; fail "cfsd run $run: switched, but not from an older sequence to $want"
+	else
+		seq0=$want
+	fi
 	cmp "$src/hello$want" "$mnt/hello$want" || fail "cfsd run $run: version $want's file reads wrong"
 	[ "$(cat "$TEST_DIR/state3/$vol.seq")" = "$want" ] || fail "cfsd run $run: recorded sequence $(cat "$TEST_DIR/state3/$vol.seq")"
 	em=$(early_ms "$mnt")
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$em" ||
 		fail "cfsd run $run: start_ms.early_root is $em: the mount did not start from the daemon's interim root"
-	echo "# cfsd run $run: mounted at sequence $seq0 from the interim root ($em ms), switched to $want"
+	echo "# cfsd run $run: mounted at sequence $seq0 from the interim root ($em ms), at $want now"
 	mount_cleanup
 	wait "$MOUNT_PID" 2>/dev/null || true
 	MOUNT_PID=
 done
-ok "through cfsd: 3 mounts started from the stale successor's interim root (early_root > 0) and switched to the quorum's newer root"
+[ "$switched" -ge 1 ] || fail "through cfsd: no mount of 3 started from an older root and switched (the successor was never stale)"
+ok "through cfsd: 3 mounts started from the daemon's interim root (early_root > 0) and ended at the quorum's newest; $switched of them started from the stale successor's older root and switched"

@@ -246,7 +246,7 @@ static void ctl_block(struct conn *k, const struct cfs_msg *req)
 	k->pending++;
 }
 
-/* CTL_HAVE and CTL_REFRESH: the whole batch at once on the daemon's DHash
+/* CTL_HAVE, CTL_REFRESH and CTL_REFRESH_CODED: the whole batch at once on the daemon's DHash
  * client, one reply with a bitmap. A have is dhash_have_many, a refresh
  * dhash_refresh_many (one REFRESH per server, the publisher's pass over
  * every block): the two a plain ring client runs too, so a program gets
@@ -282,6 +282,9 @@ static void ctl_keys(struct conn *k, const struct cfs_msg *req)
 	k->pending++;
 	if (req->type == CFS_MSG_CTL_HAVE)
 		r = dhash_have_many(sv->env.client, req->keys, req->n_keys, ctl_bits_done, q);
+	else if (req->type == CFS_MSG_CTL_REFRESH_CODED)
+		r = dhash_refresh_coded_many(sv->env.client, req->keys, req->n_keys, req->count >> 8,
+		                             req->count & 0xff, req->lease_until, ctl_bits_done, q);
 	else
 		r = dhash_refresh_many(sv->env.client, req->keys, req->n_keys, req->lease_until,
 		                       ctl_bits_done, q);
@@ -605,7 +608,8 @@ static void ctl_frame(void *arg, cfs_stream_t *s, const uint8_t *f, size_t len)
 	           req->type == CFS_MSG_CTL_PUT_CODED || req->type == CFS_MSG_CTL_LOCATE_CODED ||
 	           req->type == CFS_MSG_CTL_REPAIR_CODED || req->type == CFS_MSG_CTL_GET_ROOT) {
 		ctl_block(k, req);
-	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH) {
+	} else if (req->type == CFS_MSG_CTL_HAVE || req->type == CFS_MSG_CTL_REFRESH ||
+	           req->type == CFS_MSG_CTL_REFRESH_CODED) {
 		ctl_keys(k, req);
 	} else if (req->type == CFS_MSG_CTL_KEYS) {
 		ctl_list(k, req);

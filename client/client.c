@@ -454,8 +454,10 @@ int client_repair_coded(client_t *c, const struct cfs_id *key, uint32_t m, uint3
 	return req_start(c, q);
 }
 
+/* A batch of keys; code_m, code_n: the code of CTL_REFRESH_CODED's keys. */
 static int keys_start(client_t *c, uint8_t type, const struct cfs_id *keys, uint32_t n,
-                      uint64_t lease_until, dhash_bits_cb cb, void *arg)
+                      uint32_t code_m, uint32_t code_n, uint64_t lease_until, dhash_bits_cb cb,
+                      void *arg)
 {
 	if (c->closing)
 		return -ECANCELED;
@@ -464,6 +466,8 @@ static int keys_start(client_t *c, uint8_t type, const struct cfs_id *keys, uint
 	struct client__req *q = req_new(c, type, arg);
 	q->data = xmemdup(keys, n * sizeof(*keys));
 	q->n_keys = n;
+	q->code_m = (uint8_t)code_m;
+	q->code_n = (uint8_t)code_n;
 	q->lease_until = lease_until;
 	q->bits_cb = cb;
 	return req_start(c, q);
@@ -471,13 +475,21 @@ static int keys_start(client_t *c, uint8_t type, const struct cfs_id *keys, uint
 
 int client_have(client_t *c, const struct cfs_id *keys, uint32_t n, dhash_bits_cb cb, void *arg)
 {
-	return keys_start(c, CFS_MSG_CTL_HAVE, keys, n, 0, cb, arg);
+	return keys_start(c, CFS_MSG_CTL_HAVE, keys, n, 0, 0, 0, cb, arg);
 }
 
 int client_refresh(client_t *c, const struct cfs_id *keys, uint32_t n, uint64_t lease_until,
                    dhash_bits_cb cb, void *arg)
 {
-	return keys_start(c, CFS_MSG_CTL_REFRESH, keys, n, lease_until, cb, arg);
+	return keys_start(c, CFS_MSG_CTL_REFRESH, keys, n, 0, 0, lease_until, cb, arg);
+}
+
+int client_refresh_coded(client_t *c, const struct cfs_id *keys, uint32_t n, uint32_t m,
+                         uint32_t code_n, uint64_t lease_until, dhash_bits_cb cb, void *arg)
+{
+	if (!dhash_code_valid(m, code_n))
+		return -EINVAL;
+	return keys_start(c, CFS_MSG_CTL_REFRESH_CODED, keys, n, m, code_n, lease_until, cb, arg);
 }
 
 int client_call(client_t *c, const struct cfs_msg *req, client_ctl_cb cb, void *arg)

@@ -138,6 +138,12 @@ int client_have(client_t *c, const struct cfs_id *keys, uint32_t n, dhash_bits_c
  * replica had key i. */
 int client_refresh(client_t *c, const struct cfs_id *keys, uint32_t n, uint64_t lease_until,
                    dhash_bits_cb cb, void *arg) CFS_WUR;
+/* The same for coded keys, m-of-n each (dhash_refresh_coded_many): every
+ * holder's fragment renewed; bit i: m holders had key i. A daemon that
+ * predates it drops the connection (-ECONNRESET). */
+int client_refresh_coded(client_t *c, const struct cfs_id *keys, uint32_t n, uint32_t m,
+                         uint32_t code_n, uint64_t lease_until, dhash_bits_cb cb,
+                         void *arg) CFS_WUR;
 /* dhash_locate through the daemon (or the plain client's own). */
 int client_locate(client_t *c, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
 /* dhash_repair_coded the same way (cfs-fsck --replicas --repair). A

@@ -150,10 +150,11 @@ static int req_send(client_t *c, struct client__req *q)
 		m->lease_until = q->lease_until;
 		m->data = (struct cfs_bytes){ q->data, q->len };
 		break;
-	default:
+	default: /* CTL_HAVE, CTL_REFRESH, CTL_REFRESH_CODED */
 		m->keys = (const struct cfs_id *)q->data;
 		m->n_keys = q->n_keys;
 		m->lease_until = q->lease_until;
+		m->count = (uint32_t)q->code_m << 8 | q->code_n;
 		break;
 	}
 	return cfs_stream_write_msg(d->s, m);

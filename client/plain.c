@@ -161,7 +161,9 @@ static void on_wait_closed(uv_handle_t *h)
 	client__release(h->data);
 }
 
-/* Start q's DHash operation; one that cannot start fails q from the sweep. */
+/* Start q's DHash operation; one that cannot start fails q from the sweep.
+ * One case per request type the client module sends: a switch, long
+ * because the types are many, each case one call into dhash. */
 static void plain_start(client_t *c, struct client__req *q)
 {
 	struct client__plain *p = c->plain;
@@ -209,6 +211,10 @@ static void plain_start(client_t *c, struct client__req *q)
 		break;
 	case CFS_MSG_CTL_REFRESH:
 		r = dhash_refresh_many(dc, keys, q->n_keys, q->lease_until, on_bits, k);
+		break;
+	case CFS_MSG_CTL_REFRESH_CODED:
+		r = dhash_refresh_coded_many(dc, keys, q->n_keys, q->code_m, q->code_n, q->lease_until,
+		                             on_bits, k);
 		break;
 	case CFS_MSG_CTL_HAVE:
 		r = dhash_have_many(dc, keys, q->n_keys, on_bits, k);

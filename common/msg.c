@@ -83,6 +83,8 @@ static const struct schema schemas[CFS_MSG_TYPE_END] = {
 	                               { F_KEY, F_COUNT, F_FLAGS, F_LEASE, F_NODES, F_DATA },
 	                               { F_KEY, F_LEASE } },
 	[CFS_MSG_CTL_GET_ROOT] = { "ctl_get_root", { F_KEY, F_FLAGS }, { F_FLAGS, F_KIND, F_DATA } },
+	[CFS_MSG_CTL_REFRESH_CODED] = { "ctl_refresh_coded", { F_KEYS, F_LEASE, F_COUNT },
+	                                { F_BITMAP, F_LEASE } },
 };
 
 #define BITMAP_MAX (CFS_MSG_MAX_KEYS / 8)

@@ -103,6 +103,8 @@ enum cfs_msg_type {
 	                          * of data on nodes, count = m << 8 | n -> key, lease */
 	CFS_MSG_CTL_GET_ROOT,    /* local: flags, a signed root's get -> flags, kind, data;
 	                          * with CFS_GET_ROOT_F_EARLY an interim reply first */
+	CFS_MSG_CTL_REFRESH_CODED,/* local: as CTL_REFRESH, for coded keys on their n
+	                          * holders, count = m << 8 | n -> bitmap */
 	CFS_MSG_TYPE_END
 };
 

@@ -332,13 +332,15 @@ struct dhash__rmany {
 	enum dhash__rmany_state state;
 	struct cfs_id *keys;
 	uint32_t n, replicas;
+	uint32_t need;                /* holders that must have a key for its bit (1;
+	                               * a coded key's m) */
 	uint64_t lease_until;
 	struct cfs_fanin lookups, calls; /* out; lookups: their first error */
 	struct dhash__rgroup *g;
 	uint32_t ng, capg;
 	struct dhash__rcall *c;
 	uint32_t nc;
-	uint8_t *found, *answered;    /* per key: a replica had it, some server answered */
+	uint8_t *found, *answered;    /* per key: servers that had it, some server answered */
 	uint8_t *bits;                /* the answer, at the end */
 	uint64_t granted;
 	struct cfs_actq q;
@@ -347,6 +349,9 @@ struct dhash__rmany {
 /* n >= 1 keys (copied). Queues one LOOKUP per key. */
 void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint32_t n,
                        uint32_t replicas, uint64_t lease_until);
+/* A key's bit needs need servers that had it (a coded key: m of its n
+ * holders, replicas = n), not one. Before the first event. */
+void dhash__rmany_need(struct dhash__rmany *rm, uint32_t need);
 void dhash__rmany_fini(struct dhash__rmany *rm);
 /* Key i's lookup ended (r), or could not start (r NULL, err). */
 void dhash__rmany_on_lookup(struct dhash__rmany *rm, uint32_t i,

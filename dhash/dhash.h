@@ -327,6 +327,14 @@ int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, 
                        const uint8_t *p, size_t len, const struct cfs_node *holders,
                        uint32_t nholders, uint32_t mask, uint64_t lease_until, dhash_put_cb cb,
                        void *arg) CFS_WUR;
+/* dhash_refresh_many for coded keys (every key m-of-n): one REFRESH per
+ * holder naming the keys it is among the first n distinct successors of,
+ * so that every fragment's lease is extended, not only the first k. Bit
+ * i: at least m holders had key i's fragment (the block can be read).
+ * -EINVAL: no such code. */
+int dhash_refresh_coded_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, uint32_t m,
+                             uint32_t code_n, uint64_t lease_until, dhash_bits_cb cb,
+                             void *arg) CFS_WUR;
 /* Fetch the key's block: look up its n holders, FETCH fragments from the
  * m nearest (predicted round trip) and DHASH_CODED_EXTRA more at once,
  * verify each as it comes (a bad one: its server is suspected and the next

@@ -128,8 +128,8 @@ static void rmany_run(struct rmany *rm)
 	}
 }
 
-int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
-                       uint64_t lease_until, dhash_bits_cb cb, void *arg)
+static int rmany_start(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, uint32_t holders,
+                       uint32_t need, uint64_t lease_until, dhash_bits_cb cb, void *arg)
 {
 	if (dhash__client_closing(d))
 		return -ECANCELED;
@@ -140,9 +140,24 @@ int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
 	rm->d = d;
 	rm->cb = cb;
 	rm->arg = arg;
-	dhash__rmany_init(&rm->sm, keys, n, dhash__client_replicas(d),
+	dhash__rmany_init(&rm->sm, keys, n, holders,
 	                  lease_until ? lease_until : cfs_wall_s() + dhash__client_lease(d));
+	dhash__rmany_need(&rm->sm, need);
 	dhash__client_hold(d);
 	rmany_run(rm);
 	return 0;
+}
+
+int dhash_refresh_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n,
+                       uint64_t lease_until, dhash_bits_cb cb, void *arg)
+{
+	return rmany_start(d, keys, n, dhash__client_replicas(d), 1, lease_until, cb, arg);
+}
+
+int dhash_refresh_coded_many(dhash_client_t *d, const struct cfs_id *keys, uint32_t n, uint32_t m,
+                             uint32_t code_n, uint64_t lease_until, dhash_bits_cb cb, void *arg)
+{
+	if (!dhash_code_valid(m, code_n))
+		return -EINVAL;
+	return rmany_start(d, keys, n, code_n, m, lease_until, cb, arg);
 }

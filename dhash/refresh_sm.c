@@ -7,7 +7,8 @@
  * one REFRESH naming all the keys it is asked to renew (up to
  * DHASH_REFRESH_CHUNK a message), instead of one REFRESH per key and
  * server (CFS 5.5: leases instead of delete, renewed by the publisher). A
- * key's bit is set when some replica had it; the lease reported is the
+ * key's bit is set when some replica had it (a coded key's: when m of its
+ * n holders had their fragment, enough to read it); the lease reported is the
  * least any server granted. A server that does not answer is asked once
  * more with a longer timeout; a key none of whose servers answered (or
  * whose lookup failed) fails the batch, so nobody takes "not renewed" for
@@ -27,6 +28,7 @@ void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint3
 	rm->keys = xmemdup(keys, n * sizeof(*keys));
 	rm->n = n;
 	rm->replicas = replicas;
+	rm->need = 1;
 	rm->lease_until = lease_until;
 	rm->found = xcalloc(1, n);
 	rm->answered = xcalloc(1, n);
@@ -36,6 +38,11 @@ void dhash__rmany_init(struct dhash__rmany *rm, const struct cfs_id *keys, uint3
 		a->i = i;
 		a->nsucc = replicas;
 	}
+}
+
+void dhash__rmany_need(struct dhash__rmany *rm, uint32_t need)
+{
+	rm->need = need ? need : 1;
 }
 
 void dhash__rmany_fini(struct dhash__rmany *rm)
@@ -78,7 +85,7 @@ static void rmany_finish(struct dhash__rmany *rm)
 
 	rm->bits = xcalloc(1, (rm->n + 7) / 8);
 	for (uint32_t i = 0; i < rm->n; i++) {
-		if (rm->found[i])
+		if (rm->found[i] >= rm->need)
 			rm->bits[i / 8] |= (uint8_t)(1u << (i % 8));
 		else if (!rm->answered[i] && !st)
 			st = -ETIMEDOUT;
@@ -171,7 +178,8 @@ static void call_answered(struct dhash__rmany *rm, const struct dhash__rcall *c,
 		rm->answered[i] = 1;
 		if (!(rep->data[j / 8] >> (j % 8) & 1))
 			continue;
-		rm->found[i] = 1;
+		if (rm->found[i] < UINT8_MAX)
+			rm->found[i]++;
 		uint64_t l = rep->lease_until ? rep->lease_until : rm->lease_until;
 		if (!rm->granted || l < rm->granted)
 			rm->granted = l;

@@ -20,6 +20,8 @@ struct pub__batch {
 	bool have[PUB__BATCH_BLOCKS];
 	struct pub_block *send;
 	size_t n, nsend, bytes;
+	size_t nwhole;            /* blocks[0, nwhole) whole, the rest coded */
+	struct cfs_fanin asked;   /* the have calls out (one per kind) */
 	uint64_t tag_files, tag_bytes;  /* the caller's: given back to ended */
 };
 
@@ -69,6 +71,9 @@ static void on_have(void *arg, int status)
 	struct pub__batch *b = arg;
 	struct pub__batcher *bt = b->bt;
 
+	if (!cfs_fanin_end(&b->asked, status))
+		return;
+	status = b->asked.status;
 	if (status < 0) {
 		batch_end(b, log_error_errno(status, "the store could not say which blocks it has"));
 		return;
@@ -117,11 +122,31 @@ int pub__batch_submit(struct pub__batcher *bt)
 
 	bt->cur = NULL;
 	if (b && b->n) {
+		/* whole blocks first, then the coded ones (one code a volume):
+		 * each kind is renewed on its own holders */
+		struct pub_block tmp;
+		for (size_t i = 0; i < b->n; i++)
+			if (!b->blocks[i].code_m) {
+				tmp = b->blocks[b->nwhole];
+				b->blocks[b->nwhole++] = b->blocks[i];
+				b->blocks[i] = tmp;
+			}
 		for (size_t i = 0; i < b->n; i++)
 			b->keys[i] = b->blocks[i].key;
 		bt->in_flight++;
-		bt->sink->ops->have(bt->sink->impl, b->keys, b->n, bt->dry_run ? 0 : bt->lease_until,
-		                    b->have, on_have, b);
+		uint64_t lease = bt->dry_run ? 0 : bt->lease_until;
+		cfs_fanin_add(&b->asked);
+		if (b->nwhole)
+			cfs_fanin_add(&b->asked);
+		if (b->nwhole < b->n)
+			cfs_fanin_add(&b->asked);
+		if (b->nwhole)
+			bt->sink->ops->have(bt->sink->impl, b->keys, b->nwhole, 0, 0, lease, b->have, on_have, b);
+		if (b->nwhole < b->n)
+			bt->sink->ops->have(bt->sink->impl, b->keys + b->nwhole, b->n - b->nwhole,
+			                    b->blocks[b->nwhole].code_m, b->blocks[b->nwhole].code_n, lease,
+			                    b->have + b->nwhole, on_have, b);
+		on_have(b, 0); /* the fan-in's own count: answers may have come inline */
 	} else if (b) {
 		bt->cur = b; /* a tag and no block yet: it goes with the next block */
 	}

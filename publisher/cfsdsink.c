@@ -203,8 +203,10 @@ static void renew_done(void *arg, int status, const uint8_t *bits, uint32_t n, u
 	}
 }
 
-static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until, bool *have,
-                    pub_done_fn done, void *arg)
+/* A coded block's renewal extends the leases of its fragments on all n
+ * holders (client_refresh_coded), not only of the first k. */
+static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m, uint8_t code_n,
+                    uint64_t lease_until, bool *have, pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
 	struct sink_batch *b = xcalloc(1, sizeof(*b));
@@ -222,8 +224,10 @@ static void sk_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t le
 		h->keys = keys + i;
 		h->n = m;
 		cfs_fanin_add(&b->fan);
-		int r = lease_until ? client_refresh(d->l, keys + i, m, lease_until, renew_done, h)
-		                    : client_have(d->l, keys + i, m, have_done, h);
+		int r = !lease_until ? client_have(d->l, keys + i, m, have_done, h)
+		        : code_m     ? client_refresh_coded(d->l, keys + i, m, code_m, code_n, lease_until,
+		                                            renew_done, h)
+		                     : client_refresh(d->l, keys + i, m, lease_until, renew_done, h);
 		if (r < 0) {
 			free(h);
 			batch_end(b, r);
@@ -358,16 +362,16 @@ static void refresh_done(void *arg, int status, const uint8_t *bits, uint32_t n,
 	for (uint32_t i = 0; status == 0 && i < n; i++)
 		missing += !(bits[i / 8] >> (i % 8) & 1);
 	if (missing) {
-		log_error("%u of %u blocks were found on no replica: the volume is no longer whole",
-		          missing, n);
+		log_error("%u of %u blocks were found on no replica (a coded block: on fewer than m "
+		          "holders): the volume is no longer whole", missing, n);
 		status = -ENOENT;
 	}
 	batch_end(q->b, status);
 	free(q);
 }
 
-static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
-                       pub_done_fn done, void *arg)
+static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m,
+                       uint8_t code_n, uint64_t lease_until, pub_done_fn done, void *arg)
 {
 	struct cfsdsink *d = sink;
 	struct sink_batch *b = xcalloc(1, sizeof(*b));
@@ -381,7 +385,9 @@ static void sk_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 		q->b = b;
 		q->n = (uint32_t)(n - i < CFS_MSG_MAX_KEYS ? n - i : CFS_MSG_MAX_KEYS);
 		cfs_fanin_add(&b->fan);
-		int r = client_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
+		int r = code_m ? client_refresh_coded(d->l, keys + i, q->n, code_m, code_n, lease_until,
+		                                      refresh_done, q)
+		               : client_refresh(d->l, keys + i, q->n, lease_until, refresh_done, q);
 		if (r < 0) {
 			free(q);
 			batch_end(b, r);

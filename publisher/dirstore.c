@@ -248,8 +248,10 @@ static struct dirstore_job *lease_job(size_t n, uint64_t lease)
 	return j;
 }
 
-static void ds_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
-                       pub_done_fn done, void *arg)
+/* A dir: store holds no coded volume (pub_publish refuses one): the code
+ * is not used here. */
+static void ds_refresh(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m,
+                       uint8_t code_n, uint64_t lease_until, pub_done_fn done, void *arg)
 {
 	struct dirstore *d = sink;
 
@@ -268,8 +270,8 @@ static void ds_refresh(void *sink, const struct cfs_id *keys, size_t n, uint64_t
 
 /* Which blocks are here; those whose lease ends before lease_until get
  * the new one (like a refresh). */
-static void ds_have(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
-                    bool *have, pub_done_fn done, void *arg)
+static void ds_have(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m,
+                    uint8_t code_n, uint64_t lease_until, bool *have, pub_done_fn done, void *arg)
 {
 	struct dirstore *d = sink;
 	struct dirstore_job *j = NULL;

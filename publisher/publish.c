@@ -536,38 +536,44 @@ out:
 
 /* ---- refresh: every reachable block, then a re-signed root */
 
+/* Keys to renew, in batches: one for whole blocks, one for a coded
+ * volume's data blocks (renewed on all n holders of each). */
+struct refresh_batch {
+	struct cfs_id keys[CFS_MSG_MAX_KEYS];
+	size_t n;
+	uint8_t code_m, code_n;
+};
+
 struct refresher {
 	struct pub *p;
-	struct cfs_id batch[CFS_MSG_MAX_KEYS];
-	size_t n;
+	struct refresh_batch whole, coded;
 	uint64_t lease_until;
 	int status;
 };
 
-static int refresh_flush(struct refresher *rf)
+static int refresh_flush(struct refresher *rf, struct refresh_batch *b)
 {
-	if (rf->n == 0)
+	if (b->n == 0)
 		return 0;
-	rf->p->sink->ops->refresh(rf->p->sink->impl, rf->batch, rf->n, rf->lease_until, pub__on_done, rf->p);
+	rf->p->sink->ops->refresh(rf->p->sink->impl, b->keys, b->n, b->code_m, b->code_n,
+	                          rf->lease_until, pub__on_done, rf->p);
 	int r = pub__wait_sink(rf->p);
-	rf->p->st->blocks_sent += rf->n;
-	rf->n = 0;
+	rf->p->st->blocks_sent += b->n;
+	b->n = 0;
 	return r < 0 ? log_error_errno(r, "refreshing leases failed") : 0;
-}
-
-static int refresh_key(struct refresher *rf, const struct cfs_id *key)
-{
-	if (cfs_idmap_get(&rf->p->stored, key, NULL))
-		return 0;
-	cfs_idmap_put(&rf->p->stored, key, 0);
-	rf->p->st->blocks++;
-	rf->batch[rf->n++] = *key;
-	return rf->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf) : 0;
 }
 
 static int refresh_block(void *arg, const struct cfs_id *key, uint8_t btype)
 {
-	return refresh_key(arg, key);
+	struct refresher *rf = arg;
+	struct refresh_batch *b = rf->coded.code_m && btype == SFSRO_B_DATA ? &rf->coded : &rf->whole;
+
+	if (cfs_idmap_get(&rf->p->stored, key, NULL))
+		return 0;
+	cfs_idmap_put(&rf->p->stored, key, 0);
+	rf->p->st->blocks++;
+	b->keys[b->n++] = *key;
+	return b->n == CFS_MSG_MAX_KEYS ? refresh_flush(rf, b) : 0;
 }
 
 int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey *pk,
@@ -587,13 +593,10 @@ int pub_refresh(uv_loop_t *loop, struct pub_sink *sink, const struct cfs_pubkey 
 		log_error_errno(r, "cannot read the volume's current root");
 		goto out;
 	}
-	if (root.code_m) { /* its data blocks are fragments: no walk renews them yet */
-		r = log_error_errno(-EOPNOTSUPP, "--refresh of a coded volume (rs:%u/%u) is not "
-		                    "supported yet; publish it again instead", root.code_m, root.code_n);
-		goto out;
-	}
+	rf->coded.code_m = root.code_m; /* its data blocks: fragments on n holders */
+	rf->coded.code_n = root.code_n;
 	if ((r = pub__walk_blocks(loop, sink, &root.root_dir, refresh_block, rf)) < 0 ||
-	    (r = refresh_flush(rf)) < 0)
+	    (r = refresh_flush(rf, &rf->whole)) < 0 || (r = refresh_flush(rf, &rf->coded)) < 0)
 		goto out;
 	if ((r = pub__next_seq(p, pk, root.seq, &root.seq)) < 0)
 		goto out;

@@ -55,9 +55,10 @@ struct pub_sink_ops {
 	 * block's lease to lease_until (0: leave leases as they are, for a dry
 	 * run): a publish renews every block its root references, changed or
 	 * not, in the same pass that finds what to send. Then done(arg, 0 or
-	 * error). */
-	void (*have)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
-	             bool *have, pub_done_fn done, void *arg);
+	 * error). code_m, code_n: every key is a coded block's (its fragments
+	 * are renewed on all code_n holders), or 0, 0: whole blocks. */
+	void (*have)(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m, uint8_t code_n,
+	             uint64_t lease_until, bool *have, pub_done_fn done, void *arg);
 	/* Store blocks with leases until lease_until, setting each one's
 	 * status; done(arg, 0) once all are answered (a negative status there
 	 * means the batch as a whole failed). */
@@ -72,9 +73,10 @@ struct pub_sink_ops {
 	 * readable by number (VOLUME@SEQ) after a newer one replaces it. */
 	void (*put_version)(void *sink, const uint8_t *p, size_t len, uint64_t lease_until,
 	                    pub_done_fn done, void *arg);
-	/* Extend the leases of keys until lease_until (wall-clock seconds). */
-	void (*refresh)(void *sink, const struct cfs_id *keys, size_t n, uint64_t lease_until,
-	                pub_done_fn done, void *arg);
+	/* Extend the leases of keys until lease_until (wall-clock seconds);
+	 * code_m, code_n as for have. */
+	void (*refresh)(void *sink, const struct cfs_id *keys, size_t n, uint8_t code_m,
+	                uint8_t code_n, uint64_t lease_until, pub_done_fn done, void *arg);
 	/* The least lease any put, have or refresh of this sink obtained
 	 * (servers cap what they grant); UINT64_MAX when every one got what
 	 * it asked for. A root is signed valid no longer than this. */

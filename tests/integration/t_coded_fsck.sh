@@ -9,7 +9,9 @@
 #     block, every other block is whole, the summary counts one block
 #     below n and none below m, and the exit code is 1;
 #   - --repair rebuilds the two fragments from 4 good ones and stores each
-#     on the holder that lacks it; a second fsck reports every block at n.
+#     on the holder that lacks it; a second fsck reports every block at n;
+#   - leases: a republish of an unchanged coded tree and cfs-publish
+#     --refresh renew every fragment on all 8 holders, not only 6.
 # The holders are found from the daemons' own key lists (cfsctl keys).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
@@ -161,3 +163,49 @@ grep -q "$third has fewer than 4 good fragments: it cannot be rebuilt" "$TEST_DI
 grep -q "$((ncoded - 1)) at n, 1 below n, 1 below m (unreadable)" "$TEST_DIR/lost.err" ||
 	{ cat "$TEST_DIR/lost.err"; fail "the summary does not count one block below m"; }
 ok "a block at 3 of 4 needed fragments: reported below m, unrepairable, exit 1"
+
+# ---- leases: a coded volume's fragments are renewed on all n holders
+# (k = 6 of the 8 before), by a republish and by --refresh. Copies whose
+# lease ends within a day, over the whole ring (cfsctl status):
+within_day() {
+	cluster_status_all "$TEST_DIR/st"
+	cat "$TEST_DIR"/st/*.json | python3 -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = d = 0
+while i < len(s):
+    o, i = dec.raw_decode(s, i); d += o["dhash"]["leases_expiring"]["day"]
+    while i < len(s) and s[i].isspace(): i += 1
+print(d)'
+}
+lsrc=$TEST_DIR/lsrc
+mkdir -p "$lsrc"
+for i in 1 2 3; do head -c $((70000 + i * 999)) /dev/urandom >"$lsrc/f$i"; done
+pub_lease() { # KEY ARGS...
+	local key=$1; shift
+	"$PUBLISH" --key "$key" --redundancy rs:4/8 --to "cfsd:$TEST_DIR/node0/cfsd.sock" "$@" \
+		>/dev/null 2>"$TEST_DIR/lease.err" || { cat "$TEST_DIR/lease.err"; fail "cfs-publish $*"; }
+}
+base=$(within_day)
+for v in l1 l2; do "$PUBLISH" --keygen "$TEST_DIR/$v.key" >"$TEST_DIR/$v.vol" 2>/dev/null || fail "keygen"; done
+pub_lease "$TEST_DIR/l1.key" --valid 0.5 "$lsrc"
+short=$(( $(within_day) - base ))
+# 3 files of 2 blocks: 6 coded keys at 8 fragments, the rest at 6 copies
+[ "$short" -ge $((6 * 8)) ] || fail "a 12-hour publish left only $short copies ending within a day"
+pub_lease "$TEST_DIR/l1.key" "$lsrc" # the same tree again, a 30-day lease
+left=$(( $(within_day) - base ))
+# left: the first version's record (its version key, k = 6 copies), which
+# a newer version does not renew: old versions expire
+[ "$left" -eq 6 ] || fail "after the republish $left of $short copies still end within a day, not 6"
+ok "a republish of an unchanged coded tree renewed all $((short - 6)) copies but the old version's, fragments on all 8 holders"
+lsrc2=$TEST_DIR/lsrc2 # other bytes: other keys than l1's, renewed above
+mkdir -p "$lsrc2"
+for i in 1 2 3; do head -c $((70000 + i * 999)) /dev/urandom >"$lsrc2/f$i"; done
+base=$(within_day)
+pub_lease "$TEST_DIR/l2.key" --valid 0.5 "$lsrc2"
+short=$(( $(within_day) - base ))
+[ "$short" -ge $((6 * 8)) ] || fail "the second 12-hour publish left only $short copies within a day"
+"$PUBLISH" --key "$TEST_DIR/l2.key" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --refresh "$(cat "$TEST_DIR/l2.vol")" \
+	>/dev/null 2>"$TEST_DIR/refresh.err" || { cat "$TEST_DIR/refresh.err"; fail "--refresh of a coded volume"; }
+left=$(( $(within_day) - base ))
+[ "$left" -eq 6 ] || fail "after --refresh $left of $short copies still end within a day, not 6"
+ok "--refresh of a coded volume renewed all $((short - 6)) copies but the old version's, fragments on all 8 holders"

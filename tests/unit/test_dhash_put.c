@@ -999,6 +999,33 @@ Test(dhash_rmany, one_refresh_per_server)
 	dhash__rmany_fini(&rm);
 }
 
+/* A coded key's bit needs m of its n holders: renewed on fewer, the block
+ * cannot be read, and the publisher must hear that it is not whole. */
+Test(dhash_rmany, coded_keys_need_m_holders)
+{
+	struct dhash__rmany rm;
+
+	rmany_start(&rm, 2, 4); /* 2-of-4: every holder of both keys */
+	dhash__rmany_need(&rm, 2);
+	dhash__rmany_on_lookup(&rm, 0, succs_from(1, 4), 0);
+	dhash__rmany_on_lookup(&rm, 1, succs_from(1, 4), 0);
+	DRAIN(dhash__rmany_next, &rm);
+	cr_assert_eq(nacts, 4); /* one REFRESH per holder, naming both keys */
+	struct cfs_id keys[2];
+	for (uint32_t c = 0; c < 4; c++)
+		cr_assert_eq(dhash__rmany_call_keys(&rm, c, keys), 2);
+	/* key 0 on holders 1 and 3; key 1 on holder 2 only */
+	rmany_reply(&rm, 0, &(uint8_t){ 0x1 }, 1, 0);
+	rmany_reply(&rm, 1, &(uint8_t){ 0x2 }, 1, 0);
+	rmany_reply(&rm, 2, &(uint8_t){ 0x1 }, 1, 0);
+	rmany_reply(&rm, 3, &(uint8_t){ 0x0 }, 1, 0);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(acts[0].status, 0);
+	cr_assert_eq(acts[0].data[0], 0x1); /* key 1 on one holder of the two it needs */
+	dhash__rmany_fini(&rm);
+}
+
 Test(dhash_rmany, chunks_of_many_keys)
 {
 	struct dhash__rmany rm;

@@ -232,6 +232,16 @@ static void on_refresh(void *arg, int status, const struct cfs_id *key, uint32_t
 		pump(p);
 }
 
+/* A coded block's renewal: found when m of its n holders had theirs
+ * (-ENOENT otherwise, as a block on no replica: put back). */
+static void on_refresh_coded(void *arg, int status, const uint8_t *bits, uint32_t n, uint64_t lease)
+{
+	struct pin_op *o = arg;
+	bool found = status == 0 && n == 1 && (bits[0] & 1);
+
+	on_refresh(o, status < 0 ? status : found ? 0 : -ENOENT, &o->a.key, found, lease);
+}
+
 static void on_put(void *arg, int status, const struct cfs_id *key, uint64_t lease)
 {
 	struct pin_op *o = arg;
@@ -256,13 +266,18 @@ static void op_start(cfsd_pinner_t *p, struct pin *q, struct cfsd_pin_action *a)
 	p->inflight++;
 	switch (a->type) {
 	case CFSD_PIN_A_FETCH:
-		r = dhash_get(p->client, &a->key, on_get, o);
+		r = a->code_m ? dhash_get_coded(p->client, &a->key, a->code_m, a->code_n, on_get, o)
+		              : dhash_get(p->client, &a->key, on_get, o);
 		break;
 	case CFSD_PIN_A_REFRESH:
-		r = dhash_refresh(p->client, &a->key, lease_until(p), on_refresh, o);
+		r = a->code_m ? dhash_refresh_coded_many(p->client, &a->key, 1, a->code_m, a->code_n,
+		                                         lease_until(p), on_refresh_coded, o)
+		              : dhash_refresh(p->client, &a->key, lease_until(p), on_refresh, o);
 		break;
 	default:
-		r = dhash_put(p->client, a->kind, a->data, a->len, lease_until(p), on_put, o);
+		r = a->code_m ? dhash_put_coded(p->client, a->code_m, a->code_n, a->data, a->len,
+		                                lease_until(p), on_put, o)
+		              : dhash_put(p->client, a->kind, a->data, a->len, lease_until(p), on_put, o);
 		break;
 	}
 	free(a->data);

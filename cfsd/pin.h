@@ -7,7 +7,11 @@
  * replicas to now + the daemon's lease, and puts back from its own copy a
  * block that no replica holds any more. Its copies live in DATA/pinned (a
  * dhash_cache_t): each block is fetched into it once, the first round that
- * finds it missing there.
+ * finds it missing there. A coded volume's data block is kept there whole,
+ * under its coded key; it is renewed on all n holders of its fragments and
+ * put back as fragments when fewer than m of them had theirs. (An older
+ * version kept with --versions whose code differs from the newest's keeps
+ * only its version record.)
  *
  * Two layers. The walk (struct cfsd_pin_walk) is one round of one pin as
  * a state machine that does no network I/O: it yields actions (fetch K,
@@ -61,6 +65,10 @@ struct cfsd_pin_action {
 	uint8_t btype;         /* enum cfsd_pin_btype */
 	uint8_t height;        /* an indirect block's expected height */
 	uint32_t kind;         /* DHASH_KIND_* of key */
+	uint8_t code_m, code_n;/* a coded volume's data block (0: whole): FETCH
+	                        * is dhash_get_coded, REFRESH renews the key's
+	                        * n fragments (found: m holders had theirs),
+	                        * PUT is dhash_put_coded of the block */
 	struct cfs_id key;
 	uint8_t *data;         /* PUT: the block (malloc'd; the caller frees it) */
 	size_t len;

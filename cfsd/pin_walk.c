@@ -21,6 +21,7 @@ struct cfsd_pin_walk {
 	struct cfs_id root_key;
 	uint64_t min_seq, now;
 	uint32_t versions;            /* the newest this many versions are kept */
+	uint8_t code_m, code_n;       /* the newest root's code for data blocks (0: whole) */
 	uint8_t *newest;              /* the root taken: the newest version's block too */
 	size_t newest_len;
 	struct cfsd_pin_store store;
@@ -102,20 +103,36 @@ static void ready(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a)
 static void ready_key(struct cfsd_pin_walk *w, uint8_t type, const struct cfsd_pin_action *of)
 {
 	struct cfsd_pin_action a = { .type = type, .btype = of->btype, .height = of->height,
-	                             .kind = of->kind, .key = of->key };
+	                             .kind = of->kind, .code_m = of->code_m, .code_n = of->code_n,
+	                             .key = of->key };
 	ready(w, &a);
 }
 
+/* Does p, of kind, belong under key? A coded data block is the block
+ * whose m-of-n coded key is key. */
+static int verify(const struct cfs_id *key, uint8_t code_m, uint8_t code_n, uint32_t kind,
+                  const uint8_t *p, size_t len)
+{
+	struct cfs_id k;
+	uint64_t seq;
+	int r;
+
+	if (!code_m)
+		return dhash_verify(kind, key, p, len, &seq);
+	if (kind != DHASH_KIND_CHASH || (r = dhash_coded_key(p, len, code_m, code_n, &k)) < 0)
+		return -EBADMSG;
+	return cfs_id_eq(&k, key) ? 0 : -EBADMSG;
+}
+
 /* Our copy of key, verified again (it came from disk). */
-static int load(struct cfsd_pin_walk *w, const struct cfs_id *key, uint32_t *kind, uint8_t **p,
+static int load(struct cfsd_pin_walk *w, const struct cfsd_pin_action *a, uint32_t *kind, uint8_t **p,
                 size_t *len)
 {
-	uint64_t seq;
-	int r = w->store.get(w->store.ctx, key, kind, p, len);
+	int r = w->store.get(w->store.ctx, &a->key, kind, p, len);
 
 	if (r < 0)
 		return r;
-	if ((r = dhash_verify(*kind, key, *p, *len, &seq)) < 0) {
+	if ((r = verify(&a->key, a->code_m, a->code_n, *kind, *p, *len)) < 0) {
 		free(*p);
 		*p = NULL;
 	}
@@ -129,6 +146,10 @@ static bool visit(struct cfsd_pin_walk *w, const struct sfsro_bitem *it, struct 
 {
 	*ret = (struct cfsd_pin_action){ .btype = it->btype, .height = it->height,
 	                                 .kind = DHASH_KIND_CHASH, .key = it->key };
+	if (it->btype == CFSD_PIN_B_DATA) {
+		ret->code_m = w->code_m;
+		ret->code_n = w->code_n;
+	}
 	if (!w->store.has(w->store.ctx, &it->key)) {
 		ret->type = CFSD_PIN_A_FETCH;
 		return true;
@@ -137,7 +158,7 @@ static bool visit(struct cfsd_pin_walk *w, const struct sfsro_bitem *it, struct 
 		uint32_t kind;
 		uint8_t *p;
 		size_t len;
-		int r = load(w, &it->key, &kind, &p, &len);
+		int r = load(w, ret, &kind, &p, &len);
 		if (r < 0 || kind != DHASH_KIND_CHASH) {
 			/* A copy that does not verify is fetched again (and
 			 * replaced when it arrives). */
@@ -207,7 +228,10 @@ static void version_tree(struct cfsd_pin_walk *w, const uint8_t *p, size_t len, 
 		return;
 	}
 	w->st.versions++;
-	push(w, &r.root_dir, CFSD_PIN_B_DIR, 0);
+	/* The walk reads data blocks by the newest root's code: a version
+	 * published with another one keeps its record, not its tree. */
+	if (r.code_m == w->code_m && r.code_n == w->code_n)
+		push(w, &r.root_dir, CFSD_PIN_B_DIR, 0);
 }
 
 static void version_start(struct cfsd_pin_walk *w, uint64_t seq)
@@ -228,7 +252,7 @@ static void version_start(struct cfsd_pin_walk *w, uint64_t seq)
 		ready(w, &a);
 		return;
 	}
-	if (load(w, &a.key, &kind, &p, &len) < 0 || kind != DHASH_KIND_VERSION) {
+	if (load(w, &a, &kind, &p, &len) < 0 || kind != DHASH_KIND_VERSION) {
 		free(p);
 		w->st.errors++;
 		a.type = CFSD_PIN_A_FETCH;
@@ -261,7 +285,7 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 		ring_ok = true;
 	else if (status == 0)
 		w->st.errors++; /* dhash_get verified it: not expected */
-	if (load(w, &w->root_key, &hkind, &hp, &hlen) == 0) {
+	if (load(w, a, &hkind, &hp, &hlen) == 0) {
 		held_ok = hkind == DHASH_KIND_ROOT && sfsro_root_decode(hp, hlen, &held) == 0 &&
 		          sfsro_root_check(&held, &w->pk, 0, 0) == 0;
 	}
@@ -309,6 +333,8 @@ static void root_arrived(struct cfsd_pin_walk *w, const struct cfsd_pin_action *
 	w->st.seq = use->seq;
 	w->st.valid_until = use->valid_until;
 	w->st.root_expired = use->valid_until < w->now;
+	w->code_m = use->code_m; /* its data blocks' code: see version_tree */
+	w->code_n = use->code_n;
 	push(w, &use->root_dir, CFSD_PIN_B_DIR, 0);
 	w->state = CFSD_PIN_S_TREE;
 	/* The versions' keys, the newest's first: a pin keeps its versions
@@ -374,7 +400,7 @@ void cfsd_pin_walk_fetched(struct cfsd_pin_walk *w, const struct cfsd_pin_action
 			w->st.errors++;
 		return;
 	}
-	if (kind != DHASH_KIND_CHASH) {
+	if (kind != DHASH_KIND_CHASH || verify(&a->key, a->code_m, a->code_n, kind, p, len) < 0) {
 		w->st.errors++;
 		return;
 	}
@@ -403,7 +429,7 @@ void cfsd_pin_walk_refreshed(struct cfsd_pin_walk *w, const struct cfsd_pin_acti
 	struct cfsd_pin_action put = *a;
 	uint32_t kind;
 	put.type = CFSD_PIN_A_PUT;
-	if (load(w, &a->key, &kind, &put.data, &put.len) < 0 || kind != a->kind) {
+	if (load(w, a, &kind, &put.data, &put.len) < 0 || kind != a->kind) {
 		if (put.data)
 			free(put.data);
 		w->st.missing++;

@@ -9,7 +9,10 @@
 #     collected, then started again: the pin was kept (DATA/pins), its
 #     rounds put every block back from its own copies (DATA/pinned), and A
 #     is whole again;
-#   - unpin empties the list, on disk too.
+#   - unpin empties the list, on disk too;
+#   - a pinned coded volume (rs:4/5) outlives its lease, every fragment
+#     renewed on all 5 holders, and a block left below 4 fragments is put
+#     back by the next round.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
 PUBLISH=$CFS_BIN/cfs-publish
@@ -125,3 +128,46 @@ ok "the pin follows the volume's new root"
 grep -q "^$A " "$TEST_DIR/node$P/pins" && fail "DATA/pins still names A"
 "$CFSCTL" --data "$TEST_DIR/node$P" pins | grep -q "^0 pins" || fail "pins text: $("$CFSCTL" --data "$TEST_DIR/node$P" pins)"
 ok "unpin forgets the volume, on disk too"
+
+# ---- a coded volume (rs:4/5: every daemon holds one of each data block's
+# 5 fragments): pinned, it outlives its lease, every fragment renewed on
+# all 5 holders (renewing only the first k = 3 would leave 3 of 5, below
+# the 4 a read needs), and a block pushed below 4 fragments is put back
+mkdir -p "$TEST_DIR/src-c"
+for i in 1 2 3; do head -c $((60000 + i * 1000)) /dev/urandom >"$TEST_DIR/src-c/f$i"; done
+"$PUBLISH" --keygen "$TEST_DIR/c.key" >"$TEST_DIR/c.vol" 2>/dev/null || fail "keygen c"
+C=$(cat "$TEST_DIR/c.vol")
+cluster_collect "$TEST_DIR/held"
+sort -u "$TEST_DIR"/held/*.keys | grep -v '^#' >"$TEST_DIR/before-c.keys"
+t3=$SECONDS
+"$PUBLISH" --key "$TEST_DIR/c.key" --to "cfsd:$TEST_DIR/node0/cfsd.sock" --valid "$LEASE" \
+	--redundancy rs:4/5 --quiet "$TEST_DIR/src-c" >/dev/null 2>"$TEST_DIR/pub.err" ||
+	{ cat "$TEST_DIR/pub.err" >&2; fail "publish c (rs:4/5)"; }
+"$CFSCTL" --data "$TEST_DIR/node$P" pin "$C" >/dev/null || fail "pin C"
+cluster_collect "$TEST_DIR/held"
+cat "$TEST_DIR"/held/*.keys | grep -v '^#' | sort | uniq -c | awk '$1 == 5 { print $2 }' |
+	grep -vFxf "$TEST_DIR/before-c.keys" >"$TEST_DIR/c-coded.keys" || true
+ncoded=$(wc -l <"$TEST_DIR/c-coded.keys")
+[ "$ncoded" -ge 3 ] || fail "only $ncoded of C's keys on 5 servers"
+while [ $((SECONDS - t3)) -lt 45 ]; do sleep 1; done
+fsck "$C" || fail "C, pinned, is not whole $((SECONDS - t3)) s after its 30 s lease: $(cat "$TEST_DIR/fsck.err")"
+cluster_collect "$TEST_DIR/held"
+low=$(cat "$TEST_DIR"/held/*.keys | grep -Fxf "$TEST_DIR/c-coded.keys" | sort | uniq -c | awk '$1 != 5' | wc -l)
+[ "$low" -eq 0 ] || fail "$low of C's $ncoded coded keys are not on all 5 holders after the lease"
+ok "a pinned coded volume outlives its lease: its $ncoded data blocks' fragments renewed on all 5 holders"
+
+# two of one block's five fragments deleted: 3 left, below m = 4
+victim=$(head -1 "$TEST_DIR/c-coded.keys")
+for i in 1 2; do
+	"$CFSCTL" --data "$TEST_DIR/node$i" deny "$victim" >/dev/null || fail "deny on node$i"
+	"$CFSCTL" --data "$TEST_DIR/node$i" deny --remove "$victim" >/dev/null || fail "allow on node$i"
+done
+back_on_5() {
+	cluster_collect "$TEST_DIR/held"
+	[ "$(cat "$TEST_DIR"/held/*.keys | grep -cFx "$victim")" -eq 5 ]
+}
+t4=$SECONDS
+wait_for 30 back_on_5 || fail "the pin did not put $victim's fragments back: $(pins_json)"
+grep -h "pin $C: round" "$TEST_DIR/node$P.log" | tail -n 1 | sed 's/^.*round/# node4 log: round/'
+fsck "$C" || fail "C not whole after the put back: $(cat "$TEST_DIR/fsck.err")"
+ok "a coded block left with 3 of 5 fragments was put back on all 5 by the pin in $((SECONDS - t4)) s"

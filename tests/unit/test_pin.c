@@ -161,7 +161,8 @@ struct script {
 	unsigned window;
 	bool lifo;              /* answer the newest action first */
 	int fetch_fail;         /* a get's failure other than -ENOENT (0: none) */
-	unsigned fetches, refreshes, puts, waits;
+	uint8_t code_m;         /* the volume's code: data blocks' actions carry it */
+	unsigned fetches, refreshes, puts, waits, coded;
 };
 
 static void answer(struct cfsd_pin_walk *w, struct cfsd_pin_action *a, struct script *s)
@@ -169,6 +170,10 @@ static void answer(struct cfsd_pin_walk *w, struct cfsd_pin_action *a, struct sc
 	struct blk *b = find(ring, &a->key);
 	size_t i = b ? (size_t)(b - ring->b) : 0;
 
+	cr_assert_eq(a->code_m, s->code_m && a->btype == CFSD_PIN_B_DATA ? s->code_m : 0,
+	             "action %u on a block of type %u with code %u", a->type, a->btype, a->code_m);
+	if (a->code_m)
+		s->coded++;
 	switch (a->type) {
 	case CFSD_PIN_A_FETCH:
 		s->fetches++;
@@ -189,8 +194,13 @@ static void answer(struct cfsd_pin_walk *w, struct cfsd_pin_action *a, struct sc
 		break;
 	case CFSD_PIN_A_PUT: {
 		uint64_t seq;
+		struct cfs_id k;
 		s->puts++;
-		cr_assert(dhash_verify(a->kind, &a->key, a->data, a->len, &seq) == 0, "a put of a bad block");
+		if (a->code_m)
+			cr_assert(dhash_coded_key(a->data, a->len, a->code_m, a->code_n, &k) == 0 &&
+			          cfs_id_eq(&k, &a->key), "a coded put of a bad block");
+		else
+			cr_assert(dhash_verify(a->kind, &a->key, a->data, a->len, &seq) == 0, "a put of a bad block");
 		add(ring, &a->key, a->kind, a->data, a->len);
 		ring->puts++;
 		cfsd_pin_walk_put_done(w, a, 0);
@@ -472,4 +482,50 @@ Test(pin, the_newest_version_key_missing_everywhere_is_put_back_from_the_root)
 	cr_assert_eq(st.versions_gone + st.errors + st.missing, 0);
 	cr_assert_eq(st.restored, 1);
 	cr_assert(!find(ring, &v1)->gone, "the ring holds version 1 under its key again");
+}
+
+/* A coded volume (rs:2/4): its data blocks are named by their coded keys,
+ * fetched, renewed and put back with the root's code (the ring's get of
+ * one returns the whole block, checked against the coded key); its other
+ * blocks stay whole. */
+Test(pin, a_coded_volume_keeps_its_data_blocks_by_their_code)
+{
+	struct cfs_id data[3], file, dkey;
+	uint8_t content[1024];
+	size_t len;
+
+	for (int i = 0; i < 3; i++) {
+		memset(content, 0x70 + i, sizeof(content));
+		cr_assert(sfsro_data_encode(content, sizeof(content), buf, sizeof(buf), &len) == 0);
+		cr_assert(dhash_coded_key(buf, len, 2, 4, &data[i]) == 0);
+		add(ring, &data[i], DHASH_KIND_CHASH, buf, len);
+	}
+	struct sfsro_inode ino = { .size = 3 * 1024, .mode = 0644, .bsize = 1024 };
+	cr_assert(sfsro_build_file(&ino, data, 3, emit, NULL, &file) == 0);
+	struct sfsro_entry e = { .name = { (const uint8_t *)"f", 1 }, .type = SFSRO_T_FILE,
+	                         .size = 3 * 1024, .mode = 0644, .key = file };
+	cr_assert(sfsro_build_dir(&e, 1, 1024, emit, NULL, &dkey) == 0);
+	struct sfsro_root r = { .pk = pk, .seq = 2, .issued = 1, .valid_until = UINT64_MAX,
+	                        .root_dir = dkey, .dir_mode = 0755, .code_m = 2, .code_n = 4 };
+	struct cfs_id vkey;
+	cr_assert(sfsro_root_encode(&r, &sk, buf, sizeof(buf), &len) == 0);
+	add(ring, &root_key, DHASH_KIND_ROOT, buf, len);
+	sfsro_root_version_key(&pk, 2, &vkey);
+	add(ring, &vkey, DHASH_KIND_VERSION, buf, len);
+
+	struct script s = { .window = 8, .code_m = 2 };
+	struct cfsd_pin_stats st = run(0, 100, &s);
+	cr_assert_eq(st.seq, 2);
+	cr_assert_eq(st.errors + st.missing, 0);
+	cr_assert_eq(s.coded, 6, "%u coded actions: a fetch and a renewal per data block", s.coded);
+	for (int i = 0; i < 3; i++)
+		cr_assert(find(local, &data[i]), "data block %d copied whole under its coded key", i);
+
+	find(ring, &data[1])->gone = true; /* below m fragments: put back */
+	s = (struct script){ .window = 8, .code_m = 2 };
+	st = run(2, 100, &s);
+	cr_assert_eq(st.restored, 1);
+	cr_assert_eq(s.puts, 1);
+	cr_assert_eq(s.fetches, 1, "only the root fetched: the copies are read here");
+	cr_assert(!find(ring, &data[1])->gone);
 }

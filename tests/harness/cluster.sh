@@ -6,6 +6,7 @@
 #   cluster_wait_correct SECONDS              until every pred/successor list is true
 #                                             (CLUSTER_SUCCESSORS: the daemons' --successors)
 #   cluster_status_all DIR                    DIR/NODE.json for each live node
+#   cluster_status_sum DIR FIELD...           those reports' FIELDs summed
 #   cluster_lookup_check MODE COUNT           random lookups, each checked true
 #   cluster_placement K KEYS                  where blocks live (replica_check.py)
 #   cluster_wait_placement K KEYS SECS OUT FIELD WANT   ... until FIELD is WANT
@@ -348,6 +349,25 @@ cluster_status_all() {
 		"$CFSCTL" --data "$TEST_DIR/node$i" status --json >"$out/node$i.json" 2>/dev/null ||
 			rm -f "$out/node$i.json"
 	done
+}
+
+# cluster_status_sum DIR FIELD...: the sum over DIR's status reports (from
+# cluster_status_all or cluster_collect) of each dotted FIELD (e.g.
+# dhash.leases_expiring.day), one line, space-separated.
+cluster_status_sum() {
+	local dir=$1; shift
+	cat "$dir"/*.json | python3 -c '
+import json, sys
+dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = 0
+fields = sys.argv[1:]; sums = [0] * len(fields)
+while i < len(s):
+    o, i = dec.raw_decode(s, i)
+    for j, f in enumerate(fields):
+        v = o
+        for part in f.split("."): v = v[part]
+        sums[j] += v
+    while i < len(s) and s[i].isspace(): i += 1
+print(*sums)' "$@"
 }
 
 # cluster_collect DIR: status (NODE.json) and stored keys (NODE.keys) of

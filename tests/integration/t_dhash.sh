@@ -168,13 +168,7 @@ ok "after half the ring died, every block with a live replica was fetched"
 # ---- repair: every surviving block back to k copies
 debt_sum() { # copies the last whole sync round of every live daemon found missing
 	cluster_status_all "$TEST_DIR/debt"
-	cat "$TEST_DIR"/debt/*.json | python3 -c '
-import json, sys
-dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = t = 0
-while i < len(s):
-    o, i = dec.raw_decode(s, i); t += o["dhash"]["sync"]["debt_last_round"]
-    while i < len(s) and s[i].isspace(): i += 1
-print(t)'
+	cluster_status_sum "$TEST_DIR/debt" dhash.sync.debt_last_round
 }
 start=$SECONDS
 cluster_wait_correct 60 || fail "the ring did not re-converge after half of it died"

@@ -38,13 +38,8 @@ echo "# $BLOCKS blocks put with a 20 s lease, $BLOCKS more put and refreshed to 
 # and a week (those and the refreshed ones), against the copies held.
 a_copies=$(cat "$TEST_DIR"/held/*.keys | grep -cFxf "$TEST_DIR/a.keys" || true)
 b_copies=$(cat "$TEST_DIR"/held/*.keys | grep -cFxf "$TEST_DIR/b.keys" || true)
-read -r day week < <(cat "$TEST_DIR"/held/*.json | python3 -c '
-import json, sys
-dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = d = w = 0
-while i < len(s):
-    o, i = dec.raw_decode(s, i); e = o["dhash"]["leases_expiring"]; d += e["day"]; w += e["week"]
-    while i < len(s) and s[i].isspace(): i += 1
-print(d, w)')
+read -r day week < <(cluster_status_sum "$TEST_DIR/held" dhash.leases_expiring.day \
+	dhash.leases_expiring.week)
 [ "$day" -eq "$a_copies" ] && [ "$week" -eq $((a_copies + b_copies)) ] ||
 	fail "status: $day leases ending within a day (want $a_copies), $week within a week (want $((a_copies + b_copies)))"
 echo "# cfsctl status: $day leases end within a day, $week within a week, as the copies held say"

@@ -37,14 +37,8 @@ head -c 100000 /dev/urandom >"$src/changes/big"
 # day, within a week, and all copies.
 leases() {
 	cluster_status_all "$TEST_DIR/st"
-	cat "$TEST_DIR"/st/*.json | python3 -c '
-import json, sys
-dec = json.JSONDecoder(); s = sys.stdin.read().strip(); i = d = w = b = 0
-while i < len(s):
-    o, i = dec.raw_decode(s, i); e = o["dhash"]["leases_expiring"]
-    d += e["day"]; w += e["week"]; b += o["dhash"]["blocks"]
-    while i < len(s) and s[i].isspace(): i += 1
-print(d, w, b)'
+	cluster_status_sum "$TEST_DIR/st" dhash.leases_expiring.day dhash.leases_expiring.week \
+		dhash.blocks
 }
 pub() { # NODE ARGS...: publish through that node's daemon
 	local n=$1; shift

@@ -257,7 +257,7 @@ int dhash_put_coded(dhash_client_t *d, uint32_t m, uint32_t n, const uint8_t *p,
 {
 	if (dhash__client_closing(d))
 		return -ECANCELED;
-	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_CODED_BLOCK_MAX)
 		return -EINVAL;
 	int r;
 	struct coded_op *o = encoded_op(d, m, n, p, len, NULL, cb, arg, &r);
@@ -275,7 +275,7 @@ int dhash_repair_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, 
 {
 	if (dhash__client_closing(d))
 		return -ECANCELED;
-	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX || nholders > n ||
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_CODED_BLOCK_MAX || nholders > n ||
 	    (mask & ((nholders < 32 ? 1u << nholders : 0u) - 1)) == 0)
 		return -EINVAL;
 	int r;

@@ -207,7 +207,7 @@ size_t sfsro_frag_len(uint32_t block_len, uint32_t m, uint32_t n)
 int sfsro_code_encode(const uint8_t *block, size_t len, uint32_t m, uint32_t n, struct cfs_id *ret_key,
                       uint8_t *const *frags)
 {
-	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_CODED_BLOCK_MAX)
 		return -EINVAL;
 	size_t fl = sfsro_frag_data_len((uint32_t)len, m);
 	uint32_t depth = depth_of((uint8_t)n), width = 1u << depth;
@@ -256,7 +256,7 @@ int sfsro_code_key(const uint8_t *block, size_t len, uint32_t m, uint32_t n, str
 	uint8_t *frags[SFSRO_CODE_N_MAX];
 	int r;
 
-	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_BLOCK_SIZE_MAX)
+	if (!sfsro_code_valid(m, n) || len == 0 || len > SFSRO_CODED_BLOCK_MAX)
 		return -EINVAL;
 	size_t flen = sfsro_frag_len((uint32_t)len, m, n);
 	uint8_t *mem = xmalloc(flen * n);
@@ -277,7 +277,7 @@ int sfsro_frag_parse(const uint8_t *f, size_t len, struct sfsro_frag *ret)
 	ret->block_len = cfs_get_be32(f + 4);
 	memcpy(ret->block_hash.b, f + 8, CFS_HASH_BYTES);
 	if (!sfsro_code_valid(ret->m, ret->n) || ret->index >= ret->n || ret->block_len == 0 ||
-	    ret->block_len > SFSRO_BLOCK_SIZE_MAX || len != sfsro_frag_len(ret->block_len, ret->m, ret->n))
+	    ret->block_len > SFSRO_CODED_BLOCK_MAX || len != sfsro_frag_len(ret->block_len, ret->m, ret->n))
 		return -EPROTO;
 	ret->data = f + SFSRO_FRAG_HDR;
 	ret->data_len = sfsro_frag_data_len(ret->block_len, ret->m);

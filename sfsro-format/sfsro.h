@@ -340,6 +340,11 @@ void sfsro_blockset_free(struct sfsro_blockset *s);
  * and the decoded block against its hash. */
 #define SFSRO_CODE_M_MAX 16
 #define SFSRO_CODE_N_MAX 32
+/* The largest block that can be coded: a data block of the largest
+ * payload with its framing (sfsro_data_encode adds at most 16 bytes). Its
+ * widest fragment (m = 1, n = 32: 40 + B + 5 x 32 bytes) still fits a
+ * STORE (CFS_BLOCK_MAX). */
+#define SFSRO_CODED_BLOCK_MAX (SFSRO_BLOCK_SIZE_MAX + 32)
 #define SFSRO_FRAG_VERSION 1
 #define SFSRO_FRAG_HDR 40 /* version, m, n, index, B (be32), the block's hash */
 

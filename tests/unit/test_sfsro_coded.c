@@ -197,3 +197,24 @@ Test(sfsro_coded, codes_outside_the_limits)
 	cr_assert(sfsro_code_valid(8, 32));
 	cr_assert_not(sfsro_code_valid(16, 16));
 }
+
+/* A data block of the largest payload (128 KiB and its framing) can be
+ * coded, and its widest fragment fits a STORE; one byte more cannot. */
+Test(sfsro_coded, the_largest_data_block)
+{
+	static uint8_t payload[SFSRO_BLOCK_SIZE_MAX], block[SFSRO_CODED_BLOCK_MAX + 1];
+	size_t len;
+	struct coded c;
+
+	memset(payload, 0x5c, sizeof(payload));
+	cr_assert_eq(sfsro_data_encode(payload, sizeof(payload), block, sizeof(block), &len), 0);
+	cr_assert_gt(len, SFSRO_BLOCK_SIZE_MAX);
+	cr_assert_leq(len, SFSRO_CODED_BLOCK_MAX);
+	cr_assert_leq(sfsro_frag_len(SFSRO_CODED_BLOCK_MAX, 1, SFSRO_CODE_N_MAX), CFS_BLOCK_MAX);
+	encode(&c, 4, 12, len, 9);
+	cr_assert_eq(decode_mask(&c, 0xff0), 0, "rebuilt from parity alone");
+	release(&c);
+	uint8_t *f[SFSRO_CODE_N_MAX] = { 0 };
+	struct cfs_id k;
+	cr_assert_eq(sfsro_code_encode(block, SFSRO_CODED_BLOCK_MAX + 1, 4, 12, &k, f), -EINVAL);
+}

@@ -147,6 +147,9 @@ struct dhash__get {
 	struct cfs_addr resp_ip[CFS_MSG_MAX_NODES];
 	bool voted[CFS_MSG_MAX_NODES];
 	uint32_t nresp, nvotes;
+	/* of those, which said they have no such block, and how many */
+	bool absent[CFS_MSG_MAX_NODES];
+	uint32_t nabsent;
 	/* for the result and the client's counters */
 	uint32_t rpcs, timeouts, bad, fetch_timeouts, hedges, hedge_wins, relookups;
 	uint64_t lookup_us;

@@ -161,8 +161,9 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	/* Root mode's voters: the key's first k successors at distinct IP
 	 * addresses, as a put counts them (put_sm.c: one IP, one vote). Only
 	 * a lookup that reached the successors names them. */
-	g->nresp = g->nvotes = 0;
+	g->nresp = g->nvotes = g->nabsent = 0;
 	memset(g->voted, 0, sizeof(g->voted));
+	memset(g->absent, 0, sizeof(g->absent));
 	for (uint32_t i = 0; i < r->n && g->nresp < k && !g->holder_only; i++) {
 		bool dup = false;
 		for (uint32_t j = 0; j < g->nresp && !dup; j++)
@@ -192,6 +193,32 @@ static void root_vote(struct dhash__get *g, uint32_t ci)
 		}
 		return;
 	}
+}
+
+/* cand[ci] said it has no such block: counted once per responsible IP. */
+static void absent_vote(struct dhash__get *g, uint32_t ci)
+{
+	for (uint32_t j = 0; j < g->nresp; j++)
+		if (cfs_addr_same_ip(&g->resp_ip[j], &g->cand[ci].addr)) {
+			if (!g->absent[j]) {
+				g->absent[j] = true;
+				g->nabsent++;
+			}
+			return;
+		}
+}
+
+/* The get's error once every candidate failed. Bytes that do not verify
+ * outrank "not here" (dhash__get_miss), except when a read quorum of the
+ * responsible servers said they have none: then the block is not there,
+ * and one server sending garbage (a liar, or a copy gone bad) does not
+ * make it look present but damaged — a publisher reading a new volume's
+ * root must hear "none", not "unreadable". */
+static int miss_status(const struct dhash__get *g)
+{
+	if (g->miss == -EBADMSG && g->nresp && g->nabsent >= dhash__root_quorum(g->nresp))
+		return -ENOENT;
+	return g->miss ? g->miss : -ENOENT;
 }
 
 /* Root mode: roots came from a read quorum of the k responsible servers
@@ -255,7 +282,7 @@ static void get_exhausted(struct dhash__get *g)
 		return;
 	}
 	log_failure(g);
-	get_finish(g, g->miss ? g->miss : -ENOENT, 0, NULL, 0);
+	get_finish(g, miss_status(g), 0, NULL, 0);
 }
 
 /* Ask the next candidate (DHash++ 5.2.3: on a failure, the next-nearest
@@ -311,7 +338,7 @@ void dhash__get_on_lookup_failed(struct dhash__get *g, int err)
 		return;
 	}
 	log_failure(g);
-	get_finish(g, g->miss ? g->miss : -ENOENT, 0, NULL, 0);
+	get_finish(g, miss_status(g), 0, NULL, 0);
 }
 
 /* Is a at one of the servers the get asked (they have it or are replicas)? */
@@ -442,6 +469,8 @@ static void fetch_failed(struct dhash__get *g, uint32_t ci, int status)
 	}
 	if (status == -ETIMEDOUT || status == -ENOENT)
 		g->miss = dhash__get_miss(g->miss, status);
+	if (status == -ENOENT)
+		absent_vote(g, ci);
 }
 
 void dhash__get_on_fetch(struct dhash__get *g, uint32_t ci, bool hedge,

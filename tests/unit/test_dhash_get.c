@@ -394,6 +394,45 @@ Test(dhash_get, error_precedence_when_all_fail)
 	cr_assert_eq(fail_all(2, -EPROTO, -EPROTO), -ENOENT); /* nothing telling: missing */
 }
 
+/* Every round: candidate i answers errs[i] (-EBADMSG: bytes that do not
+ * verify). The get's final status. */
+static int fail_each(uint32_t n, const int *errs)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(n, 0);
+	int st;
+
+	start(&g, &c);
+	dhash__get_on_lookup(&g, succs(n), NULL);
+	for (int round = 0; round < 2; round++) {
+		while (drain(&g) && acts[0].type == DHASH_ACT_FETCH)
+			for (uint32_t i = 0; i < nacts; i++) {
+				int e = errs[g.cand[acts[i].i].id.b[0] - 1]; /* node(i + 1) */
+				fetch(&g, acts[i].i, e == -EBADMSG ? ok(DHASH_KIND_CHASH, "bad") : err(e));
+			}
+		if (round == 0)
+			dhash__get_on_lookup(&g, succs(n), NULL);
+	}
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	st = acts[0].status;
+	dhash__get_fini(&g);
+	return st;
+}
+
+/* One server sending garbage among servers that say "none" (a liar, or a
+ * copy gone bad) does not make a missing block look damaged once a read
+ * quorum of the k said "none" (4 of 6); with fewer, the bad bytes stand. */
+Test(dhash_get, a_quorum_saying_none_outranks_one_bad_copy)
+{
+	int liar[6] = { -EBADMSG, -ENOENT, -ENOENT, -ENOENT, -ENOENT, -ENOENT };
+	int few[6] = { -EBADMSG, -ENOENT, -ENOENT, -ENOENT, -ETIMEDOUT, -ETIMEDOUT };
+	int bad[6] = { -EBADMSG, -EBADMSG, -EBADMSG, -ENOENT, -ENOENT, -ENOENT };
+
+	cr_assert_eq(fail_each(6, liar), -ENOENT);
+	cr_assert_eq(fail_each(6, few), -EBADMSG, "3 of 6 said none: not a quorum");
+	cr_assert_eq(fail_each(6, bad), -EBADMSG);
+}
+
 Test(dhash_get, a_servers_own_ebadmsg_is_not_a_bad_block)
 {
 	struct dhash__get g;

@@ -233,7 +233,9 @@ static void probe_got(client_t *c, const struct cfs_msg *m)
 			drop_stream(c, -EIO);
 }
 
-/* The daemon's reply m to q, in the form the caller asked for. */
+/* The daemon's reply m to q, in the form the caller asked for: one case
+ * per kind of request, each turning the reply's fields back into the
+ * result dhash would have given a plain client. */
 static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 {
 	if (q->raw) {
@@ -285,6 +287,8 @@ static void answer(client_t *c, struct client__req *q, const struct cfs_msg *m)
 			r.good += r.state[i] == DHASH_COPY_GOOD;
 			r.n++;
 		}
+		if (q->type == CFS_MSG_CTL_LOCATE_CODED) /* distinct fragment indices */
+			r.good = dhash_locate_coded_good(&r);
 		client__answer_locate(c, q, &r);
 		return;
 	}

@@ -365,12 +365,25 @@ struct dhash_locate_result {
 };
 typedef void (*dhash_locate_cb)(void *arg, const struct dhash_locate_result *r);
 int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg) CFS_WUR;
+/* A coded holder's fragment that verifies but carries another index than
+ * the holder's position (the membership changed since the put, and
+ * fragments moved along): its state is DHASH_COPY_OTHER(index). */
+#define DHASH_COPY_OTHER_BASE 32
+#define DHASH_COPY_OTHER(index) ((int8_t)(DHASH_COPY_OTHER_BASE + (index)))
+/* The index of the good fragment a coded holder at position holds (GOOD:
+ * its own, OTHER: the one its state names), or -1. */
+int dhash_copy_index(int8_t state, uint32_t position);
+/* The distinct fragment indices a coded locate's holders hold good: what
+ * r->good counts for a coded block. */
+uint32_t dhash_locate_coded_good(const struct dhash_locate_result *r);
+#define DHASH_CODED_SPARES 2 /* holders past n a coded locate also asks */
 /* The same for a coded block (m-of-n): its n holders (the key's first n
- * successors at distinct IPs), holder i asked for what it holds under the
- * key; GOOD when that is a fragment that verifies alone against the key
- * with index i, BAD when it does not verify or has another index, MISSING,
- * SILENT. r->n may be below n in a ring of fewer IPs. -EINVAL: no such
- * code. */
+ * successors at distinct IPs) and DHASH_CODED_SPARES more (a fragment
+ * pushed outward by joins still counts), holder i asked for what it holds
+ * under the key; GOOD when that is a fragment that verifies alone against
+ * the key with index i, OTHER(j) when it verifies with index j, BAD when
+ * it does not verify, MISSING, SILENT; r->good counts distinct indices.
+ * r->n may be below n in a ring of fewer IPs. -EINVAL: no such code. */
 int dhash_locate_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
                        dhash_locate_cb cb, void *arg) CFS_WUR;
 

@@ -11,7 +11,12 @@
  * asks for spare successors (virtual servers share an IP), holder i is
  * the key's i-th successor at a distinct IP, as the coded put placed
  * them, and its answer is good only when it is a fragment that verifies
- * alone against the key (sfsro_frag_verify) and carries index i.
+ * alone against the key (sfsro_frag_verify) and carries index i. Since
+ * the put, joins and failures may have moved the key's successors along:
+ * a fragment that verifies with another index counts as that index
+ * (DHASH_COPY_OTHER), the DHASH_CODED_SPARES holders past the n-th are
+ * asked too (a fragment pushed outward still counts, as Carbonite reuses
+ * copies that come back), and the block's count is of distinct indices.
  */
 #include <string.h>
 
@@ -32,7 +37,8 @@ void dhash__locate_init_coded(struct dhash__locate *lc, const struct cfs_id *key
 
 	memset(lc, 0, sizeof(*lc));
 	lc->key = *key;
-	lc->replicas = n;
+	lc->replicas = n + DHASH_CODED_SPARES < CFS_MSG_MAX_NODES ? n + DHASH_CODED_SPARES
+	                                                          : CFS_MSG_MAX_NODES;
 	lc->code_n = n;
 	dhash__act_push(&lc->q, DHASH_ACT_LOOKUP)->nsucc = want < CFS_MSG_MAX_NODES ? want
 	                                                   : CFS_MSG_MAX_NODES;
@@ -59,8 +65,11 @@ static void locate_finish(struct dhash__locate *lc)
 	for (uint32_t i = 0; i < lc->r.n; i++)
 		if (lc->r.state[i] == DHASH_COPY_GOOD && lc->seq[i] < top)
 			lc->r.state[i] = DHASH_COPY_STALE;
-	for (uint32_t i = 0; i < lc->r.n; i++)
-		lc->r.good += lc->r.state[i] == DHASH_COPY_GOOD;
+	if (lc->code_n)
+		lc->r.good = dhash_locate_coded_good(&lc->r);
+	else
+		for (uint32_t i = 0; i < lc->r.n; i++)
+			lc->r.good += lc->r.state[i] == DHASH_COPY_GOOD;
 	dhash__act_push(&lc->q, DHASH_ACT_FINISH)->status = lc->r.status;
 	lc->state = DHASH_LOCATE_DONE;
 }
@@ -88,13 +97,38 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 		locate_finish(lc);
 }
 
-/* Holder i's answer is fragment i of the key's block. */
-static bool frag_good(const struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
+int dhash_copy_index(int8_t state, uint32_t position)
+{
+	if (state == DHASH_COPY_GOOD)
+		return (int)position;
+	if (state >= DHASH_COPY_OTHER_BASE && state < DHASH_COPY_OTHER_BASE + SFSRO_CODE_N_MAX)
+		return state - DHASH_COPY_OTHER_BASE;
+	return -1;
+}
+
+uint32_t dhash_locate_coded_good(const struct dhash_locate_result *r)
+{
+	uint32_t seen = 0, good = 0;
+
+	for (uint32_t i = 0; i < r->n; i++) {
+		int x = dhash_copy_index(r->state[i], i);
+		if (x >= 0 && !(seen >> x & 1)) {
+			seen |= 1u << x;
+			good++;
+		}
+	}
+	return good;
+}
+
+/* Holder i's answer: GOOD when it is fragment i of the key's block,
+ * OTHER(j) when fragment j, BAD when no fragment of the key. */
+static int8_t frag_state(const struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
 {
 	struct sfsro_frag f;
 
-	return rep->kind == DHASH_KIND_FRAG && sfsro_frag_verify(&lc->key, rep->data, rep->len, &f) == 0 &&
-	       f.index == i;
+	if (rep->kind != DHASH_KIND_FRAG || sfsro_frag_verify(&lc->key, rep->data, rep->len, &f) != 0)
+		return DHASH_COPY_BAD;
+	return f.index == i ? DHASH_COPY_GOOD : DHASH_COPY_OTHER(f.index);
 }
 
 void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)
@@ -107,7 +141,7 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 		lc->r.state[i] = DHASH_COPY_SILENT; /* never sent */
 	else if (rep->status == 0)
 		lc->r.state[i] = rep->lease_until == 0 ? DHASH_COPY_MISSING /* a cached copy */
-		                 : lc->code_n ? (frag_good(lc, i, rep) ? DHASH_COPY_GOOD : DHASH_COPY_BAD)
+		                 : lc->code_n ? frag_state(lc, i, rep)
 		                 : lc->verify(rep->kind, &lc->key, rep->data, rep->len, &seq) == 0
 		                 ? DHASH_COPY_GOOD : DHASH_COPY_BAD;
 	else if (rep->status == -ENOENT)

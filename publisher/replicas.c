@@ -8,10 +8,13 @@
  * which fills the holes; then it is located again to report the outcome.
  *
  * A coded volume's data blocks are no copies but n fragments (DHash++
- * 4.4): each is located on its n holders (dhash_locate_coded: holder i
- * asked for fragment i), and reported as good/m/n; one below n has lost
- * fragments, one below m cannot be read. Its metadata blocks are whole
- * and replicated, as in any volume.
+ * 4.4): each is located on its n holders and two spares
+ * (dhash_locate_coded: holder i asked for fragment i; one holding another
+ * index, moved there by the ring's changes, counts for that index), and
+ * reported as good/m/n, good being the distinct indices found; one below
+ * n has lost fragments, one below m cannot be read. A repair stores each
+ * missing index on a holder among the first n that has no fragment. Its
+ * metadata blocks are whole and replicated, as in any volume.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,10 +95,14 @@ static void located(void *arg, const struct dhash_locate_result *r)
 		rp->good[c->i] = 3;
 	} else if (rp->coded[c->i]) {
 		fprintf(rp->out, "%s %u/%u/%u", h, r->good, rp->code_m, rp->code_n);
-		for (uint32_t j = 0; j < r->n; j++)
-			if (r->state[j] != DHASH_COPY_GOOD)
+		for (uint32_t j = 0; j < r->n; j++) {
+			int x = dhash_copy_index(r->state[j], j);
+			if (x >= 0 && (uint32_t)x != j) /* a fragment the ring's changes moved */
+				fprintf(rp->out, " index-%d %s", x, cfs_addr_str(&r->nodes[j].addr, a));
+			else if (x < 0 && j < rp->code_n) /* a spare past n owes nothing */
 				fprintf(rp->out, " %s %s", state_name(r->state[j]),
 				        cfs_addr_str(&r->nodes[j].addr, a));
+		}
 		fputc('\n', rp->out);
 		rp->good[c->i] = r->good >= rp->code_n ? 2 : r->good >= rp->code_m ? 1 : 4;
 		if (c->i < rp->loc_n && rp->good[c->i] == 1 && !rp->loc[c->i])
@@ -166,29 +173,46 @@ static void restored(void *arg, int status)
 }
 
 /* A coded block with m good fragments or more but fewer than n: read it
- * (m fragments, decoded), encode it again and store each missing
- * fragment on the holder the locate found without it. */
+ * (m fragments, decoded), encode it again and store each missing index
+ * on a holder among the first n that the locate found without any
+ * fragment (a holder keeps the first fragment it is sent: one holding
+ * another index, or a bad one, is not sent another). */
 static int repair_coded(struct rep *rp, size_t i, uint64_t lease_until)
 {
 	const struct dhash_locate_result *l = rp->loc[i];
 	struct restore_wait w = { 0 };
-	uint32_t mask = 0;
+	struct cfs_node to[SFSRO_CODE_N_MAX];
+	uint32_t mask = 0, have = 0, next = 0;
 	uint8_t *b;
 	size_t len;
 	char h[65];
 	int r;
 
 	cfs_id_hex(&rp->keys[i], h);
-	for (uint32_t j = 0; j < l->n; j++)
-		if (l->state[j] != DHASH_COPY_GOOD)
-			mask |= 1u << j;
-	if (!mask) /* fewer holders than n in the ring: nobody to store on */
-		return log_error_errno(-EHOSTUNREACH, "repair: %s has %u holders of %u", h, l->n,
-		                       rp->code_n);
+	for (uint32_t x = 0; x < rp->code_n; x++) /* entries the mask leaves out: any real node */
+		to[x] = l->nodes[x < l->n ? x : 0];
+	for (uint32_t j = 0; j < l->n; j++) {
+		int x = dhash_copy_index(l->state[j], j);
+		if (x >= 0)
+			have |= 1u << x;
+	}
+	for (uint32_t x = 0; x < rp->code_n; x++) {
+		if (have >> x & 1)
+			continue;
+		while (next < l->n && next < rp->code_n && l->state[next] != DHASH_COPY_MISSING)
+			next++;
+		if (next >= l->n || next >= rp->code_n)
+			break; /* no holder left without a fragment */
+		to[x] = l->nodes[next++];
+		mask |= 1u << x;
+	}
+	if (!mask) /* fewer holders than n, or none without a fragment: nobody to store on */
+		return log_error_errno(-EHOSTUNREACH, "repair: %s has no holder without a fragment among "
+		                       "its %u", h, l->n < rp->code_n ? l->n : rp->code_n);
 	if ((r = pub__get_coded(rp->loop, rp->sink, &rp->keys[i], rp->code_m, rp->code_n, &b, &len)) < 0)
 		return log_error_errno(r, "repair: cannot read %s from its fragments", h);
 	r = rp->sink->ops->repair_coded(rp->sink->impl, &rp->keys[i], rp->code_m, rp->code_n, b, len,
-	                                l->nodes, l->n, mask, lease_until, restored, &w);
+	                                to, rp->code_n, mask, lease_until, restored, &w);
 	if (r == 0)
 		r = cfs_loop_run_until(rp->loop, &w.done);
 	free(b);

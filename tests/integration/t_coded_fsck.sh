@@ -12,7 +12,10 @@
 #     on the holder that lacks it; a second fsck reports every block at n;
 #   - leases: a republish of an unchanged coded tree and cfs-publish
 #     --refresh renew every fragment on all 8 holders, not only 6;
-#   - a volume of 128 KiB blocks is coded and read back whole.
+#   - a volume of 128 KiB blocks is coded and read back whole;
+#   - a holder killed: the successors move along, fragments count by
+#     their index wherever they stand, the blocks it held are at n - 1,
+#     and --repair puts the lost index on the holder without one.
 # The holders are found from the daemons' own key lists (cfsctl keys).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../harness/cluster.sh"
@@ -217,3 +220,37 @@ head -c $((300 * 1024)) /dev/urandom >"$bsrc/big"
 	2>"$TEST_DIR/b.cat" || { cat "$TEST_DIR/b.cat"; fail "cfs-cat of the 128 KiB-block volume"; }
 cmp -s "$bsrc/big" "$TEST_DIR/b.got" || fail "the 128 KiB-block coded volume read other bytes"
 ok "a coded volume of 128 KiB blocks publishes and reads back whole"
+
+# ---- a holder dies: the key's successors move along. The survivors'
+# fragments count by their index wherever they now stand, the block is at
+# n - 1, and --repair stores the lost index on the holder that moved in
+# without one (a killed daemon sends no goodbye: no drain).
+victim=7
+"$CFSCTL" --data "$TEST_DIR/node$victim" keys >"$TEST_DIR/victim.keys"
+fsck_r pre --data "$TEST_DIR/node$R"
+cluster_kill "$victim"
+cluster_wait_correct 60 || fail "the ring did not converge after node$victim died"
+fsck_r post --data "$TEST_DIR/node$R"
+[ "$rc" -eq 1 ] || { cat "$TEST_DIR/post.err"; fail "fsck after node$victim died exited $rc, not 1"; }
+# every coded key: one good fragment fewer exactly when the victim held one
+bad=$(awk 'NR == FNR { v[$1] = 1; next }
+	FILENAME ~ /pre/ && $2 ~ /\/4\/8$/ { split($2, g, "/"); pre[$1] = g[1]; next }
+	FILENAME ~ /post/ && $2 ~ /\/4\/8$/ { split($2, g, "/"); want = pre[$1] - ($1 in v);
+		if (g[1] != want) { print $1, "pre", pre[$1], "post", g[1], "want", want } }' \
+	"$TEST_DIR/victim.keys" "$TEST_DIR/pre.out" "$TEST_DIR/post.out")
+[ -z "$bad" ] || fail "counts after node$victim died: $bad"
+lost=$(awk '$2 == "7/4/8"' "$TEST_DIR/post.out" | wc -l)
+[ "$lost" -ge 1 ] || fail "node$victim held no fragment at n: nothing to check"
+moved=$(grep -c " index-" "$TEST_DIR/post.out" || true)
+echo "# node$victim killed: $lost coded blocks at 7/4/8; $moved blocks with fragments counted at other positions"
+rc=0
+"$FSCK" --data "$TEST_DIR/node$R" --replicas --repair "$vol" >"$TEST_DIR/repair3.out" \
+	2>"$TEST_DIR/repair3.err" || rc=$?
+# still 1: the block left below m above cannot be rebuilt
+[ "$rc" -eq 1 ] || { cat "$TEST_DIR/repair3.err"; fail "--repair after the death exited $rc, not 1"; }
+sed -n '/^# after repair/,$p' "$TEST_DIR/repair3.out" >"$TEST_DIR/after3.out"
+for k in $(awk '$2 == "7/4/8" { print $1 }' "$TEST_DIR/post.out"); do
+	[ "$(grep "^$k " "$TEST_DIR/after3.out" | awk '{ print $2 }')" = "8/4/8" ] ||
+		{ cat "$TEST_DIR/repair3.out"; fail "$k not back at 8/4/8 after --repair"; }
+done
+ok "a holder killed: $lost blocks at 7/4/8, each back at 8 distinct fragments after --repair"

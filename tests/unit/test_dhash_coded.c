@@ -435,9 +435,10 @@ Test(dhash_coded, locate_classifies_each_holder)
 	cr_assert_geq(acts[0].nsucc, N + N / 3); /* spares for virtual servers */
 	dhash__locate_on_lookup(&lc, ring(N + 4, true));
 	drain_locate(&lc);
-	cr_assert_eq(nacts, N);
-	cr_assert_eq(lc.r.n, N);
-	for (uint32_t i = 0; i < N; i++) {
+	const uint32_t S = N + DHASH_CODED_SPARES; /* and the spares past n */
+	cr_assert_eq(nacts, S);
+	cr_assert_eq(lc.r.n, S);
+	for (uint32_t i = 0; i < S; i++) {
 		cr_assert_eq(acts[i].type, DHASH_ACT_FETCH);
 		cr_assert_eq(lc.r.nodes[i].id.b[0], i + 1); /* the virtual servers skipped */
 		cr_assert_eq(lc.r.nodes[i].id.b[1], 0);
@@ -445,7 +446,7 @@ Test(dhash_coded, locate_classifies_each_holder)
 	uint8_t *corrupt = malloc(flen);
 	memcpy(corrupt, frags[5], flen);
 	corrupt[flen - 1] ^= 1;
-	for (uint32_t i = 0; i < N; i++) {
+	for (uint32_t i = 0; i < S; i++) {
 		if (i == 2)
 			located(&lc, i, err(-ENOENT));                      /* missing */
 		else if (i == 5)
@@ -457,19 +458,28 @@ Test(dhash_coded, locate_classifies_each_holder)
 			located(&lc, i, err(-ETIMEDOUT));                   /* silent */
 		else if (i == 10)
 			dhash__locate_on_fetch(&lc, i, NULL);               /* never sent */
+		else if (i == N)
+			located(&lc, i, err(-ENOENT));                      /* a spare: none */
+		else if (i == N + 1)
+			located(&lc, i, frag_reply(2));                     /* a spare: 2, moved */
 		else
 			located(&lc, i, frag_reply(i));
 		drain_locate(&lc);
-		cr_assert_eq(nacts, i == N - 1 ? 1 : 0);
+		cr_assert_eq(nacts, i == S - 1 ? 1 : 0);
 	}
 	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
 	cr_assert_eq(acts[0].status, 0);
 	cr_assert_eq(lc.r.state[2], DHASH_COPY_MISSING);
 	cr_assert_eq(lc.r.state[5], DHASH_COPY_BAD);
-	cr_assert_eq(lc.r.state[7], DHASH_COPY_BAD);
+	cr_assert_eq(lc.r.state[7], DHASH_COPY_OTHER(8)); /* counts as 8, which holder 8 has too */
+	cr_assert_eq(dhash_copy_index(lc.r.state[7], 7), 8);
+	cr_assert_eq(dhash_copy_index(lc.r.state[3], 3), 3);
+	cr_assert_eq(dhash_copy_index(lc.r.state[5], 5), -1);
 	cr_assert_eq(lc.r.state[9], DHASH_COPY_SILENT);
 	cr_assert_eq(lc.r.state[10], DHASH_COPY_SILENT);
-	cr_assert_eq(lc.r.good, N - 5);
+	/* distinct indices: holder 2's lost one is on a spare */
+	cr_assert_eq(lc.r.good, N - 4);
+	cr_assert_eq(lc.r.state[N + 1], DHASH_COPY_OTHER(2));
 	for (uint32_t i = 0; i < N; i++)
 		if (i != 2 && i != 5 && i != 7 && i != 9 && i != 10)
 			cr_assert_eq(lc.r.state[i], DHASH_COPY_GOOD, "holder %u", i);

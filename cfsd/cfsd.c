@@ -42,6 +42,7 @@ struct status_snap {
 	struct dhash_client_stats cs;
 	uint64_t get_p50, get_p99;
 	uint64_t ctl_requests, ctl_malformed;
+	struct cfsd_frepair_stats fr;
 };
 
 #define S(kind, field, name, label, unit) CFS_STAT(kind, struct status_snap, field, name, label, unit)
@@ -138,6 +139,17 @@ static const struct cfs_stat status_tail[] = {
 	CFS_STAT_BEGIN("control", "control"),
 	S(U64, ctl_requests, "requests", "requests", NULL),
 	S(U64, ctl_malformed, "malformed", "malformed", NULL),
+	CFS_STAT_CLOSE,
+	CFS_STAT_BEGIN("frag_repair", "fragment repair"),
+	S(U64, fr.rounds, "rounds", "rounds", NULL),
+	S(U64, fr.looked, "looked", "fragments looked at", NULL),
+	S(U64, fr.checked, "checked", "keys located", NULL),
+	S(U64, fr.enough, "enough", "at the threshold or above", NULL),
+	S(U64, fr.repaired, "repaired", "repaired", NULL),
+	S(U64, fr.stored, "stored", "fragments stored", NULL),
+	S(U64, fr.lost, "below_m", "below m", NULL),
+	S(U64, fr.nowhere, "nowhere", "no holder to store on", NULL),
+	S(U64, fr.failed, "failed", "failed", NULL),
 	CFS_STAT_CLOSE,
 };
 #undef S
@@ -240,6 +252,8 @@ static void status_report(void *arg, struct cfs_sbuf *b, uint32_t flags)
 	s->get_p99 = cfs_hist_quantile(&s->cs.get_us, 0.99);
 	s->ctl_requests = cfsd_serve_requests(d->serve, false);
 	s->ctl_malformed = cfsd_serve_requests(d->serve, true);
+	if (d->frepair)
+		s->fr = *cfsd_frepair_stats(d->frepair);
 	if (json) {
 		cfs_sb_printf(b, "{");
 		cfs_stat_render(b, true, status_head, CFS_ARRAY_SIZE(status_head), s, &first);
@@ -295,6 +309,8 @@ static bool ring_joined(void *arg)
 static void free_pieces(struct daemon *d)
 {
 	cfsd_pinner_free(d->pinner);
+	cfsd_frepair_free(d->frepair);
+	d->frepair = NULL;
 	dhash_client_free(d->client);
 	dhash_server_free(d->dhash);
 	cfsd_denylist_free(d->deny);
@@ -392,7 +408,8 @@ int main(int argc, char **argv)
 	d->cc.reach_ms = CHORD_REACH_MS; /* a daemon checks that members can reach it */
 	d->cc.unreachable_client = true;
 	d->map_port = true;
-	d->map_port = true;
+	d->frepair_ms = CFSD_FREPAIR_MS_DEFAULT;
+	d->frepair_keys = CFSD_FREPAIR_KEYS_DEFAULT;
 	dhash_config_default(&d->dc);
 	opterr = 0;
 	/* First pass: only --config, --help and --version, and argument errors. */
@@ -521,6 +538,8 @@ int main(int argc, char **argv)
 		log_info("denylist: %u keys denied (%s)%s", n, deny_path,
 		         deleted ? "; copies found here deleted" : "");
 	}
+	d->frepair = cfsd_frepair_new(d->loop, d->chord, d->dhash, d->client, d->frepair_ms,
+	                              d->frepair_keys);
 	if (deny_ok && cfsd_pinner_new(d->loop, d->client, d->data_dir, &pc, &d->pinner) == 0)
 		d->serve = cfsd_serve_new(&(struct cfsd_serve_env){
 			.chord = d->chord, .dhash = d->dhash, .client = d->client, .pinner = d->pinner,

@@ -88,6 +88,11 @@ const char cfsd__usage_text[] =
 	"                          replicas, repair, cache pushes (MB/s, a decimal such as\n"
 	"                          0.5 allowed; the background class waits behind the rest\n"
 	"                          but keeps a tenth; default 0: no cap)\n"
+	"      --frag-repair-ms MS a round of coded-fragment repair this often: of the\n"
+	"                          fragments kept here, locate the keys this server is\n"
+	"                          responsible for and rebuild the missing fragments of\n"
+	"                          those below m + ceil((n-m)/2) (default 600000; 0: off)\n"
+	"      --frag-repair-keys N fragments looked at a round (default 64)\n"
 	"      --pin-ms MS         a round of every pin this often: renew the leases of the\n"
 	"                          pinned volumes' blocks, put back what went missing\n"
 	"                          (default a quarter of --lease-days, at most an hour)\n"
@@ -157,6 +162,8 @@ const struct option cfsd__opts[] = {
 	{ "compact-mb-per-s", required_argument, NULL, 1062 },
 	{ "compact-live-percent", required_argument, NULL, 1063 },
 	{ "pin-ms", required_argument, NULL, 1050 },
+	{ "frag-repair-ms", required_argument, NULL, OPT_FREPAIR_MS },
+	{ "frag-repair-keys", required_argument, NULL, OPT_FREPAIR_KEYS },
 	{ "hedge-ms", required_argument, NULL, 1014 },
 	{ "lookup-mode", required_argument, NULL, OPT_LOOKUP_MODE },
 	{ "cache-mb", required_argument, NULL, 1015 },
@@ -329,6 +336,12 @@ void cfsd__apply(struct settings *st, int c, const char *val)
 	}
 	case 1063: d->dc.compact_live_pct = (uint32_t)parse_num("--compact-live-percent", val, 1, 99); break;
 	case 1050: d->pin_ms = (uint32_t)parse_num("--pin-ms", val, 100, 86400000); break;
+	case OPT_FREPAIR_MS:
+		d->frepair_ms = (uint32_t)parse_num("--frag-repair-ms", val, 0, 86400000);
+		break;
+	case OPT_FREPAIR_KEYS:
+		d->frepair_keys = (uint32_t)parse_num("--frag-repair-keys", val, 1, 65536);
+		break;
 	case 1014: {
 		char *end;
 		unsigned long ms = strtoul(val, &end, 10);

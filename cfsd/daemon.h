@@ -13,6 +13,7 @@
 
 #include "cfsd/cfsd.h"
 #include "cfsd/deny.h"
+#include "cfsd/frepair.h"
 #include "cfsd/metrics.h"
 #include "cfsd/pin.h"
 #include "cfsd/serve.h"
@@ -34,6 +35,8 @@ struct daemon {
 	cfsd_pinner_t *pinner;    /* cfsctl pin: volumes this daemon keeps alive */
 	cfsd_denylist_t *deny;    /* cfsctl deny: content this daemon refuses (DATA/denylist) */
 	uint32_t pin_ms;          /* --pin-ms (0: the default) */
+	cfsd_frepair_t *frepair;  /* background repair of coded fragments */
+	uint32_t frepair_ms, frepair_keys; /* --frag-repair-ms (0: off), --frag-repair-keys */
 	struct cfs_addr boot[16];
 	size_t nboot;
 	const char *advertise;
@@ -68,7 +71,7 @@ struct daemon {
 };
 
 enum { OPT_FIRST = 1070, OPT_SOCKET_GROUP, OPT_CHECK, OPT_METRICS, OPT_PUSH_RATE, OPT_LOOKUP_MODE,
-       OPT_LEARNED, OPT_UPLOAD, OPT_GUESS, OPT_SWEEP };
+       OPT_LEARNED, OPT_UPLOAD, OPT_GUESS, OPT_SWEEP, OPT_FREPAIR_MS, OPT_FREPAIR_KEYS };
 #define SHORT_OPTS ":p:b:a:B:d:s:c:l:hV"
 
 struct settings {

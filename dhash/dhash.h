@@ -181,6 +181,19 @@ int dhash_server_drain(dhash_server_t *s, dhash_drain_cb cb, void *arg);
  * after `after`; *ret_more tells whether more follow. */
 uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct cfs_id *keys,
                            uint32_t max, bool *ret_more);
+/* A fragment this server keeps: its key, and its header's code and index. */
+struct dhash_frag_ref {
+	struct cfs_id key;
+	uint8_t m, n, index;
+	uint64_t lease_until;     /* its lease here (wall-clock seconds) */
+};
+/* The fragments (kind FRAG) kept here, in key order after `after` (NULL:
+ * from the first): up to max of them, looking at no more than scan
+ * records; *ret_last is the last key looked at (where the next call goes
+ * on), *ret_more whether records follow it. */
+uint32_t dhash_server_frags(dhash_server_t *s, const struct cfs_id *after, uint32_t scan,
+                            struct dhash_frag_ref *out, uint32_t max, struct cfs_id *ret_last,
+                            bool *ret_more);
 /* Run the lease collector now (tests, and the periodic timer). */
 void dhash_server_expire(dhash_server_t *s);
 
@@ -377,6 +390,13 @@ int dhash_copy_index(int8_t state, uint32_t position);
  * r->good counts for a coded block. */
 uint32_t dhash_locate_coded_good(const struct dhash_locate_result *r);
 #define DHASH_CODED_SPARES 2 /* holders past n a coded locate also asks */
+/* Where a repair of a coded block located as r (n fragments) stores what
+ * is missing: each index no holder has, on a holder among the first n
+ * that has no fragment of the key (MISSING), in ring order. to[i] is set
+ * for every i below n (a real node: the masked ones are the stores); the
+ * mask of indices to store is returned (0: none missing, or nobody to
+ * store on). */
+uint32_t dhash_coded_assign(const struct dhash_locate_result *r, uint32_t n, struct cfs_node *to);
 /* The same for a coded block (m-of-n): its n holders (the key's first n
  * successors at distinct IPs) and DHASH_CODED_SPARES more (a fragment
  * pushed outward by joins still counts), holder i asked for what it holds

@@ -71,6 +71,9 @@ int dhash_store_drop(dhash_store_t *s, const struct cfs_id *key);
 bool dhash_store_failed(dhash_store_t *s, uint64_t *ret_recoveries);
 /* Up to max stored keys in key order, from the first or after `after`;
  * *ret_more tells whether more follow. */
+/* dhash_store_list with each key's metadata (metas: max entries). */
+uint32_t dhash_store_list_meta(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                               struct bstore_meta *metas, uint32_t max, bool *ret_more);
 uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
                           uint32_t max, bool *ret_more);
 void dhash_store_totals(dhash_store_t *s, uint64_t *blocks, uint64_t *bytes);

@@ -120,6 +120,32 @@ uint32_t dhash_locate_coded_good(const struct dhash_locate_result *r)
 	return good;
 }
 
+uint32_t dhash_coded_assign(const struct dhash_locate_result *r, uint32_t n, struct cfs_node *to)
+{
+	uint32_t have = 0, mask = 0, next = 0;
+
+	if (r->n == 0)
+		return 0;
+	for (uint32_t x = 0; x < n; x++) /* entries the mask leaves out: any real node */
+		to[x] = r->nodes[x < r->n ? x : 0];
+	for (uint32_t j = 0; j < r->n; j++) {
+		int x = dhash_copy_index(r->state[j], j);
+		if (x >= 0)
+			have |= 1u << x;
+	}
+	for (uint32_t x = 0; x < n; x++) {
+		if (have >> x & 1)
+			continue;
+		while (next < r->n && next < n && r->state[next] != DHASH_COPY_MISSING)
+			next++;
+		if (next >= r->n || next >= n)
+			break;
+		to[x] = r->nodes[next++];
+		mask |= 1u << x;
+	}
+	return mask;
+}
+
 /* Holder i's answer: GOOD when it is fragment i of the key's block,
  * OTHER(j) when fragment j, BAD when no fragment of the key. */
 static int8_t frag_state(const struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep)

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "dhash/internal.h"
+#include "sfsro-format/sfsro.h"
 
 #define EXPIRE_BATCH 256
 #define COMMIT_MAX 512        /* stores in one group commit */
@@ -740,4 +741,41 @@ uint32_t dhash_server_keys(dhash_server_t *s, const struct cfs_id *after, struct
                            uint32_t max, bool *ret_more)
 {
 	return dhash_store_list(s->store, after, keys, max, ret_more);
+}
+
+uint32_t dhash_server_frags(dhash_server_t *s, const struct cfs_id *after, uint32_t scan,
+                            struct dhash_frag_ref *out, uint32_t max, struct cfs_id *ret_last,
+                            bool *ret_more)
+{
+	struct cfs_id keys[256], at = after ? *after : (struct cfs_id){ { 0 } };
+	struct bstore_meta metas[256];
+	uint32_t got = 0, seen = 0;
+	bool more = true, first = !after;
+
+	while (more && got < max && seen < scan) {
+		uint32_t page = scan - seen < 256 ? scan - seen : 256;
+		uint32_t k = dhash_store_list_meta(s->store, first ? NULL : &at, keys, metas, page, &more);
+		first = false;
+		for (uint32_t i = 0; i < k; i++) {
+			struct dhash_rec rec;
+			struct sfsro_frag f;
+			seen++;
+			at = keys[i];
+			if (metas[i].kind != DHASH_KIND_FRAG || dhash_store_get(s->store, &keys[i], &rec) < 0)
+				continue;
+			if (sfsro_frag_parse(rec.data, rec.len, &f) == 0)
+				out[got++] = (struct dhash_frag_ref){ keys[i], (uint8_t)f.m, (uint8_t)f.n,
+				                                      (uint8_t)f.index, rec.lease_until };
+			free(rec.data);
+			if (got == max) {
+				more = more || i + 1 < k;
+				break;
+			}
+		}
+		if (k == 0)
+			more = false;
+	}
+	*ret_last = at;
+	*ret_more = more;
+	return got;
 }

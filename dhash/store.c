@@ -381,6 +381,12 @@ int dhash_store_scan_info(dhash_store_t *s, const struct cfs_id *from, const str
 	return r;
 }
 
+uint32_t dhash_store_list_meta(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
+                               struct bstore_meta *metas, uint32_t max, bool *ret_more)
+{
+	return bstore_list(s->bs, after, keys, metas, max, ret_more);
+}
+
 uint32_t dhash_store_list(dhash_store_t *s, const struct cfs_id *after, struct cfs_id *keys,
                           uint32_t max, bool *ret_more)
 {

@@ -41,7 +41,7 @@ static const char usage_text[] =
 	"      --redundancy R    how data blocks are kept: copies (whole, on k servers;\n"
 	"                        the default) or rs:M/N (N fragments on N servers, any M\n"
 	"                        of which rebuild a block; 1 <= M < N <= 32, M <= 16;\n"
-	"                        ring stores only; no repair of lost fragments yet)\n"
+	"                        ring stores only)\n"
 	"      --valid DAYS      root valid for DAYS days (default 30; a decimal such as\n"
 	"                        0.5 is allowed), and every block leased as long; never\n"
 	"                        beyond the leases the servers grant\n"

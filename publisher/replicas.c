@@ -182,30 +182,13 @@ static int repair_coded(struct rep *rp, size_t i, uint64_t lease_until)
 	const struct dhash_locate_result *l = rp->loc[i];
 	struct restore_wait w = { 0 };
 	struct cfs_node to[SFSRO_CODE_N_MAX];
-	uint32_t mask = 0, have = 0, next = 0;
+	uint32_t mask = dhash_coded_assign(l, rp->code_n, to);
 	uint8_t *b;
 	size_t len;
 	char h[65];
 	int r;
 
 	cfs_id_hex(&rp->keys[i], h);
-	for (uint32_t x = 0; x < rp->code_n; x++) /* entries the mask leaves out: any real node */
-		to[x] = l->nodes[x < l->n ? x : 0];
-	for (uint32_t j = 0; j < l->n; j++) {
-		int x = dhash_copy_index(l->state[j], j);
-		if (x >= 0)
-			have |= 1u << x;
-	}
-	for (uint32_t x = 0; x < rp->code_n; x++) {
-		if (have >> x & 1)
-			continue;
-		while (next < l->n && next < rp->code_n && l->state[next] != DHASH_COPY_MISSING)
-			next++;
-		if (next >= l->n || next >= rp->code_n)
-			break; /* no holder left without a fragment */
-		to[x] = l->nodes[next++];
-		mask |= 1u << x;
-	}
 	if (!mask) /* fewer holders than n, or none without a fragment: nobody to store on */
 		return log_error_errno(-EHOSTUNREACH, "repair: %s has no holder without a fragment among "
 		                       "its %u", h, l->n < rp->code_n ? l->n : rp->code_n);

@@ -577,6 +577,12 @@ bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why, 
  * as any lookup's, never from inside this call. */
 int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                             const struct chord_lookup_result *res, chord_lookup_cb cb, void *arg);
+/* The mode a plain client's lookup runs in, for the caller's mode and the
+ * client's contacts, delays_known of them with a measured round trip:
+ * iterative, the caller's next-hop rule, CLIENT_PAR asks in flight (or
+ * the caller's count, if larger) while at most half the delays are known,
+ * else one. */
+uint32_t chord__client_mode(uint32_t mode, uint32_t contacts, uint32_t delays_known);
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg);
 /* Remember a node a lookup showed alive (clients only). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chord/internal.h" /* chord__client_mode */
 #include "chord/lookup_sm.h"
 
 #define RING 1024
@@ -801,6 +802,58 @@ Test(chord_lookup, client_without_contacts)
 	chord__lksm_start_client(&SM, NB, 0);
 	drain(&SM.q);
 	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, -EHOSTUNREACH);
+}
+
+/* A plain client's lookups ask CLIENT_PAR next hops at once: a cold one
+ * knows no delays, and the bootstrap's answer names hops near and far; the
+ * near one answers first and ends the lookup, the others' answers are too
+ * late to matter. Once it knows most delays, one at a time: only the one
+ * the rule picks is asked. */
+Test(chord_lookup, a_cold_client_asks_next_hops_together)
+{
+	uint32_t nl = CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR);
+	uint32_t m = chord__client_mode(nl, 0, 0);
+	cr_assert_eq(CHORD_MODE_ALGO(m), CHORD_ITERATIVE);
+	cr_assert_eq(CHORD_MODE_SELECT(m), CHORD_NONLINEAR);
+	cr_assert_eq(CHORD_MODE_PAR(m), 3, "cold: no contact at all");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 3)), 3, "3 delays of 12 known");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 6)), 3, "half of them");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 7)), 1, "most: one at a time");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(CHORD_MODE(CHORD_RECURSIVE, CHORD_NONLINEAR), 2), 0, 0);
+	cr_assert_eq(CHORD_MODE_ALGO(m), CHORD_ITERATIVE, "a client cannot be forwarded to");
+	cr_assert_eq(CHORD_MODE_PAR(m), 3, "more than the caller's 2 while delays are unknown");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(nl, 5), 0, 0);
+	cr_assert_eq(CHORD_MODE_PAR(m), 5, "a larger count stays");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(nl, 2), 12, 12);
+	cr_assert_eq(CHORD_MODE_PAR(m), 1, "delays known: one at a time, as before");
+
+	struct chord_lookup_opts o = {
+		.mode = chord__client_mode(CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR), 0, 0), .nsucc = 1
+	};
+	chord__lksm_init(&SM, &ENV, &KEY, &o, 0);
+	F.nlocal = 0;
+	chord__lksm_start_addr(&SM, &ring[20].addr);
+	drain(&SM.q);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(36, 37, 38)));
+	cr_assert_eq(count(CHORD__LKA_FIND), 3, "three next hops at once");
+	assert_to(nth(CHORD__LKA_FIND, 0), 38);
+	uint32_t far = nth(CHORD__LKA_FIND, 0)->ask, near = nth(CHORD__LKA_FIND, 2)->ask;
+	assert_to(nth(CHORD__LKA_FIND, 2), 36);
+	reply(near, rep(&ring[36], CFS_LOOKUP_F_DONE, NODES(KEY_AT)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0, "the near hop's answer ends it");
+	cr_assert(same(&SM.res.succ[0], KEY_AT));
+	cr_assert_eq(SM.res.rpcs, 4);
+	reply(far, rep(&ring[38], CFS_LOOKUP_F_DONE, NODES(KEY_AT)));
+	cr_assert_eq(A.n, 0, "nothing after the end");
+	chord__lksm_release(&SM);
+
+	o.mode = chord__client_mode(CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR), 12, 12);
+	chord__lksm_init(&SM, &ENV, &KEY, &o, 0);
+	chord__lksm_start_addr(&SM, &ring[20].addr);
+	drain(&SM.q);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(36, 37, 38)));
+	cr_assert_eq(count(CHORD__LKA_FIND), 1, "one at a time");
+	assert_to(nth(CHORD__LKA_FIND, 0), 38);
 }
 
 Test(chord_lookup, cancel)

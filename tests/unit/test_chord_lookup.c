@@ -856,6 +856,38 @@ Test(chord_lookup, a_cold_client_asks_next_hops_together)
 	assert_to(nth(CHORD__LKA_FIND, 0), 38);
 }
 
+/* The contacts a plain client saves: of the most recently met, the
+ * measured ones nearest first (the next run pings them in this order),
+ * then the unmeasured, the most recent first. */
+Test(chord_lookup, saved_contacts_nearest_first)
+{
+	struct chord__saved v[] = {
+		{ 0, 900, 160000 }, /* asia, met last */
+		{ 1, 800, 145000 }, /* us-west */
+		{ 2, 100, 10000 },  /* eu, met first */
+		{ 3, 700, 0 },      /* never measured */
+		{ 4, 50, 9000 },    /* eu, nearest, but met longest ago */
+		{ 5, 600, 0 },
+		{ 6, 500, 80000 },  /* us-east */
+	};
+	uint32_t n = chord__client_save_order(v, 7, 7);
+	uint32_t want[] = { 4, 2, 6, 1, 0, 3, 5 };
+
+	cr_assert_eq(n, 7);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(v[i].idx, want[i], "place %u: %u, not %u", i, v[i].idx, want[i]);
+
+	struct chord__saved w[] = {
+		{ 0, 900, 160000 }, { 1, 800, 145000 }, { 2, 100, 10000 }, { 3, 700, 0 },
+		{ 4, 50, 9000 }, { 5, 600, 0 }, { 6, 500, 80000 },
+	};
+	n = chord__client_save_order(w, 7, 4);
+	uint32_t keep[] = { 1, 0, 3, 5 }; /* the 4 most recent: 0, 1, 3, 5 */
+	cr_assert_eq(n, 4);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(w[i].idx, keep[i], "place %u: %u, not %u", i, w[i].idx, keep[i]);
+}
+
 Test(chord_lookup, cancel)
 {
 	local_cands(NODES(38), 1);

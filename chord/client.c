@@ -24,6 +24,7 @@
 #include "chord/internal.h"
 
 #define CLIENT_LEARNED_MIN 64 /* contacts a member keeps once it turns client */
+#define CLIENT_PAR 3          /* asks in flight per lookup (OpenDHT 3.2.2) */
 
 struct clk {
 	chord_t *c;
@@ -253,14 +254,46 @@ static bool any_met(const chord_t *c)
 	return false;
 }
 
-/* The contacts, the most recently met first, that a save keeps. */
+/* The contacts that a save keeps: the most recently met. */
 #define SAVED_MAX 512
 
 static int by_seen_desc(const void *a, const void *b)
 {
-	const struct chord__lnode *x = *(const struct chord__lnode *const *)a;
-	const struct chord__lnode *y = *(const struct chord__lnode *const *)b;
+	const struct chord__saved *x = a, *y = b;
 	return x->seen_us < y->seen_us ? 1 : x->seen_us > y->seen_us ? -1 : 0;
+}
+
+/* Measured ones first, the nearest first; then the rest, the most
+ * recently met first. */
+static int by_rtt(const void *a, const void *b)
+{
+	const struct chord__saved *x = a, *y = b;
+
+	if ((x->rtt_us != 0) != (y->rtt_us != 0))
+		return x->rtt_us ? -1 : 1;
+	if (x->rtt_us != y->rtt_us)
+		return x->rtt_us < y->rtt_us ? -1 : 1;
+	return by_seen_desc(a, b);
+}
+
+/*
+ * The order a save writes the contacts in, which is the order the next
+ * run pings them in (PROBES_MAX at a time) and so, often, the order they
+ * answer in: of the keep most recently met, those whose round trip this
+ * run measured, nearest first, then the others, most recent first. The
+ * next run's first requests wait for the first answer, 150 ms at most
+ * (client/plain.c), and its first lookups start at the contacts that
+ * answered; pinged most recent first, eight far contacts could keep a
+ * near one waiting behind them. The round trips are this run's, so a
+ * client that moved measures them again.
+ */
+uint32_t chord__client_save_order(struct chord__saved *v, uint32_t n, uint32_t keep)
+{
+	qsort(v, n, sizeof(*v), by_seen_desc);
+	if (n > keep)
+		n = keep;
+	qsort(v, n, sizeof(*v), by_rtt);
+	return n;
 }
 
 /* "IP:PORT" or "[IPv6]:PORT", literals only: a file is never a reason to
@@ -308,20 +341,23 @@ int chord_client_save(const chord_t *c, const char *path)
 {
 	if (c->learned.n == 0) /* every contact gone: nothing to start from */
 		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
-	const struct chord__lnode **e = xcalloc(c->learned.n + 1, sizeof(*e));
+	struct chord__saved *v = xcalloc(c->learned.n, sizeof(*v));
 	struct cfs_sbuf b = { 0 };
 	char a[CFS_ADDR_STRLEN];
 	int r;
 
 	for (uint32_t i = 0; i < c->learned.n; i++)
-		e[i] = &c->learned.e[i];
-	qsort(e, c->learned.n, sizeof(*e), by_seen_desc);
+		v[i] = (struct chord__saved){ i, c->learned.e[i].seen_us,
+		                              cfs_transport_peer_srtt_us(c->tr, &c->learned.e[i].n.addr) };
+	uint32_t n = chord__client_save_order(v, c->learned.n, SAVED_MAX);
 	cfs_sb_printf(&b, "# cfs ring contacts: address virtual-server-index\n");
-	for (uint32_t i = 0; i < c->learned.n && i < SAVED_MAX; i++)
-		cfs_sb_printf(&b, "%s %u\n", cfs_addr_str(&e[i]->n.addr, a), e[i]->n.vindex);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cfs_node *x = &c->learned.e[v[i].idx].n;
+		cfs_sb_printf(&b, "%s %u\n", cfs_addr_str(&x->addr, a), x->vindex);
+	}
 	r = cfs_write_file_atomic(path, b.p, b.len, 0644);
 	free(b.p);
-	free(e);
+	free(v);
 	return r;
 }
 
@@ -443,6 +479,43 @@ static void clk_done(void *arg, const struct chord_lookup_result *r)
 	free(k);
 }
 
+/*
+ * A plain client's lookups are iterative, by the caller's next-hop rule.
+ * While it knows the delays of few of its contacts (a cold client knows
+ * only a bootstrap address; a warm one's loaded contacts are still being
+ * pinged), its rule cannot tell the near next hop from the far one among
+ * those an answer names, and it asks CLIENT_PAR of them at once (OpenDHT
+ * 3.2.2): the near one answers first and moves the lookup on. Asked one at
+ * a time, a client in eu on the wide-area bed followed a us-west hop (145
+ * ms, twice that to a server that has not seen its address yet) where an
+ * eu one (10 ms) had the same answer: a cold start's root lookup took 322
+ * ms, 161 with several at once (the bootstrap's own round trips). Once it
+ * knows most of the delays it asks one at a time, as before: the rule
+ * then picks well, and every extra ask is load on the ring (a directory's
+ * prefetch makes hundreds of lookups). A caller's larger count is kept
+ * while the delays are unknown.
+ */
+uint32_t chord__client_mode(uint32_t mode, uint32_t contacts, uint32_t delays_known)
+{
+	uint32_t m = CHORD_MODE(CHORD_ITERATIVE, CHORD_MODE_SELECT(mode));
+	uint32_t par = CHORD_MODE_PAR(mode) > CLIENT_PAR ? CHORD_MODE_PAR(mode) : CLIENT_PAR;
+
+	if (2 * delays_known > contacts)
+		par = 1;
+
+	return CHORD_MODE_WITH_PAR(m, par);
+}
+
+/* Contacts whose round trip this process has measured. */
+static uint32_t delays_known(const chord_t *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->learned.n; i++)
+		n += cfs_transport_peer_srtt_us(c->tr, &c->learned.e[i].n.addr) != 0;
+	return n;
+}
+
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg)
 {
@@ -463,7 +536,7 @@ int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chor
 	k->c = c;
 	k->key = *key;
 	k->o = *o;
-	k->o.mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_MODE_SELECT(o->mode));
+	k->o.mode = chord__client_mode(o->mode, c->learned.n, delays_known(c));
 	k->cb = cb;
 	k->arg = arg;
 	k->started_us = cfs_now_us();

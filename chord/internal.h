@@ -577,6 +577,22 @@ bool chord__suspect_claim(chord_t *c, const struct cfs_id *id, const char *why, 
  * as any lookup's, never from inside this call. */
 int chord__lookup_answered(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                             const struct chord_lookup_result *res, chord_lookup_cb cb, void *arg);
+/* A contact a save may keep: its index in the learned table, when it was
+ * last met, its measured round trip (0: none). */
+struct chord__saved {
+	uint32_t idx;
+	uint64_t seen_us, rtt_us;
+};
+/* Order v for a save and return how many it keeps (at most keep, the
+ * most recently met): the measured first, nearest first, then the rest,
+ * the most recently met first. */
+uint32_t chord__client_save_order(struct chord__saved *v, uint32_t n, uint32_t keep);
+/* The mode a plain client's lookup runs in, for the caller's mode and the
+ * client's contacts, delays_known of them with a measured round trip:
+ * iterative, the caller's next-hop rule, CLIENT_PAR asks in flight (or
+ * the caller's count, if larger) while at most half the delays are known,
+ * else one. */
+uint32_t chord__client_mode(uint32_t mode, uint32_t contacts, uint32_t delays_known);
 int chord__client_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup_opts *o,
                   chord_lookup_cb cb, void *arg);
 /* Remember a node a lookup showed alive (clients only). */

@@ -344,7 +344,9 @@ int client__plain_open(client_t *c, const struct cfs_addr *boot, size_t n,
 	dhash_config_default(&dc);
 	dc.cache_push_bytes_per_s = cache_push_bytes_per_s;
 	/* The daemons' default lookup mode; a plain client's lookups take its
-	 * next-hop rule and ask one server at a time (chord/client.c). Its
+	 * next-hop rule and ask three servers at once while it knows the round
+	 * trips of at most half its contacts, one at a time after that
+	 * (chord/client.c). Its
 	 * first hop is one of its contacts, anywhere on the globe, and
 	 * OpenDHT's delay-aware rule (progress over a latency penalty) asks a
 	 * near one that covers the key rather than the far one that precedes

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chord/internal.h" /* chord__client_mode */
 #include "chord/lookup_sm.h"
 
 #define RING 1024
@@ -801,6 +802,90 @@ Test(chord_lookup, client_without_contacts)
 	chord__lksm_start_client(&SM, NB, 0);
 	drain(&SM.q);
 	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, -EHOSTUNREACH);
+}
+
+/* A plain client's lookups ask CLIENT_PAR next hops at once: a cold one
+ * knows no delays, and the bootstrap's answer names hops near and far; the
+ * near one answers first and ends the lookup, the others' answers are too
+ * late to matter. Once it knows most delays, one at a time: only the one
+ * the rule picks is asked. */
+Test(chord_lookup, a_cold_client_asks_next_hops_together)
+{
+	uint32_t nl = CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR);
+	uint32_t m = chord__client_mode(nl, 0, 0);
+	cr_assert_eq(CHORD_MODE_ALGO(m), CHORD_ITERATIVE);
+	cr_assert_eq(CHORD_MODE_SELECT(m), CHORD_NONLINEAR);
+	cr_assert_eq(CHORD_MODE_PAR(m), 3, "cold: no contact at all");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 3)), 3, "3 delays of 12 known");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 6)), 3, "half of them");
+	cr_assert_eq(CHORD_MODE_PAR(chord__client_mode(nl, 12, 7)), 1, "most: one at a time");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(CHORD_MODE(CHORD_RECURSIVE, CHORD_NONLINEAR), 2), 0, 0);
+	cr_assert_eq(CHORD_MODE_ALGO(m), CHORD_ITERATIVE, "a client cannot be forwarded to");
+	cr_assert_eq(CHORD_MODE_PAR(m), 3, "more than the caller's 2 while delays are unknown");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(nl, 5), 0, 0);
+	cr_assert_eq(CHORD_MODE_PAR(m), 5, "a larger count stays");
+	m = chord__client_mode(CHORD_MODE_WITH_PAR(nl, 2), 12, 12);
+	cr_assert_eq(CHORD_MODE_PAR(m), 1, "delays known: one at a time, as before");
+
+	struct chord_lookup_opts o = {
+		.mode = chord__client_mode(CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR), 0, 0), .nsucc = 1
+	};
+	chord__lksm_init(&SM, &ENV, &KEY, &o, 0);
+	F.nlocal = 0;
+	chord__lksm_start_addr(&SM, &ring[20].addr);
+	drain(&SM.q);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(36, 37, 38)));
+	cr_assert_eq(count(CHORD__LKA_FIND), 3, "three next hops at once");
+	assert_to(nth(CHORD__LKA_FIND, 0), 38);
+	uint32_t far = nth(CHORD__LKA_FIND, 0)->ask, near = nth(CHORD__LKA_FIND, 2)->ask;
+	assert_to(nth(CHORD__LKA_FIND, 2), 36);
+	reply(near, rep(&ring[36], CFS_LOOKUP_F_DONE, NODES(KEY_AT)));
+	cr_assert_eq(nth(CHORD__LKA_FINISH, 0)->status, 0, "the near hop's answer ends it");
+	cr_assert(same(&SM.res.succ[0], KEY_AT));
+	cr_assert_eq(SM.res.rpcs, 4);
+	reply(far, rep(&ring[38], CFS_LOOKUP_F_DONE, NODES(KEY_AT)));
+	cr_assert_eq(A.n, 0, "nothing after the end");
+	chord__lksm_release(&SM);
+
+	o.mode = chord__client_mode(CHORD_MODE(CHORD_ITERATIVE, CHORD_NONLINEAR), 12, 12);
+	chord__lksm_init(&SM, &ENV, &KEY, &o, 0);
+	chord__lksm_start_addr(&SM, &ring[20].addr);
+	drain(&SM.q);
+	reply(nth(CHORD__LKA_FIND, 0)->ask, rep(&ring[20], 0, NODES(36, 37, 38)));
+	cr_assert_eq(count(CHORD__LKA_FIND), 1, "one at a time");
+	assert_to(nth(CHORD__LKA_FIND, 0), 38);
+}
+
+/* The contacts a plain client saves: of the most recently met, the
+ * measured ones nearest first (the next run pings them in this order),
+ * then the unmeasured, the most recent first. */
+Test(chord_lookup, saved_contacts_nearest_first)
+{
+	struct chord__saved v[] = {
+		{ 0, 900, 160000 }, /* asia, met last */
+		{ 1, 800, 145000 }, /* us-west */
+		{ 2, 100, 10000 },  /* eu, met first */
+		{ 3, 700, 0 },      /* never measured */
+		{ 4, 50, 9000 },    /* eu, nearest, but met longest ago */
+		{ 5, 600, 0 },
+		{ 6, 500, 80000 },  /* us-east */
+	};
+	uint32_t n = chord__client_save_order(v, 7, 7);
+	uint32_t want[] = { 4, 2, 6, 1, 0, 3, 5 };
+
+	cr_assert_eq(n, 7);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(v[i].idx, want[i], "place %u: %u, not %u", i, v[i].idx, want[i]);
+
+	struct chord__saved w[] = {
+		{ 0, 900, 160000 }, { 1, 800, 145000 }, { 2, 100, 10000 }, { 3, 700, 0 },
+		{ 4, 50, 9000 }, { 5, 600, 0 }, { 6, 500, 80000 },
+	};
+	n = chord__client_save_order(w, 7, 4);
+	uint32_t keep[] = { 1, 0, 3, 5 }; /* the 4 most recent: 0, 1, 3, 5 */
+	cr_assert_eq(n, 4);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(w[i].idx, keep[i], "place %u: %u, not %u", i, w[i].idx, keep[i]);
 }
 
 Test(chord_lookup, cancel)

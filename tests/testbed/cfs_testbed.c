@@ -35,7 +35,7 @@ static const char usage[] =
 	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
 	"                   [--successors R] [--pns X] [--learned L] [--guess G] [--sweep-ms MS]\n"
-	"                   [--mode MODE] [--ring-order]\n"
+	"                   [--mode MODE] [--ring-order] [--code M/N]\n"
 	"                   [--hedge-ms MS|auto]\n"
 	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
@@ -197,7 +197,7 @@ enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNOD
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
        O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS, O_LEARNED,
-       O_READERS, O_GUESS, O_SWEEP };
+       O_READERS, O_GUESS, O_SWEEP, O_CODE };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -214,7 +214,7 @@ static const struct option opts[] = {
 	{ "base-port", 1, NULL, O_PORT }, { "converge-timeout", 1, NULL, O_CONVERGE },
 	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
 	{ "learned", 1, NULL, O_LEARNED }, { "readers", 1, NULL, O_READERS }, { "guess", 1, NULL, O_GUESS },
-	{ "sweep-ms", 1, NULL, O_SWEEP },
+	{ "sweep-ms", 1, NULL, O_SWEEP }, { "code", 1, NULL, O_CODE },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -249,6 +249,15 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		case O_SWEEP:
 			TB.cc.sweep_ms = (uint32_t)num(optarg, "--sweep-ms", 0, 3600000);
 			break;
+		case O_CODE: {
+			unsigned m, n;
+			char extra;
+			if (sscanf(optarg, "%u/%u%c", &m, &n, &extra) != 2 || !dhash_code_valid(m, n))
+				die_usage("--code wants M/N with 1 <= M < N <= 32, M <= 16, not '%s'", optarg);
+			TB.code_m = m;
+			TB.code_n = n;
+			break;
+		}
 		case O_GUESS:
 			TB.cc.guess_spacings = (uint32_t)num(optarg, "--guess", 0, CHORD_GUESS_MAX);
 			break;

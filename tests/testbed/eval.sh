@@ -175,6 +175,16 @@ lat opendht rec-nonlinear-hedged "$TB" --netmodel $SLOW --mode recursive,nonline
 # what a ring of cfsd with their default settings does
 lat opendht cfsd-default "$TB" --netmodel $SLOW --mode cfsd --guess 5
 
+# DHash++ Fig. 9: coded blocks (m of n fragments, fetched from the m
+# nearest holders and two more) against whole replicated blocks, on the
+# same addresses and seed as the rows above, each with cfsd's settings
+# and successor lists long enough for n holders.
+for c in copies 2/6 4/12 7/14; do
+	args=()
+	[ "$c" = copies ] || args=(--code "$c")
+	lat coded "${c/\//-}" "$TB" --netmodel $NET --mode cfsd --guess 5 --successors 16 "${args[@]}"
+done
+
 # Tapestry Fig. 19-22, SPLAY Fig. 10: gets through failures, a flash crowd
 # and steady churn (no network model: Tapestry ran these on a cluster).
 for s in massive-failure flash-crowd churn1 churn2; do

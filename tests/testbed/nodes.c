@@ -128,6 +128,28 @@ uint64_t tb_oracle_us(const struct tb_node *from, const struct cfs_id *key, uint
 	return best == UINT64_MAX ? 0 : best;
 }
 
+/* A coded get's oracle: it needs m fragments, so the RTT to the m-th
+ * nearest of the key's n holders (DHash++ Fig. 9). */
+uint64_t tb_oracle_coded_us(const struct tb_node *from, const struct cfs_id *key, uint32_t m, uint32_t n)
+{
+	uint32_t slots[CFS_MSG_MAX_NODES];
+	uint64_t rtt[CFS_MSG_MAX_NODES];
+	struct cfs_addr a, b;
+	uint32_t k = 0;
+
+	if (!TB.has_wan || tb_slot_addr(from->slot, &a) < 0)
+		return 0;
+	n = replica_slots(key, n < CFS_MSG_MAX_NODES ? n : CFS_MSG_MAX_NODES, slots);
+	for (uint32_t j = 0; j < n; j++)
+		if (tb_slot_addr(slots[j], &b) == 0) {
+			uint64_t x = cfs_wan_rtt_us(&TB.wan, &a, &b), i = k++;
+			for (; i > 0 && rtt[i - 1] > x; i--)
+				rtt[i] = rtt[i - 1];
+			rtt[i] = x;
+		}
+	return k >= m ? rtt[m - 1] : 0;
+}
+
 /* A node's data directory: DIR/SLOT. */
 static void node_dir(uint32_t slot, char *buf, size_t n)
 {

@@ -42,6 +42,7 @@ struct tb {
 	bool caching;             /* each node keeps a cache of others' blocks */
 	bool frozen;              /* from time 0 no maintenance: every message is the workload's */
 	bool has_wan;
+	uint32_t code_m, code_n;  /* --code M/N: the workload's blocks coded (0: whole) */
 	struct cfs_wan wan;
 	struct cfs_wan wan_setup; /* the same without slow nodes, before time 0 */
 	uint64_t seed;
@@ -96,6 +97,8 @@ uint32_t tb_owner(const struct cfs_id *id);
  * nearest of the key's k replicas (its first k distinct live successors)
  * under the network model; 0 without one. */
 uint64_t tb_oracle_us(const struct tb_node *from, const struct cfs_id *key, uint32_t k);
+/* A coded get's (--code M/N): the RTT to the m-th nearest of its n holders. */
+uint64_t tb_oracle_coded_us(const struct tb_node *from, const struct cfs_id *key, uint32_t m, uint32_t n);
 
 /* ---- workload.c */
 struct tb_workload {

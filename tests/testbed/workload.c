@@ -166,9 +166,11 @@ static void put_issue(void)
 			uint64_t x = cfs_rng_next(&TB.rng);
 			memcpy(p + i, &x, 8);
 		}
-		if (dhash_block_key(DHASH_KIND_CHASH, p, W.block_size, &W.keys[W.put_next]) < 0 ||
-		    dhash_put(n->cl, DHASH_KIND_CHASH, p, W.block_size, 0, put_done,
-		              (void *)(uintptr_t)W.put_next) < 0) {
+		void *arg = (void *)(uintptr_t)W.put_next;
+		if (TB.code_m ? dhash_coded_key(p, W.block_size, TB.code_m, TB.code_n, &W.keys[W.put_next]) < 0 ||
+		                dhash_put_coded(n->cl, TB.code_m, TB.code_n, p, W.block_size, 0, put_done, arg) < 0
+		              : dhash_block_key(DHASH_KIND_CHASH, p, W.block_size, &W.keys[W.put_next]) < 0 ||
+		                dhash_put(n->cl, DHASH_KIND_CHASH, p, W.block_size, 0, put_done, arg) < 0) {
 			W.put_failed++;
 			W.put_next++;
 			continue;
@@ -324,7 +326,8 @@ static void on_rate_tick(uv_timer_t *t)
 		g->n = gw[0];
 		g->replicas_alive = replicas_alive(ki);
 		for (uint32_t i = 0; i < ngw; i++) {
-			uint64_t o = tb_oracle_us(gw[i], key, TB.dc.replicas);
+			uint64_t o = TB.code_m ? tb_oracle_coded_us(gw[i], key, TB.code_m, TB.code_n)
+			                       : tb_oracle_us(gw[i], key, TB.dc.replicas);
 			if (i == 0 || o < g->oracle_us)
 				g->oracle_us = o;
 		}
@@ -333,7 +336,8 @@ static void on_rate_tick(uv_timer_t *t)
 		for (uint32_t i = 0; i < ngw; i++) {
 			struct gw_get *a = xmalloc(sizeof(*a));
 			*a = (struct gw_get){ g, gw[i] };
-			if (dhash_get(gw[i]->cl, key, rate_get_done, a) == 0)
+			if ((TB.code_m ? dhash_get_coded(gw[i]->cl, key, TB.code_m, TB.code_n, rate_get_done, a)
+			               : dhash_get(gw[i]->cl, key, rate_get_done, a)) == 0)
 				g->pending++;
 			else
 				free(a);

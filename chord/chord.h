@@ -188,6 +188,12 @@ uint32_t chord_learned_count(const chord_t *c);
 uint64_t chord_learn_auths(const chord_t *c);
 /* Successor lists asked to fill the learned table (sweeps) since start. */
 uint64_t chord_learn_sweeps(const chord_t *c);
+/* Enter count nodes into the learned table as if each had passed its
+ * AUTH check long ago (a first hop of our own lookups at once, never
+ * named to others); our own IDs and nodes already there are skipped, and
+ * the table's bound holds. For a table known from an earlier run, and
+ * the testbed's warm start. Returns how many entered. */
+uint32_t chord_learned_seed(chord_t *c, const struct cfs_node *n, uint32_t count);
 /* A plain client's lookups answered from remembered answers
  * (CHORD_LOOKUP_F_REMEMBERED), ever. */
 uint64_t chord_lookups_remembered(const chord_t *c);

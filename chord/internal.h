@@ -209,6 +209,9 @@ void chord__sweep_stop(chord_t *c);
  * it, else a hint to check. */
 void chord__learn_node(chord_t *c, const struct cfs_node *n, uint64_t now);
 void chord__learned_free(struct chord__learned *l);
+/* Enter n (not there yet) as if its check had just passed and it had been
+ * known for CHORD_LEARNED_QUARANTINE_US: a hint, usable as a first hop. */
+void chord__learned_seed(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us);
 /* Add n, or refresh it (address, coordinate, time) if its ID is there;
  * full, the entry offered longest ago goes. n comes from our tables: an
  * entry that was a hint is one no longer. */

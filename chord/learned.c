@@ -336,6 +336,31 @@ void chord__learned_checked(struct chord__learned *l, const struct cfs_node *n, 
 	}
 }
 
+void chord__learned_seed(struct chord__learned *l, const struct cfs_node *n, uint64_t now_us)
+{
+	if (chord__learned_find(l, &n->id))
+		return;
+	insert(l, n, now_us, true);
+	struct chord__lnode *e = (struct chord__lnode *)chord__learned_find(l, &n->id);
+	if (e) /* known for as long as the quarantine: usable as a hop now */
+		e->added_us = now_us > CHORD_LEARNED_QUARANTINE_US ? now_us - CHORD_LEARNED_QUARANTINE_US : 0;
+}
+
+uint32_t chord_learned_seed(chord_t *c, const struct cfs_node *n, uint32_t count)
+{
+	uint64_t now = cfs_now_us();
+	uint32_t before = c->learned.n;
+
+	for (uint32_t i = 0; i < count; i++) {
+		bool own = false;
+		for (uint32_t v = 0; v < c->nv && !own; v++)
+			own = cfs_id_eq(&n[i].id, &c->v[v].self.id);
+		if (!own)
+			chord__learned_seed(&c->learned, &n[i], now);
+	}
+	return c->learned.n - before;
+}
+
 uint32_t chord_learned_count(const chord_t *c)
 {
 	return c->learned.n;

@@ -35,6 +35,7 @@ static const char usage[] =
 	"usage: cfs-testbed [--nodes N] [--churn SCRIPT] [--speedup X] [--seed S] [--duration SEC]\n"
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
 	"                   [--successors R] [--pns X] [--learned L] [--guess G] [--sweep-ms MS]\n"
+	"                   [--warm]\n"
 	"                   [--mode MODE] [--ring-order] [--code M/N]\n"
 	"                   [--hedge-ms MS|auto]\n"
 	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
@@ -197,7 +198,7 @@ enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNOD
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
        O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS, O_LEARNED,
-       O_READERS, O_GUESS, O_SWEEP, O_CODE };
+       O_READERS, O_GUESS, O_SWEEP, O_CODE, O_WARM };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -213,7 +214,7 @@ static const struct option opts[] = {
 	{ "repeat", 1, NULL, O_REPEAT }, { "out", 1, NULL, O_OUT }, { "dir", 1, NULL, O_DIR },
 	{ "base-port", 1, NULL, O_PORT }, { "converge-timeout", 1, NULL, O_CONVERGE },
 	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
-	{ "learned", 1, NULL, O_LEARNED }, { "readers", 1, NULL, O_READERS }, { "guess", 1, NULL, O_GUESS },
+	{ "learned", 1, NULL, O_LEARNED }, { "warm", 0, NULL, O_WARM }, { "readers", 1, NULL, O_READERS }, { "guess", 1, NULL, O_GUESS },
 	{ "sweep-ms", 1, NULL, O_SWEEP }, { "code", 1, NULL, O_CODE },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
@@ -222,6 +223,7 @@ struct settings {
 	uint32_t nodes;
 	const char *churn, *out, *netmodel;
 	double duration, converge, speedup;
+	bool warm;
 	bool print;
 	struct tb_workload w;
 };
@@ -261,6 +263,7 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		case O_GUESS:
 			TB.cc.guess_spacings = (uint32_t)num(optarg, "--guess", 0, CHORD_GUESS_MAX);
 			break;
+		case O_WARM: st->warm = true; break;
 		case O_LEARNED:
 			TB.cc.learned_max = (uint32_t)num(optarg, "--learned", 0, CHORD_LEARNED_MAX);
 			break;
@@ -396,6 +399,44 @@ static void raise_fd_limit(uint32_t nodes)
 		        (unsigned long long)rl.rlim_cur, nodes, (unsigned long long)want);
 }
 
+static int by_id(const void *a, const void *b)
+{
+	return cfs_id_cmp(&((const struct cfs_node *)a)->id, &((const struct cfs_node *)b)->id);
+}
+
+/* --warm: every member's learned table starts with every other member
+ * (each vnode), as if the ring had run for hours and each member had
+ * checked all the others; what churn changes after time 0 is learned the
+ * usual way, and every message after time 0 is counted. */
+static void warm_start(void)
+{
+	size_t cap = 0, n = 0;
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].alive)
+			cap += chord_vnode_count(TB.n[i].chord);
+	struct cfs_node *all = xcalloc(cap ? cap : 1, sizeof(all[0]));
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].alive)
+			for (uint32_t v = 0; v < chord_vnode_count(TB.n[i].chord); v++)
+				all[n++] = *chord_vnode_self(TB.n[i].chord, v);
+	qsort(all, n, sizeof(all[0]), by_id);
+	uint64_t entered = 0, kept = 0;
+	uint32_t members = 0;
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		if (TB.n[i].alive) {
+			entered += chord_learned_seed(TB.n[i].chord, all, (uint32_t)n);
+			kept += chord_learned_count(TB.n[i].chord);
+			members++;
+		}
+	/* entered: new to the tables (the build and the puts taught the
+	 * rest); learned_mean: the tables' mean size after */
+	printf("{\"phase\":\"warm\",\"members\":%u,\"vnodes\":%zu,\"entered_per_member\":%.1f,"
+	       "\"learned_mean\":%.1f}\n",
+	       members, n, members ? (double)entered / members : 0.0, members ? (double)kept / members : 0.0);
+	fflush(stdout);
+	free(all);
+}
+
 int main(int argc, char **argv)
 {
 	struct settings st = { .converge = 300,
@@ -470,6 +511,8 @@ int main(int argc, char **argv)
 
 	if (!build(st.converge) || tb_workload_prepare(&st.w) < 0)
 		status = 1;
+	else if (st.warm)
+		warm_start();
 	/* Time 0. */
 	TB.t0_us = cfs_now_us();
 	for (uint32_t i = 0; i < TB.nslots; i++)

@@ -488,3 +488,38 @@ Test(chord_learned, a_failed_hint_leaves_and_tables_win)
 	cr_assert(cfs_addr_eq(&chord__learned_find(&l, &ring[7].id)->n.addr, &ring[7].addr));
 	chord__learned_free(&l);
 }
+
+/* A warm start's entries: hints (never named to others), past the
+ * quarantine at once, a table entry already there left as it was, the
+ * table's bound kept. */
+Test(chord_learned, seed_enters_hints_past_the_quarantine)
+{
+	struct chord__learned l;
+	struct cfs_node out[8];
+	const uint64_t now = 10 * CHORD_LEARNED_QUARANTINE_US;
+
+	chord__learned_init(&l, 8);
+	chord__learned_add(&l, &ring[5], now - 1);
+	for (int i = 0; i < 6; i++)
+		chord__learned_seed(&l, &ring[3 + i], now);
+	cr_assert_eq(l.n, 6, "%u", l.n);
+	cr_assert(sorted(&l));
+	const struct chord__lnode *e = chord__learned_find(&l, &ring[5].id);
+	cr_assert(e && !e->hint && e->seen_us == now - 1, "an entry already there is left");
+	e = chord__learned_find(&l, &ring[8].id);
+	cr_assert_not_null(e);
+	cr_assert(e->hint && e->seen_us == now && e->added_us == now - CHORD_LEARNED_QUARANTINE_US);
+	/* usable by a member's lookup filter (known for the quarantine) */
+	uint32_t n = chord__learned_preceding(&l, NULL, &ring[9].id,
+	                                      now - CHORD_LEARNED_QUARANTINE_US, 0, true, out, 8);
+	cr_assert(n >= 1 && cfs_id_eq(&out[0].id, &ring[8].id));
+	/* not among those named to others */
+	n = chord__learned_preceding(&l, NULL, &ring[9].id, UINT64_MAX, 0, false, out, 8);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert(!cfs_id_eq(&out[i].id, &ring[8].id));
+	for (int i = 20; i < 40; i++)
+		chord__learned_seed(&l, &ring[i], now);
+	cr_assert_eq(l.n, 8, "bounded: %u", l.n);
+	cr_assert(sorted(&l));
+	chord__learned_free(&l);
+}

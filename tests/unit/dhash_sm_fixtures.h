@@ -1,4 +1,5 @@
-/* What the DHash state-machine tests (test_dhash_get.c, test_dhash_put.c)
+/* What the DHash state-machine tests (test_dhash_get.c, test_dhash_put.c,
+ * test_frepair.c)
  * share: made-up nodes with addresses and IDs of their own. */
 #ifndef CFS_TEST_DHASH_SM_FIXTURES_H
 #define CFS_TEST_DHASH_SM_FIXTURES_H

@@ -348,7 +348,10 @@ Test(dhash_get, a_failed_hedged_fetch_waits_for_the_first)
 }
 
 /* Every candidate fails; then the relookup's do too. */
-static int fail_all(uint32_t n, int first_round, int second_round)
+/* Every candidate fails, in both rounds (the second after a fresh
+ * lookup): in round r, the server of node x answers errs[r][x - 1]
+ * (-EBADMSG: bytes that do not verify). The get's final status. */
+static int fail_rounds(uint32_t n, const int *const errs[2])
 {
 	struct dhash__get g;
 	struct dhash_config c = cfg(n, 0);
@@ -357,10 +360,11 @@ static int fail_all(uint32_t n, int first_round, int second_round)
 	start(&g, &c);
 	dhash__get_on_lookup(&g, succs(n), NULL);
 	for (int round = 0; round < 2; round++) {
-		int e = round == 0 ? first_round : second_round;
 		while (drain(&g) && acts[0].type == DHASH_ACT_FETCH)
-			for (uint32_t i = 0; i < nacts; i++)
+			for (uint32_t i = 0; i < nacts; i++) {
+				int e = errs[round][g.cand[acts[i].i].id.b[0] - 1]; /* node(x) */
 				fetch(&g, acts[i].i, e == -EBADMSG ? ok(DHASH_KIND_CHASH, "bad") : err(e));
+			}
 		if (round == 0) {
 			cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
 			cr_assert_eq(acts[0].flags, 0); /* to the successors this time */
@@ -372,6 +376,24 @@ static int fail_all(uint32_t n, int first_round, int second_round)
 	st = acts[0].status;
 	dhash__get_fini(&g);
 	return st;
+}
+
+/* Every server answers first_round, then second_round. */
+static int fail_all(uint32_t n, int first_round, int second_round)
+{
+	int a[CFS_MSG_MAX_NODES], b[CFS_MSG_MAX_NODES];
+
+	for (uint32_t i = 0; i < n; i++) {
+		a[i] = first_round;
+		b[i] = second_round;
+	}
+	return fail_rounds(n, (const int *const[2]){ a, b });
+}
+
+/* Server x answers errs[x - 1] in both rounds. */
+static int fail_each(uint32_t n, const int *errs)
+{
+	return fail_rounds(n, (const int *const[2]){ errs, errs });
 }
 
 Test(dhash_get, error_precedence_when_all_fail)
@@ -392,31 +414,6 @@ Test(dhash_get, error_precedence_when_all_fail)
 	cr_assert_eq(fail_all(3, -EBADMSG, -ETIMEDOUT), -EBADMSG);
 	cr_assert_eq(fail_all(3, -ENOENT, -EBADMSG), -EBADMSG);
 	cr_assert_eq(fail_all(2, -EPROTO, -EPROTO), -ENOENT); /* nothing telling: missing */
-}
-
-/* Every round: candidate i answers errs[i] (-EBADMSG: bytes that do not
- * verify). The get's final status. */
-static int fail_each(uint32_t n, const int *errs)
-{
-	struct dhash__get g;
-	struct dhash_config c = cfg(n, 0);
-	int st;
-
-	start(&g, &c);
-	dhash__get_on_lookup(&g, succs(n), NULL);
-	for (int round = 0; round < 2; round++) {
-		while (drain(&g) && acts[0].type == DHASH_ACT_FETCH)
-			for (uint32_t i = 0; i < nacts; i++) {
-				int e = errs[g.cand[acts[i].i].id.b[0] - 1]; /* node(i + 1) */
-				fetch(&g, acts[i].i, e == -EBADMSG ? ok(DHASH_KIND_CHASH, "bad") : err(e));
-			}
-		if (round == 0)
-			dhash__get_on_lookup(&g, succs(n), NULL);
-	}
-	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
-	st = acts[0].status;
-	dhash__get_fini(&g);
-	return st;
 }
 
 /* One server sending garbage among servers that say "none" (a liar, or a

@@ -4,19 +4,9 @@
 #include <string.h>
 
 #include "cfsd/frepair.h"
+#include "tests/unit/dhash_sm_fixtures.h"
 
 TestSuite(frepair);
-
-static struct cfs_node nd(uint8_t x)
-{
-	struct cfs_node n = { 0 };
-	char ip[32];
-
-	snprintf(ip, sizeof(ip), "10.0.0.%u", x);
-	cr_assert_eq(cfs_addr_from_ip(&n.addr, ip, 4000), 0);
-	n.id.b[0] = x;
-	return n;
-}
 
 static struct dhash_frag_ref ref(uint8_t m, uint8_t n)
 {
@@ -31,7 +21,7 @@ static struct dhash_locate_result located(const int8_t *st)
 {
 	struct dhash_locate_result r = { .n = 10 };
 	for (uint32_t i = 0; i < 10; i++) {
-		r.nodes[i] = nd((uint8_t)(i + 1));
+		r.nodes[i] = node((uint8_t)(i + 1));
 		r.state[i] = st[i];
 	}
 	r.good = dhash_locate_coded_good(&r);
@@ -53,7 +43,7 @@ Test(frepair, the_threshold_is_a_coded_puts_quorum)
  * server's; further back, another's. */
 Test(frepair, responsible_for_the_keys_of_the_two_last_arcs)
 {
-	struct cfs_node preds[2] = { nd(0x40), nd(0x20) };
+	struct cfs_node preds[2] = { node(0x40), node(0x20) };
 	struct cfs_id self = { { 0x60 } }, k = { { 0 } };
 
 	k.b[0] = 0x50;

@@ -18,9 +18,9 @@ struct cfsd_frepair {
 	bool timer_closed, freeing, busy;
 	struct cfs_id cursor;         /* the last key the previous round looked at */
 	bool cursor_set;
-	struct dhash_frag_ref *todo;  /* this round's keys, the next at todo_next */
-	uint32_t ntodo, todo_next;
-	bool *follow;                 /* todo[i] is a followed key */
+	struct dhash_frag_ref *round; /* this round's keys, the next at next_key */
+	uint32_t nkeys_round, next_key;
+	bool *follow;                 /* round[i] is a followed key */
 	struct dhash_frag_ref pend[CFSD_FREPAIR_FOLLOW]; /* keys to follow next round */
 	uint32_t npend;
 	struct cfsd_frepair_job job;
@@ -33,7 +33,7 @@ static void maybe_release(cfsd_frepair_t *f)
 {
 	if (f->freeing && f->timer_closed && !f->busy) {
 		cfsd_frepair_job_fini(&f->job);
-		free(f->todo);
+		free(f->round);
 		free(f->follow);
 		free(f);
 	}
@@ -102,15 +102,23 @@ static void job_end(cfsd_frepair_t *f)
 
 static void step(cfsd_frepair_t *f);
 
+/* A DHash operation of the job is back: false when the repairer is being
+ * freed (and has been, if this was the last thing it waited for). */
+static bool op_back(cfsd_frepair_t *f)
+{
+	f->busy = false;
+	if (!f->freeing)
+		return true;
+	maybe_release(f);
+	return false;
+}
+
 static void on_located(void *arg, const struct dhash_locate_result *r)
 {
 	cfsd_frepair_t *f = arg;
 
-	f->busy = false;
-	if (f->freeing) {
-		maybe_release(f);
+	if (!op_back(f))
 		return;
-	}
 	cfsd_frepair_job_located(&f->job, r);
 	step(f);
 }
@@ -119,11 +127,8 @@ static void on_got(void *arg, const struct dhash_get_result *r)
 {
 	cfsd_frepair_t *f = arg;
 
-	f->busy = false;
-	if (f->freeing) {
-		maybe_release(f);
+	if (!op_back(f))
 		return;
-	}
 	cfsd_frepair_job_got(&f->job, r->status, r->data, r->len);
 	step(f);
 }
@@ -132,11 +137,8 @@ static void on_repaired(void *arg, int status, const struct cfs_id *key, uint64_
 {
 	cfsd_frepair_t *f = arg;
 
-	f->busy = false;
-	if (f->freeing) {
-		maybe_release(f);
+	if (!op_back(f))
 		return;
-	}
 	cfsd_frepair_job_repaired(&f->job, status);
 	step(f);
 }
@@ -185,16 +187,16 @@ static void step(cfsd_frepair_t *f)
 /* The next key of this round that is ours, or the round's end. */
 static void next_job(cfsd_frepair_t *f)
 {
-	while (f->todo_next < f->ntodo) {
-		uint32_t i = f->todo_next++;
-		const struct dhash_frag_ref *ref = &f->todo[i];
+	while (f->next_key < f->nkeys_round) {
+		uint32_t i = f->next_key++;
+		const struct dhash_frag_ref *ref = &f->round[i];
 		if (!f->follow[i] && !mine(f, &ref->key))
 			continue;
 		cfsd_frepair_job_init(&f->job, ref, f->follow[i]);
 		step(f);
 		return;
 	}
-	f->ntodo = f->todo_next = 0; /* the round is over; the timer starts the next */
+	f->nkeys_round = f->next_key = 0; /* the round is over; the timer starts the next */
 }
 
 /* A round: the next slice of the fragments kept here. */
@@ -205,17 +207,17 @@ static void round_start(cfsd_frepair_t *f)
 	f->st.rounds++;
 	/* the keys followed first, then the next slice of the store */
 	uint32_t nf = f->npend;
-	memcpy(f->todo, f->pend, nf * sizeof(*f->pend));
+	memcpy(f->round, f->pend, nf * sizeof(*f->pend));
 	for (uint32_t i = 0; i < nf; i++)
 		f->follow[i] = true;
 	f->npend = 0;
 	uint32_t k = dhash_server_frags(f->server, f->cursor_set ? &f->cursor : NULL, CFSD_FREPAIR_SCAN,
-	                                f->todo + nf, f->keys, &f->cursor, &more);
+	                                f->round + nf, f->keys, &f->cursor, &more);
 	for (uint32_t i = nf; i < nf + k; i++)
 		f->follow[i] = false;
-	f->ntodo = nf + k;
+	f->nkeys_round = nf + k;
 	f->cursor_set = more; /* at the end of the store, the next round starts over */
-	f->todo_next = 0;
+	f->next_key = 0;
 	f->st.looked += k;
 	next_job(f);
 }
@@ -224,7 +226,7 @@ static void on_timer(uv_timer_t *h)
 {
 	cfsd_frepair_t *f = container_of(h, cfsd_frepair_t, timer);
 
-	if (f->freeing || f->busy || f->todo_next < f->ntodo)
+	if (f->freeing || f->busy || f->next_key < f->nkeys_round)
 		return;
 	round_start(f);
 }
@@ -248,7 +250,7 @@ cfsd_frepair_t *cfsd_frepair_new(uv_loop_t *loop, chord_t *chord, dhash_server_t
 	f->client = client;
 	f->round_ms = round_ms;
 	f->keys = keys_per_round ? keys_per_round : CFSD_FREPAIR_KEYS_DEFAULT;
-	f->todo = xcalloc(f->keys + CFSD_FREPAIR_FOLLOW, sizeof(*f->todo));
+	f->round = xcalloc(f->keys + CFSD_FREPAIR_FOLLOW, sizeof(*f->round));
 	f->follow = xcalloc(f->keys + CFSD_FREPAIR_FOLLOW, sizeof(*f->follow));
 	uv_timer_init(loop, &f->timer);
 	if (round_ms)

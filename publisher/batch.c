@@ -135,18 +135,17 @@ int pub__batch_submit(struct pub__batcher *bt)
 			b->keys[i] = b->blocks[i].key;
 		bt->in_flight++;
 		uint64_t lease = bt->dry_run ? 0 : bt->lease_until;
-		cfs_fanin_add(&b->asked);
-		if (b->nwhole)
+		const struct pub_block *last = &b->blocks[b->n - 1]; /* coded, if any are */
+		size_t from[2] = { 0, b->nwhole }, len[2] = { b->nwhole, b->n - b->nwhole };
+		cfs_fanin_add(&b->asked); /* our own hold: answers may come inline */
+		for (int k = 0; k < 2; k++) {
+			if (!len[k])
+				continue;
 			cfs_fanin_add(&b->asked);
-		if (b->nwhole < b->n)
-			cfs_fanin_add(&b->asked);
-		if (b->nwhole)
-			bt->sink->ops->have(bt->sink->impl, b->keys, b->nwhole, 0, 0, lease, b->have, on_have, b);
-		if (b->nwhole < b->n)
-			bt->sink->ops->have(bt->sink->impl, b->keys + b->nwhole, b->n - b->nwhole,
-			                    b->blocks[b->nwhole].code_m, b->blocks[b->nwhole].code_n, lease,
-			                    b->have + b->nwhole, on_have, b);
-		on_have(b, 0); /* the fan-in's own count: answers may have come inline */
+			bt->sink->ops->have(bt->sink->impl, b->keys + from[k], len[k], k ? last->code_m : 0,
+			                    k ? last->code_n : 0, lease, b->have + from[k], on_have, b);
+		}
+		on_have(b, 0);
 	} else if (b) {
 		bt->cur = b; /* a tag and no block yet: it goes with the next block */
 	}

@@ -30,14 +30,12 @@ vol=$(cat "$TEST_DIR/v.vol")
 "$PUBLISH" --key "$TEST_DIR/v.key" --redundancy rs:4/8 --to "cfsd:$TEST_DIR/node$R/cfsd.sock" \
 	"$src" >/dev/null 2>"$TEST_DIR/err" || { cat "$TEST_DIR/err"; fail "publish rs:4/8"; }
 
-stored() { # fragments the ring's repair rounds stored, summed over the live daemons
+ring_sum() { # FIELD: summed over the live daemons' status
 	cluster_status_all "$TEST_DIR/st"
-	cluster_status_sum "$TEST_DIR/st" frag_repair.stored
+	cluster_status_sum "$TEST_DIR/st" "$1"
 }
-checked() {
-	cluster_status_all "$TEST_DIR/st"
-	cluster_status_sum "$TEST_DIR/st" frag_repair.checked
-}
+stored() { ring_sum frag_repair.stored; }   # fragments the repair rounds stored
+checked() { ring_sum frag_repair.checked; } # keys they located
 good_of() { # KEY: its distinct good fragments, by cfs-fsck --replicas through node R
 	"$FSCK" --data "$TEST_DIR/node$R" --replicas "$vol" >"$TEST_DIR/rep.out" 2>"$TEST_DIR/rep.err" || true
 	grep "^$1 " "$TEST_DIR/rep.out" | awk '{ split($2, g, "/"); print g[1] }'
@@ -50,7 +48,6 @@ K=$(awk '{ n[$1]++ } END { for (k in n) if (n[k] == 8) print k }' "$TEST_DIR/hel
 mapfile -t victims < <(awk -v k="$K" -v r="$R" '$1 == k && $2 != r { print $2 }' "$TEST_DIR/held" | shuf -n 3)
 [ "${#victims[@]}" -eq 3 ] || fail "fewer than 3 holders of $K besides node$R"
 
-wait_for 20 sh -c "[ \$(cat '$TEST_DIR'/st/*.json 2>/dev/null | wc -c) -gt 0 ] && true" || true
 t0=$SECONDS
 until [ "$(checked)" -gt 0 ]; do
 	[ $((SECONDS - t0)) -lt 20 ] || fail "no repair round located a key in 20 s"

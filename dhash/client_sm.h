@@ -406,9 +406,13 @@ struct dhash__cget {
 	enum dhash__coded_state state;
 	struct cfs_id key;
 	uint32_t m, n;
-	struct cfs_node cand[SFSRO_CODE_N_MAX]; /* the holders, nearest first */
+	/* the holders, nearest first; then those each walk found */
+	struct cfs_node cand[CFS_MSG_MAX_NODES];
 	uint32_t ncand, next_cand;
 	uint32_t inflight;
+	struct cfs_id walk_from;  /* the last successor seen, in ring order */
+	uint32_t walks;           /* LOOKUPs after the first */
+	bool walking;             /* one of them is out */
 	uint8_t *frag[SFSRO_CODE_N_MAX];        /* good fragments by index (malloc'd) */
 	size_t flen[SFSRO_CODE_N_MAX];
 	uint32_t have;
@@ -420,7 +424,8 @@ struct dhash__cget {
 	struct cfs_actq q;
 };
 
-/* Queues the LOOKUP; m and n as the key was made with. */
+/* Queues the LOOKUP; m and n as the key was made with. A later LOOKUP
+ * (a walk) is of walk_from. */
 void dhash__cget_init(struct dhash__cget *g, const struct cfs_id *key, uint32_t m, uint32_t n);
 void dhash__cget_fini(struct dhash__cget *g);
 /* rtt_us[i]: the predicted round trip to r->succ[i] (0: unknown). */

@@ -181,6 +181,13 @@ static void coded_run(struct coded_op *o)
 		case DHASH_ACT_SUSPECT:
 			chord_suspect(c, &o->g.sm.cand[a.i].id, "served a fragment that does not verify");
 			break;
+		case DHASH_ACT_LOOKUP: { /* a get's walk on along the ring */
+			struct chord_lookup_opts lo = { .mode = dhash__client_mode(o->d), .nsucc = a.nsucc };
+			int r = chord_lookup(c, &o->g.sm.walk_from, &lo, lookup_done, o);
+			if (r < 0)
+				dhash__cget_on_lookup(&o->g.sm, &(struct chord_lookup_result){ .status = r }, NULL);
+			break;
+		}
 		case DHASH_ACT_FINISH:
 			if (!o->finished)
 				coded_finish(o, &a);

@@ -28,7 +28,11 @@
  * verify — its server also reported as a suspect —, or an index we have
  * already) sends one FETCH to the next holder. With m good fragments the
  * block is decoded and checked against the key's H(block); FETCHes still
- * out are ignored when they come back.
+ * out are ignored when they come back. With every holder asked and too
+ * few good fragments, a walk: a LOOKUP of the last successor seen, whose
+ * new holders are asked the same way (a lookup answer from a hop short of
+ * the key's predecessor lists fewer than n, and fragments moved along by
+ * joins and failures stand past the n-th).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -236,27 +240,85 @@ bool dhash__cget_next(struct dhash__cget *g, struct dhash__act *ret)
 
 bool dhash__cget_idle(const struct dhash__cget *g)
 {
-	return g->state == DHASH_CODED_DONE && g->inflight == 0;
+	return g->state == DHASH_CODED_DONE && g->inflight == 0 && !g->walking;
 }
 
-/* FETCH from the next holder not asked yet; false when none is left. */
+/* FETCH from the next holder not asked yet; false when none is left (a
+ * walk may then have been started, for more). */
 static bool cget_ask_next(struct dhash__cget *g)
 {
-	if (g->next_cand >= g->ncand)
+	if (g->next_cand >= g->ncand) {
+		if (!g->walking && g->walks < DHASH_CODED_WALKS && g->ncand < CFS_MSG_MAX_NODES) {
+			dhash__act_push(&g->q, DHASH_ACT_LOOKUP)->nsucc = coded_nsucc(g->n);
+			g->walking = true;
+			g->walks++;
+		}
 		return false;
+	}
 	dhash__act_push(&g->q, DHASH_ACT_FETCH)->i = g->next_cand++;
 	g->inflight++;
 	g->rpcs++;
 	return true;
 }
 
+/* Fewer than m good fragments, nothing out: the get has failed. */
+static void cget_maybe_fail(struct dhash__cget *g)
+{
+	if (g->state == DHASH_CODED_RUN && g->inflight == 0 && !g->walking)
+		cget_finish(g, g->miss ? g->miss : -ENOENT);
+}
+
+/* Add the answer's servers at IPs not asked yet, the new ones nearest
+ * first (an unknown latency last; stable). Latencies in the same whole
+ * millisecond tie: those holders stay in ring order, data fragments
+ * (0..m-1, on the first m) before parity, and a block from its data
+ * fragments is copied, not decoded and hashed again (sfsro_code_decode).
+ * The first answer gives at most n holders, a walk's as many as fit. */
+static void cget_add(struct dhash__cget *g, const struct chord_lookup_result *r, const uint64_t *rtt_us)
+{
+	uint64_t lat[CFS_MSG_MAX_NODES];
+	uint32_t first = g->ncand, cap = g->walks ? CFS_MSG_MAX_NODES : g->n;
+
+	for (uint32_t i = 0; i < r->n && g->ncand < cap; i++) {
+		bool dup = false;
+		g->walk_from = r->succ[i].id;
+		for (uint32_t j = 0; j < g->ncand && !dup; j++)
+			dup = cfs_addr_same_ip(&g->cand[j].addr, &r->succ[i].addr);
+		if (dup)
+			continue;
+		uint64_t l = rtt_us && rtt_us[i] ? rtt_us[i] / DHASH_CODED_RTT_TIE_US : UINT64_MAX;
+		uint32_t j = g->ncand++;
+		for (; j > first && lat[j - 1] > l; j--) {
+			g->cand[j] = g->cand[j - 1];
+			lat[j] = lat[j - 1];
+		}
+		g->cand[j] = r->succ[i];
+		lat[j] = l;
+	}
+}
+
 void dhash__cget_on_lookup(struct dhash__cget *g, const struct chord_lookup_result *r,
                            const uint64_t *rtt_us)
 {
-	uint64_t lat[SFSRO_CODE_N_MAX];
-
-	if (g->state != DHASH_CODED_LOOKUP)
+	if (g->state == DHASH_CODED_RUN && g->walking) { /* a walk's answer */
+		g->walking = false;
+		g->rpcs += r->rpcs;
+		g->timeouts += r->timeouts;
+		if (r->status == -ECANCELED) {
+			cget_finish(g, -ECANCELED);
+			return;
+		}
+		if (r->status == 0)
+			cget_add(g, r, rtt_us);
+		while (g->inflight < g->m - g->have + DHASH_CODED_EXTRA && cget_ask_next(g))
+			;
+		cget_maybe_fail(g);
 		return;
+	}
+	if (g->state != DHASH_CODED_LOOKUP) {
+		g->walking = false; /* a walk's answer after the end */
+		return;
+	}
 	g->rpcs += r->rpcs;
 	g->timeouts += r->timeouts;
 	g->lookup_us = r->latency_us;
@@ -264,26 +326,7 @@ void dhash__cget_on_lookup(struct dhash__cget *g, const struct chord_lookup_resu
 		cget_finish(g, r->status < 0 ? r->status : -EHOSTUNREACH);
 		return;
 	}
-	/* the holders, then nearest first (an unknown latency last; stable).
-	 * Latencies in the same whole millisecond tie: those holders stay in
-	 * ring order, data fragments (0..m-1, on the first m) before parity,
-	 * and a block from its data fragments is copied, not decoded and
-	 * hashed again (sfsro_code_decode). */
-	for (uint32_t i = 0; i < r->n && g->ncand < g->n; i++) {
-		bool dup = false;
-		for (uint32_t j = 0; j < g->ncand && !dup; j++)
-			dup = cfs_addr_same_ip(&g->cand[j].addr, &r->succ[i].addr);
-		if (dup)
-			continue;
-		uint64_t l = rtt_us && rtt_us[i] ? rtt_us[i] / DHASH_CODED_RTT_TIE_US : UINT64_MAX;
-		uint32_t j = g->ncand++;
-		for (; j > 0 && lat[j - 1] > l; j--) {
-			g->cand[j] = g->cand[j - 1];
-			lat[j] = lat[j - 1];
-		}
-		g->cand[j] = r->succ[i];
-		lat[j] = l;
-	}
+	cget_add(g, r, rtt_us);
 	g->state = DHASH_CODED_RUN;
 	for (uint32_t i = 0; i < g->m + DHASH_CODED_EXTRA; i++)
 		if (!cget_ask_next(g))
@@ -350,6 +393,5 @@ void dhash__cget_on_fetch(struct dhash__cget *g, uint32_t ci, const struct dhash
 		g->miss = dhash__get_miss(g->miss, st);
 		(void)cget_ask_next(g);
 	}
-	if (g->inflight == 0) /* fewer than m good fragments, nobody left to ask */
-		cget_finish(g, g->miss ? g->miss : -ENOENT);
+	cget_maybe_fail(g);
 }

@@ -352,9 +352,14 @@ int dhash_refresh_coded_many(dhash_client_t *d, const struct cfs_id *keys, uint3
  * m nearest (predicted round trip) and DHASH_CODED_EXTRA more at once,
  * verify each as it comes (a bad one: its server is suspected and the next
  * holder asked), decode from the first m good ones and check the block
- * against the hash the key names. r->kind is DHASH_KIND_CHASH, r->data
- * the block. -EBADMSG also when the fragments decode to another block. */
+ * against the hash the key names. Holders all asked with fewer than m good
+ * fragments, the get walks on along the ring (up to DHASH_CODED_WALKS more
+ * lookups, from the last successor seen): a lookup answer can stop short of
+ * n, and after joins or failures fragments stand further along. r->kind is
+ * DHASH_KIND_CHASH, r->data the block. -EBADMSG also when the fragments
+ * decode to another block. */
 #define DHASH_CODED_EXTRA 2
+#define DHASH_CODED_WALKS 2
 int dhash_get_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
                     dhash_get_cb cb, void *arg) CFS_WUR;
 

@@ -82,8 +82,8 @@ static void record(const char *op, const struct tb_node *n, int status,
 /* Frozen ring: which nodes hold each acknowledged block, read from their
  * stores (a put that timed out at the key's successor lands further on,
  * so the placement is not always the first k successors). At most
- * HELD_MAX holders per block are noted. */
-#define HELD_MAX 16u
+ * HELD_MAX holders per block are noted (a 24-fragment code has 24). */
+#define HELD_MAX 32u
 
 static int key_idx_cmp(const void *a, const void *b)
 {

@@ -380,16 +380,26 @@ Test(dhash_coded, get_fails_with_fewer_than_m)
 	drain_get(&g);
 	dhash__cget_on_lookup(&g, ring(N, false), NULL);
 	drain_get(&g);
-	uint32_t asked = 6;
+	uint32_t asked = 6, walks = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		bool good = i >= N - (M - 1);
 		fetched(&g, i, good ? frag_reply(i) : err(i == 3 ? -ENOENT : -ETIMEDOUT));
 		drain_get(&g);
 		asked += count(DHASH_ACT_FETCH);
-		if (i < N - 1)
-			cr_assert_null(find(DHASH_ACT_FINISH), "finished after %u", i);
+		walks += count(DHASH_ACT_LOOKUP);
+		cr_assert_null(find(DHASH_ACT_FINISH), "finished after %u", i);
 	}
 	cr_assert_eq(asked, N);
+	/* every holder asked: walks on along the ring, which has nobody new */
+	cr_assert_eq(walks, 1);
+	for (uint32_t w = 0; w < DHASH_CODED_WALKS; w++) {
+		cr_assert_eq(g.walk_from.b[0], N, "from the last successor seen");
+		cr_assert(!dhash__cget_idle(&g), "a walk out keeps the get");
+		dhash__cget_on_lookup(&g, ring(N, false), NULL);
+		drain_get(&g);
+		cr_assert_eq(count(DHASH_ACT_LOOKUP), w + 1 < DHASH_CODED_WALKS, "walk %u", w);
+		cr_assert_eq(count(DHASH_ACT_FETCH), 0);
+	}
 	const struct dhash__act *f = find(DHASH_ACT_FINISH);
 	cr_assert_not_null(f);
 	cr_assert_eq(f->status, -ENOENT);
@@ -404,6 +414,54 @@ Test(dhash_coded, get_fails_with_fewer_than_m)
 	fetched(&g, 0, frag_reply(0));
 	drain_get(&g);
 	cr_assert_eq(acts[0].status, -EPROTO);
+	dhash__cget_fini(&g);
+}
+
+/* A lookup answer that stops short (6 of 12 holders, 3 of them silent):
+ * the get walks on from the last one and decodes with a fragment found
+ * past them; the walk's answer repeats two holders, asked only once. */
+Test(dhash_coded, get_walks_past_a_short_answer)
+{
+	struct dhash__cget g;
+	struct chord_lookup_result more;
+
+	dhash__cget_init(&g, &key, M, N);
+	drain_get(&g);
+	dhash__cget_on_lookup(&g, ring(6, false), NULL);
+	drain_get(&g);
+	cr_assert_eq(count(DHASH_ACT_FETCH), M + DHASH_CODED_EXTRA);
+	cr_assert_null(find(DHASH_ACT_LOOKUP), "no walk while holders are left");
+	for (uint32_t i = 0; i < 3; i++)
+		fetched(&g, i, frag_reply(i));
+	fetched(&g, 3, err(-ETIMEDOUT));
+	drain_get(&g);
+	cr_assert_eq(nacts, 1);
+	cr_assert_eq(acts[0].type, DHASH_ACT_LOOKUP);
+	cr_assert_eq(g.walk_from.b[0], 6);
+	fetched(&g, 4, err(-ETIMEDOUT));
+	fetched(&g, 5, err(-ENOENT));
+	drain_get(&g);
+	cr_assert_eq(nacts, 0, "one walk at a time, and no end while it is out");
+	memset(&more, 0, sizeof(more));
+	for (uint8_t i = 5; i <= N; i++)
+		more.succ[more.n++] = node(i);
+	dhash__cget_on_lookup(&g, &more, NULL);
+	drain_get(&g);
+	cr_assert_eq(g.ncand, N);
+	cr_assert_eq(count(DHASH_ACT_FETCH), 1 + DHASH_CODED_EXTRA, "one fragment short, and the extras");
+	cr_assert_eq(acts[0].i, 6);
+	cr_assert_eq(g.cand[6].id.b[0], 7, "the first new holder");
+	fetched(&g, 6, frag_reply(6));
+	drain_get(&g);
+	const struct dhash__act *f = find(DHASH_ACT_FINISH);
+	cr_assert_not_null(f);
+	cr_assert_eq(f->status, 0);
+	cr_assert_arr_eq(f->data, block, BLEN);
+	cr_assert_eq(g.walks, 1);
+	fetched(&g, 7, err(-ETIMEDOUT));
+	cr_assert(!dhash__cget_idle(&g));
+	fetched(&g, 8, err(-ETIMEDOUT));
+	cr_assert(dhash__cget_idle(&g));
 	dhash__cget_fini(&g);
 }
 

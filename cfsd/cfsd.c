@@ -147,6 +147,8 @@ static const struct cfs_stat status_tail[] = {
 	S(U64, fr.enough, "enough", "at the threshold or above", NULL),
 	S(U64, fr.repaired, "repaired", "repaired", NULL),
 	S(U64, fr.stored, "stored", "fragments stored", NULL),
+	S(U64, fr.bytes_read, "bytes_read", "fragment bytes read", "bytes"),
+	S(U64, fr.bytes_stored, "bytes_stored", "stored", "bytes"),
 	S(U64, fr.lost, "below_m", "below m", NULL),
 	S(U64, fr.nowhere, "nowhere", "no holder to store on", NULL),
 	S(U64, fr.failed, "failed", "failed", NULL),

@@ -79,6 +79,9 @@ static void job_end(cfsd_frepair_t *f)
 	case CFSD_FREPAIR_REPAIRED:
 		f->st.repaired++;
 		f->st.stored += (uint64_t)__builtin_popcount(j->mask);
+		f->st.bytes_read += (uint64_t)j->ref.m * sfsro_frag_len((uint32_t)j->len, j->ref.m, j->ref.n);
+		f->st.bytes_stored += (uint64_t)__builtin_popcount(j->mask) *
+		                      sfsro_frag_len((uint32_t)j->len, j->ref.m, j->ref.n);
 		log_info("frag repair: %s had %u of %u fragments (threshold %u): %d stored again",
 		         cfs_id_short(&j->ref.key, k), j->good, j->ref.n, j->threshold,
 		         __builtin_popcount(j->mask));
@@ -222,11 +225,23 @@ static void round_start(cfsd_frepair_t *f)
 	next_job(f);
 }
 
+/* Is this server's view of the ring whole: every virtual server joined
+ * with a full successor list? A server that has just started (or come
+ * back) knows a few successors, and lookups it answers itself can name
+ * the wrong ones: it counts nothing until then. */
+static bool ring_known(const cfsd_frepair_t *f)
+{
+	for (uint32_t i = 0; i < chord_vnode_count(f->chord); i++)
+		if (!chord_vnode_joined(f->chord, i) || !chord_vnode_succs_full(f->chord, i))
+			return false;
+	return true;
+}
+
 static void on_timer(uv_timer_t *h)
 {
 	cfsd_frepair_t *f = container_of(h, cfsd_frepair_t, timer);
 
-	if (f->freeing || f->busy || f->next_key < f->nkeys_round)
+	if (f->freeing || f->busy || f->next_key < f->nkeys_round || !ring_known(f))
 		return;
 	round_start(f);
 }

@@ -3,7 +3,8 @@
  * (Chun et al., NSDI 2006): count the reachable copies, repair only below
  * a threshold, and count again the copies that come back.
  *
- * Every round this daemon looks at a slice of the fragments it keeps
+ * Every round (once the server has joined with full successor lists)
+ * this daemon looks at a slice of the fragments it keeps
  * (at most keys_per_round, from where the last round stopped) and takes
  * those of the keys it is responsible for: keys for which it is the
  * successor or the next server after it (two of the key's holders, so a
@@ -93,6 +94,9 @@ typedef struct cfsd_frepair cfsd_frepair_t;
 
 struct cfsd_frepair_stats {
 	uint64_t rounds, looked, checked, enough, repaired, stored, lost, nowhere, failed;
+	/* fragment bytes of the repairs: the m a rebuild reads at least, and
+	 * those stored */
+	uint64_t bytes_read, bytes_stored;
 };
 
 /* round_ms 0: off. */

@@ -410,7 +410,7 @@ struct dhash__cget {
 	struct cfs_node cand[CFS_MSG_MAX_NODES];
 	uint32_t ncand, next_cand;
 	uint32_t inflight;
-	struct cfs_id walk_from;  /* the last successor seen, in ring order */
+	struct cfs_id walk_key;   /* just past the last successor seen, in ring order */
 	uint32_t walks;           /* LOOKUPs after the first */
 	bool walking;             /* one of them is out */
 	uint8_t *frag[SFSRO_CODE_N_MAX];        /* good fragments by index (malloc'd) */
@@ -425,7 +425,7 @@ struct dhash__cget {
 };
 
 /* Queues the LOOKUP; m and n as the key was made with. A later LOOKUP
- * (a walk) is of walk_from. */
+ * (a walk) is of walk_key. */
 void dhash__cget_init(struct dhash__cget *g, const struct cfs_id *key, uint32_t m, uint32_t n);
 void dhash__cget_fini(struct dhash__cget *g);
 /* rtt_us[i]: the predicted round trip to r->succ[i] (0: unknown). */

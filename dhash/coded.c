@@ -183,7 +183,7 @@ static void coded_run(struct coded_op *o)
 			break;
 		case DHASH_ACT_LOOKUP: { /* a get's walk on along the ring */
 			struct chord_lookup_opts lo = { .mode = dhash__client_mode(o->d), .nsucc = a.nsucc };
-			int r = chord_lookup(c, &o->g.sm.walk_from, &lo, lookup_done, o);
+			int r = chord_lookup(c, &o->g.sm.walk_key, &lo, lookup_done, o);
 			if (r < 0)
 				dhash__cget_on_lookup(&o->g.sm, &(struct chord_lookup_result){ .status = r }, NULL);
 			break;

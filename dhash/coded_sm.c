@@ -29,10 +29,12 @@
  * already) sends one FETCH to the next holder. With m good fragments the
  * block is decoded and checked against the key's H(block); FETCHes still
  * out are ignored when they come back. With every holder asked and too
- * few good fragments, a walk: a LOOKUP of the last successor seen, whose
+ * few good fragments, a walk: a LOOKUP of the ID just past the last
+ * successor seen, which that successor answers with its own list, whose
  * new holders are asked the same way (a lookup answer from a hop short of
- * the key's predecessor lists fewer than n, and fragments moved along by
- * joins and failures stand past the n-th).
+ * the key's predecessor, or from a server that has just started, lists
+ * fewer than n; fragments moved along by joins and failures stand past
+ * the n-th).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -281,7 +283,7 @@ static void cget_add(struct dhash__cget *g, const struct chord_lookup_result *r,
 
 	for (uint32_t i = 0; i < r->n && g->ncand < cap; i++) {
 		bool dup = false;
-		g->walk_from = r->succ[i].id;
+		cfs_id_add_pow2(&g->walk_key, &r->succ[i].id, 0);
 		for (uint32_t j = 0; j < g->ncand && !dup; j++)
 			dup = cfs_addr_same_ip(&g->cand[j].addr, &r->succ[i].addr);
 		if (dup)

@@ -151,6 +151,9 @@ void dhash_server_usage(dhash_server_t *s, uint64_t *ret_bytes, uint64_t *ret_ca
 /* Replication debt: copies found missing (on a replica server, to push,
  * or here, to fetch) in the last whole sync round and in the one at work. */
 void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_round);
+/* Block bytes replica maintenance moved since the server started: copies
+ * pushed to replica servers and fetched from them. */
+void dhash_server_sync_bytes(dhash_server_t *s, uint64_t *ret_pushed, uint64_t *ret_fetched);
 /* Before leaving the ring (cfsctl leave --drain): push every block this
  * server holds to the servers that hold its key once this one is gone:
  * for each virtual server, the range from our previous joined virtual
@@ -354,8 +357,8 @@ int dhash_refresh_coded_many(dhash_client_t *d, const struct cfs_id *keys, uint3
  * holder asked), decode from the first m good ones and check the block
  * against the hash the key names. Holders all asked with fewer than m good
  * fragments, the get walks on along the ring (up to DHASH_CODED_WALKS more
- * lookups, from the last successor seen): a lookup answer can stop short of
- * n, and after joins or failures fragments stand further along. r->kind is
+ * lookups, just past the last successor seen): a lookup answer can stop
+ * short of n, and after joins or failures fragments stand further along. r->kind is
  * DHASH_KIND_CHASH, r->data the block. -EBADMSG also when the fragments
  * decode to another block. */
 #define DHASH_CODED_EXTRA 2

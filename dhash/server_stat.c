@@ -198,6 +198,12 @@ void dhash_server_debt(dhash_server_t *s, uint64_t *ret_last, uint64_t *ret_roun
 	*ret_round = s->sync.debt_round;
 }
 
+void dhash_server_sync_bytes(dhash_server_t *s, uint64_t *ret_pushed, uint64_t *ret_fetched)
+{
+	*ret_pushed = s->sync.pushed_bytes;
+	*ret_fetched = s->sync.fetched_bytes;
+}
+
 void dhash_server_status(dhash_server_t *s, struct cfs_sbuf *b, bool json)
 {
 	struct server_snap n = { 0 };

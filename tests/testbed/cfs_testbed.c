@@ -36,7 +36,7 @@ static const char usage[] =
 	"                   [--netmodel SPEC] [--vnodes V | --vnodes-list V1,V2,...] [--replicas K]\n"
 	"                   [--successors R] [--pns X] [--learned L] [--guess G] [--sweep-ms MS]\n"
 	"                   [--warm]\n"
-	"                   [--mode MODE] [--ring-order] [--code M/N]\n"
+	"                   [--mode MODE] [--ring-order] [--code M/N] [--frag-repair-ms MS]\n"
 	"                   [--hedge-ms MS|auto]\n"
 	"                   [--caching] [--stabilize-ms MS] [--fix-ms MS] [--freeze]\n"
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
@@ -127,9 +127,9 @@ static size_t next_ev;
 
 static void event_apply(const struct churn_event *e)
 {
-	static const char *names[] = { "join", "leave", "fail" };
+	static const char *names[] = { "join", "leave", "fail", "back" };
 
-	if (e->kind == CHURN_JOIN)
+	if (e->kind == CHURN_JOIN || e->kind == CHURN_BACK)
 		(void)tb_node_start(e->node);
 	else
 		tb_node_stop(e->node, e->kind == CHURN_LEAVE);
@@ -198,7 +198,7 @@ enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNOD
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
        O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS, O_LEARNED,
-       O_READERS, O_GUESS, O_SWEEP, O_CODE, O_WARM };
+       O_READERS, O_GUESS, O_SWEEP, O_CODE, O_WARM, O_FRAG_REPAIR };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -216,6 +216,7 @@ static const struct option opts[] = {
 	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
 	{ "learned", 1, NULL, O_LEARNED }, { "warm", 0, NULL, O_WARM }, { "readers", 1, NULL, O_READERS }, { "guess", 1, NULL, O_GUESS },
 	{ "sweep-ms", 1, NULL, O_SWEEP }, { "code", 1, NULL, O_CODE },
+	{ "frag-repair-ms", 1, NULL, O_FRAG_REPAIR },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -260,6 +261,9 @@ static void parse_args(int argc, char **argv, struct settings *st)
 			TB.code_n = n;
 			break;
 		}
+		case O_FRAG_REPAIR:
+			TB.frag_repair_ms = (uint32_t)num(optarg, "--frag-repair-ms", 0, 86400000);
+			break;
 		case O_GUESS:
 			TB.cc.guess_spacings = (uint32_t)num(optarg, "--guess", 0, CHORD_GUESS_MAX);
 			break;
@@ -317,8 +321,10 @@ static void parse_args(int argc, char **argv, struct settings *st)
 		die_usage("--replicas exceeds --successors%s", "");
 	if (!st->nodes && !st->churn)
 		die_usage("give --nodes N, --churn SCRIPT or both%s", "");
-	if (TB.frozen)
+	if (TB.frozen) {
 		TB.dc.sync_ms = 0; /* no replica maintenance either (the ring is static) */
+		TB.frag_repair_ms = 0;
+	}
 }
 
 static void load_schedule(const struct settings *st)
@@ -454,6 +460,7 @@ int main(int argc, char **argv)
 	TB.dc.lookup_mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY);
 	TB.dc.hedge_ms = 0;
 	TB.dc.sync_ms = 5000;
+	TB.frag_repair_ms = CFSD_FREPAIR_MS_DEFAULT;
 	TB.base_port = 20000;
 	TB.seed = 1;
 	parse_args(argc, argv, &st);

@@ -40,7 +40,7 @@
 #define CHURN2_EVERY 10.0
 #define CHURN2_LIFE  120.0
 
-enum dir_what { D_JOIN, D_PICK, D_ALL, D_CHURN, D_END, D_TRACE };
+enum dir_what { D_JOIN, D_PICK, D_ALL, D_CHURN, D_FLAP, D_END, D_TRACE };
 
 /* One line of the script; times in seconds as written (before speedup). */
 struct dir {
@@ -50,8 +50,8 @@ struct dir {
 	bool frac;          /* D_PICK: x is a percentage, else n a count */
 	uint32_t n;         /* D_JOIN, D_PICK: count; D_TRACE: slot */
 	double x;           /* D_PICK: percentage */
-	double t, d;        /* at, and over (D_JOIN) or for (D_CHURN) */
-	double every, life; /* D_CHURN */
+	double t, d;        /* at, and over (D_JOIN) or for (D_CHURN, D_FLAP) */
+	double every, life; /* D_CHURN; D_FLAP: mean down and up times */
 };
 
 struct script {
@@ -131,6 +131,8 @@ static int word_kind(const char *w)
 		return CHURN_LEAVE;
 	if (strcmp(w, "fail") == 0)
 		return CHURN_FAIL;
+	if (strcmp(w, "back") == 0)
+		return CHURN_BACK;
 	return -1;
 }
 
@@ -229,6 +231,19 @@ static int parse_churn(struct script *sc, uint32_t line, char **w, int nw, struc
 	return 0;
 }
 
+/* "flap for D up U down W". */
+static int parse_flap(struct script *sc, uint32_t line, char **w, int nw, struct dir *d)
+{
+	if (nw < 7 || strcmp(w[1], "for") != 0 || !parse_num(w[2], &d->d) || strcmp(w[3], "up") != 0 ||
+	    !parse_num(w[4], &d->life) || strcmp(w[5], "down") != 0 || !parse_num(w[6], &d->every))
+		return BAD("flap needs 'for D up U down W' (seconds)");
+	if (d->life <= 0 || d->every <= 0)
+		return BAD("flap needs up and down above 0");
+	if (nw > 7)
+		return BAD("unexpected '%s'", w[7]);
+	return 0;
+}
+
 /* "at T ...": the synthetic directives. */
 static int parse_at(struct script *sc, uint32_t line, char **w, int nw)
 {
@@ -247,6 +262,8 @@ static int parse_at(struct script *sc, uint32_t line, char **w, int nw)
 		d->t = t;
 		return parse_join(sc, line, w + 1, nw - 1, d);
 	}
+	if (kind == CHURN_BACK)
+		return BAD("back is for a trace line ('T back SLOT'); flap makes them");
 	if (kind >= 0) {
 		d = script_add(sc, line, D_PICK);
 		d->t = t;
@@ -259,6 +276,11 @@ static int parse_at(struct script *sc, uint32_t line, char **w, int nw)
 		d->t = t;
 		return parse_churn(sc, line, w, nw, d);
 	}
+	if (strcmp(w[0], "flap") == 0) {
+		d = script_add(sc, line, D_FLAP);
+		d->t = t;
+		return parse_flap(sc, line, w, nw, d);
+	}
 	if (strcmp(w[0], "end") == 0) {
 		for (size_t i = 0; i < sc->n; i++)
 			if (sc->d[i].what == D_END)
@@ -270,7 +292,7 @@ static int parse_at(struct script *sc, uint32_t line, char **w, int nw)
 	return BAD("unknown word '%s'", w[0]);
 }
 
-/* "T join|leave|fail SLOT": one line of an explicit trace. */
+/* "T join|leave|fail|back SLOT": one line of an explicit trace. */
 static int parse_trace(struct script *sc, uint32_t line, char **w, int nw)
 {
 	struct dir *d;
@@ -281,7 +303,7 @@ static int parse_trace(struct script *sc, uint32_t line, char **w, int nw)
 	if (!parse_num(w[0], &t))
 		return BAD("unknown word '%s'", w[0]);
 	if (nw < 2 || (kind = word_kind(w[1])) < 0)
-		return BAD("a trace line is 'T join|leave|fail SLOT'");
+		return BAD("a trace line is 'T join|leave|fail|back SLOT'");
 	if (nw < 3 || !parse_uint(w[2], CHURN_MAX_SLOTS - 1, &slot))
 		return BAD("bad slot '%s' (0 to %u)", nw < 3 ? "" : w[2], CHURN_MAX_SLOTS - 1);
 	if (nw > 3)
@@ -363,7 +385,7 @@ static int parse_line(struct script *sc, uint32_t line, const char *p, size_t le
 
 /* ------------------------------------------------------------ resolving */
 
-enum act_what { A_START, A_RAMP, A_ARRIVE, A_DEATH };
+enum act_what { A_START, A_RAMP, A_ARRIVE, A_DEATH, A_FLAP_DOWN, A_FLAP_BACK };
 
 /* Something to do at t_ms. exact_ms keeps a churn's arrival time unrounded
  * so that rounding does not accumulate over thousands of gaps. */
@@ -371,12 +393,13 @@ struct act {
 	uint64_t t_ms;
 	uint64_t seq;
 	uint32_t dir;       /* index into the script: ties go by line */
-	uint32_t arg;       /* A_RAMP: which join; A_DEATH: the slot */
+	uint32_t arg;       /* A_RAMP: which join; A_DEATH, A_FLAP_*: the slot */
 	double exact_ms;
 	uint8_t what;       /* enum act_what */
 };
 
-enum slot_state { S_FREE, S_RESERVED, S_ALIVE, S_GONE };
+/* S_DOWN: failed, and may come back; S_GONE: left. */
+enum slot_state { S_FREE, S_RESERVED, S_ALIVE, S_DOWN, S_GONE };
 
 struct gen {
 	const struct script *sc;
@@ -508,7 +531,8 @@ static int emit(struct gen *g, const struct act *a, uint32_t slot, uint8_t kind)
 	return 0;
 }
 
-static int node_join(struct gen *g, const struct act *a, uint32_t slot)
+/* A join, or a failed slot's return (kind CHURN_BACK). */
+static int node_join(struct gen *g, const struct act *a, uint32_t slot, uint8_t kind)
 {
 	if (g->nlive == g->caplive) {
 		g->caplive = g->caplive ? 2 * g->caplive : 1024;
@@ -517,17 +541,18 @@ static int node_join(struct gen *g, const struct act *a, uint32_t slot)
 	g->state[slot] = S_ALIVE;
 	g->pos[slot] = g->nlive;
 	g->live[g->nlive++] = slot;
-	return emit(g, a, slot, CHURN_JOIN);
+	return emit(g, a, slot, kind);
 }
 
-/* Remove slot from live[] by moving the last one into its place. */
-static void node_gone(struct gen *g, uint32_t slot)
+/* Remove slot from live[] by moving the last one into its place; a
+ * failed one may come back, one that left may not. */
+static void node_gone(struct gen *g, uint32_t slot, uint8_t kind)
 {
 	uint32_t i = g->pos[slot], last = g->live[--g->nlive];
 
 	g->live[i] = last;
 	g->pos[last] = i;
-	g->state[slot] = S_GONE;
+	g->state[slot] = kind == CHURN_FAIL ? S_DOWN : S_GONE;
 }
 
 /* A fresh slot for a generated join, stepping over the slots that explicit
@@ -543,7 +568,7 @@ static int join_fresh(struct gen *g, const struct act *a, uint32_t *ret_slot)
 		           "more than %u node slots", CHURN_MAX_SLOTS);
 	slot_grow(g, g->next_slot);
 	*ret_slot = g->next_slot++;
-	return node_join(g, a, *ret_slot);
+	return node_join(g, a, *ret_slot, CHURN_JOIN);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -567,7 +592,7 @@ static int pick_live(struct gen *g, const struct act *a, uint64_t k, uint8_t kin
 	for (uint32_t i = 0; i < m; i++) {
 		uint32_t j = (uint32_t)(cfs_rng_double(&g->rng) * g->nlive);
 		out[i] = g->live[j];
-		node_gone(g, out[i]);
+		node_gone(g, out[i], kind);
 	}
 	qsort(out, m, sizeof(*out), cmp_u32);
 	for (uint32_t i = 0; i < m && r == 0; i++)
@@ -579,11 +604,17 @@ static int pick_live(struct gen *g, const struct act *a, uint64_t k, uint8_t kin
 static int run_trace(struct gen *g, const struct act *a, const struct dir *d)
 {
 	if (d->kind == CHURN_JOIN)
-		return node_join(g, a, d->n);   /* reserved before the run */
+		return node_join(g, a, d->n, CHURN_JOIN);   /* reserved before the run */
+	if (d->kind == CHURN_BACK) {
+		if (d->n >= g->capslot || g->state[d->n] != S_DOWN)
+			return bad(g->sc->err, g->sc->errlen, d->line,
+			           "slot %u has not failed at %.3f s", d->n, a->t_ms / 1000.0);
+		return node_join(g, a, d->n, CHURN_BACK);
+	}
 	if (d->n >= g->capslot || g->state[d->n] != S_ALIVE)
 		return bad(g->sc->err, g->sc->errlen, d->line,
 		           "slot %u is not alive at %.3f s", d->n, a->t_ms / 1000.0);
-	node_gone(g, d->n);
+	node_gone(g, d->n, d->kind);
 	return emit(g, a, d->n, d->kind);
 }
 
@@ -631,6 +662,61 @@ static int run_ramp(struct gen *g, const struct act *a, const struct dir *d)
 	return r;
 }
 
+/* Flapping (transient failures): a node up fails after an exponential
+ * time of mean U, a node down comes back after one of mean W; nothing is
+ * scheduled past T+D, and a node down then comes back at T+D. A node that
+ * something else stopped meanwhile (its state is not the expected one)
+ * stops flapping. */
+static int flap_down(struct gen *g, const struct act *a, const struct dir *d)
+{
+	double stop = to_ms(g, d->t + d->d), back;
+
+	if (g->state[a->arg] != S_ALIVE)
+		return 0;
+	node_gone(g, a->arg, CHURN_FAIL);
+	back = a->exact_ms + rng_exp(g, to_ms(g, d->every));
+	push_at(g, A_FLAP_BACK, a->dir, a->arg, back < stop ? back : stop);
+	return emit(g, a, a->arg, CHURN_FAIL);
+}
+
+static int flap_back(struct gen *g, const struct act *a, const struct dir *d)
+{
+	double stop = to_ms(g, d->t + d->d), down;
+
+	if (g->state[a->arg] != S_DOWN)
+		return 0;
+	down = a->exact_ms + rng_exp(g, to_ms(g, d->life));
+	if (down < stop)
+		push_at(g, A_FLAP_DOWN, a->dir, a->arg, down);
+	return node_join(g, a, a->arg, CHURN_BACK);
+}
+
+/* The start of a flap: each node alive now, by slot, is down with
+ * probability 1 - a (then back after a down time) or up until its first
+ * failure; two draws a node, in that order. */
+static int run_flap(struct gen *g, const struct act *a, const struct dir *d)
+{
+	double stop = to_ms(g, d->t + d->d), up = d->life / (d->life + d->every);
+	uint32_t n = g->nlive, *nodes = xmalloc(((size_t)n + 1) * sizeof(*nodes));
+	int r = 0;
+
+	memcpy(nodes, g->live, (size_t)n * sizeof(*nodes));
+	qsort(nodes, n, sizeof(*nodes), cmp_u32);
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		bool down = cfs_rng_double(&g->rng) >= up;
+		double next = a->exact_ms + rng_exp(g, to_ms(g, down ? d->every : d->life));
+		if (down) {
+			node_gone(g, nodes[i], CHURN_FAIL);
+			push_at(g, A_FLAP_BACK, a->dir, nodes[i], next < stop ? next : stop);
+			r = emit(g, a, nodes[i], CHURN_FAIL);
+		} else if (next < stop) {
+			push_at(g, A_FLAP_DOWN, a->dir, nodes[i], next);
+		}
+	}
+	free(nodes);
+	return r;
+}
+
 static int run_start(struct gen *g, const struct act *a, const struct dir *d)
 {
 	double first;
@@ -654,6 +740,8 @@ static int run_start(struct gen *g, const struct act *a, const struct dir *d)
 		if (first < to_ms(g, d->t + d->d))
 			push_at(g, A_ARRIVE, a->dir, 0, first);
 		return 0;
+	case D_FLAP:
+		return run_flap(g, a, d);
 	case D_TRACE:
 		return run_trace(g, a, d);
 	default:
@@ -676,8 +764,12 @@ static int run_act(struct gen *g, const struct act *a)
 		/* gone already: a mass failure or 'leave all' took it */
 		if (g->state[a->arg] != S_ALIVE)
 			return 0;
-		node_gone(g, a->arg);
+		node_gone(g, a->arg, CHURN_FAIL);
 		return emit(g, a, a->arg, CHURN_FAIL);
+	case A_FLAP_DOWN:
+		return flap_down(g, a, d);
+	case A_FLAP_BACK:
+		return flap_back(g, a, d);
 	}
 	return 0;
 }
@@ -778,7 +870,7 @@ void churn_free(struct churn_schedule *s)
 
 int churn_write(const struct churn_schedule *s, FILE *f)
 {
-	static const char *const word[] = { "join", "leave", "fail" };
+	static const char *const word[] = { "join", "leave", "fail", "back" };
 
 	fprintf(f, "# CFS churn trace: %zu events on %u node slots", s->n, s->slots);
 	if (s->speedup != 1.0)
@@ -787,7 +879,7 @@ int churn_write(const struct churn_schedule *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct churn_event *e = &s->ev[i];
 		fprintf(f, "%" PRIu64 ".%03u %s %u\n", e->t_ms / 1000,
-		        (unsigned)(e->t_ms % 1000), word[e->kind % 3], e->node);
+		        (unsigned)(e->t_ms % 1000), word[e->kind % 4], e->node);
 	}
 	fprintf(f, "at %" PRIu64 ".%03u end\n", s->end_ms / 1000, (unsigned)(s->end_ms % 1000));
 	return ferror(f) ? -EIO : 0;
@@ -798,7 +890,7 @@ uint32_t churn_alive_at(const struct churn_schedule *s, uint64_t t_ms)
 	uint32_t alive = 0;
 
 	for (size_t i = 0; i < s->n && s->ev[i].t_ms <= t_ms; i++) {
-		if (s->ev[i].kind == CHURN_JOIN)
+		if (s->ev[i].kind == CHURN_JOIN || s->ev[i].kind == CHURN_BACK)
 			alive++;
 		else
 			alive--;

@@ -31,13 +31,25 @@
  *                                  run_arrive in churn.c)
  *   at T churn1 for D              Tapestry's churn 1: every 20 lifetime 240
  *   at T churn2 for D              Tapestry's churn 2: every 10 lifetime 120
+ *   at T flap for D up U down W    transient failures (Carbonite): every node
+ *                                  alive at T alternates during [T, T+D)
+ *                                  between up, for an exponential time of
+ *                                  mean U, and crashed, for one of mean W,
+ *                                  coming back with what it stored ('back');
+ *                                  so each is up with probability
+ *                                  a = U / (U + W). Each starts in that
+ *                                  steady state: down at T with probability
+ *                                  1 - a. At T+D the ones down come back
  *   at T end                       the run's end; no event may come later
- *   T join|leave|fail SLOT         an explicit trace line (what churn_write
- *                                  emits); a slot joins once, and leaves or
- *                                  fails only while alive
+ *   T join|leave|fail|back SLOT    an explicit trace line (what churn_write
+ *                                  emits); a slot joins once, leaves or
+ *                                  fails only while alive, and comes back
+ *                                  only after it failed
  *
  * Directives may come in any order and overlap in time; events at one
- * millisecond keep the order of the lines that made them. Refused, with the
+ * millisecond keep the order of the lines that made them. A flapping node
+ * that another directive stops (a mass failure, a leave) stops flapping:
+ * a failed one stays down. Refused, with the
  * line: unknown words, times that are not plain non-negative decimals, F
  * over 100, a trace line that stops a slot not alive then or joins a slot
  * joined before, 'join N' over CHURN_MAX_JOIN, a churn whose D/A would make
@@ -56,7 +68,9 @@
 #define CHURN_MAX_JOIN   100000u   /* N of one 'join N' */
 #define CHURN_MAX_LINE   1024u     /* bytes, without the newline */
 
-enum churn_kind { CHURN_JOIN, CHURN_LEAVE, CHURN_FAIL };
+/* BACK: a slot that failed starts again on its old data (same address,
+ * same IDs, its store as the crash left it). */
+enum churn_kind { CHURN_JOIN, CHURN_LEAVE, CHURN_FAIL, CHURN_BACK };
 
 struct churn_event {
 	uint64_t t_ms;

@@ -61,6 +61,8 @@ if [ "$MODE" = full ]; then
 	FILE_N=100; FILE_BLOCKS=128; WINDOWS=1,2,3,4,6,8,12,16,24,32; FILE_REPEAT=3
 	HEDGE=250
 	SCALE_N=4096; SCALE_MS=4000; SCALE_S=30
+	AVAILS="0.5 0.7 0.9"; AVAIL_SNAP_N=100; AVAIL_SNAP_BLOCKS=500
+	AVAIL_N=60; AVAIL_BLOCKS=200; AVAIL_S=300; AVAIL_CYCLE=200
 else
 	SIZES="16 64"; LOOKUPS=2000
 	KILL_N=64; KILLS="0.5"; KILL_SUCC=12; KILL_BLOCKS=200; KILL_GETS_S=5
@@ -72,6 +74,8 @@ else
 	FILE_N=16; FILE_BLOCKS=32; WINDOWS=1,4,16; FILE_REPEAT=1
 	HEDGE=250
 	SCALE_N=128; SCALE_MS=1000; SCALE_S=5
+	AVAILS="0.7"; AVAIL_SNAP_N=32; AVAIL_SNAP_BLOCKS=100
+	AVAIL_N=40; AVAIL_BLOCKS=64; AVAIL_S=40; AVAIL_CYCLE=40
 fi
 echo "eval ($MODE): raw output in $OUT"
 
@@ -183,6 +187,36 @@ for c in copies 2/6 4/12 7/14; do
 	args=()
 	[ "$c" = copies ] || args=(--code "$c")
 	lat coded "${c/\//-}" "$TB" --netmodel $NET --mode cfsd --guess 5 --successors 16 "${args[@]}"
+done
+
+# Availability, coded (rs:8/24, 3x storage) against replicated (6 copies)
+# blocks, with each node up a fraction a of the time (DHash++ 4.4's
+# Equation 1). snap: a fraction 1 - a of a frozen ring fails at once and
+# nothing is repaired, so Equation 1 is measured directly (50 gets a second
+# for 10 s). flap: every node alternates between up and crashed (Carbonite's
+# transient failures: mean up a*C, down (1-a)*C seconds, coming back with
+# its data) for AVAIL_S seconds while replica maintenance and the servers'
+# fragment repair run every 5 s: unavailable gets and the repair bytes per
+# node, 10 gets a second. Successor lists of 26 hold 24 fragment holders.
+for a in $AVAILS; do
+	mkdir -p "$OUT/avail"
+	snap=$OUT/avail/snap-a$a.churn flap=$OUT/avail/flap-a$a.churn
+	printf '# hold availability at %s: fail the rest at once\nat 5 fail %s%%\nat 15 end\n' \
+		"$a" "$(awk "BEGIN { print (1 - $a) * 100 }")" >"$snap"
+	printf '# each node up %s of the time\nat 5 flap for %s up %s down %s\nat %s end\n' "$a" $AVAIL_S \
+		"$(awk "BEGIN { print $a * $AVAIL_CYCLE }")" "$(awk "BEGIN { print (1 - $a) * $AVAIL_CYCLE }")" \
+		$((AVAIL_S + 10)) >"$flap"
+	for c in copies 8/24; do
+		args=()
+		[ "$c" = copies ] || args=(--code "$c")
+		name=${c/\//-}-a$a
+		run avail "snap-$name" "$TB" --nodes $AVAIL_SNAP_N --successors 26 --replicas 6 --freeze \
+			--churn "$snap" --workload gets --blocks $AVAIL_SNAP_BLOCKS --rate 50 "${args[@]}" \
+			--converge-timeout 3000
+		run avail "flap-$name" "$TB" --nodes $AVAIL_N --successors 26 --replicas 6 --churn "$flap" \
+			--workload gets --blocks $AVAIL_BLOCKS --rate 10 --frag-repair-ms 5000 "${args[@]}" \
+			--converge-timeout 3000
+	done
 done
 
 # Tapestry Fig. 19-22, SPLAY Fig. 10: gets through failures, a flash crowd

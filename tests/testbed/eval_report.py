@@ -29,7 +29,7 @@ import time
 PAPER_CFS = "CFS (SOSP 2001)"
 K_SUCC = 6          # replicas per block in the failure experiment
 HERE = os.path.dirname(os.path.abspath(__file__))
-TESTBED_RUNS = ("fig10", "fig12", "fig11", "dhashpp", "opendht", "coded", "churn", "fig6", "scale")
+TESTBED_RUNS = ("fig10", "fig12", "fig11", "dhashpp", "opendht", "coded", "avail", "churn", "fig6", "scale")
 
 
 # ------------------------------------------------------------ numbers
@@ -892,6 +892,118 @@ def sec_coded(R):
     R.check("coded", probs, f"{len(p50s)} configurations")
 
 
+# ------------------------------------------------------------ availability
+
+AVAIL_CODES = (("copies", "copies:6", 1, 6), ("8-24", "rs:8/24", 8, 24))
+
+
+def block_availability(m, l, a):
+    """DHash++ Equation 1: a block of m-of-l fragments (replication: 1 of l)
+    with each holder up with probability a is readable with at least m up."""
+    return sum(math.comb(l, i) * a ** i * (1 - a) ** (l - i) for i in range(m, l + 1))
+
+
+def avail_snap(R, a, name, label, m, l, probs):
+    r = R.run("avail", f"snap-{name}-a{a}")
+    arith = 100 * (1 - block_availability(m, l, float(a)))
+    fails = [e["t_ms"] for e in r.events if e.get("event") == "fail"]
+    t = r.trouble()
+    after = [o for o in r.gets(ok_only=False) if fails and o["t_ms"] >= min(fails)]
+    if t or not after:
+        probs.append(t or f"{r.label}: no gets after the failure")
+        return [a, label, "–", "–", "–", f"{arith:.2g}", t or "no gets"], None
+    unfinished = int((r.phase("gets") or {}).get("unfinished", 0))
+    bad = [o for o in after if o["status"] != 0]
+    few = sum(1 for o in bad if 0 <= o.get("replicas_alive", -1) < m)
+    n = len(after) + unfinished
+    pct = 100 * (len(bad) + unfinished) / n
+    live = 100 * (len(bad) - few + unfinished) / n
+    return [a, label, n, fmt(pct, 2), fmt(live, 2), f"{arith:.2g}", ""], (pct, arith, live)
+
+
+def avail_flap(R, a, name, label, m, l, probs):
+    r = R.run("avail", f"flap-{name}-a{a}")
+    arith = 100 * (1 - block_availability(m, l, float(a)))
+    g = r.phase("gets") or {}
+    t = r.trouble()
+    backs = sum(1 for e in r.events if e.get("event") == "back")
+    times = [e["t_ms"] for e in r.events if e.get("event") in ("fail", "back")]
+    gets = [o for o in r.gets(ok_only=False) if times and min(times) <= o["t_ms"] <= max(times)]
+    if t or not gets or not backs:
+        probs.append(t or f"{r.label}: " + ("no node came back" if not backs else "no gets while nodes flapped"))
+        return [a, label, "–", "–", "–", "–", f"{arith:.2g}", "–", t or "missing"], None
+    up = [e["alive"] for e in r.events if e.get("event") in ("fail", "back") and e["t_ms"] > min(times) + 1000]
+    nodes = (r.phase("build") or {}).get("nodes", 0)
+    failed = 100 * sum(1 for o in gets if o["status"] != 0) / len(gets)
+    res = {"failed": failed, "truth": g.get("truth_unreadable_pct", float("nan")), "arith": arith,
+           "repair": g.get("repair_bytes_per_node_s", float("nan")), "sent": g.get("sent_bytes_per_node_s"),
+           "up": (mean(up) / nodes) if up and nodes else float("nan")}
+    return [a, label, len(gets), fmt(100 * res["up"], 0), fmt(failed, 2), fmt(res["truth"], 2), f"{arith:.2g}",
+            fmt(res["repair"], 0), fmt(res["sent"], 0)], res
+
+
+def sec_avail(R):
+    probs, srows, frows, snap, flap = [], [], [], [], {}
+    for a in R.settings.get("AVAILS", "").split():
+        for name, label, m, l in AVAIL_CODES:
+            row, res = avail_snap(R, a, name, label, m, l, probs)
+            srows.append(row)
+            if res:
+                snap.append((a, label) + res)
+            row, res = avail_flap(R, a, name, label, m, l, probs)
+            frows.append(row)
+            if res:
+                flap[(a, label)] = res
+    body = ("**Question** (DHash++ §4.4, Equation 1; Carbonite, NSDI 2006): with each node up with "
+            "probability a, a block stored as l fragments of which m rebuild it is readable while m of its "
+            "l holders are up (6 copies: m = 1 of 6). rs:8/24 stores 3 bytes per byte published, 6 copies "
+            "6. **Here**, two experiments with `cfs-testbed` (tests/testbed/eval.sh has the commands):\n\n"
+            "- *snapshot*: a frozen ring (no maintenance, no repair) loses a fraction 1 − a of its nodes at "
+            "once, and random live nodes fetch random blocks, 50 a second for 10 s; each get notes how many of "
+            "the nodes its block was put on are alive. Neighbouring blocks share holders, so a run's blocks "
+            "are not independent draws.\n\n")
+    body += table(["a", "blocks", "gets", "unavailable %", "of which with m holders alive %",
+                   "Equation 1 %", "note"], srows)
+    cyc, dur = R.settings.get("AVAIL_CYCLE", "?"), R.settings.get("AVAIL_S", "?")
+    body += ("\n- *transient failures*: every node alternates between up (exponential, mean a·"
+             f"{cyc} s) and crashed (mean (1 − a)·{cyc} s), coming back with what it stored, for {dur} s "
+             "(`at 5 flap for S up U down W`), while replica maintenance and each server's fragment "
+             "repair (`--frag-repair-ms 5000`: Carbonite's threshold m + ⌈(l − m)/2⌉, nothing deleted) "
+             "run every 5 s; random live nodes fetch random blocks, 10 a second. *Unreadable by the truth*: "
+             "blocks with no copy, or fewer than m distinct fragments, on the live nodes, sampled every "
+             "second from their stores: what a perfect get could not have read. *Repair*: the block bytes "
+             "replica maintenance pushed and fetched, and the fragment repairers read and stored, per live "
+             "node and second; *sent*: every byte the nodes sent (gets, lookups, stabilization, repair).\n\n")
+    body += table(["a", "blocks", "gets", "nodes up %", "failed gets %", "unreadable by the truth %",
+                   "Equation 1 %", "repair B/node/s", "sent B/node/s"], frows)
+    if snap:
+        off = [f"{lb} at a = {a}: {p:.2f} % against {ar:.2f} %" for a, lb, p, ar, _ in snap
+               if abs(p - ar) > max(2 * ar, 2.0)]
+        live = [f"{lb} at a = {a}: {x:.2f} %" for a, lb, _, _, x in snap if x > 1.0]
+        verdict = not off and not live
+        text = ("Snapshot: unavailable gets " + ("within twice Equation 1 (or 2 points) everywhere"
+                if not off else "further than twice Equation 1 (and 2 points) in " + "; ".join(off))
+                + ("; gets failing with m holders alive stay under 1 %." if not live else
+                   "; gets failed although m holders were alive: " + "; ".join(live) + "."))
+        cmp = []
+        for a in R.settings.get("AVAILS", "").split():
+            c, rs = flap.get((a, "copies:6")), flap.get((a, "rs:8/24"))
+            if c and rs:
+                cmp.append(f"at a = {a}, {fmt(rs['failed'], 2)} % of rs:8/24 gets failed against "
+                           f"{fmt(c['failed'], 2)} % of copies:6, with {fmt(rs['repair'], 0)} against "
+                           f"{fmt(c['repair'], 0)} repair bytes per node and second")
+        if cmp:
+            text += " Transient failures: " + "; ".join(cmp) + "."
+        body += shape(verdict, text)
+    else:
+        body += shape(None, "no snapshot runs.")
+    R.section("avail", "Availability: coded against replicated blocks", body)
+    R.check("avail", probs, f"{len(snap)} snapshots, {len(flap)} transient-failure runs")
+    for (a, label), res in sorted(flap.items()):
+        R.accept.append(f"availability {a}, {label}: {fmt(res['failed'], 2)} % of gets failed "
+                        f"(Equation 1: {res['arith']:.2g} %), {fmt(res['repair'], 0)} repair B/node/s")
+
+
 # ------------------------------------------------------------ churn
 
 def bursts(events, least=3):
@@ -1227,7 +1339,7 @@ def main():
         sys.exit(f"eval_report: no such folder {args.out}")
     R = Report(args)
     for sec in (sec_fig9, sec_fig13, sec_fig10, sec_fig12, sec_fig11, sec_dhashpp, sec_opendht,
-                sec_coded, sec_churn, sec_fig6, sec_scale):
+                sec_coded, sec_avail, sec_churn, sec_fig6, sec_scale):
         try:
             sec(R)
         except Exception as e:  # one broken section must not cost the rest of the report

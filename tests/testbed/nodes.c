@@ -209,6 +209,9 @@ int tb_node_start(uint32_t slot)
 		fprintf(stderr, "cfs-testbed: node %u: block store %s: %s\n", slot, blocks, strerror(-r));
 		goto fail;
 	}
+	if (TB.frag_repair_ms)
+		n->fr = cfsd_frepair_new(TB.loop, n->chord, n->dh, n->cl, TB.frag_repair_ms,
+		                         CFSD_FREPAIR_KEYS_DEFAULT);
 	/* Join through up to three live nodes (a crashed one is skipped by
 	 * chord_start's retries). */
 	size_t nb = 0;
@@ -234,6 +237,27 @@ fail:
 	return r;
 }
 
+/* One node's share of tb_repair_bytes. */
+static uint64_t node_repair_bytes(const struct tb_node *n)
+{
+	uint64_t pushed = 0, fetched = 0, fr = 0;
+
+	if (n->dh)
+		dhash_server_sync_bytes(n->dh, &pushed, &fetched);
+	if (n->fr)
+		fr = cfsd_frepair_stats(n->fr)->bytes_read + cfsd_frepair_stats(n->fr)->bytes_stored;
+	return pushed + fetched + fr;
+}
+
+uint64_t tb_repair_bytes(void)
+{
+	uint64_t sum = TB.repair_bytes_gone;
+
+	for (uint32_t i = 0; i < TB.nslots; i++)
+		sum += node_repair_bytes(&TB.n[i]);
+	return sum;
+}
+
 static void node_free(struct tb_node *n)
 {
 	if (n->tr) {
@@ -246,6 +270,9 @@ static void node_free(struct tb_node *n)
 		TB.learn_auths_gone += chord_learn_auths(n->chord);
 		TB.learn_sweeps_gone += chord_learn_sweeps(n->chord);
 	}
+	TB.repair_bytes_gone += node_repair_bytes(n);
+	cfsd_frepair_free(n->fr);
+	n->fr = NULL;
 	dhash_client_free(n->cl);
 	dhash_server_free(n->dh);
 	chord_free(n->chord);

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "cfsd/frepair.h"
 #include "dhash/dhash.h"
 #include "tests/testbed/churn.h"
 
@@ -24,6 +25,7 @@ struct tb_node {
 	chord_t *chord;
 	dhash_server_t *dh;
 	dhash_client_t *cl;
+	cfsd_frepair_t *fr;       /* its fragment repairer (--frag-repair-ms), or NULL */
 	struct cfs_wan_node wan;
 	uint64_t joined_ms;       /* on the run's clock */
 	char cache_dir[560];      /* its server's cache (the server keeps the pointer) */
@@ -43,6 +45,7 @@ struct tb {
 	bool frozen;              /* from time 0 no maintenance: every message is the workload's */
 	bool has_wan;
 	uint32_t code_m, code_n;  /* --code M/N: the workload's blocks coded (0: whole) */
+	uint32_t frag_repair_ms;  /* each node's fragment repair round (cfsd's), 0: none */
 	struct cfs_wan wan;
 	struct cfs_wan wan_setup; /* the same without slow nodes, before time 0 */
 	uint64_t seed;
@@ -54,6 +57,7 @@ struct tb {
 	uint64_t bytes_gone;
 	uint64_t learn_auths_gone; /* chord_learn_auths of nodes stopped */
 	uint64_t learn_sweeps_gone; /* chord_learn_sweeps of nodes stopped */
+	uint64_t repair_bytes_gone; /* tb_repair_bytes of nodes stopped */
 	struct cfs_rng rng;
 	/* the live virtual-server IDs, sorted (the truth lookups are checked against) */
 	struct tb_vid { struct cfs_id id; uint32_t slot; } *ids;
@@ -74,8 +78,13 @@ extern struct tb TB;
 const char *tb_slot_ip(uint32_t slot, char buf[static 32]);
 int tb_slot_addr(uint32_t slot, struct cfs_addr *ret);
 int tb_node_start(uint32_t slot);
-/* Graceful leave (chord_leave, then free) or crash (nothing told). */
+/* Graceful leave (chord_leave, then free) or crash (nothing told). A
+ * crashed slot may start again on its data directory (a churn 'back'). */
 void tb_node_stop(uint32_t slot, bool graceful);
+/* Block bytes every node, live or stopped, moved to repair: replica
+ * maintenance's pushes and fetches, and the fragment repairers' reads and
+ * stores. */
+uint64_t tb_repair_bytes(void);
 void tb_nodes_stop_all(void);
 /* A random live node, or NULL when none is. */
 struct tb_node *tb_random_node(void);

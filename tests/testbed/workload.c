@@ -46,6 +46,12 @@ static struct {
 	uint64_t dgrams0, bytes0; /* sent by all nodes when the gets began */
 	uint64_t start_us, stop_us;
 	uint64_t dgrams1, bytes1; /* ... when they stopped */
+	uint64_t repair0, repair1; /* tb_repair_bytes when the gets began and stopped */
+	/* the truth, sampled every TRUTH_EVERY ticks: blocks whose copies (or m
+	 * distinct fragments) are on live nodes */
+	uint32_t *by_key;         /* key indices in key order */
+	uint32_t *seen;           /* a sample's fragment indices (or copies) by key */
+	uint64_t truth_samples, truth_unreadable, ticks;
 	uint32_t reader[TB_READERS_MAX], nreaders; /* slots */
 	double node_s;            /* live nodes × seconds while the gets ran */
 	double auths0;            /* chord_learn_auths of every node when the gets began */
@@ -310,8 +316,64 @@ static void node_s_note(void)
 	W.node_s_at = now;
 }
 
+/* The index of key in W.keys, or UINT32_MAX. */
+static uint32_t key_index(const struct cfs_id *key)
+{
+	size_t lo = 0, hi = W.nkeys;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cfs_id_cmp(&W.keys[W.by_key[mid]], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < W.nkeys && cfs_id_eq(&W.keys[W.by_key[lo]], key) ? W.by_key[lo] : UINT32_MAX;
+}
+
+/* One sample of the truth: read every live node's store and count the
+ * blocks that could be read now, whatever lookups and gets make of it: a
+ * whole block with a copy on a live node, a coded one with m distinct
+ * fragment indices on live nodes. What the failed gets are set against. */
+#define TRUTH_EVERY 100u /* ticks of 10 ms */
+static void truth_sample(void)
+{
+	struct dhash_frag_ref refs[256];
+	struct cfs_id page[256], last;
+
+	if (!W.by_key) {
+		W.by_key = xmalloc(W.nkeys * sizeof(W.by_key[0]));
+		for (uint32_t i = 0; i < W.nkeys; i++)
+			W.by_key[i] = i;
+		qsort(W.by_key, W.nkeys, sizeof(W.by_key[0]), key_idx_cmp);
+		W.seen = xmalloc(W.nkeys * sizeof(W.seen[0]));
+	}
+	memset(W.seen, 0, W.nkeys * sizeof(W.seen[0]));
+	for (uint32_t slot = 0; slot < TB.nslots; slot++) {
+		bool more = TB.n[slot].alive && !TB.n[slot].leaving;
+		const struct cfs_id *after = NULL;
+		while (more) {
+			uint32_t n = TB.code_m ? dhash_server_frags(TB.n[slot].dh, after, 4096, refs, 256, &last, &more)
+			                       : dhash_server_keys(TB.n[slot].dh, after, page, 256, &more);
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t i = key_index(TB.code_m ? &refs[j].key : &page[j]);
+				if (i != UINT32_MAX)
+					W.seen[i] |= TB.code_m ? 1u << (refs[j].index & 31) : 1u;
+			}
+			if (!TB.code_m && n)
+				last = page[n - 1];
+			after = &last;
+		}
+	}
+	for (uint32_t i = 0; i < W.nkeys; i++)
+		W.truth_unreadable += (uint32_t)__builtin_popcount(W.seen[i]) < (TB.code_m ? TB.code_m : 1);
+	W.truth_samples++;
+}
+
 static void on_rate_tick(uv_timer_t *t)
 {
+	if (W.ticks++ % TRUTH_EVERY == 0)
+		truth_sample();
 	node_s_note();
 	W.owed += W.rate / 100;
 	while (W.owed >= 1) {
@@ -396,6 +458,7 @@ void tb_workload_start(const struct tb_workload *w)
 	W.gateways = w->gateways ? w->gateways : 1;
 	W.count_msgs = TB.frozen;
 	sent_totals(&W.dgrams0, &W.bytes0);
+	W.repair0 = tb_repair_bytes();
 	W.start_us = W.node_s_at = cfs_now_us();
 	W.auths0 = learn_auths();
 	W.sweeps0 = learn_sweeps();
@@ -421,6 +484,7 @@ void tb_workload_stop(void)
 	node_s_note();
 	W.stop_us = cfs_now_us();
 	sent_totals(&W.dgrams1, &W.bytes1);
+	W.repair1 = tb_repair_bytes();
 	/* Let the gets in flight end (bounded), so that their messages and
 	 * their results are both counted. */
 	uint64_t until = cfs_now_us() + 15 * 1000000ull;
@@ -440,10 +504,11 @@ void tb_workload_summary(FILE *f)
 		         (double)(bytes - W.bytes0) / (double)W.gets);
 	}
 	/* Everything every node sent while the gets ran (gets, maintenance,
-	 * authentication), per live node and second; the learned tables' mean
+	 * authentication), per live node and second, and of it the block
+	 * bytes moved to repair (tb_repair_bytes); the learned tables' mean
 	 * size at the end, over the live nodes and over the readers; the AUTHs
 	 * sent to fill them, per node and second (counted to the end). */
-	char load[384] = "";
+	char load[448] = "";
 	if (W.node_s > 0) {
 		double all = 0, rd = 0, guessed = 0;
 		uint32_t nall = 0, nrd = 0;
@@ -460,10 +525,11 @@ void tb_workload_summary(FILE *f)
 				nrd++;
 			}
 		snprintf(load, sizeof(load),
-		         ",\"sent_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
+		         ",\"sent_bytes_per_node_s\":%.1f,\"repair_bytes_per_node_s\":%.1f,\"readers\":%u,\"learned_mean\":%.1f,"
 		         "\"learned_readers_mean\":%.1f,\"learn_auths_per_node_s\":%.3f,"
 		         "\"guessed_readers\":%.0f,\"learn_sweeps_per_node_s\":%.3f",
-		         (double)(W.bytes1 - W.bytes0) / W.node_s, W.nreaders, nall ? all / nall : 0,
+		         (double)(W.bytes1 - W.bytes0) / W.node_s,
+		         (double)(W.repair1 - W.repair0) / W.node_s, W.nreaders, nall ? all / nall : 0,
 		         nrd ? rd / nrd : 0, (learn_auths() - W.auths0) / W.node_s, guessed,
 		         (learn_sweeps() - W.sweeps0) / W.node_s);
 	}
@@ -473,7 +539,7 @@ void tb_workload_summary(FILE *f)
 	        "\"p50_ms\":%.2f,\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"mean_ms\":%.2f,"
 	        "\"lookup_p50_ms\":%.2f,\"rpcs_per_get\":%.3f,\"timeouts_per_get\":%.3f,"
 	        "\"oracle_p50_ms\":%.2f,\"oracle_p99_ms\":%.2f,\"oracle_mean_ms\":%.2f,"
-	        "\"gateways\":%u%s%s}\n",
+	        "\"gateways\":%u,\"truth_unreadable_pct\":%.3f%s%s}\n",
 	        (unsigned long long)(W.gets + W.inflight), (unsigned long long)W.gets_ok,
 	        (unsigned long long)(W.gets + W.inflight - W.gets_ok), W.inflight,
 	        (double)cfs_hist_quantile(&W.lat_us, 0.5) / 1000,
@@ -485,7 +551,9 @@ void tb_workload_summary(FILE *f)
 	        W.gets ? (double)W.timeouts / (double)W.gets : 0,
 	        (double)cfs_hist_quantile(&W.oracle_us, 0.5) / 1000,
 	        (double)cfs_hist_quantile(&W.oracle_us, 0.99) / 1000, cfs_hist_mean(&W.oracle_us) / 1000,
-	        W.gateways ? W.gateways : 1, cost, load);
+	        W.gateways ? W.gateways : 1,
+	        W.truth_samples ? 100.0 * (double)W.truth_unreadable / ((double)W.truth_samples * W.nkeys) : 0,
+	        cost, load);
 }
 
 /* ------------------------------------------------------------ hot block */

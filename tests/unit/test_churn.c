@@ -34,7 +34,7 @@ static bool same_events(const struct churn_schedule *a, const struct churn_sched
  * while alive: what the testbed relies on. */
 static void assert_consistent(const struct churn_schedule *s)
 {
-	uint8_t *st = calloc(s->slots ? s->slots : 1, 1);   /* 0 new, 1 alive, 2 gone */
+	uint8_t *st = calloc(s->slots ? s->slots : 1, 1);   /* 0 new, 1 alive, 2 left, 3 failed */
 
 	for (size_t i = 0; i < s->n; i++) {
 		const struct churn_event *e = &s->ev[i];
@@ -43,9 +43,12 @@ static void assert_consistent(const struct churn_schedule *s)
 		if (e->kind == CHURN_JOIN) {
 			cr_assert_eq(st[e->node], 0, "slot %u joins twice", e->node);
 			st[e->node] = 1;
+		} else if (e->kind == CHURN_BACK) {
+			cr_assert_eq(st[e->node], 3, "slot %u comes back without having failed", e->node);
+			st[e->node] = 1;
 		} else {
 			cr_assert_eq(st[e->node], 1, "slot %u stops while not alive", e->node);
-			st[e->node] = 2;
+			st[e->node] = e->kind == CHURN_FAIL ? 3 : 2;
 		}
 	}
 	cr_assert(s->n == 0 || s->ev[s->n - 1].t_ms <= s->end_ms);
@@ -386,6 +389,53 @@ Test(churn, example_scripts)
 	}
 }
 
+/* Transient failures: every node alive at the start alternates between
+ * failing and coming back, up the fraction U / (U + W) of the time from
+ * the start on (it starts in that steady state), and all are back at the
+ * end; nodes that join later do not flap; the trace reads back the same. */
+Test(churn, flap_holds_availability)
+{
+	static const struct {
+		const char *text;
+		double a;
+	} runs[] = {
+		{ "at 0 join 200\nat 10 flap for 2000 up 30 down 30\nat 2030 join 5\nat 2040 end\n", 0.5 },
+		{ "at 0 join 200\nat 10 flap for 2000 up 90 down 10\nat 2030 join 5\nat 2040 end\n", 0.9 },
+	};
+
+	for (size_t k = 0; k < CFS_ARRAY_SIZE(runs); k++) {
+		struct churn_schedule s = parse_ok(runs[k].text, 7), back;
+		double sum = 0, first = 0;
+		uint32_t samples = 0, backs = 0;
+
+		assert_consistent(&s);
+		for (size_t i = 0; i < s.n; i++) {
+			backs += s.ev[i].kind == CHURN_BACK;
+			cr_assert(s.ev[i].kind != CHURN_JOIN || s.ev[i].t_ms == 0 || s.ev[i].t_ms == 2030000);
+		}
+		cr_assert_gt(backs, 200 * 2000 / (runs[k].a * 1000) / 2, "run %zu: %u returns", k, backs);
+		for (uint64_t t = 10000; t < 2010000; t += 1000, samples++)
+			sum += churn_alive_at(&s, t) / 200.0;
+		first = churn_alive_at(&s, 10000) / 200.0;
+		cr_assert(fabs(sum / samples - runs[k].a) < 0.03, "run %zu: up %.3f of the time, want %.2f", k,
+		          sum / samples, runs[k].a);
+		cr_assert(fabs(first - runs[k].a) < 0.1, "run %zu: %.3f up at the start", k, first);
+		cr_assert_eq(churn_alive_at(&s, 2010000), 200, "all back at the end");
+		cr_assert_eq(churn_alive_at(&s, 2040000), 205);
+
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		cr_assert_eq(churn_write(&s, f), 0);
+		fclose(f);
+		back = parse_ok(buf, 99);
+		cr_assert(same_events(&s, &back), "run %zu: the trace reads back the same", k);
+		free(buf);
+		churn_free(&back);
+		churn_free(&s);
+	}
+}
+
 Test(churn, errors_name_their_line)
 {
 	static const struct {
@@ -414,6 +464,15 @@ Test(churn, errors_name_their_line)
 		{ "seed -3\n", 1 },
 		{ "at 0 join 1\r\nat 1 fail x%\r\n", 2 },
 		{ "at 0 join 1\nat 1\x01 fail 1\n", 2 },
+		{ "0 join 0\n1 back 0\n", 2 },
+		{ "0 join 0\n1 leave 0\n2 back 0\n", 3 },
+		{ "0 join 0\n1 fail 0\n2 back 0\n3 back 0\n", 4 },
+		{ "0 join 0\n1 fail 0\n2 back 0\n", 0 },
+		{ "at 0 join 5\nat 1 back 3\n", 2 },
+		{ "at 0 join 5\nat 1 flap for 10 up 0 down 1\n", 2 },
+		{ "at 0 join 5\nat 1 flap for 10 up 5\n", 2 },
+		{ "at 0 join 5\nat 1 flap for 10 up 5 down 5 now\n", 2 },
+		{ "at 0 join 5\nat 1 flap for 10 up 5 down 5\nat 5 end\n", 2 },
 	};
 	char err[256];
 	struct churn_schedule s;

@@ -116,13 +116,17 @@ static bool op_back(cfsd_frepair_t *f)
 	return false;
 }
 
-static void on_located(void *arg, const struct dhash_locate_result *r)
+/* A probe's count or a locate's, whichever the job asked for. */
+static void on_counted(void *arg, const struct dhash_locate_result *r)
 {
 	cfsd_frepair_t *f = arg;
 
 	if (!op_back(f))
 		return;
-	cfsd_frepair_job_located(&f->job, r);
+	if (f->job.next == CFSD_FREPAIR_PROBE)
+		cfsd_frepair_job_probed(&f->job, r);
+	else
+		cfsd_frepair_job_located(&f->job, r);
 	step(f);
 }
 
@@ -153,9 +157,18 @@ static void step(cfsd_frepair_t *f)
 	int r = 0;
 
 	switch (j->next) {
-	case CFSD_FREPAIR_LOCATE:
+	case CFSD_FREPAIR_PROBE:
 		f->busy = true;
-		if ((r = dhash_locate_coded(f->client, &j->ref.key, j->ref.m, j->ref.n, on_located, f)) < 0) {
+		if ((r = dhash_probe_coded(f->client, &j->ref.key, j->ref.m, j->ref.n, on_counted, f)) < 0) {
+			f->busy = false;
+			cfsd_frepair_job_probed(j, &(struct dhash_locate_result){ .status = r });
+			step(f);
+		}
+		return;
+	case CFSD_FREPAIR_LOCATE:
+		f->st.located++;
+		f->busy = true;
+		if ((r = dhash_locate_coded(f->client, &j->ref.key, j->ref.m, j->ref.n, on_counted, f)) < 0) {
 			f->busy = false;
 			cfsd_frepair_job_located(j, &(struct dhash_locate_result){ .status = r });
 			step(f);

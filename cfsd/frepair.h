@@ -11,8 +11,13 @@
  * server that joins before the key and holds nothing yet does not leave
  * it unattended). For each, one job:
  *
- *   LOCATE   the key's n holders and two spares (dhash_locate_coded:
- *            distinct fragment indices, wherever the ring moved them)
+ *   PROBE    the key's n holders and two spares, a HAVE each
+ *            (dhash_probe_coded): a count of the holders that say they
+ *            keep a fragment, about a hundred bytes a holder. At the
+ *            threshold or above the key is done; else
+ *   LOCATE   the same holders, each asked for its fragment
+ *            (dhash_locate_coded: distinct fragment indices, wherever the
+ *            ring moved them, each fragment verified)
  *   done     when that count is at the threshold (m + ceil((n-m)/2),
  *            a coded put's quorum) or above: nothing is sent; a loss
  *            the spares absorb costs nothing, and a holder that comes
@@ -44,6 +49,7 @@
 
 enum cfsd_frepair_act {
 	CFSD_FREPAIR_WAIT = 0,
+	CFSD_FREPAIR_PROBE,    /* dhash_probe_coded(key, m, n) */
 	CFSD_FREPAIR_LOCATE,   /* dhash_locate_coded(key, m, n) */
 	CFSD_FREPAIR_GET,      /* dhash_get_coded(key, m, n) */
 	CFSD_FREPAIR_REPAIR,   /* dhash_repair_coded(key, m, n, block, to, n, mask) */
@@ -84,6 +90,7 @@ void cfsd_frepair_job_init(struct cfsd_frepair_job *j, const struct dhash_frag_r
 bool cfsd_frepair_job_follow(const struct cfsd_frepair_job *j);
 void cfsd_frepair_job_fini(struct cfsd_frepair_job *j);
 /* Events: each answers the action j->next was. */
+void cfsd_frepair_job_probed(struct cfsd_frepair_job *j, const struct dhash_locate_result *r);
 void cfsd_frepair_job_located(struct cfsd_frepair_job *j, const struct dhash_locate_result *r);
 void cfsd_frepair_job_got(struct cfsd_frepair_job *j, int status, const uint8_t *p, size_t len);
 void cfsd_frepair_job_repaired(struct cfsd_frepair_job *j, int status);
@@ -94,6 +101,7 @@ typedef struct cfsd_frepair cfsd_frepair_t;
 
 struct cfsd_frepair_stats {
 	uint64_t rounds, looked, checked, enough, repaired, stored, lost, nowhere, failed;
+	uint64_t located;             /* keys a probe left below the threshold, located */
 	/* fragment bytes of the repairs: the m a rebuild reads at least, and
 	 * those stored */
 	uint64_t bytes_read, bytes_stored;

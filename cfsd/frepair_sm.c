@@ -27,7 +27,7 @@ void cfsd_frepair_job_init(struct cfsd_frepair_job *j, const struct dhash_frag_r
 	memset(j, 0, sizeof(*j));
 	j->ref = *ref;
 	j->threshold = until_n ? ref->n : cfsd_frepair_threshold(ref->m, ref->n);
-	j->next = CFSD_FREPAIR_LOCATE;
+	j->next = CFSD_FREPAIR_PROBE;
 }
 
 bool cfsd_frepair_job_follow(const struct cfsd_frepair_job *j)
@@ -48,6 +48,20 @@ static void done(struct cfsd_frepair_job *j, enum cfsd_frepair_outcome o)
 {
 	j->outcome = o;
 	j->next = CFSD_FREPAIR_DONE;
+}
+
+/* A probe's count at the threshold or above ends the job; anything else
+ * (fewer, or a probe that failed) is looked at closely. */
+void cfsd_frepair_job_probed(struct cfsd_frepair_job *j, const struct dhash_locate_result *r)
+{
+	if (j->next != CFSD_FREPAIR_PROBE)
+		return;
+	if (r->status == 0 && r->good >= j->threshold) {
+		j->good = r->good;
+		done(j, CFSD_FREPAIR_ENOUGH);
+		return;
+	}
+	j->next = CFSD_FREPAIR_LOCATE;
 }
 
 void cfsd_frepair_job_located(struct cfsd_frepair_job *j, const struct dhash_locate_result *r)

@@ -445,6 +445,7 @@ struct dhash__locate {
 	struct cfs_id key;
 	uint32_t replicas;
 	uint32_t code_n;          /* a coded block's n (0: a whole block on k servers) */
+	bool probe;               /* HAVEs, not FETCHes (dhash_probe_coded) */
 	dhash__verify_fn verify;
 	struct cfs_fanin fetches; /* out */
 	uint64_t seq[CFS_MSG_MAX_NODES]; /* roots: each good copy's sequence */
@@ -460,6 +461,9 @@ void dhash__locate_fini(struct dhash__locate *lc);
 void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup_result *r);
 /* FETCH i ended (rep), or could not start (rep NULL). */
 void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct dhash__reply *rep);
+/* A probe's HAVE i ended: status (0, or the call's error) and, when 0,
+ * whether the server said it keeps the key. */
+void dhash__locate_on_have(struct dhash__locate *lc, uint32_t i, int status, bool found);
 bool dhash__locate_next(struct dhash__locate *lc, struct dhash__act *ret);
 
 #endif

@@ -376,6 +376,7 @@ enum dhash_copy_state {
 	DHASH_COPY_BAD = -1,      /* bytes that do not verify */
 	DHASH_COPY_MISSING = 0,
 	DHASH_COPY_GOOD = 1,
+	DHASH_COPY_PRESENT = 2,   /* a probe's: the server says it keeps the key */
 };
 struct dhash_locate_result {
 	int status;               /* 0, or the lookup's failure */
@@ -398,6 +399,14 @@ int dhash_copy_index(int8_t state, uint32_t position);
  * r->good counts for a coded block. */
 uint32_t dhash_locate_coded_good(const struct dhash_locate_result *r);
 #define DHASH_CODED_SPARES 2 /* holders past n a coded locate also asks */
+/* A coded block's count, as Carbonite counts: the holders dhash_locate_coded
+ * would ask, each sent a HAVE of the key instead of a FETCH, so nothing is
+ * read or verified and the fragments' indices are not known. A holder that
+ * says it keeps the key is DHASH_COPY_PRESENT; r->good counts them. About
+ * a hundred bytes a holder where a locate moves its fragment: enough to
+ * skip a repair, never to make one (two holders may keep one index). */
+int dhash_probe_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                      dhash_locate_cb cb, void *arg) CFS_WUR;
 /* Where a repair of a coded block located as r (n fragments) stores what
  * is missing: each index no holder has, on a holder among the first n
  * that has no fragment of the key (MISSING), in ring order. to[i] is set

@@ -46,19 +46,39 @@ static void fetch_done(void *arg, int status, const struct cfs_msg *reply,
  */
 #define LOCATE_FETCH_TIMEOUT_MS 4000
 
+static void have_done(void *arg, int status, const struct cfs_msg *reply,
+                      const struct cfs_rpc_result *res)
+{
+	struct locate_call *c = arg;
+	struct locate *lc = c->lc;
+	struct dhash__reply rep = dhash__reply_of(status, reply, res);
+
+	dhash__locate_on_have(&lc->sm, c->i, rep.status, rep.status == 0 && rep.len >= 1 && (rep.data[0] & 1));
+	free(c);
+	locate_run(lc);
+}
+
+/* A FETCH of the key, or a probe's HAVE of it, to holder a->i. */
 static int fetch_send(struct locate *lc, const struct dhash__act *a)
 {
 	const struct cfs_node *to = &lc->sm.r.nodes[a->i];
 	struct cfs_msg *m = xmalloc(sizeof(*m));
 	struct locate_call *call = xmalloc(sizeof(*call));
+	bool have = a->type == DHASH_ACT_HAVE;
 	int r;
 
 	*call = (struct locate_call){ lc, a->i };
-	cfs_msg_init(m, CFS_MSG_FETCH);
-	m->key = lc->sm.key;
+	cfs_msg_init(m, have ? CFS_MSG_HAVE : CFS_MSG_FETCH);
+	if (have) {
+		m->keys = &lc->sm.key;
+		m->n_keys = 1;
+	} else {
+		m->key = lc->sm.key;
+	}
 	m->has_to = true;
 	m->to_id = to->id;
-	if ((r = chord_call(dhash__client_chord(lc->d), to, m, LOCATE_FETCH_TIMEOUT_MS, fetch_done, call)) < 0)
+	if ((r = chord_call(dhash__client_chord(lc->d), to, m, LOCATE_FETCH_TIMEOUT_MS,
+	                    have ? have_done : fetch_done, call)) < 0)
 		free(call);
 	free(m);
 	return r;
@@ -88,6 +108,8 @@ static void locate_run(struct locate *lc)
 	while (!lc->finished && dhash__locate_next(&lc->sm, &a)) {
 		if (a.type == DHASH_ACT_FETCH && fetch_send(lc, &a) < 0)
 			dhash__locate_on_fetch(&lc->sm, a.i, NULL);
+		else if (a.type == DHASH_ACT_HAVE && fetch_send(lc, &a) < 0)
+			dhash__locate_on_have(&lc->sm, a.i, -EIO, false);
 		else if (a.type == DHASH_ACT_FINISH)
 			locate_finish(lc);
 	}
@@ -99,7 +121,7 @@ static void locate_run(struct locate *lc)
 	}
 }
 
-static int locate_start(dhash_client_t *d, const struct cfs_id *key, uint32_t code_n,
+static int locate_start(dhash_client_t *d, const struct cfs_id *key, uint32_t code_n, bool probe,
                         dhash_locate_cb cb, void *arg)
 {
 	if (dhash__client_closing(d))
@@ -113,7 +135,8 @@ static int locate_start(dhash_client_t *d, const struct cfs_id *key, uint32_t co
 	lc->arg = arg;
 	if (code_n)
 		dhash__locate_init_coded(&lc->sm, key, code_n);
-	else
+	lc->sm.probe = probe;
+	if (!code_n)
 		dhash__locate_init(&lc->sm, key, dhash__client_replicas(d));
 	dhash__locate_next(&lc->sm, &a); /* the lookup */
 	struct chord_lookup_opts lo = { .mode = dhash__client_mode(d), .nsucc = a.nsucc };
@@ -128,7 +151,7 @@ static int locate_start(dhash_client_t *d, const struct cfs_id *key, uint32_t co
 
 int dhash_locate(dhash_client_t *d, const struct cfs_id *key, dhash_locate_cb cb, void *arg)
 {
-	return locate_start(d, key, 0, cb, arg);
+	return locate_start(d, key, 0, false, cb, arg);
 }
 
 int dhash_locate_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
@@ -136,5 +159,13 @@ int dhash_locate_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, 
 {
 	if (!sfsro_code_valid(m, n))
 		return -EINVAL;
-	return locate_start(d, key, n, cb, arg);
+	return locate_start(d, key, n, false, cb, arg);
+}
+
+int dhash_probe_coded(dhash_client_t *d, const struct cfs_id *key, uint32_t m, uint32_t n,
+                      dhash_locate_cb cb, void *arg)
+{
+	if (!sfsro_code_valid(m, n))
+		return -EINVAL;
+	return locate_start(d, key, n, true, cb, arg);
 }

@@ -17,6 +17,9 @@
  * (DHASH_COPY_OTHER), the DHASH_CODED_SPARES holders past the n-th are
  * asked too (a fragment pushed outward still counts, as Carbonite reuses
  * copies that come back), and the block's count is of distinct indices.
+ *
+ * A probe (dhash_probe_coded) asks the same holders HAVE instead, and
+ * counts those that say they keep the key (PRESENT), index unknown.
  */
 #include <string.h>
 
@@ -65,7 +68,10 @@ static void locate_finish(struct dhash__locate *lc)
 	for (uint32_t i = 0; i < lc->r.n; i++)
 		if (lc->r.state[i] == DHASH_COPY_GOOD && lc->seq[i] < top)
 			lc->r.state[i] = DHASH_COPY_STALE;
-	if (lc->code_n)
+	if (lc->probe)
+		for (uint32_t i = 0; i < lc->r.n; i++)
+			lc->r.good += lc->r.state[i] == DHASH_COPY_PRESENT;
+	else if (lc->code_n)
 		lc->r.good = dhash_locate_coded_good(&lc->r);
 	else
 		for (uint32_t i = 0; i < lc->r.n; i++)
@@ -90,7 +96,7 @@ void dhash__locate_on_lookup(struct dhash__locate *lc, const struct chord_lookup
 	lc->state = DHASH_LOCATE_FETCH;
 	for (uint32_t i = 0; i < lc->r.n; i++) {
 		lc->r.state[i] = DHASH_COPY_SILENT;
-		dhash__act_push(&lc->q, DHASH_ACT_FETCH)->i = i;
+		dhash__act_push(&lc->q, lc->probe ? DHASH_ACT_HAVE : DHASH_ACT_FETCH)->i = i;
 		cfs_fanin_add(&lc->fetches);
 	}
 	if (lc->fetches.out == 0)
@@ -161,7 +167,7 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 {
 	uint64_t seq = 0;
 
-	if (lc->state != DHASH_LOCATE_FETCH)
+	if (lc->state != DHASH_LOCATE_FETCH || lc->probe)
 		return;
 	if (!rep)
 		lc->r.state[i] = DHASH_COPY_SILENT; /* never sent */
@@ -175,6 +181,15 @@ void dhash__locate_on_fetch(struct dhash__locate *lc, uint32_t i, const struct d
 	else
 		lc->r.state[i] = DHASH_COPY_SILENT;
 	lc->seq[i] = seq;
+	if (cfs_fanin_end(&lc->fetches, 0))
+		locate_finish(lc);
+}
+
+void dhash__locate_on_have(struct dhash__locate *lc, uint32_t i, int status, bool found)
+{
+	if (lc->state != DHASH_LOCATE_FETCH || !lc->probe)
+		return;
+	lc->r.state[i] = status < 0 ? DHASH_COPY_SILENT : found ? DHASH_COPY_PRESENT : DHASH_COPY_MISSING;
 	if (cfs_fanin_end(&lc->fetches, 0))
 		locate_finish(lc);
 }

@@ -35,7 +35,7 @@ ring_sum() { # FIELD: summed over the live daemons' status
 	cluster_status_sum "$TEST_DIR/st" "$1"
 }
 stored() { ring_sum frag_repair.stored; }   # fragments the repair rounds stored
-checked() { ring_sum frag_repair.checked; } # keys they located
+checked() { ring_sum frag_repair.checked; } # keys they counted
 good_of() { # KEY: its distinct good fragments, by cfs-fsck --replicas through node R
 	"$FSCK" --data "$TEST_DIR/node$R" --replicas "$vol" >"$TEST_DIR/rep.out" 2>"$TEST_DIR/rep.err" || true
 	grep "^$1 " "$TEST_DIR/rep.out" | awk '{ split($2, g, "/"); print g[1] }'
@@ -50,12 +50,14 @@ mapfile -t victims < <(awk -v k="$K" -v r="$R" '$1 == k && $2 != r { print $2 }'
 
 t0=$SECONDS
 until [ "$(checked)" -gt 0 ]; do
-	[ $((SECONDS - t0)) -lt 20 ] || fail "no repair round located a key in 20 s"
+	[ $((SECONDS - t0)) -lt 20 ] || fail "no repair round counted a key in 20 s"
 	sleep 1
 done
 sleep 3
 [ "$(stored)" -eq 0 ] || fail "fragments stored with every fragment in place: $(stored)"
-ok "repair rounds located $(checked) keys with every fragment in place and stored nothing"
+located=$(ring_sum frag_repair.located)
+[ "$located" -eq 0 ] || fail "$located keys located fragment by fragment with every fragment in place"
+ok "repair rounds counted $(checked) keys by HAVEs with every fragment in place, fetched no fragment and stored nothing"
 
 cluster_kill "${victims[0]}"
 cluster_wait_correct 60 || fail "the ring did not converge after node${victims[0]} died"

@@ -480,6 +480,36 @@ static void located(struct dhash__locate *lc, uint32_t i, struct dhash__reply r)
 	dhash__locate_on_fetch(lc, i, &r);
 }
 
+/* A probe asks the same holders HAVE, not FETCH, and counts those that
+ * say they keep the key; silence and a "no" do not count. */
+Test(dhash_coded, probe_counts_holders_that_say_so)
+{
+	struct dhash__locate lc;
+
+	dhash__locate_init_coded(&lc, &key, N);
+	lc.probe = true;
+	drain_locate(&lc);
+	dhash__locate_on_lookup(&lc, ring(N + 4, true));
+	drain_locate(&lc);
+	const uint32_t S = N + DHASH_CODED_SPARES;
+	cr_assert_eq(nacts, S);
+	for (uint32_t i = 0; i < S; i++)
+		cr_assert_eq(acts[i].type, DHASH_ACT_HAVE);
+	dhash__locate_on_fetch(&lc, 0, &(struct dhash__reply){ .status = 0 }); /* not a probe's: ignored */
+	for (uint32_t i = 0; i < S; i++) {
+		dhash__locate_on_have(&lc, i, i == 3 ? -ETIMEDOUT : 0, i != 4 && i != N);
+		drain_locate(&lc);
+		cr_assert_eq(nacts, i == S - 1 ? 1 : 0);
+	}
+	cr_assert_eq(acts[0].type, DHASH_ACT_FINISH);
+	cr_assert_eq(lc.r.good, S - 3);
+	cr_assert_eq(lc.r.state[0], DHASH_COPY_PRESENT);
+	cr_assert_eq(lc.r.state[3], DHASH_COPY_SILENT);
+	cr_assert_eq(lc.r.state[4], DHASH_COPY_MISSING);
+	cr_assert_eq(dhash_copy_index(lc.r.state[0], 0), -1, "a probe knows no index");
+	dhash__locate_fini(&lc);
+}
+
 /* Holder i is the i-th distinct IP and is asked for fragment i; each
  * answer is judged alone: a miss, bytes that do not verify, a good
  * fragment of another index and silence are each told apart from good. */

@@ -56,6 +56,56 @@ Test(frepair, responsible_for_the_keys_of_the_two_last_arcs)
 	cr_assert(cfsd_frepair_mine(&k, &self, preds, 0));     /* alone: all */
 }
 
+/* A job whose probe counted too few holders: it locates next. */
+static void init_low(struct cfsd_frepair_job *j, const struct dhash_frag_ref *r, bool until_n)
+{
+	cfsd_frepair_job_init(j, r, until_n);
+	cr_assert_eq(j->next, CFSD_FREPAIR_PROBE);
+	cfsd_frepair_job_probed(j, &(struct dhash_locate_result){ .status = 0, .good = 0 });
+	cr_assert_eq(j->next, CFSD_FREPAIR_LOCATE);
+}
+
+/* A key is first counted by a probe (HAVEs): at the threshold the job
+ * ends there, nothing fetched; below it, or with the probe failed, the
+ * fragments are located one by one; a followed key's probe must find n. */
+Test(frepair, a_probe_counts_first)
+{
+	struct cfsd_frepair_job j;
+	struct dhash_frag_ref r = ref(4, 8);
+	int8_t st[10] = { G, G, G, G, G, G, G, G, M, M };
+	struct dhash_locate_result l = located(st);
+
+	cfsd_frepair_job_init(&j, &r, false);
+	cr_assert_eq(j.next, CFSD_FREPAIR_PROBE);
+	cfsd_frepair_job_located(&j, &l); /* not asked: ignored */
+	cr_assert_eq(j.next, CFSD_FREPAIR_PROBE);
+	cfsd_frepair_job_probed(&j, &(struct dhash_locate_result){ .status = 0, .good = 6 });
+	cr_assert_eq(j.next, CFSD_FREPAIR_DONE);
+	cr_assert_eq(j.outcome, CFSD_FREPAIR_ENOUGH);
+	cr_assert_eq(j.good, 6);
+	cr_assert_not(cfsd_frepair_job_follow(&j));
+	cfsd_frepair_job_fini(&j);
+
+	cfsd_frepair_job_init(&j, &r, false);
+	cfsd_frepair_job_probed(&j, &(struct dhash_locate_result){ .status = 0, .good = 5 });
+	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE, "5 below the threshold of 6");
+	cfsd_frepair_job_probed(&j, &(struct dhash_locate_result){ .status = 0, .good = 8 }); /* ignored */
+	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE);
+	cfsd_frepair_job_located(&j, &l);
+	cr_assert_eq(j.outcome, CFSD_FREPAIR_ENOUGH, "the locate's count decides");
+	cfsd_frepair_job_fini(&j);
+
+	cfsd_frepair_job_init(&j, &r, false);
+	cfsd_frepair_job_probed(&j, &(struct dhash_locate_result){ .status = -ETIMEDOUT, .good = 8 });
+	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE, "a failed probe proves nothing");
+	cfsd_frepair_job_fini(&j);
+
+	cfsd_frepair_job_init(&j, &r, true);
+	cfsd_frepair_job_probed(&j, &(struct dhash_locate_result){ .status = 0, .good = 7 });
+	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE, "followed: 7 of 8 is not enough");
+	cfsd_frepair_job_fini(&j);
+}
+
 /* At the threshold or above nothing is sent (Carbonite): a lost holder
  * that the spares absorb costs one locate. */
 Test(frepair, at_the_threshold_nothing_is_sent)
@@ -65,8 +115,7 @@ Test(frepair, at_the_threshold_nothing_is_sent)
 	int8_t st[10] = { G, G, G, G, G, G, S, S, M, M };
 	struct dhash_locate_result l = located(st);
 
-	cfsd_frepair_job_init(&j, &r, false);
-	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_located(&j, &l);
 	cr_assert_eq(j.next, CFSD_FREPAIR_DONE);
 	cr_assert_eq(j.outcome, CFSD_FREPAIR_ENOUGH);
@@ -88,7 +137,7 @@ Test(frepair, below_the_threshold_the_missing_indices_are_stored)
 	uint8_t block[100] = { 7 };
 
 	cr_assert_eq(l.good, 4);
-	cfsd_frepair_job_init(&j, &r, false);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_located(&j, &l);
 	cr_assert_eq(j.next, CFSD_FREPAIR_GET);
 	cfsd_frepair_job_got(&j, 0, block, sizeof(block));
@@ -108,7 +157,7 @@ Test(frepair, below_the_threshold_the_missing_indices_are_stored)
 	int8_t st2[10] = { G, G, DHASH_COPY_OTHER(5), DHASH_COPY_OTHER(6), M, DHASH_COPY_OTHER(2),
 	                   DHASH_COPY_OTHER(3), DHASH_COPY_OTHER(4), M, M };
 	l = located(st2);
-	cfsd_frepair_job_init(&j, &r, true);
+	init_low(&j, &r, true);
 	cfsd_frepair_job_located(&j, &l);
 	cr_assert_eq(j.next, CFSD_FREPAIR_GET);
 	cr_assert_eq(j.mask, 1u << 7);
@@ -128,21 +177,21 @@ Test(frepair, below_m_lost_and_failures)
 	int8_t st[10] = { G, G, G, M, M, M, M, M, M, M };
 	struct dhash_locate_result l = located(st);
 
-	cfsd_frepair_job_init(&j, &r, false);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_got(&j, 0, (const uint8_t *)"x", 1); /* not asked: ignored */
 	cr_assert_eq(j.next, CFSD_FREPAIR_LOCATE);
 	cfsd_frepair_job_located(&j, &l);
 	cr_assert_eq(j.outcome, CFSD_FREPAIR_LOST);
 	cfsd_frepair_job_fini(&j);
 
-	cfsd_frepair_job_init(&j, &r, false);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_located(&j, &(struct dhash_locate_result){ .status = -ETIMEDOUT });
 	cr_assert_eq(j.outcome, CFSD_FREPAIR_FAILED);
 	cfsd_frepair_job_fini(&j);
 
 	int8_t st2[10] = { G, G, G, G, G, S, S, S, M, M };
 	l = located(st2);
-	cfsd_frepair_job_init(&j, &r, false);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_located(&j, &l);
 	cr_assert_eq(j.outcome, CFSD_FREPAIR_NOWHERE, "no holder among the first 8 without one");
 	cr_assert(cfsd_frepair_job_follow(&j));
@@ -150,7 +199,7 @@ Test(frepair, below_m_lost_and_failures)
 
 	int8_t st3[10] = { G, G, G, G, G, M, M, M, M, M };
 	l = located(st3);
-	cfsd_frepair_job_init(&j, &r, false);
+	init_low(&j, &r, false);
 	cfsd_frepair_job_located(&j, &l);
 	cfsd_frepair_job_got(&j, -EBADMSG, NULL, 0);
 	cr_assert_eq(j.outcome, CFSD_FREPAIR_FAILED);

@@ -249,6 +249,13 @@ def caption(text):
     return f"*{text}*\n"
 
 
+def exp_note(R, exp):
+    """OUT/exp/note.txt, as a caption: how runs not made by one whole
+    make eval were made (empty when there is none)."""
+    text = _read(os.path.join(R.out, exp, "note.txt")).strip()
+    return "\n" + caption(text) if text else ""
+
+
 def shape(verdict, text):
     """The section's verdict: is the figure in the paper's shape, and why
     not where it is not (computed from the runs, not written by hand)."""
@@ -997,6 +1004,7 @@ def sec_avail(R):
         body += shape(verdict, text)
     else:
         body += shape(None, "no snapshot runs.")
+    body += exp_note(R, "avail")
     R.section("avail", "Availability: coded against replicated blocks", body)
     R.check("avail", probs, f"{len(snap)} snapshots, {len(flap)} transient-failure runs")
     for (a, label), res in sorted(flap.items()):

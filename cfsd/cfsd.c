@@ -314,6 +314,7 @@ static void free_pieces(struct daemon *d)
 	cfsd_pinner_free(d->pinner);
 	cfsd_frepair_free(d->frepair);
 	d->frepair = NULL;
+	dhash_client_free(d->repair_client);
 	dhash_client_free(d->client);
 	dhash_server_free(d->dhash);
 	cfsd_denylist_free(d->deny);
@@ -505,9 +506,14 @@ int main(int argc, char **argv)
 	snprintf(blocks, sizeof(blocks), "%s/blocks", d->data_dir);
 	snprintf(cache, sizeof(cache), "%s/cache", d->data_dir);
 	d->dc.cache_dir = cache;
+	/* the fragment repairer's client: its traffic in the background class */
+	struct dhash_config rdc = d->dc;
+	rdc.background = true;
 	if ((r = dhash_server_new(d->loop, d->chord, blocks, &d->dc, &d->dhash)) < 0 ||
-	    (r = dhash_client_new(d->chord, &d->dc, &d->client)) < 0) {
+	    (r = dhash_client_new(d->chord, &d->dc, &d->client)) < 0 ||
+	    (r = dhash_client_new(d->chord, &rdc, &d->repair_client)) < 0) {
 		log_error_errno(r, "cannot open the block store %s", blocks);
+		dhash_client_free(d->client);
 		dhash_server_free(d->dhash);
 		chord_free(d->chord);
 		cfs_transport_close(d->tr);
@@ -541,7 +547,7 @@ int main(int argc, char **argv)
 		log_info("denylist: %u keys denied (%s)%s", n, deny_path,
 		         deleted ? "; copies found here deleted" : "");
 	}
-	d->frepair = cfsd_frepair_new(d->loop, d->chord, d->dhash, d->client, d->frepair_ms,
+	d->frepair = cfsd_frepair_new(d->loop, d->chord, d->dhash, d->repair_client, d->frepair_ms,
 	                              d->frepair_keys);
 	if (deny_ok && cfsd_pinner_new(d->loop, d->client, d->data_dir, &pc, &d->pinner) == 0)
 		d->serve = cfsd_serve_new(&(struct cfsd_serve_env){

@@ -30,6 +30,7 @@ struct daemon {
 	struct chord_config cc;
 	dhash_server_t *dhash;
 	dhash_client_t *client;
+	dhash_client_t *repair_client; /* the fragment repairer's, background class */
 	struct dhash_config dc;
 	uint64_t upload_bytes_per_s; /* --max-upload-mb-per-s (0: no cap) */
 	cfsd_pinner_t *pinner;    /* cfsctl pin: volumes this daemon keeps alive */

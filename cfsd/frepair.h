@@ -33,7 +33,8 @@
  * cannot store, and would otherwise stop at the threshold).
  *
  * The job is a state machine that does no I/O; the driver runs one job
- * at a time on the daemon's DHash client, so the repair traffic of a
+ * at a time on a DHash client of its own in the background class
+ * (dhash_config.background: it yields to reads and publishes), so the repair traffic of a
  * round is bounded by keys_per_round locates and the repairs they call.
  */
 #ifndef CFS_CFSD_FREPAIR_H

@@ -231,7 +231,7 @@ static int fetch_send(struct dhash_op *o, const struct dhash__act *a)
 	d->hedge_tokens += DHASH_HEDGE_SHARE;
 	if (d->hedge_tokens > DHASH_HEDGE_BURST)
 		d->hedge_tokens = DHASH_HEDGE_BURST;
-	if ((r = chord_call(d->chord, to, &d->msg, a->timeout_ms, fetch_reply, fc)) < 0)
+	if ((r = dhash__client_call(d, to, &d->msg, a->timeout_ms, fetch_reply, fc)) < 0)
 		free(fc);
 	return r;
 }
@@ -406,7 +406,7 @@ static int put_call(struct dhash_op *o, const struct dhash__act *a, uint32_t tim
 	int r;
 
 	*pc = (struct put_call){ o, a->i, a->type == DHASH_ACT_HAVE };
-	if ((r = chord_call(o->d->chord, &o->put.sm.cand[a->i], &o->d->msg, timeout_ms, put_reply, pc)) < 0)
+	if ((r = dhash__client_call(o->d, &o->put.sm.cand[a->i], &o->d->msg, timeout_ms, put_reply, pc)) < 0)
 		free(pc);
 	return r;
 }
@@ -468,7 +468,7 @@ static int probe_send(struct dhash_op *o, const struct dhash__act *a)
 	dhash__client_nonce(d, &to->addr, d->msg.nonce); /* a REFRESH is charged like a put */
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
-	return chord_call(d->chord, to, &d->msg, a->timeout_ms, probe_reply, o);
+	return dhash__client_call(d, to, &d->msg, a->timeout_ms, probe_reply, o);
 }
 
 /* ------------------------------------------------------------ the driver */
@@ -750,6 +750,12 @@ uint32_t dhash__client_replicas(const dhash_client_t *d)
 uint32_t dhash__client_mode(const dhash_client_t *d)
 {
 	return d->cfg.lookup_mode;
+}
+
+int dhash__client_call(dhash_client_t *d, const struct cfs_node *to, struct cfs_msg *m,
+                       uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+{
+	return (d->cfg.background ? chord_call_low : chord_call)(d->chord, to, m, timeout_ms, cb, arg);
 }
 
 bool dhash__client_closing(const dhash_client_t *d)

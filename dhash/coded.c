@@ -119,7 +119,7 @@ static int coded_send(struct coded_op *o, const struct dhash__act *a)
 	m->key = o->key;
 	m->has_to = true;
 	m->to_id = to->id;
-	if ((r = chord_call(dhash__client_chord(o->d), to, m, timeout, call_done, c)) < 0)
+	if ((r = dhash__client_call(o->d, to, m, timeout, call_done, c)) < 0)
 		free(c);
 	free(m);
 	return r;

@@ -96,6 +96,10 @@ struct dhash_config {
 	                           * (default 8 MB/s; 0: no compaction) */
 	uint32_t compact_live_pct; /* it rewrites a pack whose live share is below
 	                           * this (default 50) */
+	bool background;          /* a client's: its FETCHes, STOREs and HAVEs go in the
+	                           * background class (chord_call_low), yielding to
+	                           * reads and publishes under LEDBAT and the upload
+	                           * cap: a repairer's client */
 	bool corrupt_fetches;     /* tests only: serve every block with a byte flipped */
 	bool ring_order;          /* tests only: a get asks the successors in ring order,
 	                           * not by predicted latency */

@@ -91,6 +91,9 @@ int dhash_replica_targets(chord_t *c, uint32_t vi, uint32_t k, const struct cfs_
 chord_t *dhash__client_chord(const dhash_client_t *d);
 uint32_t dhash__client_replicas(const dhash_client_t *d);
 uint32_t dhash__client_mode(const dhash_client_t *d);
+/* chord_call, or chord_call_low for a background client. */
+int dhash__client_call(dhash_client_t *d, const struct cfs_node *to, struct cfs_msg *m,
+                       uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 uint64_t dhash__client_lease(const dhash_client_t *d);
 bool dhash__client_closing(const dhash_client_t *d);
 void dhash__client_hold(dhash_client_t *d);

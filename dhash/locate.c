@@ -77,8 +77,8 @@ static int fetch_send(struct locate *lc, const struct dhash__act *a)
 	}
 	m->has_to = true;
 	m->to_id = to->id;
-	if ((r = chord_call(dhash__client_chord(lc->d), to, m, LOCATE_FETCH_TIMEOUT_MS,
-	                    have ? have_done : fetch_done, call)) < 0)
+	if ((r = dhash__client_call(lc->d, to, m, LOCATE_FETCH_TIMEOUT_MS, have ? have_done : fetch_done,
+	                            call)) < 0)
 		free(call);
 	free(m);
 	return r;

@@ -78,7 +78,7 @@ static int refresh_send(struct rmany *rm, const struct dhash__act *a)
 	m->to_id = to->id;
 	*c = (struct rcall){ rm, a->i };
 	/* the message is encoded inside the call: keys may go right after */
-	int r = chord_call(dhash__client_chord(rm->d), to, m, a->timeout_ms, refresh_reply, c);
+	int r = dhash__client_call(rm->d, to, m, a->timeout_ms, refresh_reply, c);
 	free(keys);
 	free(m);
 	if (r < 0)

@@ -209,8 +209,10 @@ int tb_node_start(uint32_t slot)
 		fprintf(stderr, "cfs-testbed: node %u: block store %s: %s\n", slot, blocks, strerror(-r));
 		goto fail;
 	}
-	if (TB.frag_repair_ms)
-		n->fr = cfsd_frepair_new(TB.loop, n->chord, n->dh, n->cl, TB.frag_repair_ms,
+	struct dhash_config rdc = dc;
+	rdc.background = true;
+	if (TB.frag_repair_ms && dhash_client_new(n->chord, &rdc, &n->rcl) == 0)
+		n->fr = cfsd_frepair_new(TB.loop, n->chord, n->dh, n->rcl, TB.frag_repair_ms,
 		                         CFSD_FREPAIR_KEYS_DEFAULT);
 	/* Join through up to three live nodes (a crashed one is skipped by
 	 * chord_start's retries). */
@@ -273,6 +275,8 @@ static void node_free(struct tb_node *n)
 	TB.repair_bytes_gone += node_repair_bytes(n);
 	cfsd_frepair_free(n->fr);
 	n->fr = NULL;
+	dhash_client_free(n->rcl);
+	n->rcl = NULL;
 	dhash_client_free(n->cl);
 	dhash_server_free(n->dh);
 	chord_free(n->chord);

@@ -26,6 +26,7 @@ struct tb_node {
 	dhash_server_t *dh;
 	dhash_client_t *cl;
 	cfsd_frepair_t *fr;       /* its fragment repairer (--frag-repair-ms), or NULL */
+	dhash_client_t *rcl;      /* the repairer's client, background class (as cfsd's) */
 	struct cfs_wan_node wan;
 	uint64_t joined_ms;       /* on the run's clock */
 	char cache_dir[560];      /* its server's cache (the server keeps the pointer) */

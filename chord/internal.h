@@ -24,6 +24,12 @@ struct chord__vnode {
 	bool joined;
 	struct tnode pred;        /* valid when known */
 	uint64_t pred_heard_us;
+	/* The predecessor itself named us its successor (its GET_PRED or
+	 * NOTIFY came from it): only then do we answer for (pred, self]. A
+	 * predecessor taken from hearsay (any node met while we had none,
+	 * as after a restart) may lie far before the true one, and keys
+	 * between would be answered with our own list, not their holders. */
+	bool pred_sure;
 	uint32_t nsuccs;          /* 0: alone, the successor is self */
 	struct tnode succ[CHORD_SUCC_MAX];
 	struct tnode finger[NFINGERS];
@@ -277,6 +283,9 @@ struct chord {
 	struct chord__vnode *v;          /* nv entries */
 	struct cfs_addr *boot;    /* join targets */
 	size_t nboot, boot_next;
+	/* lookup.c: the wait for an address's first answer (a join target,
+	 * a plain client's bootstrap) is probe_timeout_ms << addr_wait_shift */
+	uint32_t addr_wait_shift;
 	/* merge.c: peers remembered across partitions and restarts (most
 	 * recently seen first), and the ring check that looks outside our loop */
 	struct cfs_addr peers[CHORD_PEERS_MAX];
@@ -371,6 +380,10 @@ void chord__merge_learned(chord_t *c, const struct cfs_node *n);
 bool chord__merge_contact(chord_t *c, const struct chord__vnode *v, struct cfs_addr *ret);
 
 /* chord.c */
+/* lookup.c: the wait for an address's first answer, and what an answer
+ * (or its timeout) after waited_us teaches it. */
+uint32_t chord__addr_wait_ms(const chord_t *c);
+void chord__addr_heard(chord_t *c, int status, uint64_t waited_us);
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m);

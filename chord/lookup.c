@@ -36,6 +36,7 @@ struct chord__lookup {
 struct lk_call {
 	struct chord__lookup *l;
 	uint32_t ask;
+	uint64_t addr_sent_us;    /* an ask of an address alone: when it left */
 };
 
 /* A forwarding hop in progress (at most one next hop asked at a time). */
@@ -233,6 +234,41 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 	}
 }
 
+/*
+ * The wait for the first answer of an address we know nothing else of (a
+ * join target, a plain client's bootstrap): its round trip is unknown, and
+ * a stranger's answer of more than three times its request takes two (a
+ * token first: QUIC's address validation, docs/PROTOCOL.md). With the
+ * probe timeout alone, a node behind a slow link (a path of 400 ms and
+ * more: a geostationary satellite, a congested uplink) never heard any
+ * join target within it and retried forever. So each such ask that times
+ * out doubles the wait, up to ADDR_WAIT_SHIFT_MAX doublings, and an
+ * answer sets it to the least that holds two of that answer's waits. A
+ * live target answers whatever the wait; only a dead one is waited on
+ * longer, as TCP's connection attempts back off.
+ */
+#define ADDR_WAIT_SHIFT_MAX 4
+
+uint32_t chord__addr_wait_ms(const chord_t *c)
+{
+	return c->cfg.probe_timeout_ms << c->addr_wait_shift;
+}
+
+void chord__addr_heard(chord_t *c, int status, uint64_t waited_us)
+{
+	if (status == -ECANCELED)
+		return;
+	if (status == -ETIMEDOUT) {
+		if (c->addr_wait_shift < ADDR_WAIT_SHIFT_MAX)
+			c->addr_wait_shift++;
+		return;
+	}
+	uint32_t s = 0;
+	while (s < ADDR_WAIT_SHIFT_MAX && ((uint64_t)c->cfg.probe_timeout_ms << s) * 1000 < 2 * waited_us)
+		s++;
+	c->addr_wait_shift = s;
+}
+
 /* A send the transport refuses goes back to the machine as an event; its
  * actions join the end of the queue. */
 static void send_ask(struct chord__lookup *l, const struct chord__lk_act *a)
@@ -244,10 +280,12 @@ static void send_ask(struct chord__lookup *l, const struct chord__lk_act *a)
 	k->l = l;
 	k->ask = a->ask;
 	build_ask(c, l, a);
-	if (a->has_to)
+	if (a->has_to) {
 		r = chord_call(c, &a->to, &c->msg, 0, lk_reply, k);
-	else
-		r = chord__call_addr(c, &a->to.addr, &c->msg, c->cfg.probe_timeout_ms, lk_reply, k);
+	} else {
+		k->addr_sent_us = cfs_now_us();
+		r = chord__call_addr(c, &a->to.addr, &c->msg, chord__addr_wait_ms(c), lk_reply, k);
+	}
 	if (r < 0) {
 		free(k);
 		chord__lksm_send_failed(&l->sm, a->ask, r);
@@ -350,6 +388,8 @@ static void lk_reply(void *arg, int status, const struct cfs_msg *m,
 
 	free(arg);
 	l->outstanding--;
+	if (k.addr_sent_us)
+		chord__addr_heard(l->c, status, cfs_now_us() - k.addr_sent_us);
 	decode(status, m, res ? res->from : NULL, &r);
 	chord__lksm_reply(&l->sm, k.ask, &r);
 	drive(l);

@@ -709,6 +709,13 @@ static void handle_alert(chord_t *c, struct chord__vnode *v, const struct cfs_id
 	free(a);
 }
 
+/*
+ * The maintenance requests a member answers: its predecessor and
+ * successor list (only once joined), a NOTIFY (Chord Fig. 7: only the
+ * node itself may say it is our predecessor), an ALERT, a LEAVE. A
+ * request from our predecessor is news of it, and its GET_PRED or NOTIFY
+ * proves it takes us for its successor (pred_sure).
+ */
 void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
                          const struct cfs_reply_to *from)
 {
@@ -721,8 +728,14 @@ void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_ms
 		sender.addr = from->addr;
 		sender.vindex = req->from_vindex;
 		sender.coord = req->coord;
-		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id))
+		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id)) {
 			v->pred_heard_us = now;
+			/* GET_PRED and NOTIFY come only from a node that takes
+			 * us for its successor. */
+			if ((req->type == CFS_MSG_GET_PRED || req->type == CFS_MSG_NOTIFY) &&
+			    cfs_addr_eq(&v->pred.n.addr, &from->addr))
+				v->pred_sure = true;
+		}
 	}
 	switch (req->type) {
 	case CFS_MSG_GET_PRED:
@@ -749,8 +762,11 @@ void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_ms
 		    cfs_addr_eq(&req->node.addr, &from->addr) && req->node.vindex == sender.vindex &&
 		    !cfs_id_eq(&sender.id, &v->self.id) &&
 		    (!v->pred.valid || cfs_id_in_oo(&sender.id, &v->pred.n.id, &v->self.id)))
-			if (chord__auth_check_from(c, &sender, &from->addr, now) == AUTH_OK)
+			if (chord__auth_check_from(c, &sender, &from->addr, now) == AUTH_OK) {
 				chord__table_consider(c, &sender, now);
+				if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id))
+					v->pred_sure = true;
+			}
 		break;
 	case CFS_MSG_ALERT:
 		handle_alert(c, v, &req->key);

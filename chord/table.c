@@ -78,8 +78,10 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now)
 		    cfs_id_in_oo(&n->id, &v->succ[v->nsuccs - 1].n.id, &v->self.id))
 			chord__maint_kick(v);
 		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
-			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id))
+			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id)) {
 				v->pred = (struct tnode){ .n = *n, .valid = true };
+				v->pred_sure = false;
+			}
 			v->pred_heard_us = now;
 		}
 		for (int k = 0; k < NFINGERS; k++) {
@@ -374,9 +376,12 @@ bool chord__table_step(chord_t *c, struct chord__vnode *v, const struct cfs_id *
 		nsucc = 1;
 	if (nsucc > cap)
 		nsucc = cap;
-	/* Are we the key's successor? */
+	/* Are we the key's successor? Only by a predecessor that named us its
+	 * successor (or is one of our own): one from hearsay is routed
+	 * through instead, as any node before the key. */
 	if (v->nsuccs == 0 ||
-	    (v->pred.valid && cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
+	    (v->pred.valid && (v->pred_sure || chord__local(c, &v->pred.n.id)) &&
+	     cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
 		out[n++] = v->self;
 		for (uint32_t i = 0; i < v->nsuccs && n < nsucc && !v->succ_unsure; i++)
 			out[n++] = v->succ[i].n;

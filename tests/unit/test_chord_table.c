@@ -84,6 +84,31 @@ static bool step(struct chord__vnode *v, int key_at, uint32_t nsucc, bool to_pre
 
 TestSuite(chord_table, .init = setup, .fini = teardown);
 
+/* A predecessor from hearsay (the first node met after a restart) may lie
+ * far before the true one: keys between are not answered with our own
+ * list, whose nodes do not hold them, but routed to the nodes before
+ * them; the predecessor's own GET_PRED or NOTIFY (maint.c) makes it sure,
+ * and a new predecessor is unsure again. */
+Test(chord_table, a_predecessor_from_hearsay_answers_nothing)
+{
+	struct chord__vnode *v = vn(0, 100, 8);
+
+	chord__table_consider(C, &ring[40], T0); /* met first: taken as predecessor */
+	cr_assert(v->pred.valid && same(&v->pred.n, 40));
+	cr_assert_not(v->pred_sure);
+	cr_assert_not(step(v, 60, 3, false, 16), "key 60 lies between 40 and the true predecessor");
+	cr_assert_geq(n_out, 1);
+	cr_assert(same(&out[0], 40), "routed to the node before the key");
+	v->pred_sure = true; /* its GET_PRED came */
+	cr_assert(step(v, 60, 3, false, 16));
+	cr_assert(same(&out[0], 100));
+	chord__table_consider(C, &ring[95], T0); /* a nearer one: unsure again */
+	cr_assert(same(&v->pred.n, 95));
+	cr_assert_not(v->pred_sure);
+	cr_assert_not(step(v, 99, 3, false, 16));
+	cr_assert(same(&out[0], 95));
+}
+
 Test(chord_table, alone_answers_itself)
 {
 	struct chord__vnode *v = vn(0, 0, 0);
@@ -93,12 +118,14 @@ Test(chord_table, alone_answers_itself)
 	cr_assert(same(&out[0], 0));
 }
 
-/* key in (pred, self]: we are its successor, our list follows. */
+/* key in (pred, self]: we are its successor, our list follows, once the
+ * predecessor itself has named us its successor. */
 Test(chord_table, own_key)
 {
 	struct chord__vnode *v = vn(0, 100, 8);
 
 	v->pred = (struct tnode){ .n = ring[90], .valid = true };
+	v->pred_sure = true;
 	cr_assert(step(v, 100, 3, false, 16));
 	cr_assert_eq(n_out, 3);
 	cr_assert(same(&out[0], 100) && same(&out[1], 101) && same(&out[2], 102));

@@ -284,8 +284,9 @@ struct chord {
 	struct cfs_addr *boot;    /* join targets */
 	size_t nboot, boot_next;
 	/* lookup.c: the wait for an address's first answer (a join target,
-	 * a plain client's bootstrap) is probe_timeout_ms << addr_wait_shift */
-	uint32_t addr_wait_shift;
+	 * a plain client's bootstrap): asks of addresses that timed out since
+	 * the last answer, and the doublings that answer asked for */
+	uint32_t addr_silent, addr_wait_shift;
 	/* merge.c: peers remembered across partitions and restarts (most
 	 * recently seen first), and the ring check that looks outside our loop */
 	struct cfs_addr peers[CHORD_PEERS_MAX];

@@ -241,17 +241,24 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
  * token first: QUIC's address validation, docs/PROTOCOL.md). With the
  * probe timeout alone, a node behind a slow link (a path of 400 ms and
  * more: a geostationary satellite, a congested uplink) never heard any
- * join target within it and retried forever. So each such ask that times
- * out doubles the wait, up to ADDR_WAIT_SHIFT_MAX doublings, and an
- * answer sets it to the least that holds two of that answer's waits. A
- * live target answers whatever the wait; only a dead one is waited on
- * longer, as TCP's connection attempts back off.
+ * join target within it and retried forever. So every pass over the join
+ * targets that none answered doubles the wait, up to ADDR_WAIT_SHIFT_MAX
+ * doublings, and an answer sets it to the least that holds two of that
+ * answer's waits. The first pass is as fast as before, and a pass is what
+ * a restart with many remembered peers down costs; a live target answers
+ * whatever the wait, only the dead are waited on longer (as TCP's
+ * connection attempts back off).
  */
 #define ADDR_WAIT_SHIFT_MAX 4
 
 uint32_t chord__addr_wait_ms(const chord_t *c)
 {
-	return c->cfg.probe_timeout_ms << c->addr_wait_shift;
+	size_t targets = c->nboot + c->npeers;
+	size_t s = c->addr_silent / (targets ? targets : 1);
+
+	if (s < c->addr_wait_shift)
+		s = c->addr_wait_shift;
+	return c->cfg.probe_timeout_ms << (s < ADDR_WAIT_SHIFT_MAX ? s : ADDR_WAIT_SHIFT_MAX);
 }
 
 void chord__addr_heard(chord_t *c, int status, uint64_t waited_us)
@@ -259,14 +266,14 @@ void chord__addr_heard(chord_t *c, int status, uint64_t waited_us)
 	if (status == -ECANCELED)
 		return;
 	if (status == -ETIMEDOUT) {
-		if (c->addr_wait_shift < ADDR_WAIT_SHIFT_MAX)
-			c->addr_wait_shift++;
+		c->addr_silent++;
 		return;
 	}
 	uint32_t s = 0;
 	while (s < ADDR_WAIT_SHIFT_MAX && ((uint64_t)c->cfg.probe_timeout_ms << s) * 1000 < 2 * waited_us)
 		s++;
 	c->addr_wait_shift = s;
+	c->addr_silent = 0;
 }
 
 /* A send the transport refuses goes back to the machine as an event; its

@@ -98,3 +98,31 @@ Test(chord_join, a_path_slower_than_the_probe_timeout_still_joins)
 	fprintf(stderr, "joined across a 900 ms path after %.1f s, waiting %u ms for an address\n",
 	        (double)(joined_us - started_us) / 1e6, chord__addr_wait_ms(joiner.c));
 }
+
+/* A pass over the join targets that none answered doubles the wait, not
+ * each silent target: a restart whose remembered peers are down tries
+ * them all at the probe timeout first. An answer sets the wait to hold
+ * two of its own times, and the count starts again. */
+Test(chord_join, the_wait_doubles_per_silent_pass)
+{
+	chord_t *c = founder.c;
+	uint32_t p = c->cfg.probe_timeout_ms;
+
+	c->nboot = 3; /* as if given three bootstrap addresses */
+	cr_assert_eq(chord__addr_wait_ms(c), p);
+	chord__addr_heard(c, -ETIMEDOUT, p * 1000ull);
+	chord__addr_heard(c, -ETIMEDOUT, p * 1000ull);
+	cr_assert_eq(chord__addr_wait_ms(c), p, "two of three silent: the first pass goes on");
+	chord__addr_heard(c, -ETIMEDOUT, p * 1000ull);
+	cr_assert_eq(chord__addr_wait_ms(c), 2 * p);
+	for (int i = 0; i < 30; i++)
+		chord__addr_heard(c, -ETIMEDOUT, 0);
+	cr_assert_eq(chord__addr_wait_ms(c), 16 * p, "at most 16 times");
+	chord__addr_heard(c, -ECANCELED, 0);
+	cr_assert_eq(chord__addr_wait_ms(c), 16 * p, "a cancelled ask says nothing");
+	chord__addr_heard(c, 0, 900000);
+	cr_assert_eq(chord__addr_wait_ms(c), 4 * p, "two 900 ms answers: 1,800 ms, so 3,000");
+	chord__addr_heard(c, 0, 20000);
+	cr_assert_eq(chord__addr_wait_ms(c), p);
+	c->nboot = 0;
+}

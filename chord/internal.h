@@ -380,11 +380,12 @@ void chord__merge_check(chord_t *c);
 void chord__merge_learned(chord_t *c, const struct cfs_node *n);
 bool chord__merge_contact(chord_t *c, const struct chord__vnode *v, struct cfs_addr *ret);
 
-/* chord.c */
 /* lookup.c: the wait for an address's first answer, and what an answer
  * (or its timeout) after waited_us teaches it. */
 uint32_t chord__addr_wait_ms(const chord_t *c);
 void chord__addr_heard(chord_t *c, int status, uint64_t waited_us);
+
+/* chord.c */
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m);

@@ -57,8 +57,10 @@ static void succ_insert(struct chord__vnode *v, const struct cfs_node *n, uint32
 
 void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
+	bool local = chord__local(c, &n->id) != NULL;
+
 	chord__merge_learned(c, n);
-	if (!chord__local(c, &n->id))
+	if (!local)
 		chord__learned_add(&c->learned, n, now);
 	for (uint32_t vi = 0; vi < c->nv; vi++) {
 		struct chord__vnode *v = &c->v[vi];
@@ -80,7 +82,7 @@ void chord__table_consider(chord_t *c, const struct cfs_node *n, uint64_t now)
 		if (!v->pred.valid || cfs_id_in_oo(&n->id, &v->pred.n.id, &v->self.id)) {
 			if (!v->pred.valid || !cfs_id_eq(&v->pred.n.id, &n->id)) {
 				v->pred = (struct tnode){ .n = *n, .valid = true };
-				v->pred_sure = false;
+				v->pred_sure = local; /* one of ours: its tables are ours */
 			}
 			v->pred_heard_us = now;
 		}
@@ -380,8 +382,7 @@ bool chord__table_step(chord_t *c, struct chord__vnode *v, const struct cfs_id *
 	 * successor (or is one of our own): one from hearsay is routed
 	 * through instead, as any node before the key. */
 	if (v->nsuccs == 0 ||
-	    (v->pred.valid && (v->pred_sure || chord__local(c, &v->pred.n.id)) &&
-	     cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
+	    (v->pred.valid && v->pred_sure && cfs_id_in_oc(key, &v->pred.n.id, &v->self.id))) {
 		out[n++] = v->self;
 		for (uint32_t i = 0; i < v->nsuccs && n < nsucc && !v->succ_unsure; i++)
 			out[n++] = v->succ[i].n;

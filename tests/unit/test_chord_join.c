@@ -74,9 +74,9 @@ static void on_check(uv_timer_t *t)
 
 TestSuite(chord_join, .init = setup, .fini = teardown, .timeout = 60);
 
-/* Each join target's silence doubles the wait for the next; the answer
- * that finally comes (900 ms) sets it to hold two such waits. Before,
- * the joiner asked again every 750 ms and never joined. */
+/* A pass over the join targets (here one) that none answered doubles the
+ * wait; the answer that finally comes (900 ms) sets it to hold two such
+ * waits. Before, the joiner asked again every 750 ms and never joined. */
 Test(chord_join, a_path_slower_than_the_probe_timeout_still_joins)
 {
 	struct cfs_netmodel m;

@@ -3,7 +3,18 @@
  * H(IP ‖ index) of the address it claims (index below CFS_VNODE_INDEX_MAX), and it has echoed a fresh
  * random nonce sent to that address (so nobody can claim an address it does
  * not receive at). Results are cached by ID: a success for ten minutes, a
- * failure for thirty seconds, a node found dead for fifteen.
+ * failure for thirty seconds, a node found dead (or gone with a LEAVE) for
+ * fifteen.
+ *
+ * A dead verdict keeps a node out of every list, and a server restarted
+ * in place (an upgrade, a crash) has the same ID at the same address a
+ * moment later. So a dead verdict is asked again, the old verdict standing
+ * until a fresh nonce comes back: at once when the node itself sends us a
+ * request from its address, and when another node names it at least
+ * DEAD_RECHECK_US after the verdict. Kept out for the whole fifteen
+ * seconds, a server restarted in a rolling upgrade was missing from its
+ * neighbours' lists while the next ones restarted; joins took wrong
+ * successors and plain clients found no route.
  *
  * Each check costs an AUTH round trip to an address that whoever offered the
  * node chose, so checks are bounded: de-duplicated by ID (one
@@ -32,15 +43,18 @@
 #define PENDING_US (10ull * 1000000)
 #define AUTH_TIMEOUT_MS 1000
 #define RECHECK_US (10ull * 1000000)
+#define DEAD_RECHECK_US (1ull * 1000000)
 
 struct auth_call {
 	chord_t *c;
 	struct cfs_node node;
 	uint8_t nonce[CFS_NONCE_BYTES];
-	bool recheck;             /* of an AUTH_OK entry whose ID another address claims */
+	uint8_t expect;           /* what it checks: AUTH_PENDING (a first check),
+	                             AUTH_OK or AUTH_DEAD (a verdict asked again) */
+	uint64_t gen;             /* the entry's gen when sent */
 };
 
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck);
+static int send_auth(chord_t *c, struct auth_ent *e, enum auth_state expect);
 
 void chord__auth_init(chord_t *c, uint64_t now)
 {
@@ -126,7 +140,32 @@ void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now)
 	if (e && e->state != AUTH_PENDING) {
 		e->state = AUTH_DEAD;
 		e->until_us = now + DEAD_US;
+		e->rechecking = false;
+		e->gen = ++c->auth_gen; /* an answer to a check in flight no longer counts */
 	}
+}
+
+/* Ask a dead node again (charged like any check, one at a time); the
+ * dead verdict stands until the answer. */
+static void revive(chord_t *c, struct auth_ent *e, const struct cfs_addr *src, uint64_t now)
+{
+	if (e->rechecking || c->leaving || c->freeing)
+		return;
+	if (c->auth_inflight >= CHORD_AUTH_INFLIGHT_MAX || chord__rl_admit(&c->auth_rl, now, src) < 0) {
+		c->auth_dropped++;
+		return;
+	}
+	e->rechecking = send_auth(c, e, AUTH_DEAD) == 0;
+	c->auth_revived += e->rechecking;
+}
+
+void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now)
+{
+	struct auth_ent *e = find(c, &n->id);
+
+	if (live(e, now) && e->state == AUTH_DEAD && cfs_addr_eq(&e->node.addr, &n->addr) &&
+	    e->node.vindex == n->vindex)
+		revive(c, e, &n->addr, now);
 }
 
 /* The answer to call a (status 0 with the reply, or the call's error). */
@@ -136,8 +175,7 @@ static void answered(struct auth_call *a, int status, const struct cfs_msg *repl
 	struct auth_ent *e = find(c, &a->node.id);
 	char s[9];
 
-	if (!e || e->state != (a->recheck ? AUTH_OK : AUTH_PENDING) ||
-	    !cfs_addr_eq(&e->node.addr, &a->node.addr))
+	if (!e || e->gen != a->gen || e->state != a->expect || !cfs_addr_eq(&e->node.addr, &a->node.addr))
 		return;
 	e->rechecking = false;
 	if (status == 0 && reply->has_from && cfs_id_eq(&reply->from_id, &a->node.id) &&
@@ -148,11 +186,15 @@ static void answered(struct auth_call *a, int status, const struct cfs_msg *repl
 		e->node.coord = reply->coord;
 		c->auth_ok++;
 		struct cfs_node n = e->node;
-		if (!a->recheck)
+		if (a->expect != AUTH_OK)
 			chord__table_consider(c, &n, now);
 	} else {
-		e->state = status == -ETIMEDOUT ? AUTH_DEAD : AUTH_FAILED;
-		e->until_us = now + (status == -ETIMEDOUT ? DEAD_US : FAILED_US);
+		/* A dead node asked again stays dead, whatever the failure (a
+		 * server shutting down refuses): a wrong answer from one that
+		 * is back is checked again like any. */
+		bool dead = status == -ETIMEDOUT || a->expect == AUTH_DEAD;
+		e->state = dead ? AUTH_DEAD : AUTH_FAILED;
+		e->until_us = now + (dead ? DEAD_US : FAILED_US);
 		c->auth_failed++;
 		log_debug("node %s failed authentication: %s", cfs_id_short(&a->node.id, s),
 		          status ? strerror(-status) : "wrong answer");
@@ -185,8 +227,11 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 
 	if (!live(e, now))
 		return AUTH_NONE;
-	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex)
+	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex) {
+		if (e->state == AUTH_DEAD && now >= e->until_us - DEAD_US + DEAD_RECHECK_US)
+			revive(c, e, src, now);
 		return (enum auth_state)e->state;
+	}
 	if (e->state == AUTH_OK) {
 		/* Is the holder still there? Ask it again (charged like any
 		 * check, at most one at a time, not sooner than RECHECK_US
@@ -195,8 +240,7 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 		if (!e->rechecking && now + OK_US - e->until_us > RECHECK_US &&
 		    !c->leaving && !c->freeing && c->auth_inflight < CHORD_AUTH_INFLIGHT_MAX &&
 		    chord__rl_admit(&c->auth_rl, now, src) == 0) {
-			struct cfs_node holder = e->node;
-			e->rechecking = send_auth(c, &holder, true) == 0;
+			e->rechecking = send_auth(c, e, AUTH_OK) == 0;
 		}
 		c->auth_dup++;
 		log_debug("node %s at %s refused: its ID is held by a live node at %s",
@@ -237,7 +281,7 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 	e->state = AUTH_PENDING;
 	e->until_us = now + PENDING_US;
 	e->rechecking = false;
-	if (send_auth(c, n, false) < 0) {
+	if (send_auth(c, e, AUTH_PENDING) < 0) {
 		e = find(c, &n->id);
 		e->state = AUTH_FAILED;
 		e->until_us = now + FAILED_US;
@@ -246,15 +290,18 @@ enum auth_state chord__auth_check_from(chord_t *c, const struct cfs_node *n, con
 	return AUTH_PENDING;
 }
 
-/* Send n a fresh nonce as background work (outside the window). */
-static int send_auth(chord_t *c, const struct cfs_node *n, bool recheck)
+/* Send e's node a fresh nonce as background work (outside the window);
+ * only the answer to the newest check of e counts. */
+static int send_auth(chord_t *c, struct auth_ent *e, enum auth_state expect)
 {
 	struct auth_call *a = xcalloc(1, sizeof(*a));
+	struct cfs_node copy = e->node, *n = &copy;
 	int r;
 
 	a->c = c;
 	a->node = *n;
-	a->recheck = recheck;
+	a->expect = (uint8_t)expect;
+	a->gen = e->gen = ++c->auth_gen;
 	randombytes_buf(a->nonce, sizeof(a->nonce));
 	chord__msg_init(c, NULL, CFS_MSG_AUTH, n);
 	memcpy(c->msg.nonce, a->nonce, sizeof(a->nonce));

@@ -399,6 +399,20 @@ static bool hostile_sender(chord_t *c, const struct cfs_msg *req, const struct c
 	return !chord__node_id_ok(c, &n);
 }
 
+/* Echo an AUTH's nonce: this is us, at this address. Not once we have
+ * sent our LEAVE: nobody takes us back into a table then. */
+static void answer_auth(chord_t *c, struct chord__vnode *v, const struct cfs_msg *req,
+                        const struct cfs_reply_to *from)
+{
+	if (c->leaving) {
+		(void)cfs_transport_reply_error(c->tr, from, -ESHUTDOWN);
+		return;
+	}
+	chord__msg_init(c, v, CFS_MSG_AUTH, NULL);
+	memcpy(c->msg.nonce, req->nonce, sizeof(c->msg.nonce));
+	chord__reply_simple(c, from, &c->msg);
+}
+
 bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cfs_reply_to *from)
 {
 	struct chord__vnode *v = &c->v[0];
@@ -424,15 +438,18 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		(void)cfs_transport_reply_error(c->tr, from, -EPERM);
 		return true;
 	}
+	if (req->has_from && req->type != CFS_MSG_LEAVE) {
+		/* a node we hold dead is back (restarted in place): ask it */
+		struct cfs_node sender = { .id = req->from_id, .addr = from->addr, .vindex = req->from_vindex };
+		chord__auth_heard(c, &sender, cfs_now_us());
+	}
 	switch (req->type) {
 	case CFS_MSG_PING:
 		chord__msg_init(c, v, CFS_MSG_PING, NULL);
 		chord__reply_simple(c, from, &c->msg);
 		break;
 	case CFS_MSG_AUTH:
-		chord__msg_init(c, v, CFS_MSG_AUTH, NULL);
-		memcpy(c->msg.nonce, req->nonce, sizeof(c->msg.nonce));
-		chord__reply_simple(c, from, &c->msg);
+		answer_auth(c, v, req, from);
 		break;
 	case CFS_MSG_FIND_NEXT:
 		chord__lookup_handle_find_next(c, v, req, from);
@@ -552,7 +569,7 @@ struct ring_snap {
 	uint32_t nv;
 	double est, coord_err;
 	uint64_t lookups_done, lookups_failed, lookup_rpcs, lookup_timeouts;
-	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached;
+	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_cached, auth_revived;
 	uint64_t hostile_dropped, fwd_handled, fwd_copies, find_next_handled, alerts_in;
 	/* Authenticated leaves, bounded authentication work */
 	uint64_t auth_dropped, auth_dropped_src, auth_dropped_all, auth_dup, auth_src_evicted;
@@ -618,6 +635,7 @@ static const struct cfs_stat ring_stats[] = {
 	S(U64, auth_failed, "failed", "failed", NULL),
 	S(U64, id_mismatch, "id_mismatch", "ID mismatches", NULL),
 	S(U64, auth_cached, "cached", "cached", NULL),
+	S(U64, auth_revived, "revived", "dead ones asked again", NULL),
 	S(U32, auth_inflight, "inflight", "in flight", NULL),
 	S(U64, auth_dropped, "dropped", "dropped (over budget)", NULL),
 	S(U64, auth_dropped_src, "dropped_source", "... over a source's rate", NULL),
@@ -694,6 +712,7 @@ void chord_status(const chord_t *c, struct cfs_sbuf *b, bool json)
 		.lookups_failed = c->lookups_failed, .lookup_rpcs = c->lookup_rpcs,
 		.lookup_timeouts = c->lookup_timeouts, .auth_sent = c->auth_sent, .auth_ok = c->auth_ok,
 		.auth_failed = c->auth_failed, .id_mismatch = c->id_mismatch, .auth_cached = chord__auth_count(c),
+		.auth_revived = c->auth_revived,
 		.hostile_dropped = c->hostile_dropped, .fwd_handled = c->fwd_handled,
 		.fwd_copies = c->fwd_copies,
 		.find_next_handled = c->find_next_handled, .alerts_in = c->alerts_in,

@@ -57,7 +57,9 @@ struct auth_ent {
 	struct cfs_node node;
 	uint8_t state;            /* enum auth_state */
 	uint64_t until_us;        /* state expires */
-	bool rechecking;          /* AUTH_OK, and asked again: another address claims the ID */
+	bool rechecking;          /* asked again: AUTH_OK whose ID another address claims,
+	                             or AUTH_DEAD heard from or named again */
+	uint64_t gen;             /* of its newest check or verdict (chord_t's auth_gen) */
 };
 
 struct chord__lookup;
@@ -316,7 +318,8 @@ struct chord {
 	/* auth cache */
 	struct cfs_htab auth;     /* node ID -> struct auth_ent */
 	size_t auth_sweep_at;     /* drop expired entries at this count */
-	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch;
+	uint64_t auth_sent, auth_ok, auth_failed, id_mismatch, auth_revived;
+	uint64_t auth_gen;        /* numbers checks and verdicts: an answer counts for its own */
 
 	/* lookups in progress (for cancellation and recursive answers) */
 	struct chord__lookup *lookups;
@@ -413,6 +416,9 @@ void chord__auth_free(chord_t *c);
 enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The node did not answer: keep it out of tables for a while. */
 void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now);
+/* n sent us a request from its own address: if we hold it dead, ask it
+ * again now (it comes back into the tables when it answers). */
+void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The cached verdict, without asking: an entry holds through its until_us
  * (AUTH_PENDING until its check ends), then reads AUTH_NONE. */
 enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id, uint64_t now);

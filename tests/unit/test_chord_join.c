@@ -1,7 +1,8 @@
-/* A join across a slow path (chord/lookup.c, chord__addr_wait_ms): two real
- * chord instances on loopback, the joiner's every datagram held 900 ms by
- * the simple network model, longer than the 750 ms probe timeout that was
- * once the whole wait for a join target's answer. */
+/* Joins of two real chord instances on loopback: across a slow path
+ * (chord/lookup.c, chord__addr_wait_ms), the joiner's every datagram held
+ * 900 ms by the simple network model, longer than the 750 ms probe timeout
+ * that was once the whole wait for a join target's answer; and a server
+ * restarted in place, which the other held dead (chord/auth.c). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 
@@ -26,17 +27,23 @@ static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_re
 	(void)cfs_transport_reply_error(n->tr, from, -EOPNOTSUPP);
 }
 
-static void node_new(struct node *n, const char *ip)
+static void node_new_at(struct node *n, const char *ip, uint16_t port)
 {
 	struct cfs_transport_config tc;
 	struct chord_config cc;
 
 	cfs_transport_config_default(&tc);
 	tc.host = ip;
+	tc.port = port;
 	cr_assert_eq(cfs_transport_new(&loop, &tc, on_request, n, &n->tr), 0);
 	cr_assert_eq(cfs_transport_local_addr(n->tr, &n->a), 0);
 	chord_config_default(&cc);
 	cr_assert_eq(chord_new(&loop, n->tr, &n->a, &cc, &n->c), 0);
+}
+
+static void node_new(struct node *n, const char *ip)
+{
+	node_new_at(n, ip, 0);
 }
 
 static void setup(void)
@@ -125,4 +132,154 @@ Test(chord_join, the_wait_doubles_per_silent_pass)
 	chord__addr_heard(c, 0, 20000);
 	cr_assert_eq(chord__addr_wait_ms(c), p);
 	c->nboot = 0;
+}
+
+/* ------------------------------------------------------------ restarts */
+
+static bool (*until_fn)(void);
+static uv_timer_t poll_timer;
+static bool polled;
+
+static void on_poll(uv_timer_t *t)
+{
+	if (until_fn()) {
+		polled = true;
+		uv_timer_stop(t);
+	}
+}
+
+/* Run the loop until f() holds or limit_ms pass; f()'s last word. */
+static bool run_until(bool (*f)(void), uint32_t limit_ms)
+{
+	uint64_t end = cfs_now_us() + limit_ms * 1000ull;
+
+	until_fn = f;
+	polled = false;
+	uv_timer_init(&loop, &poll_timer);
+	uv_timer_start(&poll_timer, on_poll, 20, 20);
+	while (!polled && cfs_now_us() < end)
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_timer_stop(&poll_timer);
+	uv_close((uv_handle_t *)&poll_timer, NULL);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	return polled || f();
+}
+
+static bool linked(void)
+{
+	const struct chord__vnode *f = &founder.c->v[0];
+	const struct cfs_id *j = &joiner.c->v[0].self.id;
+
+	return chord_vnode_joined(joiner.c, 0) && f->nsuccs > 0 && cfs_id_eq(&f->succ[0].n.id, j) &&
+	       f->pred.valid && cfs_id_eq(&f->pred.n.id, j);
+}
+
+static bool never(void)
+{
+	return false;
+}
+
+/* A server restarted in place comes back under its old ID at its old
+ * address, while the other still holds it dead (it left, or stopped
+ * answering). Its own requests (its NOTIFY) get it asked again, and it is
+ * back in the other's tables in a round or two, not after the fifteen
+ * seconds of the dead verdict. */
+Test(chord_join, a_server_restarted_in_place_is_taken_back_at_once)
+{
+	chord_start(founder.c, NULL, 0);
+	chord_start(joiner.c, &founder.a, 1);
+	cr_assert(run_until(linked, 15000), "the two never formed a ring");
+
+	/* The joiner stops; the founder finds it dead (as a LEAVE or the
+	 * timeouts of its probes would). */
+	struct cfs_id jid = joiner.c->v[0].self.id;
+	uint16_t port = cfs_addr_port(&joiner.a);
+	chord_free(joiner.c);
+	joiner.c = NULL;
+	cfs_transport_close(joiner.tr);
+	(void)run_until(never, 100);
+	uint64_t dead_at = cfs_now_us();
+	chord__table_remove(founder.c, &jid, dead_at);
+	cr_assert_eq(chord__auth_peek(founder.c, &jid, dead_at), AUTH_DEAD);
+	cr_assert_eq(founder.c->auth_revived, 0);
+
+	node_new_at(&joiner, "127.0.0.2", port);
+	cr_assert(cfs_id_eq(&joiner.c->v[0].self.id, &jid));
+	chord_start(joiner.c, &founder.a, 1);
+	bool back = run_until(linked, 10000);
+	double secs = (double)(cfs_now_us() - dead_at) / 1e6;
+	cr_assert(back, "the restarted server was not taken back in 10 s");
+	cr_assert_lt(secs, 8.0, "taken back after %.1f s", secs);
+	cr_assert_geq(founder.c->auth_revived, 1, "no dead verdict was asked again");
+	cr_assert_eq(chord__auth_peek(founder.c, &jid, cfs_now_us()), AUTH_OK);
+	fprintf(stderr, "a server restarted in place was taken back after %.2f s\n", secs);
+}
+
+static bool founder_trusts_joiner(void)
+{
+	return chord__auth_peek(founder.c, &joiner.c->v[0].self.id, cfs_now_us()) == AUTH_OK;
+}
+
+/* Named by another node (a successor's list, a lookup's answer), a node
+ * held dead is asked again once the verdict is a second old; the verdict
+ * stands until the node answers, and a younger one is not asked at all. */
+Test(chord_join, a_dead_verdict_is_asked_again_when_named)
+{
+	chord_start(founder.c, NULL, 0);
+	chord_start(joiner.c, &founder.a, 1);
+	cr_assert(run_until(linked, 15000), "the two never formed a ring");
+
+	struct cfs_node j = joiner.c->v[0].self;
+	uint64_t now = cfs_now_us();
+	chord__auth_mark_dead(founder.c, &j.id, now);
+	cr_assert_eq(chord__auth_check(founder.c, &j, now + 999999), AUTH_DEAD);
+	cr_assert_eq(founder.c->auth_revived, 0, "a verdict under a second old was asked again");
+	cr_assert_eq(chord__auth_check(founder.c, &j, now + 1000000), AUTH_DEAD,
+	             "the verdict stands until the answer");
+	cr_assert_eq(founder.c->auth_revived, 1);
+	cr_assert_eq(chord__auth_check(founder.c, &j, now + 1000001), AUTH_DEAD);
+	cr_assert_eq(founder.c->auth_revived, 1, "one check at a time");
+	cr_assert(run_until(founder_trusts_joiner, 5000), "the live node's answer did not revive it");
+}
+
+static bool founder_revive_done(void)
+{
+	return founder.c->auth_inflight == 0;
+}
+
+/* The node itself talking to us from its address is asked again at once,
+ * however young the verdict. A verdict given while that check is in
+ * flight wins over its answer; a server on its way out (after its LEAVE)
+ * refuses the check and stays dead, not failed. */
+Test(chord_join, a_dead_node_heard_from_is_asked_at_once)
+{
+	chord_start(founder.c, NULL, 0);
+	chord_start(joiner.c, &founder.a, 1);
+	cr_assert(run_until(linked, 15000), "the two never formed a ring");
+	cr_assert(run_until(founder_revive_done, 5000));
+
+	struct cfs_node j = joiner.c->v[0].self;
+	uint64_t now = cfs_now_us();
+	chord__auth_mark_dead(founder.c, &j.id, now);
+	chord__auth_heard(founder.c, &j, now);
+	cr_assert_eq(founder.c->auth_revived, 1, "not asked at once");
+	cr_assert(run_until(founder_trusts_joiner, 5000), "the live node's answer did not revive it");
+
+	/* found dead again while the check is in flight: its answer is stale */
+	now = cfs_now_us();
+	chord__auth_mark_dead(founder.c, &j.id, now);
+	chord__auth_heard(founder.c, &j, now);
+	cr_assert_eq(founder.c->auth_revived, 2);
+	chord__auth_mark_dead(founder.c, &j.id, now);
+	cr_assert(run_until(founder_revive_done, 5000));
+	cr_assert_eq(chord__auth_peek(founder.c, &j.id, cfs_now_us()), AUTH_DEAD,
+	             "an answer to a check older than the verdict counted");
+
+	/* leaving: it refuses, and stays dead */
+	joiner.c->leaving = true;
+	chord__auth_heard(founder.c, &j, cfs_now_us());
+	cr_assert_eq(founder.c->auth_revived, 3);
+	cr_assert(run_until(founder_revive_done, 5000));
+	cr_assert_eq(chord__auth_peek(founder.c, &j.id, cfs_now_us()), AUTH_DEAD);
+	joiner.c->leaving = false;
 }

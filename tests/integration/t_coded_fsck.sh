@@ -224,10 +224,21 @@ ok "a coded volume of 128 KiB blocks publishes and reads back whole"
 # ---- a holder dies: the key's successors move along. The survivors'
 # fragments count by their index wherever they now stand, the block is at
 # n - 1, and --repair stores the lost index on the holder that moved in
-# without one (a killed daemon sends no goodbye: no drain).
-victim=7
-"$CFSCTL" --data "$TEST_DIR/node$victim" keys >"$TEST_DIR/victim.keys"
+# without one (a killed daemon sends no goodbye: no drain). The victim is
+# a daemon that holds a fragment of a block at n (node IDs are random: a
+# given daemon may hold none, when every coded key falls where its 8
+# holders leave it out).
 fsck_r pre --data "$TEST_DIR/node$R"
+victim=
+for i in 7 6 5 4 2 1 8 9; do
+	"$CFSCTL" --data "$TEST_DIR/node$i" keys >"$TEST_DIR/victim.keys"
+	if awk 'NR == FNR { v[$1] = 1; next } $2 == "8/4/8" && ($1 in v) { found = 1 } END { exit !found }' \
+		"$TEST_DIR/victim.keys" "$TEST_DIR/pre.out"; then
+		victim=$i
+		break
+	fi
+done
+[ -n "$victim" ] || { cat "$TEST_DIR/pre.out"; fail "no daemon but node0 and node$R holds a fragment of a block at 8/4/8"; }
 cluster_kill "$victim"
 cluster_wait_correct 60 || fail "the ring did not converge after node$victim died"
 fsck_r post --data "$TEST_DIR/node$R"

@@ -9,12 +9,16 @@
  * A dead verdict keeps a node out of every list, and a server restarted
  * in place (an upgrade, a crash) has the same ID at the same address a
  * moment later. So a dead verdict is asked again, the old verdict standing
- * until a fresh nonce comes back: at once when the node itself sends us a
- * request from its address, and when another node names it at least
- * DEAD_RECHECK_US after the verdict. Kept out for the whole fifteen
- * seconds, a server restarted in a rolling upgrade was missing from its
- * neighbours' lists while the next ones restarted; joins took wrong
- * successors and plain clients found no route.
+ * until a fresh nonce comes back, once the node has joined again: at once
+ * when it sends us its own stabilization (chord__auth_heard), and when our
+ * successor names it its predecessor at least DEAD_RECHECK_US after the
+ * verdict (chord__auth_vouched). Not on any other mention: a server that
+ * has restarted but not joined answers AUTH too, and taken back then it
+ * answers our stabilization with no list and is dropped again, round
+ * after round. Kept out for the whole fifteen seconds, a server restarted
+ * in a rolling upgrade was missing from its neighbours' lists while the
+ * next ones restarted; joins took wrong successors and plain clients
+ * found no route.
  *
  * Each check costs an AUTH round trip to an address that whoever offered the
  * node chose, so checks are bounded: de-duplicated by ID (one
@@ -159,13 +163,30 @@ static void revive(chord_t *c, struct auth_ent *e, const struct cfs_addr *src, u
 	c->auth_revived += e->rechecking;
 }
 
-void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now)
+/* The DEAD entry of n at n's own address, or NULL. */
+static struct auth_ent *dead_at(chord_t *c, const struct cfs_node *n, uint64_t now)
 {
 	struct auth_ent *e = find(c, &n->id);
 
-	if (live(e, now) && e->state == AUTH_DEAD && cfs_addr_eq(&e->node.addr, &n->addr) &&
-	    e->node.vindex == n->vindex)
+	return live(e, now) && e->state == AUTH_DEAD && cfs_addr_eq(&e->node.addr, &n->addr) &&
+	       e->node.vindex == n->vindex ? e : NULL;
+}
+
+void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now)
+{
+	struct auth_ent *e = dead_at(c, n, now);
+
+	if (e)
 		revive(c, e, &n->addr, now);
+}
+
+void chord__auth_vouched(chord_t *c, const struct cfs_node *n, uint64_t now)
+{
+	struct auth_ent *e = dead_at(c, n, now);
+
+	/* every DEAD verdict is set to last DEAD_US from when it was given */
+	if (e && now >= e->until_us - DEAD_US + DEAD_RECHECK_US)
+		revive(c, e, NULL, now);
 }
 
 /* The answer to call a (status 0 with the reply, or the call's error). */
@@ -227,11 +248,8 @@ static enum auth_state cached(chord_t *c, const struct cfs_node *n, const struct
 
 	if (!live(e, now))
 		return AUTH_NONE;
-	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex) {
-		if (e->state == AUTH_DEAD && now >= e->until_us - DEAD_US + DEAD_RECHECK_US)
-			revive(c, e, src, now);
+	if (cfs_addr_eq(&e->node.addr, &n->addr) && e->node.vindex == n->vindex)
 		return (enum auth_state)e->state;
-	}
 	if (e->state == AUTH_OK) {
 		/* Is the holder still there? Ask it again (charged like any
 		 * check, at most one at a time, not sooner than RECHECK_US

@@ -416,9 +416,13 @@ void chord__auth_free(chord_t *c);
 enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The node did not answer: keep it out of tables for a while. */
 void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now);
-/* n sent us a request from its own address: if we hold it dead, ask it
- * again now (it comes back into the tables when it answers). */
+/* n sent us its stabilization (a joined member's) from its own address:
+ * if we hold it dead, ask it again now (it comes back into the tables
+ * when it answers). */
 void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now);
+/* Our successor names n its predecessor: if we hold n dead and the
+ * verdict is a second old or more, ask it again. */
+void chord__auth_vouched(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The cached verdict, without asking: an entry holds through its until_us
  * (AUTH_PENDING until its check ends), then reads AUTH_NONE. */
 enum auth_state chord__auth_peek(const chord_t *c, const struct cfs_id *id, uint64_t now);

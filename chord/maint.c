@@ -276,7 +276,8 @@ static void mt_run(struct chord__mtsm *sm, uint64_t now)
 			log_lost(&a.to, "predecessor", why);
 			chord__auth_mark_dead(c, &a.to.id, now);
 			break;
-		case CHORD__MTA_OFFER:
+		case CHORD__MTA_OFFER: /* our successor's predecessor (stabilize) */
+			chord__auth_vouched(c, &a.to, now);
 			chord__table_offer(c, &a.to, now);
 			break;
 		case CHORD__MTA_CONSIDER:

@@ -215,36 +215,43 @@ Test(chord_join, a_server_restarted_in_place_is_taken_back_at_once)
 	fprintf(stderr, "a server restarted in place was taken back after %.2f s\n", secs);
 }
 
+static bool founder_revive_done(void)
+{
+	return founder.c->auth_inflight == 0;
+}
+
 static bool founder_trusts_joiner(void)
 {
 	return chord__auth_peek(founder.c, &joiner.c->v[0].self.id, cfs_now_us()) == AUTH_OK;
 }
 
-/* Named by another node (a successor's list, a lookup's answer), a node
- * held dead is asked again once the verdict is a second old; the verdict
- * stands until the node answers, and a younger one is not asked at all. */
-Test(chord_join, a_dead_verdict_is_asked_again_when_named)
+/* A node held dead that our successor names its predecessor is asked
+ * again once the verdict is a second old; the verdict stands until the
+ * node answers, and a younger one is not asked at all. Any other mention
+ * (a list, a lookup: a plain check) asks nothing: a server restarted but
+ * not yet joined answers AUTH too, and taken back then it answers our
+ * stabilization with no list and is dropped again, round after round. */
+Test(chord_join, a_dead_verdict_is_asked_again_when_vouched_for)
 {
 	chord_start(founder.c, NULL, 0);
 	chord_start(joiner.c, &founder.a, 1);
 	cr_assert(run_until(linked, 15000), "the two never formed a ring");
+	cr_assert(run_until(founder_revive_done, 5000));
 
 	struct cfs_node j = joiner.c->v[0].self;
 	uint64_t now = cfs_now_us();
 	chord__auth_mark_dead(founder.c, &j.id, now);
-	cr_assert_eq(chord__auth_check(founder.c, &j, now + 999999), AUTH_DEAD);
+	cr_assert_eq(chord__auth_check(founder.c, &j, now + 5000000), AUTH_DEAD);
+	cr_assert_eq(founder.c->auth_revived, 0, "a plain mention asked again");
+	chord__auth_vouched(founder.c, &j, now + 999999);
 	cr_assert_eq(founder.c->auth_revived, 0, "a verdict under a second old was asked again");
+	chord__auth_vouched(founder.c, &j, now + 1000000);
+	cr_assert_eq(founder.c->auth_revived, 1);
 	cr_assert_eq(chord__auth_check(founder.c, &j, now + 1000000), AUTH_DEAD,
 	             "the verdict stands until the answer");
-	cr_assert_eq(founder.c->auth_revived, 1);
-	cr_assert_eq(chord__auth_check(founder.c, &j, now + 1000001), AUTH_DEAD);
+	chord__auth_vouched(founder.c, &j, now + 1000001);
 	cr_assert_eq(founder.c->auth_revived, 1, "one check at a time");
 	cr_assert(run_until(founder_trusts_joiner, 5000), "the live node's answer did not revive it");
-}
-
-static bool founder_revive_done(void)
-{
-	return founder.c->auth_inflight == 0;
 }
 
 /* The node itself talking to us from its address is asked again at once,

@@ -10,9 +10,11 @@
  * in place (an upgrade, a crash) has the same ID at the same address a
  * moment later. So a dead verdict is asked again, the old verdict standing
  * until a fresh nonce comes back, once the node has joined again: at once
- * when it sends us its own stabilization (chord__auth_heard), and when our
- * successor names it its predecessor at least DEAD_RECHECK_US after the
- * verdict (chord__auth_vouched). Not on any other mention: a server that
+ * when it sends us its own stabilization (chord__auth_heard: its successor
+ * hears it within a round), and when our successor names it its
+ * predecessor at least DEAD_RECHECK_US after the verdict
+ * (chord__auth_vouched: its predecessor). Nodes further back that hold
+ * it dead take it in when the verdict ends. Not on any other mention: a server that
  * has restarted but not joined answers AUTH too, and taken back then it
  * answers our stabilization with no list and is dropped again, round
  * after round. Kept out for the whole fifteen seconds, a server restarted
@@ -210,10 +212,10 @@ static void answered(struct auth_call *a, int status, const struct cfs_msg *repl
 		if (a->expect != AUTH_OK)
 			chord__table_consider(c, &n, now);
 	} else {
-		/* A dead node asked again stays dead, whatever the failure (a
-		 * server shutting down refuses): a wrong answer from one that
-		 * is back is checked again like any. */
-		bool dead = status == -ETIMEDOUT || a->expect == AUTH_DEAD;
+		/* A server shutting down refuses (answer_auth): dead, not
+		 * failed, so that it is asked again once it is back. A dead
+		 * node asked again stays dead whatever the failure. */
+		bool dead = status == -ETIMEDOUT || status == -ESHUTDOWN || a->expect == AUTH_DEAD;
 		e->state = dead ? AUTH_DEAD : AUTH_FAILED;
 		e->until_us = now + (dead ? DEAD_US : FAILED_US);
 		c->auth_failed++;

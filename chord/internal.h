@@ -416,7 +416,8 @@ void chord__auth_free(chord_t *c);
 enum auth_state chord__auth_check(chord_t *c, const struct cfs_node *n, uint64_t now);
 /* The node did not answer: keep it out of tables for a while. */
 void chord__auth_mark_dead(chord_t *c, const struct cfs_id *id, uint64_t now);
-/* n sent us its stabilization (a joined member's) from its own address:
+/* n sent us its stabilization (NOTIFY or GET_PRED: a joined virtual
+ * server's) from its own address:
  * if we hold it dead, ask it again now (it comes back into the tables
  * when it answers). */
 void chord__auth_heard(chord_t *c, const struct cfs_node *n, uint64_t now);

@@ -14,10 +14,10 @@
  * hears it within a round), and when our successor names it its
  * predecessor at least DEAD_RECHECK_US after the verdict
  * (chord__auth_vouched: its predecessor). Nodes further back that hold
- * it dead take it in when the verdict ends. Not on any other mention: a server that
- * has restarted but not joined answers AUTH too, and taken back then it
- * answers our stabilization with no list and is dropped again, round
- * after round. Kept out for the whole fifteen seconds, a server restarted
+ * it dead take it in when the verdict ends. Not on any other mention: a
+ * server that has restarted but not joined answers AUTH too, and taken
+ * back then it answers our stabilization with no list and is dropped
+ * again, round after round. Kept out for the whole fifteen seconds, a server restarted
  * in a rolling upgrade was missing from its neighbours' lists while the
  * next ones restarted; joins took wrong successors and plain clients
  * found no route.

@@ -438,15 +438,6 @@ bool chord_handle_request(chord_t *c, const struct cfs_msg *req, const struct cf
 		(void)cfs_transport_reply_error(c->tr, from, -EPERM);
 		return true;
 	}
-	if (req->has_from && (req->type == CFS_MSG_NOTIFY || req->type == CFS_MSG_GET_PRED)) {
-		/* A node we hold dead is back (restarted in place) and has
-		 * joined: only a joined virtual server's stabilization sends
-		 * these. Not on its join lookup: taken back before it has
-		 * joined, it answers our stabilization with no list and is
-		 * dropped again. */
-		struct cfs_node sender = { .id = req->from_id, .addr = from->addr, .vindex = req->from_vindex };
-		chord__auth_heard(c, &sender, cfs_now_us());
-	}
 	switch (req->type) {
 	case CFS_MSG_PING:
 		chord__msg_init(c, v, CFS_MSG_PING, NULL);

@@ -729,6 +729,13 @@ void chord__maint_handle(chord_t *c, struct chord__vnode *v, const struct cfs_ms
 		sender.addr = from->addr;
 		sender.vindex = req->from_vindex;
 		sender.coord = req->coord;
+		/* A node we hold dead is back (restarted in place) and has
+		 * joined: only a joined virtual server's stabilization sends
+		 * these. Not on its join lookup: taken back before it has
+		 * joined, it answers our stabilization with no list and is
+		 * dropped again. */
+		if (req->type == CFS_MSG_NOTIFY || req->type == CFS_MSG_GET_PRED)
+			chord__auth_heard(c, &sender, now);
 		if (v->pred.valid && cfs_id_eq(&v->pred.n.id, &sender.id)) {
 			v->pred_heard_us = now;
 			/* GET_PRED and NOTIFY come only from a node that takes

@@ -59,6 +59,7 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.calls, "calls", "calls", NULL),
 	S(U64, st.replies, "replies", "replies", NULL),
 	S(U64, st.timeouts, "timeouts", "timeouts", NULL),
+	S(U64, st.timeouts_deferred, "timeouts_deferred", "timeouts deferred behind earlier answers", NULL),
 	S(U64, st.cancelled, "cancelled", "cancelled", NULL),
 	S(U64, st.unmatched, "unmatched", "unmatched replies", NULL),
 	S(U64, st.late_replies, "late_replies", "late replies", NULL),

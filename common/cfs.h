@@ -654,6 +654,7 @@ struct cfs_transport_stats {
 	uint64_t calls;          /* requests accepted by cfs_transport_call */
 	uint64_t replies;        /* ... that ended with a reply */
 	uint64_t timeouts;       /* ... that timed out */
+	uint64_t timeouts_deferred; /* deadlines moved on: the peer was busy answering earlier calls */
 	uint64_t cancelled;      /* ... cancelled by close */
 	uint64_t requests_in;    /* requests received */
 	uint64_t replies_out;    /* replies sent */

@@ -67,7 +67,11 @@
 /* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
  * deviation, from the replies to calls with a computed RTO. */
 struct peer_est {
-	double srtt_us, rttvar_us;
+	double srtt_us, rttvar_us;        /* 0, 0: no round trip measured yet */
+	/* The last sign of progress on a call to this peer (a piece of its
+	 * reply, its request's pieces acknowledged), and when that call was
+	 * sent: a call sent no earlier waits behind it in the peer's queue. */
+	uint64_t progress_us, progress_sent_us;
 };
 
 static uint64_t call_key(const void *p) { return ((const struct cfs__call *)p)->deadline_us; }
@@ -229,7 +233,9 @@ static void peer_sample(struct cfs__rpc *r, const struct cfs_addr *a, uint64_t r
 	if (!cfs_htab_get(&r->peers, &k) && cfs_htab_count(&r->peers) >= PEERS_MAX)
 		cfs_htab_clear(&r->peers);
 	struct peer_est *pe = cfs_htab_put(&r->peers, &k, &added);
-	if (added) {
+	if (added)
+		memset(pe, 0, sizeof(*pe));
+	if (pe->srtt_us <= 0) {
 		pe->srtt_us = (double)rtt;
 		pe->rttvar_us = (double)rtt / 2;
 		return;
@@ -286,6 +292,8 @@ void cfs__rpc_sent(struct cfs__rpc *r, struct cfs__call *c, bool proven, uint64_
 	const struct peer_est *pe = peer_find(r, &c->dst);
 	uint64_t ri;
 
+	if (pe && pe->srtt_us <= 0)
+		pe = NULL;
 	if (c->pkt_len > CFS_DGRAM_SAFE || c->outside || c->rexmits >= REXMIT_MAX || !proven ||
 	    c->rx_idx != SIZE_MAX)
 		return;
@@ -402,12 +410,29 @@ void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t re
 	act_push(r, CFS__RPC_SEND, c);
 }
 
+/* Progress on a call to a: noted per peer (see cfs__rpc_expire). */
+static void progress_note(struct cfs__rpc *r, const struct cfs__call *c, uint64_t now)
+{
+	struct peer_key k;
+	bool added;
+
+	cfs__peer_key(&k, &c->dst);
+	if (!cfs_htab_get(&r->peers, &k) && cfs_htab_count(&r->peers) >= PEERS_MAX)
+		cfs_htab_clear(&r->peers);
+	struct peer_est *pe = cfs_htab_put(&r->peers, &k, &added);
+	if (added)
+		memset(pe, 0, sizeof(*pe));
+	pe->progress_us = now;
+	pe->progress_sent_us = c->sent_us;
+}
+
 void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, uint64_t now)
 {
 	struct cfs__call *c = call_find(r, reqid);
 
 	if (!c)
 		return;
+	progress_note(r, c, now);
 	uint64_t d = now + c->rto_us;
 	if (d > c->sent_us + CALL_LIFE_MAX_US)
 		d = c->sent_us + CALL_LIFE_MAX_US;
@@ -469,6 +494,37 @@ static void late_note(struct cfs__rpc *r, const struct cfs__call *c, double wind
 	r->late_next = (r->late_next + 1) % LATE_MAX;
 }
 
+/*
+ * A peer serves the answers it owes one after another (common/link.c: a
+ * link's transfers in the order they began), so a call whose answer is
+ * long queues behind the calls sent before it: a reader with two dozen
+ * 64 KiB fetches out to a replica 80 ms away saw its later ones get no
+ * piece for 200 ms and time out, while the peer was busy sending the
+ * earlier ones, and went on to farther replicas while the late answers
+ * were thrown away. Progress on a call to a peer is progress on the calls
+ * sent to it no earlier: such a call's deadline is its RTO after the
+ * peer's last progress, within the call's longest life. A call sent
+ * before the one that progressed is not waiting behind it, and times out
+ * as ever (a request the peer lost or skipped).
+ */
+static bool behind_progress(struct cfs__rpc *r, struct cfs__call *c)
+{
+	const struct peer_est *pe = peer_find(r, &c->dst);
+
+	if (!pe || pe->progress_sent_us > c->sent_us || pe->progress_us < c->sent_us)
+		return false;
+	uint64_t d = pe->progress_us + c->rto_us;
+	if (d > c->sent_us + CALL_LIFE_MAX_US)
+		d = c->sent_us + CALL_LIFE_MAX_US;
+	if (d <= c->deadline_us)
+		return false;
+	cfs__heap_remove(&r->calls_heap, c->heap_idx);
+	c->deadline_us = d;
+	cfs__heap_push(&r->calls_heap, c);
+	r->st->timeouts_deferred++;
+	return true;
+}
+
 bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us)
 {
 	struct cfs_transport_stats *st = r->st;
@@ -478,6 +534,8 @@ bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us)
 	struct cfs__call *c = r->calls_heap.v[0];
 	if (c->deadline_us > before_us)
 		return false;
+	if (behind_progress(r, c))
+		return true;
 	double before = st->window;
 	table_take(r, c->reqid);
 	st->timeouts++;

@@ -43,6 +43,7 @@ struct dhash_client {
 	uint64_t push_refill_us;
 	struct server_nonce nonces[NONCES];
 	uint32_t nnonces, nonce_next;
+	struct dhash__busy busy;  /* FETCHes out per server */
 };
 
 enum op_type { OP_GET, OP_PUT, OP_PROBE };
@@ -80,6 +81,7 @@ struct fetch_call {
 	struct dhash_op *o;
 	uint32_t ci;              /* the candidate asked */
 	bool hedge;               /* sent because an earlier one was slow */
+	struct cfs_addr to;       /* counted in busy while it is out */
 };
 
 static void op_run(struct dhash_op *o);
@@ -158,14 +160,17 @@ static void lookup_done(void *arg, const struct chord_lookup_result *r)
 	struct dhash_op *o = arg;
 	dhash_client_t *d = o->d;
 	uint64_t rtt[CFS_MSG_MAX_NODES];
+	uint32_t busy[CFS_MSG_MAX_NODES];
 
 	if (d->closing)
 		r = &cancelled;
 	switch (o->type) {
 	case OP_GET:
-		for (uint32_t i = 0; r->status == 0 && i < r->n; i++)
+		for (uint32_t i = 0; r->status == 0 && i < r->n; i++) {
 			rtt[i] = chord_rtt_us(d->chord, &r->succ[i]);
-		dhash__get_on_lookup(&o->get.sm, r, rtt);
+			busy[i] = dhash__busy_of(&d->busy, &r->succ[i].addr);
+		}
+		dhash__get_on_lookup_busy(&o->get.sm, r, rtt, busy);
 		break;
 	case OP_PUT:
 		dhash__put_on_lookup(&o->put.sm, r);
@@ -211,6 +216,7 @@ static void fetch_reply(void *arg, int status, const struct cfs_msg *reply,
 		o->get.early = NULL;
 		early(o->arg, &r);
 	}
+	dhash__busy_drop(&o->d->busy, &fc->to);
 	dhash__get_on_fetch(&o->get.sm, fc->ci, fc->hedge, &rep);
 	free(fc);
 	op_run(o);
@@ -227,12 +233,15 @@ static int fetch_send(struct dhash_op *o, const struct dhash__act *a)
 	d->msg.key = o->key;
 	d->msg.has_to = true;
 	d->msg.to_id = to->id;
-	*fc = (struct fetch_call){ o, a->i, a->hedge };
+	*fc = (struct fetch_call){ o, a->i, a->hedge, to->addr };
 	d->hedge_tokens += DHASH_HEDGE_SHARE;
 	if (d->hedge_tokens > DHASH_HEDGE_BURST)
 		d->hedge_tokens = DHASH_HEDGE_BURST;
-	if ((r = dhash__client_call(d, to, &d->msg, a->timeout_ms, fetch_reply, fc)) < 0)
+	dhash__busy_add(&d->busy, &to->addr);
+	if ((r = dhash__client_call(d, to, &d->msg, a->timeout_ms, fetch_reply, fc)) < 0) {
+		dhash__busy_drop(&d->busy, &to->addr);
 		free(fc);
+	}
 	return r;
 }
 

@@ -37,6 +37,10 @@
  * needs no decoding (coded_sm.c). */
 #define DHASH_CODED_RTT_TIE_US 1000
 #define DHASH_RETRY_TIMEOUT_MS 1000 /* a second try of a silent server */
+/* Replicas predicted within 20 % + 5 ms of the nearest are as near: the
+ * least busy of them is asked first (get_sm.c, order_candidates). */
+#define DHASH_NEAR_TIE_PCT 20
+#define DHASH_NEAR_TIE_US 5000
 #define DHASH_REFRESH_CHUNK 256     /* keys per REFRESH of refresh_many: 8 KiB */
 /* A transient timeout must not fail a put or a have. When every
  * responsible server was silent, the round goes again with twice the
@@ -173,9 +177,27 @@ uint32_t dhash__root_quorum(uint32_t n);
 /* Start a get of key (queues the LOOKUP). */
 void dhash__get_init(struct dhash__get *g, const struct cfs_id *key, const struct dhash_config *cfg);
 void dhash__get_fini(struct dhash__get *g);
+/* A client's FETCHes out per server (busy.c); zeroed to start. */
+#define DHASH_BUSY_MAX 64
+struct dhash__busy_entry {
+	struct cfs_addr addr;
+	uint32_t out;  /* 0: a free entry */
+};
+struct dhash__busy {
+	struct dhash__busy_entry e[DHASH_BUSY_MAX];
+	uint32_t n;
+};
+void dhash__busy_add(struct dhash__busy *b, const struct cfs_addr *a);
+void dhash__busy_drop(struct dhash__busy *b, const struct cfs_addr *a);
+uint32_t dhash__busy_of(struct dhash__busy *b, const struct cfs_addr *a);
+
 /* The lookup ended; rtt_us[i] is the predicted round trip to r->succ[i]. */
 void dhash__get_on_lookup(struct dhash__get *g, const struct chord_lookup_result *r,
                           const uint64_t *rtt_us);
+/* The same, and busy[i]: this client's fetches out to r->succ[i]; among
+ * replicas within DHASH_NEAR_TIE of the nearest, the least busy first. */
+void dhash__get_on_lookup_busy(struct dhash__get *g, const struct chord_lookup_result *r,
+                               const uint64_t *rtt_us, const uint32_t *busy);
 /* The second lookup could not be started (chord_lookup failed at once). */
 void dhash__get_on_lookup_failed(struct dhash__get *g, int err);
 /* The FETCH to cand[ci] (hedge: a hedged one) ended. */

@@ -118,14 +118,24 @@ int dhash__get_miss(int kept, int status)
 	return miss_rank(status) > miss_rank(kept) ? status : kept;
 }
 
-/* Candidates: the hop that holds a copy (CFS 5.2), then the k successors
+/*
+ * Candidates: the hop that holds a copy (CFS 5.2), then the k successors
  * by predicted latency (CFS 5.1, DHash++ 4.3: the replica likely fastest
- * first), then the spare successors in ring order; each server once. */
+ * first), then the spare successors in ring order; each server once.
+ *
+ * Among the replicas about as near as the nearest (DHASH_NEAR_TIE), the
+ * one with the fewest of this client's fetches out goes first (busy[i]:
+ * for r->succ[i]). A server sends its answers one after another, so a
+ * reader whose blocks all went to the one nearest replica of an arc
+ * waited for them in turn (a 64 KiB block 145 ms away took 0.5-0.7 s
+ * behind the others), while a second replica as near stood idle.
+ */
 static void order_candidates(struct dhash__get *g, const struct chord_lookup_result *r,
-                             const uint64_t *rtt_us)
+                             const uint64_t *rtt_us, const uint32_t *busy)
 {
 	uint32_t n = 0, sorted_end = 0, k = g->replicas;
 	uint64_t lat[CFS_MSG_MAX_NODES];
+	uint32_t bz[CFS_MSG_MAX_NODES];
 
 	g->holder = r->has_block;
 	g->holder_only = r->has_block && !r->checked;
@@ -140,6 +150,7 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 			continue;
 		/* an unknown latency (0) goes after every known one */
 		lat[n] = rtt_us && rtt_us[i] ? rtt_us[i] : UINT64_MAX;
+		bz[n] = busy ? busy[i] : 0;
 		g->cand[n++] = r->succ[i];
 		if (i < k && !g->ring_order)
 			sorted_end = n;
@@ -147,13 +158,31 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	for (uint32_t i = first + 1; i < sorted_end; i++) { /* insertion sort: stable, n <= 64 */
 		struct cfs_node x = g->cand[i];
 		uint64_t lx = lat[i];
-		uint32_t j = i;
+		uint32_t bx = bz[i], j = i;
 		for (; j > first && lat[j - 1] > lx; j--) {
 			g->cand[j] = g->cand[j - 1];
 			lat[j] = lat[j - 1];
+			bz[j] = bz[j - 1];
 		}
 		g->cand[j] = x;
 		lat[j] = lx;
+		bz[j] = bx;
+	}
+	uint32_t near_end = first;
+	if (sorted_end > first && lat[first] != UINT64_MAX) {
+		uint64_t tie = lat[first] + lat[first] * DHASH_NEAR_TIE_PCT / 100 + DHASH_NEAR_TIE_US;
+		while (near_end < sorted_end && lat[near_end] <= tie)
+			near_end++;
+	}
+	for (uint32_t i = first + 1; i < near_end; i++) { /* the near ones: least busy first */
+		struct cfs_node x = g->cand[i];
+		uint32_t bx = bz[i], j = i;
+		for (; j > first && bz[j - 1] > bx; j--) {
+			g->cand[j] = g->cand[j - 1];
+			bz[j] = bz[j - 1];
+		}
+		g->cand[j] = x;
+		bz[j] = bx;
 	}
 	g->ncand = g->nfirst = n;
 	g->next_cand = 0;
@@ -311,6 +340,12 @@ static void fetch_next(struct dhash__get *g, bool hedging)
 void dhash__get_on_lookup(struct dhash__get *g, const struct chord_lookup_result *r,
                           const uint64_t *rtt_us)
 {
+	dhash__get_on_lookup_busy(g, r, rtt_us, NULL);
+}
+
+void dhash__get_on_lookup_busy(struct dhash__get *g, const struct chord_lookup_result *r,
+                               const uint64_t *rtt_us, const uint32_t *busy)
+{
 	if (g->state != DHASH_GET_LOOKUP)
 		return;
 	g->rpcs += r->rpcs;
@@ -322,7 +357,7 @@ void dhash__get_on_lookup(struct dhash__get *g, const struct chord_lookup_result
 	}
 	g->npath = r->npath < CHORD_PATH_MAX ? r->npath : CHORD_PATH_MAX;
 	memcpy(g->path, r->path, g->npath * sizeof(r->path[0]));
-	order_candidates(g, r, rtt_us);
+	order_candidates(g, r, rtt_us, busy);
 	g->state = DHASH_GET_FETCH;
 	fetch_next(g, false);
 }

@@ -147,6 +147,37 @@ Test(dhash_get, nearest_replica_first_spares_last)
 	dhash__get_fini(&g);
 }
 
+/* Among the replicas within 20 % + 5 ms of the nearest, the one with the
+ * fewest fetches out goes first; equally busy ones keep latency order,
+ * and a farther replica never overtakes a near one, however busy. */
+Test(dhash_get, the_least_busy_of_the_near_replicas_first)
+{
+	struct dhash__get g;
+	struct dhash_config c = cfg(4, 0);
+	uint64_t rtt[5] = { 145000, 80000, 82000, 101000, 1000 }; /* node 5: a spare */
+	uint32_t busy[5] = { 0, 3, 1, 0, 0 };
+
+	start(&g, &c);
+	dhash__get_on_lookup_busy(&g, succs(5), rtt, busy);
+	cr_assert_eq(drain(&g), 1);
+	expect_fetch_to(&g, 4); /* 101 ms: within 80 + 16 + 5, and idle */
+	cr_assert_eq(g.cand[1].id.b[0], 3);
+	cr_assert_eq(g.cand[2].id.b[0], 2);
+	cr_assert_eq(g.cand[3].id.b[0], 1, "145 ms is not as near as 80, idle or not");
+	cr_assert_eq(g.cand[4].id.b[0], 5);
+	dhash__get_fini(&g);
+
+	uint32_t even[5] = { 2, 2, 2, 2, 2 };
+	start(&g, &c);
+	dhash__get_on_lookup_busy(&g, succs(5), rtt, even);
+	cr_assert_eq(drain(&g), 1);
+	expect_fetch_to(&g, 2);
+	cr_assert_eq(g.cand[1].id.b[0], 3);
+	cr_assert_eq(g.cand[2].id.b[0], 4);
+	cr_assert_eq(g.cand[3].id.b[0], 1);
+	dhash__get_fini(&g);
+}
+
 Test(dhash_get, holder_first_and_ring_order_option)
 {
 	struct dhash__get g;
@@ -988,4 +1019,37 @@ Test(dhash_get, automatic_hedge_delay)
 	cr_assert_eq(dhash_hedge_auto_ms(5000000), DHASH_HEDGE_MAX_MS, "a wild estimate: the cap");
 	dhash_config_default(&c);
 	cr_assert_eq(c.hedge_ms, DHASH_HEDGE_AUTO);
+}
+
+/* The count of fetches out per server: up and down per address; a server
+ * the full table has no room for counts as idle, and a freed entry is
+ * taken again. */
+Test(dhash_get, fetches_out_are_counted_per_server)
+{
+	struct dhash__busy b = { 0 };
+	struct cfs_addr a[DHASH_BUSY_MAX + 1];
+	char s[32];
+
+	for (uint32_t i = 0; i <= DHASH_BUSY_MAX; i++) {
+		snprintf(s, sizeof(s), "10.0.%u.%u:4460", i / 200, i % 200 + 1);
+		cr_assert_eq(cfs_addr_parse(&a[i], s), 0);
+	}
+	dhash__busy_add(&b, &a[0]);
+	dhash__busy_add(&b, &a[0]);
+	dhash__busy_add(&b, &a[1]);
+	cr_assert_eq(dhash__busy_of(&b, &a[0]), 2);
+	cr_assert_eq(dhash__busy_of(&b, &a[1]), 1);
+	cr_assert_eq(dhash__busy_of(&b, &a[2]), 0);
+	dhash__busy_drop(&b, &a[2]); /* never counted: nothing */
+	dhash__busy_drop(&b, &a[1]);
+	cr_assert_eq(dhash__busy_of(&b, &a[1]), 0);
+	for (uint32_t i = 1; i <= DHASH_BUSY_MAX; i++)
+		dhash__busy_add(&b, &a[i]);
+	cr_assert_eq(dhash__busy_of(&b, &a[DHASH_BUSY_MAX - 1]), 1);
+	cr_assert_eq(dhash__busy_of(&b, &a[DHASH_BUSY_MAX]), 0, "no room: idle");
+	dhash__busy_drop(&b, &a[0]);
+	dhash__busy_drop(&b, &a[0]);
+	dhash__busy_add(&b, &a[DHASH_BUSY_MAX]);
+	cr_assert_eq(dhash__busy_of(&b, &a[DHASH_BUSY_MAX]), 1, "a freed entry is taken again");
+	cr_assert_eq(b.n, DHASH_BUSY_MAX);
 }

@@ -368,6 +368,60 @@ Test(rpc, progress_keeps_a_call_alive)
 	cfs__rpc_touch(&R, 12345, T0); /* no such call: nothing */
 }
 
+/* A peer answers one call after another: progress on a call to it keeps
+ * the calls sent to it later alive (they wait behind it), to their RTO
+ * after the peer's last progress; a call sent before the one that
+ * progressed, or to another peer, times out as ever. */
+Test(rpc, progress_on_an_earlier_call_defers_a_later_ones_timeout)
+{
+	struct seen s = { 0 };
+
+	struct cfs__call *early = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *first = call_to(&A, 100, 0, false, T0 + 1 * MS);
+	struct cfs__call *behind = call_to(&A, 100, 0, false, T0 + 2 * MS);
+	struct cfs__call *other = call_to(&B, 100, 0, false, T0 + 2 * MS);
+	take(&s, false, T0 + 2 * MS);
+	uint64_t rto = behind->rto_us, early_id = early->reqid, behind_id = behind->reqid;
+	cr_assert_eq(rto, other->rto_us);
+
+	/* the peer sends pieces of `first`'s answer, and again later */
+	cfs__rpc_touch(&R, first->reqid, T0 + 100 * MS);
+	cfs__rpc_touch(&R, first->reqid, T0 + rto);
+	/* at `early`'s deadline: it was sent before `first`, so it ends */
+	cr_assert(cfs__rpc_expire(&R, T0 + rto));
+	take(&s, false, T0 + rto);
+	cr_assert_eq(s.done, 1);
+	cr_assert_eq(s.status, -ETIMEDOUT);
+	cr_assert_not(cfs__rpc_has(&R, early_id));
+	/* `behind`'s and `other`'s deadlines: `behind` is deferred, `other`
+	 * ends */
+	unsigned done = s.done;
+	while (cfs__rpc_expire(&R, T0 + 2 * MS + rto))
+		take(&s, false, T0 + 2 * MS + rto);
+	cr_assert_eq(s.done, done + 1, "only the call to the other peer timed out");
+	cr_assert(cfs__rpc_has(&R, behind_id));
+	cr_assert_eq(ST.timeouts_deferred, 1);
+	cr_assert_eq(cfs__rpc_call_due(&R), T0 + rto + rto, "first's deadline, then behind's");
+	/* the peer goes quiet: `behind` ends an RTO after its last progress */
+	cr_assert_not(cfs__rpc_expire(&R, T0 + 2 * rto - 1));
+	cfs__rpc_touch(&R, first->reqid, T0 + 2 * rto - 1); /* first is alive still */
+	struct cfs_msg m;
+	reply_msg(&m, first->reqid);
+	cr_assert_eq(cfs__rpc_reply(&R, &A, &m, T0 + 2 * rto - 1), 1);
+	take(&s, false, T0 + 2 * rto - 1);
+	cr_assert_eq(s.done, done + 2);
+	cr_assert_eq(cfs__rpc_call_due(&R), T0 + 2 * rto, "deferred when due, not before");
+	cr_assert(cfs__rpc_expire(&R, T0 + 2 * rto));
+	take(&s, false, T0 + 2 * rto);
+	cr_assert_eq(s.done, done + 2);
+	cr_assert_eq(cfs__rpc_call_due(&R), T0 + 3 * rto - 1);
+	while (cfs__rpc_expire(&R, T0 + 3 * rto - 1))
+		take(&s, false, T0 + 3 * rto - 1);
+	cr_assert_eq(s.done, done + 3);
+	cr_assert_eq(s.status, -ETIMEDOUT);
+	cr_assert_not(cfs__rpc_has(&R, behind_id));
+}
+
 /* The grace before overdue calls expire: none starts before a call is
  * due; once started, it ends after CFS__GRACE_POLLS polls that read
  * nothing, polls that read something not counting (up to

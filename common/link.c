@@ -639,7 +639,7 @@ static void on_ack(struct cfs__links *lk, const struct cfs_addr *from, const uin
 			/* our random request ID came back: the address is proven,
 			 * and the call is alive while its request moves */
 			cfs__links_validated(lk, from, now);
-			cfs__link_event_push(lk, CFS__LINK_ALIVE, from, x->reqid);
+			cfs__link_event_push(lk, CFS__LINK_ALIVE, from, x->reqid)->by_peer = true;
 		}
 		if (r.complete)
 			drop_out(lk, l, j);

@@ -45,13 +45,15 @@ enum cfs__link_event_type {
 	/* from withheld its answer to our call reqid until we show token. */
 	CFS__LINK_RETRY,
 	/* Progress on our call reqid: its request's pieces acknowledged, a
-	 * new piece of its reply, or its pieces held by our own upload cap. */
+	 * new piece of its reply (by_peer), or its pieces held by our own
+	 * upload cap (not by_peer). */
 	CFS__LINK_ALIVE,
 };
 
 struct cfs__link_event {
 	uint8_t type;          /* enum cfs__link_event_type */
 	bool low_priority;
+	bool by_peer;          /* ALIVE: the peer's doing, not our upload cap's */
 	struct cfs_addr from;
 	uint64_t reqid;
 	uint8_t *msg;

@@ -199,7 +199,7 @@ void cfs__link_on_piece(struct cfs__links *lk, const struct cfs_addr *from, cons
 	if (r == 1)
 		lk->st->pieces_dup++;
 	if (r == 0 && (p.flags & XF_REPLY)) /* only news keeps a call alive */
-		cfs__link_event_push(lk, CFS__LINK_ALIVE, from, p.reqid);
+		cfs__link_event_push(lk, CFS__LINK_ALIVE, from, p.reqid)->by_peer = true;
 	if (!cfs_xfer_in_complete(x)) {
 		if (!was_pending)
 			ack_due_add(lk, &k, from, len);

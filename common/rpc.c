@@ -48,7 +48,9 @@
  *
  * A request or reply longer than one datagram travels as pieces (the
  * links below, common/link.c); the call's deadline moves on with every
- * sign of progress the driver reports (cfs__rpc_touch). A peer that
+ * sign of progress the driver reports (cfs__rpc_touch), and the peer's
+ * progress on a call counts for the calls sent to it after that one,
+ * which wait behind it (behind_progress). A peer that
  * withholds its answer until we prove our address gives us a token; the
  * call shows it and asks again (cfs__rpc_retry, at most twice).
  */
@@ -60,18 +62,18 @@
 
 #define SILENT_MAX 64
 #define LATE_MAX 1024  /* timed-out calls remembered for their late replies */
-#define PEERS_MAX 4096 /* destinations with a round-trip estimate */
+#define PEERS_MAX 4096 /* destinations with a round-trip estimate or progress */
 /* However long its pieces keep coming, a call ends within this. */
 #define CALL_LIFE_MAX_US (60ull * 1000000)
 
 /* RFC 6298 2.2-2.3, per destination: its smoothed round trip and mean
- * deviation, from the replies to calls with a computed RTO. */
+ * deviation, from the replies to calls with a computed RTO (0, 0: none
+ * yet); and the peer's last progress on a call (a piece of its reply, its
+ * request's pieces acknowledged) and that call's send_seq: a call sent
+ * after it waits behind it in the peer's queue (behind_progress). */
 struct peer_est {
-	double srtt_us, rttvar_us;        /* 0, 0: no round trip measured yet */
-	/* The last sign of progress on a call to this peer (a piece of its
-	 * reply, its request's pieces acknowledged), and when that call was
-	 * sent: a call sent no earlier waits behind it in the peer's queue. */
-	uint64_t progress_us, progress_sent_us;
+	double srtt_us, rttvar_us;
+	uint64_t progress_us, progress_seq;
 };
 
 static uint64_t call_key(const void *p) { return ((const struct cfs__call *)p)->deadline_us; }
@@ -222,9 +224,9 @@ uint64_t cfs__rpc_peer_srtt(const struct cfs__rpc *r, const struct cfs_addr *a)
 	return pe && pe->srtt_us > 0 ? (uint64_t)pe->srtt_us : 0;
 }
 
-/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). The table
- * is bounded: when full it is emptied and learnt again. */
-static void peer_sample(struct cfs__rpc *r, const struct cfs_addr *a, uint64_t rtt)
+/* a's entry, a new one zeroed. The table is bounded: when full it is
+ * emptied and learnt again. */
+static struct peer_est *peer_entry(struct cfs__rpc *r, const struct cfs_addr *a)
 {
 	struct peer_key k;
 	bool added;
@@ -235,6 +237,14 @@ static void peer_sample(struct cfs__rpc *r, const struct cfs_addr *a, uint64_t r
 	struct peer_est *pe = cfs_htab_put(&r->peers, &k, &added);
 	if (added)
 		memset(pe, 0, sizeof(*pe));
+	return pe;
+}
+
+/* A round trip to a measured (RFC 6298 2.3; the first one 2.2). */
+static void peer_sample(struct cfs__rpc *r, const struct cfs_addr *a, uint64_t rtt)
+{
+	struct peer_est *pe = peer_entry(r, a);
+
 	if (pe->srtt_us <= 0) {
 		pe->srtt_us = (double)rtt;
 		pe->rttvar_us = (double)rtt / 2;
@@ -346,6 +356,7 @@ static void call_send(struct cfs__rpc *r, struct cfs__call *c, uint64_t now)
 			rto = (uint64_t)cfg->timeout_max_ms * 1000u;
 	}
 	c->sent_us = now;
+	c->send_seq = ++r->send_seq;
 	c->rto_us = rto;
 	c->deadline_us = now + rto;
 	cfs__heap_push(&r->calls_heap, c);
@@ -406,33 +417,21 @@ void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t re
 		return;
 	c->retries++;
 	memcpy(act_push(r, CFS__RPC_VALIDATE, c)->token, token, XFER_TOKEN_BYTES);
-	cfs__rpc_touch(r, reqid, now);
+	cfs__rpc_touch(r, reqid, false, now);
 	act_push(r, CFS__RPC_SEND, c);
 }
 
-/* Progress on a call to a: noted per peer (see cfs__rpc_expire). */
-static void progress_note(struct cfs__rpc *r, const struct cfs__call *c, uint64_t now)
-{
-	struct peer_key k;
-	bool added;
-
-	cfs__peer_key(&k, &c->dst);
-	if (!cfs_htab_get(&r->peers, &k) && cfs_htab_count(&r->peers) >= PEERS_MAX)
-		cfs_htab_clear(&r->peers);
-	struct peer_est *pe = cfs_htab_put(&r->peers, &k, &added);
-	if (added)
-		memset(pe, 0, sizeof(*pe));
-	pe->progress_us = now;
-	pe->progress_sent_us = c->sent_us;
-}
-
-void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, uint64_t now)
+void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, bool by_peer, uint64_t now)
 {
 	struct cfs__call *c = call_find(r, reqid);
 
 	if (!c)
 		return;
-	progress_note(r, c, now);
+	if (by_peer) {
+		struct peer_est *pe = peer_entry(r, &c->dst);
+		pe->progress_us = now;
+		pe->progress_seq = c->send_seq;
+	}
 	uint64_t d = now + c->rto_us;
 	if (d > c->sent_us + CALL_LIFE_MAX_US)
 		d = c->sent_us + CALL_LIFE_MAX_US;
@@ -495,28 +494,28 @@ static void late_note(struct cfs__rpc *r, const struct cfs__call *c, double wind
 }
 
 /*
- * A peer serves the answers it owes one after another (common/link.c: a
+ * A peer sends the answers it owes one after another (common/link.c: a
  * link's transfers in the order they began), so a call whose answer is
- * long queues behind the calls sent before it: a reader with two dozen
- * 64 KiB fetches out to a replica 80 ms away saw its later ones get no
- * piece for 200 ms and time out, while the peer was busy sending the
- * earlier ones, and went on to farther replicas while the late answers
- * were thrown away. Progress on a call to a peer is progress on the calls
- * sent to it no earlier: such a call's deadline is its RTO after the
- * peer's last progress, within the call's longest life. A call sent
- * before the one that progressed is not waiting behind it, and times out
- * as ever (a request the peer lost or skipped).
+ * long waits behind the calls sent before it, and its first piece may
+ * come more than its RTO after it was sent while the peer is busy with
+ * theirs. Progress by a peer on a call is progress on the calls sent to
+ * it after that one: when such a call is due, its deadline moves to its
+ * RTO after the peer's last progress, within the call's longest life.
+ * A call sent before the one that progressed is not waiting behind it,
+ * and times out as ever (a request the peer lost or skipped). The
+ * call's resends are not scheduled again: they were for its request's
+ * loss, and a peer answering the calls before it is alive.
  */
-static bool behind_progress(struct cfs__rpc *r, struct cfs__call *c)
+static bool behind_progress(struct cfs__rpc *r, struct cfs__call *c, uint64_t before_us)
 {
 	const struct peer_est *pe = peer_find(r, &c->dst);
 
-	if (!pe || pe->progress_sent_us > c->sent_us || pe->progress_us < c->sent_us)
+	if (!pe || !pe->progress_seq || pe->progress_seq > c->send_seq || pe->progress_us < c->sent_us)
 		return false;
 	uint64_t d = pe->progress_us + c->rto_us;
 	if (d > c->sent_us + CALL_LIFE_MAX_US)
 		d = c->sent_us + CALL_LIFE_MAX_US;
-	if (d <= c->deadline_us)
+	if (d <= c->deadline_us || d <= before_us)
 		return false;
 	cfs__heap_remove(&r->calls_heap, c->heap_idx);
 	c->deadline_us = d;
@@ -534,7 +533,7 @@ bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us)
 	struct cfs__call *c = r->calls_heap.v[0];
 	if (c->deadline_us > before_us)
 		return false;
-	if (behind_progress(r, c))
+	if (behind_progress(r, c, before_us))
 		return true;
 	double before = st->window;
 	table_take(r, c->reqid);

@@ -40,6 +40,7 @@ struct cfs__call {
 	bool low_priority;   /* cfs_call_opts.low_priority: background class */
 
 	uint64_t deadline_us, sent_us, rto_us;
+	uint64_t send_seq;   /* the order calls were sent in (cfs__rpc_expire) */
 	bool outside;        /* to a silent destination: not in the window */
 	uint8_t retries;     /* address validations asked of us so far */
 	uint8_t rexmits;     /* times its (whole) request was sent again */
@@ -108,6 +109,7 @@ struct cfs__rpc {
 	struct timed_out *late;
 	uint32_t late_next;
 	struct cfs_htab peers;           /* struct peer_key -> struct peer_est */
+	uint64_t send_seq;               /* calls sent so far */
 	struct cfs_actq acts;            /* struct cfs__rpc_act */
 };
 
@@ -137,8 +139,11 @@ int cfs__rpc_reply(struct cfs__rpc *r, const struct cfs_addr *from, const struct
  * timed out) teaches the estimators and gives the window back. */
 void cfs__rpc_stray(struct cfs__rpc *r, const struct cfs_addr *from, const struct cfs_msg *m,
                     uint64_t now);
-/* Progress on call reqid's request or reply: its deadline moves on. */
-void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, uint64_t now);
+/* Progress on call reqid's request or reply: its deadline moves on.
+ * by_peer: the peer's doing (a piece of its reply, our request's pieces
+ * acknowledged), which also counts for the calls sent to it after this
+ * one (cfs__rpc_expire); not by_peer: our own upload cap holds it. */
+void cfs__rpc_touch(struct cfs__rpc *r, uint64_t reqid, bool by_peer, uint64_t now);
 /* `from` withheld its answer to call reqid until we show token: a
  * VALIDATE and the request again (twice at most). */
 void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t reqid,
@@ -148,8 +153,10 @@ void cfs__rpc_retry(struct cfs__rpc *r, const struct cfs_addr *from, uint64_t re
 void cfs__rpc_pump(struct cfs__rpc *r, uint64_t now);
 /* Whole requests due to go again by now: SENDs. */
 void cfs__rpc_resend(struct cfs__rpc *r, uint64_t now);
-/* End the earliest call whose deadline is at or before before_us with
- * -ETIMEDOUT; false when there is none. */
+/* The earliest call whose deadline is at or before before_us: its
+ * deadline moves on if it waits behind a call its peer has made progress
+ * on since it was sent (see rpc.c, behind_progress), else it ends with
+ * -ETIMEDOUT. False when there is no such call. */
 bool cfs__rpc_expire(struct cfs__rpc *r, uint64_t before_us);
 /* End every call, sent or waiting, with -ECANCELED. */
 void cfs__rpc_cancel_all(struct cfs__rpc *r);

@@ -227,7 +227,7 @@ static void link_event(cfs_transport_t *t, struct cfs__link_event *e, uint64_t n
 		cfs__rpc_retry(&t->rpc, &e->from, e->reqid, e->token, now);
 		return;
 	case CFS__LINK_ALIVE:
-		cfs__rpc_touch(&t->rpc, e->reqid, now);
+		cfs__rpc_touch(&t->rpc, e->reqid, e->by_peer, now);
 		return;
 	}
 }

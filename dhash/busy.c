@@ -2,7 +2,10 @@
  * A client's FETCHes out per server (client_sm.h, struct dhash__busy),
  * for the choice among replicas about as near as each other
  * (get_sm.c, order_candidates): a small table, scanned. A server the
- * table has no room for is not counted, and counts as idle.
+ * table has no room for is not counted, and counts as idle; the answer
+ * to a fetch it did not count may take one off a count begun later, an
+ * undercount that only makes that server look less busy. Coded
+ * fragments' fetches (coded.c) are not counted.
  */
 #include "dhash/client_sm.h"
 

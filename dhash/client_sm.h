@@ -195,7 +195,8 @@ uint32_t dhash__busy_of(struct dhash__busy *b, const struct cfs_addr *a);
 void dhash__get_on_lookup(struct dhash__get *g, const struct chord_lookup_result *r,
                           const uint64_t *rtt_us);
 /* The same, and busy[i]: this client's fetches out to r->succ[i]; among
- * replicas within DHASH_NEAR_TIE of the nearest, the least busy first. */
+ * replicas within DHASH_NEAR_TIE_PCT % + _US of the nearest, the least
+ * busy first. */
 void dhash__get_on_lookup_busy(struct dhash__get *g, const struct chord_lookup_result *r,
                                const uint64_t *rtt_us, const uint32_t *busy);
 /* The second lookup could not be started (chord_lookup failed at once). */

@@ -123,12 +123,12 @@ int dhash__get_miss(int kept, int status)
  * by predicted latency (CFS 5.1, DHash++ 4.3: the replica likely fastest
  * first), then the spare successors in ring order; each server once.
  *
- * Among the replicas about as near as the nearest (DHASH_NEAR_TIE), the
- * one with the fewest of this client's fetches out goes first (busy[i]:
- * for r->succ[i]). A server sends its answers one after another, so a
- * reader whose blocks all went to the one nearest replica of an arc
- * waited for them in turn (a 64 KiB block 145 ms away took 0.5-0.7 s
- * behind the others), while a second replica as near stood idle.
+ * Among the replicas about as near as the nearest (DHASH_NEAR_TIE_PCT
+ * and _US), the one with the fewest of this client's fetches out goes
+ * first (busy[i]: for r->succ[i]). A server sends its answers to one
+ * peer one after another, so fetches that all go to the one nearest
+ * replica of an arc wait for each other while a second one as near is
+ * idle.
  */
 static void order_candidates(struct dhash__get *g, const struct chord_lookup_result *r,
                              const uint64_t *rtt_us, const uint32_t *busy)
@@ -177,11 +177,14 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	for (uint32_t i = first + 1; i < near_end; i++) { /* the near ones: least busy first */
 		struct cfs_node x = g->cand[i];
 		uint32_t bx = bz[i], j = i;
+		uint64_t lx = lat[i];
 		for (; j > first && bz[j - 1] > bx; j--) {
 			g->cand[j] = g->cand[j - 1];
+			lat[j] = lat[j - 1];
 			bz[j] = bz[j - 1];
 		}
 		g->cand[j] = x;
+		lat[j] = lx;
 		bz[j] = bx;
 	}
 	g->ncand = g->nfirst = n;

@@ -361,11 +361,11 @@ Test(rpc, progress_keeps_a_call_alive)
 	struct cfs__call *c = call_to(&A, 100, 0, false, T0);
 	take(&s, false, T0);
 	uint64_t rto = c->rto_us;
-	cfs__rpc_touch(&R, c->reqid, T0 + 500 * MS);
+	cfs__rpc_touch(&R, c->reqid, true, T0 + 500 * MS);
 	cr_assert_eq(cfs__rpc_call_due(&R), T0 + 500 * MS + rto);
-	cfs__rpc_touch(&R, c->reqid, T0 + 59 * 1000 * MS);
+	cfs__rpc_touch(&R, c->reqid, true, T0 + 59 * 1000 * MS);
 	cr_assert_eq(cfs__rpc_call_due(&R), T0 + 60 * 1000 * MS);
-	cfs__rpc_touch(&R, 12345, T0); /* no such call: nothing */
+	cfs__rpc_touch(&R, 12345, true, T0); /* no such call: nothing */
 }
 
 /* A peer answers one call after another: progress on a call to it keeps
@@ -385,8 +385,8 @@ Test(rpc, progress_on_an_earlier_call_defers_a_later_ones_timeout)
 	cr_assert_eq(rto, other->rto_us);
 
 	/* the peer sends pieces of `first`'s answer, and again later */
-	cfs__rpc_touch(&R, first->reqid, T0 + 100 * MS);
-	cfs__rpc_touch(&R, first->reqid, T0 + rto);
+	cfs__rpc_touch(&R, first->reqid, true, T0 + 100 * MS);
+	cfs__rpc_touch(&R, first->reqid, true, T0 + rto);
 	/* at `early`'s deadline: it was sent before `first`, so it ends */
 	cr_assert(cfs__rpc_expire(&R, T0 + rto));
 	take(&s, false, T0 + rto);
@@ -401,10 +401,10 @@ Test(rpc, progress_on_an_earlier_call_defers_a_later_ones_timeout)
 	cr_assert_eq(s.done, done + 1, "only the call to the other peer timed out");
 	cr_assert(cfs__rpc_has(&R, behind_id));
 	cr_assert_eq(ST.timeouts_deferred, 1);
-	cr_assert_eq(cfs__rpc_call_due(&R), T0 + rto + rto, "first's deadline, then behind's");
+	cr_assert_eq(behind->deadline_us, T0 + rto + rto, "an RTO after the last progress");
 	/* the peer goes quiet: `behind` ends an RTO after its last progress */
 	cr_assert_not(cfs__rpc_expire(&R, T0 + 2 * rto - 1));
-	cfs__rpc_touch(&R, first->reqid, T0 + 2 * rto - 1); /* first is alive still */
+	cfs__rpc_touch(&R, first->reqid, true, T0 + 2 * rto - 1); /* first is alive still */
 	struct cfs_msg m;
 	reply_msg(&m, first->reqid);
 	cr_assert_eq(cfs__rpc_reply(&R, &A, &m, T0 + 2 * rto - 1), 1);
@@ -420,6 +420,63 @@ Test(rpc, progress_on_an_earlier_call_defers_a_later_ones_timeout)
 	cr_assert_eq(s.done, done + 3);
 	cr_assert_eq(s.status, -ETIMEDOUT);
 	cr_assert_not(cfs__rpc_has(&R, behind_id));
+}
+
+/* Only the peer's progress counts for the calls behind: our own upload
+ * cap holding a call keeps that call alive, not the others; a call sent
+ * after the peer's last progress is not deferred; a deferral ends a
+ * minute after the call was sent; and a peer known only by its progress
+ * has no round trip until a reply measures one. */
+Test(rpc, what_defers_a_timeout_and_how_far)
+{
+	struct seen s = { 0 };
+
+	struct cfs__call *held = call_to(&A, 100, 0, false, T0);
+	struct cfs__call *next = call_to(&A, 100, 0, false, T0);
+	take(&s, false, T0);
+	uint64_t rto = next->rto_us;
+	cfs__rpc_touch(&R, held->reqid, false, T0 + 100 * MS);
+	cr_assert_eq(cfs__rpc_peer_srtt(&R, &A), 0);
+	cr_assert(cfs__rpc_expire(&R, T0 + rto));
+	take(&s, false, T0 + rto);
+	cr_assert_eq(s.done, 1, "next timed out: the cap is not the peer");
+	cr_assert_eq(ST.timeouts_deferred, 0);
+
+	/* a call sent after the peer's last progress: no deferral */
+	cfs__rpc_touch(&R, held->reqid, true, T0 + rto + 1 * MS);
+	struct cfs__call *late = call_to(&A, 100, 0, false, T0 + rto + 2 * MS);
+	take(&s, false, T0 + rto + 2 * MS);
+	uint64_t late_due = late->deadline_us;
+	while (cfs__rpc_expire(&R, late_due))
+		take(&s, false, late_due);
+	cr_assert_eq(s.done, 3, "held and late both ended");
+	cr_assert_eq(ST.timeouts_deferred, 0);
+
+	/* the peer keeps answering an earlier call: a later one lives at
+	 * most a minute */
+	struct cfs__call *a = call_to(&B, 100, 0, false, T0);
+	struct cfs__call *b = call_to(&B, 100, 0, false, T0);
+	take(&s, false, T0);
+	uint64_t t = T0, bid = b->reqid;
+	for (unsigned i = 0; cfs__rpc_has(&R, bid) && i < 100000; i++) {
+		t += 100 * MS;
+		if (cfs__rpc_has(&R, a->reqid))
+			cfs__rpc_touch(&R, a->reqid, true, t);
+		while (cfs__rpc_expire(&R, t))
+			take(&s, false, t);
+	}
+	cr_assert_not(cfs__rpc_has(&R, bid));
+	cr_assert_geq(t, T0 + 60 * 1000 * MS);
+	cr_assert_lt(t, T0 + 60 * 1000 * MS + 200 * MS);
+
+	/* a reply teaches a round trip from nothing, not blended with 0 */
+	struct cfs__call *c = call_to(&A, 100, 0, false, t);
+	take(&s, true, t);
+	struct cfs_msg m;
+	reply_msg(&m, c->reqid);
+	cr_assert_eq(cfs__rpc_reply(&R, &A, &m, t + 40 * MS), 1);
+	take(&s, true, t + 40 * MS);
+	cr_assert_eq(cfs__rpc_peer_srtt(&R, &A), 40 * MS);
 }
 
 /* The grace before overdue calls expire: none starts before a call is

@@ -165,6 +165,25 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 	maybe_release(c);
 }
 
+/*
+ * A fixed timeout to a node is at least CHORD_SLOW_RTTS of its round
+ * trips (measured, else predicted from its coordinate), up to
+ * CHORD_SLOW_TIMEOUT_MAX_MS. The maintenance calls' timeouts (AUTH 1,000
+ * ms, stabilization 750 ms) are sized for the paths of most members; a
+ * member every path of which is longer (a satellite link, a far access
+ * network) joined, but its neighbours' checks and stabilization calls to
+ * it all timed out, so it was never in their lists. A stranger's answer
+ * can take two round trips (a token first), hence three.
+ */
+static uint32_t fixed_timeout_ms(const chord_t *c, const struct cfs_node *to, uint32_t ms)
+{
+	uint64_t need = CHORD_SLOW_RTTS * chord_rtt_us(c, to) / 1000;
+
+	if (need > CHORD_SLOW_TIMEOUT_MAX_MS)
+		need = CHORD_SLOW_TIMEOUT_MAX_MS;
+	return need > ms ? (uint32_t)need : ms;
+}
+
 static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
                      struct cfs_msg *req, uint32_t timeout_ms, bool background, bool low,
                      cfs_reply_cb cb, void *arg)
@@ -186,6 +205,8 @@ static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node
 		if (!timeout_ms) {
 			uint64_t p = chord_predict_rtt_us(c, &to->coord);
 			o.predicted_rtt_us = (uint32_t)(p > UINT32_MAX ? UINT32_MAX : p);
+		} else {
+			o.timeout_ms = fixed_timeout_ms(c, to, timeout_ms);
 		}
 	}
 	if ((r = cfs_transport_call(c->tr, a, req, &o, ccall_done, k)) < 0) {

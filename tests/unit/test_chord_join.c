@@ -179,6 +179,28 @@ static bool never(void)
 	return false;
 }
 
+/* A member every path of which is slower than the maintenance calls'
+ * fixed timeouts (AUTH 1,000 ms, stabilization 750 ms) joins, and is
+ * then linked in: the founder takes it as its successor and predecessor
+ * and keeps it, its calls to it waiting for its own round trip. */
+Test(chord_join, a_member_behind_a_slow_path_is_linked_in)
+{
+	struct cfs_netmodel m;
+
+	cfs_netmodel_simple_init(&slow, 0, 900000, 1);
+	m = cfs_netmodel_simple_ops(&slow);
+	cfs_transport_set_model(joiner.tr, &m);
+	chord_start(founder.c, NULL, 0);
+	chord_start(joiner.c, &founder.a, 1);
+	uint64_t t0 = cfs_now_us();
+	cr_assert(run_until(linked, 30000), "a member 900 ms away was not linked in within 30 s");
+	double secs = (double)(cfs_now_us() - t0) / 1e6;
+	/* and stays linked: five seconds of the founder's stabilization */
+	(void)run_until(never, 5000);
+	cr_assert(linked(), "the member 900 ms away was dropped again");
+	fprintf(stderr, "a member 900 ms away was linked in after %.1f s and stayed\n", secs);
+}
+
 /* A server restarted in place comes back under its old ID at its old
  * address, while the other still holds it dead (it left, or stopped
  * answering). Its own requests (its NOTIFY) get it asked again, and it is

@@ -112,6 +112,8 @@ static const struct cfs_stat status_head[] = {
 	S(U64, st.retries_in, "retries_in", "tokens asked of us", NULL),
 	S(U64, st.validated, "validated", "addresses proven by token", NULL),
 	S(U64, st.bad_tokens, "bad_tokens", "bad tokens", NULL),
+	S(U64, st.padding_out, "padding_out", "padding sent before long answers", NULL),
+	S(U64, st.padding_in, "padding_in", "padding received", NULL),
 	S(U64, st.budget_held, "budget_held", "pieces held by the 3x budget", NULL),
 	S(U64, st.upload_held, "upload_held", "waits for the upload cap", NULL),
 	CFS_STAT_CLOSE,

@@ -186,11 +186,11 @@ static uint32_t fixed_timeout_ms(const chord_t *c, const struct cfs_node *to, ui
 
 static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
                      struct cfs_msg *req, uint32_t timeout_ms, bool background, bool low,
-                     cfs_reply_cb cb, void *arg)
+                     bool pad, cfs_reply_cb cb, void *arg)
 {
 	struct ccall *k;
 	struct cfs_call_opts o = { .timeout_ms = timeout_ms, .background = background,
-	                           .low_priority = low };
+	                           .low_priority = low, .pad = pad };
 	int r;
 
 	if (c->freeing)
@@ -220,19 +220,19 @@ static int call_addr(chord_t *c, const struct cfs_addr *a, const struct cfs_node
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, false, false, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, false, false, false, cb, arg);
 }
 
 int chord_call_low(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                    cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, false, true, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, false, true, false, cb, arg);
 }
 
 int chord__call_background(chord_t *c, const struct cfs_node *to, struct cfs_msg *req,
                            uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, &to->addr, to, req, timeout_ms, true, false, cb, arg);
+	return call_addr(c, &to->addr, to, req, timeout_ms, true, false, false, cb, arg);
 }
 
 cfs_transport_t *chord_transport(const chord_t *c)
@@ -243,7 +243,13 @@ cfs_transport_t *chord_transport(const chord_t *c)
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
 {
-	return call_addr(c, a, NULL, req, timeout_ms, false, false, cb, arg);
+	return call_addr(c, a, NULL, req, timeout_ms, false, false, false, cb, arg);
+}
+
+int chord__call_ask(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
+                    struct cfs_msg *req, uint32_t timeout_ms, cfs_reply_cb cb, void *arg)
+{
+	return call_addr(c, a, to, req, timeout_ms, false, false, c->client, cb, arg);
 }
 
 /* ------------------------------------------------------------ lifetime */

@@ -396,6 +396,11 @@ void chord__addr_heard(chord_t *c, int status, uint64_t waited_us);
 /* chord.c */
 int chord__call_addr(chord_t *c, const struct cfs_addr *a, struct cfs_msg *req,
                      uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
+/* A lookup's ask, to node `to` (or, when NULL, to address a): its answer
+ * names a dozen nodes, so a plain client pads its request to a peer that
+ * may not hold its address proven (cfs_call_opts.pad). */
+int chord__call_ask(chord_t *c, const struct cfs_addr *a, const struct cfs_node *to,
+                    struct cfs_msg *req, uint32_t timeout_ms, cfs_reply_cb cb, void *arg);
 void chord__reply_simple(chord_t *c, const struct cfs_reply_to *from, struct cfs_msg *m);
 uint64_t chord__jitter_ms(chord_t *c, uint32_t mean_ms);
 /* chord_call as background work (cfs_call_opts.background): outside the

@@ -288,10 +288,10 @@ static void send_ask(struct chord__lookup *l, const struct chord__lk_act *a)
 	k->ask = a->ask;
 	build_ask(c, l, a);
 	if (a->has_to) {
-		r = chord_call(c, &a->to, &c->msg, 0, lk_reply, k);
+		r = chord__call_ask(c, &a->to.addr, &a->to, &c->msg, 0, lk_reply, k);
 	} else {
 		k->addr_sent_us = cfs_now_us();
-		r = chord__call_addr(c, &a->to.addr, &c->msg, chord__addr_wait_ms(c), lk_reply, k);
+		r = chord__call_ask(c, &a->to.addr, NULL, &c->msg, chord__addr_wait_ms(c), lk_reply, k);
 	}
 	if (r < 0) {
 		free(k);

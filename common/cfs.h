@@ -618,6 +618,10 @@ struct cfs_call_opts {
 	/* The background class (repair, sync, cache pushes): the
 	 * request's pieces and the reply's yield to other traffic (LEDBAT). */
 	bool low_priority;
+	/* The answer may be longer than three times the request (a lookup's):
+	 * to a peer that may not hold our address proven, padding goes first
+	 * (cfs__links_pad), so that the answer needs no token round trip. */
+	bool pad;
 };
 
 /* Where a request came from: copy it to reply later. */
@@ -699,6 +703,8 @@ struct cfs_transport_stats {
 	uint64_t retries_in;              /* tokens we were asked to show */
 	uint64_t validated;               /* addresses proven by a token */
 	uint64_t bad_tokens;
+	uint64_t padding_out;             /* padding sent before a long answer's request */
+	uint64_t padding_in;              /* padding received */
 	uint64_t budget_held;             /* pieces held back by the 3x budget */
 	uint64_t upload_held;             /* times pieces waited for the upload cap */
 };

@@ -158,6 +158,10 @@ void cfs__links_send_retry(struct cfs__links *lk, const struct cfs_addr *dst, ui
 /* Show dst the token it gave us (a VALIDATE frame). */
 void cfs__links_validate(struct cfs__links *lk, const struct cfs_addr *dst,
                          const uint8_t token[static XFER_TOKEN_BYTES], uint64_t now);
+/* A request whose answer may be long goes to dst next: a datagram of
+ * padding first, unless dst holds us proven or has had padding lately
+ * (link_valid.c). True if one was queued. */
+bool cfs__links_pad(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t now);
 /* Our call reqid to dst ended: stop sending its request's pieces, and
  * take no more pieces of its reply. */
 void cfs__links_call_end(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t reqid);

@@ -40,6 +40,8 @@ struct vslot {
 	uint64_t valid_until_us;  /* validated until then */
 	uint64_t in, out;         /* bytes from and to it while not validated */
 	uint64_t last_us;         /* last heard from */
+	uint64_t shown_until_us;  /* we showed it a token: it holds us proven until about then */
+	uint64_t padded_us;       /* when we last sent it padding (cfs__links_pad) */
 };
 
 struct in_key {

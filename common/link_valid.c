@@ -12,6 +12,8 @@
 
 #define VALID_US (600ull * 1000000) /* an address stays proven this long */
 #define TOKEN_EPOCH_S 60
+/* a token shown is taken to hold a little less long than the peer holds it */
+#define SHOWN_MARGIN_US (60ull * 1000000)
 
 static bool vslot_valid(const struct vslot *v, uint64_t now)
 {
@@ -134,8 +136,39 @@ void cfs__links_validate(struct cfs__links *lk, const struct cfs_addr *dst,
                          const uint8_t token[static XFER_TOKEN_BYTES], uint64_t now)
 {
 	uint8_t v[XFER_VALIDATE_LEN];
+	struct vslot *s = vslot_of(lk, dst, true, false, now);
 
+	if (s)
+		s->shown_until_us = now + VALID_US - SHOWN_MARGIN_US;
 	cfs__link_whole_push(lk, dst, v, cfs_xfer_validate_encode(v, token), now);
+}
+
+/*
+ * A request whose answer may be longer than three times it (a lookup's
+ * answer names a dozen nodes) is preceded, once per VALID_US, by a
+ * datagram of padding to a peer that may not hold our address proven:
+ * then its bound on answers to us (3x what it has had from us) lets the
+ * answer through at once, where it would first send a token and cost a
+ * round trip. QUIC pads a client's first datagrams to 1,200 bytes for the
+ * same reason (RFC 9000 8.1, 14.1). Not once we have shown it a token
+ * (it holds us proven), nor again while earlier padding may still cover
+ * us. A receiver counts the padding's bytes and reads nothing of it (an
+ * older release counts it malformed, after counting its bytes too).
+ */
+bool cfs__links_pad(struct cfs__links *lk, const struct cfs_addr *dst, uint64_t now)
+{
+	uint8_t pad[CFS_DGRAM_SAFE];
+	struct vslot *s = vslot_of(lk, dst, true, false, now);
+
+	if (s && (s->shown_until_us > now || (s->padded_us && now < s->padded_us + VALID_US)))
+		return false;
+	if (s)
+		s->padded_us = now;
+	memset(pad, 0, sizeof(pad));
+	pad[0] = XFER_PADDING;
+	cfs__link_whole_push(lk, dst, pad, sizeof(pad), now);
+	lk->st->padding_out++;
+	return true;
 }
 
 void cfs__link_on_validate(struct cfs__links *lk, const struct cfs_addr *from, const uint8_t *p,

@@ -38,6 +38,7 @@ struct cfs__call {
 	uint64_t predicted_us;     /* cfs_call_opts.predicted_rtt_us */
 	bool background;     /* cfs_call_opts.background: never moves the window */
 	bool low_priority;   /* cfs_call_opts.low_priority: background class */
+	bool pad;            /* cfs_call_opts.pad */
 
 	uint64_t deadline_us, sent_us, rto_us;
 	uint64_t send_seq;   /* the order calls were sent in (cfs__rpc_expire) */

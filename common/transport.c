@@ -184,6 +184,8 @@ static void rpc_act(cfs_transport_t *t, const struct cfs__rpc_act *a, uint64_t n
 	case CFS__RPC_SEND:
 		if (t->closing)
 			return;
+		if (c->pad && c->pkt_len <= CFS_DGRAM_SAFE)
+			(void)cfs__links_pad(&t->links, &c->dst, now);
 		if (cfs__links_send(&t->links, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
 		                    c->low_priority, now) < 0)
 			t->st.send_errors++;
@@ -421,6 +423,8 @@ static void on_dgram(void *arg, const struct cfs_addr *from, const uint8_t *p, s
 		cfs__tr_on_message(t, from, p + 1, len - 1, true, now);
 	else if (kind == XFER_KIND_MALFORMED)
 		t->st.malformed++;
+	else if (kind == XFER_KIND_PADDING)
+		t->st.padding_in++;
 	else
 		cfs__links_datagram(&t->links, from, kind, p, len, now);
 	drive(t, now);

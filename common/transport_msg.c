@@ -154,6 +154,7 @@ int cfs_transport_call(cfs_transport_t *t, const struct cfs_addr *dst, struct cf
 		c->predicted_us = opts->predicted_rtt_us;
 		c->background = opts->background;
 		c->low_priority = opts->low_priority;
+		c->pad = opts->pad;
 	}
 	cfs__rpc_start(&t->rpc, c, now);
 	cfs__tr_drive_and_arm(t, now);

@@ -36,6 +36,8 @@ enum xfer_kind cfs_xfer_kind(const uint8_t *p, size_t len)
 		return XFER_KIND_RETRY;
 	case XFER_VALIDATE:
 		return XFER_KIND_VALIDATE;
+	case XFER_PADDING:
+		return XFER_KIND_PADDING;
 	default:
 		return XFER_KIND_MALFORMED;
 	}

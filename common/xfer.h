@@ -27,6 +27,9 @@
  * prefix.
  */
 #define XFER_BACKGROUND_PREFIX 0x42 /* 'B' */
+/* A datagram of padding, read no further: it only counts in the bytes its
+ * receiver has had from the sender (link_valid.c, cfs__links_pad). */
+#define XFER_PADDING 0x5a /* 'Z' */
 #define XFER_PIECE    0x50 /* 'P' */
 #define XFER_ACK      0x41 /* 'A' */
 #define XFER_RETRY    0x59 /* 'Y': prove your address with this token */
@@ -40,6 +43,7 @@ enum xfer_kind {
 	XFER_KIND_ACK,
 	XFER_KIND_RETRY,
 	XFER_KIND_VALIDATE,
+	XFER_KIND_PADDING,
 };
 
 /* The kind of a datagram of len bytes (its frame is not decoded here). */

@@ -82,6 +82,8 @@ static void on_fetch(void *arg, int status, const struct cfs_msg *reply,
 	done = true;
 }
 
+static bool pad_calls; /* cfs_call_opts.pad for call() */
+
 static int call(enum cfs_msg_type type, bool with_blob)
 {
 	struct cfs_msg *m = malloc(sizeof(*m));
@@ -91,7 +93,8 @@ static int call(enum cfs_msg_type type, bool with_blob)
 		m->data = (struct cfs_bytes){ blob, blob_len };
 	done = false;
 	got_match = false;
-	cr_assert(cfs_transport_call(cli, &srv_addr, m, &(struct cfs_call_opts){ .timeout_ms = 5000 },
+	cr_assert(cfs_transport_call(cli, &srv_addr, m,
+	                             &(struct cfs_call_opts){ .timeout_ms = 5000, .pad = pad_calls },
 	                             on_fetch, NULL) == 0);
 	free(m);
 	while (!done)
@@ -121,6 +124,39 @@ Test(transport_pieces, a_large_reply_after_the_address_is_proven)
 	cfs_transport_get_stats(srv, &s);
 	cr_assert_eq(s.retries_sent, 1);
 	cr_assert_eq(s.xfers_out, 2);
+	stop();
+}
+
+/* A request padded to a stranger (cfs_call_opts.pad): its answer in one
+ * datagram, longer than three times the request alone (a lookup's), comes
+ * at once, with no token first; the padding goes once, not before every
+ * request. (An answer in pieces goes only to a proven address.) */
+Test(transport_pieces, padding_lets_a_strangers_answer_through_at_once)
+{
+	struct cfs_transport_stats s, c;
+
+	start(900, 0);
+	pad_calls = true;
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
+	cr_assert(got_match);
+	cfs_transport_get_stats(srv, &s);
+	cfs_transport_get_stats(cli, &c);
+	cr_assert_eq(s.retries_sent, 0, "a padded request's answer needs no token");
+	cr_assert_eq(c.padding_out, 1);
+	cr_assert_eq(s.padding_in, 1);
+	cr_assert_eq(s.malformed, 0, "padding is not malformed");
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
+	cfs_transport_get_stats(cli, &c);
+	cr_assert_eq(c.padding_out, 1, "padding goes once a period");
+	pad_calls = false;
+	stop();
+
+	/* the same answer to an unpadded request: a token first */
+	start(900, 0);
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
+	cfs_transport_get_stats(srv, &s);
+	cr_assert_eq(s.retries_sent, 1, "an unpadded request's answer waits for a token");
+	cr_assert_eq(s.padding_in, 0);
 	stop();
 }
 

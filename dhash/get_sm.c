@@ -118,6 +118,26 @@ int dhash__get_miss(int kept, int status)
 	return miss_rank(status) > miss_rank(kept) ? status : kept;
 }
 
+/* Stable insertion sort of cand[from, to), lat[] and bz[] moving with
+ * it: by bz when by_busy, else by lat (n <= 64). */
+static void sort_cands(struct dhash__get *g, uint64_t *lat, uint32_t *bz, uint32_t from,
+                       uint32_t to, bool by_busy)
+{
+	for (uint32_t i = from + 1; i < to; i++) {
+		struct cfs_node x = g->cand[i];
+		uint64_t lx = lat[i];
+		uint32_t bx = bz[i], j = i;
+		for (; j > from && (by_busy ? bz[j - 1] > bx : lat[j - 1] > lx); j--) {
+			g->cand[j] = g->cand[j - 1];
+			lat[j] = lat[j - 1];
+			bz[j] = bz[j - 1];
+		}
+		g->cand[j] = x;
+		lat[j] = lx;
+		bz[j] = bx;
+	}
+}
+
 /*
  * Candidates: the hop that holds a copy (CFS 5.2), then the k successors
  * by predicted latency (CFS 5.1, DHash++ 4.3: the replica likely fastest
@@ -155,38 +175,14 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 		if (i < k && !g->ring_order)
 			sorted_end = n;
 	}
-	for (uint32_t i = first + 1; i < sorted_end; i++) { /* insertion sort: stable, n <= 64 */
-		struct cfs_node x = g->cand[i];
-		uint64_t lx = lat[i];
-		uint32_t bx = bz[i], j = i;
-		for (; j > first && lat[j - 1] > lx; j--) {
-			g->cand[j] = g->cand[j - 1];
-			lat[j] = lat[j - 1];
-			bz[j] = bz[j - 1];
-		}
-		g->cand[j] = x;
-		lat[j] = lx;
-		bz[j] = bx;
-	}
+	sort_cands(g, lat, bz, first, sorted_end, false);
 	uint32_t near_end = first;
 	if (sorted_end > first && lat[first] != UINT64_MAX) {
 		uint64_t tie = lat[first] + lat[first] * DHASH_NEAR_TIE_PCT / 100 + DHASH_NEAR_TIE_US;
 		while (near_end < sorted_end && lat[near_end] <= tie)
 			near_end++;
 	}
-	for (uint32_t i = first + 1; i < near_end; i++) { /* the near ones: least busy first */
-		struct cfs_node x = g->cand[i];
-		uint32_t bx = bz[i], j = i;
-		uint64_t lx = lat[i];
-		for (; j > first && bz[j - 1] > bx; j--) {
-			g->cand[j] = g->cand[j - 1];
-			lat[j] = lat[j - 1];
-			bz[j] = bz[j - 1];
-		}
-		g->cand[j] = x;
-		lat[j] = lx;
-		bz[j] = bx;
-	}
+	sort_cands(g, lat, bz, first, near_end, true); /* the near ones: least busy first */
 	g->ncand = g->nfirst = n;
 	g->next_cand = 0;
 

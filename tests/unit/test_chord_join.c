@@ -81,10 +81,9 @@ static void on_check(uv_timer_t *t)
 
 TestSuite(chord_join, .init = setup, .fini = teardown, .timeout = 60);
 
-/* A pass over the join targets (here one) that none answered doubles the
- * wait; the answer that finally comes (900 ms) sets it to hold two such
- * waits. Before, the joiner asked again every 750 ms and never joined. */
-Test(chord_join, a_path_slower_than_the_probe_timeout_still_joins)
+/* The joiner's every datagram held 900 ms; both started, the joiner
+ * through the founder. */
+static void start_joiner_900ms_away(void)
 {
 	struct cfs_netmodel m;
 
@@ -93,6 +92,14 @@ Test(chord_join, a_path_slower_than_the_probe_timeout_still_joins)
 	cfs_transport_set_model(joiner.tr, &m);
 	chord_start(founder.c, NULL, 0);
 	chord_start(joiner.c, &founder.a, 1);
+}
+
+/* A pass over the join targets (here one) that none answered doubles the
+ * wait; the answer that finally comes (900 ms) sets it to hold two such
+ * waits. Before, the joiner asked again every 750 ms and never joined. */
+Test(chord_join, a_path_slower_than_the_probe_timeout_still_joins)
+{
+	start_joiner_900ms_away();
 	cr_assert_eq(chord__addr_wait_ms(joiner.c), joiner.c->cfg.probe_timeout_ms);
 	started_us = cfs_now_us();
 	uv_timer_init(&loop, &check);
@@ -185,13 +192,7 @@ static bool never(void)
  * and keeps it, its calls to it waiting for its own round trip. */
 Test(chord_join, a_member_behind_a_slow_path_is_linked_in)
 {
-	struct cfs_netmodel m;
-
-	cfs_netmodel_simple_init(&slow, 0, 900000, 1);
-	m = cfs_netmodel_simple_ops(&slow);
-	cfs_transport_set_model(joiner.tr, &m);
-	chord_start(founder.c, NULL, 0);
-	chord_start(joiner.c, &founder.a, 1);
+	start_joiner_900ms_away();
 	uint64_t t0 = cfs_now_us();
 	cr_assert(run_until(linked, 30000), "a member 900 ms away was not linked in within 30 s");
 	double secs = (double)(cfs_now_us() - t0) / 1e6;

@@ -166,21 +166,35 @@ static void ccall_done(void *p, int status, const struct cfs_msg *reply,
 }
 
 /*
- * A fixed timeout to a node is at least CHORD_SLOW_RTTS of its round
- * trips (measured, else predicted from its coordinate), up to
- * CHORD_SLOW_TIMEOUT_MAX_MS. The maintenance calls' timeouts (AUTH 1,000
- * ms, stabilization 750 ms) are sized for the paths of most members; a
- * member every path of which is longer (a satellite link, a far access
- * network) joined, but its neighbours' checks and stabilization calls to
- * it all timed out, so it was never in their lists. A stranger's answer
- * can take two round trips (a token first), hence three.
+ * A fixed timeout to a node covers SLOW_RTTS of its round trips. The
+ * maintenance calls' fixed timeouts (AUTH 1,000 ms, stabilization 750 ms)
+ * suit most paths; a member every path of which is longer (a satellite
+ * link, a far access network) would see every check and stabilization
+ * call of its neighbours time out and never be in their lists. A
+ * stranger's answer can take two round trips (a token first), hence
+ * three. A measured round trip may stretch the timeout up to
+ * SLOW_TIMEOUT_MAX_MS; one predicted from the coordinate a node (or
+ * whoever named it) sent, at most to twice the fixed timeout, so that
+ * made-up coordinates cannot hold the bounded AUTH checks much longer
+ * than before. A leaving node keeps the fixed timeouts: its LEAVEs bound
+ * how long a shutdown takes.
  */
+#define SLOW_RTTS 3
+#define SLOW_TIMEOUT_MAX_MS 5000
+
 static uint32_t fixed_timeout_ms(const chord_t *c, const struct cfs_node *to, uint32_t ms)
 {
-	uint64_t need = CHORD_SLOW_RTTS * chord_rtt_us(c, to) / 1000;
+	uint64_t m = cfs_transport_peer_srtt_us(c->tr, &to->addr), need, cap = SLOW_TIMEOUT_MAX_MS;
 
-	if (need > CHORD_SLOW_TIMEOUT_MAX_MS)
-		need = CHORD_SLOW_TIMEOUT_MAX_MS;
+	if (c->leaving)
+		return ms;
+	if (!m) {
+		m = chord_predict_rtt_us(c, &to->coord);
+		cap = 2 * (uint64_t)ms;
+	}
+	need = SLOW_RTTS * m / 1000;
+	if (need > cap)
+		need = cap;
 	return need > ms ? (uint32_t)need : ms;
 }
 

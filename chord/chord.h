@@ -238,7 +238,9 @@ int chord_lookup(chord_t *c, const struct cfs_id *key, const struct chord_lookup
                  chord_lookup_cb cb, void *arg) CFS_WUR;
 
 /* An RPC to another ring member that keeps Vivaldi and the neighbour
- * latencies up to date (DHash's calls go through here). */
+ * latencies up to date (DHash's calls go through here). A fixed
+ * timeout_ms (0: the transport's RTO) is stretched to three of the
+ * node's round trips when that is longer (chord.c, fixed_timeout_ms). */
 int chord_call(chord_t *c, const struct cfs_node *to, struct cfs_msg *req, uint32_t timeout_ms,
                cfs_reply_cb cb, void *arg);
 /* The same in the background class: the request's pieces and

@@ -65,11 +65,6 @@ struct auth_ent {
 struct chord__lookup;
 
 /* cookie.c: stateless LEAVE cookies. */
-/* A fixed call timeout to a node covers this many of its round trips,
- * within the cap (chord.c, fixed_timeout_ms). */
-#define CHORD_SLOW_RTTS 3
-#define CHORD_SLOW_TIMEOUT_MAX_MS 8000
-
 #define CHORD_COOKIE_KEY_BYTES 32
 #define CHORD_COOKIE_PERIOD_US (60ull * 1000000) /* key lifetime; cookies live 1-2 periods */
 struct chord__cookie_jar {

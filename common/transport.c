@@ -184,7 +184,7 @@ static void rpc_act(cfs_transport_t *t, const struct cfs__rpc_act *a, uint64_t n
 	case CFS__RPC_SEND:
 		if (t->closing)
 			return;
-		if (c->pad && c->pkt_len <= CFS_DGRAM_SAFE)
+		if (c->pad && c->pkt_len <= CFS_DGRAM_SAFE && !c->rexmits && !c->retries)
 			(void)cfs__links_pad(&t->links, &c->dst, now);
 		if (cfs__links_send(&t->links, &c->dst, c->pkt, c->pkt_len, c->reqid, false,
 		                    c->low_priority, now) < 0)

@@ -151,12 +151,18 @@ Test(transport_pieces, padding_lets_a_strangers_answer_through_at_once)
 	pad_calls = false;
 	stop();
 
-	/* the same answer to an unpadded request: a token first */
+	/* the same answer to an unpadded request: a token first; once the
+	 * token was shown, the server holds us proven: no padding */
 	start(900, 0);
 	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
 	cfs_transport_get_stats(srv, &s);
 	cr_assert_eq(s.retries_sent, 1, "an unpadded request's answer waits for a token");
 	cr_assert_eq(s.padding_in, 0);
+	pad_calls = true;
+	cr_assert_eq(call(CFS_MSG_FETCH, false), 0);
+	pad_calls = false;
+	cfs_transport_get_stats(cli, &c);
+	cr_assert_eq(c.padding_out, 0, "no padding to a server shown a token");
 	stop();
 }
 

@@ -198,6 +198,9 @@ Test(xfer, datagram_kinds)
 	b[1] = 0x9a;
 	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_MESSAGE_BG);
 	cr_assert_eq(cfs_xfer_kind(b, 1), XFER_KIND_MALFORMED);
+	b[0] = XFER_PADDING;
+	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_PADDING);
+	cr_assert_eq(cfs_xfer_kind(b, 1), XFER_KIND_PADDING);
 	b[0] = XFER_PIECE;
 	cr_assert_eq(cfs_xfer_kind(b, 4), XFER_KIND_PIECE);
 	b[0] = XFER_ACK;

@@ -232,7 +232,9 @@ static struct peer_est *peer_entry(struct cfs__rpc *r, const struct cfs_addr *a)
 	bool added;
 
 	cfs__peer_key(&k, a);
-	if (!cfs_htab_get(&r->peers, &k) && cfs_htab_count(&r->peers) >= PEERS_MAX)
+	/* one hash operation while the table has room: this runs for every
+	 * piece of an answer (cfs__rpc_touch) */
+	if (cfs_htab_count(&r->peers) >= PEERS_MAX && !cfs_htab_get(&r->peers, &k))
 		cfs_htab_clear(&r->peers);
 	struct peer_est *pe = cfs_htab_put(&r->peers, &k, &added);
 	if (added)

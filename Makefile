@@ -65,7 +65,7 @@ $(LIBCOMMON):  $(call obj,$(wildcard common/*.c))
 $(LIBCHORD):   $(call obj,$(wildcard chord/*.c))
 $(LIBDHASH):   $(call obj,$(wildcard dhash/*.c))
 $(LIBCLIENT):  $(call obj,$(wildcard client/*.c))
-$(LIBBSTORE):  $(call obj,$(wildcard blockstore/*.c))
+$(LIBBSTORE):  $(call obj,$(wildcard blockstore/*.c)) $(B)/blockstore/memenv.o
 $(LIBSFSRO):   $(call obj,$(wildcard sfsro-format/*.c))
 $(LIBCFSD):    $(call obj,$(filter-out $(CFSD_SRCS) $(CFSCTL_SRCS),$(wildcard cfsd/*.c)))
 $(LIBPUB):     $(call obj,$(filter-out publisher/cfs_%.c,$(wildcard publisher/*.c)))
@@ -83,6 +83,16 @@ $(B)/%.o: %.c $(B)/config.mk
 	@mkdir -p $(dir $@)
 	@[ "$(V)" = 1 ] || echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# The one C++ file, LevelDB's in-memory environment for its C API: no
+# exceptions or run-time types, so that it needs nothing from the C++
+# library that LevelDB does not bring.
+CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(SAN) -fno-exceptions -fno-rtti -MMD -MP \
+               $(EXTRA_CFLAGS)
+$(B)/%.o: %.cc $(B)/config.mk
+	@mkdir -p $(dir $@)
+	@[ "$(V)" = 1 ] || echo "  CXX     $<"
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -c $< -o $@
 
 # ---------------------------------------------------------------- programs
 # Each program: its objects, then its libraries; one link recipe for all.
@@ -179,7 +189,7 @@ FUZZ_LIBS    := $(addprefix $(FB)/lib,testbed.a cfsfuse.a cfsd.a blockstore.a ch
 FUZZER       ?= -fsanitize=fuzzer
 fuzz-build: $(B)/config.mk
 	$(Q)$(ENSURE) @fuzz
-	$(Q)$(MAKE) --no-print-directory B=$(FB) CC=clang OPT=-O1 \
+	$(Q)$(MAKE) --no-print-directory B=$(FB) CC=clang CXX=clang++ OPT=-O1 \
 	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" \
 	  $(FUZZ_TARGETS) $(FB)/fuzz/gen_seeds
 $(FB)/fuzz/gen_seeds: FUZZER :=

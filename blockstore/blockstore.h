@@ -91,6 +91,13 @@ struct bstore_stats {
 	bool failed;                  /* writes refused until the index reopens */
 };
 
+/* Every store this process opens from now on keeps its index in memory
+ * (LevelDB's in-memory environment, one for the process) and its packs on
+ * disk, so that an index holds no file descriptor: for a harness that runs
+ * thousands of stores in one process. The indexes end with the process,
+ * and no lock keeps a second process out of a store. */
+void bstore_keep_indexes_in_memory(void);
+
 /* Open (creating) the store in dir. -EBUSY when another process has it,
  * -EPROTO when dir holds another format (logged with what to do). */
 int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret) CFS_WUR;

@@ -228,6 +228,13 @@ static int replay(bstore_t *s)
 	return r;
 }
 
+static bool indexes_in_memory;
+
+void bstore_keep_indexes_in_memory(void)
+{
+	indexes_in_memory = true;
+}
+
 int bstore__db_open(bstore_t *s, bool at_start)
 {
 	char *err = NULL;
@@ -344,6 +351,8 @@ int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret
 	s->bloom = leveldb_filterpolicy_create_bloom(10); /* most lookups of a cache miss */
 	leveldb_options_set_filter_policy(s->opt, s->bloom);
 	leveldb_options_set_create_if_missing(s->opt, 1);
+	if (indexes_in_memory)
+		leveldb_options_set_env(s->opt, bstore__mem_env());
 	s->ro = leveldb_readoptions_create();
 	s->wo = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(s->wo, s->cfg.mode == BSTORE_DURABLE);

@@ -10,7 +10,7 @@ set -eu
 pkgs=""
 for p in "$@"; do
 	case "$p" in
-	@build) pkgs="$pkgs gcc make pkg-config libuv1-dev libsodium-dev libmsgpack-dev libfuse3-dev
+	@build) pkgs="$pkgs gcc g++ make pkg-config libuv1-dev libsodium-dev libmsgpack-dev libfuse3-dev
 		fuse3 libleveldb-dev libminiupnpc-dev libnatpmp-dev libnetfilter-queue-dev libisal-dev
 		libmicrohttpd-dev" ;;
 	@test) pkgs="$pkgs libcriterion-dev iproute2 procps python3 bc systemd man-db iptables ethtool

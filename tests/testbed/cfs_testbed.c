@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "blockstore/blockstore.h"
 #include "tests/testbed/testbed.h"
 
 static const char usage[] =
@@ -42,7 +43,8 @@ static const char usage[] =
 	"                   [--workload gets|hot|file|placement|none] [--blocks B] [--block-size BYTES]\n"
 	"                   [--rate GETS_PER_S] [--gateways G] [--readers R] [--fetches F]\n"
 	"                   [--windows W1,W2,...] [--repeat R]\n"
-	"                   [--out DIR] [--dir DATADIR] [--base-port P] [--converge-timeout SEC]\n"
+	"                   [--out DIR] [--dir DATADIR] [--index-in-memory] [--base-port P]\n"
+	"                   [--converge-timeout SEC]\n"
 	"                   [--print-schedule]\n"
 	"Starts a ring of DHash nodes in this process, replays the churn schedule,\n"
 	"runs the workload and records every operation. See docs/TESTBED.md.\n";
@@ -198,7 +200,7 @@ enum { O_NODES = 1000, O_CHURN, O_SEED, O_DURATION, O_NETMODEL, O_VNODES, O_VNOD
        O_REPLICAS, O_SUCC, O_PNS, O_MODE, O_RING_ORDER, O_HEDGE, O_CACHING, O_STAB, O_FIX,
        O_WORKLOAD, O_BLOCKS, O_BSIZE, O_RATE, O_FETCHES, O_WINDOWS, O_REPEAT, O_OUT, O_DIR,
        O_PORT, O_CONVERGE, O_PRINT, O_SPEEDUP, O_FREEZE, O_GATEWAYS, O_LEARNED,
-       O_READERS, O_GUESS, O_SWEEP, O_CODE, O_WARM, O_FRAG_REPAIR };
+       O_READERS, O_GUESS, O_SWEEP, O_CODE, O_WARM, O_FRAG_REPAIR, O_MEM_INDEX };
 
 static const struct option opts[] = {
 	{ "nodes", 1, NULL, O_NODES }, { "churn", 1, NULL, O_CHURN }, { "seed", 1, NULL, O_SEED },
@@ -216,7 +218,7 @@ static const struct option opts[] = {
 	{ "freeze", 0, NULL, O_FREEZE }, { "gateways", 1, NULL, O_GATEWAYS },
 	{ "learned", 1, NULL, O_LEARNED }, { "warm", 0, NULL, O_WARM }, { "readers", 1, NULL, O_READERS }, { "guess", 1, NULL, O_GUESS },
 	{ "sweep-ms", 1, NULL, O_SWEEP }, { "code", 1, NULL, O_CODE },
-	{ "frag-repair-ms", 1, NULL, O_FRAG_REPAIR },
+	{ "frag-repair-ms", 1, NULL, O_FRAG_REPAIR }, { "index-in-memory", 0, NULL, O_MEM_INDEX },
 	{ "print-schedule", 0, NULL, O_PRINT }, { "speedup", 1, NULL, O_SPEEDUP }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -224,7 +226,7 @@ struct settings {
 	uint32_t nodes;
 	const char *churn, *out, *netmodel;
 	double duration, converge, speedup;
-	bool warm;
+	bool warm, mem_index;
 	bool print;
 	struct tb_workload w;
 };
@@ -268,6 +270,7 @@ static void parse_args(int argc, char **argv, struct settings *st)
 			TB.cc.guess_spacings = (uint32_t)num(optarg, "--guess", 0, CHORD_GUESS_MAX);
 			break;
 		case O_WARM: st->warm = true; break;
+		case O_MEM_INDEX: st->mem_index = true; break;
 		case O_LEARNED:
 			TB.cc.learned_max = (uint32_t)num(optarg, "--learned", 0, CHORD_LEARNED_MAX);
 			break;
@@ -384,12 +387,15 @@ static void open_outputs(const char *out)
 }
 
 /* Every node holds a socket and four LevelDB files open (LOCK, LOG,
- * MANIFEST, the write-ahead log: five descriptors; ten with --caching): thousands of nodes need more than the
- * usual limit. Root may raise the hard limit too. */
-static void raise_fd_limit(uint32_t nodes)
+ * MANIFEST, the write-ahead log), and once it holds blocks the pack it
+ * appends to and one it reads: seven descriptors, thirteen with --caching;
+ * with --index-in-memory three and five. Thousands of nodes need more
+ * than the usual limit. Root may raise the hard limit too. */
+static void raise_fd_limit(uint32_t nodes, bool mem_index)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)nodes * (TB.caching ? 10 : 5) + 64;
+	rlim_t per = mem_index ? 3 : 7;
+	rlim_t want = (rlim_t)nodes * (TB.caching ? per + per - 1 : per) + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
@@ -401,8 +407,9 @@ static void raise_fd_limit(uint32_t nodes)
 	rl.rlim_cur = rl.rlim_max;
 	(void)setrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < want)
-		fprintf(stderr, "cfs-testbed: warning: %llu file descriptors allowed, %u nodes may need %llu\n",
-		        (unsigned long long)rl.rlim_cur, nodes, (unsigned long long)want);
+		fprintf(stderr, "cfs-testbed: warning: %llu file descriptors allowed, %u nodes may need %llu%s\n",
+		        (unsigned long long)rl.rlim_cur, nodes, (unsigned long long)want,
+		        mem_index ? "" : " (--index-in-memory needs fewer)");
 }
 
 static int by_id(const void *a, const void *b)
@@ -490,7 +497,9 @@ int main(int argc, char **argv)
 		die_usage("the schedule needs more ports than remain above --base-port%s", "");
 	if (cfs_crypto_init() < 0)
 		return 1;
-	raise_fd_limit(sched.slots);
+	if (st.mem_index)
+		bstore_keep_indexes_in_memory();
+	raise_fd_limit(sched.slots, st.mem_index);
 	if (!TB.dir) {
 		if (!mkdtemp(tmpdir)) {
 			fprintf(stderr, "cfs-testbed: cannot create %s: %s\n", tmpdir, strerror(errno));

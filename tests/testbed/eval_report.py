@@ -1280,6 +1280,10 @@ def sec_scale(R):
             "after the build over the nodes. The largest cfs-ring is in the Fig. 9 table.\n\n")
     if capped:
         body += f"The ring asked for was smaller on this machine: {capped}.\n\n"
+    index = _read(os.path.join(R.out, "scale", "index.txt")).strip()
+    if index:
+        body += (f"The stores' indexes were kept in memory (`--index-in-memory`, docs/TESTBED.md): {index}. "
+                 "Memory per node includes them.\n\n")
     body += missing_note(probs) + table(["run", "asked", "nodes", "build s", "converged", "KiB per node", "gets",
                                          "success %", "p50 ms", "p99 ms", "end RSS MiB"], rows)
     if rows:

@@ -590,3 +590,54 @@ Test(bstore, a_cache_put_replacing_an_evicted_block_counts_once)
 	cr_assert_eq(st.blocks, n, "stats say %lu blocks, the index holds %u", (unsigned long)st.blocks, n);
 	bstore_close(ca);
 }
+
+/* Descriptors this process holds open. */
+static int open_fds(void)
+{
+	int n = 0;
+	char p[32];
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		n += access(p, F_OK) == 0;
+	}
+	return n;
+}
+
+/* The testbed's thousands of stores in one process: with the indexes in
+ * memory a store holds only its packs' descriptors, where one with its
+ * index on disk holds LevelDB's four, and a store closed and opened again
+ * finds its blocks. (Each test runs in a process of its own, so the
+ * process-wide switch reaches no other test.) */
+Test(bstore_mem, an_index_in_memory_holds_no_descriptor_and_is_found_again)
+{
+	char on_disk[64], cmd[160];
+	bstore_t *d;
+
+	cfs_log_set_level(CFS_LOG_ERROR);
+	snprintf(on_disk, sizeof(on_disk), "/tmp/cfs-unit-bstore.XXXXXX");
+	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-bstore.XXXXXX");
+	cr_assert_not_null(mkdtemp(on_disk));
+	cr_assert_not_null(mkdtemp(dir));
+	int base = open_fds();
+	cr_assert_eq(bstore_open(on_disk, &durable, &d), 0);
+	int disk_index = open_fds() - base;
+	bstore_close(d);
+	cr_assert_geq(disk_index, 4, "an index on disk held %d descriptors", disk_index);
+
+	bstore_keep_indexes_in_memory();
+	base = open_fds();
+	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
+	cr_assert_eq(open_fds() - base, 0, "an index in memory holds descriptors");
+	cr_assert_eq(put_range(bs, 0, 10, 100), 0);
+	expect_range(bs, 0, 10, true);
+	/* the pack written and one read: nothing for the index */
+	cr_assert_leq(open_fds() - base, 2);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls %s/db)\"", dir);
+	cr_assert_eq(system(cmd), 0, "the index wrote files in %s/db", dir);
+	reopen(&durable);
+	expect_range(bs, 0, 10, true);
+	expect_range(bs, 10, 12, false);
+	bstore_close(bs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, on_disk);
+	cr_assert_eq(system(cmd), 0);
+}

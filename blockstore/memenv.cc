@@ -1,0 +1,29 @@
+/*
+ * LevelDB's in-memory environment (helpers/memenv.h) for the C API, which
+ * has no constructor for one. The testbed runs thousands of stores in one
+ * process, and each index on disk holds four descriptors (LOCK, LOG,
+ * MANIFEST, the write-ahead log); in memory it holds none.
+ */
+#include <leveldb/c.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+
+/* The C API's handle on an Env, laid out as LevelDB's c.cc defines it.
+ * The C API reads only rep (leveldb_options_set_env); this handle is never
+ * given to leveldb_env_destroy. */
+struct leveldb_env_t {
+	leveldb::Env *rep;
+	bool is_default;
+};
+
+static leveldb_env_t mem_env;
+
+/* One environment for the process, so that a store closed and opened
+ * again finds its index. Not thread-safe: called while opening a store,
+ * which a process does from one thread. */
+extern "C" leveldb_env_t *bstore__mem_env(void)
+{
+	if (!mem_env.rep)
+		mem_env.rep = leveldb::NewMemEnv(leveldb::Env::Default());
+	return &mem_env;
+}

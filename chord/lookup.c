@@ -216,7 +216,7 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 		chord__msg_init(c, NULL, CFS_MSG_FIND_NEXT, a->has_to ? &a->to : NULL);
 		c->msg.key = l->sm.key;
 		c->msg.nsucc = a->nsucc;
-		c->msg.flags = a->flags;
+		c->msg.flags = a->flags | CFS_LOOKUP_F_WRAP_OK;
 		break;
 	case CHORD__LKA_FWD:
 		chord__msg_init(c, NULL, CFS_MSG_LOOKUP_FWD, &a->to);
@@ -226,7 +226,7 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 		c->msg.node.coord = c->coord;
 		c->msg.hops = 1;
 		c->msg.nsucc = a->nsucc;
-		c->msg.flags = a->flags;
+		c->msg.flags = a->flags | CFS_LOOKUP_F_WRAP_OK;
 		break;
 	default:
 		chord__msg_init(c, NULL, CFS_MSG_PING, &a->to);
@@ -494,7 +494,16 @@ static void fwd_send(struct fwd *f, const struct chord__lk_act *a)
 
 /* A node of the previous protocol version refuses an answer that names
  * its sender after the first place; it gets the list cut there (a ring
- * shorter than the successor list wraps through the answering node). */
+ * shorter than the successor list wraps through the answering node). A
+ * lookup's asker is known to take it when the address speaks version 5,
+ * or when its request says so: its first call to us came at version 4,
+ * before it knew we speak 5, and a cut answer would cost it a call to
+ * the key's predecessor. */
+static bool wraps_ok(chord_t *c, const struct cfs_addr *asker, uint32_t flags)
+{
+	return (flags & CFS_LOOKUP_F_WRAP_OK) || cfs_transport_peer_version(c->tr, asker) >= 5;
+}
+
 static uint32_t cut_for_older(const struct cfs_id *sender, const struct cfs_node *nodes, uint32_t n)
 {
 	for (uint32_t i = 1; i < n; i++)
@@ -522,7 +531,7 @@ static void fwd_drive(struct fwd *f)
 			c->msg.flags = a.flags;
 			memcpy(c->msg.nodes, a.nodes, a.n * sizeof(a.nodes[0]));
 			c->msg.n_nodes = a.n;
-			if (cfs_transport_peer_version(c->tr, &a.to.addr) < 5)
+			if (!wraps_ok(c, &a.to.addr, f->sm.qry.flags))
 				c->msg.n_nodes = cut_for_older(&c->msg.from_id, a.nodes, a.n);
 			(void)chord_call(c, &a.to, &c->msg, 0, ignore_reply, NULL);
 			break;
@@ -604,7 +613,7 @@ void chord__lookup_handle_fwd(chord_t *c, struct chord__vnode *v, const struct c
 	}
 	fwd_note(c, from->reqid);
 	/* the answer goes to the originator: wrapped only if it speaks the newer version */
-	done = served_step(c, v, req, cfs_transport_peer_version(c->tr, &req->node.addr) >= 5, out, &n,
+	done = served_step(c, v, req, wraps_ok(c, &req->node.addr, req->flags), out, &n,
 	                   &ncand, &q.nsucc, &has);
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->c = c;
@@ -630,7 +639,8 @@ void chord__lookup_handle_find_next(chord_t *c, struct chord__vnode *v, const st
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
 		return;
 	}
-	done = served_step(c, v, req, from->version >= 5, out, &n, &ncand, &nsucc, &has);
+	bool wrap_ok = from->version >= 5 || (req->flags & CFS_LOOKUP_F_WRAP_OK);
+	done = served_step(c, v, req, wrap_ok, out, &n, &ncand, &nsucc, &has);
 	chord__msg_init(c, v, CFS_MSG_FIND_NEXT, NULL);
 	c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);
 	if (!done && ncand < n) {
@@ -639,7 +649,7 @@ void chord__lookup_handle_find_next(chord_t *c, struct chord__vnode *v, const st
 	}
 	memcpy(c->msg.nodes, out, n * sizeof(out[0]));
 	c->msg.n_nodes = n;
-	if (from->version < 5)
+	if (!wrap_ok)
 		c->msg.n_nodes = cut_for_older(from->has_to ? &from->to_id : &c->msg.from_id, out,
 		                               cut_for_older(&c->msg.from_id, out, n));
 	chord__reply_simple(c, from, &c->msg);

@@ -155,6 +155,10 @@ enum cfs_msg_type {
 #define CFS_LOOKUP_F_TO_PRED     0x20u /* request: answer only as the key's
                                         * predecessor, not early from a
                                         * successor list that covers it */
+#define CFS_LOOKUP_F_WRAP_OK     0x40u /* request: the asker takes an answer
+                                        * that wraps through the answerer
+                                        * (it speaks version 5), whatever
+                                        * version the request came at */
 
 /*
  * One decoded (or to-be-encoded) message. The header fields are always

@@ -15,7 +15,7 @@ struct node {
 };
 
 static uv_loop_t loop;
-static struct node founder, joiner;
+static struct node founder, joiner, third, cli; /* third and cli: one test's */
 static struct cfs_netmodel_simple slow;
 
 static void on_request(void *arg, const struct cfs_msg *req, const struct cfs_reply_to *from)
@@ -57,6 +57,11 @@ static void setup(void)
 
 static void teardown(void)
 {
+	for (struct node *n = &third; n; n = n == &third ? &cli : NULL)
+		if (n->tr) {
+			chord_free(n->c);
+			cfs_transport_close(n->tr);
+		}
 	chord_free(joiner.c);
 	chord_free(founder.c);
 	cfs_transport_close(joiner.tr);
@@ -318,4 +323,61 @@ Test(chord_join, a_dead_node_heard_from_is_asked_at_once)
 	cr_assert_eq(chord__auth_peek(founder.c, &j.id, cfs_now_us()), AUTH_DEAD);
 	cr_assert_eq(founder.c->auth_revived, 3, "asked again behind the test's back");
 	joiner.c->leaving = false;
+}
+
+/* A cold plain client's first call to an address goes at the older
+ * protocol version (docs/PROTOCOL.md, "Versions"), before it knows the
+ * server speaks the newer one. Its lookup says it takes an answer that
+ * wraps through the answerer (CFS_LOOKUP_F_WRAP_OK), so a member of a
+ * ring shorter than its successor list answers it whole in one round
+ * trip: for a key two places after the member, the older answer was cut
+ * to the key's predecessor and one successor, and cost a second call. */
+static struct chord_lookup_result cold_res;
+static bool cold_done;
+
+static bool ring_of_three(void)
+{
+	struct chord__vnode *v[3] = { &founder.c->v[0], &joiner.c->v[0], &third.c->v[0] };
+	for (int i = 0; i < 3; i++)
+		if (!v[i]->joined || v[i]->nsuccs != 2 || !v[i]->wraps)
+			return false;
+	return true;
+}
+
+static void on_cold_lookup(void *arg, const struct chord_lookup_result *r)
+{
+	cold_res = *r;
+	cold_done = true;
+}
+
+static bool cold_answered(void)
+{
+	return cold_done;
+}
+
+Test(chord_join, a_cold_clients_first_lookup_in_a_small_ring_takes_one_call)
+{
+	node_new(&third, "127.0.0.3");
+	chord_start(founder.c, NULL, 0);
+	chord_start(joiner.c, &founder.a, 1);
+	chord_start(third.c, &founder.a, 1);
+	cr_assert(run_until(ring_of_three, 20000), "the three never formed a ring");
+
+	struct cfs_transport_config tc;
+	cfs_transport_config_default(&tc);
+	tc.host = "127.0.0.4";
+	cr_assert_eq(cfs_transport_new(&loop, &tc, on_request, &cli, &cli.tr), 0);
+	cr_assert_eq(chord_client_new(&loop, cli.tr, &founder.a, 1, &cli.c), 0);
+	cr_assert_eq(cfs_transport_peer_version(cli.tr, &founder.a), CFS_PROTO_VERSION_MIN,
+	             "the client should not know the founder's version yet");
+	/* the key of the founder's second successor: its list covers it with
+	 * one successor after it, fewer than the three asked for */
+	struct cfs_id key = founder.c->v[0].succ[1].n.id;
+	struct chord_lookup_opts o = { .mode = CHORD_MODE(CHORD_ITERATIVE, CHORD_GREEDY), .nsucc = 3 };
+	cr_assert_eq(chord_lookup(cli.c, &key, &o, on_cold_lookup, NULL), 0);
+	cr_assert(run_until(cold_answered, 10000), "the cold lookup was not answered");
+	cr_assert_eq(cold_res.status, 0);
+	cr_assert_eq(cold_res.rpcs, 1, "a cold lookup took %u calls", cold_res.rpcs);
+	cr_assert_eq(cold_res.n, 3, "the answer named %u of the ring's three members", cold_res.n);
+	cr_assert(cfs_id_eq(&cold_res.succ[0].id, &key));
 }

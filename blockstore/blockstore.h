@@ -91,11 +91,12 @@ struct bstore_stats {
 	bool failed;                  /* writes refused until the index reopens */
 };
 
-/* Every store this process opens from now on keeps its index in memory
- * (LevelDB's in-memory environment, one for the process) and its packs on
- * disk, so that an index holds no file descriptor: for a harness that runs
- * thousands of stores in one process. The indexes end with the process,
- * and no lock keeps a second process out of a store. */
+/* Keep the index of every store opened from now on in memory (LevelDB's
+ * in-memory environment, one for the process), the packs on disk: an
+ * index then holds no file descriptor, for a harness that runs thousands
+ * of stores in one process. The indexes end with the process and are
+ * never freed before it ends; nothing locks them, so a directory opened
+ * twice is not refused (-EBUSY) as it is on disk. */
 void bstore_keep_indexes_in_memory(void);
 
 /* Open (creating) the store in dir. -EBUSY when another process has it,

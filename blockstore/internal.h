@@ -99,7 +99,8 @@ int bstore__db_error(bstore_t *s, char *err, const char *what);
 /* open.c: open the index (at_start in a durable store: replay what the
  * packs hold past its head), then count each pack's live bytes. */
 int bstore__db_open(bstore_t *s, bool at_start);
-/* LevelDB's in-memory environment, one for the process (memenv.cc). */
+/* LevelDB's in-memory environment, one for the process (memenv.cc); NULL
+ * if this LevelDB's C API cannot be given one. */
 leveldb_env_t *bstore__mem_env(void);
 
 /* compact.c */

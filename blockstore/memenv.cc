@@ -8,6 +8,8 @@
 #include <leveldb/env.h>
 #include <leveldb/helpers/memenv.h>
 
+extern "C" leveldb_env_t *bstore__mem_env(void); /* blockstore/internal.h */
+
 /* The C API's handle on an Env, laid out as LevelDB's c.cc defines it.
  * The C API reads only rep (leveldb_options_set_env); this handle is never
  * given to leveldb_env_destroy. */
@@ -19,11 +21,18 @@ struct leveldb_env_t {
 static leveldb_env_t mem_env;
 
 /* One environment for the process, so that a store closed and opened
- * again finds its index. Not thread-safe: called while opening a store,
- * which a process does from one thread. */
+ * again finds its index; NULL if this LevelDB's handle is not laid out as
+ * above (its default handle must hold Env::Default()). Not thread-safe:
+ * called while opening a store, which a process does from one thread. */
 extern "C" leveldb_env_t *bstore__mem_env(void)
 {
-	if (!mem_env.rep)
+	if (!mem_env.rep) {
+		leveldb_env_t *d = leveldb_create_default_env();
+		bool same = d->rep == leveldb::Env::Default();
+		leveldb_env_destroy(d);
+		if (!same)
+			return nullptr;
 		mem_env.rep = leveldb::NewMemEnv(leveldb::Env::Default());
+	}
 	return &mem_env;
 }

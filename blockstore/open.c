@@ -351,12 +351,18 @@ int bstore_open(const char *dir, const struct bstore_config *cfg, bstore_t **ret
 	s->bloom = leveldb_filterpolicy_create_bloom(10); /* most lookups of a cache miss */
 	leveldb_options_set_filter_policy(s->opt, s->bloom);
 	leveldb_options_set_create_if_missing(s->opt, 1);
-	if (indexes_in_memory)
-		leveldb_options_set_env(s->opt, bstore__mem_env());
 	s->ro = leveldb_readoptions_create();
 	s->wo = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(s->wo, s->cfg.mode == BSTORE_DURABLE);
 	s->wo_async = leveldb_writeoptions_create();
+	leveldb_env_t *mem = indexes_in_memory ? bstore__mem_env() : NULL;
+	if (indexes_in_memory && !mem) {
+		log_error("%s %s: this LevelDB cannot keep an index in memory", s->cfg.what, dir);
+		bstore_close(s);
+		return -ENOTSUP;
+	}
+	if (mem)
+		leveldb_options_set_env(s->opt, mem);
 	if ((r = cfs_mkdir_p(dir, 0700)) < 0 || (r = check_format(s)) < 0 ||
 	    (r = cfs_mkdir_p(s->db_dir, 0700)) < 0 || (r = cfs_mkdir_p(s->pack_dir, 0700)) < 0 ||
 	    (r = scan_packs(s)) < 0 || (r = bstore__db_open(s, true)) < 0) {

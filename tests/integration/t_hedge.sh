@@ -31,16 +31,17 @@ cluster_start "$N" 1 --stabilize-ms 2000 --replicas "$K" --sync-ms 0 --test-ring
 # the six others, whatever identifiers this run's daemons drew.
 for ((i = 0; i < N; i++)); do
 	echo "$("$CFSCTL" --data "$TEST_DIR/node$i" status --json | jget "['ring']['vnodes'][0]['id']") $i"
-done | LC_ALL=C sort >"$TEST_DIR/order"
-read -r BASE HEDGE AUTO < <(python3 - "$TEST_DIR/order" <<'PY'
+done >"$TEST_DIR/order"
+readers=$(python3 - "$TEST_DIR/order" <<'PY'
 import sys
-ring = [(int(l.split()[0], 16), l.split()[1]) for l in open(sys.argv[1])]
+ring = sorted((int(l.split()[0], 16), l.split()[1]) for l in open(sys.argv[1]))
 n = len(ring)
 gap = lambda p: (ring[p][0] - ring[p - 1][0]) % (1 << 256)
 p = max(range(n), key=gap)
 print(" ".join(ring[(p - 3 + m) % n][1] for m in range(3)))
 PY
-)
+) || fail "cannot order the ring: $(cat "$TEST_DIR/order")"
+read -r BASE HEDGE AUTO <<<"$readers"
 cluster_stop "$HEDGE"
 CL_ARGS[$HEDGE]="${CL_ARGS[$HEDGE]} --hedge-ms 5"
 cluster_restart "$HEDGE"

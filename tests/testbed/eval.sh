@@ -127,15 +127,14 @@ SCALE_INDEX=()
 fdmax=$(ulimit -Hn)
 if [ "$fdmax" != unlimited ] && [ $(( (fdmax - 100) / FDS_PER_NODE )) -lt $SCALE_N ]; then
 	mkdir -p "$OUT/scale"
+	echo "the hard limit of $fdmax open files (not raisable here) does not allow $SCALE_N nodes with their indexes on disk" \
+		| tee "$OUT/scale/index.txt"
 	FDS_PER_NODE=4
 	SCALE_INDEX=(--index-in-memory)
 	if [ $(( (fdmax - 100) / FDS_PER_NODE )) -lt $SCALE_N ]; then
 		echo "the hard limit of $fdmax open files (not raisable here) allows $(( (fdmax - 100) / FDS_PER_NODE )) of the $SCALE_N nodes, with their indexes in memory" \
 			| tee "$OUT/scale/capped.txt"
 		SCALE_N=$(( (fdmax - 100) / FDS_PER_NODE ))
-	else
-		echo "the hard limit of $fdmax open files (not raisable here) allows $SCALE_N nodes only with their indexes in memory" \
-			| tee "$OUT/scale/index.txt"
 	fi
 fi
 # No sweeps of the learned tables here (--sweep-ms 0): one process serves

@@ -57,10 +57,11 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (struct node *n = &third; n; n = n == &third ? &cli : NULL)
-		if (n->tr) {
-			chord_free(n->c);
-			cfs_transport_close(n->tr);
+	struct node *extra[] = { &third, &cli };
+	for (size_t i = 0; i < 2; i++)
+		if (extra[i]->tr) {
+			chord_free(extra[i]->c);
+			cfs_transport_close(extra[i]->tr);
 		}
 	chord_free(joiner.c);
 	chord_free(founder.c);
@@ -330,8 +331,9 @@ Test(chord_join, a_dead_node_heard_from_is_asked_at_once)
  * server speaks the newer one. Its lookup says it takes an answer that
  * wraps through the answerer (CFS_LOOKUP_F_WRAP_OK), so a member of a
  * ring shorter than its successor list answers it whole in one round
- * trip: for a key two places after the member, the older answer was cut
- * to the key's predecessor and one successor, and cost a second call. */
+ * trip; for a key two places after the member, an answer cut for an
+ * older asker names the key's predecessor and one successor, and needs a
+ * second call. */
 static struct chord_lookup_result cold_res;
 static bool cold_done;
 

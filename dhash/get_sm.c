@@ -177,7 +177,7 @@ static void order_candidates(struct dhash__get *g, const struct chord_lookup_res
 	}
 	sort_cands(g, lat, bz, first, sorted_end, false);
 	uint32_t near_end = first;
-	if (sorted_end > first && lat[first] != UINT64_MAX) {
+	if (sorted_end > first && lat[first] != UINT64_MAX && lat[first] >= DHASH_NEAR_SPREAD_MIN_US) {
 		uint64_t tie = lat[first] + lat[first] * DHASH_NEAR_TIE_PCT / 100 + DHASH_NEAR_TIE_US;
 		while (near_end < sorted_end && lat[near_end] <= tie)
 			near_end++;

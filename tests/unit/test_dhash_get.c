@@ -150,32 +150,38 @@ Test(dhash_get, nearest_replica_first_spares_last)
 /* Among the replicas within 20 % + 5 ms of the nearest, the one with the
  * fewest fetches out goes first; equally busy ones keep latency order,
  * and a farther replica never overtakes a near one, however busy. */
-Test(dhash_get, the_least_busy_of_the_near_replicas_first)
+/* The first fetch goes to want[0], the candidates after it in want's
+ * order (the spare, node 5, last). */
+static void expect_order(const struct dhash_config *c, const uint64_t *rtt, const uint32_t *busy,
+                         const uint8_t want[5])
 {
 	struct dhash__get g;
+
+	start(&g, c);
+	dhash__get_on_lookup_busy(&g, succs(5), rtt, busy);
+	cr_assert_eq(drain(&g), 1);
+	expect_fetch_to(&g, want[0]);
+	for (int i = 1; i < 5; i++)
+		cr_assert_eq(g.cand[i].id.b[0], want[i], "candidate %d: %u, not %u", i, g.cand[i].id.b[0],
+		             want[i]);
+	dhash__get_fini(&g);
+}
+
+Test(dhash_get, the_least_busy_of_the_near_replicas_first)
+{
 	struct dhash_config c = cfg(4, 0);
 	uint64_t rtt[5] = { 145000, 80000, 82000, 101000, 1000 }; /* node 5: a spare */
 	uint32_t busy[5] = { 0, 3, 1, 0, 0 };
 
-	start(&g, &c);
-	dhash__get_on_lookup_busy(&g, succs(5), rtt, busy);
-	cr_assert_eq(drain(&g), 1);
-	expect_fetch_to(&g, 4); /* 101 ms: within 80 + 16 + 5, and idle */
-	cr_assert_eq(g.cand[1].id.b[0], 3);
-	cr_assert_eq(g.cand[2].id.b[0], 2);
-	cr_assert_eq(g.cand[3].id.b[0], 1, "145 ms is not as near as 80, idle or not");
-	cr_assert_eq(g.cand[4].id.b[0], 5);
-	dhash__get_fini(&g);
-
+	/* 101 ms: within 80 + 16 + 5, and idle; 145 ms is not as near as 80,
+	 * idle or not */
+	expect_order(&c, rtt, busy, (const uint8_t[]){ 4, 3, 2, 1, 5 });
 	uint32_t even[5] = { 2, 2, 2, 2, 2 };
-	start(&g, &c);
-	dhash__get_on_lookup_busy(&g, succs(5), rtt, even);
-	cr_assert_eq(drain(&g), 1);
-	expect_fetch_to(&g, 2);
-	cr_assert_eq(g.cand[1].id.b[0], 3);
-	cr_assert_eq(g.cand[2].id.b[0], 4);
-	cr_assert_eq(g.cand[3].id.b[0], 1);
-	dhash__get_fini(&g);
+	expect_order(&c, rtt, even, (const uint8_t[]){ 2, 3, 4, 1, 5 });
+	/* on a LAN (the nearest under DHASH_NEAR_SPREAD_MIN_US) the nearest
+	 * first, however busy */
+	uint64_t lan[5] = { 900, 300, 320, 400, 1000 };
+	expect_order(&c, lan, busy, (const uint8_t[]){ 2, 3, 4, 1, 5 });
 }
 
 Test(dhash_get, holder_first_and_ring_order_option)

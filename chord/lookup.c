@@ -208,7 +208,11 @@ static void lk_reply(void *arg, int status, const struct cfs_msg *m,
                      const struct cfs_rpc_result *res);
 static void drive(struct chord__lookup *l);
 
-/* The request an ask action stands for, in c->msg. */
+/* The request an ask action stands for, in c->msg. A plain client says
+ * it takes an answer that wraps through the server (WRAP_OK): its first
+ * call to a server goes at the older protocol version, and a cut answer
+ * costs its cold start a second round trip. A member's first calls, made
+ * while it joins, are answered as before. */
 static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__lk_act *a)
 {
 	switch (a->type) {
@@ -216,7 +220,7 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 		chord__msg_init(c, NULL, CFS_MSG_FIND_NEXT, a->has_to ? &a->to : NULL);
 		c->msg.key = l->sm.key;
 		c->msg.nsucc = a->nsucc;
-		c->msg.flags = a->flags | CFS_LOOKUP_F_WRAP_OK;
+		c->msg.flags = a->flags | (c->client ? CFS_LOOKUP_F_WRAP_OK : 0);
 		break;
 	case CHORD__LKA_FWD:
 		chord__msg_init(c, NULL, CFS_MSG_LOOKUP_FWD, &a->to);
@@ -226,7 +230,7 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 		c->msg.node.coord = c->coord;
 		c->msg.hops = 1;
 		c->msg.nsucc = a->nsucc;
-		c->msg.flags = a->flags | CFS_LOOKUP_F_WRAP_OK;
+		c->msg.flags = a->flags | (c->client ? CFS_LOOKUP_F_WRAP_OK : 0);
 		break;
 	default:
 		chord__msg_init(c, NULL, CFS_MSG_PING, &a->to);

@@ -208,11 +208,12 @@ static void lk_reply(void *arg, int status, const struct cfs_msg *m,
                      const struct cfs_rpc_result *res);
 static void drive(struct chord__lookup *l);
 
-/* The request an ask action stands for, in c->msg. A plain client says
- * it takes an answer that wraps through the server (WRAP_OK): its first
- * call to a server goes at the older protocol version, and a cut answer
- * costs its cold start a second round trip. A member's first calls, made
- * while it joins, are answered as before. */
+/* The request an ask action stands for, in c->msg. A plain client (whose
+ * lookups are iterative: FIND_NEXT only) says it takes an answer that
+ * wraps through the server (WRAP_OK): its first call to a server goes at
+ * the older protocol version, and a cut answer costs its cold start a
+ * second round trip. A member's first calls, made while it joins, are
+ * answered as before. */
 static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__lk_act *a)
 {
 	switch (a->type) {
@@ -230,7 +231,7 @@ static void build_ask(chord_t *c, struct chord__lookup *l, const struct chord__l
 		c->msg.node.coord = c->coord;
 		c->msg.hops = 1;
 		c->msg.nsucc = a->nsucc;
-		c->msg.flags = a->flags | (c->client ? CFS_LOOKUP_F_WRAP_OK : 0);
+		c->msg.flags = a->flags;
 		break;
 	default:
 		chord__msg_init(c, NULL, CFS_MSG_PING, &a->to);
@@ -503,9 +504,9 @@ static void fwd_send(struct fwd *f, const struct chord__lk_act *a)
  * or when its request says so: its first call to us came at version 4,
  * before it knew we speak 5, and a cut answer would cost it a call to
  * the key's predecessor. */
-static bool wraps_ok(chord_t *c, const struct cfs_addr *asker, uint32_t flags)
+static bool wraps_ok(uint32_t version, uint32_t flags)
 {
-	return (flags & CFS_LOOKUP_F_WRAP_OK) || cfs_transport_peer_version(c->tr, asker) >= 5;
+	return version >= 5 || (flags & CFS_LOOKUP_F_WRAP_OK);
 }
 
 static uint32_t cut_for_older(const struct cfs_id *sender, const struct cfs_node *nodes, uint32_t n)
@@ -535,7 +536,7 @@ static void fwd_drive(struct fwd *f)
 			c->msg.flags = a.flags;
 			memcpy(c->msg.nodes, a.nodes, a.n * sizeof(a.nodes[0]));
 			c->msg.n_nodes = a.n;
-			if (!wraps_ok(c, &a.to.addr, f->sm.qry.flags))
+			if (!wraps_ok(cfs_transport_peer_version(c->tr, &a.to.addr), f->sm.qry.flags))
 				c->msg.n_nodes = cut_for_older(&c->msg.from_id, a.nodes, a.n);
 			(void)chord_call(c, &a.to, &c->msg, 0, ignore_reply, NULL);
 			break;
@@ -616,9 +617,9 @@ void chord__lookup_handle_fwd(chord_t *c, struct chord__vnode *v, const struct c
 		return;
 	}
 	fwd_note(c, from->reqid);
-	/* the answer goes to the originator: wrapped only if it speaks the newer version */
-	done = served_step(c, v, req, wraps_ok(c, &req->node.addr, req->flags), out, &n,
-	                   &ncand, &q.nsucc, &has);
+	/* the answer goes to the originator: wrapped only if it takes it */
+	uint32_t origin_version = cfs_transport_peer_version(c->tr, &req->node.addr);
+	done = served_step(c, v, req, wraps_ok(origin_version, req->flags), out, &n, &ncand, &q.nsucc, &has);
 	struct fwd *f = xcalloc(1, sizeof(*f));
 	f->c = c;
 	f->v = v;
@@ -643,7 +644,7 @@ void chord__lookup_handle_find_next(chord_t *c, struct chord__vnode *v, const st
 		(void)cfs_transport_reply_error(c->tr, from, -EAGAIN);
 		return;
 	}
-	bool wrap_ok = from->version >= 5 || (req->flags & CFS_LOOKUP_F_WRAP_OK);
+	bool wrap_ok = wraps_ok(from->version, req->flags);
 	done = served_step(c, v, req, wrap_ok, out, &n, &ncand, &nsucc, &has);
 	chord__msg_init(c, v, CFS_MSG_FIND_NEXT, NULL);
 	c->msg.flags = (done ? CFS_LOOKUP_F_DONE : 0) | (has ? CFS_LOOKUP_F_HAS_BLOCK : 0);

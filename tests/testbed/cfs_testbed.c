@@ -395,7 +395,7 @@ static void raise_fd_limit(uint32_t nodes, bool mem_index)
 {
 	struct rlimit rl;
 	rlim_t per = mem_index ? 3 : 7;
-	rlim_t want = (rlim_t)nodes * (TB.caching ? per + per - 1 : per) + 64;
+	rlim_t want = (rlim_t)nodes * (TB.caching ? 2 * per - 1 : per) + 64; /* one socket */
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;

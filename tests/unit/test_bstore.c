@@ -13,10 +13,16 @@ static char dir[64];
 static bstore_t *bs;
 static const struct bstore_config durable = { .mode = BSTORE_DURABLE, .pack_max = 64 << 10 };
 
+/* A fresh directory for a store, in buf (64 bytes). */
+static void fresh_dir(char *buf)
+{
+	snprintf(buf, 64, "/tmp/cfs-unit-bstore.XXXXXX"); /* mkdtemp's template */
+	cr_assert_not_null(mkdtemp(buf));
+}
+
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-bstore.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	fresh_dir(dir);
 	cfs_log_set_level(CFS_LOG_ERROR);
 	cr_assert_eq(bstore_open(dir, &durable, &bs), 0);
 }
@@ -614,10 +620,8 @@ Test(bstore_mem, an_index_in_memory_holds_no_descriptor_and_is_found_again)
 	bstore_t *d;
 
 	cfs_log_set_level(CFS_LOG_ERROR);
-	snprintf(on_disk, sizeof(on_disk), "/tmp/cfs-unit-bstore.XXXXXX");
-	snprintf(dir, sizeof(dir), "/tmp/cfs-unit-bstore.XXXXXX");
-	cr_assert_not_null(mkdtemp(on_disk));
-	cr_assert_not_null(mkdtemp(dir));
+	fresh_dir(on_disk);
+	fresh_dir(dir);
 	int base = open_fds();
 	cr_assert_eq(bstore_open(on_disk, &durable, &d), 0);
 	int disk_index = open_fds() - base;
